@@ -1,0 +1,69 @@
+// The one interface through which agent/ learns about an instruction set.
+// Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
+#pragma once
+#include "protocol/result.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace tpagent::arch {
+
+// One register as gdb numbers it: the position in registers() is the gdb regnum,
+// and the `g` packet is every register in that order at g_offset.
+struct RegisterDesc {
+    const char* name;
+    std::uint32_t size;     // bytes
+    std::uint32_t g_offset; // byte offset in the `g` block
+};
+
+// Everything ptrace gives for one thread's registers, in the kernel's regset layouts.
+struct RegisterSnapshot {
+    std::vector<std::uint8_t> gpr;    // NT_PRSTATUS payload (x86-64: user_regs_struct)
+    std::vector<std::uint8_t> xstate; // x86-64: NT_X86_XSTATE (or NT_PRFPREG's 512 bytes)
+};
+
+enum class WatchKind { Write = 2, Read = 3, Access = 4 }; // Z2, Z3, Z4
+
+class Architecture {
+  public:
+    virtual ~Architecture() = default;
+
+    // Registers in gdb order and the total `g` size (bytes).
+    virtual std::span<const RegisterDesc> registers() const = 0;
+    virtual std::size_t g_size() const = 0;
+    // gdb regnums expedited in T stop replies (fp, sp, pc).
+    virtual std::span<const int> expedited_registers() const = 0;
+    virtual int pc_regnum() const = 0;
+
+    // qXfer:features:read annexes: "target.xml" and whatever it includes. nullopt: no such annex.
+    virtual std::optional<std::string> feature_xml(std::string_view annex) const = 0;
+
+    // ptrace access to a stopped thread.
+    virtual Status read_snapshot(pid_t tid, RegisterSnapshot& out) const = 0;
+    virtual Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const = 0;
+
+    // Conversion between the kernel layout and gdb's `g` block.
+    // available[i] is false for registers the snapshot does not hold (sent as `xx`).
+    virtual void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
+                               std::vector<bool>& available) const = 0;
+    // Overwrites in `s` the registers whose bytes are in g (all of them).
+    virtual void g_to_snapshot(std::span<const std::uint8_t> g, RegisterSnapshot& s) const = 0;
+
+    virtual std::uint64_t pc(const RegisterSnapshot& s) const = 0;
+    virtual void set_pc(RegisterSnapshot& s, std::uint64_t pc) const = 0;
+    virtual std::uint64_t sp(const RegisterSnapshot& s) const = 0;
+
+    // Software breakpoint instruction, and the pc the CPU reports after executing it at `addr`.
+    virtual std::span<const std::uint8_t> breakpoint_instruction() const = 0;
+    virtual std::uint64_t pc_after_breakpoint(std::uint64_t addr) const = 0;
+};
+
+// The architecture tpagent was built for.
+const Architecture& host_architecture();
+
+} // namespace tpagent::arch
