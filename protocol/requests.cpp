@@ -1,0 +1,189 @@
+#include "protocol/requests.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/hex.hpp"
+#include <algorithm>
+
+namespace tpagent::protocol {
+
+namespace {
+Error bad(std::string text) { return make_error(ErrorCode::BadPacket, std::move(text)); }
+
+// Splits "a<sep>b" at the first sep.
+bool split_once(std::string_view text, char sep, std::string_view& a, std::string_view& b) {
+    std::size_t pos = text.find(sep);
+    if (pos == std::string_view::npos) return false;
+    a = text.substr(0, pos);
+    b = text.substr(pos + 1);
+    return true;
+}
+
+Result<MemoryWrite> parse_write_header(std::string_view args, std::string_view& data,
+                                       std::uint64_t& length) {
+    std::string_view range, rest;
+    if (!split_once(args, ':', range, rest)) return bad("expected addr,length:data");
+    auto r = parse_memory_range(range);
+    if (!r) return r.error();
+    data = rest;
+    length = r->length;
+    return MemoryWrite{r->addr, {}};
+}
+} // namespace
+
+Result<MemoryRange> parse_memory_range(std::string_view args) {
+    std::string_view a, l;
+    if (!split_once(args, ',', a, l)) return bad("expected addr,length");
+    auto addr = parse_hex_u64(a);
+    if (!addr) return addr.error();
+    auto len = parse_hex_u64(l);
+    if (!len) return len.error();
+    if (*len > kMaxTransfer) return make_error(ErrorCode::TooLarge, "length too large");
+    return MemoryRange{*addr, *len};
+}
+
+Result<MemoryWrite> parse_memory_write_hex(std::string_view args) {
+    std::string_view data;
+    std::uint64_t length = 0;
+    auto w = parse_write_header(args, data, length);
+    if (!w) return w;
+    auto bytes = from_hex(data);
+    if (!bytes) return bytes.error();
+    if (bytes->size() != length) return bad("length does not match data");
+    w->bytes = std::move(*bytes);
+    return w;
+}
+
+Result<MemoryWrite> parse_memory_write_binary(std::string_view args) {
+    std::string_view data;
+    std::uint64_t length = 0;
+    auto w = parse_write_header(args, data, length);
+    if (!w) return w;
+    if (data.size() != length) return bad("length does not match data");
+    w->bytes.assign(data.begin(), data.end());
+    return w;
+}
+
+Result<BreakpointRequest> parse_breakpoint(std::string_view args) {
+    std::string_view head = args.substr(0, args.find(';'));
+    auto parts = split(head, ',');
+    if (parts.size() != 3) return bad("expected type,addr,kind");
+    auto type = parse_hex_u64(parts[0]);
+    auto addr = parse_hex_u64(parts[1]);
+    auto kind = parse_hex_u64(parts[2]);
+    if (!type || !addr || !kind) return bad("bad number in breakpoint");
+    if (*type > 4) return bad("unknown breakpoint type");
+    return BreakpointRequest{static_cast<int>(*type), *addr, *kind};
+}
+
+namespace {
+Result<std::int64_t> parse_id_number(std::string_view text) {
+    if (text == "-1") return ThreadId::kAll;
+    auto v = parse_hex_u64(text);
+    if (!v) return v.error();
+    if (*v > 0x7fffffff) return bad("thread id out of range");
+    return static_cast<std::int64_t>(*v);
+}
+} // namespace
+
+Result<ThreadId> parse_thread_id(std::string_view text) {
+    ThreadId id;
+    if (!text.empty() && text.front() == 'p') {
+        std::string_view pid = text.substr(1), tid = "-1";
+        std::size_t dot = pid.find('.');
+        if (dot != std::string_view::npos) {
+            tid = pid.substr(dot + 1);
+            pid = pid.substr(0, dot);
+        }
+        auto p = parse_id_number(pid);
+        if (!p) return p.error();
+        auto t = parse_id_number(tid);
+        if (!t) return t.error();
+        id.pid = *p;
+        id.tid = *t;
+        return id;
+    }
+    auto t = parse_id_number(text);
+    if (!t) return t.error();
+    id.pid = ThreadId::kAny;
+    id.tid = *t;
+    return id;
+}
+
+std::string format_thread_id(std::int64_t pid, std::int64_t tid, bool multiprocess) {
+    auto num = [](std::int64_t v) { return v < 0 ? std::string("-1") : hex_u64(static_cast<std::uint64_t>(v)); };
+    if (multiprocess) return "p" + num(pid) + "." + num(tid);
+    return num(tid);
+}
+
+Result<std::vector<ResumeAction>> parse_vcont(std::string_view args) {
+    // args: ";c:p1.2;s" -> fields after each ';'
+    if (args.empty() || args.front() != ';') return bad("vCont needs actions");
+    std::vector<ResumeAction> actions;
+    for (std::string_view field : split(args.substr(1), ';')) {
+        std::string_view action = field, thread;
+        std::size_t colon = field.find(':');
+        if (colon != std::string_view::npos) {
+            action = field.substr(0, colon);
+            thread = field.substr(colon + 1);
+        }
+        if (action.empty()) return bad("empty vCont action");
+        ResumeAction a;
+        switch (action.front()) {
+        case 'c': a.kind = ResumeAction::Kind::Continue; break;
+        case 's': a.kind = ResumeAction::Kind::Step; break;
+        case 't': a.kind = ResumeAction::Kind::Stop; break;
+        case 'C':
+        case 'S': {
+            a.kind = action.front() == 'C' ? ResumeAction::Kind::Continue : ResumeAction::Kind::Step;
+            auto sig = parse_hex_u64(action.substr(1));
+            if (!sig || *sig > 255) return bad("bad signal in vCont");
+            a.signal = static_cast<int>(*sig);
+            break;
+        }
+        default: return make_error(ErrorCode::Unsupported, "unsupported vCont action");
+        }
+        if ((action.front() == 'c' || action.front() == 's' || action.front() == 't') && action.size() != 1)
+            return bad("bad vCont action");
+        if (!thread.empty()) {
+            auto t = parse_thread_id(thread);
+            if (!t) return t.error();
+            a.thread = *t;
+        }
+        actions.push_back(a);
+    }
+    return actions;
+}
+
+Result<LegacyResume> parse_legacy_resume(std::string_view args, bool has_signal) {
+    LegacyResume r;
+    std::string_view addr = args;
+    if (has_signal) {
+        std::string_view sig = args.substr(0, args.find(';'));
+        addr = sig.size() < args.size() ? args.substr(sig.size() + 1) : std::string_view{};
+        auto s = parse_hex_u64(sig);
+        if (!s || *s > 255) return bad("bad signal");
+        r.signal = static_cast<int>(*s);
+    }
+    if (!addr.empty()) {
+        auto a = parse_hex_u64(addr);
+        if (!a) return a.error();
+        r.addr = *a;
+    }
+    return r;
+}
+
+Result<XferRead> parse_xfer_read(std::string_view args) {
+    std::size_t colon = args.rfind(':');
+    if (colon == std::string_view::npos) return bad("expected annex:offset,length");
+    auto range = parse_memory_range(args.substr(colon + 1));
+    if (!range) return range.error();
+    return XferRead{std::string(args.substr(0, colon)), range->addr, range->length};
+}
+
+std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length) {
+    if (offset >= data.size()) return "l";
+    std::string_view chunk = data.substr(offset, length);
+    bool last = offset + chunk.size() >= data.size();
+    return (last ? "l" : "m") + escape_binary(chunk);
+}
+
+} // namespace tpagent::protocol

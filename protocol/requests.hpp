@@ -1,0 +1,75 @@
+// Typed requests: argument parsers for the packets that carry structured arguments.
+// Handlers call these and never pick at raw bytes themselves.
+#pragma once
+#include "protocol/result.hpp"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpagent::protocol {
+
+// Bound on any length a request may ask for (memory reads, qXfer chunks).
+inline constexpr std::uint64_t kMaxTransfer = 1 << 20;
+
+struct MemoryRange {
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+};
+// "addr,length" (m, qXfer offsets use their own parser).
+Result<MemoryRange> parse_memory_range(std::string_view args);
+
+struct MemoryWrite {
+    std::uint64_t addr = 0;
+    std::vector<std::uint8_t> bytes;
+};
+// M: "addr,length:hexbytes".
+Result<MemoryWrite> parse_memory_write_hex(std::string_view args);
+// X: "addr,length:binary" (already unescaped by the framing layer).
+Result<MemoryWrite> parse_memory_write_binary(std::string_view args);
+
+struct BreakpointRequest {
+    int type = 0; // 0 sw, 1 hw, 2 write, 3 read, 4 access watchpoint
+    std::uint64_t addr = 0;
+    std::uint64_t kind = 0;
+};
+// Z/z: "type,addr,kind[;cond...]" (target-side conditions are ignored: not advertised).
+Result<BreakpointRequest> parse_breakpoint(std::string_view args);
+
+// A thread-id: "p<pid>.<tid>", "<tid>", with -1 = all and 0 = any.
+struct ThreadId {
+    static constexpr std::int64_t kAll = -1;
+    static constexpr std::int64_t kAny = 0;
+    std::int64_t pid = kAny;
+    std::int64_t tid = kAny;
+};
+Result<ThreadId> parse_thread_id(std::string_view text);
+std::string format_thread_id(std::int64_t pid, std::int64_t tid, bool multiprocess);
+
+struct ResumeAction {
+    enum class Kind { Continue, Step, Stop };
+    Kind kind = Kind::Continue;
+    int signal = 0;                  // 0: none
+    std::optional<ThreadId> thread;  // none: applies to all threads not otherwise named
+};
+// vCont: ";action[:thread-id]..." (args as given after "vCont").
+Result<std::vector<ResumeAction>> parse_vcont(std::string_view args);
+// c/s: "[addr]"; C/S: "sig[;addr]".
+struct LegacyResume {
+    int signal = 0;
+    std::optional<std::uint64_t> addr;
+};
+Result<LegacyResume> parse_legacy_resume(std::string_view args, bool has_signal);
+
+// qXfer:object:read:annex:offset,length  (name already consumed; args = "annex:offset,length").
+struct XferRead {
+    std::string annex;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+};
+Result<XferRead> parse_xfer_read(std::string_view args);
+// The reply to a qXfer read of `data`: "m"/"l" + escaped chunk.
+std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length);
+
+} // namespace tpagent::protocol
