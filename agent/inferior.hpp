@@ -1,0 +1,126 @@
+// One traced Linux process and its threads, driven over ptrace in all-stop mode: when one thread
+// has something to report, every other thread is stopped before the event is handed out.
+#pragma once
+#include "agent/hw_points.hpp"
+#include "agent/software_breakpoints.hpp"
+#include "agent/stop_event.hpp"
+#include "arch/arch.hpp"
+#include "protocol/result.hpp"
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace tpagent::agent {
+
+struct LaunchSpec {
+    std::vector<std::string> program; // PROG ARGS...
+    std::vector<std::string> wrapper;  // run through this, which must exec PROG
+    bool disable_randomization = true;
+    bool stdio_is_protocol = false;    // keep the program off our stdin/stdout
+};
+
+// What one thread is asked to do by a resume request.
+struct ThreadResume {
+    pid_t tid = 0;
+    bool step = false;
+    int signal = 0; // host signal to deliver
+};
+
+class Inferior {
+  public:
+    static Result<std::unique_ptr<Inferior>> launch(const LaunchSpec& spec);
+    static Result<std::unique_ptr<Inferior>> attach(pid_t pid);
+    ~Inferior();
+    Inferior(const Inferior&) = delete;
+    Inferior& operator=(const Inferior&) = delete;
+
+    pid_t pid() const { return pid_; }
+    bool was_attached() const { return attached_; }
+    bool alive() const { return alive_; }
+    bool running() const { return running_; }
+    const std::string& executable() const { return executable_; }
+
+    std::vector<pid_t> thread_ids() const;
+    bool has_thread(pid_t tid) const { return threads_.count(tid) != 0; }
+    std::string thread_name(pid_t tid) const;
+
+    // Registers of a stopped thread, in gdb's `g` layout.
+    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available);
+    Status write_registers(pid_t tid, std::span<const std::uint8_t> g);
+    Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value);
+    Result<std::uint64_t> read_pc(pid_t tid);
+
+    // Memory, with breakpoint instructions hidden. Reads return how many bytes were readable
+    // from the start (0 bytes readable is an error).
+    Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out);
+    Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data);
+
+    SoftwareBreakpoints& breakpoints() { return *breakpoints_; }
+
+    // Installs hardware watchpoints/breakpoints (Z1..Z4).
+    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len);
+    Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len);
+
+    // Starts the threads named in `actions`; the rest stay stopped. If a thread already has an
+    // event waiting, nothing is resumed and that event is returned at once.
+    Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions);
+    // Called when SIGCHLD arrived: reaps wait statuses; returns an event once all threads stopped.
+    std::optional<StopEvent> poll();
+    // Ctrl-C from gdb: makes the process stop with SIGINT.
+    void interrupt();
+    // Signals (host numbers) delivered to the program without stopping (QPassSignals).
+    void set_pass_signals(std::set<int> signals) { pass_signals_ = std::move(signals); }
+
+    Status kill();
+    Status detach();
+
+  private:
+    struct Thread {
+        bool stopped = true;
+        bool stop_requested = false;  // a SIGSTOP we sent has not shown up yet
+        bool awaiting_first_stop = false; // new clone, its initial SIGSTOP not seen yet
+        bool wants_run = false;        // gdb asked it to run (re-resume after our own SIGSTOP)
+        bool stepping = false;
+        int resume_signal = 0;
+        std::optional<StopEvent> pending; // reportable event held back while another is reported
+        std::optional<arch::RegisterSnapshot> regs;
+    };
+
+    explicit Inferior(pid_t pid, bool attached);
+    Status finish_setup();
+    Result<arch::RegisterSnapshot*> snapshot(pid_t tid);
+    Status resume_thread(pid_t tid, Thread& t, bool step, int signal);
+    std::optional<StopEvent> handle_status(pid_t tid, int status);
+    std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
+    std::optional<StopEvent> classify_trap(pid_t tid, Thread& t);
+    std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
+    std::optional<StopEvent> finish_stop_all();
+    void add_thread(pid_t tid, bool awaiting_first_stop);
+    bool pending_still_valid(pid_t tid, Thread& t);
+    Status raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got);
+    Status raw_write(std::uint64_t addr, std::span<const std::uint8_t> data);
+    void reopen_memory();
+    void mark_dead();
+
+    pid_t pid_;
+    bool attached_;
+    bool alive_ = true;
+    bool running_ = false;      // resumed and no stop reported since
+    bool stopping_all_ = false; // an event is chosen; waiting for the other threads to stop
+    std::optional<StopEvent> chosen_;
+    int mem_fd_ = -1;
+    std::string executable_;
+    std::map<pid_t, Thread> threads_;
+    std::set<int> pass_signals_;
+    std::unique_ptr<SoftwareBreakpoints> breakpoints_;
+    HwPoints hw_points_;
+    const arch::Architecture& arch_;
+};
+
+} // namespace tpagent::agent

@@ -1,0 +1,228 @@
+// Run control: resuming threads and turning wait statuses into all-stop events.
+#include "agent/inferior.hpp"
+#include <cerrno>
+#include <csignal>
+#include <spdlog/spdlog.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tpagent::agent {
+
+Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
+    if (hw_points_.any()) (void)hw_points_.apply(tid);
+    long req = step ? PTRACE_SINGLESTEP : PTRACE_CONT;
+    if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
+               reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
+        if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
+        return make_error(ErrorCode::SystemError, "ptrace resume failed");
+    }
+    t.stopped = false;
+    t.stepping = step;
+    t.regs.reset();
+    return ok_status();
+}
+
+bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
+    // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
+    // was already moved back, simply runs the original instruction.
+    if (!t.pending->swbreak) return true;
+    auto pc = read_pc(tid);
+    return pc && breakpoints_->inserted_at(*pc);
+}
+
+Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
+    if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end() || !it->second.pending) continue;
+        if (pending_still_valid(a.tid, it->second)) {
+            StopEvent ev = *it->second.pending;
+            it->second.pending.reset();
+            spdlog::debug("reporting held-back event of thread {}", a.tid);
+            return std::optional<StopEvent>(ev);
+        }
+        it->second.pending.reset();
+    }
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end()) continue;
+        Thread& t = it->second;
+        t.wants_run = true;
+        t.resume_signal = a.signal;
+        if (!t.stopped) continue;
+        if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) return s.error();
+    }
+    running_ = true;
+    return std::optional<StopEvent>();
+}
+
+void Inferior::interrupt() {
+    if (!alive_ || !running_) return;
+    // As a terminal would: the whole process group when we started it.
+    if (!attached_) ::kill(-pid_, SIGINT);
+    else ::kill(pid_, SIGINT);
+}
+
+std::optional<StopEvent> Inferior::poll() {
+    while (alive_) {
+        int status = 0;
+        pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
+        if (tid <= 0) break;
+        if (auto ev = handle_status(tid, status)) return ev;
+    }
+    return std::nullopt;
+}
+
+std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        if (tid == pid_) {
+            StopEvent ev;
+            ev.pid = ev.tid = pid_;
+            if (WIFEXITED(status)) {
+                ev.kind = StopEvent::Kind::Exited;
+                ev.exit_code = WEXITSTATUS(status);
+            } else {
+                ev.kind = StopEvent::Kind::Killed;
+                ev.signal = WTERMSIG(status);
+            }
+            mark_dead();
+            return ev;
+        }
+        threads_.erase(tid);
+        return finish_stop_all();
+    }
+    if (!WIFSTOPPED(status)) return std::nullopt;
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) {
+        // A new thread's first stop can arrive before its parent's clone event.
+        add_thread(tid, false);
+        Thread& t = threads_[tid];
+        if (running_ && !stopping_all_) (void)resume_thread(tid, t, false, 0), t.wants_run = true;
+        return std::nullopt;
+    }
+    Thread& t = it->second;
+    t.stopped = true;
+    t.regs.reset();
+    return handle_stop(tid, t, status);
+}
+
+std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status) {
+    int sig = WSTOPSIG(status);
+    int event = status >> 16;
+    spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
+    bool keep_running = running_ && !stopping_all_ && t.wants_run;
+
+    if (event == PTRACE_EVENT_CLONE) {
+        unsigned long new_tid = 0;
+        ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid);
+        auto nt = static_cast<pid_t>(new_tid);
+        if (!threads_.count(nt)) {
+            add_thread(nt, true);
+            threads_[nt].stopped = false; // it is running towards its first SIGSTOP
+            threads_[nt].wants_run = true;
+        }
+        if (keep_running || stopping_all_) (void)resume_thread(tid, t, t.stepping, 0);
+        if (stopping_all_) {
+            // Keep everyone (the new thread too) on the way to a full stop.
+            t.stop_requested = true;
+            tgkill(pid_, tid, SIGSTOP);
+        }
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_EXEC) {
+        // The old image (and its other threads, breakpoints) is gone.
+        reopen_memory();
+        breakpoints_->forget_all();
+        for (auto i = threads_.begin(); i != threads_.end();)
+            i = i->first == tid ? std::next(i) : threads_.erase(i);
+        if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
+        return std::nullopt;
+    }
+    if (sig == SIGSTOP && t.awaiting_first_stop) {
+        t.awaiting_first_stop = false;
+        if (keep_running) (void)resume_thread(tid, t, false, 0);
+        return finish_stop_all();
+    }
+    if (sig == SIGSTOP && t.stop_requested) {
+        t.stop_requested = false;
+        if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
+        return finish_stop_all();
+    }
+    if (sig == SIGTRAP) {
+        if (auto ev = classify_trap(tid, t)) return report(tid, t, *ev);
+        return std::nullopt;
+    }
+    if (pass_signals_.count(sig) && !t.stepping && !stopping_all_ && running_) {
+        (void)resume_thread(tid, t, false, sig);
+        return std::nullopt;
+    }
+    StopEvent ev;
+    ev.pid = pid_;
+    ev.tid = tid;
+    ev.signal = sig;
+    return report(tid, t, ev);
+}
+
+std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t) {
+    StopEvent ev;
+    ev.pid = pid_;
+    ev.tid = tid;
+    ev.signal = SIGTRAP;
+    siginfo_t info{};
+    ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
+        if (auto hit = hw_points_.triggered(tid)) {
+            if (hit->type == 1) ev.hwbreak = true;
+            else {
+                ev.watch_addr = hit->addr;
+                ev.watch_type = hit->type;
+            }
+            return ev;
+        }
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid);
+        if (s) {
+            std::uint64_t pc = arch_.pc(**s);
+            std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
+            if (breakpoints_->inserted_at(bp)) {
+                arch_.set_pc(**s, bp);
+                (void)arch_.write_snapshot(tid, **s);
+                ev.swbreak = true;
+            }
+        }
+    }
+    (void)t;
+    return ev;
+}
+
+std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
+    if (chosen_ || stopping_all_ || !running_) {
+        t.pending = ev;
+        return finish_stop_all();
+    }
+    chosen_ = ev;
+    stopping_all_ = true;
+    for (auto& [other, ot] : threads_) {
+        if (other == tid || ot.stopped || ot.stop_requested) continue;
+        if (ot.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
+        ot.stop_requested = true;
+        tgkill(pid_, other, SIGSTOP);
+    }
+    return finish_stop_all();
+}
+
+std::optional<StopEvent> Inferior::finish_stop_all() {
+    if (!stopping_all_) return std::nullopt;
+    for (const auto& [tid, t] : threads_)
+        if (!t.stopped) return std::nullopt;
+    stopping_all_ = false;
+    running_ = false;
+    for (auto& [tid, t] : threads_) t.wants_run = false;
+    auto ev = *chosen_;
+    chosen_.reset();
+    return ev;
+}
+
+} // namespace tpagent::agent

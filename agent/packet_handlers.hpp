@@ -1,0 +1,34 @@
+// Every packet tpagent understands, with its handler. The table itself is in packet_handlers.cpp.
+#pragma once
+#include "protocol/packet_table.hpp"
+#include <string>
+#include <string_view>
+
+namespace tpagent::agent {
+
+class Session;
+using Handler = std::string(Session&, std::string_view);
+
+const protocol::PacketTable<Session>& packet_table();
+
+// handlers_general.cpp
+Handler handle_supported, handle_start_no_ack, handle_status, handle_attached, handle_current_thread,
+    handle_thread_info_first, handle_thread_info_next, handle_thread_alive, handle_set_thread,
+    handle_pass_signals, handle_program_signals, handle_disable_randomization, handle_symbol,
+    handle_monitor, handle_non_stop, handle_extended_mode;
+// handlers_run.cpp
+Handler handle_continue, handle_continue_signal, handle_step, handle_step_signal, handle_vcont,
+    handle_vcont_query, handle_kill, handle_vkill, handle_detach, handle_vrun, handle_vattach,
+    handle_vctrlc;
+// handlers_data.cpp
+Handler handle_read_registers, handle_write_registers, handle_read_register, handle_write_register,
+    handle_read_memory, handle_write_memory_hex, handle_write_memory_binary, handle_insert_point,
+    handle_remove_point;
+// handlers_xfer.cpp
+Handler handle_xfer_features, handle_xfer_auxv, handle_xfer_exec_file, handle_xfer_threads,
+    handle_xfer_libraries_svr4;
+// handlers_hostio.cpp
+Handler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vfile_pread,
+    handle_vfile_pwrite, handle_vfile_fstat, handle_vfile_unlink, handle_vfile_readlink;
+
+} // namespace tpagent::agent

@@ -1,0 +1,155 @@
+#include "agent/server.hpp"
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tpagent::agent {
+
+namespace asio = boost::asio;
+
+Server::Server(asio::io_context& io, ServerOptions options)
+    : io_(io), options_(std::move(options)), sigchld_(io, SIGCHLD) {}
+
+bool Server::stdio_transport() const { return options_.comm == "-"; }
+
+void Server::set_debug(bool on) { spdlog::set_level(on ? spdlog::level::debug : spdlog::level::warn); }
+
+Status Server::start_program(const std::vector<std::string>& program) {
+    LaunchSpec spec;
+    spec.program = program;
+    spec.wrapper = options_.wrapper;
+    spec.disable_randomization = options_.disable_randomization;
+    spec.stdio_is_protocol = stdio_transport();
+    auto inf = Inferior::launch(spec);
+    if (!inf) return inf.error();
+    inferior_ = std::move(*inf);
+    inferior_->set_pass_signals(pass_signals);
+    fmt::print(stderr, "Process {} created; pid = {}\n", program.front(), inferior_->pid());
+    std::fflush(stderr);
+    return ok_status();
+}
+
+Status Server::attach_to(pid_t pid) {
+    auto inf = Inferior::attach(pid);
+    if (!inf) return inf.error();
+    inferior_ = std::move(*inf);
+    inferior_->set_pass_signals(pass_signals);
+    fmt::print(stderr, "Attached; pid = {}\n", pid);
+    std::fflush(stderr);
+    return ok_status();
+}
+
+Status Server::kill_inferior() {
+    if (!inferior_) return ok_status();
+    auto s = inferior_->kill();
+    inferior_.reset();
+    return s;
+}
+
+Status Server::detach_inferior() {
+    if (!inferior_) return make_error(ErrorCode::NoProcess, "no process to detach from");
+    fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
+    std::fflush(stderr);
+    auto s = inferior_->detach();
+    inferior_.reset();
+    return s;
+}
+
+void Server::forget_inferior() { inferior_.reset(); }
+
+void Server::wait_for_children() {
+    sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
+        if (ec) return;
+        while (inferior_ && inferior_->alive()) {
+            auto ev = inferior_->poll();
+            if (!ev) break;
+            on_inferior_event(*ev);
+        }
+        wait_for_children();
+    });
+}
+
+void Server::on_inferior_event(const StopEvent& ev) {
+    if (ev.kind == StopEvent::Kind::Exited) {
+        fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
+    } else if (ev.kind == StopEvent::Kind::Killed) {
+        fmt::print(stderr, "\nChild terminated with signal = {}\n", ev.signal);
+    }
+    std::fflush(stderr);
+    if (session_ && !session_->closed()) session_->on_stop(ev);
+    if (ev.kind != StopEvent::Kind::Signal) forget_inferior();
+}
+
+void Server::accept_next() {
+    listener_->async_accept([this](std::unique_ptr<Connection> conn) {
+        if (!conn) {
+            shutdown();
+            return;
+        }
+        session_ = std::make_unique<Session>(*this, std::move(conn));
+        session_->start();
+    });
+}
+
+void Server::session_closed(Session& s) {
+    (void)s;
+    // The session object may be mid-call: destroy it later, from the event loop.
+    asio::post(io_, [this] {
+        std::unique_ptr<Session> old = std::move(session_);
+        bool stay = !exit_requested_ && !options_.once &&
+                    listener_->endpoint().kind == Endpoint::Kind::Tcp &&
+                    (options_.multi || (inferior_ && inferior_->alive()));
+        if (!stay) {
+            shutdown();
+            return;
+        }
+        // gdb went away without detaching: the program stays, stopped, for the next gdb.
+        if (inferior_ && inferior_->running()) inferior_->interrupt();
+        fmt::print(stderr, "Remote side has terminated connection.  tpagent will reopen the connection.\n");
+        std::fflush(stderr);
+        accept_next();
+    });
+}
+
+void Server::shutdown() {
+    // Programs we started die with us; programs we attached to go on running.
+    if (inferior_ && inferior_->alive()) {
+        if (inferior_->was_attached()) (void)detach_inferior();
+        else (void)kill_inferior();
+    }
+    listener_->close();
+    sigchld_.cancel();
+    io_.stop();
+}
+
+int Server::run() {
+    auto ep = parse_endpoint(options_.comm);
+    if (!ep) {
+        fmt::print(stderr, "{}\n", ep.error().text);
+        return 1;
+    }
+    if (options_.attach_pid) {
+        if (auto s = attach_to(*options_.attach_pid); !s) {
+            fmt::print(stderr, "{}\nExiting\n", s.error().text);
+            return 1;
+        }
+    } else if (!options_.program.empty()) {
+        if (auto s = start_program(options_.program); !s) {
+            fmt::print(stderr, "{}\nExiting\n", s.error().text);
+            return 1;
+        }
+    }
+    listener_ = std::make_unique<Listener>(io_, *ep, options_.baud);
+    if (auto s = listener_->open(); !s) {
+        fmt::print(stderr, "{}\nExiting\n", s.error().text);
+        if (inferior_) (void)kill_inferior();
+        return 1;
+    }
+    wait_for_children();
+    accept_next();
+    io_.run();
+    return exit_status_;
+}
+
+} // namespace tpagent::agent

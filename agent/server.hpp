@@ -1,0 +1,53 @@
+// The process as a whole: options, the event loop, the listener, the current gdb session and the
+// inferior. Decides what happens when gdb goes away and when tpagent exits.
+#pragma once
+#include "agent/asio.hpp"
+#include "agent/inferior.hpp"
+#include "agent/options.hpp"
+#include "agent/session.hpp"
+#include "agent/transport.hpp"
+#include <memory>
+#include <set>
+
+namespace tpagent::agent {
+
+class Server {
+  public:
+    Server(boost::asio::io_context& io, ServerOptions options);
+    // Starts the program or attaches, binds, and runs the event loop. Returns the exit status.
+    int run();
+
+    const ServerOptions& options() const { return options_; }
+    Inferior* inferior() { return inferior_.get(); }
+    boost::asio::io_context& io() { return io_; }
+
+    Status start_program(const std::vector<std::string>& program);
+    Status attach_to(pid_t pid);
+    Status kill_inferior();
+    Status detach_inferior();
+    // Drops an inferior that is gone; remembers its exit for later `?` queries.
+    void forget_inferior();
+    void request_exit() { exit_requested_ = true; }
+    void session_closed(Session& s);
+    void set_debug(bool on);
+    void set_disable_randomization(bool on) { options_.disable_randomization = on; }
+    std::set<int> pass_signals; // host numbers, from QPassSignals
+    bool stdio_transport() const;
+
+  private:
+    void accept_next();
+    void wait_for_children();
+    void on_inferior_event(const StopEvent& ev);
+    void shutdown();
+
+    boost::asio::io_context& io_;
+    ServerOptions options_;
+    std::unique_ptr<Listener> listener_;
+    std::unique_ptr<Session> session_;
+    std::unique_ptr<Inferior> inferior_;
+    boost::asio::signal_set sigchld_;
+    bool exit_requested_ = false;
+    int exit_status_ = 0;
+};
+
+} // namespace tpagent::agent

@@ -1,0 +1,76 @@
+// One gdb connection: framing, acks, dispatch through the packet table, and the protocol state
+// that gdb negotiated (no-ack mode, multiprocess ids, selected threads).
+#pragma once
+#include "agent/host_io.hpp"
+#include "agent/stop_event.hpp"
+#include "agent/transport.hpp"
+#include "protocol/framing.hpp"
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+namespace tpagent::agent {
+
+class Server;
+class Inferior;
+
+// Largest packet we accept (advertised as PacketSize).
+inline constexpr std::size_t kPacketSize = 0x4000;
+
+class Session {
+  public:
+    Session(Server& server, std::unique_ptr<Connection> conn);
+    void start();
+    void close();
+    bool closed() const { return closed_; }
+
+    Server& server() { return server_; }
+    Inferior* inferior();
+
+    // For resume handlers: the reply is the stop reply sent when the inferior stops.
+    void defer_reply() { deferred_ = true; }
+    // For packets gdb expects no answer to (`k`).
+    void suppress_reply() { suppressed_ = true; }
+    bool waiting_for_stop() const { return waiting_; }
+    void on_stop(const StopEvent& ev);
+    std::string stop_reply(const StopEvent& ev);
+    std::string status_reply(); // reply to `?`
+
+    // Negotiated state.
+    bool no_ack = false;
+    bool multiprocess = false;
+    bool gdb_supports_swbreak = false;
+    bool gdb_supports_reloc_insn = false;
+    bool extended = false;
+    pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
+    pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)
+    bool list_threads_done = false;
+    std::optional<StopEvent> last_stop;
+    bool exit_after_reply = false;
+    HostIoState host_io;
+
+    // Thread selected for register access: Hg's choice, else the last stopped thread.
+    pid_t current_thread();
+    std::string thread_id(pid_t tid);
+
+  private:
+    void read_more();
+    void handle(const protocol::FrameEvent& ev);
+    void dispatch(const std::string& payload);
+    void send_packet(const std::string& payload);
+
+    Server& server_;
+    std::unique_ptr<Connection> conn_;
+    protocol::PacketDecoder decoder_{kPacketSize};
+    std::array<std::uint8_t, 16384> buf_{};
+    std::string last_frame_;
+    bool deferred_ = false;
+    bool suppressed_ = false;
+    bool waiting_ = false;
+    bool closed_ = false;
+};
+
+} // namespace tpagent::agent

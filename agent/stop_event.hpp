@@ -1,0 +1,26 @@
+// Why the inferior stopped, as the stop reply will describe it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <sys/types.h>
+
+namespace tpagent::agent {
+
+struct StopEvent {
+    enum class Kind {
+        Signal, // thread stopped with a signal (SIGTRAP for breakpoints and steps)
+        Exited, // process exited normally: exit_code
+        Killed, // process died from a signal: signal
+    };
+    Kind kind = Kind::Signal;
+    pid_t pid = 0;
+    pid_t tid = 0;
+    int signal = 0;    // host signal number
+    int exit_code = 0;
+    bool swbreak = false;
+    bool hwbreak = false;
+    std::optional<std::uint64_t> watch_addr;
+    int watch_type = 0; // 2 watch, 3 rwatch, 4 awatch
+};
+
+} // namespace tpagent::agent
