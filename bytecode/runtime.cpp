@@ -23,7 +23,7 @@ bool read_bytes(const Context* c, std::uint64_t addr, void* dst, std::size_t len
 }
 
 // Length of the string at addr including its NUL, at most max bytes. Reads in chunks that
-// never cross a page boundary, so a string ending just before an unmapped page is fine.
+// never cross a page boundary, falling back to single bytes when a chunk is unreadable.
 bool string_length(const Context* c, std::uint64_t addr, std::uint64_t max, std::uint64_t& n,
                    std::uint64_t& fault) {
     constexpr std::uint64_t kPage = 4096, kChunk = 64;
@@ -33,8 +33,18 @@ bool string_length(const Context* c, std::uint64_t addr, std::uint64_t max, std:
         const std::uint64_t at = addr + n;
         const std::uint64_t chunk = std::min({max - n, kChunk, kPage - at % kPage});
         if (!read_bytes(c, at, buf, chunk)) {
-            fault = at;
-            return false;
+            // The readable part may end inside the chunk: go byte by byte up to the fault.
+            for (std::uint64_t i = 0; i < chunk; ++i, ++n) {
+                if (!read_bytes(c, at + i, buf, 1)) {
+                    fault = at + i;
+                    return false;
+                }
+                if (buf[0] == 0) {
+                    ++n;
+                    return true;
+                }
+            }
+            continue;
         }
         if (const void* z = std::memchr(buf, 0, chunk)) {
             n += static_cast<const char*>(z) - buf + 1;
