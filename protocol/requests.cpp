@@ -115,10 +115,12 @@ std::string format_thread_id(std::int64_t pid, std::int64_t tid, bool multiproce
 }
 
 Result<std::vector<ResumeAction>> parse_vcont(std::string_view args) {
-    // args: ";c:p1.2;s" -> fields after each ';'
-    if (args.empty() || args.front() != ';') return bad("vCont needs actions");
+    // classify() hands over "c:p1.2;s" (the ';' after the name is its separator); the raw form
+    // ";c:p1.2;s" is accepted too.
+    if (!args.empty() && args.front() == ';') args.remove_prefix(1);
+    if (args.empty()) return bad("vCont needs actions");
     std::vector<ResumeAction> actions;
-    for (std::string_view field : split(args.substr(1), ';')) {
+    for (std::string_view field : split(args, ';')) {
         std::string_view action = field, thread;
         std::size_t colon = field.find(':');
         if (colon != std::string_view::npos) {
@@ -182,6 +184,8 @@ Result<XferRead> parse_xfer_read(std::string_view args) {
 std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length) {
     if (offset >= data.size()) return "l";
     std::string_view chunk = data.substr(offset, length);
+    // gdb rejects an "m" reply without data; a zero-length request can only end the transfer.
+    if (chunk.empty()) return "l";
     bool last = offset + chunk.size() >= data.size();
     return (last ? "l" : "m") + escape_binary(chunk);
 }

@@ -53,7 +53,8 @@ struct ResumeAction {
     int signal = 0;                  // 0: none
     std::optional<ThreadId> thread;  // none: applies to all threads not otherwise named
 };
-// vCont: ";action[:thread-id]..." (args as given after "vCont").
+// vCont: "action[:thread-id][;action[:thread-id]]..." as classify() returns it; a leading ';'
+// (the raw text after "vCont") is accepted too.
 Result<std::vector<ResumeAction>> parse_vcont(std::string_view args);
 // c/s: "[addr]"; C/S: "sig[;addr]".
 struct LegacyResume {
