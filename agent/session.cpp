@@ -38,14 +38,18 @@ void Session::read_more() {
             server_.session_closed(*this);
             return;
         }
-        std::vector<FrameEvent> events;
-        decoder_.feed(std::span(buf_.data(), n), events);
-        for (const auto& ev : events) {
-            handle(ev);
-            if (closed_) return;
-        }
-        read_more();
+        receive(std::span(buf_.data(), n));
+        if (!closed_) read_more();
     });
+}
+
+void Session::receive(std::span<const std::uint8_t> bytes) {
+    std::vector<FrameEvent> events;
+    decoder_.feed(bytes, events);
+    for (const auto& ev : events) {
+        handle(ev);
+        if (closed_) return;
+    }
 }
 
 void Session::handle(const FrameEvent& ev) {

@@ -25,6 +25,8 @@ class Session {
     Session(Server& server, std::unique_ptr<Connection> conn);
     void start();
     void close();
+    // Feeds bytes from gdb through framing and dispatch (the read loop's body; tests call it too).
+    void receive(std::span<const std::uint8_t> bytes);
     bool closed() const { return closed_; }
 
     Server& server() { return server_; }
