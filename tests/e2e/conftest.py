@@ -1,0 +1,48 @@
+"""pytest fixtures for the end-to-end tests; see harness.py for the machinery."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import E2E, Programs, find_server
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "hw_watchpoint: needs x86 debug registers (deselect with -m 'not hw_watchpoint')")
+    config.addinivalue_line("markers", "tpagent_only: checks tpagent's documented behaviour where gdbserver differs")
+    # ctest gives each test file its own scratch directory in the build tree.
+    scratch = os.environ.get("TPAGENT_E2E_SCRATCH")
+    if scratch and not config.option.basetemp:
+        config.option.basetemp = scratch
+
+
+@pytest.fixture(scope="session")
+def server_bin():
+    return find_server()
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory):
+    return Programs(tmp_path_factory.mktemp("programs"))
+
+
+@pytest.fixture
+def e2e(server_bin, programs, tmp_path):
+    session = E2E(server_bin, programs, tmp_path)
+    yield session
+    survivors = session.close()
+    assert not survivors, f"processes left behind after SIGKILL: {survivors}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if find_server().is_gdbserver:
+        skip = pytest.mark.skip(reason="tpagent's own behaviour; gdbserver differs here")
+        for item in items:
+            if "tpagent_only" in item.keywords:
+                item.add_marker(skip)
+
+
+def pytest_report_header(config):
+    server = find_server()
+    return f"e2e server: {server.name} ({server.path})"

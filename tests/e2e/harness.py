@@ -1,0 +1,576 @@
+"""End-to-end harness: the real gdb drives the real server against small C programs.
+
+The server under test is chosen by environment variable:
+  TPAGENT_E2E_SERVER  path or name of the server binary (e.g. "gdbserver"), wins if set;
+  TPAGENT_BIN         the tpagent binary (set by ctest);
+  neither             gdbserver, the reference behaviour.
+Set TPAGENT_E2E_DEBUG=1 to start the server with --debug (its log lands in test failures).
+
+Every process a test starts gets its own session (start_new_session=True), and every
+inferior pid the server reports is recorded, so teardown can kill all of them and then
+check that nothing is left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+E2E_DIR = Path(__file__).resolve().parent
+PROGRAMS_DIR = E2E_DIR / "programs"
+
+# Upper bound for one wait on a server line, a compile, a process exit.
+WAIT_TIMEOUT = 20.0
+# Upper bound for one whole gdb run.
+GDB_TIMEOUT = 60.0
+
+INFERIOR_CREATED = re.compile(r"Process .* created; pid = (\d+)")
+LISTENING = re.compile(r"Listening on port (\d+)")
+
+# Options given to every gdb before it reads the program: quiet, deterministic, local.
+# "set sysroot /" makes gdb read shared libraries from the local disk instead of over
+# the remote protocol, which is slow and not what these tests are about.
+GDB_INIT = (
+    "set pagination off",
+    "set width 0",
+    "set height 0",
+    "set confirm off",
+    "set sysroot /",
+    "set debuginfod enabled off",
+)
+
+
+# --------------------------------------------------------------------------- server choice
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    path: str
+    is_gdbserver: bool
+
+    @property
+    def name(self) -> str:
+        return "gdbserver" if self.is_gdbserver else "tpagent"
+
+    def common_options(self) -> list[str]:
+        return ["--debug"] if os.environ.get("TPAGENT_E2E_DEBUG") == "1" else []
+
+    def tty_options(self, baud: int) -> list[str]:
+        # gdbserver does not take --baud (it leaves the tty's speed alone).
+        return [] if self.is_gdbserver else ["--baud", str(baud)]
+
+
+def find_server() -> ServerBinary:
+    name = os.environ.get("TPAGENT_E2E_SERVER") or os.environ.get("TPAGENT_BIN") or "gdbserver"
+    path = shutil.which(name)
+    if path is None:
+        raise RuntimeError(f"server binary not found: {name!r}")
+    return ServerBinary(path=path, is_gdbserver="gdbserver" in Path(path).name)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    state: str
+    session: int
+    start: int  # start time in clock ticks since boot: tells a reused pid apart
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # The command name is in parentheses and may itself contain spaces or parentheses.
+    fields = text[text.rindex(")") + 2 :].split()
+    return ProcStat(state=fields[0], session=int(fields[3]), start=int(fields[19]))
+
+
+def _living(stat: ProcStat | None) -> bool:
+    return stat is not None and stat.state not in ("Z", "X")
+
+
+@dataclass(frozen=True)
+class ProcId:
+    """A pid plus its start time, so that a recycled pid is never mistaken for ours."""
+
+    pid: int
+    start: int
+
+    @classmethod
+    def of(cls, pid: int) -> ProcId | None:
+        stat = proc_stat(pid)
+        return cls(pid, stat.start) if stat else None
+
+    def alive(self) -> bool:
+        stat = proc_stat(self.pid)
+        return _living(stat) and stat.start == self.start
+
+
+def pid_alive(pid: int) -> bool:
+    return _living(proc_stat(pid))
+
+
+def wait_until(predicate, timeout: float = WAIT_TIMEOUT, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+class Reaper:
+    """Remembers every process a test caused, kills them all, reports survivors."""
+
+    def __init__(self) -> None:
+        self._popens: list[subprocess.Popen] = []
+        self._sessions: set[int] = set()
+        self._pids: set[ProcId] = set()
+        self._lock = threading.Lock()
+
+    def track_popen(self, proc: subprocess.Popen, own_session: bool = True) -> None:
+        with self._lock:
+            self._popens.append(proc)
+            if own_session:
+                self._sessions.add(proc.pid)
+
+    def track_pid(self, pid: int) -> None:
+        ident = ProcId.of(pid)
+        if ident is not None:
+            with self._lock:
+                self._pids.add(ident)
+
+    def _members(self) -> list[int]:
+        """Living processes of our sessions and tracked pids (an inferior may have left
+        the server's session with setsid)."""
+        found = set()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                stat = proc_stat(int(entry.name))
+                if _living(stat) and stat.session in self._sessions:
+                    found.add(int(entry.name))
+        found.update(p.pid for p in self._pids if p.alive())
+        return sorted(found)
+
+    def survivors(self) -> list[str]:
+        out = []
+        for pid in self._members():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                cmd = "?"
+            out.append(f"{pid}: {cmd.strip()}")
+        return out
+
+    def kill_all(self) -> None:
+        with self._lock:
+            for _ in range(3):  # a dying server may still fork; go round until it is quiet
+                members = self._members()
+                if not members:
+                    break
+                for pid in members:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                wait_until(lambda: not self._members(), timeout=5)
+            for proc in self._popens:
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+
+
+# --------------------------------------------------------------------------- programs
+
+
+class Programs:
+    """Builds tests/e2e/programs/NAME.c on first use, once per test session."""
+
+    def __init__(self, outdir: Path) -> None:
+        self._outdir = outdir
+        self._built: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def source(name: str) -> Path:
+        return PROGRAMS_DIR / f"{name}.c"
+
+    def path(self, name: str) -> Path:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = compile_program(self.source(name), self._outdir / name)
+            return self._built[name]
+
+    def line(self, name: str, mark: str) -> int:
+        """Line number of the source line tagged with the comment 'MARK: <mark>'."""
+        return marked_line(self.source(name), mark)
+
+
+def compile_program(source: Path, output: Path) -> Path:
+    cmd = ["cc", "-g", "-O0", "-o", str(output), str(source)]
+    if "<pthread.h>" in source.read_text():
+        cmd.insert(1, "-pthread")
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"compiling {source} failed:\n{result.stdout}{result.stderr}")
+    return output
+
+
+def marked_line(source: Path, mark: str) -> int:
+    tag = re.compile(rf"MARK: {re.escape(mark)}\b")
+    for number, text in enumerate(source.read_text().splitlines(), start=1):
+        if tag.search(text):
+            return number
+    raise KeyError(f"no 'MARK: {mark}' in {source}")
+
+
+# --------------------------------------------------------------------------- server
+
+
+class Server:
+    """A running server process; its merged stdout/stderr is collected line by line.
+
+    The inferior's own output usually lands here too (it inherits the server's stdout).
+    """
+
+    def __init__(self, argv: list[str], reaper: Reaper) -> None:
+        self.argv = argv
+        self.port: int | None = None
+        self.inferior_pids: list[int] = []
+        self._reaper = reaper
+        self._lines: list[str] = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        reaper.track_popen(self.proc)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            created = INFERIOR_CREATED.search(line)
+            if created:
+                pid = int(created.group(1))
+                self._reaper.track_pid(pid)
+                self.inferior_pids.append(pid)
+            with self._cond:
+                self._lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._lines.append(None)  # end of output
+            self._cond.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self._cond:
+            return "\n".join(l for l in self._lines if l is not None)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def inferior_pid(self) -> int:
+        assert self.inferior_pids, f"server reported no inferior:\n{self.output}"
+        return self.inferior_pids[-1]
+
+    def wait_for(self, pattern: str | re.Pattern, timeout: float = WAIT_TIMEOUT, after: int = 0) -> re.Match:
+        """Wait for a line matching pattern, looking only at lines numbered >= after."""
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        index = after
+        with self._cond:
+            while True:
+                while index < len(self._lines):
+                    line = self._lines[index]
+                    if line is None:
+                        raise AssertionError(
+                            f"server exited without printing /{regex.pattern}/:\n{self.output}"
+                        )
+                    match = regex.search(line)
+                    if match:
+                        return match
+                    index += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"server never printed /{regex.pattern}/:\n{self.output}")
+                self._cond.wait(left)
+
+    def wait_exit(self, timeout: float = WAIT_TIMEOUT) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"server still running after {timeout}s:\n{self.output}") from None
+        self._reader.join(timeout=5)
+        return code
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def remote(self) -> str:
+        """The gdb command that connects to this server over TCP."""
+        return f"target remote 127.0.0.1:{self.port}"
+
+    @property
+    def extended_remote(self) -> str:
+        return f"target extended-remote 127.0.0.1:{self.port}"
+
+
+# --------------------------------------------------------------------------- gdb
+
+
+MARKER = "@@e2e-command {}@@"
+MARKER_SPLIT = re.compile(r"@@e2e-command (\d+)@@\n")
+
+
+@dataclass(repr=False)
+class GdbResult:
+    commands: list[str]
+    output: str
+    returncode: int
+    _sections: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # gdb echoes a marker before each command; the text up to the next marker is
+        # what that command printed.
+        parts = MARKER_SPLIT.split(self.output)
+        self.preamble = parts[0]
+        for i in range(1, len(parts) - 1, 2):
+            self._sections[int(parts[i])] = parts[i + 1]
+
+    def of(self, command: str, nth: int = 0) -> str:
+        """What the nth occurrence of command printed (stdout and stderr)."""
+        indexes = [i for i, c in enumerate(self.commands) if c == command]
+        assert len(indexes) > nth, f"command {command!r} not run {nth + 1} times"
+        return self._sections.get(indexes[nth], "")
+
+    @property
+    def transcript(self) -> str:
+        """Readable transcript: each command followed by its output."""
+        lines = [self.preamble.rstrip()] if self.preamble.strip() else []
+        for i, command in enumerate(self.commands):
+            lines.append(f"(gdb) {command}")
+            text = self._sections.get(i, "").rstrip()
+            if text:
+                lines.append(text)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        # Shown by pytest when an assertion mentions the result: the whole transcript.
+        return f"<gdb exit status {self.returncode}>\n{self.transcript}"
+
+    __str__ = __repr__
+
+
+def gdb_argv(commands: list[str], program: Path | None) -> list[str]:
+    argv = ["gdb", "-batch", "-nx"]
+    for option in GDB_INIT:
+        argv += ["-iex", option]
+    for i, command in enumerate(commands):
+        argv += ["-ex", f"echo {MARKER.format(i)}\\n", "-ex", command]
+    if program is not None:
+        argv.append(str(program))
+    return argv
+
+
+class Gdb:
+    """A gdb run in progress; wait() gives the GdbResult.
+
+    With tty=True gdb runs on a fresh pseudo-terminal that is its controlling terminal,
+    so that type() can send keys such as ^C exactly as a user at a terminal would.
+    """
+
+    def __init__(self, commands: list[str], program: Path | None, reaper: Reaper, tty: bool = False) -> None:
+        self.commands = list(commands)
+        self._reaper = reaper
+        self._master: int | None = None
+        self._chunks: list[bytes] = []
+        argv = gdb_argv(self.commands, program)
+        if not tty:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        else:
+            self._master, slave = os.openpty()
+            # setsid --ctty: a new session whose controlling terminal is the pty; the
+            # Popen child is no group leader, so setsid execs gdb in place (same pid).
+            self.proc = subprocess.Popen(["setsid", "--ctty"] + argv, stdin=slave, stdout=slave, stderr=slave)
+            os.close(slave)
+            self._pty_reader = threading.Thread(target=self._read_pty, daemon=True)
+            self._pty_reader.start()
+        reaper.track_popen(self.proc)
+
+    def _read_pty(self) -> None:
+        while True:
+            try:
+                data = os.read(self._master, 4096)
+            except OSError:  # EIO once gdb, the last holder of the slave side, is gone
+                break
+            if not data:
+                break
+            self._chunks.append(data)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def type(self, keys: bytes) -> None:
+        assert self._master is not None, "gdb was not started on a tty"
+        os.write(self._master, keys)
+
+    def wait(self, timeout: float = GDB_TIMEOUT) -> GdbResult:
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            out, _ = self.proc.communicate()
+            timed_out = True
+        if self._master is not None:
+            self._pty_reader.join(timeout=5)
+            os.close(self._master)
+            out = b"".join(self._chunks)
+        text = _clean_terminal_text((out or b"").decode(errors="replace"))
+        if timed_out:
+            raise AssertionError(f"gdb did not finish within {timeout}s:\n{text}")
+        # With "target remote | SERVER - PROG" the server's messages reach gdb's stderr.
+        for match in INFERIOR_CREATED.finditer(text):
+            self._reaper.track_pid(int(match.group(1)))
+        return GdbResult(self.commands, text, self.proc.returncode)
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=WAIT_TIMEOUT)
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _clean_terminal_text(text: str) -> str:
+    return ANSI_ESCAPE.sub("", text.replace("\r\n", "\n"))
+
+
+# --------------------------------------------------------------------------- output checks
+
+
+def assert_in_order(text: str, *patterns: str) -> list[re.Match]:
+    """Each regex must match, in this order, within text."""
+    pos, matches = 0, []
+    for pattern in patterns:
+        match = re.compile(pattern, re.MULTILINE).search(text, pos)
+        assert match, f"/{pattern}/ not found after offset {pos} in:\n{text}"
+        matches.append(match)
+        pos = match.end()
+    return matches
+
+
+def hex_value(text: str, pattern: str) -> int:
+    match = re.search(pattern, text)
+    assert match, f"/{pattern}/ not found in:\n{text}"
+    return int(match.group(1), 16)
+
+
+# --------------------------------------------------------------------------- test session
+
+
+class E2E:
+    """What a test uses: build programs, start servers and gdb, all cleaned up after it."""
+
+    def __init__(self, server: ServerBinary, programs: Programs, tmp: Path) -> None:
+        self.server_bin = server
+        self.programs = programs
+        self.tmp = tmp
+        self.reaper = Reaper()
+        self.servers: list[Server] = []
+
+    @property
+    def is_gdbserver(self) -> bool:
+        return self.server_bin.is_gdbserver
+
+    def program(self, name: str) -> Path:
+        return self.programs.path(name)
+
+    def line(self, name: str, mark: str) -> int:
+        return self.programs.line(name, mark)
+
+    # servers
+
+    def start_server(self, *args: str) -> Server:
+        """SERVER [common options] ARGS..., without waiting for anything."""
+        server = Server([self.server_bin.path, *self.server_bin.common_options(), *args], self.reaper)
+        self.servers.append(server)
+        return server
+
+    def _listening(self, server: Server) -> Server:
+        server.port = int(server.wait_for(LISTENING).group(1))
+        return server
+
+    def serve(self, program: Path, *args: str, options: tuple[str, ...] = ()) -> Server:
+        """Server on an ephemeral TCP port with PROG created and stopped at its entry."""
+        server = self.start_server(*options, ":0", str(program), *args)
+        server.wait_for(INFERIOR_CREATED)
+        return self._listening(server)
+
+    def serve_multi(self) -> Server:
+        return self._listening(self.start_server("--multi", ":0"))
+
+    def serve_attach(self, pid: int) -> Server:
+        return self._listening(self.start_server("--attach", ":0", str(pid)))
+
+    def pty_pair(self) -> tuple[str, str]:
+        """Two connected pseudo-terminals, like a null-modem cable between two serial ports."""
+        socat = Server(["socat", "-d", "-d", "pty,raw,echo=0", "pty,raw,echo=0"], self.reaper)
+        socat.wait_for(r"starting data transfer loop")  # printed after both ends exist
+        ends = re.findall(r"PTY is (/dev/pts/\d+)", socat.output)
+        assert len(ends) == 2, socat.output
+        return ends[0], ends[1]
+
+    # gdb
+
+    def gdb_start(self, *commands: str, program: Path | None = None, tty: bool = False) -> Gdb:
+        return Gdb(list(commands), program, self.reaper, tty=tty)
+
+    def gdb(self, *commands: str, program: Path | None = None, timeout: float = GDB_TIMEOUT) -> GdbResult:
+        """Run gdb -batch with these commands to completion."""
+        return self.gdb_start(*commands, program=program).wait(timeout=timeout)
+
+    # other processes
+
+    def spawn(self, *argv: str) -> subprocess.Popen:
+        """A program run outside any debugger (e.g. one to attach to later)."""
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.reaper.track_popen(proc)
+        return proc
+
+    def wait_for_file(self, path: Path, timeout: float = WAIT_TIMEOUT) -> None:
+        assert wait_until(path.exists, timeout), f"{path} never appeared"
+
+    def close(self) -> list[str]:
+        """Kill everything the test started; return what refused to die."""
+        for server in self.servers:
+            print(f"--- {' '.join(server.argv)}\n{server.output}")
+        self.reaper.kill_all()
+        return self.reaper.survivors()
