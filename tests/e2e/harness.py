@@ -375,10 +375,8 @@ class GdbResult:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        # Shown by pytest when an assertion mentions the result: the whole transcript.
-        return f"<gdb exit status {self.returncode}>\n{self.transcript}"
-
-    __str__ = __repr__
+        # Short: the whole transcript is in the test's captured output.
+        return f"<gdb run of {len(self.commands)} commands, exit status {self.returncode}>"
 
 
 def gdb_argv(commands: list[str], program: Path | None) -> list[str]:
@@ -555,7 +553,13 @@ class E2E:
 
     def gdb(self, *commands: str, program: Path | None = None, timeout: float = GDB_TIMEOUT) -> GdbResult:
         """Run gdb -batch with these commands to completion."""
-        return self.gdb_start(*commands, program=program).wait(timeout=timeout)
+        return self.show(self.gdb_start(*commands, program=program).wait(timeout=timeout))
+
+    @staticmethod
+    def show(result: GdbResult) -> GdbResult:
+        # pytest prints captured output for failing tests only: the whole transcript.
+        print(f"=== gdb transcript (exit status {result.returncode})\n{result.transcript}")
+        return result
 
     # other processes
 
