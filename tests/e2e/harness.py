@@ -314,6 +314,12 @@ class Server:
                     raise AssertionError(f"server never printed /{regex.pattern}/:\n{self.output}")
                 self._cond.wait(left)
 
+    def wait_for_count(self, pattern: str, count: int, timeout: float = WAIT_TIMEOUT) -> None:
+        """Wait until count lines match pattern (e.g. a second "Listening on port")."""
+        regex = re.compile(pattern)
+        ok = wait_until(lambda: len(regex.findall(self.output)) >= count, timeout)
+        assert ok, f"server printed /{pattern}/ fewer than {count} times:\n{self.output}"
+
     def wait_exit(self, timeout: float = WAIT_TIMEOUT) -> int:
         try:
             code = self.proc.wait(timeout=timeout)

@@ -1,0 +1,47 @@
+"""Extended-remote (--multi): gdb starts programs itself, several times, and the server
+outlives each gdb connection."""
+
+from harness import LISTENING, assert_in_order
+
+
+def test_run_twice_then_reconnect(e2e):
+    program = e2e.program("basic")
+    server = e2e.serve_multi()
+    assert not server.inferior_pids  # nothing runs until gdb says so
+
+    r = e2e.gdb(
+        server.extended_remote,
+        f"set remote exec-file {program}",
+        "break sum_squares",
+        "run",
+        "print n",
+        "continue",
+        "run",
+        "set var exit_code = 6",
+        "continue",
+        program=program,
+    )
+    assert_in_order(r.of("run"), r"Breakpoint 1, sum_squares \(n=3\)")
+    assert r.of("print n").strip() == "$1 = 3"
+    assert_in_order(r.of("run", 1), r"Breakpoint 1, sum_squares \(n=3\)")
+    assert len(server.inferior_pids) == 2
+    first, second = server.inferior_pids
+    assert first != second
+    assert_in_order(r.of("continue"), rf"\[Inferior 1 \(process {first}\) exited with code 03\]")
+    assert_in_order(r.of("continue", 1), rf"\[Inferior 1 \(process {second}\) exited with code 06\]")
+
+    # gdb is gone; the server listens again and serves a second gdb.
+    server.wait_for_count(LISTENING.pattern, 2)
+    assert server.running()
+    r = e2e.gdb(server.extended_remote, f"set remote exec-file {program}", "run", program=program)
+    assert len(server.inferior_pids) == 3
+    assert_in_order(r.of("run"), rf"\[Inferior 1 \(process {server.inferior_pids[2]}\) exited with code 03\]")
+    server.wait_for_count(LISTENING.pattern, 3)
+    assert server.running()
+
+
+def test_run_with_arguments(e2e):
+    program = e2e.program("crash")
+    server = e2e.serve_multi()
+    r = e2e.gdb(server.extended_remote, f"set remote exec-file {program}", "run segv", program=program)
+    assert_in_order(r.of("run segv"), r"Program received signal SIGSEGV, Segmentation fault\.")
