@@ -575,8 +575,17 @@ class E2E:
         self.reaper.track_popen(proc)
         return proc
 
-    def wait_for_file(self, path: Path, timeout: float = WAIT_TIMEOUT) -> None:
-        assert wait_until(path.exists, timeout), f"{path} never appeared"
+    def wait_for_file(self, path: Path, content: str | None = None, timeout: float = WAIT_TIMEOUT) -> None:
+        """Wait until path exists (and holds exactly content, if given)."""
+
+        def there() -> bool:
+            try:
+                text = path.read_text()
+            except FileNotFoundError:
+                return False
+            return content is None or text == content
+
+        assert wait_until(there, timeout), f"{path} never appeared" + (f" with {content!r}" if content else "")
 
     def close(self) -> list[str]:
         """Kill everything the test started; return what refused to die."""
