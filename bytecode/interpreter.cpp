@@ -1,5 +1,6 @@
-// A switch over pre-decoded instructions. The validator has proven every stack access
-// in bounds and every jump target valid, so nothing here re-checks them.
+// Direct-threaded dispatch (GCC's labels-as-values) over pre-decoded instructions, with the
+// top of the stack cached in a register. The validator has proven every stack access in
+// bounds and every jump target valid, so nothing here re-checks them.
 #include "bytecode/interpreter.hpp"
 #include "bytecode/runtime.hpp"
 #include "bytecode/semantics.hpp"
@@ -8,146 +9,210 @@ namespace tpagent::bytecode {
 
 EvalStatus run(const Program& program, const Context& c, EvalOut& out) {
     std::uint64_t stack[kStackCeiling + 1];
-    std::uint64_t* sp = stack; // one past the top entry
+    std::uint64_t* sp = stack; // entries below the top; the top itself is in `top`
+    std::uint64_t top = 0;
     const Insn* const base = program.insns().data();
     const Insn* ip = base;
     std::uint32_t budget = program.backward_jump_budget();
     rt::HelperResult r;
 
+    // Indexed by opcode value; the validator lets only supported opcodes through.
+    static const void* const kDispatch[] = {
+        &&bad,          &&bad,        &&op_add,      &&op_sub,      &&op_mul,     // 00-04
+        &&op_div_s,     &&op_div_u,   &&op_rem_s,    &&op_rem_u,    &&op_lsh,     // 05-09
+        &&op_rsh_s,     &&op_rsh_u,   &&op_trace,    &&op_trace_q,  &&op_log_not, // 0a-0e
+        &&op_and,       &&op_or,      &&op_xor,      &&op_not,      &&op_equal,   // 0f-13
+        &&op_less_s,    &&op_less_u,  &&op_ext,      &&op_ref8,     &&op_ref16,   // 14-18
+        &&op_ref32,     &&op_ref64,   &&bad,         &&bad,         &&bad,        // 19-1d
+        &&bad,          &&bad,        &&op_if_goto,  &&op_goto,     &&op_const,   // 1e-22
+        &&op_const,     &&op_const,   &&op_const,    &&op_reg,      &&op_end,     // 23-27
+        &&op_dup,       &&op_pop,     &&op_zero_ext, &&op_swap,     &&op_getv,    // 28-2c
+        &&op_setv,      &&op_tracev,  &&op_tracenz,  &&op_trace_q,  &&bad,        // 2d-31
+        &&op_pick,      &&op_rot,     &&op_printf,                                // 32-34
+    };
+    static_assert(sizeof kDispatch / sizeof kDispatch[0] == 0x35);
+
+#define TP_DISPATCH() goto* kDispatch[static_cast<std::uint8_t>(ip->op)]
+#define TP_NEXT()                                                                                  \
+    do {                                                                                           \
+        ++ip;                                                                                      \
+        TP_DISPATCH();                                                                             \
+    } while (0)
+#define TP_FAIL(status)                                                                            \
+    do {                                                                                           \
+        out.fault_offset = ip->offset;                                                             \
+        return status;                                                                             \
+    } while (0)
 #define TP_CALL(expr)                                                                              \
     r = (expr);                                                                                    \
-    if (r.status) [[unlikely]] {                                                                   \
-        out.fault_offset = ip->offset;                                                             \
-        return static_cast<EvalStatus>(r.status);                                                  \
-    }
+    if (r.status) [[unlikely]]                                                                     \
+    TP_FAIL(static_cast<EvalStatus>(r.status))
+#define TP_BINARY(expr)                                                                            \
+    do {                                                                                           \
+        const std::uint64_t a = *--sp;                                                             \
+        top = (expr);                                                                              \
+        TP_NEXT();                                                                                 \
+    } while (0)
+#define TP_DIVIDE(fn)                                                                              \
+    do {                                                                                           \
+        if (top == 0) [[unlikely]] {                                                               \
+            out.fault_address = 0;                                                                 \
+            TP_FAIL(EvalStatus::DivideByZero);                                                     \
+        }                                                                                          \
+        TP_BINARY(fn(a, top));                                                                     \
+    } while (0)
+#define TP_JUMP()                                                                                  \
+    do {                                                                                           \
+        const Insn* to = base + ip->target;                                                        \
+        if (to <= ip && budget-- == 0) [[unlikely]] {                                              \
+            out.fault_address = 0;                                                                 \
+            TP_FAIL(EvalStatus::StepLimit);                                                        \
+        }                                                                                          \
+        ip = to;                                                                                   \
+        TP_DISPATCH();                                                                             \
+    } while (0)
+#define TP_PUSH(v)                                                                                 \
+    do {                                                                                           \
+        *sp++ = top;                                                                               \
+        top = (v);                                                                                 \
+    } while (0)
 
-    for (;;) {
-        switch (ip->op) {
-        case Op::Add: sp[-2] += sp[-1], --sp; break;
-        case Op::Sub: sp[-2] -= sp[-1], --sp; break;
-        case Op::Mul: sp[-2] *= sp[-1], --sp; break;
-        case Op::DivSigned:
-        case Op::DivUnsigned:
-        case Op::RemSigned:
-        case Op::RemUnsigned: {
-            const std::uint64_t b = sp[-1], a = sp[-2];
-            if (b == 0) [[unlikely]] {
-                out.fault_offset = ip->offset;
-                out.fault_address = 0;
-                return EvalStatus::DivideByZero;
-            }
-            sp[-2] = ip->op == Op::DivSigned     ? sem::div_signed(a, b)
-                     : ip->op == Op::DivUnsigned ? a / b
-                     : ip->op == Op::RemSigned   ? sem::rem_signed(a, b)
-                                                 : a % b;
-            --sp;
-            break;
-        }
-        case Op::Lsh: sp[-2] = sem::lsh(sp[-2], sp[-1]), --sp; break;
-        case Op::RshSigned: sp[-2] = sem::rsh_signed(sp[-2], sp[-1]), --sp; break;
-        case Op::RshUnsigned: sp[-2] = sem::rsh_unsigned(sp[-2], sp[-1]), --sp; break;
-        case Op::Trace:
-            TP_CALL(rt::trace(&c, &out, sp[-2], sp[-1]));
-            sp -= 2;
-            break;
-        case Op::TraceQuick:
-        case Op::Trace16: TP_CALL(rt::trace(&c, &out, sp[-1], ip->imm)); break;
-        case Op::Tracenz:
-            TP_CALL(rt::tracenz(&c, &out, sp[-2], sp[-1]));
-            sp -= 2;
-            break;
-        case Op::LogNot: sp[-1] = sp[-1] == 0; break;
-        case Op::BitAnd: sp[-2] &= sp[-1], --sp; break;
-        case Op::BitOr: sp[-2] |= sp[-1], --sp; break;
-        case Op::BitXor: sp[-2] ^= sp[-1], --sp; break;
-        case Op::BitNot: sp[-1] = ~sp[-1]; break;
-        case Op::Equal: sp[-2] = sp[-2] == sp[-1], --sp; break;
-        case Op::LessSigned: sp[-2] = sem::less_signed(sp[-2], sp[-1]), --sp; break;
-        case Op::LessUnsigned: sp[-2] = sp[-2] < sp[-1], --sp; break;
-        case Op::Ext: sp[-1] = sem::sign_extend(sp[-1], ip->imm); break;
-        case Op::ZeroExt: sp[-1] = sem::zero_extend(sp[-1], ip->imm); break;
-        case Op::Ref8:
-        case Op::Ref16:
-        case Op::Ref32:
-        case Op::Ref64: {
-            const unsigned size = ref_size(ip->op);
-            if (!rt::window_load(c, sp[-1], size, sp[-1])) {
-                TP_CALL(rt::read(&c, &out, sp[-1], size));
-                sp[-1] = r.value;
-            }
-            break;
-        }
-        case Op::IfGoto:
-            if (*--sp != 0) {
-                const Insn* to = base + ip->target;
-                if (to <= ip && budget-- == 0) [[unlikely]] {
-                    out.fault_offset = ip->offset;
-                    out.fault_address = 0;
-                    return EvalStatus::StepLimit;
-                }
-                ip = to;
-                continue;
-            }
-            break;
-        case Op::Goto: {
-            const Insn* to = base + ip->target;
-            if (to <= ip && budget-- == 0) [[unlikely]] {
-                out.fault_offset = ip->offset;
-                out.fault_address = 0;
-                return EvalStatus::StepLimit;
-            }
-            ip = to;
-            continue;
-        }
-        case Op::Const8:
-        case Op::Const16:
-        case Op::Const32:
-        case Op::Const64: *sp++ = ip->imm; break;
-        case Op::Reg:
-            TP_CALL(rt::reg(&c, &out, ip->imm, 0));
-            *sp++ = r.value;
-            break;
-        case Op::End: out.value = sp == stack ? 0 : sp[-1]; return EvalStatus::Ok;
-        case Op::Dup: *sp = sp[-1], ++sp; break;
-        case Op::Pop: --sp; break;
-        case Op::Swap: {
-            const std::uint64_t t = sp[-1];
-            sp[-1] = sp[-2];
-            sp[-2] = t;
-            break;
-        }
-        case Op::Getv:
-            TP_CALL(rt::getv(&c, &out, ip->imm, 0));
-            *sp++ = r.value;
-            break;
-        case Op::Setv: TP_CALL(rt::setv(&c, &out, ip->imm, sp[-1])); break;
-        case Op::Tracev:
-            TP_CALL(rt::tracev(&c, &out, ip->imm, 0));
-            *sp++ = r.value;
-            break;
-        case Op::Pick: *sp = sp[-1 - static_cast<std::ptrdiff_t>(ip->imm)], ++sp; break;
-        case Op::Rot: { // a b c => c a b
-            const std::uint64_t a = sp[-3], b = sp[-2], cc = sp[-1];
-            sp[-3] = cc, sp[-2] = a, sp[-1] = b;
-            break;
-        }
-        case Op::Printf: {
-            // Stack: ... arg(n-1) ... arg0 channel function. Arguments are copied so
-            // args[0] is the first one.
-            const unsigned nargs = ip->target;
-            std::uint64_t args[kStackCeiling];
-            for (unsigned i = 0; i < nargs; ++i) args[i] = sp[-3 - static_cast<int>(i)];
-            TP_CALL(rt::printf(&c, &out, &program.formats()[ip->imm], args));
-            sp -= 2 + nargs;
-            break;
-        }
-        default: // unsupported opcodes never pass the validator
-            out.fault_offset = ip->offset;
-            return EvalStatus::StepLimit;
-        }
-        ++ip;
-    }
+    TP_DISPATCH();
+
+op_add: TP_BINARY(a + top);
+op_sub: TP_BINARY(a - top);
+op_mul: TP_BINARY(a * top);
+op_div_s: TP_DIVIDE(sem::div_signed);
+op_div_u: TP_DIVIDE(sem::div_unsigned);
+op_rem_s: TP_DIVIDE(sem::rem_signed);
+op_rem_u: TP_DIVIDE(sem::rem_unsigned);
+op_lsh: TP_BINARY(sem::lsh(a, top));
+op_rsh_s: TP_BINARY(sem::rsh_signed(a, top));
+op_rsh_u: TP_BINARY(sem::rsh_unsigned(a, top));
+op_and: TP_BINARY(a & top);
+op_or: TP_BINARY(a | top);
+op_xor: TP_BINARY(a ^ top);
+op_equal: TP_BINARY(a == top);
+op_less_s: TP_BINARY(sem::less_signed(a, top));
+op_less_u: TP_BINARY(a < top);
+op_log_not:
+    top = top == 0;
+    TP_NEXT();
+op_not:
+    top = ~top;
+    TP_NEXT();
+op_ext:
+    top = sem::sign_extend(top, ip->imm);
+    TP_NEXT();
+op_zero_ext:
+    top = sem::zero_extend(top, ip->imm);
+    TP_NEXT();
+
+#define TP_REF(size)                                                                               \
+    do {                                                                                           \
+        if (!rt::window_load(c, top, size, top)) {                                                 \
+            TP_CALL(rt::read(&c, &out, top, size));                                                \
+            top = r.value;                                                                         \
+        }                                                                                          \
+        TP_NEXT();                                                                                 \
+    } while (0)
+op_ref8: TP_REF(1);
+op_ref16: TP_REF(2);
+op_ref32: TP_REF(4);
+op_ref64: TP_REF(8);
+
+op_const:
+    TP_PUSH(ip->imm);
+    TP_NEXT();
+op_dup:
+    *sp++ = top;
+    TP_NEXT();
+op_pop:
+    top = *--sp;
+    TP_NEXT();
+op_swap: {
+    const std::uint64_t t = sp[-1];
+    sp[-1] = top;
+    top = t;
+    TP_NEXT();
+}
+op_pick: {
+    const std::uint64_t v = ip->imm == 0 ? top : sp[-static_cast<std::ptrdiff_t>(ip->imm)];
+    TP_PUSH(v);
+    TP_NEXT();
+}
+op_rot: { // a b c => c a b
+    const std::uint64_t a = sp[-2], b = sp[-1];
+    sp[-2] = top;
+    sp[-1] = a;
+    top = b;
+    TP_NEXT();
+}
+
+op_if_goto: {
+    const std::uint64_t cond = top;
+    top = *--sp;
+    if (cond != 0) TP_JUMP();
+    TP_NEXT();
+}
+op_goto: TP_JUMP();
+
+op_reg:
+    TP_CALL(rt::reg(&c, &out, ip->imm, 0));
+    TP_PUSH(r.value);
+    TP_NEXT();
+op_getv:
+    TP_CALL(rt::getv(&c, &out, ip->imm, 0));
+    TP_PUSH(r.value);
+    TP_NEXT();
+op_setv:
+    TP_CALL(rt::setv(&c, &out, ip->imm, top));
+    TP_NEXT();
+op_tracev:
+    TP_CALL(rt::tracev(&c, &out, ip->imm, 0));
+    TP_PUSH(r.value);
+    TP_NEXT();
+op_trace: // addr size =>
+    TP_CALL(rt::trace(&c, &out, sp[-1], top));
+    sp -= 2;
+    top = *sp;
+    TP_NEXT();
+op_tracenz:
+    TP_CALL(rt::tracenz(&c, &out, sp[-1], top));
+    sp -= 2;
+    top = *sp;
+    TP_NEXT();
+op_trace_q: // trace_quick and trace16: addr => addr
+    TP_CALL(rt::trace(&c, &out, top, ip->imm));
+    TP_NEXT();
+op_printf: {
+    // Stack: ... arg(n-1) ... arg0 channel function(top). args[0] is the first argument.
+    const unsigned nargs = ip->target;
+    std::uint64_t args[kStackCeiling];
+    for (unsigned i = 0; i < nargs; ++i) args[i] = sp[-2 - static_cast<int>(i)];
+    TP_CALL(rt::printf(&c, &out, &program.formats()[ip->imm], args));
+    sp -= 2 + nargs;
+    top = *sp;
+    TP_NEXT();
+}
+
+op_end:
+    out.value = ip->depth ? top : 0;
+    return EvalStatus::Ok;
+
+bad: // unsupported opcodes never pass the validator
+    out.fault_address = 0;
+    TP_FAIL(EvalStatus::StepLimit);
+
+#undef TP_REF
+#undef TP_PUSH
+#undef TP_JUMP
+#undef TP_DIVIDE
+#undef TP_BINARY
 #undef TP_CALL
+#undef TP_FAIL
+#undef TP_NEXT
+#undef TP_DISPATCH
 }
 
 Result<std::uint64_t> evaluate(const Program& program, const Context& context) {

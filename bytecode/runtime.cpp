@@ -58,8 +58,7 @@ bool string_length(const Context* c, std::uint64_t addr, std::uint64_t max, std:
 } // namespace
 
 HelperResult read(const Context* c, EvalOut* out, std::uint64_t addr, std::uint64_t size) {
-    std::uint64_t v = 0;
-    if (window_load(*c, addr, static_cast<unsigned>(size), v)) return ok(v);
+    std::uint64_t v = 0; // callers have tried the direct window already
     if (!c->read_memory || !c->read_memory(c->user, addr, &v, size))
         return fail(out, EvalStatus::MemoryError, addr);
     return ok(v);

@@ -24,6 +24,7 @@ inline bool window_load(const Context& c, std::uint64_t addr, unsigned size, std
     return true;
 }
 
+// Memory through the callback; callers try window_load() first.
 HelperResult read(const Context* c, EvalOut* out, std::uint64_t addr, std::uint64_t size);
 HelperResult reg(const Context* c, EvalOut* out, std::uint64_t regnum, std::uint64_t);
 HelperResult getv(const Context* c, EvalOut* out, std::uint64_t num, std::uint64_t);

@@ -10,13 +10,41 @@ namespace tpagent::bytecode::sem {
 using u64 = std::uint64_t;
 using i64 = std::int64_t;
 
+// Powers of two and 32-bit operands avoid the 64-bit divide, which costs 40-90 cycles.
+inline bool is_pow2(u64 v) { return v != 0 && (v & (v - 1)) == 0; }
+inline bool fits_i32(i64 v) { return v == static_cast<std::int32_t>(v); }
+
 inline u64 div_signed(u64 a, u64 b) {
-    if (static_cast<i64>(b) == -1) return u64{0} - a;
-    return static_cast<u64>(static_cast<i64>(a) / static_cast<i64>(b));
+    const auto sa = static_cast<i64>(a), sb = static_cast<i64>(b);
+    if (sb == -1) return u64{0} - a;
+    if (sb > 0 && is_pow2(b)) {
+        const u64 bias = sa < 0 ? b - 1 : 0; // round toward zero
+        return static_cast<u64>(static_cast<i64>(a + bias) >> __builtin_ctzll(b));
+    }
+    if (fits_i32(sa) && fits_i32(sb))
+        return static_cast<u64>(static_cast<i64>(static_cast<std::int32_t>(sa) / static_cast<std::int32_t>(sb)));
+    return static_cast<u64>(sa / sb);
 }
 inline u64 rem_signed(u64 a, u64 b) {
-    if (static_cast<i64>(b) == -1) return 0;
-    return static_cast<u64>(static_cast<i64>(a) % static_cast<i64>(b));
+    const auto sa = static_cast<i64>(a), sb = static_cast<i64>(b);
+    if (sb == -1) return 0;
+    if (sb > 0 && is_pow2(b)) { // the remainder takes the dividend's sign
+        const u64 r = a & (b - 1);
+        return sa < 0 && r ? r | ~(b - 1) : r;
+    }
+    if (fits_i32(sa) && fits_i32(sb))
+        return static_cast<u64>(static_cast<i64>(static_cast<std::int32_t>(sa) % static_cast<std::int32_t>(sb)));
+    return static_cast<u64>(sa % sb);
+}
+inline u64 div_unsigned(u64 a, u64 b) {
+    if (is_pow2(b)) return a >> __builtin_ctzll(b);
+    if ((a | b) <= 0xffffffffu) return static_cast<std::uint32_t>(a) / static_cast<std::uint32_t>(b);
+    return a / b;
+}
+inline u64 rem_unsigned(u64 a, u64 b) {
+    if (is_pow2(b)) return a & (b - 1);
+    if ((a | b) <= 0xffffffffu) return static_cast<std::uint32_t>(a) % static_cast<std::uint32_t>(b);
+    return a % b;
 }
 inline u64 lsh(u64 a, u64 b) { return b >= 64 ? 0 : a << b; }
 inline u64 rsh_signed(u64 a, u64 b) {

@@ -58,6 +58,8 @@ class Translator {
     void load_slot(unsigned i, Reg r) {
         if (vs_[i].is_const)
             a_.mov_imm(r, vs_[i].k);
+        else if (static_cast<int>(i) == pending_)
+            a_.mov(r, RAX);
         else if (in_reg(i))
             a_.mov(r, reg_home(i));
         else
@@ -65,6 +67,11 @@ class Translator {
     }
     void store_slot(unsigned i, Reg r) {
         vs_[i].is_const = false;
+        if (r == RAX && in_reg(i)) { // written to its home only if still needed there
+            pending_ = static_cast<int>(i);
+            return;
+        }
+        if (static_cast<int>(i) == pending_) pending_ = -1;
         if (in_reg(i))
             a_.mov(reg_home(i), r);
         else
@@ -85,7 +92,32 @@ class Translator {
         }
         vs_[i].is_const = false;
     }
+    // Writes the entry that so far lives only in rax to its home register.
+    void settle() {
+        if (pending_ >= 0 && static_cast<unsigned>(pending_) < vs_.size() &&
+            !vs_[pending_].is_const)
+            a_.mov(reg_home(static_cast<unsigned>(pending_)), RAX);
+        pending_ = -1;
+    }
+    // Whether `insn` starts by reading the rax-only entry into rax (so it need not be
+    // written home first) and emits nothing that clobbers rax before that.
+    bool consumes_pending(const Insn& insn, unsigned d) const {
+        switch (insn.op) {
+        case Op::End:
+        case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: return true;
+        case Op::Ext: case Op::ZeroExt: case Op::LogNot: case Op::BitNot:
+        case Op::Ref8: case Op::Ref16: case Op::Ref32: case Op::Ref64:
+            return pending_ == static_cast<int>(d) - 1;
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Lsh: case Op::RshSigned:
+        case Op::RshUnsigned: case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Equal:
+        case Op::LessSigned: case Op::LessUnsigned: case Op::DivSigned: case Op::DivUnsigned:
+        case Op::RemSigned: case Op::RemUnsigned:
+            return pending_ == static_cast<int>(d) - 2;
+        default: return false;
+        }
+    }
     void flush() {
+        settle();
         for (unsigned i = 0; i < vs_.size(); ++i) materialize(i);
     }
     std::vector<Reg> live_caller_saved(unsigned survivors) const {
@@ -173,6 +205,7 @@ class Translator {
     std::vector<Jump> jumps_;
     std::vector<std::size_t> labels_;
     bool dead_ = false; // no path reaches the current position
+    int pending_ = -1;  // entry whose value is in rax and not yet in its home register
 };
 
 void Translator::binary(const Insn& insn) {
@@ -416,6 +449,7 @@ void Translator::printf_call(const Insn& insn) {
 
 void Translator::translate(const Insn& insn, std::uint32_t index) {
     const unsigned d = static_cast<unsigned>(vs_.size());
+    if (!consumes_pending(insn, d)) settle();
     switch (insn.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Lsh: case Op::RshSigned:
     case Op::RshUnsigned: case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Equal:
@@ -627,6 +661,7 @@ std::vector<std::uint8_t> Translator::run() {
         if (is_target[i]) {
             if (!dead_) flush();
             labels_[i] = a_.pos();
+            pending_ = -1;
             vs_.assign(in.depth, Slot{});
             dead_ = false;
         } else if (dead_) {
