@@ -37,10 +37,11 @@ def e2e(server_bin, programs, tmp_path):
 
 def pytest_collection_modifyitems(config, items):
     if find_server().is_gdbserver:
-        skip = pytest.mark.skip(reason="tpagent's own behaviour; gdbserver differs here")
         for item in items:
-            if "tpagent_only" in item.keywords:
-                item.add_marker(skip)
+            marker = item.get_closest_marker("tpagent_only")
+            if marker is not None:
+                why = marker.args[0] if marker.args else "gdbserver differs here"
+                item.add_marker(pytest.mark.skip(reason=f"tpagent's own behaviour: {why}"))
 
 
 def pytest_report_header(config):

@@ -27,7 +27,7 @@ def test_once_server_kills_inferior_and_exits(e2e):
     assert wait_until(lambda: not pid_alive(inferior)), "inferior outlived the server"
 
 
-@pytest.mark.tpagent_only
+@pytest.mark.tpagent_only("gdbserver 13 waits for the running inferior to stop first")
 def test_once_server_kills_running_inferior(e2e):
     """The same while the inferior runs and gdb waits in 'continue'. (gdbserver 13 only
     logs "client connection closed" here and waits until the inferior stops by itself.)"""
