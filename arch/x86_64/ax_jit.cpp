@@ -171,9 +171,19 @@ class Translator {
     void binary(const Insn& insn);
     void divrem(const Insn& insn);
     void extend(const Insn& insn);
-    void ref(const Insn& insn);
+    void ref(const Insn& insn, unsigned sign_bits);
+    bool remainder_test(std::uint32_t index);
     void printf_call(const Insn& insn);
-    void translate(const Insn& insn, std::uint32_t index);
+    // Emits insns[index]; returns how many following instructions it also covered.
+    std::uint32_t translate(std::uint32_t index);
+    // Whether insns[index+1 .. index+n] can only be entered from insns[index].
+    bool fusible(std::uint32_t index, std::uint32_t n) const {
+        const auto insns = p_.insns();
+        for (std::uint32_t k = 1; k <= n; ++k)
+            if (index + k >= insns.size() || !insns[index + k].reachable || is_target_[index + k])
+                return false;
+        return true;
+    }
     void emit_slow_paths();
 
     struct Fail {
@@ -183,7 +193,8 @@ class Translator {
     };
     struct RefSlowPath {
         std::size_t fixup, resume;
-        unsigned size;
+        unsigned size, sign_bits;
+        std::optional<std::uint64_t> const_addr; // else the address is in rax
         std::vector<Reg> saved;
         std::uint32_t offset;
     };
@@ -205,6 +216,7 @@ class Translator {
     std::vector<Jump> jumps_;
     std::vector<std::size_t> labels_;
     bool dead_ = false; // no path reaches the current position
+    std::vector<bool> is_target_; // per instruction: some jump lands on it
     int pending_ = -1;  // entry whose value is in rax and not yet in its home register
 };
 
@@ -332,8 +344,12 @@ void Translator::divrem(const Insn& insn) {
             } else {
                 a_.mov(RDX, RAX);
                 a_.alu(ADD, RDX, RCX);
-                a_.shift_imm(SHR, RDX, static_cast<std::uint8_t>(s));
-                a_.shift_imm(SHL, RDX, static_cast<std::uint8_t>(s));
+                if (s <= 31) {
+                    a_.alu_imm(AND, RDX, -static_cast<std::int32_t>(1u << s >> 1) * 2);
+                } else {
+                    a_.shift_imm(SHR, RDX, static_cast<std::uint8_t>(s));
+                    a_.shift_imm(SHL, RDX, static_cast<std::uint8_t>(s));
+                }
                 a_.alu(SUB, RAX, RDX);
             }
         }
@@ -401,18 +417,27 @@ void Translator::extend(const Insn& insn) {
     store_slot(i, RAX);
 }
 
-void Translator::ref(const Insn& insn) {
+void Translator::ref(const Insn& insn, unsigned sign_bits) {
     const unsigned i = static_cast<unsigned>(vs_.size() - 1);
     const unsigned size = bytecode::ref_size(insn.op);
-    load_slot(i, RAX);
+    std::optional<std::uint64_t> const_addr;
     // Inline load when addr - window_start < window_loads, else the rt::read slow path.
-    a_.mov(RCX, RAX);
+    if (vs_[i].is_const) {
+        const_addr = vs_[i].k;
+        a_.mov_imm(RCX, vs_[i].k);
+    } else {
+        load_slot(i, RAX);
+        a_.mov(RCX, RAX);
+    }
     a_.alu_mem(SUB, RCX, {kCtx, kWindowStart});
     a_.alu_mem(CMP, RCX, {kCtx, kWindowLoads});
     const std::size_t fixup = a_.jcc(AE);
     a_.alu_mem(ADD, RCX, {kCtx, kWindowHost});
-    a_.load_sized(RAX, RCX, size);
-    refs_.push_back({fixup, a_.pos(), size, live_caller_saved(i), insn.offset});
+    if (sign_bits)
+        a_.load_signed(RAX, RCX, size);
+    else
+        a_.load_sized(RAX, RCX, size);
+    refs_.push_back({fixup, a_.pos(), size, sign_bits, const_addr, live_caller_saved(i), insn.offset});
     store_slot(i, RAX);
 }
 
@@ -447,9 +472,47 @@ void Translator::printf_call(const Insn& insn) {
     vs_.resize(survivors);
 }
 
-void Translator::translate(const Insn& insn, std::uint32_t index) {
+// `a % 2^s == 0` (optionally with ext/zero_ext of at least s bits in between) is
+// `(a & (2^s - 1)) == 0` for signed and unsigned remainders alike.
+bool Translator::remainder_test(std::uint32_t index) {
+    const auto insns = p_.insns();
+    const unsigned d = static_cast<unsigned>(vs_.size());
+    const Slot a = vs_[d - 2], b = vs_[d - 1];
+    if (a.is_const || !b.is_const || b.k < 2 || b.k > (1ull << 31) || !sem::is_pow2(b.k)) return false;
+    std::uint32_t j = index + 1;
+    const bool extended = fusible(index, 1) && (insns[j].op == Op::Ext || insns[j].op == Op::ZeroExt) &&
+                          insns[j].imm >= log2(b.k);
+    if (extended) ++j;
+    const std::uint32_t n = j - index;
+    if (!fusible(index, n + 1) || insns[j].imm != 0 || insns[j + 1].op != Op::Equal) return false;
+    switch (insns[j].op) {
+    case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: break;
+    default: return false;
+    }
+    load_slot(d - 2, RAX);
+    a_.test_imm(RAX, static_cast<std::int32_t>(b.k - 1));
+    a_.setcc_movzx(E, RAX);
+    vs_.pop_back();
+    store_slot(d - 2, RAX);
+    return true;
+}
+
+std::uint32_t Translator::translate(std::uint32_t index) {
+    const Insn& insn = p_.insns()[index];
     const unsigned d = static_cast<unsigned>(vs_.size());
     if (!consumes_pending(insn, d)) settle();
+    // Fused forms of what gdb emits all the time.
+    if ((insn.op == Op::RemSigned || insn.op == Op::RemUnsigned) && remainder_test(index)) {
+        const Insn& next = p_.insns()[index + 1];
+        return next.op == Op::Ext || next.op == Op::ZeroExt ? 3 : 2;
+    }
+    if ((insn.op == Op::Ref8 || insn.op == Op::Ref16 || insn.op == Op::Ref32) && fusible(index, 1)) {
+        const Insn& next = p_.insns()[index + 1];
+        if (next.op == Op::Ext && next.imm == 8 * bytecode::ref_size(insn.op)) {
+            ref(insn, static_cast<unsigned>(next.imm));
+            return 1;
+        }
+    }
     switch (insn.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Lsh: case Op::RshSigned:
     case Op::RshUnsigned: case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Equal:
@@ -476,7 +539,7 @@ void Translator::translate(const Insn& insn, std::uint32_t index) {
         break;
     case Op::Ext:
     case Op::ZeroExt: extend(insn); break;
-    case Op::Ref8: case Op::Ref16: case Op::Ref32: case Op::Ref64: ref(insn); break;
+    case Op::Ref8: case Op::Ref16: case Op::Ref32: case Op::Ref64: ref(insn, 0); break;
     case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: push_const(insn.imm); break;
     case Op::Dup:
     case Op::Pick: {
@@ -596,15 +659,20 @@ void Translator::translate(const Insn& insn, std::uint32_t index) {
         dead_ = true;
         break;
     }
+    return 0;
 }
 
 void Translator::emit_slow_paths() {
     for (const RefSlowPath& r : refs_) {
         a_.patch(r.fixup, a_.pos());
         call_helper(reinterpret_cast<const void*>(&rt::read), r.saved, r.offset, [&] {
-            a_.mov(RDX, RAX);
+            if (r.const_addr)
+                a_.mov_imm(RDX, *r.const_addr);
+            else
+                a_.mov(RDX, RAX);
             a_.mov_imm(RCX, r.size);
         });
+        if (r.sign_bits) a_.movsx(RAX, r.sign_bits);
         a_.patch(a_.jmp(), r.resume);
     }
     // call_helper may have added failure exits above; they are emitted now.
@@ -628,7 +696,8 @@ void Translator::emit_slow_paths() {
 
 std::vector<std::uint8_t> Translator::run() {
     const auto insns = p_.insns();
-    std::vector<bool> is_target(insns.size(), false);
+    std::vector<bool>& is_target = is_target_;
+    is_target.assign(insns.size(), false);
     bool has_backward = false;
     for (std::uint32_t i = 0; i < insns.size(); ++i) {
         const Insn& in = insns[i];
@@ -667,7 +736,7 @@ std::vector<std::uint8_t> Translator::run() {
         } else if (dead_) {
             continue;
         }
-        translate(in, i);
+        i += translate(i);
     }
     for (const Jump& j : jumps_) a_.patch(j.fixup, labels_[j.target]);
     emit_slow_paths();

@@ -100,6 +100,20 @@ class Assembler {
         default: mem_op(0x8b, dst, m, true); break;
         }
     }
+    // Sign-extending loads of 1, 2, 4 bytes from [base] into a 64-bit register.
+    void load_signed(Reg dst, Reg base, unsigned size) {
+        const Mem m{base, 0};
+        rex(true, dst, base);
+        if (size == 4) {
+            byte(0x63);
+        } else {
+            byte(0x0f), byte(size == 1 ? 0xbe : 0xbf);
+        }
+        modrm_mem(dst, m);
+    }
+    void test_imm(Reg r, std::int32_t v) { // test r64, imm32
+        rex(true, 0, r), byte(0xf7), modrm_rr(0, r), u32(static_cast<std::uint32_t>(v));
+    }
     void alu(Alu op, Reg dst, Reg src) { rr(static_cast<std::uint8_t>(op * 8 + 1), dst, src); }
     void alu_mem(Alu op, Reg dst, Mem m) { mem_op(static_cast<std::uint8_t>(op * 8 + 3), dst, m, true); }
     void alu_imm(Alu op, Reg dst, std::int32_t v, bool w = true) {
