@@ -28,9 +28,9 @@ int sum_squares(int n)
 int main(void)
 {
     struct point p = {3, 4};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) /* MARK: watch_loop */
         watched += 10; /* MARK: watch_write */
     int s = sum_squares(p.x); /* MARK: main_call */
     printf("sum=%d\n", s);
-    return exit_code;
+    return exit_code; /* MARK: main_return */
 }
