@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake --preset default >/dev/null
-cmake --build --preset default --target tpagent demo_inferior
+cmake --build --preset default --target tpagent
 exec python3 scripts/demo.py build/default
