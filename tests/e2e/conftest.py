@@ -14,6 +14,7 @@ def pytest_configure(config):
     # ctest gives each test file its own scratch directory in the build tree.
     scratch = os.environ.get("TPAGENT_E2E_SCRATCH")
     if scratch and not config.option.basetemp:
+        Path(scratch).parent.mkdir(parents=True, exist_ok=True)  # pytest makes only the last level
         config.option.basetemp = scratch
 
 
