@@ -92,7 +92,8 @@ def test_tcp_session(e2e):
 
 def test_stdio_session(e2e):
     program = e2e.program(PROGRAM)
-    connect = f"target remote | {e2e.server_bin.path} - {program}"
+    server = " ".join([e2e.server_bin.path, *e2e.server_bin.common_options()])
+    connect = f"target remote | {server} - {program}"
     r = e2e.gdb(*smoke_commands(connect, e2e), program=program)
     check_smoke(r, e2e)
     assert r.returncode == 0, r

@@ -92,3 +92,12 @@ def test_signal_swallowed(e2e):
     r = e2e.gdb(server.remote, "handle SIGUSR1 nostop noprint nopass", "continue", program=program)
     # The handler never ran: the exit code is 0.
     assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
+
+
+def test_wrapper_runs_before_the_program(e2e):
+    program = e2e.program("env_exit")
+    server = e2e.serve(program, options=("--wrapper", "env", "E2E_EXIT=7", "--"))
+    r = e2e.gdb(server.remote, "break main", "continue", "continue", program=program)
+    # The wrapper exec'd the program: gdb stops in its main, not in env's.
+    assert_in_order(r.of("continue"), r"Breakpoint 1, main \(\) at .*env_exit\.c")
+    assert_in_order(r.of("continue", 1), r"exited with code 07\]")
