@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import E2E, Programs, find_server
+import harness
+from harness import E2E, Programs
+
+
+def find_server():
+    try:
+        return harness.find_server()
+    except RuntimeError as error:  # a plain message instead of an internal error
+        raise pytest.UsageError(str(error)) from None
 
 
 def pytest_configure(config):

@@ -72,7 +72,7 @@ def find_server() -> ServerBinary:
     path = shutil.which(name)
     if path is None:
         raise RuntimeError(f"server binary not found: {name!r}")
-    return ServerBinary(path=path, is_gdbserver="gdbserver" in Path(path).name)
+    return ServerBinary(path=os.path.abspath(path), is_gdbserver="gdbserver" in Path(path).name)
 
 
 # --------------------------------------------------------------------------- processes
