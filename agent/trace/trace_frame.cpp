@@ -122,23 +122,35 @@ std::optional<std::span<const std::uint8_t>> FrameView::registers() const {
 }
 
 std::size_t FrameView::read_memory(std::uint64_t address, std::span<std::uint8_t> out) const {
-    std::vector<FrameBlock> memory;
-    for (const FrameBlock& b : blocks())
-        if (b.type == 'M' && !b.data.empty()) memory.push_back(b);
-    std::size_t done = 0;
-    while (done < out.size()) {
-        std::uint64_t at = address + done;
-        // Latest block first: a later collection of the same bytes is the newer value.
-        auto it = std::find_if(memory.rbegin(), memory.rend(), [at](const FrameBlock& b) {
-            return at - b.address < b.data.size(); // unsigned: also false when at < address
-        });
-        if (it == memory.rend()) break;
-        std::size_t skip = at - it->address;
-        std::size_t n = std::min(out.size() - done, it->data.size() - skip);
-        std::memcpy(out.data() + done, it->data.data() + skip, n);
-        done += n;
+    // Copy every block's part of the request in frame order, so later blocks overwrite
+    // earlier ones, and remember which parts were covered.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> covered; // offsets [begin, end)
+    const std::uint64_t want = out.size();
+    for (const FrameBlock& b : blocks()) {
+        if (b.type != 'M' || b.data.empty()) continue;
+        // Offsets relative to `address`, in unsigned arithmetic so wrap-around is handled.
+        std::uint64_t rel = b.address - address;
+        std::uint64_t begin, skip;
+        if (rel < want) { // block starts inside the request
+            begin = rel;
+            skip = 0;
+        } else if (address - b.address < b.data.size()) { // request starts inside the block
+            begin = 0;
+            skip = address - b.address;
+        } else {
+            continue;
+        }
+        std::uint64_t n = std::min<std::uint64_t>(want - begin, b.data.size() - skip);
+        std::memcpy(out.data() + begin, b.data.data() + skip, n);
+        covered.emplace_back(begin, begin + n);
     }
-    return done;
+    std::sort(covered.begin(), covered.end());
+    std::uint64_t done = 0;
+    for (auto [begin, end] : covered) {
+        if (begin > done) break;
+        done = std::max(done, end);
+    }
+    return static_cast<std::size_t>(done);
 }
 
 std::optional<std::int64_t> FrameView::variable(std::uint32_t number) const {

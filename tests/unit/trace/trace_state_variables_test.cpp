@@ -1,0 +1,83 @@
+#include "agent/trace/trace_state_variables.hpp"
+#include "gdb13_captures.hpp"
+#include "test_support.hpp"
+
+using namespace tpagent;
+using namespace tpagent::trace;
+using namespace trace_test;
+
+namespace {
+std::vector<std::string> all_pieces(const TraceStateVariables& vars) {
+    std::vector<std::string> out;
+    UploadCursor c = vars.upload();
+    do
+        out.push_back(c.next());
+    while (out.back() != "l");
+    return out;
+}
+} // namespace
+
+TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
+    std::int64_t now = 0x445583c8;
+    TraceStateVariables vars([&now] { return now; });
+    // gdbserver's qTfV/qTsV on connect.
+    CHECK(all_pieces(vars) ==
+          std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70", "l"});
+    CHECK(vars.value_reply(1) == "V445583c8");
+    now = 0x445583d0;
+    CHECK(*vars.get(1) == 0x445583d0);
+    CHECK_FALSE(vars.set(1, 5)); // read-only
+    CHECK(vars.value_reply(2) == "U");
+}
+
+TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
+    TraceStateVariables vars([] { return std::int64_t{42}; });
+    for (const auto& p : gdb13::kQtdv1)
+        REQUIRE(vars.define(p).ok());
+    CHECK(*vars.get(1) == 42); // still the clock after gdb re-sent it
+    CHECK(*vars.get(2) == 5);
+    CHECK(*vars.get(3) == -3);
+    CHECK(*vars.get(4) == 0);
+    CHECK(vars.value_reply(3) == "Vfffffffffffffffd");
+    CHECK(vars.value_reply(2) == "V5");
+
+    CHECK(vars.set(2, 6));
+    CHECK(vars.value_reply(2) == "V6");
+    CHECK_FALSE(vars.set(9, 1));
+    CHECK_FALSE(vars.get(9));
+
+    // The upload carries initial values, as gdbserver's "2:5:0:76" did after $v changed.
+    CHECK(all_pieces(vars) == std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70",
+                                                       "2:5:0:76", "3:fffffffffffffffd:0:6e6567",
+                                                       "4:0:0:7a", "l"});
+    vars.reset_values(); // QTStart
+    CHECK(*vars.get(2) == 5);
+
+    // Redefinition replaces; `-` form accepted too.
+    REQUIRE(vars.define("2:-10:0:76").ok());
+    CHECK(*vars.get(2) == -16);
+
+    // Upload pieces parse back as QTDV.
+    TraceStateVariables again([] { return std::int64_t{42}; });
+    auto pieces = all_pieces(vars);
+    pieces.pop_back();
+    for (const auto& p : pieces)
+        REQUIRE(again.define(p).ok());
+    CHECK(all_pieces(again) == all_pieces(vars));
+
+    vars.clear(); // QTinit
+    CHECK(all_pieces(vars) ==
+          std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70", "l"});
+}
+
+TEST_CASE("tsv: rejected QTDV", "[trace][tsv]") {
+    TraceStateVariables vars(nullptr);
+    for (std::string_view s :
+         {"", "2", "2:5:0", "2:5:0:76:", "0:5:0:76", "100000000:5:0:76", "2:x:0:76",
+          "2:10000000000000000:0:76", "2:5:2:76", "2:5::76", "2:5:0:7", "2:5:0:zz"}) {
+        INFO('"' << s << '"');
+        check_rejected(vars.define(s), ErrorCode::BadPacket);
+    }
+    CHECK_FALSE(vars.contains(2));
+    CHECK(*vars.get(1) == 0); // no clock given
+}
