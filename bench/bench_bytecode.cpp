@@ -30,18 +30,25 @@ struct Arena {
     Node nodes[5];
     Node* head = &nodes[0];
     Arena() {
-        for (int i = 0; i < 5; ++i) nodes[i] = Node{i < 4 ? &nodes[i + 1] : nullptr, i};
+        for (int i = 0; i < 5; ++i)
+            nodes[i] = Node{i < 4 ? &nodes[i + 1] : nullptr, i};
     }
 };
 Arena arena;
 
-std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uint64_t addr(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p);
+}
 
 struct Code {
     std::vector<std::uint8_t> b;
-    Code& op(Op o) { b.push_back(static_cast<std::uint8_t>(o)); return *this; }
+    Code& op(Op o) {
+        b.push_back(static_cast<std::uint8_t>(o));
+        return *this;
+    }
     Code& u(std::uint64_t v, unsigned n) {
-        for (unsigned i = n; i-- > 0;) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+        for (unsigned i = n; i-- > 0;)
+            b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
         return *this;
     }
     Code& k64(std::uint64_t v) { return op(Op::Const64).u(v, 8); }
@@ -50,19 +57,40 @@ struct Code {
 
 // As gdb compiles them (addresses as const64: the bench is a PIE).
 std::vector<std::uint8_t> x_mod_2_eq_0() { // x % 2 == 0
-    return Code().k64(addr(&arena.x)).op(Op::Ref32).op(Op::Ext).u(32, 1).k8(2).op(Op::RemSigned)
-        .op(Op::Ext).u(32, 1).k8(0).op(Op::Equal).op(Op::End).b;
+    return Code()
+        .k64(addr(&arena.x))
+        .op(Op::Ref32)
+        .op(Op::Ext)
+        .u(32, 1)
+        .k8(2)
+        .op(Op::RemSigned)
+        .op(Op::Ext)
+        .u(32, 1)
+        .k8(0)
+        .op(Op::Equal)
+        .op(Op::End)
+        .b;
 }
 std::vector<std::uint8_t> field_compare() { // prec->field == 42
-    return Code().k64(addr(&arena.prec)).op(Op::Ref64).k8(offsetof(Rec, field)).op(Op::Add)
-        .op(Op::Ref32).op(Op::Ext).u(32, 1).k8(42).op(Op::Equal).op(Op::End).b;
+    return Code()
+        .k64(addr(&arena.prec))
+        .op(Op::Ref64)
+        .k8(offsetof(Rec, field))
+        .op(Op::Add)
+        .op(Op::Ref32)
+        .op(Op::Ext)
+        .u(32, 1)
+        .k8(42)
+        .op(Op::Equal)
+        .op(Op::End)
+        .b;
 }
 std::vector<std::uint8_t> pointer_chase() { // head->next->next->next->next->value
     Code c;
     c.k64(addr(&arena.head)).op(Op::Ref64);
-    for (int i = 0; i < 4; ++i) c.op(Op::Ref64);
-    return c.k8(offsetof(Node, value)).op(Op::Add).op(Op::Ref32).op(Op::Ext).u(32, 1)
-        .op(Op::End).b;
+    for (int i = 0; i < 4; ++i)
+        c.op(Op::Ref64);
+    return c.k8(offsetof(Node, value)).op(Op::Add).op(Op::Ref32).op(Op::Ext).u(32, 1).op(Op::End).b;
 }
 
 // What an in-process agent's read callback does: check the range is known readable, copy.

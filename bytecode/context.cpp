@@ -6,14 +6,22 @@ namespace tpagent::bytecode {
 
 const char* to_string(EvalStatus status) {
     switch (status) {
-    case EvalStatus::Ok: return "ok";
-    case EvalStatus::MemoryError: return "memory unreadable";
-    case EvalStatus::RegisterError: return "register unavailable";
-    case EvalStatus::DivideByZero: return "division by zero";
-    case EvalStatus::TsvError: return "trace state variable unavailable";
-    case EvalStatus::CollectError: return "collection failed";
-    case EvalStatus::PrintError: return "printf output failed";
-    case EvalStatus::StepLimit: return "step limit reached";
+    case EvalStatus::Ok:
+        return "ok";
+    case EvalStatus::MemoryError:
+        return "memory unreadable";
+    case EvalStatus::RegisterError:
+        return "register unavailable";
+    case EvalStatus::DivideByZero:
+        return "division by zero";
+    case EvalStatus::TsvError:
+        return "trace state variable unavailable";
+    case EvalStatus::CollectError:
+        return "collection failed";
+    case EvalStatus::PrintError:
+        return "printf output failed";
+    case EvalStatus::StepLimit:
+        return "step limit reached";
     }
     return "unknown failure";
 }
@@ -26,10 +34,15 @@ Error describe_failure(const Program& program, EvalStatus status, const EvalOut&
     std::string text = fmt::format("offset {} ({}): {}", out.fault_offset, name, to_string(status));
     switch (status) {
     case EvalStatus::MemoryError:
-    case EvalStatus::CollectError: text += fmt::format(" at 0x{:x}", out.fault_address); break;
+    case EvalStatus::CollectError:
+        text += fmt::format(" at 0x{:x}", out.fault_address);
+        break;
     case EvalStatus::RegisterError:
-    case EvalStatus::TsvError: text += fmt::format(" ({})", out.fault_address); break;
-    default: break;
+    case EvalStatus::TsvError:
+        text += fmt::format(" ({})", out.fault_address);
+        break;
+    default:
+        break;
     }
     const ErrorCode code =
         status == EvalStatus::MemoryError ? ErrorCode::MemoryAccess : ErrorCode::BadBytecode;

@@ -16,10 +16,10 @@ enum class EvalStatus : std::uint32_t {
     MemoryError,   // memory at fault_address could not be read
     RegisterError, // register fault_address is unavailable (or wider than 8 bytes)
     DivideByZero,
-    TsvError,      // trace state variable fault_address could not be read or written
-    CollectError,  // the collector refused a range (buffer full, unreadable)
-    PrintError,    // printf output could not be delivered
-    StepLimit,     // more backward jumps than Limits::max_backward_jumps
+    TsvError,     // trace state variable fault_address could not be read or written
+    CollectError, // the collector refused a range (buffer full, unreadable)
+    PrintError,   // printf output could not be delivered
+    StepLimit,    // more backward jumps than Limits::max_backward_jumps
 };
 const char* to_string(EvalStatus status);
 

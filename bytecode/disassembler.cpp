@@ -3,7 +3,9 @@
 
 namespace tpagent::bytecode {
 
-std::string disassemble(const Program& program) { return disassemble(program.bytes()); }
+std::string disassemble(const Program& program) {
+    return disassemble(program.bytes());
+}
 
 std::string disassemble(std::span<const std::uint8_t> bytes) {
     std::string text;
@@ -19,7 +21,8 @@ std::string disassemble(std::span<const std::uint8_t> bytes) {
             break;
         }
         std::uint64_t operand = 0;
-        for (unsigned i = 0; i < info.operand_bytes; ++i) operand = operand << 8 | bytes[pos + 1 + i];
+        for (unsigned i = 0; i < info.operand_bytes; ++i)
+            operand = operand << 8 | bytes[pos + 1 + i];
         if (bytes[pos] == static_cast<std::uint8_t>(Op::Printf)) {
             const unsigned nargs = bytes[pos + 1];
             const std::size_t slen = operand & 0xffff;

@@ -18,17 +18,17 @@ EvalStatus run(const Program& program, const Context& c, EvalOut& out) {
 
     // Indexed by opcode value; the validator lets only supported opcodes through.
     static const void* const kDispatch[] = {
-        &&bad,          &&bad,        &&op_add,      &&op_sub,      &&op_mul,     // 00-04
-        &&op_div_s,     &&op_div_u,   &&op_rem_s,    &&op_rem_u,    &&op_lsh,     // 05-09
-        &&op_rsh_s,     &&op_rsh_u,   &&op_trace,    &&op_trace_q,  &&op_log_not, // 0a-0e
-        &&op_and,       &&op_or,      &&op_xor,      &&op_not,      &&op_equal,   // 0f-13
-        &&op_less_s,    &&op_less_u,  &&op_ext,      &&op_ref8,     &&op_ref16,   // 14-18
-        &&op_ref32,     &&op_ref64,   &&bad,         &&bad,         &&bad,        // 19-1d
-        &&bad,          &&bad,        &&op_if_goto,  &&op_goto,     &&op_const,   // 1e-22
-        &&op_const,     &&op_const,   &&op_const,    &&op_reg,      &&op_end,     // 23-27
-        &&op_dup,       &&op_pop,     &&op_zero_ext, &&op_swap,     &&op_getv,    // 28-2c
-        &&op_setv,      &&op_tracev,  &&op_tracenz,  &&op_trace_q,  &&bad,        // 2d-31
-        &&op_pick,      &&op_rot,     &&op_printf,                                // 32-34
+        &&bad,       &&bad,       &&op_add,      &&op_sub,     &&op_mul,     // 00-04
+        &&op_div_s,  &&op_div_u,  &&op_rem_s,    &&op_rem_u,   &&op_lsh,     // 05-09
+        &&op_rsh_s,  &&op_rsh_u,  &&op_trace,    &&op_trace_q, &&op_log_not, // 0a-0e
+        &&op_and,    &&op_or,     &&op_xor,      &&op_not,     &&op_equal,   // 0f-13
+        &&op_less_s, &&op_less_u, &&op_ext,      &&op_ref8,    &&op_ref16,   // 14-18
+        &&op_ref32,  &&op_ref64,  &&bad,         &&bad,        &&bad,        // 19-1d
+        &&bad,       &&bad,       &&op_if_goto,  &&op_goto,    &&op_const,   // 1e-22
+        &&op_const,  &&op_const,  &&op_const,    &&op_reg,     &&op_end,     // 23-27
+        &&op_dup,    &&op_pop,    &&op_zero_ext, &&op_swap,    &&op_getv,    // 28-2c
+        &&op_setv,   &&op_tracev, &&op_tracenz,  &&op_trace_q, &&bad,        // 2d-31
+        &&op_pick,   &&op_rot,    &&op_printf,                               // 32-34
     };
     static_assert(sizeof kDispatch / sizeof kDispatch[0] == 0x35);
 
@@ -79,22 +79,38 @@ EvalStatus run(const Program& program, const Context& c, EvalOut& out) {
 
     TP_DISPATCH();
 
-op_add: TP_BINARY(a + top);
-op_sub: TP_BINARY(a - top);
-op_mul: TP_BINARY(a * top);
-op_div_s: TP_DIVIDE(sem::div_signed);
-op_div_u: TP_DIVIDE(sem::div_unsigned);
-op_rem_s: TP_DIVIDE(sem::rem_signed);
-op_rem_u: TP_DIVIDE(sem::rem_unsigned);
-op_lsh: TP_BINARY(sem::lsh(a, top));
-op_rsh_s: TP_BINARY(sem::rsh_signed(a, top));
-op_rsh_u: TP_BINARY(sem::rsh_unsigned(a, top));
-op_and: TP_BINARY(a & top);
-op_or: TP_BINARY(a | top);
-op_xor: TP_BINARY(a ^ top);
-op_equal: TP_BINARY(a == top);
-op_less_s: TP_BINARY(sem::less_signed(a, top));
-op_less_u: TP_BINARY(a < top);
+op_add:
+    TP_BINARY(a + top);
+op_sub:
+    TP_BINARY(a - top);
+op_mul:
+    TP_BINARY(a * top);
+op_div_s:
+    TP_DIVIDE(sem::div_signed);
+op_div_u:
+    TP_DIVIDE(sem::div_unsigned);
+op_rem_s:
+    TP_DIVIDE(sem::rem_signed);
+op_rem_u:
+    TP_DIVIDE(sem::rem_unsigned);
+op_lsh:
+    TP_BINARY(sem::lsh(a, top));
+op_rsh_s:
+    TP_BINARY(sem::rsh_signed(a, top));
+op_rsh_u:
+    TP_BINARY(sem::rsh_unsigned(a, top));
+op_and:
+    TP_BINARY(a & top);
+op_or:
+    TP_BINARY(a | top);
+op_xor:
+    TP_BINARY(a ^ top);
+op_equal:
+    TP_BINARY(a == top);
+op_less_s:
+    TP_BINARY(sem::less_signed(a, top));
+op_less_u:
+    TP_BINARY(a < top);
 op_log_not:
     top = top == 0;
     TP_NEXT();
@@ -116,10 +132,14 @@ op_zero_ext:
         }                                                                                          \
         TP_NEXT();                                                                                 \
     } while (0)
-op_ref8: TP_REF(1);
-op_ref16: TP_REF(2);
-op_ref32: TP_REF(4);
-op_ref64: TP_REF(8);
+op_ref8:
+    TP_REF(1);
+op_ref16:
+    TP_REF(2);
+op_ref32:
+    TP_REF(4);
+op_ref64:
+    TP_REF(8);
 
 op_const:
     TP_PUSH(ip->imm);
@@ -130,18 +150,18 @@ op_dup:
 op_pop:
     top = *--sp;
     TP_NEXT();
-op_swap: {
+op_swap : {
     const std::uint64_t t = sp[-1];
     sp[-1] = top;
     top = t;
     TP_NEXT();
 }
-op_pick: {
+op_pick : {
     const std::uint64_t v = ip->imm == 0 ? top : sp[-static_cast<std::ptrdiff_t>(ip->imm)];
     TP_PUSH(v);
     TP_NEXT();
 }
-op_rot: { // a b c => c a b
+op_rot : { // a b c => c a b
     const std::uint64_t a = sp[-2], b = sp[-1];
     sp[-2] = top;
     sp[-1] = a;
@@ -149,13 +169,14 @@ op_rot: { // a b c => c a b
     TP_NEXT();
 }
 
-op_if_goto: {
+op_if_goto : {
     const std::uint64_t cond = top;
     top = *--sp;
     if (cond != 0) TP_JUMP();
     TP_NEXT();
 }
-op_goto: TP_JUMP();
+op_goto:
+    TP_JUMP();
 
 op_reg:
     TP_CALL(rt::reg(&c, &out, ip->imm, 0));
@@ -185,11 +206,12 @@ op_tracenz:
 op_trace_q: // trace_quick and trace16: addr => addr
     TP_CALL(rt::trace(&c, &out, top, ip->imm));
     TP_NEXT();
-op_printf: {
+op_printf : {
     // Stack: ... arg(n-1) ... arg0 channel function(top). args[0] is the first argument.
     const unsigned nargs = ip->target;
     std::uint64_t args[kStackCeiling];
-    for (unsigned i = 0; i < nargs; ++i) args[i] = sp[-2 - static_cast<int>(i)];
+    for (unsigned i = 0; i < nargs; ++i)
+        args[i] = sp[-2 - static_cast<int>(i)];
     TP_CALL(rt::printf(&c, &out, &program.formats()[ip->imm], args));
     sp -= 2 + nargs;
     top = *sp;

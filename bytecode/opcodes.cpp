@@ -69,8 +69,10 @@ constexpr Row kRows[] = {
 
 constexpr std::array<OpInfo, 256> make_table() {
     std::array<OpInfo, 256> t{};
-    for (auto& e : t) e = OpInfo{nullptr, 0, 0, 0, Flow::Next, false};
-    for (const Row& r : kRows) t[r.value] = r.info;
+    for (auto& e : t)
+        e = OpInfo{nullptr, 0, 0, 0, Flow::Next, false};
+    for (const Row& r : kRows)
+        t[r.value] = r.info;
     return t;
 }
 
@@ -78,6 +80,8 @@ constexpr std::array<OpInfo, 256> kTable = make_table();
 
 } // namespace
 
-const OpInfo& op_info(std::uint8_t byte) { return kTable[byte]; }
+const OpInfo& op_info(std::uint8_t byte) {
+    return kTable[byte];
+}
 
 } // namespace tpagent::bytecode

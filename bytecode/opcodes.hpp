@@ -63,26 +63,33 @@ enum class Op : std::uint8_t {
 enum class Flow : std::uint8_t { Next, Jump, CondJump, Stop };
 
 struct OpInfo {
-    const char* name;            // nullptr: the byte is not an opcode
-    std::uint8_t operand_bytes;  // fixed operand bytes after the opcode (printf: its 3-byte head)
-    std::uint8_t pops;           // stack entries consumed (pick, printf: see validator)
-    std::uint8_t pushes;         // stack entries produced
+    const char* name;           // nullptr: the byte is not an opcode
+    std::uint8_t operand_bytes; // fixed operand bytes after the opcode (printf: its 3-byte head)
+    std::uint8_t pops;          // stack entries consumed (pick, printf: see validator)
+    std::uint8_t pushes;        // stack entries produced
     Flow flow;
-    bool supported;              // false: floating-point opcodes, which gdb never emits
+    bool supported; // false: floating-point opcodes, which gdb never emits
 };
 
 // Entry for any byte value; unknown bytes have name == nullptr.
 const OpInfo& op_info(std::uint8_t byte);
-inline const OpInfo& op_info(Op op) { return op_info(static_cast<std::uint8_t>(op)); }
+inline const OpInfo& op_info(Op op) {
+    return op_info(static_cast<std::uint8_t>(op));
+}
 
 // Width in bytes that refN reads, or 0 for other opcodes.
 constexpr unsigned ref_size(Op op) {
     switch (op) {
-    case Op::Ref8: return 1;
-    case Op::Ref16: return 2;
-    case Op::Ref32: return 4;
-    case Op::Ref64: return 8;
-    default: return 0;
+    case Op::Ref8:
+        return 1;
+    case Op::Ref16:
+        return 2;
+    case Op::Ref32:
+        return 4;
+    case Op::Ref64:
+        return 8;
+    default:
+        return 0;
     }
 }
 

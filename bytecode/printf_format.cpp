@@ -4,27 +4,54 @@
 namespace tpagent::bytecode {
 namespace {
 
-Error fail(std::string text) { return make_error(ErrorCode::BadBytecode, std::move(text)); }
+Error fail(std::string text) {
+    return make_error(ErrorCode::BadBytecode, std::move(text));
+}
 
 // The escapes gdb's own printf accepts.
 bool unescape(char c, char& out) {
     switch (c) {
-    case '\\': out = '\\'; return true;
-    case 'a': out = '\a'; return true;
-    case 'b': out = '\b'; return true;
-    case 'e': out = '\x1b'; return true;
-    case 'f': out = '\f'; return true;
-    case 'n': out = '\n'; return true;
-    case 'r': out = '\r'; return true;
-    case 't': out = '\t'; return true;
-    case 'v': out = '\v'; return true;
-    case '"': out = '"'; return true;
-    case '\'': out = '\''; return true;
-    default: return false;
+    case '\\':
+        out = '\\';
+        return true;
+    case 'a':
+        out = '\a';
+        return true;
+    case 'b':
+        out = '\b';
+        return true;
+    case 'e':
+        out = '\x1b';
+        return true;
+    case 'f':
+        out = '\f';
+        return true;
+    case 'n':
+        out = '\n';
+        return true;
+    case 'r':
+        out = '\r';
+        return true;
+    case 't':
+        out = '\t';
+        return true;
+    case 'v':
+        out = '\v';
+        return true;
+    case '"':
+        out = '"';
+        return true;
+    case '\'':
+        out = '\'';
+        return true;
+    default:
+        return false;
     }
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 } // namespace
 
@@ -81,7 +108,8 @@ Result<PrintfFormat> parse_printf_format(std::string_view text) {
             bits = 8, i += 2;
         } else if (text.substr(i, 2) == "ll") {
             bits = 64, i += 2;
-        } else if (i < text.size() && std::string_view("hlzjt").find(text[i]) != std::string_view::npos) {
+        } else if (i < text.size() &&
+                   std::string_view("hlzjt").find(text[i]) != std::string_view::npos) {
             bits = text[i] == 'h' ? 16 : 64;
             ++i;
         }
@@ -92,17 +120,35 @@ Result<PrintfFormat> parse_printf_format(std::string_view text) {
         if (precision >= 0) spec += "." + std::to_string(precision);
         switch (conv) {
         case 'd':
-        case 'i': piece.kind = ArgKind::Signed, spec += "ll", spec += conv; break;
+        case 'i':
+            piece.kind = ArgKind::Signed, spec += "ll", spec += conv;
+            break;
         case 'u':
         case 'o':
         case 'x':
-        case 'X': piece.kind = ArgKind::Unsigned, spec += "ll", spec += conv; break;
-        case 'c': piece.kind = ArgKind::Char, spec += 'c'; break;
-        case 's': piece.kind = ArgKind::String, spec += 's'; break;
-        case 'p': piece.kind = ArgKind::Pointer, spec += 'p'; break;
-        case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+        case 'X':
+            piece.kind = ArgKind::Unsigned, spec += "ll", spec += conv;
+            break;
+        case 'c':
+            piece.kind = ArgKind::Char, spec += 'c';
+            break;
+        case 's':
+            piece.kind = ArgKind::String, spec += 's';
+            break;
+        case 'p':
+            piece.kind = ArgKind::Pointer, spec += 'p';
+            break;
+        case 'f':
+        case 'F':
+        case 'e':
+        case 'E':
+        case 'g':
+        case 'G':
+        case 'a':
+        case 'A':
             return fail(fmt::format("floating-point conversion %{} is not supported", conv));
-        default: return fail(fmt::format("conversion %{} at byte {} is not supported", conv, start));
+        default:
+            return fail(fmt::format("conversion %{} at byte {} is not supported", conv, start));
         }
         if ((conv == 'c' || conv == 's' || conv == 'p') && bits != 32)
             return fail(fmt::format("length modifier on %{} is not supported", conv));
@@ -112,7 +158,8 @@ Result<PrintfFormat> parse_printf_format(std::string_view text) {
         if ((flags.find('#') != std::string::npos && !alt_ok) ||
             (flags.find('0') != std::string::npos && !integer) ||
             (precision >= 0 && (conv == 'c' || conv == 'p')))
-            return fail(fmt::format("flags or precision at byte {} do not apply to %{}", start, conv));
+            return fail(
+                fmt::format("flags or precision at byte {} do not apply to %{}", start, conv));
         piece.spec = std::move(spec);
         piece.arg_bits = static_cast<std::uint8_t>(bits);
         piece.precision = precision;

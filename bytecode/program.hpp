@@ -15,8 +15,8 @@ namespace tpagent::bytecode {
 inline constexpr unsigned kStackCeiling = 256;
 
 struct Limits {
-    std::size_t max_length = 8192;         // bytes of bytecode
-    unsigned max_stack = 100;              // entries, on every path (<= kStackCeiling)
+    std::size_t max_length = 8192;            // bytes of bytecode
+    unsigned max_stack = 100;                 // entries, on every path (<= kStackCeiling)
     std::uint32_t max_backward_jumps = 10000; // taken backward jumps per evaluation
 };
 
@@ -29,7 +29,7 @@ struct Insn {
     std::uint32_t offset = 0; // byte offset of the opcode in the expression
     std::uint16_t depth = 0;  // stack entries before this instruction runs
     Op op = Op::End;
-    bool reachable = false;   // false: no path from the start reaches it; never run
+    bool reachable = false; // false: no path from the start reaches it; never run
 };
 
 class Program {

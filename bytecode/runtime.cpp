@@ -6,7 +6,9 @@
 namespace tpagent::bytecode::rt {
 namespace {
 
-constexpr HelperResult ok(std::uint64_t v) { return {v, 0}; }
+constexpr HelperResult ok(std::uint64_t v) {
+    return {v, 0};
+}
 HelperResult fail(EvalOut* out, EvalStatus s, std::uint64_t where) {
     out->fault_address = where;
     return {0, static_cast<std::uint64_t>(s)};

@@ -9,7 +9,8 @@ namespace {
 
 std::uint64_t read_be(std::span<const std::uint8_t> b, std::size_t pos, unsigned n) {
     std::uint64_t v = 0;
-    for (unsigned i = 0; i < n; ++i) v = (v << 8) | b[pos + i];
+    for (unsigned i = 0; i < n; ++i)
+        v = (v << 8) | b[pos + i];
     return v;
 }
 
@@ -71,8 +72,8 @@ Result<Program> validate(std::span<const std::uint8_t> bytes, unsigned register_
             insn.imm = read_be(bytes, pos + 1, info.operand_bytes);
         }
         if (insn.op == Op::Reg && insn.imm >= register_count)
-            return fail(pos, fmt::format("register {} does not exist (the target has {})",
-                                         insn.imm, register_count));
+            return fail(pos, fmt::format("register {} does not exist (the target has {})", insn.imm,
+                                         register_count));
         start_index[pos] = static_cast<std::int32_t>(prog.insns_.size());
         prog.insns_.push_back(insn);
         pos += length;
@@ -134,13 +135,18 @@ Result<Program> validate(std::span<const std::uint8_t> bytes, unsigned register_
         prog.max_depth_ = std::max(prog.max_depth_, after);
 
         switch (insn.op) {
-        case Op::Reg: prog.uses_registers_ = true; break;
+        case Op::Reg:
+            prog.uses_registers_ = true;
+            break;
         case Op::Trace:
         case Op::TraceQuick:
         case Op::Trace16:
         case Op::Tracenz:
-        case Op::Tracev: prog.collects_ = true; break;
-        default: break;
+        case Op::Tracev:
+            prog.collects_ = true;
+            break;
+        default:
+            break;
         }
 
         if (info.flow == Flow::Jump || info.flow == Flow::CondJump) {

@@ -28,7 +28,8 @@ struct ByteChooser {
     }
     std::uint64_t value() {
         std::uint64_t v = 0;
-        for (int i = 0; i < 8; ++i) v = v << 8 | pick(256);
+        for (int i = 0; i < 8; ++i)
+            v = v << 8 | pick(256);
         return v;
     }
 };

@@ -14,11 +14,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static const testing::FakeTarget target = [] {
         testing::FakeTarget t;
         std::vector<std::uint8_t> mem(256);
-        for (unsigned i = 0; i < mem.size(); ++i) mem[i] = static_cast<std::uint8_t>(i * 7);
+        for (unsigned i = 0; i < mem.size(); ++i)
+            mem[i] = static_cast<std::uint8_t>(i * 7);
         mem[40] = 0;
         t.map(0x100, mem);
-        for (unsigned r = 0; r < 24; ++r) t.registers[r] = 0x100 + r * 8;
-        for (unsigned v = 0; v < 4; ++v) t.tsvs[v] = v;
+        for (unsigned r = 0; r < 24; ++r)
+            t.registers[r] = 0x100 + r * 8;
+        for (unsigned v = 0; v < 4; ++v)
+            t.tsvs[v] = v;
         return t;
     }();
     Limits limits;

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang clang-format clang-tidy
   libclang-rt-14-dev gdb gdbserver
-  libboost-dev libfmt-dev libspdlog-dev catch2
+  libboost-dev libfmt-dev libspdlog-dev catch2 libbenchmark-dev
   libzydis-dev libcapstone-dev libunicorn-dev
   python3 python3-pytest python3-pytest-timeout socat valgrind
 )

@@ -24,7 +24,9 @@ constexpr unsigned kCallerSavedSlots = 4;
 constexpr Reg kCtx = RDI;
 constexpr Reg kOut = RSI;
 
-constexpr std::int32_t off(std::size_t o) { return static_cast<std::int32_t>(o); }
+constexpr std::int32_t off(std::size_t o) {
+    return static_cast<std::int32_t>(o);
+}
 const std::int32_t kWindowStart = off(offsetof(Context, window_start));
 const std::int32_t kWindowLoads = off(offsetof(Context, window_loads));
 const std::int32_t kWindowHost = off(offsetof(Context, window_host));
@@ -38,8 +40,12 @@ struct Slot {
     std::uint64_t k = 0;
 };
 
-bool is_pow2(std::uint64_t v) { return v && !(v & (v - 1)); }
-unsigned log2(std::uint64_t v) { return static_cast<unsigned>(__builtin_ctzll(v)); }
+bool is_pow2(std::uint64_t v) {
+    return v && !(v & (v - 1));
+}
+unsigned log2(std::uint64_t v) {
+    return static_cast<unsigned>(__builtin_ctzll(v));
+}
 
 class Translator {
   public:
@@ -53,7 +59,9 @@ class Translator {
     Mem mem_home(unsigned i) const {
         return {RSP, static_cast<std::int32_t>(8 * (i - kRegSlots)) + rsp_delta_};
     }
-    Mem budget_home() const { return {RSP, static_cast<std::int32_t>(8 * mem_slots_) + rsp_delta_}; }
+    Mem budget_home() const {
+        return {RSP, static_cast<std::int32_t>(8 * mem_slots_) + rsp_delta_};
+    }
 
     void load_slot(unsigned i, Reg r) {
         if (vs_[i].is_const)
@@ -104,21 +112,45 @@ class Translator {
     bool consumes_pending(const Insn& insn, unsigned d) const {
         switch (insn.op) {
         case Op::End:
-        case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: return true;
-        case Op::Ext: case Op::ZeroExt: case Op::LogNot: case Op::BitNot:
-        case Op::Ref8: case Op::Ref16: case Op::Ref32: case Op::Ref64:
+        case Op::Const8:
+        case Op::Const16:
+        case Op::Const32:
+        case Op::Const64:
+            return true;
+        case Op::Ext:
+        case Op::ZeroExt:
+        case Op::LogNot:
+        case Op::BitNot:
+        case Op::Ref8:
+        case Op::Ref16:
+        case Op::Ref32:
+        case Op::Ref64:
             return pending_ == static_cast<int>(d) - 1;
-        case Op::Add: case Op::Sub: case Op::Mul: case Op::Lsh: case Op::RshSigned:
-        case Op::RshUnsigned: case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Equal:
-        case Op::LessSigned: case Op::LessUnsigned: case Op::DivSigned: case Op::DivUnsigned:
-        case Op::RemSigned: case Op::RemUnsigned:
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::Lsh:
+        case Op::RshSigned:
+        case Op::RshUnsigned:
+        case Op::BitAnd:
+        case Op::BitOr:
+        case Op::BitXor:
+        case Op::Equal:
+        case Op::LessSigned:
+        case Op::LessUnsigned:
+        case Op::DivSigned:
+        case Op::DivUnsigned:
+        case Op::RemSigned:
+        case Op::RemUnsigned:
             return pending_ == static_cast<int>(d) - 2;
-        default: return false;
+        default:
+            return false;
         }
     }
     void flush() {
         settle();
-        for (unsigned i = 0; i < vs_.size(); ++i) materialize(i);
+        for (unsigned i = 0; i < vs_.size(); ++i)
+            materialize(i);
     }
     std::vector<Reg> live_caller_saved(unsigned survivors) const {
         std::vector<Reg> regs;
@@ -136,7 +168,8 @@ class Translator {
     }
     void epilogue() {
         if (frame_bytes_) a_.alu_imm(ADD, RSP, static_cast<std::int32_t>(frame_bytes_));
-        for (auto it = callee_saved_.rbegin(); it != callee_saved_.rend(); ++it) a_.pop(*it);
+        for (auto it = callee_saved_.rbegin(); it != callee_saved_.rend(); ++it)
+            a_.pop(*it);
         a_.ret();
     }
 
@@ -145,7 +178,8 @@ class Translator {
     void call_helper(const void* helper, const std::vector<Reg>& saved, std::uint32_t offset,
                      SetArgs set_args) {
         a_.push(kCtx), a_.push(kOut);
-        for (Reg r : saved) a_.push(r);
+        for (Reg r : saved)
+            a_.push(r);
         rsp_delta_ += static_cast<std::int32_t>(8 * (2 + saved.size()));
         const bool pad = (body_mod_ + rsp_delta_) % 16 != 0;
         if (pad) a_.alu_imm(SUB, RSP, 8), rsp_delta_ += 8;
@@ -153,7 +187,8 @@ class Translator {
         a_.mov_imm(RAX, reinterpret_cast<std::uintptr_t>(helper));
         a_.call(RAX);
         if (pad) a_.alu_imm(ADD, RSP, 8), rsp_delta_ -= 8;
-        for (auto it = saved.rbegin(); it != saved.rend(); ++it) a_.pop(*it);
+        for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+            a_.pop(*it);
         a_.pop(kOut), a_.pop(kCtx);
         rsp_delta_ -= static_cast<std::int32_t>(8 * (2 + saved.size()));
         a_.test(RDX, RDX);
@@ -215,9 +250,9 @@ class Translator {
     std::vector<RefSlowPath> refs_;
     std::vector<Jump> jumps_;
     std::vector<std::size_t> labels_;
-    bool dead_ = false; // no path reaches the current position
+    bool dead_ = false;           // no path reaches the current position
     std::vector<bool> is_target_; // per instruction: some jump lands on it
-    int pending_ = -1;  // entry whose value is in rax and not yet in its home register
+    int pending_ = -1;            // entry whose value is in rax and not yet in its home register
 };
 
 void Translator::binary(const Insn& insn) {
@@ -226,19 +261,44 @@ void Translator::binary(const Insn& insn) {
     if (a.is_const && b.is_const) {
         std::uint64_t r = 0;
         switch (insn.op) {
-        case Op::Add: r = a.k + b.k; break;
-        case Op::Sub: r = a.k - b.k; break;
-        case Op::Mul: r = a.k * b.k; break;
-        case Op::Lsh: r = sem::lsh(a.k, b.k); break;
-        case Op::RshSigned: r = sem::rsh_signed(a.k, b.k); break;
-        case Op::RshUnsigned: r = sem::rsh_unsigned(a.k, b.k); break;
-        case Op::BitAnd: r = a.k & b.k; break;
-        case Op::BitOr: r = a.k | b.k; break;
-        case Op::BitXor: r = a.k ^ b.k; break;
-        case Op::Equal: r = a.k == b.k; break;
-        case Op::LessSigned: r = sem::less_signed(a.k, b.k); break;
-        case Op::LessUnsigned: r = a.k < b.k; break;
-        default: break;
+        case Op::Add:
+            r = a.k + b.k;
+            break;
+        case Op::Sub:
+            r = a.k - b.k;
+            break;
+        case Op::Mul:
+            r = a.k * b.k;
+            break;
+        case Op::Lsh:
+            r = sem::lsh(a.k, b.k);
+            break;
+        case Op::RshSigned:
+            r = sem::rsh_signed(a.k, b.k);
+            break;
+        case Op::RshUnsigned:
+            r = sem::rsh_unsigned(a.k, b.k);
+            break;
+        case Op::BitAnd:
+            r = a.k & b.k;
+            break;
+        case Op::BitOr:
+            r = a.k | b.k;
+            break;
+        case Op::BitXor:
+            r = a.k ^ b.k;
+            break;
+        case Op::Equal:
+            r = a.k == b.k;
+            break;
+        case Op::LessSigned:
+            r = sem::less_signed(a.k, b.k);
+            break;
+        case Op::LessUnsigned:
+            r = a.k < b.k;
+            break;
+        default:
+            break;
         }
         vs_.pop_back();
         vs_.back() = Slot{true, r};
@@ -255,20 +315,36 @@ void Translator::binary(const Insn& insn) {
             a_.alu(op, RAX, RCX);
     };
     switch (insn.op) {
-    case Op::Add: alu(ADD); break;
-    case Op::Sub: alu(SUB); break;
-    case Op::BitAnd: alu(AND); break;
-    case Op::BitOr: alu(OR); break;
-    case Op::BitXor: alu(XOR); break;
+    case Op::Add:
+        alu(ADD);
+        break;
+    case Op::Sub:
+        alu(SUB);
+        break;
+    case Op::BitAnd:
+        alu(AND);
+        break;
+    case Op::BitOr:
+        alu(OR);
+        break;
+    case Op::BitXor:
+        alu(XOR);
+        break;
     case Op::Mul:
         if (imm)
             a_.imul_imm(RAX, imm32);
         else
             a_.imul(RAX, RCX);
         break;
-    case Op::Equal: alu(CMP), a_.setcc_movzx(E, RAX); break;
-    case Op::LessSigned: alu(CMP), a_.setcc_movzx(L, RAX); break;
-    case Op::LessUnsigned: alu(CMP), a_.setcc_movzx(B, RAX); break;
+    case Op::Equal:
+        alu(CMP), a_.setcc_movzx(E, RAX);
+        break;
+    case Op::LessSigned:
+        alu(CMP), a_.setcc_movzx(L, RAX);
+        break;
+    case Op::LessUnsigned:
+        alu(CMP), a_.setcc_movzx(B, RAX);
+        break;
     case Op::Lsh:
     case Op::RshUnsigned:
     case Op::RshSigned: {
@@ -293,7 +369,8 @@ void Translator::binary(const Insn& insn) {
         }
         break;
     }
-    default: break;
+    default:
+        break;
     }
     vs_.pop_back();
     store_slot(d - 2, RAX);
@@ -311,9 +388,9 @@ void Translator::divrem(const Insn& insn) {
         return;
     }
     if (a.is_const && b.is_const) {
-        const std::uint64_t r = is_signed ? (is_rem ? sem::rem_signed(a.k, b.k)
-                                                    : sem::div_signed(a.k, b.k))
-                                          : (is_rem ? a.k % b.k : a.k / b.k);
+        const std::uint64_t r =
+            is_signed ? (is_rem ? sem::rem_signed(a.k, b.k) : sem::div_signed(a.k, b.k))
+                      : (is_rem ? a.k % b.k : a.k / b.k);
         vs_.back() = Slot{true, r};
         return;
     }
@@ -390,7 +467,8 @@ void Translator::extend(const Insn& insn) {
     const unsigned i = static_cast<unsigned>(vs_.size() - 1);
     const std::uint64_t n = insn.imm;
     if (vs_[i].is_const) {
-        vs_[i].k = insn.op == Op::Ext ? sem::sign_extend(vs_[i].k, n) : sem::zero_extend(vs_[i].k, n);
+        vs_[i].k =
+            insn.op == Op::Ext ? sem::sign_extend(vs_[i].k, n) : sem::zero_extend(vs_[i].k, n);
         return;
     }
     if (n >= 64) return;
@@ -437,7 +515,8 @@ void Translator::ref(const Insn& insn, unsigned sign_bits) {
         a_.load_signed(RAX, RCX, size);
     else
         a_.load_sized(RAX, RCX, size);
-    refs_.push_back({fixup, a_.pos(), size, sign_bits, const_addr, live_caller_saved(i), insn.offset});
+    refs_.push_back(
+        {fixup, a_.pos(), size, sign_bits, const_addr, live_caller_saved(i), insn.offset});
     store_slot(i, RAX);
 }
 
@@ -447,10 +526,12 @@ void Translator::printf_call(const Insn& insn) {
     const unsigned survivors = d - 2 - n;
     const std::vector<Reg> saved = live_caller_saved(survivors);
     a_.push(kCtx), a_.push(kOut);
-    for (Reg r : saved) a_.push(r);
+    for (Reg r : saved)
+        a_.push(r);
     const std::int32_t pushed = static_cast<std::int32_t>(8 * (2 + saved.size()));
     rsp_delta_ += pushed;
-    const std::int32_t pad = (body_mod_ + rsp_delta_ + 8 * static_cast<std::int32_t>(n)) % 16 ? 8 : 0;
+    const std::int32_t pad =
+        (body_mod_ + rsp_delta_ + 8 * static_cast<std::int32_t>(n)) % 16 ? 8 : 0;
     if (pad) a_.alu_imm(SUB, RSP, pad), rsp_delta_ += pad;
     for (unsigned j = n; j-- > 0;) { // args[0] ends up at the lowest address
         load_slot(d - 3 - j, RAX);
@@ -464,7 +545,8 @@ void Translator::printf_call(const Insn& insn) {
     const std::int32_t drop = static_cast<std::int32_t>(8 * n) + pad;
     if (drop) a_.alu_imm(ADD, RSP, drop);
     rsp_delta_ -= drop;
-    for (auto it = saved.rbegin(); it != saved.rend(); ++it) a_.pop(*it);
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+        a_.pop(*it);
     a_.pop(kOut), a_.pop(kCtx);
     rsp_delta_ -= pushed;
     a_.test(RDX, RDX);
@@ -478,16 +560,23 @@ bool Translator::remainder_test(std::uint32_t index) {
     const auto insns = p_.insns();
     const unsigned d = static_cast<unsigned>(vs_.size());
     const Slot a = vs_[d - 2], b = vs_[d - 1];
-    if (a.is_const || !b.is_const || b.k < 2 || b.k > (1ull << 31) || !sem::is_pow2(b.k)) return false;
+    if (a.is_const || !b.is_const || b.k < 2 || b.k > (1ull << 31) || !sem::is_pow2(b.k))
+        return false;
     std::uint32_t j = index + 1;
-    const bool extended = fusible(index, 1) && (insns[j].op == Op::Ext || insns[j].op == Op::ZeroExt) &&
+    const bool extended = fusible(index, 1) &&
+                          (insns[j].op == Op::Ext || insns[j].op == Op::ZeroExt) &&
                           insns[j].imm >= log2(b.k);
     if (extended) ++j;
     const std::uint32_t n = j - index;
     if (!fusible(index, n + 1) || insns[j].imm != 0 || insns[j + 1].op != Op::Equal) return false;
     switch (insns[j].op) {
-    case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: break;
-    default: return false;
+    case Op::Const8:
+    case Op::Const16:
+    case Op::Const32:
+    case Op::Const64:
+        break;
+    default:
+        return false;
     }
     load_slot(d - 2, RAX);
     a_.test_imm(RAX, static_cast<std::int32_t>(b.k - 1));
@@ -506,7 +595,8 @@ std::uint32_t Translator::translate(std::uint32_t index) {
         const Insn& next = p_.insns()[index + 1];
         return next.op == Op::Ext || next.op == Op::ZeroExt ? 3 : 2;
     }
-    if ((insn.op == Op::Ref8 || insn.op == Op::Ref16 || insn.op == Op::Ref32) && fusible(index, 1)) {
+    if ((insn.op == Op::Ref8 || insn.op == Op::Ref16 || insn.op == Op::Ref32) &&
+        fusible(index, 1)) {
         const Insn& next = p_.insns()[index + 1];
         if (next.op == Op::Ext && next.imm == 8 * bytecode::ref_size(insn.op)) {
             ref(insn, static_cast<unsigned>(next.imm));
@@ -514,12 +604,24 @@ std::uint32_t Translator::translate(std::uint32_t index) {
         }
     }
     switch (insn.op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Lsh: case Op::RshSigned:
-    case Op::RshUnsigned: case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Equal:
-    case Op::LessSigned: case Op::LessUnsigned:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Lsh:
+    case Op::RshSigned:
+    case Op::RshUnsigned:
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::Equal:
+    case Op::LessSigned:
+    case Op::LessUnsigned:
         binary(insn);
         break;
-    case Op::DivSigned: case Op::DivUnsigned: case Op::RemSigned: case Op::RemUnsigned:
+    case Op::DivSigned:
+    case Op::DivUnsigned:
+    case Op::RemSigned:
+    case Op::RemUnsigned:
         divrem(insn);
         break;
     case Op::LogNot:
@@ -538,9 +640,21 @@ std::uint32_t Translator::translate(std::uint32_t index) {
         store_slot(d - 1, RAX);
         break;
     case Op::Ext:
-    case Op::ZeroExt: extend(insn); break;
-    case Op::Ref8: case Op::Ref16: case Op::Ref32: case Op::Ref64: ref(insn, 0); break;
-    case Op::Const8: case Op::Const16: case Op::Const32: case Op::Const64: push_const(insn.imm); break;
+    case Op::ZeroExt:
+        extend(insn);
+        break;
+    case Op::Ref8:
+    case Op::Ref16:
+    case Op::Ref32:
+    case Op::Ref64:
+        ref(insn, 0);
+        break;
+    case Op::Const8:
+    case Op::Const16:
+    case Op::Const32:
+    case Op::Const64:
+        push_const(insn.imm);
+        break;
     case Op::Dup:
     case Op::Pick: {
         const unsigned from = d - 1 - (insn.op == Op::Pick ? static_cast<unsigned>(insn.imm) : 0);
@@ -552,7 +666,9 @@ std::uint32_t Translator::translate(std::uint32_t index) {
         }
         break;
     }
-    case Op::Pop: vs_.pop_back(); break;
+    case Op::Pop:
+        vs_.pop_back();
+        break;
     case Op::Swap:
     case Op::Rot: {
         // Read the entries into scratch registers, then write them back permuted.
@@ -611,7 +727,9 @@ std::uint32_t Translator::translate(std::uint32_t index) {
                         a_.mov_imm(RCX, insn.imm);
                     });
         break;
-    case Op::Printf: printf_call(insn); break;
+    case Op::Printf:
+        printf_call(insn);
+        break;
     case Op::IfGoto: {
         const Slot cond = vs_[d - 1];
         vs_.pop_back();
@@ -690,7 +808,8 @@ void Translator::emit_slow_paths() {
         }
         to_exit.push_back(a_.jmp());
     }
-    for (std::size_t at : to_exit) a_.patch(at, a_.pos());
+    for (std::size_t at : to_exit)
+        a_.patch(at, a_.pos());
     epilogue();
 }
 
@@ -710,7 +829,8 @@ std::vector<std::uint8_t> Translator::run() {
     const unsigned depth = p_.max_depth();
     for (unsigned i = kCallerSavedSlots; i < depth && i < kRegSlots; ++i)
         callee_saved_.push_back(kSlotRegs[i]);
-    for (Reg r : callee_saved_) a_.push(r);
+    for (Reg r : callee_saved_)
+        a_.push(r);
     mem_slots_ = depth > kRegSlots ? depth - kRegSlots : 0;
     frame_bytes_ = 8 * (mem_slots_ + (has_backward ? 1 : 0));
     const std::uint32_t after_pushes = 8 + 8 * static_cast<std::uint32_t>(callee_saved_.size());
@@ -738,7 +858,8 @@ std::vector<std::uint8_t> Translator::run() {
         }
         i += translate(i);
     }
-    for (const Jump& j : jumps_) a_.patch(j.fixup, labels_[j.target]);
+    for (const Jump& j : jumps_)
+        a_.patch(j.fixup, labels_[j.target]);
     emit_slow_paths();
     return std::move(a_.code());
 }

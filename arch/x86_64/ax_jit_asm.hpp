@@ -7,7 +7,22 @@
 namespace tpagent::arch::x86_64::axjit {
 
 enum Reg : std::uint8_t {
-    RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15
+    RAX,
+    RCX,
+    RDX,
+    RBX,
+    RSP,
+    RBP,
+    RSI,
+    RDI,
+    R8,
+    R9,
+    R10,
+    R11,
+    R12,
+    R13,
+    R14,
+    R15
 };
 
 // Condition codes (the low nibble of Jcc / SETcc / CMOVcc).
@@ -32,10 +47,12 @@ class Assembler {
 
     void byte(std::uint8_t b) { code_.push_back(b); }
     void u32(std::uint32_t v) {
-        for (int i = 0; i < 4; ++i) byte(static_cast<std::uint8_t>(v >> (8 * i)));
+        for (int i = 0; i < 4; ++i)
+            byte(static_cast<std::uint8_t>(v >> (8 * i)));
     }
     void u64(std::uint64_t v) {
-        for (int i = 0; i < 8; ++i) byte(static_cast<std::uint8_t>(v >> (8 * i)));
+        for (int i = 0; i < 8; ++i)
+            byte(static_cast<std::uint8_t>(v >> (8 * i)));
     }
 
     // REX prefix; emitted when any bit is set (or `force`, for byte registers sil/dil).
@@ -94,10 +111,18 @@ class Assembler {
     void load_sized(Reg dst, Reg base, unsigned size) {
         const Mem m{base, 0};
         switch (size) {
-        case 1: rex(false, dst, base), byte(0x0f), byte(0xb6), modrm_mem(dst, m); break;
-        case 2: rex(false, dst, base), byte(0x0f), byte(0xb7), modrm_mem(dst, m); break;
-        case 4: mem_op(0x8b, dst, m, false); break;
-        default: mem_op(0x8b, dst, m, true); break;
+        case 1:
+            rex(false, dst, base), byte(0x0f), byte(0xb6), modrm_mem(dst, m);
+            break;
+        case 2:
+            rex(false, dst, base), byte(0x0f), byte(0xb7), modrm_mem(dst, m);
+            break;
+        case 4:
+            mem_op(0x8b, dst, m, false);
+            break;
+        default:
+            mem_op(0x8b, dst, m, true);
+            break;
         }
     }
     // Sign-extending loads of 1, 2, 4 bytes from [base] into a 64-bit register.
@@ -115,7 +140,9 @@ class Assembler {
         rex(true, 0, r), byte(0xf7), modrm_rr(0, r), u32(static_cast<std::uint32_t>(v));
     }
     void alu(Alu op, Reg dst, Reg src) { rr(static_cast<std::uint8_t>(op * 8 + 1), dst, src); }
-    void alu_mem(Alu op, Reg dst, Mem m) { mem_op(static_cast<std::uint8_t>(op * 8 + 3), dst, m, true); }
+    void alu_mem(Alu op, Reg dst, Mem m) {
+        mem_op(static_cast<std::uint8_t>(op * 8 + 3), dst, m, true);
+    }
     void alu_imm(Alu op, Reg dst, std::int32_t v, bool w = true) {
         rex(w, 0, dst);
         if (v >= -128 && v <= 127) {

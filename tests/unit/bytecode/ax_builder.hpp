@@ -16,9 +16,13 @@ struct Ax {
     std::vector<std::uint8_t> b;
 
     Ax& op(Op o) { return raw(static_cast<std::uint8_t>(o)); }
-    Ax& raw(std::uint8_t v) { b.push_back(v); return *this; }
+    Ax& raw(std::uint8_t v) {
+        b.push_back(v);
+        return *this;
+    }
     Ax& be(std::uint64_t v, unsigned n) {
-        for (unsigned i = n; i-- > 0;) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+        for (unsigned i = n; i-- > 0;)
+            b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
         return *this;
     }
     Ax& op1(Op o, std::uint64_t v) { return op(o).be(v, 1); }
@@ -35,7 +39,8 @@ struct Ax {
     Ax& go(Op o, std::uint16_t to) { return op2(o, to); }
     Ax& printf(unsigned nargs, const std::string& format) {
         op(Op::Printf).be(nargs, 1).be(format.size() + 1, 2);
-        for (char c : format) b.push_back(static_cast<std::uint8_t>(c));
+        for (char c : format)
+            b.push_back(static_cast<std::uint8_t>(c));
         b.push_back(0);
         return *this;
     }

@@ -22,7 +22,9 @@ struct FakeTarget {
     std::string printed;
     bool refuse_collection = false;
 
-    void map(std::uint64_t addr, std::vector<std::uint8_t> bytes) { memory[addr] = std::move(bytes); }
+    void map(std::uint64_t addr, std::vector<std::uint8_t> bytes) {
+        memory[addr] = std::move(bytes);
+    }
     void poke64(std::uint64_t addr, std::uint64_t v) {
         for (auto& [start, bytes] : memory)
             if (addr >= start && addr + 8 <= start + bytes.size()) {
@@ -34,7 +36,8 @@ struct FakeTarget {
     static bool read(void* u, std::uint64_t addr, void* out, std::size_t len) {
         auto* t = static_cast<FakeTarget*>(u);
         for (auto& [start, bytes] : t->memory)
-            if (addr >= start && addr - start <= bytes.size() && len <= bytes.size() - (addr - start)) {
+            if (addr >= start && addr - start <= bytes.size() &&
+                len <= bytes.size() - (addr - start)) {
                 std::memcpy(out, &bytes[addr - start], len);
                 return true;
             }
@@ -125,10 +128,12 @@ template <typename Runner> Outcome run_on(FakeTarget target, Runner&& runner, bo
 }
 
 inline Outcome interpret(const Program& p, const FakeTarget& t, bool window = false) {
-    return run_on(t, [&](const Context& c, EvalOut& out) { return run(p, c, out); }, window);
+    return run_on(
+        t, [&](const Context& c, EvalOut& out) { return run(p, c, out); }, window);
 }
 inline Outcome execute(const CompiledProgram& p, const FakeTarget& t, bool window = false) {
-    return run_on(t, [&](const Context& c, EvalOut& out) { return p.run(c, out); }, window);
+    return run_on(
+        t, [&](const Context& c, EvalOut& out) { return p.run(c, out); }, window);
 }
 
 } // namespace tpagent::bytecode::testing

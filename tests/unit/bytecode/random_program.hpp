@@ -24,7 +24,8 @@ template <typename Chooser> class RandomProgram {
             jump(Op::IfGoto, 0);
         }
         const unsigned statements = c_.pick(3);
-        for (unsigned i = 0; i < statements; ++i) statement();
+        for (unsigned i = 0; i < statements; ++i)
+            statement();
         expr(5);
         op(Op::End);
         return out_;
@@ -33,7 +34,8 @@ template <typename Chooser> class RandomProgram {
   private:
     void op(Op o) { out_.push_back(static_cast<std::uint8_t>(o)); }
     void be(std::uint64_t v, unsigned n) {
-        for (unsigned i = n; i-- > 0;) out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+        for (unsigned i = n; i-- > 0;)
+            out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
     }
     void constant(std::uint64_t v) {
         static constexpr Op kinds[] = {Op::Const8, Op::Const16, Op::Const32, Op::Const64};
@@ -51,18 +53,37 @@ template <typename Chooser> class RandomProgram {
         out_[at + 1] = static_cast<std::uint8_t>(to);
     }
     std::uint64_t interesting() {
-        static constexpr std::uint64_t values[] = {0, 1, 2, 3, 7, 8, 31, 32, 63, 64, 65, 255,
-                                                   0x7fffffff, 0x80000000, 0xffffffff,
-                                                   0x7fffffffffffffff, 0x8000000000000000,
-                                                   0xffffffffffffffff, 0xfffffffffffffffe};
+        static constexpr std::uint64_t values[] = {0,
+                                                   1,
+                                                   2,
+                                                   3,
+                                                   7,
+                                                   8,
+                                                   31,
+                                                   32,
+                                                   63,
+                                                   64,
+                                                   65,
+                                                   255,
+                                                   0x7fffffff,
+                                                   0x80000000,
+                                                   0xffffffff,
+                                                   0x7fffffffffffffff,
+                                                   0x8000000000000000,
+                                                   0xffffffffffffffff,
+                                                   0xfffffffffffffffe};
         if (c_.pick(2)) return values[c_.pick(sizeof values / sizeof values[0])];
         return c_.value();
     }
     // An address: mostly inside the image, sometimes just past it or wild.
     void address() {
         switch (c_.pick(8)) {
-        case 0: constant(c_.pick(4) ? kRandomMemoryBase + c_.pick(8) : c_.value()); break;
-        case 1: constant(kRandomMemoryBase + kRandomMemorySize - 1 - c_.pick(4)); break;
+        case 0:
+            constant(c_.pick(4) ? kRandomMemoryBase + c_.pick(8) : c_.value());
+            break;
+        case 1:
+            constant(kRandomMemoryBase + kRandomMemorySize - 1 - c_.pick(4));
+            break;
         case 2: // computed: base + (e & 0x7f)
             constant(kRandomMemoryBase);
             expr(1);
@@ -70,7 +91,9 @@ template <typename Chooser> class RandomProgram {
             op(Op::BitAnd);
             op(Op::Add);
             break;
-        default: constant(kRandomMemoryBase + c_.pick(kRandomMemorySize - 8)); break;
+        default:
+            constant(kRandomMemoryBase + c_.pick(kRandomMemorySize - 8));
+            break;
         }
     }
 
@@ -81,23 +104,30 @@ template <typename Chooser> class RandomProgram {
     void expr(unsigned depth) {
         const unsigned choice = depth == 0 ? c_.pick(4) : c_.pick(18);
         switch (choice) {
-        case 0: constant(interesting()); break;
+        case 0:
+            constant(interesting());
+            break;
         case 1: {
             static constexpr Op refs[] = {Op::Ref8, Op::Ref16, Op::Ref32, Op::Ref64};
             address();
             op(refs[c_.pick(4)]);
             break;
         }
-        case 2: op(Op::Reg), be(c_.pick(16) ? c_.pick(10) : 12, 2); break;
-        case 3: op(Op::Getv), be(variable(), 2); break;
+        case 2:
+            op(Op::Reg), be(c_.pick(16) ? c_.pick(10) : 12, 2);
+            break;
+        case 3:
+            op(Op::Getv), be(variable(), 2);
+            break;
         case 4:
         case 5:
         case 6:
         case 7: {
-            static constexpr Op bin[] = {Op::Add, Op::Sub, Op::Mul, Op::DivSigned, Op::DivUnsigned,
-                                         Op::RemSigned, Op::RemUnsigned, Op::Lsh, Op::RshSigned,
-                                         Op::RshUnsigned, Op::BitAnd, Op::BitOr, Op::BitXor,
-                                         Op::Equal, Op::LessSigned, Op::LessUnsigned};
+            static constexpr Op bin[] = {
+                Op::Add,         Op::Sub,         Op::Mul,         Op::DivSigned,
+                Op::DivUnsigned, Op::RemSigned,   Op::RemUnsigned, Op::Lsh,
+                Op::RshSigned,   Op::RshUnsigned, Op::BitAnd,      Op::BitOr,
+                Op::BitXor,      Op::Equal,       Op::LessSigned,  Op::LessUnsigned};
             expr(depth - 1);
             expr(depth - 1);
             op(bin[c_.pick(sizeof bin / sizeof bin[0])]);
@@ -124,20 +154,28 @@ template <typename Chooser> class RandomProgram {
             patch(to_end, out_.size());
             break;
         }
-        case 10: expr(depth - 1), expr(depth - 1), op(Op::Swap), op(Op::Sub); break;
-        case 11: expr(depth - 1), op(Op::Dup), op(Op::Mul); break;
+        case 10:
+            expr(depth - 1), expr(depth - 1), op(Op::Swap), op(Op::Sub);
+            break;
+        case 11:
+            expr(depth - 1), op(Op::Dup), op(Op::Mul);
+            break;
         case 12:
             expr(depth - 1), expr(depth - 1), expr(depth - 1);
             op(Op::Rot), op(Op::Sub), op(Op::BitXor);
             break;
         case 13: {
             const unsigned n = c_.pick(3);
-            for (unsigned i = 0; i <= n; ++i) expr(depth - 1);
+            for (unsigned i = 0; i <= n; ++i)
+                expr(depth - 1);
             op(Op::Pick), out_.push_back(static_cast<std::uint8_t>(c_.pick(n + 1)));
-            for (unsigned i = 0; i <= n; ++i) op(Op::Add);
+            for (unsigned i = 0; i <= n; ++i)
+                op(Op::Add);
             break;
         }
-        case 14: expr(depth - 1), op(Op::Setv), be(variable(), 2); break;
+        case 14:
+            expr(depth - 1), op(Op::Setv), be(variable(), 2);
+            break;
         case 15:
             address();
             if (c_.pick(2))
@@ -145,15 +183,21 @@ template <typename Chooser> class RandomProgram {
             else
                 op(Op::Trace16), be(c_.pick(300), 2);
             break;
-        case 16: op(Op::Tracev), be(variable(), 2); break;
-        default: expr(depth - 1), expr(depth - 1), op(Op::Pop); break;
+        case 16:
+            op(Op::Tracev), be(variable(), 2);
+            break;
+        default:
+            expr(depth - 1), expr(depth - 1), op(Op::Pop);
+            break;
         }
     }
 
     // Leaves the stack as it found it.
     void statement() {
         switch (c_.pick(4)) {
-        case 0: address(), constant(c_.pick(64)), op(c_.pick(2) ? Op::Trace : Op::Tracenz); break;
+        case 0:
+            address(), constant(c_.pick(64)), op(c_.pick(2) ? Op::Trace : Op::Tracenz);
+            break;
         case 1: {
             // printf("%d %x|%s", a, b, s)
             constant(kRandomMemoryBase + c_.pick(kRandomMemorySize));
@@ -164,10 +208,13 @@ template <typename Chooser> class RandomProgram {
             op(Op::Printf);
             out_.push_back(3);
             be(sizeof format, 2);
-            for (char ch : format) out_.push_back(static_cast<std::uint8_t>(ch));
+            for (char ch : format)
+                out_.push_back(static_cast<std::uint8_t>(ch));
             break;
         }
-        default: expr(3), op(Op::Pop); break;
+        default:
+            expr(3), op(Op::Pop);
+            break;
         }
     }
 

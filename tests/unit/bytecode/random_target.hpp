@@ -9,10 +9,13 @@ namespace tpagent::bytecode::testing {
 template <typename Chooser> FakeTarget random_target(Chooser& c) {
     FakeTarget t;
     std::vector<std::uint8_t> mem(kRandomMemorySize);
-    for (auto& b : mem) b = static_cast<std::uint8_t>(c.pick(4) == 0 ? 0 : c.value());
+    for (auto& b : mem)
+        b = static_cast<std::uint8_t>(c.pick(4) == 0 ? 0 : c.value());
     t.map(kRandomMemoryBase, mem);
-    for (unsigned r = 0; r < 10; ++r) t.registers[r] = c.value();
-    for (unsigned v = 0; v < 3; ++v) t.tsvs[v] = static_cast<std::int64_t>(c.value());
+    for (unsigned r = 0; r < 10; ++r)
+        t.registers[r] = c.value();
+    for (unsigned v = 0; v < 3; ++v)
+        t.tsvs[v] = static_cast<std::int64_t>(c.value());
     return t;
 }
 

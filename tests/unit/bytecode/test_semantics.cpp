@@ -70,8 +70,7 @@ TEST_CASE("division by zero is an evaluation error at the dividing instruction")
         CHECK(folded.fault_offset == 4);
         FakeTarget t;
         t.map(0x1000, std::vector<std::uint8_t>(8, 0));
-        const Outcome loaded =
-            run_all(Ax().k(7).k(0x1000).op(Op::Ref64).op(op).end().b, t);
+        const Outcome loaded = run_all(Ax().k(7).k(0x1000).op(Op::Ref64).op(op).end().b, t);
         CHECK(loaded.status == EvalStatus::DivideByZero);
         CHECK(loaded.fault_offset == 6);
     }
@@ -86,7 +85,8 @@ TEST_CASE("shifts, including counts of 64 and more") {
     CHECK(binop(Op::RshSigned, kMin, 63) == kAll);
     CHECK(binop(Op::RshSigned, kMin, 64) == kAll);
     CHECK(binop(Op::RshSigned, 0x4000000000000000ull, 1000) == 0);
-    CHECK(binop(Op::RshSigned, static_cast<std::uint64_t>(-16), 2) == static_cast<std::uint64_t>(-4));
+    CHECK(binop(Op::RshSigned, static_cast<std::uint64_t>(-16), 2) ==
+          static_cast<std::uint64_t>(-4));
 }
 
 TEST_CASE("bitwise and logical operators") {
@@ -248,8 +248,7 @@ TEST_CASE("trace state variables: getv, setv, tracev") {
 TEST_CASE("trace opcodes collect ranges") {
     FakeTarget t;
     t.map(0x2000, {'h', 'i', 0, 'x', 'y'});
-    const Outcome o = run_all(Ax()
-                                  .k(0x2000)
+    const Outcome o = run_all(Ax().k(0x2000)
                                   .op1(Op::TraceQuick, 4)
                                   .op2(Op::Trace16, 300)
                                   .k(5)
@@ -282,7 +281,14 @@ TEST_CASE("printf formats its arguments in order and reads %s from memory") {
     t.map(0x3000, {'w', 'o', 'r', 'l', 'd', 0});
     // gdb pushes the arguments last-to-first, then channel and function.
     Ax a;
-    a.k(0x3000).k(static_cast<std::uint8_t>(-5)).ext(8).k(0).k(0).printf(2, "%ld hello %s\\n").k(7).end();
+    a.k(0x3000)
+        .k(static_cast<std::uint8_t>(-5))
+        .ext(8)
+        .k(0)
+        .k(0)
+        .printf(2, "%ld hello %s\\n")
+        .k(7)
+        .end();
     const Outcome o = run_all(a.b, t);
     REQUIRE(o.status == EvalStatus::Ok);
     CHECK(o.printed == "-5 hello world\n");
@@ -295,15 +301,19 @@ TEST_CASE("printf formats its arguments in order and reads %s from memory") {
 
 TEST_CASE("deep stacks spill past the register homes") {
     Ax a;
-    for (unsigned i = 1; i <= 40; ++i) a.k(i);
-    for (unsigned i = 1; i < 40; ++i) a.op(Op::Add);
+    for (unsigned i = 1; i <= 40; ++i)
+        a.k(i);
+    for (unsigned i = 1; i < 40; ++i)
+        a.op(Op::Add);
     a.end();
     CHECK(value_of(a.b) == 40 * 41 / 2);
     FakeTarget t;
     t.map(0x1000, std::vector<std::uint8_t>(64, 3));
     Ax m;
-    for (unsigned i = 0; i < 30; ++i) m.k(0x1000 + i).op(Op::Ref8);
-    for (unsigned i = 1; i < 30; ++i) m.op(i % 2 ? Op::Add : Op::Mul);
+    for (unsigned i = 0; i < 30; ++i)
+        m.k(0x1000 + i).op(Op::Ref8);
+    for (unsigned i = 1; i < 30; ++i)
+        m.op(i % 2 ? Op::Add : Op::Mul);
     m.end();
     const Program p = must_validate(m.b);
     CHECK(p.max_depth() == 30);
@@ -322,19 +332,53 @@ TEST_CASE("fused forms: remainder tests and sign-extending loads") {
         CAPTURE(v);
         const std::uint64_t addr = 0x1000 + 4 * i;
         // gdb's `x % 2 == 0`
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).k(2).op(Op::RemSigned).ext(32).k(0)
-                           .op(Op::Equal).end().b, t) == (v % 2 == 0));
+        CHECK(value_of(Ax().k(addr)
+                           .op(Op::Ref32)
+                           .ext(32)
+                           .k(2)
+                           .op(Op::RemSigned)
+                           .ext(32)
+                           .k(0)
+                           .op(Op::Equal)
+                           .end()
+                           .b,
+                       t) == (v % 2 == 0));
         // without the ext, with a wider power of two, unsigned
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).k(8).op(Op::RemSigned).k(0).op(Op::Equal)
-                           .end().b, t) == (v % 8 == 0));
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).k(4).op(Op::RemUnsigned).op1(Op::ZeroExt, 32).k(0)
-                           .op(Op::Equal).end().b, t) ==
-              (static_cast<std::uint32_t>(v) % 4 == 0));
+        CHECK(value_of(Ax().k(addr)
+                           .op(Op::Ref32)
+                           .ext(32)
+                           .k(8)
+                           .op(Op::RemSigned)
+                           .k(0)
+                           .op(Op::Equal)
+                           .end()
+                           .b,
+                       t) == (v % 8 == 0));
+        CHECK(value_of(Ax().k(addr)
+                           .op(Op::Ref32)
+                           .k(4)
+                           .op(Op::RemUnsigned)
+                           .op1(Op::ZeroExt, 32)
+                           .k(0)
+                           .op(Op::Equal)
+                           .end()
+                           .b,
+                       t) == (static_cast<std::uint32_t>(v) % 4 == 0));
         // compared with something else than 0: not fused, still right
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).k(2).op(Op::RemSigned).ext(32).k(1)
-                           .op(Op::Equal).end().b, t) == (v % 2 == 1));
+        CHECK(value_of(Ax().k(addr)
+                           .op(Op::Ref32)
+                           .ext(32)
+                           .k(2)
+                           .op(Op::RemSigned)
+                           .ext(32)
+                           .k(1)
+                           .op(Op::Equal)
+                           .end()
+                           .b,
+                       t) == (v % 2 == 1));
         // sign-extending loads of each width
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).end().b, t) == static_cast<std::uint64_t>(v));
+        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).end().b, t) ==
+              static_cast<std::uint64_t>(v));
         CHECK(value_of(Ax().k(addr).op(Op::Ref16).ext(16).end().b, t) ==
               static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int16_t>(v))));
         CHECK(value_of(Ax().k(addr).op(Op::Ref8).ext(8).end().b, t) ==
@@ -343,8 +387,16 @@ TEST_CASE("fused forms: remainder tests and sign-extending loads") {
     // A jump onto the `const8 0` of the pattern keeps it apart: c ? x == 0 : x % 2 == 0.
     for (std::uint64_t c : {0u, 1u}) {
         Ax a;
-        a.k(0x1004).op(Op::Ref32).ext(32).k(c).go(Op::IfGoto, 14).k(2).op(Op::RemSigned).k(0)
-            .op(Op::Equal).end();
+        a.k(0x1004)
+            .op(Op::Ref32)
+            .ext(32)
+            .k(c)
+            .go(Op::IfGoto, 14)
+            .k(2)
+            .op(Op::RemSigned)
+            .k(0)
+            .op(Op::Equal)
+            .end();
         CHECK(value_of(a.b, t) == (c ? 0 : 1)); // x is -8
     }
 }

@@ -31,8 +31,8 @@ TEST_CASE("opcode table covers the manual's opcodes and nothing else") {
 
 TEST_CASE("validator accepts what gdb emits and records depths") {
     // x % 2 == 0 as gdb 13 compiles it for a global int
-    const Program p = must_validate({0x24, 0x00, 0x4a, 0x40, 0xd0, 0x19, 0x16, 0x20, 0x22, 0x02, 0x07,
-                                     0x16, 0x20, 0x22, 0x00, 0x13, 0x27});
+    const Program p = must_validate({0x24, 0x00, 0x4a, 0x40, 0xd0, 0x19, 0x16, 0x20, 0x22, 0x02,
+                                     0x07, 0x16, 0x20, 0x22, 0x00, 0x13, 0x27});
     CHECK(p.insns().size() == 9);
     CHECK(p.max_depth() == 2);
     CHECK(p.insns()[4].op == Op::RemSigned);
@@ -48,12 +48,15 @@ TEST_CASE("validator rejections say where and why") {
     CHECK(reject({0x31, 0x27}) == "offset 0: unknown opcode 0x31");
     CHECK(reject({0x22, 1, 0x1e, 0x27}) == "offset 2: unsupported floating-point opcode l_to_d");
     CHECK(reject({0x22, 1, 0x24, 0, 0}) == "offset 2: truncated operand of const32");
-    CHECK(reject({0x22, 1, 0x22, 2}) == "offset 2: execution runs past the last instruction (no end)");
+    CHECK(reject({0x22, 1, 0x22, 2}) ==
+          "offset 2: execution runs past the last instruction (no end)");
     CHECK(reject({0x02, 0x27}) == "offset 0: stack underflow: add needs 2 entries, has 0");
-    CHECK(reject({0x22, 1, 0x32, 1, 0x27}) == "offset 2: stack underflow: pick needs 2 entries, has 1");
+    CHECK(reject({0x22, 1, 0x32, 1, 0x27}) ==
+          "offset 2: stack underflow: pick needs 2 entries, has 1");
     CHECK(reject({0x21, 0, 9, 0x27}) == "offset 0: jump to offset 9 is outside the expression");
     CHECK(reject({0x21, 0, 2, 0x27}) == "offset 0: jump to offset 2 lands inside an instruction");
-    CHECK(reject({0x26, 0, 99, 0x27}) == "offset 0: register 99 does not exist (the target has 58)");
+    CHECK(reject({0x26, 0, 99, 0x27}) ==
+          "offset 0: register 99 does not exist (the target has 58)");
     // if_goto joins two paths with different depths
     CHECK(reject({0x22, 1, 0x22, 1, 0x20, 0, 9, 0x22, 5, 0x27}) ==
           "offset 7: stack depth at offset 9 differs between paths (1 and 2)");
@@ -61,9 +64,11 @@ TEST_CASE("validator rejections say where and why") {
     CHECK(!validate(std::vector<std::uint8_t>{0x22, 1, 0x21, 0, 0, 0x27}, kRegisterCount).ok());
     Limits small;
     small.max_stack = 3;
-    CHECK(reject(Ax().k(1).k(2).k(3).k(4).end().b, small) == "offset 6: stack depth 4 exceeds the limit 3");
+    CHECK(reject(Ax().k(1).k(2).k(3).k(4).end().b, small) ==
+          "offset 6: stack depth 4 exceeds the limit 3");
     small.max_length = 4;
-    CHECK(reject(Ax().k(1).k(2).end().b, small) == "offset 0: expression is 5 bytes, the limit is 4");
+    CHECK(reject(Ax().k(1).k(2).end().b, small) ==
+          "offset 0: expression is 5 bytes, the limit is 4");
     // printf: the format must parse and agree with the argument count
     CHECK(reject(Ax().k(0).k(0).k(0).printf(2, "%d").end().b) ==
           "offset 6: printf format has 1 conversions but 2 arguments");

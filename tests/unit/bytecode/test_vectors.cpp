@@ -74,11 +74,16 @@ std::vector<Vector> load_vectors() {
             out.back().expr = line.substr(2);
         } else if (!out.empty()) {
             Vector& v = out.back();
-            if (line.rfind("kind ", 0) == 0) v.kind = line.substr(5);
-            else if (line.rfind("bytes ", 0) == 0) v.bytes = from_hex(line.substr(6));
-            else if (line.rfind("size ", 0) == 0) v.size = static_cast<unsigned>(std::stoul(line.substr(5)));
-            else if (line.rfind("expect ", 0) == 0) v.expect = std::stoull(line.substr(7), nullptr, 16);
-            else if (line.rfind("gdb ", 0) == 0) v.gdb_disassembly += line.substr(4) + "\n";
+            if (line.rfind("kind ", 0) == 0)
+                v.kind = line.substr(5);
+            else if (line.rfind("bytes ", 0) == 0)
+                v.bytes = from_hex(line.substr(6));
+            else if (line.rfind("size ", 0) == 0)
+                v.size = static_cast<unsigned>(std::stoul(line.substr(5)));
+            else if (line.rfind("expect ", 0) == 0)
+                v.expect = std::stoull(line.substr(7), nullptr, 16);
+            else if (line.rfind("gdb ", 0) == 0)
+                v.gdb_disassembly += line.substr(4) + "\n";
         }
     }
     return out;
@@ -113,7 +118,8 @@ TEST_CASE("gdb-generated vectors: validator, disassembler, interpreter and compi
         }
         if (v.kind == "collect") {
             CHECK_FALSE((o.collected.empty() && o.collected_tsvs.empty()));
-            for (const auto& [addr, len] : o.collected) CHECK(inside_image(image, addr, len));
+            for (const auto& [addr, len] : o.collected)
+                CHECK(inside_image(image, addr, len));
         }
     }
     CHECK(with_value >= 90);
