@@ -13,7 +13,8 @@ def start_gdb_and_kill_it(e2e, server, program, *commands):
     """gdb runs commands, then touches a file and sleeps; once the file appears gdb is
     mid-session with the inferior stopped, and we kill it."""
     marker = e2e.tmp / "gdb-reached-the-end"
-    gdb = e2e.gdb_start(*commands, f"shell touch {marker}", "shell sleep 60", program=program)
+    # gdb sleeps in its own python rather than in a shell child that could outlive it.
+    gdb = e2e.gdb_start(*commands, f"shell touch {marker}", "python import time; time.sleep(60)", program=program)
     e2e.wait_for_file(marker)
     gdb.kill()
 
