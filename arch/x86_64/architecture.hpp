@@ -1,0 +1,42 @@
+// Architecture for x86-64 GNU/Linux: gdb's amd64-linux register set, sized to the CPU.
+#pragma once
+#include "arch/arch.hpp"
+#include "arch/x86_64/cpu_features.hpp"
+#include "arch/x86_64/registers.hpp"
+#include <string>
+
+namespace tpagent::arch::x86_64 {
+
+class X86_64Architecture final : public Architecture {
+  public:
+    explicit X86_64Architecture(const CpuFeatures& cpu);
+
+    std::span<const RegisterDesc> registers() const override { return layout_.registers(); }
+    std::size_t g_size() const override { return layout_.g_size(); }
+    std::span<const int> expedited_registers() const override;
+    int pc_regnum() const override { return kRipRegnum; }
+
+    std::optional<std::string> feature_xml(std::string_view annex) const override;
+
+    Status read_snapshot(pid_t tid, RegisterSnapshot& out) const override;
+    Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const override;
+
+    void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
+                       std::vector<bool>& available) const override;
+    void g_to_snapshot(std::span<const std::uint8_t> g, RegisterSnapshot& s) const override;
+
+    std::uint64_t pc(const RegisterSnapshot& s) const override;
+    void set_pc(RegisterSnapshot& s, std::uint64_t pc) const override;
+    std::uint64_t sp(const RegisterSnapshot& s) const override;
+
+    std::span<const std::uint8_t> breakpoint_instruction() const override;
+    std::uint64_t pc_after_breakpoint(std::uint64_t addr) const override { return addr + 1; }
+
+    const RegisterLayout& layout() const { return layout_; }
+
+  private:
+    RegisterLayout layout_;
+    std::string target_xml_;
+};
+
+} // namespace tpagent::arch::x86_64
