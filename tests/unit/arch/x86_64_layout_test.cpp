@@ -1,0 +1,216 @@
+// Register numbering and g offsets of the x86-64 layout for each CPU feature set.
+#include "arch/x86_64/architecture.hpp"
+#include "arch/x86_64/cpu_features.hpp"
+#include "arch/x86_64/registers.hpp"
+#include "arch/x86_64/x87_tag.hpp"
+#include "arch/x86_64/xsave_layout.hpp"
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <sys/user.h>
+#include <string>
+
+using namespace tpagent::arch;
+using namespace tpagent::arch::x86_64;
+
+namespace {
+
+constexpr std::uint64_t kSseXcr0 = 0x3;
+constexpr std::uint64_t kAvxXcr0 = 0x7;
+constexpr std::uint64_t kAllXcr0 = 0x2ff; // x87 sse avx mpx avx512 pkru
+
+std::uint32_t offset_of(const RegisterLayout& l, const char* name) {
+    const int r = l.find(name);
+    REQUIRE(r >= 0);
+    return l.registers()[r].g_offset;
+}
+
+template <typename T> void put(std::vector<std::uint8_t>& buf, std::size_t off, T v) {
+    std::memcpy(buf.data() + off, &v, sizeof v);
+}
+template <typename T> T get(std::span<const std::uint8_t> buf, std::size_t off) {
+    T v;
+    std::memcpy(&v, buf.data() + off, sizeof v);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("x86-64 core+sse+linux+segments layout matches gdb's amd64-linux numbering") {
+    RegisterLayout l(cpu_features_for_xcr0(kSseXcr0));
+    CHECK(l.registers().size() == 60);
+    CHECK(l.g_size() == 560);
+    CHECK(l.find("rax") == 0);
+    CHECK(l.find("rbp") == kRbpRegnum);
+    CHECK(l.find("rsp") == kRspRegnum);
+    CHECK(l.find("rip") == kRipRegnum);
+    CHECK(l.find("eflags") == 17);
+    CHECK(l.find("st0") == 24);
+    CHECK(l.find("fctrl") == 32);
+    CHECK(l.find("xmm0") == 40);
+    CHECK(l.find("mxcsr") == 56);
+    CHECK(l.find("orig_rax") == 57);
+    CHECK(l.find("fs_base") == 58);
+    CHECK(l.find("gs_base") == 59);
+    CHECK(offset_of(l, "rip") == 128);
+    CHECK(offset_of(l, "eflags") == 136);
+    CHECK(offset_of(l, "gs") == 160);
+    CHECK(offset_of(l, "st0") == 164);
+    CHECK(offset_of(l, "st7") == 234);
+    CHECK(offset_of(l, "fctrl") == 244);
+    CHECK(offset_of(l, "fop") == 272);
+    CHECK(offset_of(l, "xmm0") == 276);
+    CHECK(offset_of(l, "xmm15") == 516);
+    CHECK(offset_of(l, "mxcsr") == 532);
+    CHECK(offset_of(l, "orig_rax") == 536);
+    CHECK(offset_of(l, "fs_base") == 544);
+    CHECK(offset_of(l, "gs_base") == 552);
+}
+
+TEST_CASE("x86-64 AVX adds ymm0h-ymm15h after gs_base") {
+    RegisterLayout l(cpu_features_for_xcr0(kAvxXcr0));
+    CHECK(l.registers().size() == 76);
+    CHECK(l.g_size() == 816);
+    CHECK(l.find("ymm0h") == 60);
+    CHECK(offset_of(l, "ymm0h") == 560);
+    CHECK(offset_of(l, "ymm15h") == 800);
+}
+
+TEST_CASE("x86-64 full XCR0 layout: mpx, avx512, pkeys in gdbserver's order") {
+    RegisterLayout l(cpu_features_for_xcr0(kAllXcr0));
+    CHECK(l.registers().size() == 155);
+    CHECK(l.g_size() == 2500);
+    CHECK(l.find("bnd0raw") == 76);
+    CHECK(l.find("bndstatus") == 81);
+    CHECK(l.find("xmm16") == 82);
+    CHECK(l.find("ymm16h") == 98);
+    CHECK(l.find("k0") == 114);
+    CHECK(l.find("zmm0h") == 122);
+    CHECK(l.find("zmm31h") == 153);
+    CHECK(l.find("pkru") == 154);
+    CHECK(offset_of(l, "pkru") == 2496);
+    std::size_t sum = 0;
+    for (const RegisterDesc& d : l.registers())
+        sum += d.size;
+    CHECK(sum == l.g_size());
+}
+
+TEST_CASE("x87 full tag word is rebuilt from the abridged tag and TOP") {
+    std::vector<std::uint8_t> area(fxsave::kSize, 0);
+    // TOP = 5: st0 is physical 5, st1 physical 6, st2 physical 7.
+    put<std::uint16_t>(area, fxsave::kFsw, 5u << 11);
+    area[fxsave::kFtw] = 0b1110'0000;
+    // st0 = +0.0 (zero), st1 = 1.0 (valid), st2 = infinity (special).
+    put<std::uint64_t>(area, fxsave::kSt0 + 16, 0x8000000000000000ull);
+    put<std::uint16_t>(area, fxsave::kSt0 + 16 + 8, 0x3fff);
+    put<std::uint64_t>(area, fxsave::kSt0 + 32, 0x8000000000000000ull);
+    put<std::uint16_t>(area, fxsave::kSt0 + 32 + 8, 0x7fff);
+    const std::uint16_t tag = full_x87_tag(area);
+    CHECK(tag == ((0x3ffu) | (1u << 10) | (0u << 12) | (2u << 14)));
+    CHECK(abridged_x87_tag(tag) == 0b1110'0000);
+    CHECK(full_x87_tag(std::vector<std::uint8_t>(fxsave::kSize, 0)) == 0xffff);
+}
+
+TEST_CASE("x86-64 snapshot and g convert both ways, fields at the documented offsets") {
+    X86_64Architecture arch(cpu_features_for_xcr0(kAvxXcr0));
+    RegisterSnapshot s;
+    s.gpr.assign(sizeof(user_regs_struct), 0);
+    s.xstate.assign(arch.layout().cpu().xstate_size, 0);
+    put<std::uint64_t>(s.gpr, offsetof(user_regs_struct, rax), 0x1122334455667788ull);
+    put<std::uint64_t>(s.gpr, offsetof(user_regs_struct, rip), 0x401000);
+    put<std::uint64_t>(s.gpr, offsetof(user_regs_struct, eflags), 0x246);
+    put<std::uint64_t>(s.gpr, offsetof(user_regs_struct, orig_rax), ~0ull);
+    put<std::uint16_t>(s.xstate, fxsave::kFcw, 0x37f);
+    put<std::uint16_t>(s.xstate, fxsave::kFop, 0xf8d9); // only 11 bits are the opcode
+    put<std::uint32_t>(s.xstate, fxsave::kMxcsr, 0x1f80);
+    put<std::uint64_t>(s.xstate, fxsave::kXmm0, 0xabcdef);
+    put<std::uint64_t>(s.xstate, 576 + 16, 0x5150); // ymm1h
+    put<std::uint64_t>(s.xstate, kXstateBvOffset, 0x7);
+
+    std::vector<std::uint8_t> g(arch.g_size());
+    std::vector<bool> available;
+    arch.snapshot_to_g(s, g, available);
+    CHECK(std::count(available.begin(), available.end(), true) == 76);
+    CHECK(get<std::uint64_t>(g, 0) == 0x1122334455667788ull);
+    CHECK(get<std::uint64_t>(g, 128) == 0x401000);
+    CHECK(get<std::uint32_t>(g, 136) == 0x246);
+    CHECK(get<std::uint32_t>(g, 244) == 0x37f);
+    CHECK(get<std::uint32_t>(g, 252) == 0xffff); // all empty
+    CHECK(get<std::uint32_t>(g, 272) == (0xf8d9 & 0x7ff));
+    CHECK(get<std::uint64_t>(g, 276) == 0xabcdef);
+    CHECK(get<std::uint32_t>(g, 532) == 0x1f80);
+    CHECK(get<std::uint64_t>(g, 536) == ~0ull);
+    CHECK(get<std::uint64_t>(g, 576) == 0x5150);
+    CHECK(arch.pc(s) == 0x401000);
+
+    RegisterSnapshot back;
+    back.gpr.assign(s.gpr.size(), 0);
+    back.xstate.assign(s.xstate.size(), 0);
+    put<std::uint64_t>(back.xstate, kXstateBvOffset, 0x7);
+    arch.g_to_snapshot(g, back);
+    CHECK(back.gpr == s.gpr);
+    put<std::uint16_t>(s.xstate, fxsave::kFop, 0xf8d9 & 0x7ff);
+    CHECK(back.xstate == s.xstate);
+}
+
+TEST_CASE("x86-64 registers missing from a snapshot are unavailable") {
+    X86_64Architecture arch(cpu_features_for_xcr0(kAvxXcr0));
+    std::vector<std::uint8_t> g(arch.g_size());
+    std::vector<bool> available;
+
+    RegisterSnapshot gpr_only;
+    gpr_only.gpr.assign(sizeof(user_regs_struct), 0);
+    arch.snapshot_to_g(gpr_only, g, available);
+    CHECK(available[0]);
+    CHECK(available[arch.layout().find("gs_base")]);
+    CHECK_FALSE(available[arch.layout().find("st0")]);
+    CHECK_FALSE(available[arch.layout().find("xmm0")]);
+
+    // NT_PRFPREG fallback: legacy area only, no AVX.
+    RegisterSnapshot fxsave_only;
+    fxsave_only.xstate.assign(fxsave::kSize, 0);
+    arch.snapshot_to_g(fxsave_only, g, available);
+    CHECK_FALSE(available[0]);
+    CHECK(available[arch.layout().find("xmm15")]);
+    CHECK(available[arch.layout().find("mxcsr")]);
+    CHECK_FALSE(available[arch.layout().find("ymm0h")]);
+}
+
+TEST_CASE("x86-64 XSAVE components in init state read as zero and go live when written") {
+    X86_64Architecture arch(cpu_features_for_xcr0(kAvxXcr0));
+    RegisterSnapshot s;
+    s.gpr.assign(sizeof(user_regs_struct), 0);
+    s.xstate.assign(arch.layout().cpu().xstate_size, 0);
+    put<std::uint64_t>(s.xstate, 576, 0xdead); // stale bytes, AVX bit clear
+    put<std::uint64_t>(s.xstate, kXstateBvOffset, 0x3);
+
+    std::vector<std::uint8_t> g(arch.g_size());
+    std::vector<bool> available;
+    arch.snapshot_to_g(s, g, available);
+    const std::uint32_t ymm0h = offset_of(arch.layout(), "ymm0h");
+    const std::uint32_t ymm3h = offset_of(arch.layout(), "ymm3h");
+    CHECK(available[arch.layout().find("ymm0h")]);
+    CHECK(get<std::uint64_t>(g, ymm0h) == 0);
+
+    // Writing zeros leaves the component in init state...
+    arch.g_to_snapshot(g, s);
+    CHECK(get<std::uint64_t>(s.xstate, kXstateBvOffset) == 0x3);
+    // ...a value makes it live, with its other registers zero rather than stale.
+    put<std::uint64_t>(g, ymm3h, 0x77);
+    arch.g_to_snapshot(g, s);
+    CHECK(get<std::uint64_t>(s.xstate, kXstateBvOffset) == 0x7);
+    CHECK(get<std::uint64_t>(s.xstate, 576) == 0);
+    CHECK(get<std::uint64_t>(s.xstate, 576 + 3 * 16) == 0x77);
+}
+
+TEST_CASE("x86-64 breakpoint instruction and expedited registers") {
+    const Architecture& arch = host_architecture();
+    REQUIRE(arch.breakpoint_instruction().size() == 1);
+    CHECK(arch.breakpoint_instruction()[0] == 0xCC);
+    CHECK(arch.pc_after_breakpoint(0x1000) == 0x1001);
+    CHECK(arch.pc_regnum() == 16);
+    const auto exp = arch.expedited_registers();
+    CHECK(std::vector<int>(exp.begin(), exp.end()) == std::vector<int>{6, 7, 16});
+    CHECK_FALSE(arch.feature_xml("64bit-core.xml").has_value());
+}
