@@ -33,6 +33,8 @@ GDB_TIMEOUT = 60.0
 
 INFERIOR_CREATED = re.compile(r"Process .* created; pid = (\d+)")
 LISTENING = re.compile(r"Listening on port (\d+)")
+# Printed when gdb's connection drops and the server goes on to accept another one.
+DISCONNECTED = re.compile(r"Remote side has terminated connection")
 
 # Options given to every gdb before it reads the program: quiet, deterministic, local.
 # "set sysroot /" makes gdb read shared libraries from the local disk instead of over

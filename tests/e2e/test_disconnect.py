@@ -6,7 +6,7 @@ inferior and listens again, so a new gdb can carry on. --multi: it keeps listeni
 
 import pytest
 
-from harness import LISTENING, assert_in_order, pid_alive, wait_until
+from harness import DISCONNECTED, assert_in_order, pid_alive, wait_until
 
 
 def start_gdb_and_kill_it(e2e, server, program, *commands):
@@ -49,7 +49,7 @@ def test_default_server_keeps_inferior_for_next_gdb(e2e):
     inferior = server.inferior_pid
     start_gdb_and_kill_it(e2e, server, program, server.remote, "break square", "continue")
 
-    server.wait_for_count(LISTENING.pattern, 2)
+    server.wait_for_count(DISCONNECTED.pattern, 1)
     assert server.running() and pid_alive(inferior)
     # The new gdb finds the program where the old one left it, breakpoint removed.
     r = e2e.gdb(server.remote, "bt 1", "print v", "continue", program=program)
@@ -68,7 +68,7 @@ def test_multi_server_keeps_listening(e2e, inferior_state):
         commands += ["break square", "run"]
     start_gdb_and_kill_it(e2e, server, program, *commands)
 
-    server.wait_for_count(LISTENING.pattern, 2)
+    server.wait_for_count(DISCONNECTED.pattern, 1)
     assert server.running()
     r = e2e.gdb(
         server.extended_remote, f"set remote exec-file {program}", "run", "info inferiors", program=program
