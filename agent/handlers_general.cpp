@@ -17,14 +17,15 @@ std::string handle_supported(Session& s, std::string_view args) {
     for (std::string_view feature : split(args, ';')) {
         if (feature == "multiprocess+") s.multiprocess = true;
         else if (feature == "swbreak+") s.gdb_supports_swbreak = true;
+        else if (feature == "hwbreak+") s.gdb_supports_hwbreak = true;
         else if (feature == "qRelocInsn+") s.gdb_supports_reloc_insn = true;
     }
     return fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
                        "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
                        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-                       "vContSupported+;{}{}",
+                       "vContSupported+;{}{}{}",
                        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
-                       s.gdb_supports_swbreak ? "swbreak+" : "");
+                       s.gdb_supports_swbreak ? "swbreak+;" : "", s.gdb_supports_hwbreak ? "hwbreak+" : "");
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {

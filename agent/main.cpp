@@ -4,7 +4,7 @@
 #include "agent/server.hpp"
 #include <csignal>
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 int main(int argc, char** argv) {

@@ -1,5 +1,6 @@
 #include "agent/server.hpp"
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -74,7 +75,8 @@ void Server::on_inferior_event(const StopEvent& ev) {
     if (ev.kind == StopEvent::Kind::Exited) {
         fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
     } else if (ev.kind == StopEvent::Kind::Killed) {
-        fmt::print(stderr, "\nChild terminated with signal = {}\n", ev.signal);
+        const char* abbrev = sigabbrev_np(ev.signal);
+        fmt::print(stderr, "\nChild terminated with signal = 0x{:x} (SIG{})\n", ev.signal, abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
     if (session_ && !session_->closed()) session_->on_stop(ev);
@@ -108,6 +110,7 @@ void Server::session_closed(Session& s) {
         if (inferior_ && inferior_->running()) inferior_->interrupt();
         fmt::print(stderr, "Remote side has terminated connection.  tpagent will reopen the connection.\n");
         std::fflush(stderr);
+        listener_->announce();
         accept_next();
     });
 }

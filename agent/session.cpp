@@ -157,7 +157,7 @@ std::string Session::stop_reply(const StopEvent& ev) {
     }
     out += "thread:" + thread_id(ev.tid) + ";";
     if (ev.swbreak && gdb_supports_swbreak) out += "swbreak:;";
-    if (ev.hwbreak) out += "hwbreak:;";
+    if (ev.hwbreak && gdb_supports_hwbreak) out += "hwbreak:;";
     if (ev.watch_addr) {
         const char* kind = ev.watch_type == 3 ? "rwatch" : ev.watch_type == 4 ? "awatch" : "watch";
         out += fmt::format("{}:{:x};", kind, *ev.watch_addr);

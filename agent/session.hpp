@@ -45,6 +45,7 @@ class Session {
     bool no_ack = false;
     bool multiprocess = false;
     bool gdb_supports_swbreak = false;
+    bool gdb_supports_hwbreak = false;
     bool gdb_supports_reloc_insn = false;
     bool extended = false;
     pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)

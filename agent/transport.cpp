@@ -114,12 +114,20 @@ Status Listener::open() {
             return make_error(ErrorCode::SystemError, "Can't bind address: Address already in use.");
         return make_error(ErrorCode::SystemError, "Can't bind address: " + ec.message() + ".");
     }
-    unsigned short port = acceptor_->local_endpoint().port();
-    fmt::print(stderr, "Listening on port {}\n", port);
-    if (ep_.host == "127.0.0.1" || ep_.host == "::1")
-        fmt::print(stderr, "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n", port);
-    std::fflush(stderr);
+    announce();
+    if (ep_.host == "127.0.0.1" || ep_.host == "::1") {
+        fmt::print(stderr, "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n",
+                   acceptor_->local_endpoint().port());
+        std::fflush(stderr);
+    }
     return ok_status();
+}
+
+void Listener::announce() const {
+    if (!acceptor_) return;
+    error_code ec;
+    fmt::print(stderr, "Listening on port {}\n", acceptor_->local_endpoint(ec).port());
+    std::fflush(stderr);
 }
 
 void Listener::async_accept(AcceptHandler handler) {

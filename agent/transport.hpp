@@ -36,6 +36,8 @@ class Listener {
     Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud) : io_(io), ep_(std::move(ep)), baud_(baud) {}
     // Binds a TCP endpoint and prints "Listening on port N"; no-op for stdio and serial.
     Status open();
+    // Prints the "Listening on port N" line scripts wait for (again at each reopen, as before).
+    void announce() const;
     using AcceptHandler = std::function<void(std::unique_ptr<Connection>)>;
     void async_accept(AcceptHandler handler);
     void close();

@@ -48,7 +48,8 @@ class TraceFrameBuffer {
     static constexpr std::size_t kDefaultSize = 5 * 1024 * 1024;
     static constexpr std::size_t kMaxSize = std::size_t{1} << 30;
 
-    // register_block_size: bytes of the `g` packet payload, the size of every R block.
+    // register_block_size: bytes of the `g` packet payload, the size of every R block. A
+    // size outside 1..kMaxSize means kDefaultSize.
     explicit TraceFrameBuffer(std::size_t register_block_size, std::size_t size = kDefaultSize);
 
     std::size_t register_block_size() const { return register_block_size_; }

@@ -66,10 +66,13 @@ bool TraceStateVariables::set(std::uint32_t number, std::int64_t value) {
     return true;
 }
 
+std::string format_tsv_value(std::optional<std::int64_t> value) {
+    if (!value) return "U";
+    return "V" + protocol::hex_u64(static_cast<std::uint64_t>(*value));
+}
+
 std::string TraceStateVariables::value_reply(std::uint32_t number) const {
-    auto v = get(number);
-    if (!v) return "U";
-    return "V" + protocol::hex_u64(static_cast<std::uint64_t>(*v));
+    return format_tsv_value(get(number));
 }
 
 UploadCursor TraceStateVariables::upload() const {

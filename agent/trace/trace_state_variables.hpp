@@ -20,6 +20,10 @@
 
 namespace tpagent::trace {
 
+// qTV reply for a value: `V<value hex>` (two's complement), or `U` when unknown (no such
+// variable, or not collected in the selected trace frame).
+std::string format_tsv_value(std::optional<std::int64_t> value);
+
 class TraceStateVariables {
   public:
     using Clock = std::function<std::int64_t()>;

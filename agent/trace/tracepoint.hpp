@@ -25,7 +25,9 @@ struct TracepointKey {
 inline constexpr std::uint32_t kMaxTracepointNumber = 0xffff;
 
 // `R<mask>`: bit i set = collect gdb register i. Kept as little-endian bytes (byte 0 holds
-// registers 0..7) without trailing zero bytes, so equal masks compare equal.
+// registers 0..7) without trailing zero bytes, so equal masks compare equal. Bits beyond the
+// target's registers are kept but mean nothing (a frame's R block always holds every
+// register).
 struct RegisterMask {
     std::vector<std::uint8_t> bytes;
     bool test(unsigned regnum) const {

@@ -28,6 +28,7 @@ class TracepointTable {
     // register_count bounds register numbers in bytecode and M actions (the target
     // description's register count).
     explicit TracepointTable(unsigned register_count) : register_count_(register_count) {}
+    unsigned register_count() const { return register_count_; }
 
     enum class Defined : std::uint8_t {
         Pending,   // more packets of this definition are expected
