@@ -43,10 +43,13 @@ void fill_page(Bytes& page, std::uint64_t addr) {
         b = static_cast<std::uint8_t>(g());
 }
 
-// Any data access to unmapped memory maps a page there (instruction fetches are not mapped).
-bool map_on_demand(uc_engine* uc, uc_mem_type, std::uint64_t addr, int size, std::int64_t, void*) {
+// Any data access to unmapped memory maps a page there (instruction fetches are not mapped),
+// up to a bound (a long `rep movs` from random registers would map pages without end).
+bool map_on_demand(uc_engine* uc, uc_mem_type, std::uint64_t addr, int size, std::int64_t,
+                   void* user) {
+    int& budget = *static_cast<int*>(user);
     for (std::uint64_t p = addr & ~(kPage - 1); p < addr + std::max(size, 1); p += kPage) {
-        if (uc_mem_map(uc, p, kPage, UC_PROT_ALL) != UC_ERR_OK) return false;
+        if (budget-- <= 0 || uc_mem_map(uc, p, kPage, UC_PROT_ALL) != UC_ERR_OK) return false;
         Bytes page(kPage);
         fill_page(page, p);
         uc_mem_write(uc, p, page.data(), page.size());
@@ -107,8 +110,9 @@ Outcome run(const Setup& s, std::uint64_t start, std::uint64_t end,
         uc_reg_write(uc, UC_X86_REG_XMM0 + i, s.xmm[i].data());
 
     uc_hook h1, h2;
+    int page_budget = 32;
     uc_hook_add(uc, &h1, UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED,
-                reinterpret_cast<void*>(map_on_demand), nullptr, 1, 0);
+                reinterpret_cast<void*>(map_on_demand), &page_budget, 1, 0);
     Stop stop{start, end};
     if (!until)
         uc_hook_add(uc, &h2, UC_HOOK_CODE, reinterpret_cast<void*>(leave_hook), &stop, 1, 0);
@@ -587,4 +591,114 @@ TEST_CASE("syscall moves and leaves the pad address in rcx", "[relocator]") {
     auto r = x86::relocate(Bytes{0x0f, 0x05}, kFrom, kNearPad, 1);
     REQUIRE(r.ok());
     CHECK(Bytes(r->code.begin(), r->code.begin() + 2) == Bytes{0x0f, 0x05});
+}
+
+namespace {
+
+// The executable part of the C library this test runs with: plenty of real compiled code.
+std::span<const std::uint8_t> libc_text() {
+    static std::span<const std::uint8_t> text;
+    if (text.empty())
+        dl_iterate_phdr(
+            [](dl_phdr_info* info, std::size_t, void*) {
+                if (!info->dlpi_name || !std::strstr(info->dlpi_name, "libc.so")) return 0;
+                for (int i = 0; i < info->dlpi_phnum; ++i) {
+                    const auto& ph = info->dlpi_phdr[i];
+                    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+                        text = {reinterpret_cast<const std::uint8_t*>(info->dlpi_addr + ph.p_vaddr),
+                                ph.p_memsz};
+                }
+                return 1;
+            },
+            nullptr);
+    return text;
+}
+
+bool has_mnemonic(std::span<const std::uint8_t> code, std::size_t covered,
+                  std::initializer_list<ZydisMnemonic> which, bool calls = false) {
+    ZydisDecoder d;
+    ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    ZydisDecodedInstruction insn;
+    for (std::size_t off = 0; off < covered; off += insn.length) {
+        if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&d, nullptr, code.data() + off,
+                                                      code.size() - off, &insn)))
+            return false;
+        if (std::find(which.begin(), which.end(), insn.mnemonic) != which.end()) return true;
+        if (calls && insn.meta.category == ZYDIS_CATEGORY_CALL) return true;
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("random real instructions behave the same when relocated far away", "[relocator]") {
+    const auto text = libc_text();
+    REQUIRE(text.size() > 0x10000);
+    const std::uint64_t seed = GENERATE(1, 2);
+    std::mt19937_64 g(seed);
+    const std::uint64_t from = 0x500000001000;
+    int ran = 0, refused_far = 0;
+    for (int sample = 0; sample < 150; ++sample) {
+        const std::size_t min_bytes = (g() & 1) ? 1 : 5;
+        const std::size_t at = g() % (text.size() - 64);
+        const Bytes code(text.begin() + at, text.begin() + at + 48);
+        // Near pads within ±1 GiB, far ones 4..68 GiB away; each at a random place in a region.
+        const bool far = g() % 3 == 0;
+        const std::int64_t dist =
+            static_cast<std::int64_t>(
+                (far ? (1ULL << 32) + g() % (1ULL << 36) : g() % (1ULL << 30)) + kRegion) *
+            ((g() & 1) ? 1 : -1);
+        const std::uint64_t to = region_of(from + dist) + g() % (kRegion / 2);
+        INFO("seed " << seed << " sample " << sample << " libc+" << hex(at) << " code " << hex(code)
+                     << " to " << hex(to) << " min " << min_bytes);
+        auto r = x86::relocate(code, from, to, min_bytes);
+        if (!r.ok()) {
+            INFO(r.error().text);
+            CHECK(r.error().code == tpagent::ErrorCode::Unsupported);
+            const bool expected =
+                r.error().text.find("beyond ±2 GiB") != std::string::npos ||
+                r.error().text.find("cannot decode") == 0 ||
+                r.error().text.find("middle of a displaced") != std::string::npos ||
+                r.error().text.find("operand-size") != std::string::npos ||
+                r.error().text.find("far call") != std::string::npos ||
+                r.error().text.find("xbegin") != std::string::npos;
+            CHECK(expected);
+            refused_far += far;
+            continue;
+        }
+        // rcx after syscall is where it returns to, and these read clocks or entropy.
+        if (has_mnemonic(code, r->covered,
+                         {ZYDIS_MNEMONIC_SYSCALL, ZYDIS_MNEMONIC_RDTSC, ZYDIS_MNEMONIC_RDTSCP,
+                          ZYDIS_MNEMONIC_RDRAND, ZYDIS_MNEMONIC_RDSEED, ZYDIS_MNEMONIC_RDPID}))
+            continue;
+        Setup s;
+        for (auto& v : s.gpr)
+            v = (g() % 4 == 0) ? g() % 4 : g() & ((1ULL << 47) - 1);
+        s.gpr[7] = kStack + kRegion / 2 + 8 * (g() % 64);
+        s.rflags = 0x202 | (g() & 0x8d5);
+        for (auto& x : s.xmm)
+            x = {g(), g()};
+        s.regions = {region_of(from), region_of(to), region_of(kStack)};
+        s.code[from] = code;
+        s.code[to] = r->code;
+        INFO("pad " << hex(r->code));
+        std::pair<std::uint64_t, std::uint64_t> ignore{0, 0};
+        if (has_mnemonic(code, r->covered, {}, true)) ignore = {s.gpr[7] - 24, s.gpr[7] - 8};
+        for (const auto& b : r->boundaries) {
+            if (b.from_offset == r->covered) break;
+            INFO("from boundary " << b.from_offset);
+            const Outcome a = run(s, from + b.from_offset, from + r->covered);
+            Outcome m = run(s, to + b.pad_offset, to + r->code.size());
+            // A fault inside the pad is reported at the matching original instruction.
+            if (m.err != UC_ERR_OK && m.rip >= to && m.rip < to + r->code.size()) {
+                const auto off = x86::from_offset_of(*r, m.rip - to);
+                CHECK(off.has_value());
+                if (off) m.rip = from + *off;
+            }
+            CHECK(difference(a, m, ignore) == "");
+            ++ran;
+        }
+    }
+    CHECK(ran > 120);
+    CHECK(refused_far < 50);
 }
