@@ -81,3 +81,10 @@ TEST_CASE("tsv: rejected QTDV", "[trace][tsv]") {
     CHECK_FALSE(vars.contains(2));
     CHECK(*vars.get(1) == 0); // no clock given
 }
+
+TEST_CASE("tsv: qTV reply for a value from a trace frame", "[trace][tsv]") {
+    CHECK(format_tsv_value(std::nullopt) == "U");
+    CHECK(format_tsv_value(0) == "V0");
+    CHECK(format_tsv_value(-1) == "Vffffffffffffffff");
+    CHECK(format_tsv_value(0x7) == "V7");
+}
