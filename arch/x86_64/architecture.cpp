@@ -33,7 +33,7 @@ std::size_t xsave_capacity(const CpuFeatures& cpu) {
 } // namespace
 
 X86_64Architecture::X86_64Architecture(const CpuFeatures& cpu)
-    : layout_(cpu), target_xml_(build_target_xml(layout_)) {}
+    : layout_(cpu), target_xml_(build_target_xml(layout_)), xsave_capacity_(xsave_capacity(cpu)) {}
 
 std::span<const int> X86_64Architecture::expedited_registers() const {
     return kExpedited;
@@ -45,7 +45,7 @@ std::optional<std::string> X86_64Architecture::feature_xml(std::string_view anne
 }
 
 Status X86_64Architecture::read_snapshot(pid_t tid, RegisterSnapshot& out) const {
-    return read_regsets(tid, xsave_capacity(layout_.cpu()), out);
+    return read_regsets(tid, xsave_capacity_, out);
 }
 
 Status X86_64Architecture::write_snapshot(pid_t tid, const RegisterSnapshot& in) const {

@@ -37,6 +37,7 @@ class X86_64Architecture final : public Architecture {
   private:
     RegisterLayout layout_;
     std::string target_xml_;
+    std::size_t xsave_capacity_; // buffer size for PTRACE_GETREGSET(NT_X86_XSTATE)
 };
 
 } // namespace tpagent::arch::x86_64
