@@ -18,7 +18,7 @@ cmake --preset fuzz -S "$top" >/dev/null
 # Each target on its own, so one that does not build does not stop the others from running.
 built=() broken=()
 for name in "${names[@]}"; do
-  if cmake --build "$build" -j1 --target "$name" >"$build/build-$name.log" 2>&1; then
+  if cmake --build "$build" --target "$name" >"$build/build-$name.log" 2>&1; then
     built+=("$name")
   else
     broken+=("$name")

@@ -1,0 +1,49 @@
+"""Where the server listens: loopback by default, IPv6, and a port already taken."""
+
+import socket
+
+import pytest
+
+from harness import LISTENING, assert_in_order
+
+PROGRAM = "basic"
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a socket listening on `port`, from /proc/net/tcp{,6}."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            next(f)
+            for row in f:
+                local, state = row.split()[1], row.split()[3]
+                addr, p = local.split(":")
+                if state == "0A" and int(p, 16) == port:  # 0A: LISTEN
+                    found.add(addr)
+    return found
+
+
+def test_colon_port_listens_on_loopback_only(e2e):
+    if e2e.is_gdbserver:
+        pytest.skip("gdbserver binds every address")
+    server = e2e.serve(e2e.program(PROGRAM))
+    assert listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1, nothing else
+    server.wait_for(r"accepting connections from this machine only")
+
+
+def test_ipv6_loopback(e2e):
+    program = e2e.program(PROGRAM)
+    server = e2e.start_server("[::1]:0", str(program))
+    port = int(server.wait_for(LISTENING).group(1))
+    r = e2e.gdb(f"target remote [::1]:{port}", "break sum_squares", "continue", program=program)
+    assert_in_order(r.of("continue"), r"Breakpoint 1, sum_squares \(n=3\)")
+
+
+def test_port_in_use(e2e):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        server = e2e.start_server(f"127.0.0.1:{port}", str(e2e.program(PROGRAM)))
+        server.wait_for(r"Can't bind address: Address already in use\.")
+        assert server.wait_exit() != 0
