@@ -19,8 +19,10 @@ Inferior* live(Session& s) {
 
 // Registers the snapshot does not hold are sent as "xx" (RSP: unavailable).
 void append_register(std::string& out, std::span<const std::uint8_t> bytes, bool available) {
-    if (available) append_hex(out, bytes);
-    else out.append(bytes.size() * 2, 'x');
+    if (available)
+        append_hex(out, bytes);
+    else
+        out.append(bytes.size() * 2, 'x');
 }
 } // namespace
 
@@ -34,7 +36,8 @@ std::string handle_read_registers(Session& s, std::string_view) {
     out.reserve(g->size() * 2);
     const auto regs = arch::host_architecture().registers();
     for (std::size_t i = 0; i < regs.size(); ++i)
-        append_register(out, std::span(g->data() + regs[i].g_offset, regs[i].size), i < avail.size() && avail[i]);
+        append_register(out, std::span(g->data() + regs[i].g_offset, regs[i].size),
+                        i < avail.size() && avail[i]);
     return out;
 }
 
@@ -110,7 +113,8 @@ std::string handle_insert_point(Session& s, std::string_view args) {
     if (!bp) return reply_error(bp.error());
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->breakpoints().insert(bp->addr) : inf->insert_hw_point(bp->type, bp->addr, bp->kind);
+    Status st = bp->type == 0 ? inf->breakpoints().insert(bp->addr)
+                              : inf->insert_hw_point(bp->type, bp->addr, bp->kind);
     // Hardware points we cannot set get the empty reply, so gdb falls back (RSP `Z` packets).
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
     return st ? reply_ok() : reply_error(st.error());
@@ -121,7 +125,8 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     if (!bp) return reply_error(bp.error());
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->breakpoints().remove(bp->addr) : inf->remove_hw_point(bp->type, bp->addr, bp->kind);
+    Status st = bp->type == 0 ? inf->breakpoints().remove(bp->addr)
+                              : inf->remove_hw_point(bp->type, bp->addr, bp->kind);
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
     return st ? reply_ok() : reply_error(st.error());
 }

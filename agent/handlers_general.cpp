@@ -15,17 +15,22 @@ using namespace protocol;
 
 std::string handle_supported(Session& s, std::string_view args) {
     for (std::string_view feature : split(args, ';')) {
-        if (feature == "multiprocess+") s.multiprocess = true;
-        else if (feature == "swbreak+") s.gdb_supports_swbreak = true;
-        else if (feature == "hwbreak+") s.gdb_supports_hwbreak = true;
-        else if (feature == "qRelocInsn+") s.gdb_supports_reloc_insn = true;
+        if (feature == "multiprocess+")
+            s.multiprocess = true;
+        else if (feature == "swbreak+")
+            s.gdb_supports_swbreak = true;
+        else if (feature == "hwbreak+")
+            s.gdb_supports_hwbreak = true;
+        else if (feature == "qRelocInsn+")
+            s.gdb_supports_reloc_insn = true;
     }
     return fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
                        "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
                        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
                        "vContSupported+;{}{}{}",
                        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
-                       s.gdb_supports_swbreak ? "swbreak+;" : "", s.gdb_supports_hwbreak ? "hwbreak+" : "");
+                       s.gdb_supports_swbreak ? "swbreak+;" : "",
+                       s.gdb_supports_hwbreak ? "hwbreak+" : "");
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {
@@ -38,7 +43,9 @@ std::string handle_extended_mode(Session& s, std::string_view) {
     return reply_ok();
 }
 
-std::string handle_status(Session& s, std::string_view) { return s.status_reply(); }
+std::string handle_status(Session& s, std::string_view) {
+    return s.status_reply();
+}
 
 std::string handle_attached(Session& s, std::string_view) {
     auto* inf = s.inferior();
@@ -62,7 +69,9 @@ std::string handle_thread_info_first(Session& s, std::string_view) {
     return out.size() > 1 ? out : "l";
 }
 
-std::string handle_thread_info_next(Session&, std::string_view) { return "l"; }
+std::string handle_thread_info_next(Session&, std::string_view) {
+    return "l";
+}
 
 std::string handle_thread_alive(Session& s, std::string_view args) {
     auto id = parse_thread_id(args);
@@ -74,14 +83,17 @@ std::string handle_thread_alive(Session& s, std::string_view args) {
 }
 
 std::string handle_set_thread(Session& s, std::string_view args) {
-    if (args.empty() || (args[0] != 'g' && args[0] != 'c')) return reply_error(ErrorCode::BadPacket);
+    if (args.empty() || (args[0] != 'g' && args[0] != 'c'))
+        return reply_error(ErrorCode::BadPacket);
     auto id = parse_thread_id(args.substr(1));
     if (!id) return reply_error(id.error());
     auto* inf = s.inferior();
     pid_t tid = static_cast<pid_t>(id->tid);
     if (tid > 0 && (!inf || !inf->has_thread(tid))) return reply_error(ErrorCode::NoProcess);
-    if (args[0] == 'g') s.general_thread = tid > 0 ? tid : 0;
-    else s.continue_thread = tid > 0 ? tid : -1;
+    if (args[0] == 'g')
+        s.general_thread = tid > 0 ? tid : 0;
+    else
+        s.continue_thread = tid > 0 ? tid : -1;
     return reply_ok();
 }
 
@@ -118,7 +130,9 @@ std::string handle_disable_randomization(Session& s, std::string_view args) {
     return reply_ok();
 }
 
-std::string handle_symbol(Session&, std::string_view) { return reply_ok(); }
+std::string handle_symbol(Session&, std::string_view) {
+    return reply_ok();
+}
 
 std::string handle_non_stop(Session&, std::string_view args) {
     if (args == "0") return reply_ok();
@@ -144,7 +158,8 @@ std::string handle_monitor(Session& s, std::string_view args) {
     } else if (cmd->starts_with("set debug ")) {
         std::string v = cmd->substr(10);
         bool on = v == "1" || v == "on";
-        if (!on && v != "0" && v != "off") text = "Usage: set debug <0|1>\n";
+        if (!on && v != "0" && v != "off")
+            text = "Usage: set debug <0|1>\n";
         else {
             s.server().set_debug(on);
             text = on ? "Debug output enabled.\n" : "Debug output disabled.\n";

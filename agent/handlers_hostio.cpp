@@ -18,7 +18,8 @@ namespace tpagent::agent {
 using namespace protocol;
 
 void HostIoState::close_all() {
-    for (int fd : fds) ::close(fd);
+    for (int fd : fds)
+        ::close(fd);
     fds.clear();
 }
 
@@ -26,38 +27,67 @@ namespace {
 
 int protocol_errno(int e) {
     switch (e) {
-    case EPERM: return 1;
-    case ENOENT: return 2;
-    case EINTR: return 4;
-    case EBADF: return 9;
-    case EACCES: return 13;
-    case EFAULT: return 14;
-    case EBUSY: return 16;
-    case EEXIST: return 17;
-    case ENODEV: return 19;
-    case ENOTDIR: return 20;
-    case EISDIR: return 21;
-    case EINVAL: return 22;
-    case ENFILE: return 23;
-    case EMFILE: return 24;
-    case EFBIG: return 27;
-    case ENOSPC: return 28;
-    case ESPIPE: return 29;
-    case EROFS: return 30;
-    case ENAMETOOLONG: return 91;
-    default: return 9999;
+    case EPERM:
+        return 1;
+    case ENOENT:
+        return 2;
+    case EINTR:
+        return 4;
+    case EBADF:
+        return 9;
+    case EACCES:
+        return 13;
+    case EFAULT:
+        return 14;
+    case EBUSY:
+        return 16;
+    case EEXIST:
+        return 17;
+    case ENODEV:
+        return 19;
+    case ENOTDIR:
+        return 20;
+    case EISDIR:
+        return 21;
+    case EINVAL:
+        return 22;
+    case ENFILE:
+        return 23;
+    case EMFILE:
+        return 24;
+    case EFBIG:
+        return 27;
+    case ENOSPC:
+        return 28;
+    case ESPIPE:
+        return 29;
+    case EROFS:
+        return 30;
+    case ENAMETOOLONG:
+        return 91;
+    default:
+        return 9999;
     }
 }
 
-std::string fail(int e) { return fmt::format("F-1,{:x}", protocol_errno(e)); }
+std::string fail(int e) {
+    return fmt::format("F-1,{:x}", protocol_errno(e));
+}
 
 int host_open_flags(std::uint64_t f) {
     int flags = 0;
     switch (f & 3) {
-    case 0: flags = O_RDONLY; break;
-    case 1: flags = O_WRONLY; break;
-    case 2: flags = O_RDWR; break;
-    default: return -1;
+    case 0:
+        flags = O_RDONLY;
+        break;
+    case 1:
+        flags = O_WRONLY;
+        break;
+    case 2:
+        flags = O_RDWR;
+        break;
+    default:
+        return -1;
     }
     if (f & 0x8) flags |= O_APPEND;
     if (f & 0x200) flags |= O_CREAT;
@@ -80,7 +110,8 @@ Result<int> parse_fd(const HostIoState& st, std::string_view text) {
 }
 
 void put_be(std::string& out, std::uint64_t v, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
+    for (int i = bytes - 1; i >= 0; --i)
+        out.push_back(static_cast<char>(v >> (8 * i)));
 }
 
 } // namespace
@@ -102,7 +133,8 @@ std::string handle_vfile_open(Session& s, std::string_view args) {
     int host_flags = host_open_flags(*flags);
     if (host_flags < 0) return fail(EINVAL);
     if (s.host_io.fds.size() >= HostIoState::kMaxOpenFiles) return fail(EMFILE);
-    int fd = ::open(resolve(s.host_io, *name).c_str(), host_flags, static_cast<mode_t>(*mode & 0777));
+    int fd =
+        ::open(resolve(s.host_io, *name).c_str(), host_flags, static_cast<mode_t>(*mode & 0777));
     if (fd < 0) return fail(errno);
     s.host_io.fds.insert(fd);
     return fmt::format("F{:x}", fd);
@@ -127,7 +159,8 @@ std::string handle_vfile_pread(Session& s, std::string_view args) {
     std::vector<std::uint8_t> buf(std::min<std::uint64_t>(*count, kPacketSize / 2 - 32));
     ssize_t n = ::pread(*fd, buf.data(), buf.size(), static_cast<off_t>(*offset));
     if (n < 0) return fail(errno);
-    return fmt::format("F{:x};", n) + escape_binary(std::span(buf.data(), static_cast<std::size_t>(n)));
+    return fmt::format("F{:x};", n) +
+           escape_binary(std::span(buf.data(), static_cast<std::size_t>(n)));
 }
 
 std::string handle_vfile_pwrite(Session& s, std::string_view args) {
@@ -147,7 +180,7 @@ std::string handle_vfile_pwrite(Session& s, std::string_view args) {
 std::string handle_vfile_fstat(Session& s, std::string_view args) {
     auto fd = parse_fd(s.host_io, args);
     if (!fd) return fail(EBADF);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(*fd, &st) != 0) return fail(errno);
     std::string out;
     put_be(out, st.st_dev, 4);
@@ -178,7 +211,8 @@ std::string handle_vfile_readlink(Session& s, std::string_view args) {
     char buf[4096];
     ssize_t n = ::readlink(resolve(s.host_io, *name).c_str(), buf, sizeof buf);
     if (n < 0) return fail(errno);
-    return fmt::format("F{:x};", n) + escape_binary(std::string_view(buf, static_cast<std::size_t>(n)));
+    return fmt::format("F{:x};", n) +
+           escape_binary(std::string_view(buf, static_cast<std::size_t>(n)));
 }
 
 } // namespace tpagent::agent

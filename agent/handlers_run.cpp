@@ -43,9 +43,12 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
     if (req->addr) {
         // Resuming at an address: write it into the pc of the thread being resumed.
         const auto& arch = arch::host_architecture();
-        std::vector<std::uint8_t> pc(arch.registers()[static_cast<std::size_t>(arch.pc_regnum())].size);
-        for (std::size_t i = 0; i < pc.size() && i < 8; ++i) pc[i] = static_cast<std::uint8_t>(*req->addr >> (8 * i));
-        if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w) return reply_error(w.error());
+        std::vector<std::uint8_t> pc(
+            arch.registers()[static_cast<std::size_t>(arch.pc_regnum())].size);
+        for (std::size_t i = 0; i < pc.size() && i < 8; ++i)
+            pc[i] = static_cast<std::uint8_t>(*req->addr >> (8 * i));
+        if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w)
+            return reply_error(w.error());
     }
     int host_sig = gdb_to_host_signal(req->signal);
     std::vector<ThreadResume> plan;
@@ -61,12 +64,22 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
 
 } // namespace
 
-std::string handle_continue(Session& s, std::string_view args) { return legacy_resume(s, args, false, false); }
-std::string handle_continue_signal(Session& s, std::string_view args) { return legacy_resume(s, args, true, false); }
-std::string handle_step(Session& s, std::string_view args) { return legacy_resume(s, args, false, true); }
-std::string handle_step_signal(Session& s, std::string_view args) { return legacy_resume(s, args, true, true); }
+std::string handle_continue(Session& s, std::string_view args) {
+    return legacy_resume(s, args, false, false);
+}
+std::string handle_continue_signal(Session& s, std::string_view args) {
+    return legacy_resume(s, args, true, false);
+}
+std::string handle_step(Session& s, std::string_view args) {
+    return legacy_resume(s, args, false, true);
+}
+std::string handle_step_signal(Session& s, std::string_view args) {
+    return legacy_resume(s, args, true, true);
+}
 
-std::string handle_vcont_query(Session&, std::string_view) { return "vCont;c;C;s;S;t"; }
+std::string handle_vcont_query(Session&, std::string_view) {
+    return "vCont;c;C;s;S;t";
+}
 
 std::string handle_vcont(Session& s, std::string_view args) {
     auto actions = parse_vcont(args);
@@ -79,7 +92,8 @@ std::string handle_vcont(Session& s, std::string_view args) {
         for (const auto& a : *actions) {
             if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
             if (a.kind != ResumeAction::Kind::Stop)
-                plan.push_back({tid, a.kind == ResumeAction::Kind::Step, gdb_to_host_signal(a.signal)});
+                plan.push_back(
+                    {tid, a.kind == ResumeAction::Kind::Step, gdb_to_host_signal(a.signal)});
             break;
         }
     }
@@ -110,7 +124,8 @@ std::string handle_vkill(Session& s, std::string_view args) {
     auto pid = parse_hex_u64(args);
     if (!pid) return reply_error(pid.error());
     auto* inf = s.inferior();
-    if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid) return reply_error(ErrorCode::NoProcess);
+    if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
+        return reply_error(ErrorCode::NoProcess);
     (void)s.server().kill_inferior();
     s.last_stop.reset();
     return reply_ok();
@@ -121,7 +136,8 @@ std::string handle_detach(Session& s, std::string_view args) {
     if (!inf) return reply_error(ErrorCode::NoProcess);
     if (!args.empty()) {
         auto pid = parse_hex_u64(args.front() == ';' ? args.substr(1) : args);
-        if (!pid || static_cast<std::uint64_t>(inf->pid()) != *pid) return reply_error(ErrorCode::NoProcess);
+        if (!pid || static_cast<std::uint64_t>(inf->pid()) != *pid)
+            return reply_error(ErrorCode::NoProcess);
     }
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.last_stop.reset();
@@ -141,9 +157,13 @@ std::string handle_vrun(Session& s, std::string_view args) {
     }
     if (argv.empty() || argv.front().empty()) {
         const auto& prog = s.server().options().program;
-        if (prog.empty()) return reply_error_text(make_error(ErrorCode::NotFound, "No executable file specified."));
-        if (argv.empty()) argv = prog;
-        else argv.front() = prog.front();
+        if (prog.empty())
+            return reply_error_text(
+                make_error(ErrorCode::NotFound, "No executable file specified."));
+        if (argv.empty())
+            argv = prog;
+        else
+            argv.front() = prog.front();
     }
     if (auto* inf = s.inferior(); inf && inf->alive()) (void)s.server().kill_inferior();
     if (auto st = s.server().start_program(argv); !st) return reply_error_text(st.error());
@@ -160,7 +180,8 @@ std::string handle_vattach(Session& s, std::string_view args) {
     if (!pid || *pid == 0 || *pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
     if (auto* inf = s.inferior(); inf && inf->alive())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
-    if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st) return reply_error_text(st.error());
+    if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st)
+        return reply_error_text(st.error());
     StopEvent ev;
     ev.pid = ev.tid = static_cast<pid_t>(*pid);
     ev.signal = 0;

@@ -28,21 +28,31 @@ std::string xml_escape(std::string_view text) {
     std::string out;
     for (char c : text) {
         switch (c) {
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '&': out += "&amp;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += c;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '&':
+            out += "&amp;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        default:
+            out += c;
         }
     }
     return out;
 }
 
 // Keeps each chunk, once hex-free binary, within a packet even if every byte were escaped.
-std::uint64_t chunk_limit(std::uint64_t asked) { return std::min<std::uint64_t>(asked, kPacketSize / 2 - 16); }
+std::uint64_t chunk_limit(std::uint64_t asked) {
+    return std::min<std::uint64_t>(asked, kPacketSize / 2 - 16);
+}
 
-template <typename MakeData>
-std::string xfer(std::string_view args, MakeData make) {
+template <typename MakeData> std::string xfer(std::string_view args, MakeData make) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
     Result<std::string> data = make(req->annex);

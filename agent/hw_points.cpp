@@ -21,15 +21,17 @@ HwPoints::HwPoints() : state_(std::make_unique<State>()) {}
 HwPoints::~HwPoints() = default;
 
 Status HwPoints::insert(int type, std::uint64_t addr, std::uint64_t len) {
-    Status s = type == 1 ? state_->regs.insert_breakpoint(addr)
-                         : state_->regs.insert_watchpoint(static_cast<arch::WatchKind>(type), addr, len);
+    Status s = type == 1
+                   ? state_->regs.insert_breakpoint(addr)
+                   : state_->regs.insert_watchpoint(static_cast<arch::WatchKind>(type), addr, len);
     if (s) state_->points.push_back({type, addr, type == 1 ? 1 : len});
     return s;
 }
 
 Status HwPoints::remove(int type, std::uint64_t addr, std::uint64_t len) {
-    Status s = type == 1 ? state_->regs.remove_breakpoint(addr)
-                         : state_->regs.remove_watchpoint(static_cast<arch::WatchKind>(type), addr, len);
+    Status s = type == 1
+                   ? state_->regs.remove_breakpoint(addr)
+                   : state_->regs.remove_watchpoint(static_cast<arch::WatchKind>(type), addr, len);
     if (!s) return s;
     auto& pts = state_->points;
     for (auto it = pts.begin(); it != pts.end(); ++it) {
@@ -46,9 +48,13 @@ void HwPoints::clear() {
     state_->points.clear();
 }
 
-bool HwPoints::any() const { return !state_->regs.empty(); }
+bool HwPoints::any() const {
+    return !state_->regs.empty();
+}
 
-Status HwPoints::apply(pid_t tid) { return state_->regs.apply(tid); }
+Status HwPoints::apply(pid_t tid) {
+    return state_->regs.apply(tid);
+}
 
 std::optional<HwHit> HwPoints::triggered(pid_t tid) {
     auto addr = state_->regs.triggered_address(tid);
@@ -71,9 +77,15 @@ Status HwPoints::remove(int, std::uint64_t, std::uint64_t) {
     return make_error(ErrorCode::NotFound, "no such hardware point");
 }
 void HwPoints::clear() {}
-bool HwPoints::any() const { return false; }
-Status HwPoints::apply(pid_t) { return ok_status(); }
-std::optional<HwHit> HwPoints::triggered(pid_t) { return std::nullopt; }
+bool HwPoints::any() const {
+    return false;
+}
+Status HwPoints::apply(pid_t) {
+    return ok_status();
+}
+std::optional<HwHit> HwPoints::triggered(pid_t) {
+    return std::nullopt;
+}
 #endif
 
 } // namespace tpagent::agent

@@ -50,14 +50,14 @@ bool wait_for_stop(pid_t tid, int& status) {
 } // namespace
 
 Inferior::Inferior(pid_t pid, bool attached)
-    : pid_(pid), attached_(attached),
-      arch_(arch::host_architecture()) {
+    : pid_(pid), attached_(attached), arch_(arch::host_architecture()) {
     breakpoints_ = std::make_unique<SoftwareBreakpoints>(
         arch_.breakpoint_instruction(),
         [this](std::uint64_t a, std::span<std::uint8_t> out) {
             std::size_t got = 0;
             auto s = raw_read(a, out, got);
-            if (s && got != out.size()) return Status(make_error(ErrorCode::MemoryAccess, "unreadable"));
+            if (s && got != out.size())
+                return Status(make_error(ErrorCode::MemoryAccess, "unreadable"));
             return s;
         },
         [this](std::uint64_t a, std::span<const std::uint8_t> d) { return raw_write(a, d); });
@@ -83,7 +83,8 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     std::vector<std::string> argv_s = spec.wrapper;
     argv_s.insert(argv_s.end(), spec.program.begin(), spec.program.end());
     std::vector<char*> argv;
-    for (auto& s : argv_s) argv.push_back(s.data());
+    for (auto& s : argv_s)
+        argv.push_back(s.data());
     argv.push_back(nullptr);
 
     // A pipe tells the parent whether exec failed (it closes on a successful exec).
@@ -124,7 +125,8 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         while (true) {
             ptrace(PTRACE_CONT, child, nullptr, nullptr);
             if (!wait_for_stop(child, status))
-                return make_error(ErrorCode::SystemError, "wrapper exited before starting the program");
+                return make_error(ErrorCode::SystemError,
+                                  "wrapper exited before starting the program");
             if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) break;
         }
     }
@@ -153,7 +155,8 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
             }
             int status = 0;
             if (!wait_for_stop(tid, status)) continue;
-            ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(kPtraceOptions & ~PTRACE_O_EXITKILL));
+            ptrace(PTRACE_SETOPTIONS, tid, nullptr,
+                   reinterpret_cast<void*>(kPtraceOptions & ~PTRACE_O_EXITKILL));
             inf->add_thread(tid, false);
             found_new = true;
         }
@@ -184,7 +187,8 @@ std::string Inferior::thread_name(pid_t tid) const {
         if (fgets(buf, sizeof buf, f)) name = buf;
         fclose(f);
     }
-    while (!name.empty() && name.back() == '\n') name.pop_back();
+    while (!name.empty() && name.back() == '\n')
+        name.pop_back();
     return name;
 }
 
@@ -201,7 +205,8 @@ Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid) {
     return &*t.regs;
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vector<bool>& available) {
+Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid,
+                                                           std::vector<bool>& available) {
     auto s = snapshot(tid);
     if (!s) return s.error();
     std::vector<std::uint8_t> g(arch_.g_size());
@@ -210,7 +215,8 @@ Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vecto
 }
 
 Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
-    if (g.size() != arch_.g_size()) return make_error(ErrorCode::BadPacket, "wrong register block size");
+    if (g.size() != arch_.g_size())
+        return make_error(ErrorCode::BadPacket, "wrong register block size");
     auto s = snapshot(tid);
     if (!s) return s.error();
     arch_.g_to_snapshot(g, **s);
@@ -239,7 +245,8 @@ Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
 Status Inferior::raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got) {
     got = 0;
     while (got < out.size()) {
-        ssize_t n = pread(mem_fd_, out.data() + got, out.size() - got, static_cast<off_t>(addr + got));
+        ssize_t n =
+            pread(mem_fd_, out.data() + got, out.size() - got, static_cast<off_t>(addr + got));
         if (n <= 0) break;
         got += static_cast<std::size_t>(n);
     }
@@ -250,7 +257,8 @@ Status Inferior::raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::
 Status Inferior::raw_write(std::uint64_t addr, std::span<const std::uint8_t> data) {
     std::size_t done = 0;
     while (done < data.size()) {
-        ssize_t n = pwrite(mem_fd_, data.data() + done, data.size() - done, static_cast<off_t>(addr + done));
+        ssize_t n = pwrite(mem_fd_, data.data() + done, data.size() - done,
+                           static_cast<off_t>(addr + done));
         if (n <= 0) return make_error(ErrorCode::MemoryAccess, "cannot write memory");
         done += static_cast<std::size_t>(n);
     }
@@ -322,8 +330,8 @@ Status Inferior::detach() {
                 sig = 0;
             }
         }
-        if (t.pending && t.pending->kind == StopEvent::Kind::Signal && t.pending->signal != SIGTRAP &&
-            t.pending->signal != SIGSTOP)
+        if (t.pending && t.pending->kind == StopEvent::Kind::Signal &&
+            t.pending->signal != SIGTRAP && t.pending->signal != SIGSTOP)
             sig = t.pending->signal;
         (void)hw_points_.apply(tid);
         ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));

@@ -20,9 +20,9 @@ namespace tpagent::agent {
 
 struct LaunchSpec {
     std::vector<std::string> program; // PROG ARGS...
-    std::vector<std::string> wrapper;  // run through this, which must exec PROG
+    std::vector<std::string> wrapper; // run through this, which must exec PROG
     bool disable_randomization = true;
-    bool stdio_is_protocol = false;    // keep the program off our stdin/stdout
+    bool stdio_is_protocol = false; // keep the program off our stdin/stdout
 };
 
 // What one thread is asked to do by a resume request.
@@ -83,9 +83,9 @@ class Inferior {
   private:
     struct Thread {
         bool stopped = true;
-        bool stop_requested = false;  // a SIGSTOP we sent has not shown up yet
+        bool stop_requested = false;      // a SIGSTOP we sent has not shown up yet
         bool awaiting_first_stop = false; // new clone, its initial SIGSTOP not seen yet
-        bool wants_run = false;        // gdb asked it to run (re-resume after our own SIGSTOP)
+        bool wants_run = false;           // gdb asked it to run (re-resume after our own SIGSTOP)
         bool stepping = false;
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported

@@ -60,8 +60,10 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
 void Inferior::interrupt() {
     if (!alive_ || !running_) return;
     // As a terminal would: the whole process group when we started it.
-    if (!attached_) ::kill(-pid_, SIGINT);
-    else ::kill(pid_, SIGINT);
+    if (!attached_)
+        ::kill(-pid_, SIGINT);
+    else
+        ::kill(pid_, SIGINT);
 }
 
 std::optional<StopEvent> Inferior::poll() {
@@ -173,7 +175,8 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t) {
     ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
     if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
         if (auto hit = hw_points_.triggered(tid)) {
-            if (hit->type == 1) ev.hwbreak = true;
+            if (hit->type == 1)
+                ev.hwbreak = true;
             else {
                 ev.watch_addr = hit->addr;
                 ev.watch_type = hit->type;
@@ -219,7 +222,8 @@ std::optional<StopEvent> Inferior::finish_stop_all() {
         if (!t.stopped) return std::nullopt;
     stopping_all_ = false;
     running_ = false;
-    for (auto& [tid, t] : threads_) t.wants_run = false;
+    for (auto& [tid, t] : threads_)
+        t.wants_run = false;
     auto ev = *chosen_;
     chosen_.reset();
     return ev;

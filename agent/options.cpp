@@ -6,7 +6,9 @@
 namespace tpagent::agent {
 
 namespace {
-Error usage_error(std::string text) { return make_error(ErrorCode::BadPacket, std::move(text)); }
+Error usage_error(std::string text) {
+    return make_error(ErrorCode::BadPacket, std::move(text));
+}
 
 bool parse_number(std::string_view s, long& out) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -52,23 +54,36 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
     for (; i < argc; ++i) {
         std::string_view a = argv[i];
         if (a.size() < 2 || a.substr(0, 2) != "--") break;
-        if (a == "--") { ++i; break; }
-        if (a == "--help") o.show_help = true;
-        else if (a == "--version") o.show_version = true;
-        else if (a == "--multi") o.multi = true;
-        else if (a == "--once") o.once = true;
-        else if (a == "--debug" || a.starts_with("--debug=")) o.debug = true;
-        else if (a == "--attach") o.attach_pid = 0; // PID comes after COMM
-        else if (a == "--disable-randomization") o.disable_randomization = true;
-        else if (a == "--no-disable-randomization") o.disable_randomization = false;
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "--help")
+            o.show_help = true;
+        else if (a == "--version")
+            o.show_version = true;
+        else if (a == "--multi")
+            o.multi = true;
+        else if (a == "--once")
+            o.once = true;
+        else if (a == "--debug" || a.starts_with("--debug="))
+            o.debug = true;
+        else if (a == "--attach")
+            o.attach_pid = 0; // PID comes after COMM
+        else if (a == "--disable-randomization")
+            o.disable_randomization = true;
+        else if (a == "--no-disable-randomization")
+            o.disable_randomization = false;
         else if (a == "--baud" || a.starts_with("--baud=")) {
             std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);
             long n = 0;
             if (!parse_number(v, n) || n <= 0) return usage_error("--baud needs a positive number");
             o.baud = static_cast<unsigned>(n);
         } else if (a == "--wrapper") {
-            for (++i; i < argc && std::strcmp(argv[i], "--") != 0; ++i) o.wrapper.emplace_back(argv[i]);
-            if (i >= argc || o.wrapper.empty()) return usage_error("--wrapper needs WRAPPER ARGS... --");
+            for (++i; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+                o.wrapper.emplace_back(argv[i]);
+            if (i >= argc || o.wrapper.empty())
+                return usage_error("--wrapper needs WRAPPER ARGS... --");
         } else {
             return usage_error("unknown option: " + std::string(a));
         }
@@ -79,13 +94,16 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
     if (o.comm == "stdio") o.comm = "-";
     if (o.attach_pid) {
         long pid = 0;
-        if (i >= argc || !parse_number(argv[i], pid) || pid <= 0) return usage_error("--attach needs a PID");
+        if (i >= argc || !parse_number(argv[i], pid) || pid <= 0)
+            return usage_error("--attach needs a PID");
         o.attach_pid = static_cast<pid_t>(pid);
         if (++i != argc) return usage_error("unexpected arguments after PID");
         return o;
     }
-    for (; i < argc; ++i) o.program.emplace_back(argv[i]);
-    if (o.program.empty() && !o.multi) return usage_error("no program to debug (PROG, --attach or --multi)");
+    for (; i < argc; ++i)
+        o.program.emplace_back(argv[i]);
+    if (o.program.empty() && !o.multi)
+        return usage_error("no program to debug (PROG, --attach or --multi)");
     return o;
 }
 

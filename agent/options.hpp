@@ -12,15 +12,15 @@
 namespace tpagent::agent {
 
 struct ServerOptions {
-    std::string comm;                  // HOST:PORT, :PORT, "-" (stdio) or a tty device path
-    std::vector<std::string> program;  // PROG ARGS...
-    std::vector<std::string> wrapper;  // --wrapper W ARGS --
+    std::string comm;                 // HOST:PORT, :PORT, "-" (stdio) or a tty device path
+    std::vector<std::string> program; // PROG ARGS...
+    std::vector<std::string> wrapper; // --wrapper W ARGS --
     std::optional<pid_t> attach_pid;
     bool multi = false;
     bool once = false;
     bool debug = false;
     bool disable_randomization = true;
-    unsigned baud = 0;                 // serial line speed; 0 = leave as is
+    unsigned baud = 0; // serial line speed; 0 = leave as is
     bool show_help = false;
     bool show_version = false;
 };

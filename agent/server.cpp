@@ -12,9 +12,13 @@ namespace asio = boost::asio;
 Server::Server(asio::io_context& io, ServerOptions options)
     : io_(io), options_(std::move(options)), sigchld_(io, SIGCHLD) {}
 
-bool Server::stdio_transport() const { return options_.comm == "-"; }
+bool Server::stdio_transport() const {
+    return options_.comm == "-";
+}
 
-void Server::set_debug(bool on) { spdlog::set_level(on ? spdlog::level::debug : spdlog::level::warn); }
+void Server::set_debug(bool on) {
+    spdlog::set_level(on ? spdlog::level::debug : spdlog::level::warn);
+}
 
 Status Server::start_program(const std::vector<std::string>& program) {
     LaunchSpec spec;
@@ -57,7 +61,9 @@ Status Server::detach_inferior() {
     return s;
 }
 
-void Server::forget_inferior() { inferior_.reset(); }
+void Server::forget_inferior() {
+    inferior_.reset();
+}
 
 void Server::wait_for_children() {
     sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
@@ -76,7 +82,8 @@ void Server::on_inferior_event(const StopEvent& ev) {
         fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
     } else if (ev.kind == StopEvent::Kind::Killed) {
         const char* abbrev = sigabbrev_np(ev.signal);
-        fmt::print(stderr, "\nChild terminated with signal = 0x{:x} (SIG{})\n", ev.signal, abbrev ? abbrev : "UNKNOWN");
+        fmt::print(stderr, "\nChild terminated with signal = 0x{:x} (SIG{})\n", ev.signal,
+                   abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
     if (session_ && !session_->closed()) session_->on_stop(ev);
@@ -108,7 +115,8 @@ void Server::session_closed(Session& s) {
         }
         // gdb went away without detaching: the program stays, stopped, for the next gdb.
         if (inferior_ && inferior_->running()) inferior_->interrupt();
-        fmt::print(stderr, "Remote side has terminated connection.  tpagent will reopen the connection.\n");
+        fmt::print(stderr,
+                   "Remote side has terminated connection.  tpagent will reopen the connection.\n");
         std::fflush(stderr);
         listener_->announce();
         accept_next();
@@ -118,8 +126,10 @@ void Server::session_closed(Session& s) {
 void Server::shutdown() {
     // Programs we started die with us; programs we attached to go on running.
     if (inferior_ && inferior_->alive()) {
-        if (inferior_->was_attached()) (void)detach_inferior();
-        else (void)kill_inferior();
+        if (inferior_->was_attached())
+            (void)detach_inferior();
+        else
+            (void)kill_inferior();
     }
     listener_->close();
     sigchld_.cancel();

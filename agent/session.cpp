@@ -18,9 +18,13 @@ using protocol::FrameEvent;
 Session::Session(Server& server, std::unique_ptr<Connection> conn)
     : server_(server), conn_(std::move(conn)) {}
 
-Inferior* Session::inferior() { return server_.inferior(); }
+Inferior* Session::inferior() {
+    return server_.inferior();
+}
 
-void Session::start() { read_more(); }
+void Session::start() {
+    read_more();
+}
 
 void Session::close() {
     if (closed_) return;
@@ -54,7 +58,8 @@ void Session::receive(std::span<const std::uint8_t> bytes) {
 
 void Session::handle(const FrameEvent& ev) {
     switch (ev.kind) {
-    case FrameEvent::Kind::Ack: return;
+    case FrameEvent::Kind::Ack:
+        return;
     case FrameEvent::Kind::Nack:
         if (!last_frame_.empty()) conn_->write(last_frame_);
         return;
@@ -138,9 +143,12 @@ pid_t Session::current_thread() {
 std::string Session::stop_reply(const StopEvent& ev) {
     std::string process = multiprocess ? fmt::format(";process:{:x}", ev.pid) : "";
     switch (ev.kind) {
-    case StopEvent::Kind::Exited: return fmt::format("W{:02x}{}", ev.exit_code & 0xff, process);
-    case StopEvent::Kind::Killed: return fmt::format("X{:02x}{}", host_to_gdb_signal(ev.signal), process);
-    case StopEvent::Kind::Signal: break;
+    case StopEvent::Kind::Exited:
+        return fmt::format("W{:02x}{}", ev.exit_code & 0xff, process);
+    case StopEvent::Kind::Killed:
+        return fmt::format("X{:02x}{}", host_to_gdb_signal(ev.signal), process);
+    case StopEvent::Kind::Signal:
+        break;
     }
     std::string out = fmt::format("T{:02x}", host_to_gdb_signal(ev.signal));
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {

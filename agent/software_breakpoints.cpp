@@ -26,7 +26,8 @@ Status SoftwareBreakpoints::remove(std::uint64_t addr) {
 }
 
 void SoftwareBreakpoints::remove_all() {
-    for (auto& [addr, site] : sites_) (void)write_(addr, site.original);
+    for (auto& [addr, site] : sites_)
+        (void)write_(addr, site.original);
     sites_.clear();
 }
 

@@ -15,7 +15,7 @@ struct StopEvent {
     Kind kind = Kind::Signal;
     pid_t pid = 0;
     pid_t tid = 0;
-    int signal = 0;    // host signal number
+    int signal = 0; // host signal number
     int exit_code = 0;
     bool swbreak = false;
     bool hwbreak = false;

@@ -79,7 +79,8 @@ Result<Endpoint> parse_endpoint(const std::string& comm) {
     }
     std::string host = comm.substr(0, colon);
     std::string port = comm.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
     // ":PORT" and "localhost:PORT" stay on this machine; other hosts must be named.
     if (host.empty() || host == "localhost") host = "127.0.0.1";
     char* end = nullptr;
@@ -100,7 +101,8 @@ Status Listener::open() {
         // A host name: resolve it.
         asio::ip::tcp::resolver resolver(io_);
         auto results = resolver.resolve(ep_.host, std::to_string(ep_.port), ec);
-        if (ec || results.empty()) return make_error(ErrorCode::SystemError, "Can't resolve host " + ep_.host);
+        if (ec || results.empty())
+            return make_error(ErrorCode::SystemError, "Can't resolve host " + ep_.host);
         addr = results.begin()->endpoint().address();
     }
     asio::ip::tcp::endpoint endpoint(addr, ep_.port);
@@ -111,13 +113,16 @@ Status Listener::open() {
     if (!ec) acceptor_->listen(1, ec);
     if (ec) {
         if (ec == asio::error::address_in_use)
-            return make_error(ErrorCode::SystemError, "Can't bind address: Address already in use.");
+            return make_error(ErrorCode::SystemError,
+                              "Can't bind address: Address already in use.");
         return make_error(ErrorCode::SystemError, "Can't bind address: " + ec.message() + ".");
     }
     announce();
     if (ep_.host == "127.0.0.1" || ep_.host == "::1") {
-        fmt::print(stderr, "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n",
-                   acceptor_->local_endpoint().port());
+        fmt::print(
+            stderr,
+            "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n",
+            acceptor_->local_endpoint().port());
         std::fflush(stderr);
     }
     return ok_status();
@@ -141,7 +146,8 @@ void Listener::async_accept(AcceptHandler handler) {
             error_code ec;
             port.open(ep_.device, ec);
             if (ec) {
-                fmt::print(stderr, "Remote communication error: {}: {}.\n", ep_.device, ec.message());
+                fmt::print(stderr, "Remote communication error: {}: {}.\n", ep_.device,
+                           ec.message());
                 handler(nullptr);
                 return;
             }
@@ -160,8 +166,8 @@ void Listener::async_accept(AcceptHandler handler) {
             error_code e2;
             socket.set_option(asio::ip::tcp::no_delay(true), e2);
             auto remote = socket.remote_endpoint(e2);
-            fmt::print(stderr, "Remote debugging from host {}, port {}\n", remote.address().to_string(),
-                       remote.port());
+            fmt::print(stderr, "Remote debugging from host {}, port {}\n",
+                       remote.address().to_string(), remote.port());
             std::fflush(stderr);
             handler(std::make_unique<TcpConnection>(std::move(socket)));
         });

@@ -24,7 +24,7 @@ class Connection {
 // Where gdb reaches us, from the COMM argument.
 struct Endpoint {
     enum class Kind { Tcp, Stdio, Serial } kind = Kind::Tcp;
-    std::string host;  // TCP: address to bind
+    std::string host; // TCP: address to bind
     unsigned short port = 0;
     std::string device; // serial
 };
@@ -33,7 +33,8 @@ Result<Endpoint> parse_endpoint(const std::string& comm);
 // Waits for gdb on an endpoint: binds once, hands out one connection at a time.
 class Listener {
   public:
-    Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud) : io_(io), ep_(std::move(ep)), baud_(baud) {}
+    Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud)
+        : io_(io), ep_(std::move(ep)), baud_(baud) {}
     // Binds a TCP endpoint and prints "Listening on port N"; no-op for stdio and serial.
     Status open();
     // Prints the "Listening on port N" line scripts wait for (again at each reopen, as before).

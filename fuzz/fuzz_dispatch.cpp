@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& ev : events) {
         if (ev.kind != protocol::FrameEvent::Kind::Packet || host_touching(ev.payload)) continue;
         std::string framed = protocol::frame_packet(protocol::escape_binary(ev.payload));
-        session.receive(std::span(reinterpret_cast<const std::uint8_t*>(framed.data()), framed.size()));
+        session.receive(
+            std::span(reinterpret_cast<const std::uint8_t*>(framed.data()), framed.size()));
         if (session.closed()) break;
     }
     return 0;

@@ -5,7 +5,8 @@ namespace tpagent::protocol {
 
 std::uint8_t checksum(std::string_view data) {
     std::uint8_t sum = 0;
-    for (char c : data) sum = static_cast<std::uint8_t>(sum + static_cast<std::uint8_t>(c));
+    for (char c : data)
+        sum = static_cast<std::uint8_t>(sum + static_cast<std::uint8_t>(c));
     return sum;
 }
 
@@ -37,7 +38,9 @@ std::string escape_binary(std::span<const std::uint8_t> bytes) {
 }
 
 namespace {
-bool run_encodable(char c) { return hex_digit_value(c) >= 0 || c == 'x'; }
+bool run_encodable(char c) {
+    return hex_digit_value(c) >= 0 || c == 'x';
+}
 } // namespace
 
 std::string run_length_encode(std::string_view data) {
@@ -50,7 +53,8 @@ std::string run_length_encode(std::string_view data) {
     while (i < data.size()) {
         char c = data[i];
         std::size_t run = 1;
-        while (i + run < data.size() && data[i + run] == c) ++run;
+        while (i + run < data.size() && data[i + run] == c)
+            ++run;
         if (!run_encodable(c)) {
             out.append(run, c);
             i += run;
@@ -100,10 +104,14 @@ void PacketDecoder::feed(std::span<const std::uint8_t> bytes, std::vector<FrameE
         char c = static_cast<char>(b);
         switch (state_) {
         case State::Idle:
-            if (c == '$') start_packet();
-            else if (c == '+') out.push_back({FrameEvent::Kind::Ack, {}});
-            else if (c == '-') out.push_back({FrameEvent::Kind::Nack, {}});
-            else if (b == 0x03) out.push_back({FrameEvent::Kind::Interrupt, {}});
+            if (c == '$')
+                start_packet();
+            else if (c == '+')
+                out.push_back({FrameEvent::Kind::Ack, {}});
+            else if (c == '-')
+                out.push_back({FrameEvent::Kind::Nack, {}});
+            else if (b == 0x03)
+                out.push_back({FrameEvent::Kind::Interrupt, {}});
             // Anything else between packets is line noise: ignored.
             break;
         case State::Payload:
@@ -139,8 +147,10 @@ void PacketDecoder::feed(std::span<const std::uint8_t> bytes, std::vector<FrameE
         }
         case State::Checksum2: {
             int d = hex_digit_value(c);
-            if (d < 0) bad_digit_ = true;
-            else received_sum_ |= d;
+            if (d < 0)
+                bad_digit_ = true;
+            else
+                received_sum_ |= d;
             finish_packet(out);
             break;
         }

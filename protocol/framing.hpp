@@ -57,7 +57,8 @@ std::string frame_packet(std::string_view data);
 // Escapes the bytes the RSP reserves ('#', '$', '}', '*') as '}' + (byte ^ 0x20).
 std::string escape_binary(std::span<const std::uint8_t> bytes);
 inline std::string escape_binary(std::string_view bytes) {
-    return escape_binary(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    return escape_binary(
+        std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
 }
 
 // Run-length encodes runs of hex digits and 'x' (the only place long runs occur: register and

@@ -1,4 +1,5 @@
-// Hex codecs for the RSP: numbers and byte strings, case-insensitive on input, lower-case on output.
+// Hex codecs for the RSP: numbers and byte strings, case-insensitive on input, lower-case on
+// output.
 #pragma once
 #include "protocol/result.hpp"
 #include <cstdint>

@@ -12,7 +12,8 @@ std::size_t name_end(std::string_view payload, std::size_t from) {
 PacketView classify(std::string_view payload) {
     if (payload.empty()) return {};
     char first = payload.front();
-    if (first != 'q' && first != 'Q' && first != 'v') return {payload.substr(0, 1), payload.substr(1)};
+    if (first != 'q' && first != 'Q' && first != 'v')
+        return {payload.substr(0, 1), payload.substr(1)};
 
     std::size_t end = name_end(payload, 0);
     std::string_view name = payload.substr(0, end);

@@ -18,7 +18,8 @@ template <typename Context> class PacketTable {
     };
 
     PacketTable(std::initializer_list<Entry> entries) {
-        for (const auto& e : entries) handlers_.emplace(e.name, e.handler);
+        for (const auto& e : entries)
+            handlers_.emplace(e.name, e.handler);
     }
 
     const Handler* find(std::string_view name) const {
@@ -27,7 +28,8 @@ template <typename Context> class PacketTable {
     }
 
     template <typename F> void for_each_name(F&& f) const {
-        for (const auto& [name, handler] : handlers_) f(name);
+        for (const auto& [name, handler] : handlers_)
+            f(name);
     }
 
   private:

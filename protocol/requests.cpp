@@ -6,7 +6,9 @@
 namespace tpagent::protocol {
 
 namespace {
-Error bad(std::string text) { return make_error(ErrorCode::BadPacket, std::move(text)); }
+Error bad(std::string text) {
+    return make_error(ErrorCode::BadPacket, std::move(text));
+}
 
 // Splits "a<sep>b" at the first sep.
 bool split_once(std::string_view text, char sep, std::string_view& a, std::string_view& b) {
@@ -109,7 +111,9 @@ Result<ThreadId> parse_thread_id(std::string_view text) {
 }
 
 std::string format_thread_id(std::int64_t pid, std::int64_t tid, bool multiprocess) {
-    auto num = [](std::int64_t v) { return v < 0 ? std::string("-1") : hex_u64(static_cast<std::uint64_t>(v)); };
+    auto num = [](std::int64_t v) {
+        return v < 0 ? std::string("-1") : hex_u64(static_cast<std::uint64_t>(v));
+    };
     if (multiprocess) return "p" + num(pid) + "." + num(tid);
     return num(tid);
 }
@@ -130,20 +134,29 @@ Result<std::vector<ResumeAction>> parse_vcont(std::string_view args) {
         if (action.empty()) return bad("empty vCont action");
         ResumeAction a;
         switch (action.front()) {
-        case 'c': a.kind = ResumeAction::Kind::Continue; break;
-        case 's': a.kind = ResumeAction::Kind::Step; break;
-        case 't': a.kind = ResumeAction::Kind::Stop; break;
+        case 'c':
+            a.kind = ResumeAction::Kind::Continue;
+            break;
+        case 's':
+            a.kind = ResumeAction::Kind::Step;
+            break;
+        case 't':
+            a.kind = ResumeAction::Kind::Stop;
+            break;
         case 'C':
         case 'S': {
-            a.kind = action.front() == 'C' ? ResumeAction::Kind::Continue : ResumeAction::Kind::Step;
+            a.kind =
+                action.front() == 'C' ? ResumeAction::Kind::Continue : ResumeAction::Kind::Step;
             auto sig = parse_hex_u64(action.substr(1));
             if (!sig || *sig > 255) return bad("bad signal in vCont");
             a.signal = static_cast<int>(*sig);
             break;
         }
-        default: return make_error(ErrorCode::Unsupported, "unsupported vCont action");
+        default:
+            return make_error(ErrorCode::Unsupported, "unsupported vCont action");
         }
-        if ((action.front() == 'c' || action.front() == 's' || action.front() == 't') && action.size() != 1)
+        if ((action.front() == 'c' || action.front() == 's' || action.front() == 't') &&
+            action.size() != 1)
             return bad("bad vCont action");
         if (!thread.empty()) {
             auto t = parse_thread_id(thread);

@@ -50,8 +50,8 @@ std::string format_thread_id(std::int64_t pid, std::int64_t tid, bool multiproce
 struct ResumeAction {
     enum class Kind { Continue, Step, Stop };
     Kind kind = Kind::Continue;
-    int signal = 0;                  // 0: none
-    std::optional<ThreadId> thread;  // none: applies to all threads not otherwise named
+    int signal = 0;                 // 0: none
+    std::optional<ThreadId> thread; // none: applies to all threads not otherwise named
 };
 // vCont: "action[:thread-id][;action[:thread-id]]..." as classify() returns it; a leading ';'
 // (the raw text after "vCont") is accepted too.

@@ -9,16 +9,16 @@ namespace tpagent {
 
 // Error codes sent as `E NN`; the table of meanings is in README.md ("Error replies").
 enum class ErrorCode : std::uint8_t {
-    BadPacket = 0x01,       // malformed arguments
-    NoProcess = 0x02,       // no inferior / no such thread
-    MemoryAccess = 0x03,    // memory could not be read or written
-    NotAllowed = 0x04,      // request not valid in the current state
-    TooLarge = 0x05,        // packet or argument exceeds a bound
-    NotFound = 0x06,        // named thing does not exist (register, tracepoint, file)
-    SystemError = 0x07,     // a system call failed (text carries errno's message)
-    Unsupported = 0x08,     // understood, but not supported here
-    BadBytecode = 0x09,     // agent expression rejected by the validator
-    BadTracepoint = 0x0a,   // tracepoint definition rejected
+    BadPacket = 0x01,     // malformed arguments
+    NoProcess = 0x02,     // no inferior / no such thread
+    MemoryAccess = 0x03,  // memory could not be read or written
+    NotAllowed = 0x04,    // request not valid in the current state
+    TooLarge = 0x05,      // packet or argument exceeds a bound
+    NotFound = 0x06,      // named thing does not exist (register, tracepoint, file)
+    SystemError = 0x07,   // a system call failed (text carries errno's message)
+    Unsupported = 0x08,   // understood, but not supported here
+    BadBytecode = 0x09,   // agent expression rejected by the validator
+    BadTracepoint = 0x0a, // tracepoint definition rejected
 };
 
 struct Error {
@@ -47,8 +47,12 @@ template <typename T> class Result {
 
 struct Unit {};
 using Status = Result<Unit>;
-inline Status ok_status() { return Unit{}; }
+inline Status ok_status() {
+    return Unit{};
+}
 
-inline Error make_error(ErrorCode code, std::string text) { return Error{code, std::move(text)}; }
+inline Error make_error(ErrorCode code, std::string text) {
+    return Error{code, std::move(text)};
+}
 
 } // namespace tpagent
