@@ -10,18 +10,14 @@ struct stats {
     int max;
 };
 
-static void add_sample(struct stats *s, int value)
-{
+static void add_sample(struct stats* s, int value) {
     s->count++;
     s->sum += value;
-    if (value < s->min)
-        s->min = value;
-    if (value > s->max)
-        s->max = value;
+    if (value < s->min) s->min = value;
+    if (value > s->max) s->max = value;
 }
 
-int main(void)
-{
+int main(void) {
     const int samples[] = {12, 7, 31, 4, 19, 25};
     struct stats s = {0, 0, INT_MAX, INT_MIN};
 

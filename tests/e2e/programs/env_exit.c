@@ -2,8 +2,7 @@
  * shows whether a --wrapper set up the environment. */
 #include <stdlib.h>
 
-int main(void)
-{
-    const char *code = getenv("E2E_EXIT");
+int main(void) {
+    const char* code = getenv("E2E_EXIT");
     return code != NULL ? atoi(code) : 1;
 }

@@ -6,20 +6,17 @@
 volatile unsigned long spins;
 volatile int announce;
 
-static void create(const char *path)
-{
+static void create(const char* path) {
     static int generation;
-    FILE *file = fopen(path, "w");
+    FILE* file = fopen(path, "w");
     if (file != NULL) {
         fprintf(file, "%d\n", ++generation);
         fclose(file);
     }
 }
 
-int main(int argc, char **argv)
-{
-    if (argc > 1)
-        create(argv[1]);
+int main(int argc, char** argv) {
+    if (argc > 1) create(argv[1]);
     for (;;) {
         spins++;
         if (announce && argc > 1) {

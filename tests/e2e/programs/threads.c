@@ -9,43 +9,36 @@ static pthread_barrier_t all_running; /* passed once every thread exists */
 static pthread_barrier_t go;          /* passed once main has been looked at */
 int results[NUM_WORKERS];
 
-void all_threads_started(void)
-{
-}
+void all_threads_started(void) {}
 
-void work_a(int id)
-{
+void work_a(int id) {
     results[id] = id * 10;
 }
 
-void work_b(int id)
-{
+void work_b(int id) {
     results[id] = id * 100;
 }
 
-static void *worker_a(void *arg)
-{
+static void* worker_a(void* arg) {
     pthread_barrier_wait(&all_running);
     pthread_barrier_wait(&go);
     work_a((int)(long)arg);
     return NULL;
 }
 
-static void *worker_b(void *arg)
-{
+static void* worker_b(void* arg) {
     pthread_barrier_wait(&all_running);
     pthread_barrier_wait(&go);
     work_b((int)(long)arg);
     return NULL;
 }
 
-int main(void)
-{
+int main(void) {
     pthread_t threads[NUM_WORKERS];
     pthread_barrier_init(&all_running, NULL, NUM_WORKERS + 1);
     pthread_barrier_init(&go, NULL, NUM_WORKERS + 1);
     for (long i = 0; i < NUM_WORKERS; i++)
-        pthread_create(&threads[i], NULL, i == 0 ? worker_a : worker_b, (void *)i);
+        pthread_create(&threads[i], NULL, i == 0 ? worker_a : worker_b, (void*)i);
     pthread_barrier_wait(&all_running);
     all_threads_started();
     pthread_barrier_wait(&go);
