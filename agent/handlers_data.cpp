@@ -113,7 +113,7 @@ std::string handle_insert_point(Session& s, std::string_view args) {
     if (!bp) return reply_error(bp.error());
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->breakpoints().insert(bp->addr)
+    Status st = bp->type == 0 ? inf->insert_user_breakpoint(bp->addr)
                               : inf->insert_hw_point(bp->type, bp->addr, bp->kind);
     // Hardware points we cannot set get the empty reply, so gdb falls back (RSP `Z` packets).
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
@@ -125,7 +125,7 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     if (!bp) return reply_error(bp.error());
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->breakpoints().remove(bp->addr)
+    Status st = bp->type == 0 ? inf->remove_user_breakpoint(bp->addr)
                               : inf->remove_hw_point(bp->type, bp->addr, bp->kind);
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
     return st ? reply_ok() : reply_error(st.error());

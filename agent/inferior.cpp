@@ -297,6 +297,9 @@ void Inferior::mark_dead() {
     stopping_all_ = false;
     threads_.clear();
     breakpoints_->forget_all();
+    user_breakpoints_.clear();
+    sites_.clear();
+    pad_pages_.clear();
 }
 
 Status Inferior::kill() {
@@ -316,6 +319,7 @@ Status Inferior::kill() {
 
 Status Inferior::detach() {
     if (!alive_) return ok_status();
+    remove_all_sites();
     breakpoints_->remove_all();
     hw_points_.clear();
     for (auto& [tid, t] : threads_) {

@@ -7,10 +7,12 @@
 #include "arch/arch.hpp"
 #include "protocol/result.hpp"
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <csignal>
 #include <span>
 #include <string>
 #include <sys/types.h>
@@ -61,7 +63,29 @@ class Inferior {
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out);
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data);
 
-    SoftwareBreakpoints& breakpoints() { return *breakpoints_; }
+    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints.
+    Status insert_user_breakpoint(std::uint64_t addr);
+    Status remove_user_breakpoint(std::uint64_t addr);
+    bool user_breakpoint_at(std::uint64_t addr) const { return user_breakpoints_.count(addr) != 0; }
+    const SoftwareBreakpoints& breakpoints() const { return *breakpoints_; }
+
+    // Displaced-execution sites (trap tracepoints): a breakpoint whose original instruction is
+    // run from a pad mapped near the code, so a thread passes the site with a single stop.
+    struct SiteHit {
+        bool consumed = false;   // handled here: resume the thread unless gdb has a breakpoint too
+        std::uint64_t steps = 0; // then single-step this many times (while-stepping)
+    };
+    using SiteHitHandler = std::function<SiteHit(pid_t tid, std::uint64_t site)>;
+    using SiteStepHandler = std::function<void(pid_t tid, std::uint64_t site)>;
+    void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) {
+        on_site_hit_ = std::move(hit);
+        on_site_step_ = std::move(step);
+    }
+    // All threads must be stopped (a pad may have to be mapped with an injected mmap).
+    Status add_site(std::uint64_t addr);
+    void remove_site(std::uint64_t addr);
+    void remove_all_sites();
+    bool has_site(std::uint64_t addr) const { return sites_.count(addr) != 0; }
 
     // Installs hardware watchpoints/breakpoints (Z1..Z4).
     Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len);
@@ -90,6 +114,17 @@ class Inferior {
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported
         std::optional<arch::RegisterSnapshot> regs;
+        std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
+        std::uint64_t trace_steps_left = 0;           // while-stepping steps still to collect
+        std::uint64_t trace_site = 0;
+    };
+    struct Site {
+        std::uint64_t pad = 0;
+        arch::Relocated code;
+    };
+    struct PadPage {
+        std::uint64_t base = 0;
+        std::size_t used = 0;
     };
 
     explicit Inferior(pid_t pid, bool attached);
@@ -98,7 +133,12 @@ class Inferior {
     Status resume_thread(pid_t tid, Thread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, int status);
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
-    std::optional<StopEvent> classify_trap(pid_t tid, Thread& t);
+    std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
+    std::optional<StopEvent> classify_trap(pid_t tid, Thread& t, const siginfo_t& info);
+    bool finish_pad_step(pid_t tid, Thread& t);
+    void continue_after_stop(pid_t tid, Thread& t, bool step);
+    Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
+    Result<std::int64_t> inject_syscall(pid_t tid, long number, std::span<const std::uint64_t> args);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
     std::optional<StopEvent> finish_stop_all();
     void add_thread(pid_t tid, bool awaiting_first_stop);
@@ -120,6 +160,12 @@ class Inferior {
     std::set<int> pass_signals_;
     std::unique_ptr<SoftwareBreakpoints> breakpoints_;
     HwPoints hw_points_;
+    std::set<std::uint64_t> user_breakpoints_;
+    std::map<std::uint64_t, Site> sites_;
+    std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
+    std::vector<PadPage> pad_pages_;
+    SiteHitHandler on_site_hit_;
+    SiteStepHandler on_site_step_;
     const arch::Architecture& arch_;
 };
 

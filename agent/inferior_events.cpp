@@ -11,6 +11,19 @@ namespace tpagent::agent {
 
 Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     if (hw_points_.any()) (void)hw_points_.apply(tid);
+    // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
+    // (unless gdb has its own breakpoint there, which gdb steps over itself).
+    if (!sites_.empty() && !t.step_from_site) {
+        if (auto s = snapshot(tid)) {
+            std::uint64_t pc = arch_.pc(**s);
+            auto site = sites_.find(pc);
+            if (site != sites_.end() && !user_breakpoint_at(pc)) {
+                arch_.set_pc(**s, site->second.pad);
+                if (auto w = arch_.write_general_registers(tid, **s); !w) return w;
+                if (step) t.step_from_site = pc;
+            }
+        }
+    }
     long req = step ? PTRACE_SINGLESTEP : PTRACE_CONT;
     if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
                reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
@@ -21,6 +34,33 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     t.stepping = step;
     t.regs.reset();
     return ok_status();
+}
+
+void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
+    if (running_ && !stopping_all_ && t.wants_run) (void)resume_thread(tid, t, step, 0);
+}
+
+// A single step that started in a pad: puts the pc back into the original code. False while
+// the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
+bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
+    std::uint64_t site_addr = *t.step_from_site;
+    auto site = sites_.find(site_addr);
+    auto s = snapshot(tid);
+    if (site == sites_.end() || !s) {
+        t.step_from_site.reset();
+        return true;
+    }
+    std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
+    if (pc < pad || pc >= pad + site->second.code.code.size()) {
+        t.step_from_site.reset(); // a branch left the pad: the pc is already in original code
+        return true;
+    }
+    auto from = arch::from_offset_of(site->second.code, pc - pad);
+    if (!from) return false;
+    arch_.set_pc(**s, site_addr + *from);
+    (void)arch_.write_general_registers(tid, **s);
+    t.step_from_site.reset();
+    return true;
 }
 
 bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
@@ -136,6 +176,9 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         // The old image (and its other threads, breakpoints) is gone.
         reopen_memory();
         breakpoints_->forget_all();
+        user_breakpoints_.clear();
+        sites_.clear();
+        pad_pages_.clear();
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
         if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
@@ -151,10 +194,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
         return finish_stop_all();
     }
-    if (sig == SIGTRAP) {
-        if (auto ev = classify_trap(tid, t)) return report(tid, t, *ev);
-        return std::nullopt;
-    }
+    if (sig == SIGTRAP) return handle_trap(tid, t);
     if (pass_signals_.count(sig) && !t.stepping && !stopping_all_ && running_) {
         (void)resume_thread(tid, t, false, sig);
         return std::nullopt;
@@ -166,17 +206,61 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     return report(tid, t, ev);
 }
 
-std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t) {
+std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
+    siginfo_t info{};
+    ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    bool single_step = info.si_code == TRAP_TRACE;
+    if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
+        (void)resume_thread(tid, t, true, 0); // still inside the displaced code: step on
+        return std::nullopt;
+    }
+    if (t.trace_steps_left > 0 && single_step) {
+        if (on_site_step_) on_site_step_(tid, t.trace_site);
+        --t.trace_steps_left;
+        continue_after_stop(tid, t, t.trace_steps_left > 0);
+        return finish_stop_all();
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid);
+        std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
+        bool site = sites_.count(at) != 0;
+        bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
+        if (s && (site || stale)) {
+            // Back onto the site's address. The thread itself is told below: by the resume
+            // through the pad, or (staying stopped) by a write, so that a report or a detach
+            // sees the real instruction boundary.
+            arch_.set_pc(**s, at);
+            SiteHit hit;
+            if (site && on_site_hit_) hit = on_site_hit_(tid, at);
+            bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
+            bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
+            if (!resumes || stale) (void)arch_.write_general_registers(tid, **s);
+            if (passes) {
+                t.trace_steps_left = hit.steps;
+                t.trace_site = at;
+                continue_after_stop(tid, t, hit.steps > 0 || t.stepping);
+                return finish_stop_all();
+            }
+            StopEvent ev; // gdb's breakpoint at the same place
+            ev.pid = pid_;
+            ev.tid = tid;
+            ev.signal = SIGTRAP;
+            ev.swbreak = true;
+            return report(tid, t, ev);
+        }
+    }
+    if (auto ev = classify_trap(tid, t, info)) return report(tid, t, *ev);
+    return std::nullopt;
+}
+
+std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t, const siginfo_t& info) {
     StopEvent ev;
     ev.pid = pid_;
     ev.tid = tid;
     ev.signal = SIGTRAP;
-    siginfo_t info{};
-    ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
     if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
         if (auto hit = hw_points_.triggered(tid)) {
-            if (hit->type == 1)
-                ev.hwbreak = true;
+            if (hit->type == 1) ev.hwbreak = true;
             else {
                 ev.watch_addr = hit->addr;
                 ev.watch_type = hit->type;
@@ -191,7 +275,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t) {
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
             if (breakpoints_->inserted_at(bp)) {
                 arch_.set_pc(**s, bp);
-                (void)arch_.write_snapshot(tid, **s);
+                (void)arch_.write_general_registers(tid, **s);
                 ev.swbreak = true;
             }
         }

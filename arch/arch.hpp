@@ -1,6 +1,7 @@
 // The one interface through which agent/ learns about an instruction set.
 // Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
 #pragma once
+#include "arch/relocation.hpp"
 #include "protocol/result.hpp"
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,8 @@ class Architecture {
     // ptrace access to a stopped thread.
     virtual Status read_snapshot(pid_t tid, RegisterSnapshot& out) const = 0;
     virtual Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const = 0;
+    // Writes only the general registers (pc, sp, ...): the cheap write for moving a pc.
+    virtual Status write_general_registers(pid_t tid, const RegisterSnapshot& in) const = 0;
 
     // Conversion between the kernel layout and gdb's `g` block.
     // available[i] is false for registers the snapshot does not hold (sent as `xx`).
@@ -61,6 +64,20 @@ class Architecture {
     // Software breakpoint instruction, and the pc the CPU reports after executing it at `addr`.
     virtual std::span<const std::uint8_t> breakpoint_instruction() const = 0;
     virtual std::uint64_t pc_after_breakpoint(std::uint64_t addr) const = 0;
+
+    // Out-of-line execution: the whole instructions at `from` covering at least `min_bytes`,
+    // rewritten to run from a pad at `to` and jump back. `code` holds the original bytes.
+    virtual Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
+                                       std::uint64_t to, std::size_t min_bytes) const = 0;
+    // How far a pad may be from the code it serves (rel32 on x86-64).
+    virtual std::uint64_t pad_reach() const = 0;
+
+    // Running a system call in a stopped thread (to map pad memory in the inferior): the
+    // instruction, placing number and arguments in a snapshot, and reading the result.
+    virtual std::span<const std::uint8_t> syscall_instruction() const = 0;
+    virtual void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
+                             std::uint64_t pc) const = 0;
+    virtual std::int64_t syscall_result(const RegisterSnapshot& s) const = 0;
 };
 
 // The architecture tpagent was built for.

@@ -1,10 +1,14 @@
 #include "arch/x86_64/architecture.hpp"
+#include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/target_xml.hpp"
 #include <cpuid.h>
 #include <cstddef>
 #include <cstring>
 #include <sys/user.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <elf.h>
 
 namespace tpagent::arch::x86_64 {
 namespace {
@@ -52,6 +56,15 @@ Status X86_64Architecture::write_snapshot(pid_t tid, const RegisterSnapshot& in)
     return write_regsets(tid, in);
 }
 
+Status X86_64Architecture::write_general_registers(pid_t tid, const RegisterSnapshot& in) const {
+    if (in.gpr.size() < sizeof(user_regs_struct))
+        return make_error(ErrorCode::BadPacket, "no general registers in the snapshot");
+    iovec iov{const_cast<std::uint8_t*>(in.gpr.data()), sizeof(user_regs_struct)};
+    if (ptrace(PTRACE_SETREGSET, tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) != 0)
+        return make_error(ErrorCode::SystemError, "cannot write registers");
+    return ok_status();
+}
+
 void X86_64Architecture::snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
                                        std::vector<bool>& available) const {
     layout_.snapshot_to_g(s, g, available);
@@ -76,6 +89,35 @@ std::uint64_t X86_64Architecture::sp(const RegisterSnapshot& s) const {
 
 std::span<const std::uint8_t> X86_64Architecture::breakpoint_instruction() const {
     return kInt3;
+}
+
+Result<Relocated> X86_64Architecture::relocate(std::span<const std::uint8_t> code,
+                                               std::uint64_t from, std::uint64_t to,
+                                               std::size_t min_bytes) const {
+    return x86_64::relocate(code, from, to, min_bytes);
+}
+
+std::span<const std::uint8_t> X86_64Architecture::syscall_instruction() const {
+    static constexpr std::uint8_t kSyscall[] = {0x0f, 0x05};
+    return kSyscall;
+}
+
+void X86_64Architecture::set_syscall(RegisterSnapshot& s, long number,
+                                     std::span<const std::uint64_t> args, std::uint64_t pc) const {
+    if (s.gpr.size() < sizeof(user_regs_struct)) s.gpr.resize(sizeof(user_regs_struct), 0);
+    user_regs_struct r;
+    std::memcpy(&r, s.gpr.data(), sizeof r);
+    r.rax = static_cast<unsigned long long>(number);
+    // No syscall restart for the call the thread may have been stopped in.
+    r.orig_rax = static_cast<unsigned long long>(-1);
+    unsigned long long* slots[] = {&r.rdi, &r.rsi, &r.rdx, &r.r10, &r.r8, &r.r9};
+    for (std::size_t i = 0; i < args.size() && i < 6; ++i) *slots[i] = args[i];
+    r.rip = pc;
+    std::memcpy(s.gpr.data(), &r, sizeof r);
+}
+
+std::int64_t X86_64Architecture::syscall_result(const RegisterSnapshot& s) const {
+    return static_cast<std::int64_t>(gpr_field(s, offsetof(user_regs_struct, rax)));
 }
 
 } // namespace tpagent::arch::x86_64

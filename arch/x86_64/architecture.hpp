@@ -20,6 +20,7 @@ class X86_64Architecture final : public Architecture {
 
     Status read_snapshot(pid_t tid, RegisterSnapshot& out) const override;
     Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const override;
+    Status write_general_registers(pid_t tid, const RegisterSnapshot& in) const override;
 
     void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
                        std::vector<bool>& available) const override;
@@ -31,6 +32,14 @@ class X86_64Architecture final : public Architecture {
 
     std::span<const std::uint8_t> breakpoint_instruction() const override;
     std::uint64_t pc_after_breakpoint(std::uint64_t addr) const override { return addr + 1; }
+
+    Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
+                               std::uint64_t to, std::size_t min_bytes) const override;
+    std::uint64_t pad_reach() const override { return 0x7fff0000; }
+    std::span<const std::uint8_t> syscall_instruction() const override;
+    void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
+                     std::uint64_t pc) const override;
+    std::int64_t syscall_result(const RegisterSnapshot& s) const override;
 
     const RegisterLayout& layout() const { return layout_; }
 

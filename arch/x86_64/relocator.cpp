@@ -400,16 +400,4 @@ Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t fro
     return r.finish();
 }
 
-std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_offset) {
-    for (const Boundary& b : r.boundaries)
-        if (b.from_offset == from_offset) return b.pad_offset;
-    return std::nullopt;
-}
-
-std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset) {
-    for (const Boundary& b : r.boundaries)
-        if (b.pad_offset == pad_offset) return b.from_offset;
-    return std::nullopt;
-}
-
 } // namespace tpagent::arch::x86_64

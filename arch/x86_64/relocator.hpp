@@ -32,6 +32,7 @@
 // operand-size prefix, targets inside a displaced instruction, undecodable bytes.
 // `syscall` is moved as is: it leaves the pad address in rcx, which the ABI says is clobbered.
 #pragma once
+#include "arch/relocation.hpp"
 #include "protocol/result.hpp"
 #include <cstddef>
 #include <cstdint>
@@ -44,27 +45,14 @@ namespace tpagent::arch::x86_64 {
 // Length of the instruction at the start of `bytes` (64-bit mode); `addr` is for the error text.
 Result<std::size_t> instruction_length(std::span<const std::uint8_t> bytes, std::uint64_t addr);
 
-// An original instruction start and where its relocated form starts in the pad.
-struct Boundary {
-    std::uint32_t from_offset;
-    std::uint32_t pad_offset;
-};
-
-struct Relocated {
-    std::vector<std::uint8_t> code; // the pad's bytes, to be placed at `to`
-    std::size_t covered = 0;        // bytes of original code displaced (whole instructions)
-    // One entry per displaced instruction, in order, then {covered, offset of the jump back}.
-    std::vector<Boundary> boundaries;
-};
+using arch::Boundary;
+using arch::Relocated;
+using arch::from_offset_of;
+using arch::pad_offset_of;
 
 // Relocates the whole instructions at the start of `code` (which lives at `from`) that cover at
 // least `min_bytes` (1 for a breakpoint, 5 for a jump), for a pad at `to`.
 Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from, std::uint64_t to,
                            std::size_t min_bytes);
-
-// Moving a thread stopped in displaced code to the pad, and back: nullopt unless the offset is
-// an instruction boundary.
-std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_offset);
-std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset);
 
 } // namespace tpagent::arch::x86_64

@@ -1,0 +1,140 @@
+// Displaced-execution sites: breakpoints whose original instructions run from pads in the
+// inferior, and the system-call injection that maps those pads.
+#include "agent/inferior.hpp"
+#include "agent/pad_allocator.hpp"
+#include <fmt/format.h>
+#include <fstream>
+#include <spdlog/spdlog.h>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+namespace tpagent::agent {
+
+namespace {
+constexpr std::size_t kPadPageSize = 4096;
+constexpr std::size_t kMaxInstruction = 16;
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+} // namespace
+
+Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
+    if (user_breakpoints_.count(addr)) return ok_status();
+    if (auto s = breakpoints_->insert(addr); !s) return s;
+    user_breakpoints_.insert(addr);
+    return ok_status();
+}
+
+Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
+    if (!user_breakpoints_.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
+    return breakpoints_->remove(addr);
+}
+
+Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number, std::span<const std::uint64_t> args) {
+    auto cur = snapshot(tid);
+    if (!cur) return cur.error();
+    const arch::RegisterSnapshot saved = **cur;
+    std::uint64_t pc = arch_.pc(saved);
+    auto insn = arch_.syscall_instruction();
+    std::vector<std::uint8_t> original(insn.size());
+    std::size_t got = 0;
+    if (auto r = raw_read(pc, original, got); !r || got != original.size())
+        return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
+    if (auto w = raw_write(pc, insn); !w) return w.error();
+    arch::RegisterSnapshot call = saved;
+    arch_.set_syscall(call, number, args, pc);
+    Status result = arch_.write_snapshot(tid, call);
+    std::int64_t value = -1;
+    if (result) {
+        // One step runs the system call; a signal arriving meanwhile is kept for later.
+        while (true) {
+            ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
+            int status = 0;
+            if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+                result = make_error(ErrorCode::SystemError, "thread vanished during a system call");
+                break;
+            }
+            if (WSTOPSIG(status) == SIGTRAP) break;
+            if (WSTOPSIG(status) != SIGSTOP) {
+                StopEvent ev;
+                ev.pid = pid_;
+                ev.tid = tid;
+                ev.signal = WSTOPSIG(status);
+                threads_[tid].pending = ev;
+            }
+        }
+        arch::RegisterSnapshot after;
+        if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
+    }
+    (void)raw_write(pc, original);
+    (void)arch_.write_snapshot(tid, saved);
+    threads_[tid].regs = saved;
+    if (!result) return result.error();
+    return value;
+}
+
+Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t size) {
+    size = (size + 15) & ~std::size_t{15};
+    const std::uint64_t reach = arch_.pad_reach() - kPadPageSize;
+    for (auto& page : pad_pages_) {
+        std::uint64_t at = page.base + page.used;
+        bool in_reach = (at > near ? at + size - near : near - at) < reach;
+        if (in_reach && page.used + size <= kPadPageSize) {
+            page.used += size;
+            return at;
+        }
+    }
+    std::ifstream maps(fmt::format("/proc/{}/maps", pid_));
+    std::stringstream text;
+    text << maps.rdbuf();
+    auto where = find_free_range(parse_maps(text.str()), near, kPadPageSize, reach);
+    if (!where) return make_error(ErrorCode::Unsupported, fmt::format("no free memory within reach of 0x{:x}", near));
+    pid_t tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    const std::uint64_t args[] = {*where, kPadPageSize, PROT_READ | PROT_EXEC,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                                  static_cast<std::uint64_t>(-1), 0};
+    auto mapped = inject_syscall(tid, SYS_mmap, args);
+    if (!mapped) return mapped.error();
+    if (*mapped < 0 && *mapped > -4096)
+        return make_error(ErrorCode::SystemError, fmt::format("mmap in the program failed: {}", std::strerror(static_cast<int>(-*mapped))));
+    auto base = static_cast<std::uint64_t>(*mapped);
+    if (base != *where) return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
+    spdlog::debug("pad page at 0x{:x} for code at 0x{:x}", base, near);
+    pad_pages_.push_back({base, size});
+    return base;
+}
+
+Status Inferior::add_site(std::uint64_t addr) {
+    if (sites_.count(addr)) return ok_status();
+    std::vector<std::uint8_t> code(kMaxInstruction * 2);
+    auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
+    if (!got) return got.error();
+    code.resize(*got);
+    // Relocate once for a provisional address to learn the size, then for the real pad.
+    auto probe = arch_.relocate(code, addr, addr, 1);
+    if (!probe) return probe.error();
+    auto pad = allocate_pad(addr, probe->code.size() + 32);
+    if (!pad) return pad.error();
+    auto reloc = arch_.relocate(code, addr, *pad, 1);
+    if (!reloc) return reloc.error();
+    if (auto w = raw_write(*pad, reloc->code); !w) return w;
+    if (auto b = breakpoints_->insert(addr); !b) return b;
+    sites_[addr] = Site{*pad, std::move(*reloc)};
+    recently_removed_sites_.erase(addr);
+    return ok_status();
+}
+
+void Inferior::remove_site(std::uint64_t addr) {
+    if (!sites_.erase(addr)) return;
+    (void)breakpoints_->remove(addr);
+    recently_removed_sites_.insert(addr);
+}
+
+void Inferior::remove_all_sites() {
+    while (!sites_.empty()) remove_site(sites_.begin()->first);
+}
+
+} // namespace tpagent::agent

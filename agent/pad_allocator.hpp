@@ -1,0 +1,23 @@
+// Where to put out-of-line execution pads: free address ranges of the inferior within reach of
+// the code they serve (so PIE executables and shared libraries work), from /proc/PID/maps.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace tpagent::agent {
+
+struct MappedRange {
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+};
+
+std::vector<MappedRange> parse_maps(std::string_view maps_text);
+
+// A page-aligned start for `size` free bytes whose whole extent lies within `reach` of `near`,
+// as close to `near` as possible; nullopt if there is none. Skips the first 64 KiB (mmap_min_addr).
+std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped, std::uint64_t near,
+                                             std::uint64_t size, std::uint64_t reach);
+
+} // namespace tpagent::agent

@@ -1,0 +1,29 @@
+// Displaced instructions: what a tracepoint's original instructions become when they run from
+// a pad at another address. ISA-neutral shape; each ISA's relocator fills it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace tpagent::arch {
+
+// An original instruction start and where its relocated form starts in the pad.
+struct Boundary {
+    std::uint32_t from_offset;
+    std::uint32_t pad_offset;
+};
+
+struct Relocated {
+    std::vector<std::uint8_t> code; // the pad's bytes, to be placed at `to`
+    std::size_t covered = 0;        // bytes of original code displaced (whole instructions)
+    // One entry per displaced instruction, in order, then {covered, offset of the jump back}.
+    std::vector<Boundary> boundaries;
+};
+
+// Moving a thread stopped in displaced code to the pad, and back: nullopt unless the offset is
+// an instruction boundary.
+std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_offset);
+std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset);
+
+} // namespace tpagent::arch
