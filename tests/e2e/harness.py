@@ -563,6 +563,13 @@ class E2E:
         """Run gdb -batch with these commands to completion."""
         return self.show(self.gdb_start(*commands, program=program).wait(timeout=timeout))
 
+    def command_file(self, *lines: str) -> str:
+        """A "source FILE" command running these lines: gdb -batch reads the body of a
+        multi-line command (actions, while, if) from a file, never from further -ex."""
+        path = self.tmp / f"commands-{len(list(self.tmp.glob('commands-*.gdb')))}.gdb"
+        path.write_text("".join(f"{line}\n" for line in lines))
+        return f"source {path}"
+
     @staticmethod
     def show(result: GdbResult) -> GdbResult:
         # pytest prints captured output for failing tests only: the whole transcript.

@@ -28,7 +28,7 @@ const char* greeting = "hello trace"; /* a string to collect through its pointer
 volatile int halfway_seen;
 
 int record_hit(int iteration, int scale) {
-    int squared = iteration * iteration;
+    int squared = iteration * iteration; /* MARK: record_first */
     int scaled = squared * scale;
     counter++;
     current.id = iteration;
