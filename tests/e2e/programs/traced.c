@@ -5,8 +5,9 @@
  *
  * Usage: traced [ITERATIONS [STOP_FILE]]
  *   ITERATIONS  number of iterations (default 10);
- *   STOP_FILE   then loop on (10 ms a round) until STOP_FILE exists, so that a trace
- *               can run on while no debugger is connected.
+ *   STOP_FILE   then loop on (10 ms a round, "tick N" printed every 10 rounds) until
+ *               STOP_FILE exists, so that a trace can run on while no debugger is
+ *               connected.
  * Lines tagged "MARK: name" are located by the tests. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < iterations || stop_file != NULL; i++) {
         if (i >= iterations) {
             if (access(stop_file, F_OK) == 0) break;
+            if (i % 10 == 0) {
+                printf("tick %d\n", i); /* progress a test can wait for */
+                fflush(stdout);
+            }
             usleep(10000);
         }
         result += record_hit(i, 3);
