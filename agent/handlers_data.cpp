@@ -1,6 +1,7 @@
 // Registers, memory and breakpoints of the stopped inferior.
 #include "agent/inferior.hpp"
 #include "agent/packet_handlers.hpp"
+#include "agent/server.hpp"
 #include "agent/session.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
@@ -24,13 +25,46 @@ void append_register(std::string& out, std::span<const std::uint8_t> bytes, bool
     else
         out.append(bytes.size() * 2, 'x');
 }
+// While a trace frame is selected, registers come from its R block. Without one, every register
+// is unavailable except the pc, which is the tracepoint's address (as gdbserver does).
+std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& available) {
+    const auto& arch = arch::host_architecture();
+    auto& buffer = s.server().experiment().buffer();
+    std::vector<std::uint8_t> g(arch.g_size());
+    available.assign(arch.registers().size(), false);
+    auto frame = buffer.frame(*s.trace_frame);
+    auto info = buffer.info(*s.trace_frame);
+    if (frame) {
+        if (auto regs = frame->registers(); regs && regs->size() == g.size()) {
+            std::copy(regs->begin(), regs->end(), g.begin());
+            available.assign(available.size(), true);
+            return g;
+        }
+    }
+    if (info) {
+        const auto& pc = arch.registers()[static_cast<std::size_t>(arch.pc_regnum())];
+        for (std::size_t i = 0; i < pc.size && i < 8; ++i)
+            g[pc.g_offset + i] = static_cast<std::uint8_t>(info->pc >> (8 * i));
+        available[static_cast<std::size_t>(arch.pc_regnum())] = true;
+    }
+    return g;
+}
+
+Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
+    if (s.trace_frame) return frame_registers(s, available);
+    auto* inf = live(s);
+    if (!inf) return make_error(ErrorCode::NoProcess, "no process");
+    return inf->read_registers(s.current_thread(), available);
+}
+
+std::string refuse_in_frame() {
+    return reply_error(ErrorCode::NotAllowed); // a trace frame is history: nothing to write
+}
 } // namespace
 
 std::string handle_read_registers(Session& s, std::string_view) {
-    auto* inf = live(s);
-    if (!inf) return reply_error(ErrorCode::NoProcess);
     std::vector<bool> avail;
-    auto g = inf->read_registers(s.current_thread(), avail);
+    auto g = registers_of(s, avail);
     if (!g) return reply_error(g.error());
     std::string out;
     out.reserve(g->size() * 2);
@@ -42,6 +76,7 @@ std::string handle_read_registers(Session& s, std::string_view) {
 }
 
 std::string handle_write_registers(Session& s, std::string_view args) {
+    if (s.trace_frame) return refuse_in_frame();
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
@@ -51,13 +86,11 @@ std::string handle_write_registers(Session& s, std::string_view args) {
 }
 
 std::string handle_read_register(Session& s, std::string_view args) {
-    auto* inf = live(s);
-    if (!inf) return reply_error(ErrorCode::NoProcess);
     auto n = parse_hex_u64(args);
     const auto regs = arch::host_architecture().registers();
     if (!n || *n >= regs.size()) return reply_error(ErrorCode::NotFound);
     std::vector<bool> avail;
-    auto g = inf->read_registers(s.current_thread(), avail);
+    auto g = registers_of(s, avail);
     if (!g) return reply_error(g.error());
     std::string out;
     const auto& r = regs[*n];
@@ -66,6 +99,7 @@ std::string handle_read_register(Session& s, std::string_view args) {
 }
 
 std::string handle_write_register(Session& s, std::string_view args) {
+    if (s.trace_frame) return refuse_in_frame();
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
     std::size_t eq = args.find('=');
@@ -80,11 +114,20 @@ std::string handle_write_register(Session& s, std::string_view args) {
 std::string handle_read_memory(Session& s, std::string_view args) {
     auto range = parse_memory_range(args);
     if (!range) return reply_error(range.error());
-    auto* inf = live(s);
-    if (!inf) return reply_error(ErrorCode::NoProcess);
     // The reply is hex: two characters per byte must fit in a packet.
     std::uint64_t len = std::min<std::uint64_t>(range->length, kPacketSize / 2);
     std::vector<std::uint8_t> buf(len);
+    auto* inf = live(s);
+    if (s.trace_frame) {
+        // Collected memory first; read-only sections (QTro) from the live program.
+        auto& experiment = s.server().experiment();
+        auto frame = experiment.buffer().frame(*s.trace_frame);
+        std::size_t got = frame ? frame->read_memory(range->addr, buf) : 0;
+        if (got > 0) return to_hex(std::span(buf.data(), got));
+        if (!inf || !experiment.in_readonly_range(range->addr, len))
+            return reply_error(ErrorCode::MemoryAccess);
+    }
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     auto got = inf->read_memory(range->addr, buf);
     if (!got) return reply_error(got.error());
     return to_hex(std::span(buf.data(), *got));
@@ -93,6 +136,7 @@ std::string handle_read_memory(Session& s, std::string_view args) {
 namespace {
 std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
     if (!w) return reply_error(w.error());
+    if (s.trace_frame) return refuse_in_frame();
     auto* inf = live(s);
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto st = inf->write_memory(w->addr, w->bytes);

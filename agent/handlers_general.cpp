@@ -27,7 +27,9 @@ std::string handle_supported(Session& s, std::string_view args) {
     return fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
                        "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
                        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-                       "vContSupported+;{}{}{}",
+                       "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
+                       "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
+                       "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;{}{}{}",
                        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
                        s.gdb_supports_swbreak ? "swbreak+;" : "",
                        s.gdb_supports_hwbreak ? "hwbreak+" : "");

@@ -115,7 +115,7 @@ class Inferior {
         std::optional<StopEvent> pending; // reportable event held back while another is reported
         std::optional<arch::RegisterSnapshot> regs;
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
-        std::uint64_t trace_steps_left = 0;           // while-stepping steps still to collect
+        std::uint64_t trace_steps_left = 0;          // while-stepping steps still to collect
         std::uint64_t trace_site = 0;
     };
     struct Site {
@@ -138,7 +138,8 @@ class Inferior {
     bool finish_pad_step(pid_t tid, Thread& t);
     void continue_after_stop(pid_t tid, Thread& t, bool step);
     Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
-    Result<std::int64_t> inject_syscall(pid_t tid, long number, std::span<const std::uint64_t> args);
+    Result<std::int64_t> inject_syscall(pid_t tid, long number,
+                                        std::span<const std::uint64_t> args);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
     std::optional<StopEvent> finish_stop_all();
     void add_thread(pid_t tid, bool awaiting_first_stop);

@@ -260,7 +260,8 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t, const sig
     ev.signal = SIGTRAP;
     if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
         if (auto hit = hw_points_.triggered(tid)) {
-            if (hit->type == 1) ev.hwbreak = true;
+            if (hit->type == 1)
+                ev.hwbreak = true;
             else {
                 ev.watch_addr = hit->addr;
                 ev.watch_type = hit->type;

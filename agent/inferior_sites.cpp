@@ -29,11 +29,13 @@ Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
 }
 
 Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
-    if (!user_breakpoints_.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
+    if (!user_breakpoints_.erase(addr))
+        return make_error(ErrorCode::NotFound, "no breakpoint there");
     return breakpoints_->remove(addr);
 }
 
-Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number, std::span<const std::uint64_t> args) {
+Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
+                                              std::span<const std::uint64_t> args) {
     auto cur = snapshot(tid);
     if (!cur) return cur.error();
     const arch::RegisterSnapshot saved = **cur;
@@ -91,17 +93,25 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
     std::stringstream text;
     text << maps.rdbuf();
     auto where = find_free_range(parse_maps(text.str()), near, kPadPageSize, reach);
-    if (!where) return make_error(ErrorCode::Unsupported, fmt::format("no free memory within reach of 0x{:x}", near));
+    if (!where)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("no free memory within reach of 0x{:x}", near));
     pid_t tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
-    const std::uint64_t args[] = {*where, kPadPageSize, PROT_READ | PROT_EXEC,
+    const std::uint64_t args[] = {*where,
+                                  kPadPageSize,
+                                  PROT_READ | PROT_EXEC,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                                  static_cast<std::uint64_t>(-1), 0};
+                                  static_cast<std::uint64_t>(-1),
+                                  0};
     auto mapped = inject_syscall(tid, SYS_mmap, args);
     if (!mapped) return mapped.error();
     if (*mapped < 0 && *mapped > -4096)
-        return make_error(ErrorCode::SystemError, fmt::format("mmap in the program failed: {}", std::strerror(static_cast<int>(-*mapped))));
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("mmap in the program failed: {}",
+                                      std::strerror(static_cast<int>(-*mapped))));
     auto base = static_cast<std::uint64_t>(*mapped);
-    if (base != *where) return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
+    if (base != *where)
+        return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
     spdlog::debug("pad page at 0x{:x} for code at 0x{:x}", base, near);
     pad_pages_.push_back({base, size});
     return base;
@@ -134,7 +144,8 @@ void Inferior::remove_site(std::uint64_t addr) {
 }
 
 void Inferior::remove_all_sites() {
-    while (!sites_.empty()) remove_site(sites_.begin()->first);
+    while (!sites_.empty())
+        remove_site(sites_.begin()->first);
 }
 
 } // namespace tpagent::agent

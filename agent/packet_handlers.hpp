@@ -27,6 +27,14 @@ Handler handle_read_registers, handle_write_registers, handle_read_register, han
 // handlers_xfer.cpp
 Handler handle_xfer_features, handle_xfer_auxv, handle_xfer_exec_file, handle_xfer_threads,
     handle_xfer_libraries_svr4;
+// handlers_trace.cpp
+Handler handle_trace_init, handle_trace_define, handle_trace_source, handle_trace_variable,
+    handle_trace_readonly, handle_trace_disconnected, handle_trace_buffer_setting,
+    handle_trace_notes, handle_trace_start, handle_trace_stop, handle_trace_enable,
+    handle_trace_disable, handle_trace_status, handle_tracepoint_status,
+    handle_trace_variable_value, handle_tracepoints_first, handle_tracepoints_next,
+    handle_trace_variables_first, handle_trace_variables_next, handle_trace_frame,
+    handle_trace_buffer_read, handle_xfer_traceframe_info;
 // handlers_hostio.cpp
 Handler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vfile_pread,
     handle_vfile_pwrite, handle_vfile_fstat, handle_vfile_unlink, handle_vfile_readlink;

@@ -18,7 +18,8 @@ std::vector<MappedRange> parse_maps(std::string_view text) {
         text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
         std::size_t dash = line.find('-');
         std::size_t space = line.find(' ');
-        if (dash == std::string_view::npos || space == std::string_view::npos || dash > space) continue;
+        if (dash == std::string_view::npos || space == std::string_view::npos || dash > space)
+            continue;
         auto start = protocol::parse_hex_u64(line.substr(0, dash));
         auto end = protocol::parse_hex_u64(line.substr(dash + 1, space - dash - 1));
         if (start && end && *start < *end) out.push_back({*start, *end});
@@ -27,8 +28,9 @@ std::vector<MappedRange> parse_maps(std::string_view text) {
     return out;
 }
 
-std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped, std::uint64_t near,
-                                             std::uint64_t size, std::uint64_t reach) {
+std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped,
+                                             std::uint64_t near, std::uint64_t size,
+                                             std::uint64_t reach) {
     size = (size + kPage - 1) & ~(kPage - 1);
     std::uint64_t lo = near > reach ? near - reach : 0;
     std::uint64_t hi = near + reach < near ? ~0ull : near + reach;
@@ -41,7 +43,8 @@ std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& map
         gap_end = std::min(gap_end & ~(kPage - 1), hi);
         if (gap_end <= gap_start || gap_end - gap_start < size) return;
         // Closest placement inside the gap: just below `near`'s mapping or just above it.
-        std::uint64_t candidate = near < gap_start ? gap_start : std::min(gap_end - size, (near & ~(kPage - 1)));
+        std::uint64_t candidate =
+            near < gap_start ? gap_start : std::min(gap_end - size, (near & ~(kPage - 1)));
         if (candidate < gap_start) candidate = gap_start;
         std::uint64_t far_end = candidate + size;
         std::uint64_t distance = near > candidate ? near - candidate : far_end - near;

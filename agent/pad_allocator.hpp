@@ -17,7 +17,8 @@ std::vector<MappedRange> parse_maps(std::string_view maps_text);
 
 // A page-aligned start for `size` free bytes whose whole extent lies within `reach` of `near`,
 // as close to `near` as possible; nullopt if there is none. Skips the first 64 KiB (mmap_min_addr).
-std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped, std::uint64_t near,
-                                             std::uint64_t size, std::uint64_t reach);
+std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped,
+                                             std::uint64_t near, std::uint64_t size,
+                                             std::uint64_t reach);
 
 } // namespace tpagent::agent

@@ -10,7 +10,8 @@ namespace tpagent::agent {
 namespace asio = boost::asio;
 
 Server::Server(asio::io_context& io, ServerOptions options)
-    : io_(io), options_(std::move(options)), sigchld_(io, SIGCHLD) {}
+    : io_(io), options_(std::move(options)), sigchld_(io, SIGCHLD),
+      experiment_(arch::host_architecture()) {}
 
 bool Server::stdio_transport() const {
     return options_.comm == "-";

@@ -5,6 +5,7 @@
 #include "agent/inferior.hpp"
 #include "agent/options.hpp"
 #include "agent/session.hpp"
+#include "agent/trace_experiment.hpp"
 #include "agent/transport.hpp"
 #include <memory>
 #include <set>
@@ -19,6 +20,7 @@ class Server {
 
     const ServerOptions& options() const { return options_; }
     Inferior* inferior() { return inferior_.get(); }
+    TraceExperiment& experiment() { return experiment_; }
     boost::asio::io_context& io() { return io_; }
 
     Status start_program(const std::vector<std::string>& program);
@@ -46,6 +48,7 @@ class Server {
     std::unique_ptr<Session> session_;
     std::unique_ptr<Inferior> inferior_;
     boost::asio::signal_set sigchld_;
+    TraceExperiment experiment_;
     bool exit_requested_ = false;
     int exit_status_ = 0;
 };

@@ -2,6 +2,7 @@
 // that gdb negotiated (no-ack mode, multiprocess ids, selected threads).
 #pragma once
 #include "agent/host_io.hpp"
+#include "agent/trace/upload_cursor.hpp"
 #include "agent/stop_event.hpp"
 #include "agent/transport.hpp"
 #include "protocol/framing.hpp"
@@ -54,6 +55,8 @@ class Session {
     std::optional<StopEvent> last_stop;
     bool exit_after_reply = false;
     HostIoState host_io;
+    std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
+    trace::UploadCursor tracepoint_upload, variable_upload;
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();

@@ -111,7 +111,8 @@ void X86_64Architecture::set_syscall(RegisterSnapshot& s, long number,
     // No syscall restart for the call the thread may have been stopped in.
     r.orig_rax = static_cast<unsigned long long>(-1);
     unsigned long long* slots[] = {&r.rdi, &r.rsi, &r.rdx, &r.r10, &r.r8, &r.r9};
-    for (std::size_t i = 0; i < args.size() && i < 6; ++i) *slots[i] = args[i];
+    for (std::size_t i = 0; i < args.size() && i < 6; ++i)
+        *slots[i] = args[i];
     r.rip = pc;
     std::memcpy(s.gpr.data(), &r, sizeof r);
 }

@@ -46,9 +46,9 @@ namespace tpagent::arch::x86_64 {
 Result<std::size_t> instruction_length(std::span<const std::uint8_t> bytes, std::uint64_t addr);
 
 using arch::Boundary;
-using arch::Relocated;
 using arch::from_offset_of;
 using arch::pad_offset_of;
+using arch::Relocated;
 
 // Relocates the whole instructions at the start of `code` (which lives at `from`) that cover at
 // least `min_bytes` (1 for a breakpoint, 5 for a jump), for a pad at `to`.

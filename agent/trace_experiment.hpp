@@ -1,0 +1,73 @@
+// The trace experiment: tracepoint table, trace state variables, frame buffer and run status.
+// It belongs to the server, not to a gdb connection, so a trace keeps running after gdb leaves
+// (disconnected tracing) and the next gdb finds it.
+#pragma once
+#include "agent/inferior.hpp"
+#include "agent/trace/trace_frame_buffer.hpp"
+#include "agent/trace/trace_state_variables.hpp"
+#include "agent/trace/tracepoint_table.hpp"
+#include "arch/arch.hpp"
+#include "protocol/result.hpp"
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpagent::agent {
+
+class TraceExperiment {
+  public:
+    explicit TraceExperiment(const arch::Architecture& arch);
+
+    trace::TracepointTable& table() { return table_; }
+    trace::TraceStateVariables& variables() { return variables_; }
+    trace::TraceFrameBuffer& buffer() { return buffer_; }
+    bool running() const { return running_; }
+
+    // Packets. `inferior` may be null (no process): then nothing is installed.
+    void init();                                                 // QTinit
+    Status define(std::string_view payload, Inferior* inferior); // QTDP
+    Status set_enabled(std::string_view payload, bool enabled, Inferior* inferior);
+    Status set_readonly_ranges(std::string_view payload); // QTro
+    Status set_notes(std::string_view payload);           // QTNotes
+    Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
+    void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
+    bool disconnected_tracing() const { return disconnected_tracing_; }
+    Status start(Inferior* inferior); // QTStart
+    void stop(Inferior* inferior);    // QTStop
+    // gdb went away without disconnected tracing, or the process ended.
+    void stop_for(std::string reason, Inferior* inferior);
+    std::string status_reply() const; // qTStatus
+    bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
+
+    // The inferior's site handlers: a thread reached tracepoint address `addr`.
+    Inferior::SiteHit on_hit(Inferior& inferior, pid_t tid, std::uint64_t addr);
+    void on_step(Inferior& inferior, pid_t tid, std::uint64_t addr);
+    // Binds the site handlers of a (new) inferior to this experiment.
+    void attach_to(Inferior& inferior);
+
+  private:
+    Status install(Inferior& inferior, std::uint64_t addr);
+    void uninstall_all(Inferior* inferior);
+    bool any_enabled_at(std::uint64_t addr) const;
+    // Runs one tracepoint's actions into a frame; false if the trace had to stop.
+    bool collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
+                 const std::vector<trace::ActionString>& actions, bool step);
+    void stop_with(std::string reason, Inferior* inferior);
+
+    const arch::Architecture& arch_;
+    trace::TracepointTable table_;
+    trace::TraceStateVariables variables_;
+    trace::TraceFrameBuffer buffer_;
+    trace::FrameBuilder builder_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> readonly_; // [start, end)
+    bool running_ = false;
+    bool ever_started_ = false;
+    bool disconnected_tracing_ = false;
+    std::string stop_reason_ = "tnotrun:0";
+    std::string user_, notes_, stop_notes_;
+    std::int64_t start_time_ = 0, stop_time_ = 0;    // microseconds since the epoch
+    std::map<pid_t, trace::TracepointKey> stepping_; // thread -> tracepoint it steps for
+};
+
+} // namespace tpagent::agent
