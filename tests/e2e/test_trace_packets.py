@@ -1,0 +1,111 @@
+"""Malformed tracepoint definitions from a raw socket: the server answers with an error
+(a reply starting with 'E') and its tracepoint table keeps what was good.
+
+Each test defines tracepoint 1 at the program's entry point, sends one bad QTDP, and
+then lists the table with qTfP/qTsP. No tracepoint is started.
+"""
+
+import re
+
+import pytest
+
+from rsp import RspClient, decode_rle
+
+STOP_REPLY = re.compile(r"^[ST][0-9a-f]{2}")
+
+
+@pytest.fixture
+def client(e2e):
+    """A raw connection to a server holding traced.c stopped at its entry point, with
+    tracepoint 1 defined there (enabled, no step count, no pass count, no actions)."""
+    server = e2e.serve(e2e.program("traced"))
+    with RspClient(server.port) as rsp:
+        features = rsp.handshake()
+        assert features.get("ConditionalTracepoints") == "+", features
+        assert STOP_REPLY.match(rsp.request("?"))
+        rsp.entry = rsp.pc()
+        assert rsp.request("QTinit") == "OK"
+        assert rsp.request(f"QTDP:1:{rsp.entry:016x}:E:0:0") == "OK"
+        yield rsp
+
+
+def table(rsp: RspClient) -> list[str]:
+    """Every qTfP/qTsP piece, run-length encoding undone."""
+    pieces = [decode_rle(rsp.request("qTfP"))]
+    while pieces[-1] != "l":
+        assert len(pieces) < 100, pieces
+        pieces.append(decode_rle(rsp.request("qTsP")))
+    return pieces[:-1]
+
+
+def tracepoints(rsp: RspClient) -> list[tuple[int, int, str]]:
+    """(number, address, the rest) of each T piece: the tracepoints themselves."""
+    rows = []
+    for piece in table(rsp):
+        if piece.startswith("T"):
+            number, address, rest = piece[1:].split(":", 2)
+            rows.append((int(number, 16), int(address, 16), rest))
+    return rows
+
+
+def assert_only_the_good_one(rsp: RspClient) -> None:
+    assert tracepoints(rsp) == [(1, rsp.entry, "E:0:0")], table(rsp)
+    assert rsp.request("qTStatus").startswith("T0;")  # the session goes on
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "QTDP:-7:{a:016x}:R01",  # actions for a tracepoint that was never defined
+        "QTDP:1:{a:016x}:E:0:0",  # tracepoint 1 at its own address again
+    ],
+)
+def test_bad_definition_is_refused(client, template):
+    reply = client.request(template.format(a=client.entry))
+    assert reply.startswith("E"), reply
+    assert_only_the_good_one(client)
+
+
+def test_actions_for_another_tracepoint_are_refused(client):
+    """A continuation must name the tracepoint that announced it (trailing '-')."""
+    b = client.entry + 1
+    assert client.request(f"QTDP:2:{b:016x}:E:0:0-") == "OK"
+    reply = client.request(f"QTDP:-3:{b:016x}:R01")
+    assert reply.startswith("E"), reply
+    assert [(n, addr) for n, addr, _ in tracepoints(client)] == [(1, client.entry), (2, b)]
+
+
+@pytest.mark.tpagent_only("gdbserver 13 takes most of these, or keeps the tracepoint it refused")
+@pytest.mark.parametrize(
+    "template",
+    [
+        "QTDP:2:zz{b:014x}:E:0:0",  # address not hex
+        "QTDP:2:{b:016x}:Q:0:0",  # neither E nor D
+        "QTDP:2",  # no address, flags, step or pass count
+        "QTDP:",  # nothing at all
+        "QTDP:2:{b:016x}:E:0:0:X02,zzzz",  # condition not hex
+        "QTDP:2:{b:016x}:E:0:0:X03,2627",  # condition shorter than its length
+        "QTDP:2:{b:016x}:E:0:0:X02,ff27",  # condition with no such opcode
+    ],
+    ids=["address", "enable-flag", "truncated", "empty", "cond-hex", "cond-short", "cond-opcode"],
+)
+def test_bad_header_creates_nothing(client, template):
+    reply = client.request(template.format(b=client.entry + 1))
+    assert reply.startswith("E"), reply
+    assert_only_the_good_one(client)
+
+
+@pytest.mark.tpagent_only("gdbserver 13 takes these and leaves the error, if any, to QTStart")
+@pytest.mark.parametrize(
+    "action",
+    ["Xzz,00", "X02,ff27", "X03,2627", "Q00", "R"],
+    ids=["bytecode-hex", "bytecode-opcode", "bytecode-short", "letter", "mask-missing"],
+)
+def test_bad_action_is_refused(client, action):
+    b = client.entry + 1
+    assert client.request(f"QTDP:2:{b:016x}:E:0:0-") == "OK"
+    reply = client.request(f"QTDP:-2:{b:016x}:{action}")
+    assert reply.startswith("E"), reply
+    # Tracepoint 1 is untouched, and nothing of the refused action is kept.
+    assert (1, client.entry, "E:0:0") in tracepoints(client)
+    assert not any(piece.endswith(":" + action) for piece in table(client)), table(client)
