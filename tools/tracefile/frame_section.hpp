@@ -1,0 +1,18 @@
+// The binary part of a trace file: frames until one with tracepoint number 0.
+#pragma once
+#include "protocol/result.hpp"
+#include "tools/tracefile/trace_file.hpp"
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace tpagent::tracefile {
+
+// `file` is the whole file, `start` the offset of the first frame. R blocks need
+// register_block_size.
+Result<std::vector<Frame>> parse_frame_section(std::span<const std::uint8_t> file,
+                                               std::size_t start,
+                                               std::optional<std::size_t> register_block_size);
+
+} // namespace tpagent::tracefile

@@ -1,0 +1,110 @@
+#include "tools/tracefile/trace_file.hpp"
+
+#include "tools/tracefile/file_error.hpp"
+#include "tools/tracefile/frame_section.hpp"
+#include "tools/tracefile/text_section.hpp"
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace tpagent::tracefile {
+
+std::optional<std::span<const std::uint8_t>> Frame::registers() const {
+    std::optional<std::span<const std::uint8_t>> out;
+    for (const trace::FrameBlock& b : blocks)
+        if (b.type == 'R') out = b.data;
+    return out;
+}
+
+std::optional<std::int64_t> Frame::variable(std::uint32_t number) const {
+    std::optional<std::int64_t> out;
+    for (const trace::FrameBlock& b : blocks)
+        if (b.type == 'V' && b.variable == number) out = b.value;
+    return out;
+}
+
+const trace::Tracepoint* TraceFile::find_tracepoint(std::uint32_t number) const {
+    for (const trace::Tracepoint& tp : tracepoints_)
+        if (tp.definition.key.number == number) return &tp;
+    return nullptr;
+}
+
+const TraceVariable* TraceFile::find_variable(std::uint32_t number) const {
+    for (const TraceVariable& v : variables_)
+        if (v.number == number) return &v;
+    return nullptr;
+}
+
+std::optional<std::uint32_t> TraceFile::timestamp_variable() const {
+    for (const TraceVariable& v : variables_)
+        if (v.builtin && v.name == "trace_timestamp") return v.number;
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> TraceFile::frame_pc(const Frame& frame) const {
+    if (layout_ && layout_->pc())
+        if (auto block = frame.registers())
+            if (auto pc = register_value(*layout_->pc(), *block)) return pc;
+    std::optional<std::uint64_t> address;
+    for (const trace::Tracepoint& tp : tracepoints_) {
+        if (tp.definition.key.number != frame.tracepoint) continue;
+        if (address) return std::nullopt; // several locations: cannot tell which
+        address = tp.definition.key.address;
+    }
+    return address;
+}
+
+class TraceFileParser {
+  public:
+    static Result<TraceFile> parse(std::vector<std::uint8_t> bytes) {
+        TraceFile file;
+        file.bytes_ = std::move(bytes);
+        std::span<const std::uint8_t> data(file.bytes_);
+        std::size_t checked = std::min(data.size(), kMagic.size());
+        for (std::size_t i = 0; i < checked; ++i)
+            if (data[i] != static_cast<std::uint8_t>(kMagic[i]))
+                return file_error(i, "not a trace file (header is not \"\\x7fTRACE0\\n\")");
+        if (data.size() < kMagic.size())
+            return file_error(data.size(), "file ends inside the header");
+
+        auto text = parse_text_section(data);
+        if (!text) return text.error();
+        file.register_block_size_ = text->register_block_size;
+        file.status_ = std::move(text->status);
+        file.tracepoints_ = std::move(text->tracepoints);
+        file.variables_ = std::move(text->variables);
+        file.target_description_ = std::move(text->target_description);
+        file.layout_ = std::move(text->layout);
+        file.frame_section_offset_ = text->end;
+
+        auto frames = parse_frame_section(data, text->end, file.register_block_size_);
+        if (!frames) return frames.error();
+        file.frames_ = std::move(*frames);
+        return file;
+    }
+};
+
+Result<TraceFile> parse_trace_file(std::vector<std::uint8_t> bytes) {
+    return TraceFileParser::parse(std::move(bytes));
+}
+
+Result<TraceFile> read_trace_file(const std::string& path) {
+    auto fail = [&](ErrorCode code) {
+        return make_error(code, fmt::format("{}: {}", path, std::strerror(errno)));
+    };
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f) return fail(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::SystemError);
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t chunk[65536];
+    // Read to the end rather than trusting a size taken earlier: pipes and growing files.
+    for (;;) {
+        std::size_t n = std::fread(chunk, 1, sizeof chunk, f.get());
+        bytes.insert(bytes.end(), chunk, chunk + n);
+        if (n < sizeof chunk) break;
+    }
+    if (std::ferror(f.get())) return fail(ErrorCode::SystemError);
+    return parse_trace_file(std::move(bytes));
+}
+
+} // namespace tpagent::tracefile
