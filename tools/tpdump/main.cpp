@@ -1,0 +1,4 @@
+// tpdump: prints a trace file (work in progress).
+int main() {
+    return 0;
+}
