@@ -1,0 +1,62 @@
+#include "tools/tpdump/frame_details.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace tpagent::tpdump {
+
+std::vector<const tracefile::Frame*> selected_frames(const tracefile::TraceFile& file,
+                                                     const Options& options) {
+    std::vector<const tracefile::Frame*> out;
+    for (const tracefile::Frame& frame : file.frames())
+        if (options.frame_selected(frame.number) && options.tracepoint_selected(frame.tracepoint))
+            out.push_back(&frame);
+    return out;
+}
+
+std::string register_hex(std::span<const std::uint8_t> bytes) {
+    std::string out = "0x";
+    for (auto it = bytes.rbegin(); it != bytes.rend(); ++it)
+        out += fmt::format("{:02x}", *it);
+    return out;
+}
+
+bool all_zero(std::span<const std::uint8_t> bytes) {
+    return std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+std::vector<ShownRegister> shown_registers(const tracefile::TraceFile& file,
+                                           std::span<const std::uint8_t> block,
+                                           const Options& options, bool text) {
+    std::vector<ShownRegister> out;
+    if (!file.register_layout()) return out;
+    const bool named = !options.registers.empty();
+    if (named && options.registers.size() == 1 && options.registers[0] == "none") return out;
+    for (const tracefile::RegisterInfo& reg : file.register_layout()->registers) {
+        auto bytes = tracefile::register_bytes(reg, block);
+        if (!bytes) break; // the block is shorter than the description says
+        if (named) {
+            if (std::find(options.registers.begin(), options.registers.end(), reg.name) ==
+                options.registers.end())
+                continue;
+        } else if (text && !options.all_registers && reg.size > 8 && all_zero(*bytes)) {
+            continue;
+        }
+        out.push_back({&reg, *bytes});
+    }
+    return out;
+}
+
+std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number) {
+    if (const tracefile::TraceVariable* v = file.find_variable(number)) return "$" + v->name;
+    return fmt::format("#{}", number);
+}
+
+std::string tracepoint_location(const tracefile::TraceFile& file, std::uint32_t number) {
+    if (const trace::Tracepoint* tp = file.find_tracepoint(number))
+        for (const trace::SourceString& s : tp->sources)
+            if (s.type == "at") return s.text;
+    return {};
+}
+
+} // namespace tpagent::tpdump

@@ -1,0 +1,39 @@
+// tpdump's command line.
+#pragma once
+#include "protocol/result.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tpagent::tpdump {
+
+enum class OutputFormat : std::uint8_t { Text, Json, Perfetto };
+
+struct Options {
+    std::string path;
+    OutputFormat format = OutputFormat::Text;
+    std::set<std::uint32_t> tracepoints; // empty = all
+    std::size_t first_frame = 0;         // --frames A-B, inclusive
+    std::size_t last_frame = SIZE_MAX;
+    // --registers: names to show; empty = the default choice; {"none"} = none.
+    std::vector<std::string> registers;
+    bool all_registers = false; // text: also wide registers that are all zero
+    bool disassemble = false;   // text: agent expressions as instructions
+    bool help = false;
+
+    bool tracepoint_selected(std::uint32_t number) const {
+        return tracepoints.empty() || tracepoints.count(number) != 0;
+    }
+    bool frame_selected(std::size_t number) const {
+        return number >= first_frame && number <= last_frame;
+    }
+};
+
+Result<Options> parse_options(std::span<char* const> args);
+extern const char* const kHelp;
+
+} // namespace tpagent::tpdump
