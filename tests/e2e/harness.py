@@ -493,6 +493,13 @@ def assert_in_order(text: str, *patterns: str) -> list[re.Match]:
     return matches
 
 
+def printed_value(text: str) -> str:
+    """What a print command printed, without its "$N = " history number."""
+    match = re.fullmatch(r"\$\d+ = (.*)", text.strip())
+    assert match, f"not a printed value: {text!r}"
+    return match.group(1)
+
+
 def hex_value(text: str, pattern: str) -> int:
     match = re.search(pattern, text)
     assert match, f"/{pattern}/ not found in:\n{text}"

@@ -8,17 +8,10 @@ breakpoint 1 is gone and tracepoints are numbered from 2.
 
 import re
 
-from harness import assert_in_order, hex_value
+from harness import assert_in_order, hex_value, printed_value
 
 PROGRAM = "traced"
 TO_MAIN = ("break main", "continue", "delete")
-
-
-def value(text: str) -> str:
-    """What a print command printed, without its "$N = " history number."""
-    match = re.fullmatch(r"\$\d+ = (.*)", text.strip())
-    assert match, f"not a printed value: {text!r}"
-    return match.group(1)
 
 
 def tracepoint_address(text: str, number: int) -> int:
@@ -103,10 +96,10 @@ def test_collect_and_find_frames(e2e):
         r"^iteration = 0$",
         r"^scale = 3$",
     )
-    assert value(r.of("print iteration")) == "0"
-    assert value(r.of("print untouched")) == "<unavailable>"
-    assert value(r.of("print $trace_frame")) == "0"
-    assert value(r.of("print $tracepoint")) == "2"
+    assert printed_value(r.of("print iteration")) == "0"
+    assert printed_value(r.of("print untouched")) == "<unavailable>"
+    assert printed_value(r.of("print $trace_frame")) == "0"
+    assert printed_value(r.of("print $tracepoint")) == "2"
     assert hex_value(r.of("info registers rip"), r"(?m)^rip\s+0x([0-9a-f]+)\s") == tp2
 
     assert r.of("tfind").startswith("Found trace frame 1, tracepoint 3\n"), r.of("tfind")
@@ -125,24 +118,24 @@ def test_collect_and_find_frames(e2e):
     )
     # Only table[1..3] were collected (*cursor is table[2]).
     unavailable = ", ".join(["<unavailable>"] * 4)
-    assert value(r.of("print table")) == f"{{<unavailable>, 11, 12, 13, {unavailable}}}"
-    assert value(r.of("print current.total")) == "15"
+    assert printed_value(r.of("print table")) == f"{{<unavailable>, 11, 12, 13, {unavailable}}}"
+    assert printed_value(r.of("print current.total")) == "15"
 
     assert r.of("tfind tracepoint 2").startswith("Found trace frame 9, tracepoint 2\n")
-    assert value(r.of("print iteration", 1)) == "3"
+    assert printed_value(r.of("print iteration", 1)) == "3"
     assert hex_value(r.of("info tracepoints 4"), r"(?m)^4\s+tracepoint\s+keep y\s+0x([0-9a-f]+) in other_hit") == tp4
     assert r.of("tfind pc $_").startswith("Found trace frame 11, tracepoint 4\n"), r.of("tfind pc $_")
-    assert value(r.of("print iteration", 2)) == "3"
+    assert printed_value(r.of("print iteration", 2)) == "3"
 
     assert r.of("tfind range other_hit, stepped").startswith("Found trace frame 2, tracepoint 4\n")
     assert r.of("tfind outside record_hit, other_hit").startswith("Found trace frame 5, tracepoint 4\n")
     assert r.of(f"tfind line {record_return}").startswith("Found trace frame 7, tracepoint 3\n")
-    assert value(r.of("print iteration", 3)) == "2"
+    assert printed_value(r.of("print iteration", 3)) == "2"
 
     assert r.of("tfind end").strip() == "No longer looking at any trace frame"
-    assert value(r.of("print $trace_frame", 1)) == "-1"
+    assert printed_value(r.of("print $trace_frame", 1)) == "-1"
     # Live memory again: the program finished all 4 iterations.
-    assert value(r.of("print counter")) == "4"
+    assert printed_value(r.of("print counter")) == "4"
 
 
 def test_while_stepping(e2e):
@@ -192,17 +185,17 @@ def test_while_stepping(e2e):
     pcs = [int(a, 16) for a in re.findall(r"^(?:=> )?\s*0x([0-9a-f]+) <stepped\+\d+>:", r.of("x/4i $_"), re.M)]
     assert len(pcs) == 4 and pcs[0] == tp, r.of("x/4i $_")
 
-    assert value(r.of("print x")) == "0"
-    assert value(r.of("print/x $rip")) == f"0x{tp:x}"
+    assert printed_value(r.of("print x")) == "0"
+    assert printed_value(r.of("print/x $rip")) == f"0x{tp:x}"
     assert r.of("tfind").startswith("Found trace frame 1, tracepoint 2\n")
     # A stepping frame holds what the while-stepping list collected, nothing else.
     assert_in_order(r.of("tdump"), r"^Data collected at tracepoint 2, trace frame 1:$", rf"^\$rip = .*0x{pcs[1]:x} ")
-    assert value(r.of("print x", 1)) == "<unavailable>"
-    assert value(r.of("print/x $rip", 1)) == f"0x{pcs[2]:x}"
-    assert value(r.of("print/x $rip", 2)) == f"0x{pcs[3]:x}"
+    assert printed_value(r.of("print x", 1)) == "<unavailable>"
+    assert printed_value(r.of("print/x $rip", 1)) == f"0x{pcs[2]:x}"
+    assert printed_value(r.of("print/x $rip", 2)) == f"0x{pcs[3]:x}"
     # The second hit: the tracepoint's own collection again, then its steps.
     assert_in_order(r.of("tdump", 1), r"^Data collected at tracepoint 2, trace frame 4:$", r"^x = 1$")
-    assert value(r.of("print/x $rip", 3)) == f"0x{pcs[3]:x}"
+    assert printed_value(r.of("print/x $rip", 3)) == f"0x{pcs[3]:x}"
     assert r.of("tfind", 4).strip() == "No trace frame found"
 
 
@@ -273,8 +266,8 @@ def test_tsave_and_tfile(e2e):
         r"^table\[1\]@3 = \{11, 12, 13\}$",
         r"^\$hits = 105$",
     )
-    assert value(r.of("print untouched")) == "<unavailable>"
+    assert printed_value(r.of("print untouched")) == "<unavailable>"
     unavailable = ", ".join(["<unavailable>"] * 4)
-    assert value(r.of("print table")) == f"{{<unavailable>, 11, 12, 13, {unavailable}}}"
+    assert printed_value(r.of("print table")) == f"{{<unavailable>, 11, 12, 13, {unavailable}}}"
     assert r.of("tfind").startswith("Found trace frame 5, tracepoint 1\n")
     assert r.of("tfind", 1).strip() == "No trace frame found"

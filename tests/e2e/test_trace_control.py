@@ -9,26 +9,10 @@ import re
 
 import pytest
 
-from harness import assert_in_order
+from harness import assert_in_order, printed_value
 
 PROGRAM = "traced"
 TO_MAIN = ("break main", "continue", "delete")
-
-
-def value(text: str) -> str:
-    """What a print command printed, without its "$N = " history number."""
-    match = re.fullmatch(r"\$\d+ = (.*)", text.strip())
-    assert match, f"not a printed value: {text!r}"
-    return match.group(1)
-
-
-def found(text: str) -> tuple[int, int] | None:
-    """(frame, tracepoint) from tfind's answer; None for "No trace frame found"."""
-    match = re.match(r"Found trace frame (\d+), tracepoint (\d+)\n", text)
-    if match:
-        return int(match.group(1)), int(match.group(2))
-    assert text.startswith("No trace frame found"), text
-    return None
 
 
 def walk_frames(e2e, *expressions: str) -> str:
@@ -212,7 +196,7 @@ def test_trace_state_variables(e2e):
         r"^Trace state variable \$last created, with initial value 0\.$",
     )
     assert_in_order(r.of("info tvariables", 1), r"^\$count\s+10\s+16\s*$", r"^\$last\s+0\s+35\s*$")
-    assert value(r.of("print $count")) == "16"
+    assert printed_value(r.of("print $count")) == "16"
     assert_in_order(r.of("info tvariables", 2), r"^\$count\s+10\s+20\s*$", r"^\$last\s+0\s+63\s*$")
 
     assert_in_order(
@@ -226,11 +210,11 @@ def test_trace_state_variables(e2e):
     start, duration = map(
         float, re.search(r"Trace started at ([\d.]+) secs, stopped ([\d.]+) secs later", r.of("tstatus")).groups()
     )
-    stamps = [int(value(r.of("print $trace_timestamp", n))) for n in (0, 1)]
+    stamps = [int(printed_value(r.of("print $trace_timestamp", n))) for n in (0, 1)]
     assert stamps[0] < stamps[1], stamps
     assert start - 0.001 <= stamps[0] / 1e6 <= stamps[1] / 1e6 <= start + duration + 0.001, (start, duration, stamps)
-    assert value(r.of("print $count", 1)) == "20"
-    assert value(r.of("print $last")) == "63"
+    assert printed_value(r.of("print $count", 1)) == "20"
+    assert printed_value(r.of("print $last")) == "63"
 
 
 @pytest.mark.tpagent_only("gdbserver answers qTP with decimal numbers, which gdb reads as hex")

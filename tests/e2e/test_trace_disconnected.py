@@ -2,18 +2,10 @@
 picks it up (uploading the tracepoints); with it off, losing gdb stops the trace.
 """
 
-import re
-
-from harness import DISCONNECTED, assert_in_order
+from harness import DISCONNECTED, assert_in_order, printed_value
 
 PROGRAM = "traced"
 TO_MAIN = ("break main", "continue", "delete")
-
-
-def value(text: str) -> str:
-    match = re.fullmatch(r"\$\d+ = (.*)", text.strip())
-    assert match, f"not a printed value: {text!r}"
-    return match.group(1)
 
 
 def test_trace_runs_on_after_detach(e2e):
@@ -74,7 +66,7 @@ def test_trace_runs_on_after_detach(e2e):
     assert_in_order(r.of("tstatus", 1), r"^Trace stopped by a tstop command")
     assert_in_order(r.of("tdump"), r"^Data collected at tracepoint 1, trace frame 0:$", r"^iteration = 0$")
     assert r.of("tfind 30").startswith("Found trace frame 30, tracepoint 1\n")
-    assert value(r.of("print iteration")) == "30"
+    assert printed_value(r.of("print iteration")) == "30"
     # The trace is stopped and the program, still whole, runs to its end.
     assert_in_order(r.of("continue"), rf"^\[Inferior 1 \(process {server.inferior_pid}\) exited normally\]$")
 
@@ -117,5 +109,5 @@ def test_disconnect_stops_the_trace_when_off(e2e):
     )
     assert_in_order(r.of("continue"), r"Breakpoint 2, finished \(")
     assert_in_order(r.of("tstatus", 1), r"^Collected 6 trace frames\.$")
-    assert value(r.of("print iteration")) == "5"
+    assert printed_value(r.of("print iteration")) == "5"
     assert r.of("tfind").strip() == "No trace frame found"
