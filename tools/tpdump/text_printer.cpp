@@ -67,15 +67,20 @@ void print_variables(const TraceFile& file, std::string& out) {
                            v.builtin ? ", builtin" : "");
 }
 
+// Agent-expression instructions, one per line, indented under their action.
+void print_disassembly(const bytecode::Program& program, std::string& out) {
+    const std::string text = bytecode::disassemble(program);
+    for (std::string_view line : protocol::split(text, '\n'))
+        if (!line.empty()) out += fmt::format("        {}\n", line);
+}
+
 void print_action_strings(const std::vector<trace::ActionString>& strings, const Options& options,
                           std::string& out) {
     for (const trace::ActionString& s : strings) {
         for (const trace::Action& a : s.actions) {
             out += fmt::format("    {}\n", trace::format_action_string(trace::ActionString{{a}}));
             if (const auto* expr = std::get_if<trace::Expression>(&a); expr && options.disassemble)
-                for (std::string_view line :
-                     protocol::split(bytecode::disassemble(expr->program), '\n'))
-                    if (!line.empty()) out += fmt::format("        {}\n", line);
+                print_disassembly(expr->program, out);
         }
     }
 }
@@ -102,10 +107,7 @@ void print_tracepoint(const trace::Tracepoint& tp, const Options& options, std::
     }
     if (def.condition) {
         out += fmt::format("  condition bytecode: {} bytes\n", def.condition->bytes.size());
-        if (options.disassemble)
-            for (std::string_view line :
-                 protocol::split(bytecode::disassemble(def.condition->program), '\n'))
-                if (!line.empty()) out += fmt::format("        {}\n", line);
+        if (options.disassemble) print_disassembly(def.condition->program, out);
     }
     if (!def.actions.empty()) {
         out += "  actions:\n";

@@ -1,0 +1,165 @@
+"""tpdump on the trace files gdb wrote (tests/data/tracefiles): text, --json, --perfetto,
+filters and exit codes. Run by ctest as `tools.tpdump`; TPDUMP and TRACEFILES come from
+the environment."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+TPDUMP = os.environ.get("TPDUMP", "tpdump")
+DATA = Path(os.environ.get("TRACEFILES", Path(__file__).parents[2] / "tests/data/tracefiles"))
+WORK = 0x555555555144
+COUNTERS = 0x555555558060
+
+
+def run(*args, check=True):
+    proc = subprocess.run([TPDUMP, *map(str, args)], capture_output=True, text=True, timeout=60)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_text_summary_tracepoints_and_frames():
+    out = run(DATA / "basic.tf").stdout
+    assert "5 frames" in out
+    assert "status: stopped (tstop), 5 frames (5 created)" in out
+    assert "register block: 2500 bytes, 155 registers (i386:x86-64)" in out
+    assert "$calls" in out and "$trace_timestamp" in out
+    assert f"tracepoint 3 at {WORK:#x}, enabled, 5 hits" in out
+    assert "location: work" in out
+    assert "collect $regs, step, *slot, glob, counters[1]@3, $trace_timestamp" in out
+    assert "teval $calls = $calls + 1" in out
+    assert "M-1,555555558040,4" in out
+    for n in range(5):
+        assert f"frame {n}: tracepoint 3 (work), pc {WORK:#x}" in out
+        assert f"variable $calls = {n + 1}" in out
+    assert "rip 0x0000555555555144" in out
+    # glob = 100 in frame 0, as a hexdump line
+    assert "0000555555558040  64 00 00 00" in out
+
+
+def test_text_stepping_file():
+    out = run(DATA / "stepping.tf").stdout
+    assert "status: stopped (tpasscount, tracepoint 5), 14 frames" in out
+    assert "tracepoint 4 at 0x555555555197, disabled" in out
+    assert "condition: step % 2 == 0" in out
+    assert "while-stepping actions:" in out
+    assert "pass count 4" in out
+
+
+def test_disassemble_shows_bytecode():
+    out = run("--disassemble", "--frames", "0", DATA / "basic.tf").stdout
+    assert "reg 6" in out and "trace" in out
+
+
+def test_tracepoint_and_frame_filters():
+    out = run("--tracepoint", 5, DATA / "stepping.tf").stdout
+    frames = [l for l in out.splitlines() if l.startswith("frame ")]
+    assert len(frames) == 4
+    assert all(": tracepoint 5 " in l for l in frames)
+    assert "tracepoint 3 at" not in out
+
+    out = run("--frames", "2-3", DATA / "basic.tf").stdout
+    frames = [l.split(":")[0] for l in out.splitlines() if l.startswith("frame ")]
+    assert frames == ["frame 2", "frame 3"]
+
+    out = run("--frames=3-", "--tracepoint=3", DATA / "basic.tf").stdout
+    assert [l.split(":")[0] for l in out.splitlines() if l.startswith("frame ")] == [
+        "frame 3", "frame 4"]
+
+
+def test_json_lines():
+    lines = run("--json", DATA / "basic.tf").stdout.splitlines()
+    assert len(lines) == 5
+    for n, line in enumerate(lines):
+        frame = json.loads(line)
+        assert frame["frame"] == n
+        assert frame["tracepoint"] == 3
+        assert int(frame["pc"], 16) == WORK
+        assert int(frame["registers"]["rip"], 16) == WORK
+        assert int(frame["registers"]["rdi"], 16) == n  # step
+        assert len(frame["registers"]) == 155
+        variables = {v["name"]: v["value"] for v in frame["variables"]}
+        assert variables["calls"] == n + 1
+        slot = [m for m in frame["memory"] if int(m["address"], 16) == COUNTERS + 8 * n]
+        assert slot, frame["memory"]
+        assert slot[0]["length"] == 8
+        assert int.from_bytes(bytes.fromhex(slot[0]["hex"]), "little") == 10 + n
+
+
+def test_json_register_selection():
+    frame = json.loads(run("--json", "--registers", "rip,rsp", "--frames", "0",
+                           DATA / "basic.tf").stdout)
+    assert sorted(frame["registers"]) == ["rip", "rsp"]
+    frame = json.loads(run("--json", "--registers", "none", "--frames", "0",
+                           DATA / "basic.tf").stdout)
+    assert frame["registers"] == {}
+
+
+def perfetto(path):
+    doc = json.loads(run("--perfetto", path).stdout)
+    assert isinstance(doc["traceEvents"], list)
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    instants = [e for e in doc["traceEvents"] if e["ph"] == "i"]
+    for e in instants:
+        assert {"name", "ts", "pid", "tid", "args"} <= e.keys()
+        assert e["tid"] in names
+    return doc, names, instants
+
+
+def test_perfetto_with_timestamps():
+    doc, names, instants = perfetto(DATA / "basic.tf")
+    assert names == {3: "tracepoint 3: work"}
+    assert len(instants) == 5
+    assert doc["otherData"]["clock"].startswith("$trace_timestamp")
+    times = [e["ts"] for e in instants]
+    assert times == sorted(times) and len(set(times)) == 5
+    assert instants[0]["ts"] == 3446107777
+    assert instants[0]["args"]["$calls"] == 1
+
+
+def test_perfetto_in_frame_order():
+    doc, names, instants = perfetto(DATA / "stepping.tf")
+    assert set(names) == {3, 4, 5}
+    assert len(instants) == 14
+    assert doc["otherData"]["clock"] == "frame order"
+    assert [e["ts"] for e in instants] == list(range(14))
+
+
+def test_empty_file():
+    out = run(DATA / "empty.tf").stdout
+    assert "0 frames" in out
+    assert run("--json", DATA / "empty.tf").stdout == ""
+    _, _, instants = perfetto(DATA / "empty.tf")
+    assert instants == []
+
+
+def test_bad_file_exit_1_with_offset(tmp_path):
+    whole = (DATA / "basic.tf").read_bytes()
+    cut = tmp_path / "cut.tf"
+    cut.write_bytes(whole[:20000])
+    proc = run(cut, check=False)
+    assert proc.returncode == 1
+    assert "offset 17653: frame 0 (tracepoint 3): data length" in proc.stderr
+    other = tmp_path / "other.tf"
+    other.write_bytes(b"hello world\n")
+    proc = run(other, check=False)
+    assert proc.returncode == 1 and "offset 0: not a trace file" in proc.stderr
+    proc = run(tmp_path / "missing.tf", check=False)
+    assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("args", [[], ["--frames", "x"], ["--tracepoint", "0", "f"],
+                                  ["--json", "--perfetto", "f"], ["--nope", "f"], ["a", "b"]])
+def test_usage_errors_exit_2(args):
+    proc = run(*args, check=False)
+    assert proc.returncode == 2
+    assert "tpdump --help" in proc.stderr
+
+
+def test_help():
+    out = run("--help").stdout
+    assert "usage: tpdump" in out and "examples:" in out and "--perfetto" in out
