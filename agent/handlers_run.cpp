@@ -8,6 +8,8 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
 
 namespace tpagent::agent {
 
@@ -138,6 +140,12 @@ std::string handle_detach(Session& s, std::string_view args) {
         auto pid = parse_hex_u64(args.front() == ';' ? args.substr(1) : args);
         if (!pid || static_cast<std::uint64_t>(inf->pid()) != *pid)
             return reply_error(ErrorCode::NoProcess);
+    }
+    if (s.server().keep_tracing_without_gdb()) {
+        fmt::print(stderr, "Disconnected tracing in effect, leaving tpagent attached to the process\n");
+        std::fflush(stderr);
+        s.last_stop.reset();
+        return reply_ok();
     }
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.last_stop.reset();

@@ -96,6 +96,11 @@ class Inferior {
     Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions);
     // Called when SIGCHLD arrived: reaps wait statuses; returns an event once all threads stopped.
     std::optional<StopEvent> poll();
+    // Resumes every thread (gdb gone, a trace keeps running).
+    Status resume_all();
+    // Stops every thread now, waiting for them (a gdb connects to a running program). The event
+    // is a stop with signal 0 on the main thread, or the process's exit if it ended meanwhile.
+    std::optional<StopEvent> stop_all_now();
     // Ctrl-C from gdb: makes the process stop with SIGINT.
     void interrupt();
     // Signals (host numbers) delivered to the program without stopping (QPassSignals).

@@ -97,6 +97,40 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
     return std::optional<StopEvent>();
 }
 
+Status Inferior::resume_all() {
+    std::vector<ThreadResume> plan;
+    for (pid_t tid : thread_ids()) plan.push_back({tid, false, 0});
+    auto r = resume(plan);
+    if (!r) return r.error();
+    return ok_status();
+}
+
+std::optional<StopEvent> Inferior::stop_all_now() {
+    if (!alive_ || !running_) return std::nullopt;
+    StopEvent quiet;
+    quiet.pid = pid_;
+    quiet.tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    quiet.signal = 0;
+    chosen_ = quiet;
+    stopping_all_ = true;
+    for (auto& [tid, t] : threads_) {
+        if (t.stopped || t.stop_requested || t.awaiting_first_stop) continue;
+        t.stop_requested = true;
+        tgkill(pid_, tid, SIGSTOP);
+    }
+    if (auto ev = finish_stop_all()) return ev;
+    while (alive_) {
+        int status = 0;
+        pid_t tid = waitpid(-1, &status, __WALL);
+        if (tid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (auto ev = handle_status(tid, status)) return ev;
+    }
+    return std::nullopt;
+}
+
 void Inferior::interrupt() {
     if (!alive_ || !running_) return;
     // As a terminal would: the whole process group when we started it.

@@ -1,6 +1,7 @@
 #include "agent/server.hpp"
 #include <csignal>
 #include <cstring>
+#include <utility>
 #include <cstdio>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -87,7 +88,10 @@ void Server::on_inferior_event(const StopEvent& ev) {
                    abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
+    if (ev.kind != StopEvent::Kind::Signal && experiment_.running())
+        experiment_.stop_for("tunknown:0", nullptr); // the traced process is gone
     if (session_ && !session_->closed()) session_->on_stop(ev);
+    else unreported_ = ev;
     if (ev.kind != StopEvent::Kind::Signal) forget_inferior();
 }
 
@@ -98,6 +102,14 @@ void Server::accept_next() {
             return;
         }
         session_ = std::make_unique<Session>(*this, std::move(conn));
+        // All-stop: gdb starts talking to a stopped program.
+        if (inferior_ && inferior_->running()) {
+            if (auto ev = inferior_->stop_all_now()) {
+                if (ev->kind != StopEvent::Kind::Signal) on_inferior_event(*ev);
+                else unreported_ = ev;
+            }
+        }
+        if (unreported_) session_->last_stop = std::exchange(unreported_, std::nullopt);
         session_->start();
     });
 }
@@ -114,14 +126,25 @@ void Server::session_closed(Session& s) {
             shutdown();
             return;
         }
-        // gdb went away without detaching: the program stays, stopped, for the next gdb.
-        if (inferior_ && inferior_->running()) inferior_->interrupt();
+        // gdb went away without detaching: the program stays, stopped, for the next gdb -
+        // unless a trace is to go on without gdb.
+        if (!keep_tracing_without_gdb()) {
+            if (experiment_.running()) experiment_.stop_for("tdisconnected:0", inferior_.get());
+            if (inferior_ && inferior_->running()) inferior_->interrupt();
+        }
         fmt::print(stderr,
                    "Remote side has terminated connection.  tpagent will reopen the connection.\n");
         std::fflush(stderr);
         listener_->announce();
         accept_next();
     });
+}
+
+bool Server::keep_tracing_without_gdb() {
+    if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ || !inferior_->alive())
+        return false;
+    if (!inferior_->running()) (void)inferior_->resume_all();
+    return true;
 }
 
 void Server::shutdown() {

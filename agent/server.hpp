@@ -32,6 +32,9 @@ class Server {
     void request_exit() { exit_requested_ = true; }
     void session_closed(Session& s);
     void set_debug(bool on);
+    // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
+    // the program goes on running and tracing, and tpagent waits for the next gdb.
+    bool keep_tracing_without_gdb();
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
     std::set<int> pass_signals; // host numbers, from QPassSignals
     bool stdio_transport() const;
@@ -50,6 +53,7 @@ class Server {
     boost::asio::signal_set sigchld_;
     TraceExperiment experiment_;
     bool exit_requested_ = false;
+    std::optional<StopEvent> unreported_; // what happened while no gdb was connected
     int exit_status_ = 0;
 };
 
