@@ -56,6 +56,8 @@ class TraceFile {
     TraceFile& operator=(const TraceFile&) = delete;
 
     std::size_t file_size() const { return bytes_.size(); }
+    // The whole file, as read; frames and blocks point into it.
+    std::span<const std::uint8_t> bytes() const { return bytes_; }
     // The `R` line, or the target description's block size when the line is missing.
     std::optional<std::size_t> register_block_size() const { return register_block_size_; }
     const std::optional<TraceStatus>& status() const { return status_; }

@@ -1,0 +1,69 @@
+// Fuzzes the trace-file reader: arbitrary bytes are parsed as a trace file. A file that
+// parses must be self-consistent (frames tile the frame section, blocks lie inside their
+// frame); a file that does not must give an error naming an offset inside it. Seeds: the
+// gdb-written files in tests/data/tracefiles (copied into the corpus at configure time).
+#include "tools/tracefile/trace_file.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace tpagent;
+using namespace tpagent::tracefile;
+
+namespace {
+
+#define INVARIANT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
+            std::abort();                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool inside(std::span<const std::uint8_t> outer, std::span<const std::uint8_t> inner) {
+    return inner.empty() || (inner.data() >= outer.data() &&
+                             inner.data() + inner.size() <= outer.data() + outer.size());
+}
+
+void check_file(const TraceFile& file, std::span<const std::uint8_t> bytes) {
+    std::size_t next = file.frame_section_offset();
+    INVARIANT(next <= bytes.size());
+    for (const Frame& frame : file.frames()) {
+        INVARIANT(frame.offset == next);
+        INVARIANT(frame.tracepoint != 0);
+        INVARIANT(frame.bytes.data() == bytes.data() + frame.offset);
+        INVARIANT(inside(bytes, frame.bytes));
+        for (const trace::FrameBlock& b : frame.blocks) {
+            INVARIANT(inside(frame.bytes, b.data));
+            if (b.type == 'R') INVARIANT(b.data.size() == *file.register_block_size());
+        }
+        // The accessors tools use on every frame.
+        (void)file.frame_pc(frame);
+        (void)frame.variable(1);
+        if (auto regs = frame.registers(); regs && file.register_layout())
+            for (const RegisterInfo& r : file.register_layout()->registers)
+                (void)register_value(r, *regs);
+        next = frame.offset + frame.bytes.size();
+    }
+    INVARIANT(next + 2 <= bytes.size()); // the end marker's tracepoint number
+    for (const trace::Tracepoint& tp : file.tracepoints())
+        INVARIANT(tp.definition.key.number != 0);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    auto file = parse_trace_file(std::vector<std::uint8_t>(data, data + size));
+    if (file) {
+        INVARIANT(file->bytes().size() == size);
+        check_file(*file, file->bytes());
+    } else {
+        const std::string& text = file.error().text;
+        INVARIANT(text.rfind("offset ", 0) == 0);
+        INVARIANT(std::stoull(text.substr(7)) <= size);
+    }
+    return 0;
+}
