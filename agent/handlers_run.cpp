@@ -142,7 +142,8 @@ std::string handle_detach(Session& s, std::string_view args) {
             return reply_error(ErrorCode::NoProcess);
     }
     if (s.server().keep_tracing_without_gdb()) {
-        fmt::print(stderr, "Disconnected tracing in effect, leaving tpagent attached to the process\n");
+        fmt::print(stderr,
+                   "Disconnected tracing in effect, leaving tpagent attached to the process\n");
         std::fflush(stderr);
         s.last_stop.reset();
         return reply_ok();

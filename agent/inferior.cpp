@@ -1,4 +1,5 @@
 #include "agent/inferior.hpp"
+#include "agent/child_events.hpp"
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -94,6 +95,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     if (child < 0) return sys_error("fork");
     if (child == 0) {
         close(fds[0]);
+        unblock_child_signal();
         setpgid(0, 0); // Ctrl-C on our terminal must not reach the program; we forward it.
         if (spec.stdio_is_protocol) {
             int null_fd = open("/dev/null", O_RDONLY);
@@ -192,25 +194,39 @@ std::string Inferior::thread_name(pid_t tid) const {
     return name;
 }
 
-Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid) {
+Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
     Thread& t = it->second;
     if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
     if (!t.regs) {
         arch::RegisterSnapshot s;
-        if (auto r = arch_.read_snapshot(tid, s); !r) return r.error();
+        auto r = full ? arch_.read_snapshot(tid, s) : arch_.read_general_registers(tid, s);
+        if (!r) return r.error();
         t.regs = std::move(s);
+        t.regs_full = full;
+    } else if (full && !t.regs_full) {
+        // The cached gpr may hold changes not yet written (a moved pc): fetch only the rest.
+        arch::RegisterSnapshot s;
+        if (auto r = arch_.read_snapshot(tid, s); !r) return r.error();
+        t.regs->xstate = std::move(s.xstate);
+        t.regs_full = true;
     }
     return &*t.regs;
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid,
-                                                           std::vector<bool>& available) {
-    auto s = snapshot(tid);
+Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vector<bool>& available,
+                                                           bool full) {
+    auto s = snapshot(tid, full);
     if (!s) return s.error();
     std::vector<std::uint8_t> g(arch_.g_size());
-    arch_.snapshot_to_g(**s, g, available);
+    if (full || threads_[tid].regs_full) {
+        arch_.snapshot_to_g(**s, g, available);
+    } else {
+        arch::RegisterSnapshot gpr_only;
+        gpr_only.gpr = (*s)->gpr;
+        arch_.snapshot_to_g(gpr_only, g, available);
+    }
     return g;
 }
 
@@ -237,7 +253,7 @@ Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint
 }
 
 Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
-    auto s = snapshot(tid);
+    auto s = snapshot(tid, false);
     if (!s) return s.error();
     return arch_.pc(**s);
 }

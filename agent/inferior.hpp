@@ -53,7 +53,9 @@ class Inferior {
     std::string thread_name(pid_t tid) const;
 
     // Registers of a stopped thread, in gdb's `g` layout.
-    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available);
+    // full=false reads only the general registers (the rest are marked unavailable): cheaper.
+    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available,
+                                                     bool full = true);
     Status write_registers(pid_t tid, std::span<const std::uint8_t> g);
     Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value);
     Result<std::uint64_t> read_pc(pid_t tid);
@@ -119,6 +121,7 @@ class Inferior {
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported
         std::optional<arch::RegisterSnapshot> regs;
+        bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
         std::uint64_t trace_steps_left = 0;          // while-stepping steps still to collect
         std::uint64_t trace_site = 0;
@@ -134,7 +137,8 @@ class Inferior {
 
     explicit Inferior(pid_t pid, bool attached);
     Status finish_setup();
-    Result<arch::RegisterSnapshot*> snapshot(pid_t tid);
+    // The cached registers of a stopped thread; `full` also fetches the vector/FP state.
+    Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true);
     Status resume_thread(pid_t tid, Thread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, int status);
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);

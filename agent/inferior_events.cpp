@@ -14,7 +14,7 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     if (!sites_.empty() && !t.step_from_site) {
-        if (auto s = snapshot(tid)) {
+        if (auto s = snapshot(tid, false)) {
             std::uint64_t pc = arch_.pc(**s);
             auto site = sites_.find(pc);
             if (site != sites_.end() && !user_breakpoint_at(pc)) {
@@ -45,7 +45,7 @@ void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
 bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
     std::uint64_t site_addr = *t.step_from_site;
     auto site = sites_.find(site_addr);
-    auto s = snapshot(tid);
+    auto s = snapshot(tid, false);
     if (site == sites_.end() || !s) {
         t.step_from_site.reset();
         return true;
@@ -99,7 +99,8 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
 
 Status Inferior::resume_all() {
     std::vector<ThreadResume> plan;
-    for (pid_t tid : thread_ids()) plan.push_back({tid, false, 0});
+    for (pid_t tid : thread_ids())
+        plan.push_back({tid, false, 0});
     auto r = resume(plan);
     if (!r) return r.error();
     return ok_status();
@@ -242,7 +243,19 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
 
 std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     siginfo_t info{};
-    ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    // A thread that is not being stepped and stopped just past a site executed its breakpoint:
+    // the common tracepoint hit needs no PTRACE_GETSIGINFO.
+    bool plain_run =
+        !t.stepping && !t.step_from_site && t.trace_steps_left == 0 && !hw_points_.any();
+    bool at_site = false;
+    if (plain_run && !sites_.empty()) {
+        if (auto s = snapshot(tid, false))
+            at_site = sites_.count(arch_.pc(**s) - arch_.pc_after_breakpoint(0)) != 0;
+    }
+    if (at_site)
+        info.si_code = SI_KERNEL;
+    else
+        ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
     bool single_step = info.si_code == TRAP_TRACE;
     if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
         (void)resume_thread(tid, t, true, 0); // still inside the displaced code: step on
@@ -255,7 +268,7 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         return finish_stop_all();
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
-        auto s = snapshot(tid);
+        auto s = snapshot(tid, false);
         std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         bool site = sites_.count(at) != 0;
         bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
@@ -304,7 +317,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t, const sig
         }
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
-        auto s = snapshot(tid);
+        auto s = snapshot(tid, false);
         if (s) {
             std::uint64_t pc = arch_.pc(**s);
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));

@@ -11,7 +11,7 @@ namespace tpagent::agent {
 namespace asio = boost::asio;
 
 Server::Server(asio::io_context& io, ServerOptions options)
-    : io_(io), options_(std::move(options)), sigchld_(io, SIGCHLD),
+    : io_(io), options_(std::move(options)), child_events_(io),
       experiment_(arch::host_architecture()) {}
 
 bool Server::stdio_transport() const {
@@ -68,14 +68,12 @@ void Server::forget_inferior() {
 }
 
 void Server::wait_for_children() {
-    sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
-        if (ec) return;
+    child_events_.watch([this] {
         while (inferior_ && inferior_->alive()) {
             auto ev = inferior_->poll();
             if (!ev) break;
             on_inferior_event(*ev);
         }
-        wait_for_children();
     });
 }
 
@@ -90,8 +88,10 @@ void Server::on_inferior_event(const StopEvent& ev) {
     std::fflush(stderr);
     if (ev.kind != StopEvent::Kind::Signal && experiment_.running())
         experiment_.stop_for("tunknown:0", nullptr); // the traced process is gone
-    if (session_ && !session_->closed()) session_->on_stop(ev);
-    else unreported_ = ev;
+    if (session_ && !session_->closed())
+        session_->on_stop(ev);
+    else
+        unreported_ = ev;
     if (ev.kind != StopEvent::Kind::Signal) forget_inferior();
 }
 
@@ -105,8 +105,10 @@ void Server::accept_next() {
         // All-stop: gdb starts talking to a stopped program.
         if (inferior_ && inferior_->running()) {
             if (auto ev = inferior_->stop_all_now()) {
-                if (ev->kind != StopEvent::Kind::Signal) on_inferior_event(*ev);
-                else unreported_ = ev;
+                if (ev->kind != StopEvent::Kind::Signal)
+                    on_inferior_event(*ev);
+                else
+                    unreported_ = ev;
             }
         }
         if (unreported_) session_->last_stop = std::exchange(unreported_, std::nullopt);
@@ -141,7 +143,8 @@ void Server::session_closed(Session& s) {
 }
 
 bool Server::keep_tracing_without_gdb() {
-    if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ || !inferior_->alive())
+    if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ ||
+        !inferior_->alive())
         return false;
     if (!inferior_->running()) (void)inferior_->resume_all();
     return true;
@@ -156,7 +159,7 @@ void Server::shutdown() {
             (void)kill_inferior();
     }
     listener_->close();
-    sigchld_.cancel();
+    child_events_.cancel();
     io_.stop();
 }
 

@@ -2,6 +2,7 @@
 // inferior. Decides what happens when gdb goes away and when tpagent exits.
 #pragma once
 #include "agent/asio.hpp"
+#include "agent/child_events.hpp"
 #include "agent/inferior.hpp"
 #include "agent/options.hpp"
 #include "agent/session.hpp"
@@ -50,7 +51,7 @@ class Server {
     std::unique_ptr<Listener> listener_;
     std::unique_ptr<Session> session_;
     std::unique_ptr<Inferior> inferior_;
-    boost::asio::signal_set sigchld_;
+    ChildEvents child_events_;
     TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<StopEvent> unreported_; // what happened while no gdb was connected

@@ -121,8 +121,15 @@ void TraceExperiment::on_step(Inferior& inferior, pid_t tid, std::uint64_t) {
 
 bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
                               const std::vector<trace::ActionString>& actions, bool step) {
+    // The vector/FP state is fetched only when a register block is collected.
+    bool all_registers = false;
+    for (const auto& string : actions)
+        for (const auto& action : string.actions)
+            if (const auto* mask = std::get_if<trace::RegisterMask>(&action);
+                mask && !mask->bytes.empty())
+                all_registers = true;
     std::vector<bool> available;
-    auto g = inferior.read_registers(tid, available);
+    auto g = inferior.read_registers(tid, available, all_registers);
     if (!g) {
         stop_with(fmt::format("terror:{}:{:x}", protocol::to_hex(g.error().text),
                               tp.definition.key.number),

@@ -46,6 +46,8 @@ class Architecture {
 
     // ptrace access to a stopped thread.
     virtual Status read_snapshot(pid_t tid, RegisterSnapshot& out) const = 0;
+    // Reads only the general registers (gpr); xstate is left as it was.
+    virtual Status read_general_registers(pid_t tid, RegisterSnapshot& out) const = 0;
     virtual Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const = 0;
     // Writes only the general registers (pc, sp, ...): the cheap write for moving a pc.
     virtual Status write_general_registers(pid_t tid, const RegisterSnapshot& in) const = 0;

@@ -2,6 +2,7 @@
 #pragma once
 #include "arch/arch.hpp"
 #include "arch/x86_64/cpu_features.hpp"
+#include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/registers.hpp"
 #include <string>
 
@@ -21,6 +22,9 @@ class X86_64Architecture final : public Architecture {
     Status read_snapshot(pid_t tid, RegisterSnapshot& out) const override;
     Status write_snapshot(pid_t tid, const RegisterSnapshot& in) const override;
     Status write_general_registers(pid_t tid, const RegisterSnapshot& in) const override;
+    Status read_general_registers(pid_t tid, RegisterSnapshot& out) const override {
+        return read_general_regset(tid, out);
+    }
 
     void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
                        std::vector<bool>& available) const override;

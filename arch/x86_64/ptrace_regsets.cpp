@@ -33,12 +33,17 @@ long set_regset(pid_t tid, int note, const std::vector<std::uint8_t>& buf) {
 
 } // namespace
 
-Status read_regsets(pid_t tid, std::size_t xstate_capacity, RegisterSnapshot& out) {
+Status read_general_regset(pid_t tid, RegisterSnapshot& out) {
     out.gpr.assign(sizeof(user_regs_struct), 0);
     long n = get_regset(tid, NT_PRSTATUS, out.gpr);
     if (n < 0) return ptrace_error("PTRACE_GETREGSET(NT_PRSTATUS)", tid, static_cast<int>(-n));
     out.gpr.resize(static_cast<std::size_t>(n));
+    return ok_status();
+}
 
+Status read_regsets(pid_t tid, std::size_t xstate_capacity, RegisterSnapshot& out) {
+    if (auto s = read_general_regset(tid, out); !s) return s;
+    long n = 0;
     out.xstate.assign(std::max<std::size_t>(xstate_capacity, fxsave::kSize), 0);
     n = get_regset(tid, NT_X86_XSTATE, out.xstate);
     if (n == -ENODEV || n == -EINVAL) {

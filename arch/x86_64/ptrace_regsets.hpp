@@ -9,6 +9,8 @@ namespace tpagent::arch::x86_64 {
 
 // Reads NT_PRSTATUS and NT_X86_XSTATE (NT_PRFPREG's 512 bytes when the kernel has no XSAVE
 // regset). `xstate_capacity` bounds the XSAVE area; the snapshot keeps the size returned.
+// NT_PRSTATUS only: the cheap read when only the pc or stack pointer is needed.
+Status read_general_regset(pid_t tid, RegisterSnapshot& out);
 Status read_regsets(pid_t tid, std::size_t xstate_capacity, RegisterSnapshot& out);
 
 // Writes back whatever parts `in` holds (an empty part is left alone).
