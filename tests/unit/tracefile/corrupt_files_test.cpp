@@ -3,6 +3,7 @@
 #include "tests/unit/tracefile/test_files.hpp"
 
 #include <random>
+#include <set>
 
 using namespace tpagent;
 using namespace tpagent::tracefile;
@@ -237,9 +238,18 @@ TEST_CASE("every prefix of a gdb file is rejected with an offset inside it") {
     Bytes whole = file_bytes("basic.tf");
     auto full = parse_trace_file(whole);
     REQUIRE(full.ok());
-    const std::size_t frames_at = full->frame_section_offset();
-    // Every cut in the frame section and at the frame boundaries, a sample of the text.
-    for (std::size_t n = 0; n + 2 < whole.size(); n += n < frames_at ? 61 : 1) {
+    // Cuts around every frame's header and end (every byte there) and a sample elsewhere.
+    std::set<std::size_t> cuts;
+    for (std::size_t n = 0; n + 2 < whole.size(); n += 61)
+        cuts.insert(n);
+    for (const Frame& f : full->frames()) {
+        std::size_t end = f.offset + f.bytes.size();
+        for (std::size_t n = f.offset - 16; n < f.offset + 64; ++n)
+            cuts.insert(n);
+        for (std::size_t n = end - 64; n < end + 2; ++n)
+            cuts.insert(n);
+    }
+    for (std::size_t n : cuts) {
         Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n));
         auto r = parse_trace_file(std::move(cut));
         INFO("prefix " << n);
