@@ -4,6 +4,8 @@
 #include "agent/server.hpp"
 #include "agent/session.hpp"
 #include "agent/trace/frame_query.hpp"
+#include "agent/trace_file_writer.hpp"
+#include "arch/arch.hpp"
 #include "agent/trace/tracepoint_codec.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
@@ -147,6 +149,15 @@ std::string handle_trace_buffer_read(Session& s, std::string_view args) {
     std::size_t got = buffer.read_raw(range->addr, bytes);
     if (got == 0) return "l";
     return to_hex(std::span(bytes.data(), got));
+}
+
+std::string handle_trace_save(Session& s, std::string_view args) {
+    auto name = hex_to_text(args);
+    if (!name) return reply_error(name.error());
+    auto path = resolve_save_path(*name, s.server().options().save_dir);
+    if (!path) return reply_error_text(path.error());
+    auto xml = arch::host_architecture().feature_xml("target.xml");
+    return status_to_reply(write_trace_file(*path, experiment(s), xml ? *xml : std::string()));
 }
 
 std::string handle_xfer_traceframe_info(Session& s, std::string_view args) {

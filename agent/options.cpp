@@ -39,6 +39,7 @@ std::string usage_text() {
            "Other options:\n"
            "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
+           "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR.\n"
            "  --disable-randomization\n"
            "                        Run PROG with address space randomization disabled (default).\n"
            "  --no-disable-randomization\n"
@@ -79,6 +80,10 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             long n = 0;
             if (!parse_number(v, n) || n <= 0) return usage_error("--baud needs a positive number");
             o.baud = static_cast<unsigned>(n);
+        } else if (a == "--save-dir" || a.starts_with("--save-dir=")) {
+            std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
+            if (v.empty()) return usage_error("--save-dir needs a directory");
+            o.save_dir = std::string(v);
         } else if (a == "--wrapper") {
             for (++i; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
                 o.wrapper.emplace_back(argv[i]);

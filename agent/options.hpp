@@ -20,7 +20,8 @@ struct ServerOptions {
     bool once = false;
     bool debug = false;
     bool disable_randomization = true;
-    unsigned baud = 0; // serial line speed; 0 = leave as is
+    std::optional<std::string> save_dir; // QTSave writes only here when given
+    unsigned baud = 0;                   // serial line speed; 0 = leave as is
     bool show_help = false;
     bool show_version = false;
 };

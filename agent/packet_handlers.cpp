@@ -75,6 +75,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qTsV", handle_trace_variables_next},
         {"QTFrame", handle_trace_frame},
         {"qTBuffer", handle_trace_buffer_read},
+        {"QTSave", handle_trace_save},
         // Host I/O
         {"vFile:setfs", handle_vfile_setfs},
         {"vFile:open", handle_vfile_open},
