@@ -1,0 +1,246 @@
+#include "arch/x86_64/jump_pad.hpp"
+#include "arch/x86_64/ax_jit_asm.hpp"
+#include "arch/x86_64/relocator.hpp"
+#include "arch/x86_64/xsave_layout.hpp"
+#include <algorithm>
+#include <cpuid.h>
+#include <fmt/format.h>
+
+namespace tpagent::arch::x86_64 {
+namespace {
+
+using axjit::Assembler;
+using axjit::Mem;
+using axjit::Reg;
+using enum axjit::Reg;
+
+constexpr std::size_t kRedZone = 128;
+constexpr std::size_t kGprBytes = 16 * 8; // rax..r15 at the start of the `g` block
+constexpr std::size_t kStateAlign = 64;   // XSAVE needs 64, FXSAVE 16
+
+std::size_t round_up(std::size_t v, std::size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+bool fits_rel32(std::int64_t d) {
+    return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+// op [rsp + disp] with the 0x0f-prefixed opcodes (xsave family, ldmxcsr).
+void op0f_rsp(Assembler& a, bool rex_w, std::uint8_t op, unsigned digit, std::int32_t disp) {
+    a.rex(rex_w, 0, RSP);
+    a.byte(0x0f);
+    a.byte(op);
+    a.modrm_mem(digit, Mem{RSP, disp});
+}
+
+void lea_rsp(Assembler& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keeps flags
+    a.rex(true, RSP, RSP);
+    a.byte(0x8d);
+    a.modrm_mem(RSP, Mem{RSP, delta});
+}
+
+void load32(Assembler& a, Reg dst, Mem m) {
+    a.rex(false, dst, m.base);
+    a.byte(0x8b);
+    a.modrm_mem(dst, m);
+}
+
+void store32(Assembler& a, Mem m, Reg src) {
+    a.rex(false, src, m.base);
+    a.byte(0x89);
+    a.modrm_mem(src, m);
+}
+
+// The g offsets the pad writes, checked against the layout rather than assumed.
+struct CoreOffsets {
+    std::uint32_t rip = 0;
+    std::uint32_t eflags = 0;
+    std::array<std::uint32_t, 6> segment{}; // es, cs, ss, ds, fs, gs (the sreg numbers)
+};
+
+Result<CoreOffsets> core_offsets(const RegisterLayout& layout) {
+    static constexpr const char* kPushed[16] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi",
+                                                "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                "r12", "r13", "r14", "r15"};
+    const auto regs = layout.registers();
+    auto at = [&](const char* name, std::uint32_t size) -> int {
+        const int i = layout.find(name);
+        return i >= 0 && regs[i].size == size ? i : -1;
+    };
+    // The pushes lay rax..r15 down in this order, so the layout must agree.
+    for (int i = 0; i < 16; ++i) {
+        const int r = at(kPushed[i], 8);
+        if (r < 0 || regs[r].g_offset != static_cast<std::uint32_t>(8 * i))
+            return make_error(
+                ErrorCode::Unsupported,
+                fmt::format("register layout: {} is not at offset {}", kPushed[i], 8 * i));
+    }
+    CoreOffsets off;
+    static constexpr const char* kSegments[6] = {"es", "cs", "ss", "ds", "fs", "gs"};
+    const int rip = at("rip", 8);
+    const int eflags = at("eflags", 4);
+    if (rip < 0 || eflags < 0)
+        return make_error(ErrorCode::Unsupported, "register layout: no rip or eflags");
+    off.rip = regs[rip].g_offset;
+    off.eflags = regs[eflags].g_offset;
+    for (int s = 0; s < 6; ++s) {
+        const int r = at(kSegments[s], 4);
+        if (r < 0)
+            return make_error(ErrorCode::Unsupported,
+                              fmt::format("register layout: no {}", kSegments[s]));
+        off.segment[s] = regs[r].g_offset;
+    }
+    // Everything the pad writes above the GPRs must sit in the T bytes reserved above them.
+    const std::uint32_t end =
+        std::max({off.rip + 8, off.eflags + 4, off.segment[0] + 4, off.segment[1] + 4,
+                  off.segment[2] + 4, off.segment[3] + 4, off.segment[4] + 4, off.segment[5] + 4});
+    if (off.rip < kGprBytes || off.eflags < kGprBytes || end > layout.g_size())
+        return make_error(ErrorCode::Unsupported, "register layout: core registers misplaced");
+    return off;
+}
+
+Status check_state_save(const StateSave& s) {
+    if (s.kind == StateSave::Kind::Fxsave) {
+        if (s.size < fxsave::kSize)
+            return make_error(ErrorCode::BadPacket, "FXSAVE area smaller than 512 bytes");
+    } else if (s.size < kXsaveHeaderEnd || (s.mask & 3u) == 0) {
+        return make_error(ErrorCode::BadPacket, "XSAVE area or mask too small");
+    }
+    if (s.size > (1u << 20)) return make_error(ErrorCode::TooLarge, "state save area too large");
+    return ok_status();
+}
+
+void load_xsave_mask(Assembler& a, std::uint64_t mask) {
+    a.mov_imm(RAX, mask & 0xffffffffu);
+    a.mov_imm(RDX, mask >> 32);
+}
+
+} // namespace
+
+Result<std::array<std::uint8_t, kJumpLength>> encode_jump(std::uint64_t from, std::uint64_t to) {
+    const auto d = static_cast<std::int64_t>(to - (from + kJumpLength));
+    if (!fits_rel32(d))
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("jump from {:#x} to {:#x} is beyond rel32", from, to));
+    const auto rel = static_cast<std::uint32_t>(static_cast<std::int32_t>(d));
+    return std::array<std::uint8_t, kJumpLength>{
+        0xe9, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
+        static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)};
+}
+
+StateSave state_save_for(const CpuFeatures& cpu, bool os_xsave) {
+    if (!os_xsave) return {StateSave::Kind::Fxsave, 0, fxsave::kSize};
+    return {StateSave::Kind::Xsave, cpu.xcr0 & kSupportedXcr0,
+            std::max(cpu.xstate_size, kXsaveHeaderEnd)};
+}
+
+StateSave detect_state_save() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool os_xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE);
+    return state_save_for(detect_cpu_features(), os_xsave);
+}
+
+Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
+    if (!spec.layout) return make_error(ErrorCode::BadPacket, "jump pad: no register layout");
+    auto jump = encode_jump(spec.tracepoint_address, spec.pad_address);
+    if (!jump) return jump.error();
+    auto offsets = core_offsets(*spec.layout);
+    if (!offsets) return offsets.error();
+    if (auto st = check_state_save(spec.state_save); !st) return st.error();
+    const CoreOffsets& off = *offsets;
+    const StateSave& save = spec.state_save;
+    const bool xsave = save.kind == StateSave::Kind::Xsave;
+
+    // T: block bytes above the GPRs; B = O - 264 - T (see the diagram in the header).
+    const std::size_t upper = round_up(spec.layout->g_size(), 8) - kGprBytes;
+    const std::size_t area = round_up(save.size, kStateAlign);
+    const auto i32 = [](std::size_t v) { return static_cast<std::int32_t>(v); };
+
+    Assembler a;
+    lea_rsp(a, -i32(kRedZone)); // first: leaf code keeps live data below rsp
+    a.byte(0x9c);               // pushfq, before anything below changes a flag
+    lea_rsp(a, -i32(upper));
+    for (Reg r : {R15, R14, R13, R12, R11, R10, R9, R8, RSP, RBP, RDI, RSI, RDX, RCX, RBX, RAX})
+        a.push(r); // `push rsp` stores rsp as it was before that push: fixed below
+
+    // Core of the g block at B = rsp; rax is free now.
+    a.rex(true, RAX, RSP); // lea rax, [rsp + 264 + T]: the rsp of the thread at the tracepoint
+    a.byte(0x8d);
+    a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 8 + kRedZone)});
+    a.store(Mem{RSP, 7 * 8}, RAX);
+    a.mov_imm(RAX, spec.tracepoint_address);
+    a.store(Mem{RSP, i32(off.rip)}, RAX);
+    load32(a, RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
+    store32(a, Mem{RSP, i32(off.eflags)}, RAX);
+    for (unsigned s = 0; s < 6; ++s) {
+        a.byte(0x8c); // mov eax, sreg (zero-extends)
+        a.byte(static_cast<std::uint8_t>(0xc0 | (s << 3)));
+        store32(a, Mem{RSP, i32(off.segment[s])}, RAX);
+    }
+
+    // State save area at A, 64-byte aligned below the block.
+    a.mov(RBX, RSP);
+    a.alu_imm(axjit::AND, RSP, -i32(kStateAlign));
+    lea_rsp(a, -i32(area));
+    if (xsave) {
+        // XSAVE writes only the XSTATE_BV bits it saves and never XCOMP_BV, and XRSTOR faults
+        // on stray bits there: the header must start zeroed, not as stale stack bytes.
+        a.mov_imm(RAX, 0);
+        for (std::uint32_t q = fxsave::kSize; q < kXsaveHeaderEnd; q += 8)
+            a.store(Mem{RSP, i32(q)}, RAX);
+        load_xsave_mask(a, save.mask);
+        op0f_rsp(a, true, 0xae, 4, 0); // xsave64 [rsp]
+    } else {
+        op0f_rsp(a, true, 0xae, 0, 0); // fxsave64 [rsp]
+    }
+    a.push(RBX);    // [A-8] = B, the only way back (the collector may break the ABI)
+    lea_rsp(a, -8); // rsp = A-16: 16-byte aligned for the call
+    a.byte(0xfc);   // cld
+    if (xsave && (save.mask & (1u << kAvx))) {
+        a.byte(0xc5), a.byte(0xf8), a.byte(0x77); // vzeroupper
+    }
+
+    a.mov_imm(RDI, spec.argument);
+    a.mov(RSI, RBX);
+    a.rex(true, RDX, RSP); // lea rdx, [rsp + 16]
+    a.byte(0x8d);
+    a.modrm_mem(RDX, Mem{RSP, 16});
+    a.mov_imm(RAX, spec.collector);
+    a.call(RAX);
+    const std::size_t return_offset = a.pos();
+
+    // Restore: rsp is all the collector had to keep.
+    a.load(RBX, Mem{RSP, 8});
+    if (xsave) {
+        load_xsave_mask(a, save.mask);
+        op0f_rsp(a, true, 0xae, 5, 16); // xrstor64 [rsp+16]
+    } else {
+        op0f_rsp(a, true, 0xae, 1, 16); // fxrstor64 [rsp+16]
+    }
+    a.mov(RSP, RBX);
+    for (Reg r : {RAX, RBX, RCX, RDX, RSI, RDI, RBP})
+        a.pop(r);
+    lea_rsp(a, 8); // the rsp slot: rsp comes back by arithmetic
+    for (Reg r : {R8, R9, R10, R11, R12, R13, R14, R15})
+        a.pop(r);
+    lea_rsp(a, i32(upper));
+    a.byte(0x9d); // popfq
+    lea_rsp(a, i32(kRedZone));
+
+    JumpPad pad;
+    pad.relocated_offset = a.pos();
+    auto relocated = relocate(spec.original_code, spec.tracepoint_address,
+                              spec.pad_address + pad.relocated_offset, kJumpLength);
+    if (!relocated) return relocated.error();
+    pad.code = std::move(a.code());
+    pad.code.insert(pad.code.end(), relocated->code.begin(), relocated->code.end());
+    pad.relocated = std::move(*relocated);
+    pad.patch.assign(jump->begin(), jump->end());
+    pad.patch.resize(pad.relocated.covered, 0xcc);
+    pad.return_offset = return_offset;
+    pad.stack_bytes = kRedZone + 8 + upper + kGprBytes + (kStateAlign - 1) + area + 16 + 8;
+    return pad;
+}
+
+} // namespace tpagent::arch::x86_64

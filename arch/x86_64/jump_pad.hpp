@@ -1,0 +1,113 @@
+// x86-64 fast-tracepoint jump pads: the code a tracepoint's `jmp rel32` leads to. It saves the
+// thread's state on the thread's own stack, calls the in-process collector with a register
+// block in gdb's `g` layout, restores every register and flag, runs the displaced instructions
+// (relocated by relocate(), placed right after the pad's own code) and jumps back.
+// No locks, no system calls: all state lives on the stack of the thread that hit.
+//
+// The collector is called as
+//     void collector(std::uint64_t argument, std::uint8_t* block, const std::uint8_t* state);
+// block: the first RegisterLayout::g_size() bytes of a `g` block. The pad fills the core
+//        part (rax..r15, rip = the tracepoint address, eflags, cs, ss, ds, es, fs, gs); the
+//        rest (x87, SSE, AVX..., orig_rax, fs_base, gs_base) is left for the collector, which
+//        converts it from `state`. Bytes 0..127 are also what the pad restores the general
+//        registers from: the collector must not change them.
+// state: the XSAVE area (standard, non-compacted format, XSTATE_BV valid, 64-byte aligned)
+//        or the 512-byte FXSAVE area, per JumpPadSpec::state_save.
+//
+// Stack of the thread while the collector runs (O = the thread's rsp at the tracepoint;
+// addresses grow upwards; T = round_up(g_size, 8) - 128):
+//
+//     O                 +---------------------------+
+//                       | red zone, 128 bytes       |  untouched
+//     O-128             +---------------------------+
+//                       | rflags (pushfq)           |  restored with popfq
+//     O-136             +---------------------------+
+//                       | g block bytes 128..g_size |  rip, eflags, segments (pad);
+//                       |  (T bytes)                |  FP/vector part (collector)
+//     B+128             +---------------------------+
+//                       | g block bytes 0..127      |  pushed r15..r8, rsp (then set to O),
+//                       |  rax..r15                 |  rbp, rdi, rsi, rdx, rcx, rbx, rax
+//     B = O-264-T       +---------------------------+  <- rsi
+//                       | 0..63 bytes of alignment  |
+//     A                 +---------------------------+  64-byte aligned
+//                       | XSAVE / FXSAVE area       |  <- rdx
+//                       +---------------------------+
+//                       | B (restore pointer)       |
+//     A-16              | (unused)                  |  16-byte aligned: `call` pushes below
+//                       +---------------------------+
+//
+// Before the call the pad clears DF (the ABI requires it; a tracepoint inside `std ... cld`
+// code would otherwise run the collector's memcpy backwards) and, when AVX state is saved,
+// executes vzeroupper (the collector's SSE code would pay for dirty upper halves). The x87
+// stack and MXCSR are left as the program had them: the collector does no floating point.
+#pragma once
+#include "arch/relocation.hpp"
+#include "arch/x86_64/cpu_features.hpp"
+#include "arch/x86_64/registers.hpp"
+#include "protocol/result.hpp"
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tpagent::arch::x86_64 {
+
+// The jump written at a fast tracepoint, and the shortest instruction span it may replace
+// (the `qTMinFTPILen` answer).
+inline constexpr std::size_t kJumpLength = 5;
+constexpr std::size_t min_insn_len() {
+    return kJumpLength;
+}
+
+// `jmp rel32` at `from` to `to`; Unsupported when `to` is beyond ±2 GiB.
+Result<std::array<std::uint8_t, kJumpLength>> encode_jump(std::uint64_t from, std::uint64_t to);
+
+// How the pad saves the vector/FP state the collector may clobber.
+struct StateSave {
+    enum class Kind : std::uint8_t { Xsave, Fxsave };
+    Kind kind = Kind::Fxsave;
+    std::uint64_t mask = 0; // XSAVE requested-feature bitmap (EDX:EAX); ignored for FXSAVE
+    std::uint32_t size = 0; // bytes of the save area for `mask` (>= 576 for XSAVE, 512 FXSAVE)
+};
+
+// XSAVE of every component the agent knows (XCR0 & kSupportedXcr0: not AMX tiles, whose
+// XFD trap would turn an XRSTOR into a signal) when the OS enabled it, else FXSAVE.
+// `os_xsave`: CPUID.1:ECX.OSXSAVE on this machine.
+StateSave state_save_for(const CpuFeatures& cpu, bool os_xsave);
+// The same for the running CPU.
+StateSave detect_state_save();
+
+struct JumpPadSpec {
+    std::uint64_t pad_address = 0;        // where JumpPad::code will be written
+    std::uint64_t tracepoint_address = 0; // where JumpPad::patch will be written
+    std::uint64_t collector = 0;          // absolute address of the collector function
+    std::uint64_t argument = 0;           // its first argument (e.g. the tracepoint's record)
+    // The original bytes at tracepoint_address: at least the whole instructions covering
+    // kJumpLength bytes (kJumpLength + 15 is always enough).
+    std::span<const std::uint8_t> original_code;
+    const RegisterLayout* layout = nullptr; // `g` offsets and size
+    StateSave state_save;
+};
+
+struct JumpPad {
+    // Bytes for pad_address: the pad's own code, then at relocated_offset the displaced
+    // instructions and their jump back.
+    std::vector<std::uint8_t> code;
+    std::size_t relocated_offset = 0;
+    // relocate()'s answer for a pad at pad_address + relocated_offset (its pad offsets are
+    // relative to relocated_offset): covered bytes, instruction boundaries.
+    Relocated relocated;
+    // Bytes for tracepoint_address: the jump to the pad, then int3 up to relocated.covered.
+    std::vector<std::uint8_t> patch;
+    // Offset in `code` just after the collector call (the return address a thread inside the
+    // collector has on its stack).
+    std::size_t return_offset = 0;
+    // The most the pad itself uses below the thread's rsp (red zone included; the collector's
+    // own frame comes on top).
+    std::size_t stack_bytes = 0;
+};
+
+Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec);
+
+} // namespace tpagent::arch::x86_64

@@ -1,0 +1,586 @@
+// The jump pad, run in Unicorn: code patched with the tracepoint jump must end in the same
+// state as the original code (registers, flags, xmm, MXCSR, memory incl. the red zone), and
+// the collector, a `ret` with a hook that checks what it was given and then clobbers every
+// register, must see the thread's registers in the `g` block.
+// Unicorn does not implement XSAVE (its CPUID lacks it: xsave is #UD), so the runs use the
+// FXSAVE form; the XSAVE form is checked instruction by instruction with Zydis.
+#include "arch/x86_64/jump_pad.hpp"
+
+#include <catch2/catch.hpp>
+#include <unicorn/unicorn.h>
+
+#include <Zydis/Zydis.h>
+#include <array>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace x86 = tpagent::arch::x86_64;
+using Bytes = std::vector<std::uint8_t>;
+
+namespace {
+
+constexpr std::uint64_t kCode = 0x10001000;          // the traced code
+constexpr std::uint64_t kData = 0x10100000;          // its rip-relative data
+constexpr std::uint64_t kPad = 0x70000100;           // 1.5 GiB above the code
+constexpr std::uint64_t kCollector = 0x7f0000000000; // absolute: far from everything
+constexpr std::uint64_t kStack = 0x30000000;
+constexpr std::uint64_t kRegion = 0x10000;
+constexpr std::uint64_t kArg = 0x5eed5eed12345678;
+
+constexpr std::array<int, 16> kGprs = {
+    UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
+    UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
+constexpr const char* kGprNames[16] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
+// es, cs, ss, ds, fs, gs: the pad's order.
+constexpr std::array<int, 6> kSegments = {UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS,
+                                          UC_X86_REG_DS, UC_X86_REG_FS, UC_X86_REG_GS};
+constexpr const char* kSegmentNames[6] = {"es", "cs", "ss", "ds", "fs", "gs"};
+
+constexpr std::uint64_t kCF = 0x1, kPF = 0x4, kAF = 0x10, kZF = 0x40, kSF = 0x80, kDF = 0x400,
+                        kOF = 0x800;
+
+Bytes le32(std::int64_t v) {
+    Bytes b(4);
+    for (int i = 0; i < 4; ++i)
+        b[i] = static_cast<std::uint8_t>(v >> (8 * i));
+    return b;
+}
+
+Bytes cat(std::initializer_list<Bytes> parts) {
+    Bytes out;
+    for (const auto& p : parts)
+        out.insert(out.end(), p.begin(), p.end());
+    return out;
+}
+
+template <typename T> T load(const Bytes& b, std::size_t at) {
+    T v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    return v;
+}
+
+std::string hex(std::uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+    return b;
+}
+
+// Leaf code with a prologue, a rip-relative load, and red-zone reads and writes:
+//   push rbp; mov rbp,rsp; mov rax,[rip+d]; add rax,rbx; mov rcx,[rbp-16]; mov [rbp-8],rax;
+//   imul rcx,rdx; movups xmm0,[rbp-32]; pxor xmm1,xmm0; cmp rcx,rax; pop rbp; hlt
+// Offsets 0, 1 and 4 start instructions; tracepoints go there.
+Bytes traced_code() {
+    return cat(
+        {{0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05},
+         le32(static_cast<std::int64_t>(kData + 0x40 - (kCode + 11))),
+         {0x48, 0x01, 0xd8, 0x48, 0x8b, 0x4d, 0xf0, 0x48, 0x89, 0x45, 0xf8, 0x48, 0x0f, 0xaf,
+          0xca, 0x0f, 0x10, 0x45, 0xe0, 0x66, 0x0f, 0xef, 0xc8, 0x48, 0x39, 0xc1, 0x5d, 0xf4}});
+}
+
+struct Machine {
+    std::array<std::uint64_t, 16> gpr{};
+    std::uint64_t rflags = 0;
+    std::array<std::array<std::uint64_t, 2>, 16> xmm{};
+    std::uint32_t mxcsr = 0;
+    std::array<std::uint64_t, 6> segment{};
+};
+
+Machine read_machine(uc_engine* uc) {
+    Machine m;
+    for (int i = 0; i < 16; ++i)
+        uc_reg_read(uc, kGprs[i], &m.gpr[i]);
+    uc_reg_read(uc, UC_X86_REG_RFLAGS, &m.rflags);
+    for (int i = 0; i < 16; ++i)
+        uc_reg_read(uc, UC_X86_REG_XMM0 + i, m.xmm[i].data());
+    uc_reg_read(uc, UC_X86_REG_MXCSR, &m.mxcsr);
+    for (int i = 0; i < 6; ++i)
+        uc_reg_read(uc, kSegments[i], &m.segment[i]);
+    return m;
+}
+
+Bytes read_mem(uc_engine* uc, std::uint64_t at, std::size_t n) {
+    Bytes b(n);
+    uc_mem_read(uc, at, b.data(), n);
+    return b;
+}
+
+struct Setup {
+    std::uint64_t rsp = kStack + kRegion / 2;
+    std::uint64_t rflags = 0x202;
+    std::size_t tp_offset = 0; // tracepoint at kCode + tp_offset
+};
+
+// What the collector hook saw; problems are collected, not thrown through Unicorn.
+struct Observed {
+    std::uint64_t tracepoint = 0;
+    const x86::JumpPad* pad = nullptr;
+    const x86::RegisterLayout* layout = nullptr;
+    Machine at_tracepoint;
+    Bytes red_zone_at_tracepoint;
+    int calls = 0;
+    std::vector<std::string> problems;
+};
+
+void note(Observed& o, bool ok, const std::string& what) {
+    if (!ok) o.problems.push_back(what);
+}
+
+void tracepoint_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    auto& o = *static_cast<Observed*>(user);
+    o.at_tracepoint = read_machine(uc);
+    o.red_zone_at_tracepoint = read_mem(uc, o.at_tracepoint.gpr[7] - 128, 128);
+}
+
+void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    auto& o = *static_cast<Observed*>(user);
+    ++o.calls;
+    const Machine now = read_machine(uc);
+    const Machine& at = o.at_tracepoint;
+    const std::uint64_t rsp = now.gpr[7];
+    const std::uint64_t block = now.gpr[4]; // rsi
+    const std::uint64_t state = now.gpr[3]; // rdx
+    note(o, rsp % 16 == 8, "rsp not 16-aligned before the call: " + hex(rsp));
+    note(o, load<std::uint64_t>(read_mem(uc, rsp, 8), 0) == kPad + o.pad->return_offset,
+         "return address");
+    note(o, now.gpr[5] == kArg, "rdi is not the argument");
+    note(o, state % 64 == 0, "state area not 64-aligned: " + hex(state));
+    note(o, (now.rflags & kDF) == 0, "DF set at the call");
+    const std::uint64_t orig_rsp = at.gpr[7];
+    note(o, state < orig_rsp - 128 && block < orig_rsp - 128, "pad data in the red zone");
+    note(o, rsp >= orig_rsp - o.pad->stack_bytes, "stack use beyond stack_bytes");
+    note(o, read_mem(uc, orig_rsp - 128, 128) == o.red_zone_at_tracepoint, "red zone changed");
+
+    // The g block: every GPR, rip, eflags and segment as the thread had them.
+    const Bytes g = read_mem(uc, block, o.layout->g_size());
+    const auto regs = o.layout->registers();
+    for (int i = 0; i < 16; ++i) {
+        const auto v = load<std::uint64_t>(g, regs[i].g_offset);
+        note(o, v == at.gpr[i],
+             std::string("block ") + kGprNames[i] + " " + hex(v) + " vs " + hex(at.gpr[i]));
+    }
+    const auto reg = [&](const char* name) { return regs[o.layout->find(name)]; };
+    note(o, load<std::uint64_t>(g, reg("rip").g_offset) == o.tracepoint, "block rip");
+    note(o, load<std::uint32_t>(g, reg("eflags").g_offset) == static_cast<std::uint32_t>(at.rflags),
+         "block eflags " + hex(load<std::uint32_t>(g, reg("eflags").g_offset)) + " vs " +
+             hex(at.rflags));
+    for (int s = 0; s < 6; ++s)
+        note(o, load<std::uint32_t>(g, reg(kSegmentNames[s]).g_offset) == at.segment[s],
+             std::string("block ") + kSegmentNames[s]);
+
+    // The FXSAVE area holds the vector state as it was.
+    const Bytes fx = read_mem(uc, state, 512);
+    for (int i = 0; i < 16; ++i)
+        note(o,
+             load<std::uint64_t>(fx, 160 + 16 * i) == at.xmm[i][0] &&
+                 load<std::uint64_t>(fx, 168 + 16 * i) == at.xmm[i][1],
+             "state xmm" + std::to_string(i));
+    note(o, load<std::uint32_t>(fx, 24) == at.mxcsr, "state mxcsr");
+
+    // A collector that keeps nothing but rsp: the pad must restore it all.
+    for (int i = 0; i < 16; ++i) {
+        if (i == 7) continue;
+        const std::uint64_t junk = 0xdead000000000000ULL | (0x1111ULL * (i + 1));
+        uc_reg_write(uc, kGprs[i], &junk);
+    }
+    const std::uint64_t flags = 0x202 | kCF | kPF | kZF | kSF | kDF | kOF;
+    uc_reg_write(uc, UC_X86_REG_RFLAGS, &flags);
+    for (int i = 0; i < 16; ++i) {
+        const std::array<std::uint64_t, 2> junk = {0xbad0bad0bad0bad0ULL + i, ~0ULL - i};
+        uc_reg_write(uc, UC_X86_REG_XMM0 + i, junk.data());
+    }
+    const std::uint64_t mxcsr = 0x7f80; // round toward zero
+    uc_reg_write(uc, UC_X86_REG_MXCSR, &mxcsr);
+    // The clobbering took (else "the state came back" would prove nothing).
+    const Machine after = read_machine(uc);
+    note(o,
+         after.rflags == flags && after.mxcsr == mxcsr && after.gpr[0] >> 48 == 0xdead &&
+             after.xmm[3][0] == 0xbad0bad0bad0bad3ULL,
+         "clobbering did not take");
+}
+
+struct Outcome {
+    uc_err err = UC_ERR_OK;
+    std::uint64_t rip = 0;
+    Machine m;
+    Bytes stack, data;
+};
+
+constexpr std::size_t kMaxSteps = 2000;
+
+// Runs from kCode to the final hlt, with the pad in place when `pad` is given.
+Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
+    uc_engine* uc = nullptr;
+    REQUIRE(uc_open(UC_ARCH_X86, UC_MODE_64, &uc) == UC_ERR_OK);
+    for (std::uint64_t base :
+         {kCode & ~(kRegion - 1), kData, kStack, kPad & ~(kRegion - 1), kCollector})
+        REQUIRE(uc_mem_map(uc, base, kRegion, UC_PROT_ALL) == UC_ERR_OK);
+    Bytes fill(kRegion);
+    for (std::size_t i = 0; i < fill.size(); ++i)
+        fill[i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));
+    uc_mem_write(uc, kData, fill.data(), fill.size());
+    uc_mem_write(uc, kStack, fill.data(), fill.size());
+    Bytes red_zone(128); // sentinels the code and the checks read back
+    for (std::size_t i = 0; i < red_zone.size(); ++i)
+        red_zone[i] = static_cast<std::uint8_t>(0xa0 ^ i);
+    uc_mem_write(uc, s.rsp - 128, red_zone.data(), red_zone.size());
+
+    Bytes code = traced_code();
+    if (pad) std::copy(pad->patch.begin(), pad->patch.end(), code.begin() + s.tp_offset);
+    uc_mem_write(uc, kCode, code.data(), code.size());
+    if (pad) uc_mem_write(uc, kPad, pad->code.data(), pad->code.size());
+    const std::uint8_t ret = 0xc3;
+    uc_mem_write(uc, kCollector, &ret, 1);
+
+    for (int i = 0; i < 16; ++i) {
+        const std::uint64_t v = i == 7 ? s.rsp : 0x0101010101010101ULL * (i + 1) + i;
+        uc_reg_write(uc, kGprs[i], &v);
+    }
+    uc_reg_write(uc, UC_X86_REG_RFLAGS, &s.rflags);
+    for (int i = 0; i < 16; ++i) {
+        const std::array<std::uint64_t, 2> v = {0x0123456789abcdefULL * (i + 1), ~0ULL * i};
+        uc_reg_write(uc, UC_X86_REG_XMM0 + i, v.data());
+    }
+    const std::uint64_t mxcsr = 0x1f80;
+    uc_reg_write(uc, UC_X86_REG_MXCSR, &mxcsr);
+
+    // CR4.OSFXSR, as Linux sets it: without it FXSAVE/FXRSTOR leave out xmm and MXCSR.
+    std::uint64_t cr4 = 0;
+    uc_reg_read(uc, UC_X86_REG_CR4, &cr4);
+    cr4 |= 1u << 9;
+    uc_reg_write(uc, UC_X86_REG_CR4, &cr4);
+
+    uc_hook h1, h2;
+    if (seen) {
+        const std::uint64_t tp = kCode + s.tp_offset;
+        uc_hook_add(uc, &h1, UC_HOOK_CODE, reinterpret_cast<void*>(tracepoint_hook), seen, tp, tp);
+        uc_hook_add(uc, &h2, UC_HOOK_CODE, reinterpret_cast<void*>(collector_hook), seen,
+                    kCollector, kCollector);
+    }
+    Outcome o;
+    o.err = uc_emu_start(uc, kCode, kCode + code.size() - 1, 0, kMaxSteps);
+    uc_reg_read(uc, UC_X86_REG_RIP, &o.rip);
+    o.m = read_machine(uc);
+    o.stack = read_mem(uc, kStack, kRegion);
+    o.data = read_mem(uc, kData, kRegion);
+    uc_close(uc);
+    return o;
+}
+
+// The first difference between the original run and the pad run, or "". The pad may write
+// only its own scratch space: [rsp - stack_bytes, rsp - 128) at the tracepoint.
+std::string difference(const Outcome& a, const Outcome& b, std::uint64_t scratch_lo,
+                       std::uint64_t scratch_hi) {
+    if (a.err != b.err)
+        return std::string("error ") + uc_strerror(a.err) + " vs " + uc_strerror(b.err);
+    if (a.rip != b.rip) return "rip " + hex(a.rip) + " vs " + hex(b.rip);
+    for (int i = 0; i < 16; ++i)
+        if (a.m.gpr[i] != b.m.gpr[i])
+            return std::string(kGprNames[i]) + " " + hex(a.m.gpr[i]) + " vs " + hex(b.m.gpr[i]);
+    if (a.m.rflags != b.m.rflags) return "rflags " + hex(a.m.rflags) + " vs " + hex(b.m.rflags);
+    for (int i = 0; i < 16; ++i)
+        if (a.m.xmm[i] != b.m.xmm[i]) return "xmm" + std::to_string(i);
+    if (a.m.mxcsr != b.m.mxcsr) return "mxcsr " + hex(a.m.mxcsr) + " vs " + hex(b.m.mxcsr);
+    if (a.data != b.data) return "data memory";
+    for (std::size_t k = 0; k < a.stack.size(); ++k) {
+        const std::uint64_t addr = kStack + k;
+        if (a.stack[k] != b.stack[k] && !(addr >= scratch_lo && addr < scratch_hi))
+            return "stack memory at " + hex(addr);
+    }
+    return "";
+}
+
+const x86::RegisterLayout& sse_layout() {
+    static const x86::RegisterLayout layout(x86::cpu_features_for_xcr0(3));
+    return layout;
+}
+
+x86::JumpPadSpec fxsave_spec(const Bytes& code, std::size_t tp_offset) {
+    x86::JumpPadSpec spec;
+    spec.pad_address = kPad;
+    spec.tracepoint_address = kCode + tp_offset;
+    spec.collector = kCollector;
+    spec.argument = kArg;
+    spec.original_code = std::span(code).subspan(tp_offset);
+    spec.layout = &sse_layout();
+    spec.state_save = {x86::StateSave::Kind::Fxsave, 0, 512};
+    return spec;
+}
+
+// Runs the original code and the patched code from `s`; returns the difference ("" if none).
+std::string compare_runs(const Setup& s, const x86::JumpPad& pad, Observed& seen) {
+    seen.tracepoint = kCode + s.tp_offset;
+    seen.pad = &pad;
+    seen.layout = &sse_layout();
+    const Outcome direct = run(s, nullptr, nullptr);
+    const Outcome padded = run(s, &pad, &seen);
+    INFO("direct run: " << uc_strerror(direct.err) << " at " << hex(direct.rip));
+    CHECK(direct.err == UC_ERR_OK);
+    CHECK(direct.rip == kCode + traced_code().size() - 1);
+    const std::uint64_t rsp = seen.at_tracepoint.gpr[7];
+    return difference(direct, padded, rsp - pad.stack_bytes, rsp - 128);
+}
+
+std::vector<ZydisMnemonic> mnemonics(const Bytes& code, std::size_t end) {
+    ZydisDecoder d;
+    ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    std::vector<ZydisMnemonic> out;
+    for (std::size_t off = 0; off < end;) {
+        ZydisDecodedInstruction insn;
+        if (ZYAN_FAILED(
+                ZydisDecoderDecodeInstruction(&d, nullptr, code.data() + off, end - off, &insn)))
+            return {};
+        out.push_back(insn.mnemonic);
+        off += insn.length;
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("encode_jump writes jmp rel32 within ±2 GiB", "[jump_pad]") {
+    auto j = x86::encode_jump(0x1000, 0x2000);
+    REQUIRE(j.ok());
+    CHECK(*j == std::array<std::uint8_t, 5>{0xe9, 0xfb, 0x0f, 0x00, 0x00});
+    auto back = x86::encode_jump(0x2000, 0x1000);
+    REQUIRE(back.ok());
+    CHECK(*back == std::array<std::uint8_t, 5>{0xe9, 0xfb, 0xef, 0xff, 0xff});
+    CHECK(x86::encode_jump(0x10000000, 0x10000000 + 0x7fffffffULL + 5).ok());
+    auto far = x86::encode_jump(0x10000000, 0x10000000 + 0x80000000ULL + 5);
+    REQUIRE_FALSE(far.ok());
+    CHECK(far.error().code == tpagent::ErrorCode::Unsupported);
+    CHECK_FALSE(x86::encode_jump(0x700000000000, 0x10000000).ok());
+    CHECK(x86::min_insn_len() == 5);
+}
+
+TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
+    const Bytes code = traced_code();
+    // Tracepoints at the prologue (covers push rbp; mov rbp,rsp; the rip-relative mov), one
+    // byte in (mov rbp,rsp; mov ...), and at the rip-relative mov alone.
+    const std::size_t tp_offset = GENERATE(0u, 1u, 4u);
+    // Every rsp alignment mod 64 class an 8-aligned rsp has, so the area alignment varies.
+    const std::uint64_t rsp_adjust = GENERATE(0u, 8u, 16u, 24u, 40u, 56u);
+    const std::uint64_t rflags =
+        GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF);
+    auto pad = x86::emit_jump_pad(fxsave_spec(code, tp_offset));
+    REQUIRE(pad.ok());
+    CHECK(pad->patch.size() == pad->relocated.covered);
+    CHECK(pad->patch[0] == 0xe9);
+    CHECK(pad->relocated.covered >= 5);
+
+    Setup s;
+    s.rsp = kStack + kRegion / 2 - rsp_adjust;
+    s.rflags = rflags;
+    s.tp_offset = tp_offset;
+    Observed seen;
+    INFO("tracepoint +" << tp_offset << " rsp " << hex(s.rsp) << " rflags " << hex(rflags));
+    CHECK(compare_runs(s, *pad, seen) == "");
+    CHECK(seen.calls == 1);
+    for (const auto& p : seen.problems)
+        FAIL_CHECK(p);
+}
+
+TEST_CASE("the harness notices a pad that writes into the red zone", "[jump_pad]") {
+    const Bytes code = traced_code();
+    auto pad = x86::emit_jump_pad(fxsave_spec(code, 4));
+    REQUIRE(pad.ok());
+    // The first instruction is lea rsp,[rsp-128]; without it the pushes land in the red zone.
+    REQUIRE(pad->code[0] == 0x48);
+    REQUIRE(pad->code[1] == 0x8d);
+    x86::JumpPad broken = *pad;
+    const std::uint8_t nop5[] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+    std::copy(std::begin(nop5), std::end(nop5), broken.code.begin());
+    // Ending where the original lea would also restore rsp - 128 would break rsp; the red
+    // zone check is what must fire.
+    Setup s;
+    s.tp_offset = 4;
+    Observed seen;
+    compare_runs(s, broken, seen);
+    bool red_zone_noticed = false;
+    for (const auto& p : seen.problems)
+        red_zone_noticed |= p == "red zone changed" || p == "pad data in the red zone";
+    CHECK(red_zone_noticed);
+}
+
+// Offset and length of the first `mn` in the pad's own code.
+std::pair<std::size_t, std::size_t> locate(const x86::JumpPad& pad, ZydisMnemonic mn) {
+    ZydisDecoder d;
+    ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    for (std::size_t off = 0; off < pad.relocated_offset;) {
+        ZydisDecodedInstruction insn;
+        if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&d, nullptr, pad.code.data() + off,
+                                                      pad.relocated_offset - off, &insn)))
+            break;
+        if (insn.mnemonic == mn) return {off, insn.length};
+        off += insn.length;
+    }
+    return {0, 0};
+}
+
+TEST_CASE("the harness notices a pad that does not restore", "[jump_pad]") {
+    const Bytes code = traced_code();
+    auto pad = x86::emit_jump_pad(fxsave_spec(code, 0));
+    REQUIRE(pad.ok());
+    // The collector hook clobbers registers; dropping one restore must show in the outcome.
+    Observed seen;
+    auto without = [&](ZydisMnemonic mn, std::uint64_t rflags = 0x202) {
+        x86::JumpPad broken = *pad;
+        const auto [off, len] = locate(broken, mn);
+        REQUIRE(len != 0);
+        std::fill_n(broken.code.begin() + off, len, 0x90);
+        Setup s;
+        s.rflags = rflags;
+        seen = Observed{};
+        return compare_runs(s, broken, seen);
+    };
+    CHECK(without(ZYDIS_MNEMONIC_FXRSTOR64).rfind("xmm", 0) == 0);
+    CHECK(without(ZYDIS_MNEMONIC_POP).rfind("rax", 0) == 0);
+    without(ZYDIS_MNEMONIC_CLD, 0x202 | kDF);
+    CHECK(std::count(seen.problems.begin(), seen.problems.end(), "DF set at the call") == 1);
+}
+
+TEST_CASE("the pad's layout", "[jump_pad]") {
+    const Bytes code = traced_code();
+    auto pad = x86::emit_jump_pad(fxsave_spec(code, 0));
+    REQUIRE(pad.ok());
+    CHECK(pad->relocated_offset + pad->relocated.code.size() == pad->code.size());
+    CHECK(Bytes(pad->code.begin() + pad->relocated_offset, pad->code.end()) == pad->relocated.code);
+    CHECK(pad->code[pad->return_offset - 2] == 0xff); // call rax ends there
+    CHECK(pad->code[pad->return_offset - 1] == 0xd0);
+    // lea rsp,[rsp-128] first, pushfq second.
+    CHECK(Bytes(pad->code.begin(), pad->code.begin() + 6) ==
+          Bytes{0x48, 0x8d, 0x64, 0x24, 0x80, 0x9c});
+    const auto m = mnemonics(pad->code, pad->relocated_offset);
+    REQUIRE_FALSE(m.empty());
+    CHECK(std::count(m.begin(), m.end(), ZYDIS_MNEMONIC_FXSAVE64) == 1);
+    CHECK(std::count(m.begin(), m.end(), ZYDIS_MNEMONIC_FXRSTOR64) == 1);
+    CHECK(std::count(m.begin(), m.end(), ZYDIS_MNEMONIC_SYSCALL) == 0);
+    CHECK(std::count(m.begin(), m.end(), ZYDIS_MNEMONIC_CLD) == 1);
+    CHECK(std::count(m.begin(), m.end(), ZYDIS_MNEMONIC_VZEROUPPER) == 0);
+}
+
+TEST_CASE("the XSAVE form: mask in edx:eax, header zeroed, area aligned", "[jump_pad]") {
+    const Bytes code = traced_code();
+    // AVX and AVX-512 enabled: vzeroupper before the call.
+    const std::uint64_t mask = 0xe7; // x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM
+    const auto cpu = x86::cpu_features_for_xcr0(mask);
+    const x86::RegisterLayout layout(cpu);
+    auto spec = fxsave_spec(code, 0);
+    spec.layout = &layout;
+    spec.state_save = x86::state_save_for(cpu, true);
+    CHECK(spec.state_save.kind == x86::StateSave::Kind::Xsave);
+    CHECK(spec.state_save.mask == mask);
+    CHECK(spec.state_save.size == 2688);
+    auto pad = x86::emit_jump_pad(spec);
+    REQUIRE(pad.ok());
+
+    ZydisDecoder d;
+    ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    struct Insn {
+        ZydisDecodedInstruction i;
+        std::array<ZydisDecodedOperand, ZYDIS_MAX_OPERAND_COUNT> ops;
+    };
+    std::vector<Insn> insns;
+    for (std::size_t off = 0; off < pad->relocated_offset;) {
+        Insn x;
+        REQUIRE(ZYAN_SUCCESS(ZydisDecoderDecodeFull(
+            &d, pad->code.data() + off, pad->relocated_offset - off, &x.i, x.ops.data())));
+        insns.push_back(x);
+        off += x.i.length;
+    }
+    auto find = [&](ZydisMnemonic mn, std::size_t from = 0) {
+        for (std::size_t k = from; k < insns.size(); ++k)
+            if (insns[k].i.mnemonic == mn) return k;
+        return insns.size();
+    };
+    auto imm_to = [&](std::size_t k, ZydisRegister reg) -> std::optional<std::uint64_t> {
+        const auto& x = insns[k];
+        if (x.ops[0].reg.value != reg) return std::nullopt;
+        if (x.i.mnemonic == ZYDIS_MNEMONIC_MOV && x.ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+            return x.ops[1].imm.value.u;
+        if (x.i.mnemonic == ZYDIS_MNEMONIC_XOR && x.ops[1].reg.value == reg) return 0;
+        return std::nullopt;
+    };
+    // and rsp, -64 then the area: xsave64 [rsp] right after eax/edx = the mask.
+    const std::size_t align = find(ZYDIS_MNEMONIC_AND);
+    REQUIRE(align < insns.size());
+    CHECK(insns[align].ops[0].reg.value == ZYDIS_REGISTER_RSP);
+    CHECK(insns[align].ops[1].imm.value.s == -64);
+    const std::size_t save = find(ZYDIS_MNEMONIC_XSAVE64);
+    REQUIRE(save < insns.size());
+    REQUIRE(save >= 2);
+    CHECK(imm_to(save - 2, ZYDIS_REGISTER_EAX) == (mask & 0xffffffff));
+    CHECK(imm_to(save - 1, ZYDIS_REGISTER_EDX) == (mask >> 32));
+    CHECK(insns[save].ops[0].mem.base == ZYDIS_REGISTER_RSP);
+    CHECK(insns[save].ops[0].mem.disp.value == 0);
+    // Between the alignment and the save: only rsp lowered by a multiple of 64, and the 64
+    // header bytes at [rsp+512, rsp+576) zeroed.
+    std::vector<std::int64_t> zeroed;
+    for (std::size_t k = align + 1; k < save - 2; ++k) {
+        const auto& x = insns[k];
+        if (x.i.mnemonic == ZYDIS_MNEMONIC_LEA) {
+            CHECK(x.ops[0].reg.value == ZYDIS_REGISTER_RSP);
+            CHECK(x.ops[1].mem.disp.value % 64 == 0);
+            CHECK(-x.ops[1].mem.disp.value >= 2688);
+        } else if (x.i.mnemonic == ZYDIS_MNEMONIC_MOV &&
+                   x.ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY) {
+            CHECK(x.ops[0].mem.base == ZYDIS_REGISTER_RSP);
+            CHECK(x.ops[1].reg.value == ZYDIS_REGISTER_RAX);
+            zeroed.push_back(x.ops[0].mem.disp.value);
+        } else {
+            CHECK(imm_to(k, ZYDIS_REGISTER_EAX) == 0u);
+        }
+    }
+    CHECK(zeroed == std::vector<std::int64_t>{512, 520, 528, 536, 544, 552, 560, 568});
+    // vzeroupper and cld before the call; xrstor64 [rsp+16] with the same mask after it.
+    const std::size_t call = find(ZYDIS_MNEMONIC_CALL);
+    CHECK(find(ZYDIS_MNEMONIC_VZEROUPPER) < call);
+    CHECK(find(ZYDIS_MNEMONIC_CLD) < call);
+    const std::size_t restore = find(ZYDIS_MNEMONIC_XRSTOR64);
+    REQUIRE(restore < insns.size());
+    CHECK(restore > call);
+    CHECK(imm_to(restore - 2, ZYDIS_REGISTER_EAX) == (mask & 0xffffffff));
+    CHECK(imm_to(restore - 1, ZYDIS_REGISTER_EDX) == (mask >> 32));
+    CHECK(insns[restore].ops[0].mem.base == ZYDIS_REGISTER_RSP);
+    CHECK(insns[restore].ops[0].mem.disp.value == 16);
+    CHECK(find(ZYDIS_MNEMONIC_FXSAVE64) == insns.size());
+    // The collector's third argument is the same area.
+    bool rdx_is_area = false;
+    for (std::size_t k = save; k < call; ++k)
+        rdx_is_area |= insns[k].i.mnemonic == ZYDIS_MNEMONIC_LEA &&
+                       insns[k].ops[0].reg.value == ZYDIS_REGISTER_RDX &&
+                       insns[k].ops[1].mem.disp.value == 16;
+    CHECK(rdx_is_area);
+    CHECK(pad->stack_bytes >= 128 + 8 + (layout.g_size() + 7) / 8 * 8 + 2688 + 16);
+}
+
+TEST_CASE("the XSAVE mask leaves out what the agent does not know", "[jump_pad]") {
+    x86::CpuFeatures cpu = x86::cpu_features_for_xcr0(3);
+    cpu.xcr0 |= (1u << 17) | (1u << 18); // AMX tiles: not saved
+    const auto s = x86::state_save_for(cpu, true);
+    CHECK(s.mask == 3);
+    CHECK(s.size == 576); // legacy area and the header
+    const auto fx = x86::state_save_for(cpu, false);
+    CHECK(fx.kind == x86::StateSave::Kind::Fxsave);
+    CHECK(fx.size == 512);
+}
+
+TEST_CASE("emit_jump_pad refuses what it cannot do", "[jump_pad]") {
+    const Bytes code = traced_code();
+    auto spec = fxsave_spec(code, 0);
+    spec.pad_address = 0x700000000000; // beyond rel32 of the tracepoint
+    CHECK(x86::emit_jump_pad(spec).error().code == tpagent::ErrorCode::Unsupported);
+    spec = fxsave_spec(code, 0);
+    spec.layout = nullptr;
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+    spec = fxsave_spec(code, 0);
+    spec.state_save = {x86::StateSave::Kind::Xsave, 3, 512}; // no room for the header
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+    spec = fxsave_spec(code, 0);
+    const Bytes short_code = {0x90, 0x90}; // fewer bytes than the jump
+    spec.original_code = short_code;
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+}
