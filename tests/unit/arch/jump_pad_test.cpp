@@ -13,6 +13,8 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <sys/mman.h>
 #include <string>
 #include <vector>
 
@@ -583,4 +585,161 @@ TEST_CASE("emit_jump_pad refuses what it cannot do", "[jump_pad]") {
     const Bytes short_code = {0x90, 0x90}; // fewer bytes than the jump
     spec.original_code = short_code;
     CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+}
+
+// The XSAVE form on this CPU: a small function patched with the pad's jump is called natively
+// with known xmm (and ymm upper) contents and r8-r11; the collector checks what it was given
+// and clobbers all of them; the caller must get them back.
+namespace {
+
+struct NativeSeen {
+    std::uint64_t tracepoint = 0;
+    std::uint64_t arg = 0;
+    std::uint64_t mask = 0;
+    int calls = 0;
+    std::vector<std::string> problems;
+    Bytes block;
+    Bytes state;
+    const x86::RegisterLayout* layout = nullptr;
+};
+NativeSeen g_native;
+
+extern "C" void native_collector(std::uint64_t arg, std::uint8_t* block,
+                                 const std::uint8_t* state) {
+    NativeSeen& n = g_native;
+    ++n.calls;
+    if (arg != kArg) n.problems.push_back("argument");
+    if (reinterpret_cast<std::uintptr_t>(state) % 64 != 0) n.problems.push_back("state alignment");
+    n.block.assign(block, block + n.layout->g_size());
+    n.state.assign(state, state + x86::kXsaveHeaderEnd);
+    // Clobber what the ABI lets a callee clobber.
+    __asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n\t"
+                     "pcmpeqd %%xmm7, %%xmm7\n\t"
+                     "pcmpeqd %%xmm15, %%xmm15\n\t"
+                     "mov $-1, %%r8\n\t"
+                     "mov $-1, %%r11\n\t" ::
+                         : "xmm0", "xmm7", "xmm15", "r8", "r11");
+    if (n.mask & (1u << x86::kAvx))
+        __asm__ volatile("vpcmpeqd %%ymm1, %%ymm1, %%ymm1\n\t"
+                         "vpcmpeqd %%ymm8, %%ymm8, %%ymm8\n\t"
+                         "vzeroupper" ::
+                             : "xmm1", "xmm8");
+}
+
+// Calls fn(arg) with xmm0-15 (ymm0-15 when `avx`) and r8-r11 loaded from `in`, stores them to
+// `out` afterwards. 128 bytes are skipped so the call cannot touch a red zone of this frame.
+std::uint64_t call_with_vectors(std::uint64_t fn, std::uint64_t arg, const std::uint8_t* in,
+                                std::uint8_t* out, bool avx) {
+    std::uint64_t ret;
+#define TP_EACH16(M)                                                                               \
+    M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#define TP_LOADX(i) "movdqu " #i "*32(%[in]), %%xmm" #i "\n\t"
+#define TP_STOREX(i) "movdqu %%xmm" #i ", " #i "*32(%[out])\n\t"
+#define TP_LOADY(i) "vmovdqu " #i "*32(%[in]), %%ymm" #i "\n\t"
+#define TP_STOREY(i) "vmovdqu %%ymm" #i ", " #i "*32(%[out])\n\t"
+#define TP_GPRS_IN                                                                                 \
+    "mov 512(%[in]), %%r8\n\tmov 520(%[in]), %%r9\n\tmov 528(%[in]), %%r10\n\t"                    \
+    "mov 536(%[in]), %%r11\n\t"
+#define TP_GPRS_OUT                                                                                \
+    "mov %%r8, 512(%[out])\n\tmov %%r9, 520(%[out])\n\tmov %%r10, 528(%[out])\n\t"                 \
+    "mov %%r11, 536(%[out])\n\t"
+#define TP_CLOBBERS                                                                                \
+    "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", \
+        "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",      \
+        "memory", "cc"
+    if (avx) {
+        __asm__ volatile(TP_EACH16(TP_LOADY) TP_GPRS_IN "sub $128, %%rsp\n\t"
+                                                        "call *%[fn]\n\t"
+                                                        "add $128, %%rsp\n\t" TP_EACH16(TP_STOREY)
+                                                            TP_GPRS_OUT "vzeroupper\n\t"
+                         : "=a"(ret), "+D"(arg)
+                         : [fn] "r"(fn), [in] "r"(in), [out] "r"(out)
+                         : TP_CLOBBERS);
+    } else {
+        __asm__ volatile(TP_EACH16(TP_LOADX) TP_GPRS_IN "sub $128, %%rsp\n\t"
+                                                        "call *%[fn]\n\t"
+                                                        "add $128, %%rsp\n\t" TP_EACH16(TP_STOREX)
+                                                            TP_GPRS_OUT
+                         : "=a"(ret), "+D"(arg)
+                         : [fn] "r"(fn), [in] "r"(in), [out] "r"(out)
+                         : TP_CLOBBERS);
+    }
+    return ret;
+}
+
+} // namespace
+
+TEST_CASE("the XSAVE pad runs natively and restores vector state", "[jump_pad][native]") {
+    const x86::StateSave save = x86::detect_state_save();
+    if (save.kind != x86::StateSave::Kind::Xsave) {
+        WARN("no XSAVE on this machine: not run");
+        return;
+    }
+    const x86::RegisterLayout layout(x86::detect_cpu_features());
+    const bool avx = save.mask & (1u << x86::kAvx);
+
+    constexpr std::size_t kSize = 0x2000;
+    void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mem != MAP_FAILED);
+    auto* base = static_cast<std::uint8_t*>(mem);
+    const auto addr = reinterpret_cast<std::uint64_t>(base);
+    // fn: push rbp; mov rbp,rsp; mov rax,[rip+d]; add rax,rdi; pop rbp; ret
+    const std::uint64_t data = addr + 0x800;
+    const Bytes fn = cat({{0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05},
+                          le32(static_cast<std::int64_t>(data - (addr + 11))),
+                          {0x48, 0x01, 0xf8, 0x5d, 0xc3}});
+    std::copy(fn.begin(), fn.end(), base);
+    const std::uint64_t constant = 0x1000000000000001;
+    std::memcpy(base + 0x800, &constant, 8);
+
+    x86::JumpPadSpec spec;
+    spec.pad_address = addr + 0x1000;
+    spec.tracepoint_address = addr;
+    spec.collector = reinterpret_cast<std::uint64_t>(&native_collector);
+    spec.argument = kArg;
+    spec.original_code = fn;
+    spec.layout = &layout;
+    spec.state_save = save;
+    auto pad = x86::emit_jump_pad(spec);
+    REQUIRE(pad.ok());
+    REQUIRE(pad->code.size() <= 0x1000);
+    std::copy(pad->code.begin(), pad->code.end(), base + 0x1000);
+
+    std::array<std::uint8_t, 544> in{}, direct{}, patched{};
+    for (std::size_t i = 0; i < in.size(); ++i)
+        in[i] = static_cast<std::uint8_t>(i * 13 + 1);
+    const std::uint64_t arg = 0x42;
+    const std::uint64_t r1 = call_with_vectors(addr, arg, in.data(), direct.data(), avx);
+    std::copy(pad->patch.begin(), pad->patch.end(), base);
+    g_native = NativeSeen{};
+    g_native.layout = &layout;
+    g_native.mask = save.mask;
+    const std::uint64_t r2 = call_with_vectors(addr, arg, in.data(), patched.data(), avx);
+    munmap(mem, kSize);
+
+    CHECK(r1 == constant + arg);
+    CHECK(r2 == r1);
+    CHECK(g_native.calls == 1);
+    for (const auto& p : g_native.problems)
+        FAIL_CHECK(p);
+    CHECK(direct == in);
+    CHECK(patched == in); // xmm/ymm and r8-r11 all came back
+    REQUIRE(g_native.block.size() == layout.g_size());
+    CHECK(load<std::uint64_t>(g_native.block, 5 * 8) == arg); // rdi
+    CHECK(load<std::uint64_t>(g_native.block, 8 * 8) ==
+          load<std::uint64_t>(Bytes(in.begin(), in.end()), 512)); // r8
+    CHECK(load<std::uint64_t>(g_native.block, layout.registers()[x86::kRipRegnum].g_offset) ==
+          addr);
+    // rsp: this thread's stack, as the callee saw it (the call's alignment is the compiler's).
+    const std::uint64_t rsp = load<std::uint64_t>(g_native.block, 7 * 8);
+    const auto here = reinterpret_cast<std::uint64_t>(&in);
+    CHECK(rsp % 8 == 0);
+    CHECK(rsp < here);
+    CHECK(here - rsp < 4096);
+    // The XSAVE area: xmm0 as loaded, XSTATE_BV within the mask, XCOMP_BV zero.
+    const Bytes& st = g_native.state;
+    CHECK(Bytes(st.begin() + 160, st.begin() + 176) == Bytes(in.begin(), in.begin() + 16));
+    CHECK((load<std::uint64_t>(st, 512) & ~save.mask) == 0);
+    CHECK(load<std::uint64_t>(st, 520) == 0);
 }
