@@ -175,7 +175,10 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         // A new thread's first stop can arrive before its parent's clone event.
         add_thread(tid, false);
         Thread& t = threads_[tid];
-        if (running_ && !stopping_all_) (void)resume_thread(tid, t, false, 0), t.wants_run = true;
+        if (running_ && !stopping_all_) {
+            t.wants_run = true;
+            (void)resume_thread(tid, t, false, 0);
+        }
         return std::nullopt;
     }
     Thread& t = it->second;

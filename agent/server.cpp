@@ -49,6 +49,7 @@ Status Server::attach_to(pid_t pid) {
 
 Status Server::kill_inferior() {
     if (!inferior_) return ok_status();
+    if (experiment_.running()) experiment_.stop_for("tunknown:0", inferior_.get());
     auto s = inferior_->kill();
     inferior_.reset();
     return s;
@@ -56,6 +57,7 @@ Status Server::kill_inferior() {
 
 Status Server::detach_inferior() {
     if (!inferior_) return make_error(ErrorCode::NoProcess, "no process to detach from");
+    if (experiment_.running()) experiment_.stop_for("tunknown:0", inferior_.get());
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
     auto s = inferior_->detach();
