@@ -61,7 +61,7 @@ Result<std::string> resolve_save_path(std::string_view name,
     fs::path dir = fs::path(*save_dir).lexically_normal();
     if (path.is_relative()) return (dir / path).lexically_normal().string();
     fs::path rel = path.lexically_normal().lexically_relative(dir);
-    if (rel.empty() || has_parent_step(rel))
+    if (rel.empty() || rel == "." || has_parent_step(rel))
         return make_error(ErrorCode::NotAllowed, fmt::format("trace files go in {}", dir.string()));
     return path.lexically_normal().string();
 }
