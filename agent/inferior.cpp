@@ -84,6 +84,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     std::vector<std::string> argv_s = spec.wrapper;
     argv_s.insert(argv_s.end(), spec.program.begin(), spec.program.end());
     std::vector<char*> argv;
+    argv.reserve(argv_s.size() + 1);
     for (auto& s : argv_s)
         argv.push_back(s.data());
     argv.push_back(nullptr);

@@ -29,7 +29,13 @@ int main(int argc, char** argv) {
     // A vanished gdb must show up as a write error, not kill us.
     std::signal(SIGPIPE, SIG_IGN);
 
-    boost::asio::io_context io;
-    Server server(io, std::move(*opts));
-    return server.run();
+    try {
+        boost::asio::io_context io;
+        Server server(io, std::move(*opts));
+        return server.run();
+    } catch (const std::exception& e) {
+        // The event loop reports I/O failures as exceptions: say what failed and exit cleanly.
+        fmt::print(stderr, "tpagent: {}\nExiting\n", e.what());
+        return 1;
+    }
 }

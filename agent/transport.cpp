@@ -135,7 +135,7 @@ void Listener::announce() const {
     std::fflush(stderr);
 }
 
-void Listener::async_accept(AcceptHandler handler) {
+void Listener::async_accept(const AcceptHandler& handler) {
     switch (ep_.kind) {
     case Endpoint::Kind::Stdio:
         asio::post(io_, [this, handler] { handler(std::make_unique<StdioConnection>(io_)); });

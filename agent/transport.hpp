@@ -40,7 +40,7 @@ class Listener {
     // Prints the "Listening on port N" line scripts wait for (again at each reopen, as before).
     void announce() const;
     using AcceptHandler = std::function<void(std::unique_ptr<Connection>)>;
-    void async_accept(AcceptHandler handler);
+    void async_accept(const AcceptHandler& handler);
     void close();
     const Endpoint& endpoint() const { return ep_; }
 
