@@ -2,6 +2,8 @@
 picks it up (uploading the tracepoints); with it off, losing gdb stops the trace.
 """
 
+import pytest
+
 from harness import DISCONNECTED, assert_in_order, printed_value
 
 PROGRAM = "traced"
@@ -111,3 +113,34 @@ def test_disconnect_stops_the_trace_when_off(e2e):
     assert_in_order(r.of("tstatus", 1), r"^Collected 6 trace frames\.$")
     assert printed_value(r.of("print iteration")) == "5"
     assert r.of("tfind").strip() == "No trace frame found"
+
+
+@pytest.mark.tpagent_only("gdbserver leaves the stopped program stopped when gdb dies")
+def test_trace_survives_gdb_being_killed(e2e):
+    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the program is
+    set running again, keeps tracing with no gdb, and a new gdb finds the trace running."""
+    program = e2e.program(PROGRAM)
+    stop_file = e2e.tmp / "stop"
+    server = e2e.serve(program, "0", str(stop_file))
+    define = e2e.command_file("trace record_hit", "actions", "collect iteration", "end")
+    marker = e2e.tmp / "gdb-reached-the-end"
+    gdb = e2e.gdb_start(
+        server.remote,
+        *TO_MAIN,
+        define,
+        "set disconnected-tracing on",
+        "tstart",
+        f"shell touch {marker}",
+        "python import time; time.sleep(60)",
+        program=program,
+    )
+    e2e.wait_for_file(marker)
+    gdb.kill()
+    server.wait_for(DISCONNECTED)
+    # No gdb is attached, yet the program goes on (it prints a tick every 10 rounds).
+    server.wait_for(r"^tick 30$")
+    r = e2e.gdb(server.remote, "tstatus", "tstop", "tfind 20", "print iteration", f"shell touch {stop_file}",
+                "continue", program=program)
+    assert_in_order(r.of(server.remote), r"^Trace is already running on the target\.$")
+    assert_in_order(r.of("tstatus"), r"^Trace is running on the target\.$")
+    assert printed_value(r.of("print iteration")) == "20"
