@@ -11,6 +11,7 @@ __attribute__((noinline)) void fill(long i) {
 
 int main(int argc, char** argv) {
     long n = argc > 1 ? atol(argv[1]) : 2000;
-    for (long i = 0; i < n; i++) fill(i);
+    for (long i = 0; i < n; i++)
+        fill(i);
     return 0; /* MARK: done */
 }
