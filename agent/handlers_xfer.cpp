@@ -1,52 +1,21 @@
 // qXfer objects: target description, auxv, executable name, threads, shared libraries.
 #include "agent/inferior.hpp"
 #include "agent/packet_handlers.hpp"
+#include "agent/proc_files.hpp"
 #include "agent/session.hpp"
 #include "agent/svr4_libraries.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include "protocol/xml.hpp"
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace tpagent::agent {
 
 using namespace protocol;
 
 namespace {
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-std::string xml_escape(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '&':
-            out += "&amp;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
-}
-
 // Keeps each chunk, once hex-free binary, within a packet even if every byte were escaped.
 std::uint64_t chunk_limit(std::uint64_t asked) {
     return std::min<std::uint64_t>(asked, kPacketSize / 2 - 16);
@@ -88,10 +57,9 @@ std::string handle_xfer_exec_file(Session& s, std::string_view args) {
             pid = inf->pid();
         }
         if (pid == 0) return make_error(ErrorCode::NoProcess, "no process");
-        char buf[4096];
-        ssize_t n = readlink(fmt::format("/proc/{}/exe", pid).c_str(), buf, sizeof buf);
-        if (n <= 0) return make_error(ErrorCode::NotFound, "no such process");
-        return std::string(buf, static_cast<std::size_t>(n));
+        std::string exe = read_link(fmt::format("/proc/{}/exe", pid));
+        if (exe.empty()) return make_error(ErrorCode::NotFound, "no such process");
+        return exe;
     });
 }
 
@@ -101,7 +69,7 @@ std::string handle_xfer_threads(Session& s, std::string_view args) {
         if (auto* inf = s.inferior(); inf && inf->alive()) {
             for (pid_t tid : inf->thread_ids()) {
                 xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n", s.thread_id(tid),
-                                   xml_escape(inf->thread_name(tid)));
+                                   protocol::xml_escape(inf->thread_name(tid)));
             }
         }
         return xml + "</threads>\n";

@@ -1,5 +1,6 @@
 #include "agent/inferior.hpp"
 #include "agent/child_events.hpp"
+#include "agent/proc_files.hpp"
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -32,12 +33,6 @@ std::vector<pid_t> list_tasks(pid_t pid) {
         closedir(d);
     }
     return out;
-}
-
-std::string read_link(const std::string& path) {
-    char buf[4096];
-    ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
 // Waits for `tid` to stop; false if it exited instead.
@@ -184,12 +179,7 @@ std::vector<pid_t> Inferior::thread_ids() const {
 }
 
 std::string Inferior::thread_name(pid_t tid) const {
-    std::string name;
-    if (FILE* f = fopen(fmt::format("/proc/{}/task/{}/comm", pid_, tid).c_str(), "r")) {
-        char buf[64] = {};
-        if (fgets(buf, sizeof buf, f)) name = buf;
-        fclose(f);
-    }
+    std::string name = read_file(fmt::format("/proc/{}/task/{}/comm", pid_, tid));
     while (!name.empty() && name.back() == '\n')
         name.pop_back();
     return name;

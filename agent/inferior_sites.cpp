@@ -2,10 +2,9 @@
 // inferior, and the system-call injection that maps those pads.
 #include "agent/inferior.hpp"
 #include "agent/pad_allocator.hpp"
+#include "agent/proc_files.hpp"
 #include <fmt/format.h>
-#include <fstream>
 #include <spdlog/spdlog.h>
-#include <sstream>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -89,10 +88,8 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
             return at;
         }
     }
-    std::ifstream maps(fmt::format("/proc/{}/maps", pid_));
-    std::stringstream text;
-    text << maps.rdbuf();
-    auto where = find_free_range(parse_maps(text.str()), near, kPadPageSize, reach);
+    auto where = find_free_range(parse_maps(read_file(fmt::format("/proc/{}/maps", pid_))), near,
+                                 kPadPageSize, reach);
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));

@@ -1,4 +1,5 @@
 #include "agent/svr4_libraries.hpp"
+#include "protocol/xml.hpp"
 #include <cstring>
 #include <elf.h>
 #include <fmt/format.h>
@@ -20,21 +21,6 @@ std::string read_string(const MemoryReader& read, std::uint64_t addr) {
     char c = 0;
     while (out.size() < kMaxName && read_value(read, addr + out.size(), c) && c != '\0')
         out.push_back(c);
-    return out;
-}
-
-std::string xml_attr(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '"')
-            out += "&quot;";
-        else if (c == '&')
-            out += "&amp;";
-        else if (c == '<')
-            out += "&lt;";
-        else
-            out += c;
-    }
     return out;
 }
 
@@ -88,7 +74,8 @@ std::string svr4_library_list(std::string_view auxv, const MemoryReader& read) {
             if (!name.empty()) {
                 body += fmt::format("<library name=\"{}\" lm=\"0x{:x}\" l_addr=\"0x{:x}\" "
                                     "l_ld=\"0x{:x}\" lmid=\"0x0\"/>",
-                                    xml_attr(name), lm_addr, static_cast<std::uint64_t>(lm.l_addr),
+                                    protocol::xml_escape(name), lm_addr,
+                                    static_cast<std::uint64_t>(lm.l_addr),
                                     reinterpret_cast<std::uint64_t>(lm.l_ld));
             }
         }

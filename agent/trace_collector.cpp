@@ -179,13 +179,8 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
             }
         }
     }
-    std::uint64_t pc = arch_.registers().size() > static_cast<std::size_t>(arch_.pc_regnum())
-                           ? [&] {
-                                 std::uint64_t v = 0;
-                                 read_register(&c, static_cast<unsigned>(arch_.pc_regnum()), &v);
-                                 return v;
-                             }()
-                           : 0;
+    std::uint64_t pc = 0; // indexes the frame for tfind pc/range
+    read_register(&c, static_cast<unsigned>(arch_.pc_regnum()), &pc);
     auto stored = buffer_.commit(builder_, pc);
     if (stored == trace::TraceFrameBuffer::Commit::Full) {
         stop_with("tfull:0", &inferior);
