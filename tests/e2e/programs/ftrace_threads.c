@@ -1,0 +1,47 @@
+/* Inferior for the multi-threaded fast tracepoint test: four threads, released together
+ * by a barrier, each call work(id, round) ROUNDS times, so a fast tracepoint in work() is
+ * hit concurrently. main calls all_done() after joining them: a place to stop.
+ * The MARK line starts with an instruction that reads a global (6 bytes), long enough
+ * for a 5-byte jump; work() calls a function, so its locals are above the stack pointer. */
+#include <pthread.h>
+#include <stdio.h>
+
+#define NUM_THREADS 4
+#define ROUNDS 50
+
+static pthread_barrier_t start;
+int calls;
+long results[NUM_THREADS];
+
+long mix(long v) {
+    return v ^ (v >> 3);
+}
+
+long work(long id, long round) {
+    calls++; /* MARK: work_entry */
+    long value = mix(id * 1000 + round);
+    __atomic_add_fetch(&results[id], value, __ATOMIC_RELAXED);
+    return value;
+}
+
+static void* worker(void* arg) {
+    long id = (long)arg;
+    pthread_barrier_wait(&start);
+    for (long round = 0; round < ROUNDS; round++)
+        work(id, round);
+    return NULL;
+}
+
+void all_done(void) {}
+
+int main(void) {
+    pthread_t threads[NUM_THREADS];
+    pthread_barrier_init(&start, NULL, NUM_THREADS);
+    for (long i = 0; i < NUM_THREADS; i++)
+        pthread_create(&threads[i], NULL, worker, (void*)i);
+    for (int i = 0; i < NUM_THREADS; i++)
+        pthread_join(threads[i], NULL);
+    all_done(); /* MARK: all_done */
+    printf("results %ld %ld %ld %ld\n", results[0], results[1], results[2], results[3]);
+    return 0;
+}
