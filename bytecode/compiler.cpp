@@ -1,4 +1,5 @@
 #include "bytecode/compiler.hpp"
+#include "bytecode/runtime.hpp"
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
@@ -6,6 +7,25 @@
 #include <utility>
 
 namespace tpagent::bytecode {
+
+namespace {
+template <typename F> std::uint64_t address_of(F* f) {
+    return reinterpret_cast<std::uintptr_t>(f);
+}
+} // namespace
+
+HelperAddresses host_helper_addresses() {
+    HelperAddresses h;
+    h.read = address_of(&rt::read);
+    h.reg = address_of(&rt::reg);
+    h.getv = address_of(&rt::getv);
+    h.setv = address_of(&rt::setv);
+    h.tracev = address_of(&rt::tracev);
+    h.trace = address_of(&rt::trace);
+    h.tracenz = address_of(&rt::tracenz);
+    h.printf = address_of(&rt::printf);
+    return h;
+}
 
 CompiledProgram::CompiledProgram(CompiledProgram&& o) noexcept
     : program_(std::move(o.program_)), code_(std::exchange(o.code_, nullptr)),

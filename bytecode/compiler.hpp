@@ -1,6 +1,7 @@
 // Native compilation of validated agent expressions. An ISA backend (arch/<isa>/ax_jit.cpp)
 // turns a Program into machine code that follows the C calling convention of CompiledFn and
-// calls the same rt:: helpers as the interpreter for anything that leaves the expression.
+// calls the same rt:: helpers as the interpreter (or copies of them elsewhere, see
+// HelperAddresses) for anything that leaves the expression.
 // Results (value, status, fault offset and address) equal the interpreter's.
 #pragma once
 #include "bytecode/context.hpp"
@@ -15,13 +16,39 @@ namespace tpagent::bytecode {
 
 using CompiledFn = EvalStatus (*)(const Context* context, EvalOut* out);
 
+// Where the code calls the rt:: helpers (bytecode/runtime.hpp): absolute addresses in the
+// process that will run the code, which need not be this one (a collector in the traced
+// program has its own copies of the helpers). Each one must be a function with the
+// signature and semantics of its rt:: namesake. printf == 0 means printf is unavailable.
+struct HelperAddresses {
+    std::uint64_t read = 0, reg = 0, getv = 0, setv = 0, tracev = 0, trace = 0, tracenz = 0,
+                  printf = 0;
+};
+
+// This process's rt:: functions, printf included.
+HelperAddresses host_helper_addresses();
+
 class CompilerBackend {
   public:
     virtual ~CompilerBackend() = default;
     virtual const char* name() const = 0;
-    // Machine code for `program`. It may embed the addresses of program's own data
-    // (printf formats): compile() keeps that Program alive as long as the code.
-    virtual Result<std::vector<std::uint8_t>> translate(const Program& program) const = 0;
+    // Machine code for `program`, calling the helpers at `helpers`.
+    //
+    // The code is position-independent except for the helper addresses: it may be copied
+    // to any address, in this process or another, and run there. Its only absolute
+    // addresses are the helpers' (as immediates); it has no rip-relative references, jumps
+    // only inside itself, and reaches data only through the Context and EvalOut it is
+    // given and its own stack.
+    //
+    // The one exception is printf: its code embeds the address of `program`'s format (in
+    // this process), so compile() keeps that Program alive as long as the code. With
+    // helpers.printf == 0, programs with a reachable printf fail with ErrorCode::Unsupported.
+    virtual Result<std::vector<std::uint8_t>> translate(const Program& program,
+                                                        const HelperAddresses& helpers) const = 0;
+    // The same, calling this process's helpers.
+    Result<std::vector<std::uint8_t>> translate(const Program& program) const {
+        return translate(program, host_helper_addresses());
+    }
 };
 
 // The backend for the machine tpagent runs on; defined by arch/<isa>/ax_jit.cpp.

@@ -1,6 +1,5 @@
 #include "arch/x86_64/ax_jit.hpp"
 #include "arch/x86_64/ax_jit_asm.hpp"
-#include "bytecode/runtime.hpp"
 #include "bytecode/semantics.hpp"
 #include <cstddef>
 #include <optional>
@@ -12,11 +11,11 @@ using namespace axjit;
 using bytecode::Context;
 using bytecode::EvalOut;
 using bytecode::EvalStatus;
+using bytecode::HelperAddresses;
 using bytecode::Insn;
 using bytecode::Op;
 using bytecode::Program;
 namespace sem = bytecode::sem;
-namespace rt = bytecode::rt;
 
 constexpr Reg kSlotRegs[] = {R8, R9, R10, R11, RBX, R12, R13, R14, R15, RBP};
 constexpr unsigned kRegSlots = 10;
@@ -49,7 +48,7 @@ unsigned log2(std::uint64_t v) {
 
 class Translator {
   public:
-    explicit Translator(const Program& p) : p_(p) {}
+    Translator(const Program& p, const HelperAddresses& helpers) : p_(p), helpers_(helpers) {}
     std::vector<std::uint8_t> run();
 
   private:
@@ -175,7 +174,7 @@ class Translator {
 
     // Calls helper(ctx, out, rdx, rcx) with `saved` preserved; set_args loads rdx and rcx.
     template <typename SetArgs>
-    void call_helper(const void* helper, const std::vector<Reg>& saved, std::uint32_t offset,
+    void call_helper(std::uint64_t helper, const std::vector<Reg>& saved, std::uint32_t offset,
                      SetArgs set_args) {
         a_.push(kCtx), a_.push(kOut);
         for (Reg r : saved)
@@ -184,7 +183,7 @@ class Translator {
         const bool pad = (body_mod_ + rsp_delta_) % 16 != 0;
         if (pad) a_.alu_imm(SUB, RSP, 8), rsp_delta_ += 8;
         set_args();
-        a_.mov_imm(RAX, reinterpret_cast<std::uintptr_t>(helper));
+        a_.mov_imm(RAX, helper);
         a_.call(RAX);
         if (pad) a_.alu_imm(ADD, RSP, 8), rsp_delta_ -= 8;
         for (auto it = saved.rbegin(); it != saved.rend(); ++it)
@@ -239,6 +238,7 @@ class Translator {
     };
 
     const Program& p_;
+    const HelperAddresses helpers_;
     Assembler a_;
     std::vector<Slot> vs_;
     std::int32_t rsp_delta_ = 0; // bytes pushed below the body's stack pointer
@@ -540,7 +540,7 @@ void Translator::printf_call(const Insn& insn) {
     }
     a_.mov(RCX, RSP);
     a_.mov_imm(RDX, reinterpret_cast<std::uintptr_t>(&p_.formats()[insn.imm]));
-    a_.mov_imm(RAX, reinterpret_cast<std::uintptr_t>(&rt::printf));
+    a_.mov_imm(RAX, helpers_.printf);
     a_.call(RAX);
     const std::int32_t drop = static_cast<std::int32_t>(8 * n) + pad;
     if (drop) a_.alu_imm(ADD, RSP, drop);
@@ -695,24 +695,22 @@ std::uint32_t Translator::translate(std::uint32_t index) {
     case Op::Reg:
     case Op::Getv:
     case Op::Tracev: {
-        const void* helper = insn.op == Op::Reg    ? reinterpret_cast<const void*>(&rt::reg)
-                             : insn.op == Op::Getv ? reinterpret_cast<const void*>(&rt::getv)
-                                                   : reinterpret_cast<const void*>(&rt::tracev);
+        const std::uint64_t helper = insn.op == Op::Reg    ? helpers_.reg
+                                     : insn.op == Op::Getv ? helpers_.getv
+                                                           : helpers_.tracev;
         call_helper(helper, live_caller_saved(d), insn.offset, [&] { a_.mov_imm(RDX, insn.imm); });
         push_reg(RAX);
         break;
     }
     case Op::Setv:
-        call_helper(reinterpret_cast<const void*>(&rt::setv), live_caller_saved(d), insn.offset,
-                    [&] {
-                        a_.mov_imm(RDX, insn.imm);
-                        load_slot(d - 1, RCX);
-                    });
+        call_helper(helpers_.setv, live_caller_saved(d), insn.offset, [&] {
+            a_.mov_imm(RDX, insn.imm);
+            load_slot(d - 1, RCX);
+        });
         break;
     case Op::Trace:
     case Op::Tracenz:
-        call_helper(insn.op == Op::Trace ? reinterpret_cast<const void*>(&rt::trace)
-                                         : reinterpret_cast<const void*>(&rt::tracenz),
+        call_helper(insn.op == Op::Trace ? helpers_.trace : helpers_.tracenz,
                     live_caller_saved(d - 2), insn.offset, [&] {
                         load_slot(d - 2, RDX);
                         load_slot(d - 1, RCX);
@@ -721,11 +719,10 @@ std::uint32_t Translator::translate(std::uint32_t index) {
         break;
     case Op::TraceQuick:
     case Op::Trace16:
-        call_helper(reinterpret_cast<const void*>(&rt::trace), live_caller_saved(d), insn.offset,
-                    [&] {
-                        load_slot(d - 1, RDX);
-                        a_.mov_imm(RCX, insn.imm);
-                    });
+        call_helper(helpers_.trace, live_caller_saved(d), insn.offset, [&] {
+            load_slot(d - 1, RDX);
+            a_.mov_imm(RCX, insn.imm);
+        });
         break;
     case Op::Printf:
         printf_call(insn);
@@ -783,7 +780,7 @@ std::uint32_t Translator::translate(std::uint32_t index) {
 void Translator::emit_slow_paths() {
     for (const RefSlowPath& r : refs_) {
         a_.patch(r.fixup, a_.pos());
-        call_helper(reinterpret_cast<const void*>(&rt::read), r.saved, r.offset, [&] {
+        call_helper(helpers_.read, r.saved, r.offset, [&] {
             if (r.const_addr)
                 a_.mov_imm(RDX, *r.const_addr);
             else
@@ -867,8 +864,15 @@ std::vector<std::uint8_t> Translator::run() {
 class X86_64Backend final : public bytecode::CompilerBackend {
   public:
     const char* name() const override { return "x86-64"; }
-    Result<std::vector<std::uint8_t>> translate(const Program& program) const override {
-        return Translator(program).run();
+    using CompilerBackend::translate;
+    Result<std::vector<std::uint8_t>> translate(const Program& program,
+                                                const HelperAddresses& helpers) const override {
+        if (!helpers.printf)
+            for (const Insn& in : program.insns())
+                if (in.reachable && in.op == Op::Printf)
+                    return make_error(ErrorCode::Unsupported,
+                                      "printf is not available to this compiled code");
+        return Translator(program, helpers).run();
     }
 };
 
