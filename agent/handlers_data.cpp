@@ -37,7 +37,10 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
     if (frame) {
         if (auto regs = frame->registers(); regs && regs->size() == g.size()) {
             std::copy(regs->begin(), regs->end(), g.begin());
-            available.assign(available.size(), true);
+            const auto descs = arch.registers();
+            for (std::size_t i = 0; i < descs.size(); ++i)
+                available[i] = !info || info->registers_valid == 0 ||
+                               descs[i].g_offset + descs[i].size <= info->registers_valid;
             return g;
         }
     }

@@ -29,7 +29,7 @@ std::string handle_supported(Session& s, std::string_view args) {
                        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
                        "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
                        "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
-                       "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;{}{}{}",
+                       "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;FastTracepoints+;{}{}{}",
                        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
                        s.gdb_supports_swbreak ? "swbreak+;" : "",
                        s.gdb_supports_hwbreak ? "hwbreak+" : "");

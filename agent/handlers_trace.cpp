@@ -10,6 +10,7 @@
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include <fmt/format.h>
 
 namespace tpagent::agent {
 
@@ -76,6 +77,12 @@ std::string handle_trace_start(Session& s, std::string_view) {
 std::string handle_trace_stop(Session& s, std::string_view) {
     experiment(s).stop(live(s));
     return reply_ok();
+}
+
+// The shortest instruction span a fast tracepoint's jump may replace, loaded agent or not:
+// the jump's length does not depend on it.
+std::string handle_min_fast_tracepoint_length(Session&, std::string_view) {
+    return fmt::format("{:x}", arch::host_architecture().min_fast_tracepoint_length());
 }
 
 std::string handle_trace_enable(Session& s, std::string_view args) {

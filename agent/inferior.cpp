@@ -84,6 +84,11 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         argv.push_back(s.data());
     argv.push_back(nullptr);
 
+    std::string preload;
+    if (!spec.preload.empty()) {
+        const char* old = getenv("LD_PRELOAD");
+        preload = old && *old ? spec.preload + ":" + old : spec.preload;
+    }
     // A pipe tells the parent whether exec failed (it closes on a successful exec).
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe");
@@ -99,6 +104,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
             dup2(2, 1);
         }
         if (spec.disable_randomization) personality(ADDR_NO_RANDOMIZE);
+        if (!preload.empty()) setenv("LD_PRELOAD", preload.c_str(), 1); // we are single-threaded
         ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
         execvp(argv[0], argv.data());
         int err = errno;
@@ -276,6 +282,13 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
     std::size_t got = 0;
     if (auto s = raw_read(addr, out, got); !s) return s.error();
     breakpoints_->unshadow(addr, out.first(got));
+    // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
+    for (const auto& [site, fast] : fast_sites_) {
+        for (std::size_t i = 0; i < fast.original.size(); ++i) {
+            const std::uint64_t a = site + i;
+            if (a >= addr && a - addr < got) out[a - addr] = fast.original[i];
+        }
+    }
     return got;
 }
 

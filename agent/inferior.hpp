@@ -25,6 +25,7 @@ struct LaunchSpec {
     std::vector<std::string> wrapper; // run through this, which must exec PROG
     bool disable_randomization = true;
     bool stdio_is_protocol = false; // keep the program off our stdin/stdout
+    std::string preload;            // a library to add to LD_PRELOAD
 };
 
 // What one thread is asked to do by a resume request.
@@ -89,6 +90,16 @@ class Inferior {
     void remove_all_sites();
     bool has_site(std::uint64_t addr) const { return sites_.count(addr) != 0; }
 
+    // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
+    // collector(argument, block, state) in the program (see arch::JumpPadRequest). All threads
+    // must be stopped; a thread stopped inside the displaced bytes is moved into the pad, and
+    // out again on removal. Pads are never unmapped: a thread may still be running one.
+    Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+                         bool save_vector_state);
+    void remove_fast_site(std::uint64_t addr);
+    void remove_all_fast_sites();
+    bool has_fast_site(std::uint64_t addr) const { return fast_sites_.count(addr) != 0; }
+
     // Installs hardware watchpoints/breakpoints (Z1..Z4).
     Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len);
     Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len);
@@ -130,6 +141,15 @@ class Inferior {
         std::uint64_t pad = 0;
         arch::Relocated code;
     };
+    struct FastSite {
+        std::uint64_t pad = 0;
+        std::size_t relocated_offset = 0;
+        arch::Relocated code;
+        std::vector<std::uint8_t> original; // the bytes the patch replaced
+    };
+    // Moves stopped threads whose pc is in [from, from+len) by `move` (nullopt: leave it).
+    void move_threads(std::uint64_t from, std::size_t len,
+                      const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
     struct PadPage {
         std::uint64_t base = 0;
         std::size_t used = 0;
@@ -172,6 +192,7 @@ class Inferior {
     HwPoints hw_points_;
     std::set<std::uint64_t> user_breakpoints_;
     std::map<std::uint64_t, Site> sites_;
+    std::map<std::uint64_t, FastSite> fast_sites_;
     std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
     std::vector<PadPage> pad_pages_;
     SiteHitHandler on_site_hit_;

@@ -38,6 +38,9 @@ std::string usage_text() {
            "\n"
            "Other options:\n"
            "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
+           "  --inproc[=LIB]        Preload the in-process agent (fast tracepoints) into\n"
+           "                        programs tpagent starts; LIB defaults to\n"
+           "                        libtpagent-inproc.so next to tpagent.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
            "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR.\n"
            "  --disable-randomization\n"
@@ -84,6 +87,8 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
             if (v.empty()) return usage_error("--save-dir needs a directory");
             o.save_dir = std::string(v);
+        } else if (a == "--inproc" || a.starts_with("--inproc=")) {
+            o.inproc = std::string(a == "--inproc" ? "" : a.substr(9));
         } else if (a == "--wrapper") {
             for (++i; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
                 o.wrapper.emplace_back(argv[i]);

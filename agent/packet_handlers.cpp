@@ -76,6 +76,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"QTFrame", handle_trace_frame},
         {"qTBuffer", handle_trace_buffer_read},
         {"QTSave", handle_trace_save},
+        {"qTMinFTPILen", handle_min_fast_tracepoint_length},
         // Host I/O
         {"vFile:setfs", handle_vfile_setfs},
         {"vFile:open", handle_vfile_open},

@@ -34,7 +34,8 @@ Handler handle_trace_init, handle_trace_define, handle_trace_source, handle_trac
     handle_trace_disable, handle_trace_status, handle_tracepoint_status,
     handle_trace_variable_value, handle_tracepoints_first, handle_tracepoints_next,
     handle_trace_variables_first, handle_trace_variables_next, handle_trace_frame,
-    handle_trace_buffer_read, handle_trace_save, handle_xfer_traceframe_info;
+    handle_trace_buffer_read, handle_trace_save, handle_xfer_traceframe_info,
+    handle_min_fast_tracepoint_length;
 // handlers_hostio.cpp
 Handler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vfile_pread,
     handle_vfile_pwrite, handle_vfile_fstat, handle_vfile_unlink, handle_vfile_readlink;

@@ -1,4 +1,7 @@
 #include "agent/server.hpp"
+#include "agent/proc_files.hpp"
+#include <cstdlib>
+#include <unistd.h>
 #include <csignal>
 #include <cstring>
 #include <utility>
@@ -10,9 +13,41 @@ namespace tpagent::agent {
 
 namespace asio = boost::asio;
 
+namespace {
+// --inproc's library: as given, or libtpagent-inproc.so beside the tpagent executable.
+Result<std::string> inproc_library_path(const std::string& given) {
+    std::string path = given;
+    if (path.empty()) {
+        std::string self = read_link("/proc/self/exe");
+        path = self.substr(0, self.rfind('/') + 1) + "libtpagent-inproc.so";
+    }
+    if (access(path.c_str(), R_OK) != 0)
+        return make_error(ErrorCode::NotFound,
+                          fmt::format("--inproc: cannot read {}: {}", path, std::strerror(errno)));
+    // The dynamic loader resolves a relative name against the program's directory.
+    if (path.front() != '/') {
+        char* full = realpath(path.c_str(), nullptr);
+        if (full) {
+            path = full;
+            std::free(full);
+        }
+    }
+    return path;
+}
+} // namespace
+
 Server::Server(asio::io_context& io, ServerOptions options)
-    : io_(io), options_(std::move(options)), child_events_(io),
+    : io_(io), options_(std::move(options)), child_events_(io), trace_poll_timer_(io),
       experiment_(arch::host_architecture()) {}
+
+void Server::poll_trace_soon() {
+    trace_poll_timer_.expires_after(std::chrono::milliseconds(5));
+    trace_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (experiment_.fast_running()) experiment_.poll(inferior_.get());
+        poll_trace_soon();
+    });
+}
 
 bool Server::stdio_transport() const {
     return options_.comm == "-";
@@ -28,6 +63,11 @@ Status Server::start_program(const std::vector<std::string>& program) {
     spec.wrapper = options_.wrapper;
     spec.disable_randomization = options_.disable_randomization;
     spec.stdio_is_protocol = stdio_transport();
+    if (options_.inproc) {
+        auto lib = inproc_library_path(*options_.inproc);
+        if (!lib) return lib.error();
+        spec.preload = *lib;
+    }
     auto inf = Inferior::launch(spec);
     if (!inf) return inf.error();
     inferior_ = std::move(*inf);
@@ -90,6 +130,7 @@ void Server::on_inferior_event(const StopEvent& ev) {
     std::fflush(stderr);
     if (ev.kind != StopEvent::Kind::Signal && experiment_.running())
         experiment_.stop_for("tunknown:0", nullptr); // the traced process is gone
+    if (ev.kind == StopEvent::Kind::Signal) experiment_.poll(inferior_.get());
     if (session_ && !session_->closed())
         session_->on_stop(ev);
     else
@@ -162,6 +203,7 @@ void Server::shutdown() {
     }
     listener_->close();
     child_events_.cancel();
+    trace_poll_timer_.cancel();
     io_.stop();
 }
 
@@ -189,6 +231,7 @@ int Server::run() {
         return 1;
     }
     wait_for_children();
+    poll_trace_soon();
     accept_next();
     io_.run();
     return exit_status_;

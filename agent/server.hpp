@@ -45,6 +45,8 @@ class Server {
     void wait_for_children();
     void on_inferior_event(const StopEvent& ev);
     void shutdown();
+    // Fast tracepoints fill the buffer with no event tpagent would see: look every few ms.
+    void poll_trace_soon();
 
     boost::asio::io_context& io_;
     ServerOptions options_;
@@ -52,6 +54,7 @@ class Server {
     std::unique_ptr<Session> session_;
     std::unique_ptr<Inferior> inferior_;
     ChildEvents child_events_;
+    boost::asio::steady_timer trace_poll_timer_;
     TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<StopEvent> unreported_; // what happened while no gdb was connected

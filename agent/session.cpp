@@ -98,6 +98,8 @@ void Session::dispatch(const std::string& payload) {
     }
     deferred_ = false;
     suppressed_ = false;
+    // Fast-tracepoint frames staged in the program come in before anything looks at the trace.
+    server_.experiment().poll(server_.inferior());
     std::string reply = (*handler)(*this, view.args);
     if (closed_ || suppressed_) return;
     if (deferred_) {

@@ -33,6 +33,7 @@ void TraceExperiment::attach_to(Inferior& inferior) {
 
 void TraceExperiment::init() {
     // gdb sends QTinit before a new tstart (never during a run it keeps).
+    fast_tps_.clear();
     table_.clear();
     variables_.clear();
     readonly_.clear();
@@ -53,7 +54,10 @@ Status TraceExperiment::install(Inferior& inferior, std::uint64_t addr) {
 }
 
 void TraceExperiment::uninstall_all(Inferior* inferior) {
-    if (inferior && inferior->alive()) inferior->remove_all_sites();
+    if (inferior && inferior->alive()) {
+        inferior->remove_all_sites();
+        if (!inferior->running()) inferior->remove_all_fast_sites();
+    }
 }
 
 Status TraceExperiment::define(std::string_view payload, Inferior* inferior) {
@@ -62,6 +66,10 @@ Status TraceExperiment::define(std::string_view payload, Inferior* inferior) {
     // InstallInTrace: a tracepoint completed during a run goes in at once.
     using D = trace::TracepointTable::Defined;
     if (running_ && inferior && (outcome->what == D::Added || outcome->what == D::Replaced)) {
+        const auto* tp = table_.find(outcome->key);
+        if (tp && tp->definition.kind == trace::TracepointKind::Fast)
+            return make_error(ErrorCode::NotAllowed,
+                              "a fast tracepoint cannot join a running trace: tstop, then tstart");
         if (any_enabled_at(outcome->key.address)) return install(*inferior, outcome->key.address);
     }
     return ok_status();
@@ -72,6 +80,14 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Infe
     if (!key) return key.error();
     if (auto s = table_.set_enabled(*key, enabled); !s) return s;
     if (!running_ || !inferior || !inferior->alive()) return ok_status();
+    // A fast tracepoint stays installed; its record says whether it collects.
+    for (std::size_t i = 0; i < fast_tps_.size(); ++i)
+        if (fast_tps_[i]->definition.key == *key && inproc_) {
+            auto* records = inproc::at<inproc::TracepointRecord>(inproc_->local(),
+                                                                 inproc::kConfigOffset);
+            __atomic_store_n(&records[i].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
+            return ok_status();
+        }
     if (any_enabled_at(key->address)) return install(*inferior, key->address);
     inferior->remove_site(key->address);
     return ok_status();
@@ -139,16 +155,34 @@ Status TraceExperiment::start(Inferior* inferior) {
     variables_.reset_values();
     stepping_.clear();
     attach_to(*inferior);
+    if (fast_removal_pending_) remove_fast_sites(inferior);
+    bool any_fast = false;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
-        if (tp.definition.kind != trace::TracepointKind::Trap)
-            return make_error(
-                ErrorCode::Unsupported,
-                fmt::format("tracepoint {}: only trap tracepoints are supported", key.number));
-        if (auto s = install(*inferior, key.address); !s) {
+        if (tp.definition.kind == trace::TracepointKind::Static)
+            return make_error(ErrorCode::Unsupported,
+                              fmt::format("tracepoint {}: static tracepoints are not supported",
+                                          key.number));
+        if (tp.definition.kind == trace::TracepointKind::Fast) {
+            if (auto s = check_fast(tp); !s) return s;
+            any_fast = true;
+        }
+    }
+    if (any_fast)
+        if (auto s = prepare_fast(*inferior); !s) return s;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled) continue;
+        auto s = tp.definition.kind == trace::TracepointKind::Fast
+                     ? install_fast(*inferior, key.address)
+                     : install(*inferior, key.address);
+        if (!s) {
             uninstall_all(inferior);
             return s;
         }
+    }
+    if (any_fast) {
+        fast_installed_ = true;
+        inproc_->header().tracing.store(1, std::memory_order_release);
     }
     table_.set_running(true);
     running_ = true;
@@ -161,6 +195,7 @@ Status TraceExperiment::start(Inferior* inferior) {
 
 void TraceExperiment::stop_with(std::string reason, Inferior* inferior) {
     if (!running_) return;
+    stop_fast(inferior); // first: its last frames go in while the trace still runs
     uninstall_all(inferior);
     running_ = false;
     table_.set_running(false);

@@ -3,6 +3,7 @@
 // (disconnected tracing) and the next gdb finds it.
 #pragma once
 #include "agent/inferior.hpp"
+#include "agent/inproc_region.hpp"
 #include "agent/trace/trace_frame_buffer.hpp"
 #include "agent/trace/trace_state_variables.hpp"
 #include "agent/trace/tracepoint_table.hpp"
@@ -40,6 +41,13 @@ class TraceExperiment {
     std::string status_reply() const; // qTStatus
     bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
 
+    // Fast tracepoints: moves frames the in-process agent staged into the buffer and stops the
+    // trace if the agent stopped collecting (buffer full, pass count, error). Cheap when no
+    // fast tracepoint runs. `inferior`, when given and stopped, also lets pads left in place
+    // by a stop during a run be removed.
+    void poll(Inferior* inferior);
+    bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
+
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
     Inferior::SiteHit on_hit(Inferior& inferior, pid_t tid, std::uint64_t addr);
     void on_step(Inferior& inferior, pid_t tid, std::uint64_t addr);
@@ -54,6 +62,14 @@ class TraceExperiment {
     bool collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
                  const std::vector<trace::ActionString>& actions, bool step);
     void stop_with(std::string reason, Inferior* inferior);
+    // trace_fast.cpp
+    Status check_fast(const trace::Tracepoint& tp) const;
+    Status prepare_fast(Inferior& inferior);
+    Status install_fast(Inferior& inferior, std::uint64_t addr);
+    void drain_fast();
+    void pull_fast_variables();
+    void stop_fast(Inferior* inferior);
+    void remove_fast_sites(Inferior* inferior);
 
     const arch::Architecture& arch_;
     trace::TracepointTable table_;
@@ -68,6 +84,13 @@ class TraceExperiment {
     std::string user_, notes_, stop_notes_;
     std::int64_t start_time_ = 0, stop_time_ = 0;    // microseconds since the epoch
     std::map<pid_t, trace::TracepointKey> stepping_; // thread -> tracepoint it steps for
+    // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
+    // at each address (what the pad passes), and pads still to take out.
+    std::unique_ptr<InprocRegion> inproc_;
+    std::vector<trace::Tracepoint*> fast_tps_; // nodes of table_, stable until QTinit
+    std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
+    bool fast_installed_ = false;
+    bool fast_removal_pending_ = false;
 };
 
 } // namespace tpagent::agent

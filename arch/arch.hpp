@@ -28,6 +28,24 @@ struct RegisterSnapshot {
     std::vector<std::uint8_t> xstate; // x86-64: NT_X86_XSTATE (or NT_PRFPREG's 512 bytes)
 };
 
+// A fast tracepoint's jump pad: what to build and what comes out (see arch/<isa>/jump_pad).
+struct JumpPadRequest {
+    std::uint64_t pad_address = 0;        // where EmittedJumpPad::code goes
+    std::uint64_t tracepoint_address = 0; // where EmittedJumpPad::patch goes
+    std::uint64_t collector = 0;          // called as collector(argument, block, state)
+    std::uint64_t argument = 0;
+    std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
+    // false: the collector uses general registers only; the pad saves no FP/vector state and
+    // the block holds only the core registers (fast_block_bytes()).
+    bool save_vector_state = true;
+};
+struct EmittedJumpPad {
+    std::vector<std::uint8_t> code; // pad code, then the relocated instructions at relocated_offset
+    std::size_t relocated_offset = 0;
+    Relocated relocated;             // pad offsets relative to relocated_offset
+    std::vector<std::uint8_t> patch; // for tracepoint_address: the jump, then filler
+};
+
 enum class WatchKind { Write = 2, Read = 3, Access = 4 }; // Z2, Z3, Z4
 
 class Architecture {
@@ -73,6 +91,13 @@ class Architecture {
                                        std::uint64_t to, std::size_t min_bytes) const = 0;
     // How far a pad may be from the code it serves (rel32 on x86-64).
     virtual std::uint64_t pad_reach() const = 0;
+
+    // Fast tracepoints: the shortest instruction span the jump needs (qTMinFTPILen), the
+    // bytes of the `g` block a pad fills when it saves no vector state (registers beyond are
+    // unavailable in such frames), and the pad itself.
+    virtual std::size_t min_fast_tracepoint_length() const = 0;
+    virtual std::size_t fast_block_bytes() const = 0;
+    virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
 
     // Running a system call in a stopped thread (to map pad memory in the inferior): the
     // instruction, placing number and arguments in a snapshot, and reading the result.

@@ -1,4 +1,5 @@
 #include "bytecode/context.hpp"
+#include "bytecode/interpreter.hpp"
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -47,6 +48,15 @@ Error describe_failure(const Program& program, EvalStatus status, const EvalOut&
     const ErrorCode code =
         status == EvalStatus::MemoryError ? ErrorCode::MemoryAccess : ErrorCode::BadBytecode;
     return make_error(code, std::move(text));
+}
+
+// Here rather than beside run(): the interpreter itself stays free of fmt and allocation, so
+// the in-process agent can link it alone.
+Result<std::uint64_t> evaluate(const Program& program, const Context& context) {
+    EvalOut out;
+    const EvalStatus s = run(program, context, out);
+    if (s != EvalStatus::Ok) return describe_failure(program, s, out);
+    return out.value;
 }
 
 } // namespace tpagent::bytecode

@@ -7,13 +7,14 @@
 
 namespace tpagent::bytecode {
 
-EvalStatus run(const Program& program, const Context& c, EvalOut& out) {
+EvalStatus run_insns(const Insn* insns, std::uint32_t backward_jump_budget,
+                     const PrintfFormat* formats, const Context& c, EvalOut& out) {
     std::uint64_t stack[kStackCeiling + 1];
     std::uint64_t* sp = stack; // entries below the top; the top itself is in `top`
     std::uint64_t top = 0;
-    const Insn* const base = program.insns().data();
+    const Insn* const base = insns;
     const Insn* ip = base;
-    std::uint32_t budget = program.backward_jump_budget();
+    std::uint32_t budget = backward_jump_budget;
     rt::HelperResult r;
 
     // Indexed by opcode value; the validator lets only supported opcodes through.
@@ -212,7 +213,11 @@ op_printf : {
     std::uint64_t args[kStackCeiling];
     for (unsigned i = 0; i < nargs; ++i)
         args[i] = sp[-2 - static_cast<int>(i)];
-    TP_CALL(rt::printf(&c, &out, &program.formats()[ip->imm], args));
+    if (!formats) [[unlikely]] {
+        out.fault_address = 0;
+        TP_FAIL(EvalStatus::PrintError);
+    }
+    TP_CALL(rt::printf(&c, &out, &formats[ip->imm], args));
     sp -= 2 + nargs;
     top = *sp;
     TP_NEXT();
@@ -235,13 +240,6 @@ bad: // unsupported opcodes never pass the validator
 #undef TP_FAIL
 #undef TP_NEXT
 #undef TP_DISPATCH
-}
-
-Result<std::uint64_t> evaluate(const Program& program, const Context& context) {
-    EvalOut out;
-    const EvalStatus s = run(program, context, out);
-    if (s != EvalStatus::Ok) return describe_failure(program, s, out);
-    return out.value;
 }
 
 } // namespace tpagent::bytecode

@@ -56,20 +56,36 @@ std::optional<std::size_t> TraceFrameBuffer::reserve(std::size_t size) {
 }
 
 TraceFrameBuffer::Commit TraceFrameBuffer::commit(const FrameBuilder& frame, std::uint64_t pc) {
-    if (frame.tracepoint() == 0) return Commit::Invalid;
-    std::span<const std::uint8_t> bytes = frame.bytes();
-    auto offset = reserve(bytes.size());
-    if (!offset) return Commit::Full;
-    std::memcpy(storage_.get() + *offset, bytes.data(), bytes.size());
-    index_.push_back(Entry{*offset, bytes.size(), logical_end_, pc, frame.tracepoint()});
-    logical_end_ += bytes.size();
-    ++created_;
+    return commit_bytes(frame.bytes(), pc);
+}
+
+TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uint8_t> bytes,
+                                                        std::uint64_t pc,
+                                                        std::uint32_t registers_valid) {
+    if (bytes.size() < kFrameHeaderSize) return Commit::Invalid;
+    const auto tracepoint = static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8);
+    if (tracepoint == 0) return Commit::Invalid;
+    auto room = append(bytes.size(), tracepoint, pc, registers_valid);
+    if (!room) return Commit::Full;
+    std::memcpy(room->data(), bytes.data(), bytes.size());
     return Commit::Stored;
+}
+
+std::optional<std::span<std::uint8_t>> TraceFrameBuffer::append(std::size_t size,
+                                                                std::uint16_t tracepoint,
+                                                                std::uint64_t pc,
+                                                                std::uint32_t registers_valid) {
+    auto offset = reserve(size);
+    if (!offset) return std::nullopt;
+    index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
+    logical_end_ += size;
+    ++created_;
+    return std::span<std::uint8_t>(storage_.get() + *offset, size);
 }
 
 FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
     const Entry& e = index_[number];
-    return FrameInfo{number, e.tracepoint, e.pc, e.size};
+    return FrameInfo{number, e.tracepoint, e.pc, e.size, e.registers_valid};
 }
 
 std::optional<FrameInfo> TraceFrameBuffer::info(std::size_t number) const {

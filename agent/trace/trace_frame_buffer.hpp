@@ -41,6 +41,9 @@ struct FrameInfo {
     std::uint16_t tracepoint = 0;
     std::uint64_t pc = 0;
     std::size_t size = 0; // bytes, header included
+    // Bytes at the start of the R block that hold collected values; 0 = all of it. A fast
+    // tracepoint's pad saves only the core registers: the rest of its block is filler.
+    std::uint32_t registers_valid = 0;
 };
 
 class TraceFrameBuffer {
@@ -67,6 +70,14 @@ class TraceFrameBuffer {
     // room, or a frame larger than the whole buffer. Invalid: tracepoint number 0 (it would
     // end a trace file).
     Commit commit(const FrameBuilder& frame, std::uint64_t pc);
+    // Room for a frame of `size` bytes (header included), already indexed: the caller writes
+    // the whole frame there before any other call. nullopt: Full (see commit).
+    std::optional<std::span<std::uint8_t>> append(std::size_t size, std::uint16_t tracepoint,
+                                                  std::uint64_t pc,
+                                                  std::uint32_t registers_valid = 0);
+    // The same for a finished frame's bytes (header and blocks, R blocks at full size).
+    Commit commit_bytes(std::span<const std::uint8_t> frame, std::uint64_t pc,
+                        std::uint32_t registers_valid = 0);
 
     // qTStatus figures.
     std::size_t frame_count() const { return index_.size(); }
@@ -95,6 +106,7 @@ class TraceFrameBuffer {
         std::uint64_t logical; // bytes stored before this frame since clear()
         std::uint64_t pc;
         std::uint16_t tracepoint;
+        std::uint32_t registers_valid;
     };
     // Where a frame of `size` bytes goes, discarding old frames in circular mode.
     std::optional<std::size_t> reserve(std::size_t size);

@@ -84,4 +84,17 @@ UploadCursor TraceStateVariables::upload() const {
     return UploadCursor(std::move(pieces));
 }
 
+std::vector<std::uint32_t> TraceStateVariables::numbers() const {
+    std::vector<std::uint32_t> out;
+    out.reserve(vars_.size());
+    for (const auto& [number, v] : vars_)
+        out.push_back(number);
+    return out;
+}
+
+bool TraceStateVariables::is_timestamp(std::uint32_t number) const {
+    auto it = vars_.find(number);
+    return it != vars_.end() && it->second.timestamp;
+}
+
 } // namespace tpagent::trace

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tpagent::trace {
 
@@ -46,6 +47,10 @@ class TraceStateVariables {
     std::optional<std::int64_t> get(std::uint32_t number) const;
     // False for an unknown variable or the timestamp (read-only).
     bool set(std::uint32_t number, std::int64_t value);
+
+    // Every defined variable's number, ascending; and whether it is the clock.
+    std::vector<std::uint32_t> numbers() const;
+    bool is_timestamp(std::uint32_t number) const;
 
     // qTV reply: `V<value hex>` (two's complement) or `U` for an unknown variable.
     std::string value_reply(std::uint32_t number) const;

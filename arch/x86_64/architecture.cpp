@@ -1,4 +1,5 @@
 #include "arch/x86_64/architecture.hpp"
+#include "arch/x86_64/jump_pad.hpp"
 #include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/target_xml.hpp"
@@ -119,6 +120,31 @@ void X86_64Architecture::set_syscall(RegisterSnapshot& s, long number,
 
 std::int64_t X86_64Architecture::syscall_result(const RegisterSnapshot& s) const {
     return static_cast<std::int64_t>(gpr_field(s, offsetof(user_regs_struct, rax)));
+}
+
+std::size_t X86_64Architecture::min_fast_tracepoint_length() const {
+    return min_insn_len();
+}
+
+std::size_t X86_64Architecture::fast_block_bytes() const {
+    return core_block_bytes(layout_);
+}
+
+Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
+    JumpPadSpec spec;
+    spec.pad_address = request.pad_address;
+    spec.tracepoint_address = request.tracepoint_address;
+    spec.collector = request.collector;
+    spec.argument = request.argument;
+    spec.original_code = request.original_code;
+    spec.layout = &layout_;
+    spec.core_block_only = !request.save_vector_state;
+    spec.state_save = request.save_vector_state ? detect_state_save()
+                                                : StateSave{StateSave::Kind::None, 0, 0};
+    auto pad = x86_64::emit_jump_pad(spec);
+    if (!pad) return pad.error();
+    return EmittedJumpPad{std::move(pad->code), pad->relocated_offset, std::move(pad->relocated),
+                          std::move(pad->patch)};
 }
 
 } // namespace tpagent::arch::x86_64

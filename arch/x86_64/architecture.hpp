@@ -40,6 +40,9 @@ class X86_64Architecture final : public Architecture {
     Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
                                std::uint64_t to, std::size_t min_bytes) const override;
     std::uint64_t pad_reach() const override { return 0x7fff0000; }
+    std::size_t min_fast_tracepoint_length() const override;
+    std::size_t fast_block_bytes() const override;
+    Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     std::span<const std::uint8_t> syscall_instruction() const override;
     void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                      std::uint64_t pc) const override;

@@ -100,7 +100,15 @@ Result<CoreOffsets> core_offsets(const RegisterLayout& layout) {
     return off;
 }
 
+std::uint32_t core_end(const CoreOffsets& off) {
+    std::uint32_t end = std::max(off.rip + 8, off.eflags + 4);
+    for (auto s : off.segment)
+        end = std::max(end, s + 4);
+    return end;
+}
+
 Status check_state_save(const StateSave& s) {
+    if (s.kind == StateSave::Kind::None) return ok_status();
     if (s.kind == StateSave::Kind::Fxsave) {
         if (s.size < fxsave::kSize)
             return make_error(ErrorCode::BadPacket, "FXSAVE area smaller than 512 bytes");
@@ -117,6 +125,11 @@ void load_xsave_mask(Assembler& a, std::uint64_t mask) {
 }
 
 } // namespace
+
+std::size_t core_block_bytes(const RegisterLayout& layout) {
+    auto off = core_offsets(layout);
+    return off ? core_end(*off) : 0;
+}
 
 Result<std::array<std::uint8_t, kJumpLength>> encode_jump(std::uint64_t from, std::uint64_t to) {
     const auto d = static_cast<std::int64_t>(to - (from + kJumpLength));
@@ -151,10 +164,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const CoreOffsets& off = *offsets;
     const StateSave& save = spec.state_save;
     const bool xsave = save.kind == StateSave::Kind::Xsave;
+    const bool no_save = save.kind == StateSave::Kind::None;
 
     // T: block bytes above the GPRs; B = O - 264 - T (see the diagram in the header).
-    const std::size_t upper = round_up(spec.layout->g_size(), 8) - kGprBytes;
-    const std::size_t area = round_up(save.size, kStateAlign);
+    const std::size_t block = spec.core_block_only ? core_end(off) : spec.layout->g_size();
+    const std::size_t upper = round_up(block, 8) - kGprBytes;
+    const std::size_t area = no_save ? 0 : round_up(save.size, kStateAlign);
     const auto i32 = [](std::size_t v) { return static_cast<std::int32_t>(v); };
 
     Assembler a;
@@ -183,7 +198,8 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     a.mov(RBX, RSP);
     a.alu_imm(axjit::AND, RSP, -i32(kStateAlign));
     lea_rsp(a, -i32(area));
-    if (xsave) {
+    if (no_save) {
+    } else if (xsave) {
         // XSAVE writes only the XSTATE_BV bits it saves and never XCOMP_BV, and XRSTOR faults
         // on stray bits there: the header must start zeroed, not as stale stack bytes.
         a.mov_imm(RAX, 0);
@@ -212,7 +228,8 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     // Restore: rsp is all the collector had to keep.
     a.load(RBX, Mem{RSP, 8});
-    if (xsave) {
+    if (no_save) {
+    } else if (xsave) {
         load_xsave_mask(a, save.mask);
         op0f_rsp(a, true, 0xae, 5, 16); // xrstor64 [rsp+16]
     } else {

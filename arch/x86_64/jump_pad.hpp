@@ -65,7 +65,8 @@ Result<std::array<std::uint8_t, kJumpLength>> encode_jump(std::uint64_t from, st
 
 // How the pad saves the vector/FP state the collector may clobber.
 struct StateSave {
-    enum class Kind : std::uint8_t { Xsave, Fxsave };
+    // None: the collector uses general registers only (built so), nothing is saved.
+    enum class Kind : std::uint8_t { Xsave, Fxsave, None };
     Kind kind = Kind::Fxsave;
     std::uint64_t mask = 0; // XSAVE requested-feature bitmap (EDX:EAX); ignored for FXSAVE
     std::uint32_t size = 0; // bytes of the save area for `mask` (>= 576 for XSAVE, 512 FXSAVE)
@@ -88,7 +89,14 @@ struct JumpPadSpec {
     std::span<const std::uint8_t> original_code;
     const RegisterLayout* layout = nullptr; // `g` offsets and size
     StateSave state_save;
+    // Reserve only the core of the `g` block (core_block_bytes()) instead of all of it: for a
+    // collector that converts no FP/vector state, so the pad touches less stack.
+    bool core_block_only = false;
 };
+
+// Bytes of the `g` block the pad itself fills (rax..r15, rip, eflags, segments); 0 if the
+// layout does not have them where the pad expects.
+std::size_t core_block_bytes(const RegisterLayout& layout);
 
 struct JumpPad {
     // Bytes for pad_address: the pad's own code, then at relocated_offset the displaced

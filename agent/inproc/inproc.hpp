@@ -1,0 +1,23 @@
+// Internals of the in-process agent (see shared_region.hpp for what it shares with tpagent).
+#pragma once
+#include "agent/inproc/shared_region.hpp"
+#include <cstddef>
+#include <cstdint>
+
+namespace tpagent::inproc {
+
+// The shared region, or null when it could not be created (the collector then does nothing).
+extern void* g_region;
+// True in a child forked from the traced program: it inherited the pads and the shared
+// mapping, but its frames would not belong to the trace.
+extern bool g_forked;
+
+// Copies len bytes of the program's memory at addr into dst without ever faulting; returns
+// how many leading bytes could be read.
+std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
+
+} // namespace tpagent::inproc
+
+// The jump pads' call target.
+extern "C" __attribute__((visibility("default"))) void
+tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block, const std::uint8_t* state);

@@ -1,0 +1,179 @@
+// The memory tpagent shares with its in-process agent (libtpagent-inproc.so): one memfd the
+// library creates when it loads and maps in the traced program, and tpagent maps too (through
+// /proc/PID/fd), so frames travel without ptrace.
+//
+// Handshake: the memfd is named kMemfdName; tpagent finds it among the program's open files
+// (or mappings), maps it and checks the header (magic, version, layout size), which also tells
+// where the library's collector and rt:: helpers are in the program.
+//
+// Who writes what:
+// - tpagent, only while every thread of the program is stopped: the configuration (tracepoint
+//   records, actions, expression code, variables, readable ranges), `tracing`, `generation`.
+// - collectors (program threads, concurrently): their own chunks, pass counts, the linear
+//   budget, variable values, and the stop fields (first stopper wins).
+// - tpagent, concurrently with collectors: drains committed records from chunks and frees
+//   chunks a thread has sealed; refreshes the readable ranges under a seqlock.
+//
+// Frames are staged per thread: a thread owns a chunk and appends records to it with no shared
+// write but the chunk's own `committed` counter, so hits on several threads never contend. A
+// record is [RecordHeader][trace frame in trace-file format], except that the R block holds
+// only the first core_register_bytes of the `g` block (the registers the jump pad saves);
+// tpagent widens it to the full block when it moves the frame into its frame buffer, which
+// numbers frames and keeps linear/circular semantics.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace tpagent::inproc {
+
+inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr const char* kMemfdName = "tpagent-inproc";
+
+// Fixed geometry: sparse memfd pages cost nothing until touched.
+inline constexpr std::size_t kFrameHeaderBytes = 6; // trace frame: tracepoint (2), length (4)
+inline constexpr std::size_t kHeaderBytes = 4096;
+inline constexpr std::size_t kConfigOffset = kHeaderBytes;
+inline constexpr std::size_t kConfigBytes = 2u << 20; // records, actions, expression code
+inline constexpr std::size_t kRangesOffset = kConfigOffset + kConfigBytes;
+inline constexpr std::size_t kMaxRanges = 8192;
+inline constexpr std::size_t kVariablesOffset = kRangesOffset + kMaxRanges * 16;
+inline constexpr std::size_t kMaxVariables = 4096; // gdb numbers variables from 1, densely
+inline constexpr std::size_t kChunksOffset = 4u << 20;
+inline constexpr std::size_t kChunkBytes = 256u << 10;
+inline constexpr std::size_t kChunkCount = 256; // 64 MiB of staging
+inline constexpr std::size_t kRegionBytes = kChunksOffset + kChunkBytes * kChunkCount;
+
+inline constexpr std::size_t kMaxCoreRegisters = 64;
+
+// Why collection stopped by itself (Header::stop_reason).
+enum class StopReason : std::uint32_t {
+    None = 0,
+    BufferFull = 1, // linear budget exhausted
+    PassCount = 2,  // stop_tracepoint reached its pass count
+    Error = 3,      // stop_tracepoint's condition or action failed (stop_status: EvalStatus)
+};
+
+// A readable range [start, end) of the program's memory, from /proc/PID/maps.
+struct ReadableRange {
+    std::uint64_t start;
+    std::uint64_t end;
+};
+
+struct Variable {
+    std::atomic<std::int64_t> value;
+    std::uint32_t defined;   // 0: no such variable
+    std::uint32_t timestamp; // reads CLOCK_MONOTONIC nanoseconds, never stored
+};
+
+struct Header {
+    // Written once by the library.
+    std::uint64_t magic;
+    std::uint32_t version;
+    std::uint32_t region_bytes;
+    std::uint64_t region_address; // where the library mapped the region
+    std::uint64_t collector;      // tpagent_inproc_collect
+    // rt:: helpers for compiled expressions, in bytecode::HelperAddresses order.
+    std::uint64_t helpers[8];
+    // 1: the collector and everything it calls use only general registers, so a pad need not
+    // save the vector/FP state.
+    std::uint32_t general_registers_only;
+    std::uint32_t library_reserved;
+
+    // Configuration (tpagent).
+    std::atomic<std::uint32_t> tracing; // collectors return at once when 0
+    std::uint32_t circular;
+    std::uint32_t g_size;              // bytes of a full R block
+    std::uint32_t core_register_bytes; // bytes of the staged R block
+    std::atomic<std::uint64_t> generation; // bumped at each start: drops old thread chunks
+    // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
+    std::uint16_t register_offset[kMaxCoreRegisters];
+    std::uint8_t register_size[kMaxCoreRegisters];
+
+    // Stop (collectors: the first to set stop_reason from None wins).
+    std::atomic<std::uint32_t> stop_reason;
+    std::uint32_t stop_tracepoint; // tracepoint number
+    std::uint64_t stop_status;     // Error: bytecode::EvalStatus
+    std::uint64_t stop_address;    // Error: the fault address/register/variable
+
+    // Linear buffer: frame bytes (full-size R blocks) collectors may still use.
+    std::atomic<std::int64_t> linear_budget;
+    std::atomic<std::uint64_t> dropped_frames; // no free chunk, or a nested hit
+
+    // Readable ranges, a seqlock: odd while tpagent rewrites them.
+    std::atomic<std::uint64_t> ranges_sequence;
+    std::uint32_t range_count;
+    std::uint32_t ranges_reserved;
+};
+static_assert(sizeof(Header) <= kHeaderBytes);
+
+enum class ChunkState : std::uint32_t {
+    Free = 0,
+    Owned = 1,  // a thread appends records
+    Sealed = 2, // the owner moved on: tpagent frees it once drained
+};
+
+struct ChunkHeader {
+    std::atomic<std::uint32_t> state;
+    std::atomic<std::uint32_t> committed; // bytes of complete records after this header
+    std::uint64_t generation;             // Header::generation when taken
+    std::uint32_t drained;                // tpagent's read position (bytes after the header)
+    std::uint32_t reserved;
+};
+inline constexpr std::size_t kChunkHeaderBytes = 64; // own cache line
+static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes);
+inline constexpr std::size_t kChunkPayload = kChunkBytes - kChunkHeaderBytes;
+
+struct RecordHeader {
+    std::uint32_t size;  // whole record, header included, multiple of 8
+    std::uint32_t index; // TracepointRecord index
+    std::uint64_t pc;
+};
+
+// One action of a fast tracepoint.
+enum class ActionKind : std::uint32_t {
+    Registers = 1,  // R: the core registers
+    Memory = 2,     // M: length bytes at (base_register or 0) + offset
+    Expression = 3, // X: run code/insns (collects through trace opcodes)
+};
+
+struct ActionRecord {
+    ActionKind kind;
+    std::int32_t base_register; // Memory: gdb regnum, -1 = absolute
+    std::uint64_t offset;
+    std::uint32_t length;
+    std::uint32_t insn_count;   // Expression: bytecode::Insn array at insns_offset
+    std::uint64_t insns_offset; // from the region start
+    std::uint64_t compiled;     // native code address in the program, 0 = interpret
+    std::uint32_t backward_jump_budget;
+    std::uint32_t reserved;
+};
+
+struct TracepointRecord {
+    std::uint32_t number;
+    std::uint32_t enabled;
+    std::uint64_t address;
+    std::uint64_t pass_count; // 0 = never
+    std::atomic<std::uint64_t> pass_hits;
+    std::uint64_t frame_bound; // most bytes one staged record of this tracepoint may take
+    std::uint64_t next;        // region offset of the next record at the same address, or 0
+    std::uint64_t actions_offset;
+    std::uint32_t action_count;
+    std::uint32_t has_condition;
+    ActionRecord condition; // kind Expression when has_condition
+};
+
+// Offsets -> pointers in whichever process maps the region.
+template <class T>
+T* at(void* region, std::uint64_t offset) {
+    return reinterpret_cast<T*>(static_cast<std::uint8_t*>(region) + offset);
+}
+inline Header* header_of(void* region) {
+    return static_cast<Header*>(region);
+}
+inline ChunkHeader* chunk_at(void* region, std::size_t i) {
+    return at<ChunkHeader>(region, kChunksOffset + i * kChunkBytes);
+}
+
+} // namespace tpagent::inproc

@@ -1,0 +1,353 @@
+// Fast tracepoints, tpagent's side: configuring the in-process agent's shared region at
+// QTStart, installing the jumps, and moving staged frames into the frame buffer.
+#include "agent/proc_files.hpp"
+#include "agent/trace_experiment.hpp"
+#include "bytecode/interpreter.hpp"
+#include "protocol/hex.hpp"
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
+
+namespace tpagent::agent {
+
+namespace {
+
+using namespace inproc;
+
+// Room a collecting expression (trace opcodes) may fill in one frame.
+constexpr std::uint64_t kExpressionAllowance = 8192;
+
+// Bump allocation in the configuration area (offsets from the region start).
+class ConfigArea {
+  public:
+    explicit ConfigArea(void* region) : region_(region) {}
+    template <class T>
+    Result<std::uint64_t> take(std::size_t count) {
+        const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
+        const std::uint64_t bytes = count * sizeof(T);
+        if (at + bytes > kConfigBytes)
+            return make_error(ErrorCode::TooLarge,
+                              "fast tracepoints: too many actions for the in-process agent");
+        used_ = at + bytes;
+        std::memset(inproc::at<std::uint8_t>(region_, kConfigOffset + at), 0, bytes);
+        return kConfigOffset + at;
+    }
+
+  private:
+    void* region_;
+    std::uint64_t used_ = 0;
+};
+
+std::vector<ReadableRange> readable_ranges(pid_t pid) {
+    std::vector<ReadableRange> out;
+    std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)));
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long long start = 0, end = 0;
+        char perms[5] = {};
+        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3) continue;
+        if (perms[0] != 'r' || line.find("[vvar]") != std::string::npos) continue;
+        if (!out.empty() && out.back().end == start)
+            out.back().end = end;
+        else
+            out.push_back({start, end});
+    }
+    return out;
+}
+
+bool uses_printf(const bytecode::Program& p) {
+    return std::any_of(p.insns().begin(), p.insns().end(),
+                       [](const bytecode::Insn& i) { return i.op == bytecode::Op::Printf; });
+}
+
+} // namespace
+
+Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
+    const auto& def = tp.definition;
+    if (def.step_count > 0)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("fast tracepoint {} has while-stepping, which fast "
+                                      "tracepoints do not do: use a trap tracepoint (trace)",
+                                      def.key.number));
+    auto check_expr = [&](const trace::Expression& e) -> Status {
+        if (uses_printf(e.program))
+            return make_error(ErrorCode::Unsupported,
+                              fmt::format("fast tracepoint {}: printf is not available in "
+                                          "the program",
+                                          def.key.number));
+        return ok_status();
+    };
+    if (def.condition)
+        if (auto s = check_expr(*def.condition); !s) return s;
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions) {
+            if (const auto* e = std::get_if<trace::Expression>(&action))
+                if (auto s = check_expr(*e); !s) return s;
+            if (std::holds_alternative<trace::StaticData>(action))
+                return make_error(ErrorCode::Unsupported,
+                                  "static tracepoint data ($_sdata) is not supported");
+        }
+    return ok_status();
+}
+
+// Writes every enabled fast tracepoint into the region; nothing is installed yet.
+Status TraceExperiment::prepare_fast(Inferior& inferior) {
+    fast_tps_.clear();
+    fast_first_record_.clear();
+    fast_installed_ = false;
+    if (!inproc_ || inproc_->pid() != inferior.pid()) {
+        inproc_.reset();
+        auto region = InprocRegion::open(inferior.pid());
+        if (!region) return region.error();
+        inproc_ = std::move(*region);
+    }
+    void* region = inproc_->local();
+    Header& h = inproc_->header();
+    h.tracing.store(0, std::memory_order_release);
+    inproc_->reset_chunks();
+    h.stop_reason.store(0, std::memory_order_relaxed);
+    h.stop_tracepoint = 0;
+    h.stop_status = 0;
+    h.stop_address = 0;
+    h.dropped_frames.store(0, std::memory_order_relaxed);
+    h.circular = buffer_.circular() ? 1 : 0;
+    h.linear_budget.store(static_cast<std::int64_t>(buffer_.bytes_free()),
+                          std::memory_order_relaxed);
+    h.g_size = static_cast<std::uint32_t>(arch_.g_size());
+    const std::size_t core = h.general_registers_only ? arch_.fast_block_bytes() : arch_.g_size();
+    if (core == 0 || core > arch_.g_size())
+        return make_error(ErrorCode::Unsupported, "fast tracepoints: no register block layout");
+    h.core_register_bytes = static_cast<std::uint32_t>(core);
+    const auto regs = arch_.registers();
+    for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
+        const bool in_core = r < regs.size() && regs[r].size <= 8 &&
+                             regs[r].g_offset + regs[r].size <= core;
+        h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
+        h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
+    }
+
+    // Trace state variables: current values (reset at start); the clock reads itself.
+    auto* vars = at<Variable>(region, kVariablesOffset);
+    for (std::size_t i = 0; i < kMaxVariables; ++i) {
+        vars[i].defined = 0;
+        vars[i].timestamp = 0;
+        vars[i].value.store(0, std::memory_order_relaxed);
+    }
+    for (std::uint32_t n : variables_.numbers()) {
+        if (n >= kMaxVariables) continue;
+        vars[n].defined = 1;
+        vars[n].timestamp = variables_.is_timestamp(n) ? 1 : 0;
+        vars[n].value.store(variables_.get(n).value_or(0), std::memory_order_relaxed);
+    }
+    const auto ranges = readable_ranges(inferior.pid());
+    inproc_->set_readable_ranges(ranges);
+
+    // Records first (index = position), then their actions and expression code.
+    std::vector<trace::Tracepoint*> fast;
+    for (auto& [key, tp] : table_.all())
+        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast)
+            fast.push_back(table_.find(key));
+    ConfigArea area(region);
+    auto records_at = area.take<TracepointRecord>(fast.size());
+    if (!records_at) return records_at.error();
+    auto* records = at<TracepointRecord>(region, *records_at);
+
+    auto fill_expression = [&](ActionRecord& a, const trace::Expression& e) -> Status {
+        const auto insns = e.program.insns();
+        auto code = area.take<bytecode::Insn>(insns.size());
+        if (!code) return code.error();
+        std::memcpy(at<bytecode::Insn>(region, *code), insns.data(), insns.size_bytes());
+        a.kind = ActionKind::Expression;
+        a.insns_offset = *code;
+        a.insn_count = static_cast<std::uint32_t>(insns.size());
+        a.backward_jump_budget = e.program.backward_jump_budget();
+        a.compiled = 0;
+        return ok_status();
+    };
+
+    std::map<std::uint64_t, TracepointRecord*> last_at; // chain records sharing an address
+    for (std::size_t i = 0; i < fast.size(); ++i) {
+        const auto& def = fast[i]->definition;
+        TracepointRecord& rec = records[i];
+        rec.number = def.key.number;
+        rec.enabled = 1;
+        rec.address = def.key.address;
+        rec.pass_count = def.pass_count;
+        rec.pass_hits.store(0, std::memory_order_relaxed);
+        rec.next = 0;
+        if (def.condition) {
+            if (auto s = fill_expression(rec.condition, *def.condition); !s) return s;
+            rec.has_condition = 1;
+        }
+        std::vector<const trace::Action*> actions;
+        for (const auto& string : def.actions)
+            for (const auto& action : string.actions)
+                actions.push_back(&action);
+        auto actions_at = area.take<ActionRecord>(actions.size());
+        if (!actions_at) return actions_at.error();
+        rec.actions_offset = *actions_at;
+        rec.action_count = static_cast<std::uint32_t>(actions.size());
+        std::uint64_t bound = sizeof(RecordHeader) + kFrameHeaderBytes + 7;
+        auto* out = at<ActionRecord>(region, *actions_at);
+        for (std::size_t k = 0; k < actions.size(); ++k) {
+            const trace::Action& action = *actions[k];
+            if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
+                out[k].kind = ActionKind::Registers;
+                if (!mask->bytes.empty()) bound += 1 + core;
+                else out[k].kind = static_cast<ActionKind>(0); // empty mask: nothing
+            } else if (const auto* range = std::get_if<trace::MemoryRange>(&action)) {
+                out[k].kind = ActionKind::Memory;
+                out[k].base_register = range->base_register;
+                out[k].offset = range->offset;
+                out[k].length = range->length;
+                bound += range->length + 11 * (range->length / 0xffff + 1);
+            } else if (const auto* e = std::get_if<trace::Expression>(&action)) {
+                if (auto s = fill_expression(out[k], *e); !s) return s;
+                bound += kExpressionAllowance;
+            }
+        }
+        rec.frame_bound = bound & ~std::uint64_t{7};
+        if (rec.frame_bound > kChunkPayload)
+            return make_error(ErrorCode::TooLarge,
+                              fmt::format("fast tracepoint {} collects up to {} bytes per hit; "
+                                          "the in-process agent takes at most {}",
+                                          def.key.number, rec.frame_bound, kChunkPayload));
+        fast_tps_.push_back(fast[i]);
+        const std::uint64_t offset = *records_at + i * sizeof(TracepointRecord);
+        if (auto it = last_at.find(rec.address); it != last_at.end())
+            it->second->next = offset;
+        else
+            fast_first_record_[rec.address] = offset;
+        last_at[rec.address] = &rec;
+    }
+    return ok_status();
+}
+
+Status TraceExperiment::install_fast(Inferior& inferior, std::uint64_t addr) {
+    auto first = fast_first_record_.find(addr);
+    if (first == fast_first_record_.end()) return ok_status();
+    const Header& h = inproc_->header();
+    auto s = inferior.add_fast_site(addr, h.collector, inproc_->remote(first->second),
+                                    h.general_registers_only == 0);
+    if (!s)
+        return make_error(s.error().code,
+                          fmt::format("fast tracepoint at 0x{:x}: {}", addr, s.error().text));
+    return s;
+}
+
+void TraceExperiment::drain_fast() {
+    if (!inproc_) return;
+    const std::size_t g_size = arch_.g_size();
+    const std::uint32_t core = inproc_->header().core_register_bytes;
+    struct Block {
+        std::size_t at, len; // in the staged frame
+        bool registers;
+    };
+    std::vector<Block> blocks;
+    inproc_->drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
+        if (rh.index >= fast_tps_.size() || !running_) return;
+        // The staged blocks; the R block widens to the full `g` size, the rest is copied.
+        blocks.clear();
+        std::size_t at = kFrameHeaderBytes, size = kFrameHeaderBytes;
+        while (at < staged.size()) {
+            const std::uint8_t type = staged[at];
+            std::size_t len = 0;
+            if (type == 'R')
+                len = 1 + core;
+            else if (type == 'M' && staged.size() - at >= 11)
+                len = 11 + (staged[at + 9] | staged[at + 10] << 8);
+            else if (type == 'V')
+                len = 13;
+            else
+                break; // padding after the last block
+            if (staged.size() - at < len) break;
+            blocks.push_back({at, len, type == 'R'});
+            size += type == 'R' ? 1 + g_size : len;
+            at += len;
+        }
+        const bool registers =
+            std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b.registers; });
+        trace::Tracepoint& tp = *fast_tps_[rh.index];
+        auto room = buffer_.append(size, static_cast<std::uint16_t>(tp.definition.key.number),
+                                   rh.pc, registers ? core : 0);
+        if (!room) {
+            inproc_->header().tracing.store(0, std::memory_order_release);
+            std::uint32_t none = 0;
+            inproc_->header().stop_reason.compare_exchange_strong(
+                none, static_cast<std::uint32_t>(StopReason::BufferFull));
+            return;
+        }
+        std::uint8_t* out = room->data();
+        std::memcpy(out, staged.data(), 2);
+        const auto data = static_cast<std::uint32_t>(size - kFrameHeaderBytes);
+        std::memcpy(out + 2, &data, 4);
+        out += kFrameHeaderBytes;
+        for (const Block& b : blocks) {
+            std::memcpy(out, staged.data() + b.at, b.len);
+            out += b.len;
+            if (b.registers) {
+                std::memset(out, 0, g_size - core);
+                out += g_size - core;
+            }
+        }
+        ++tp.counters.hits;
+        tp.counters.bytes_used += size;
+    });
+}
+
+void TraceExperiment::pull_fast_variables() {
+    if (!inproc_) return;
+    const auto* vars = at<const Variable>(inproc_->local(), kVariablesOffset);
+    for (std::uint32_t n : variables_.numbers())
+        if (n < kMaxVariables && vars[n].defined && !vars[n].timestamp)
+            variables_.set(n, vars[n].value.load(std::memory_order_relaxed));
+}
+
+void TraceExperiment::poll(Inferior* inferior) {
+    if (fast_removal_pending_ && inferior && inferior->alive() && !inferior->running())
+        remove_fast_sites(inferior);
+    if (!fast_running()) return;
+    drain_fast();
+    pull_fast_variables();
+    const Header& h = inproc_->header();
+    const auto why = static_cast<StopReason>(h.stop_reason.load(std::memory_order_acquire));
+    switch (why) {
+    case StopReason::None:
+        return;
+    case StopReason::BufferFull:
+        stop_with("tfull:0", inferior);
+        return;
+    case StopReason::PassCount:
+        stop_with(fmt::format("tpasscount:{:x}", h.stop_tracepoint), inferior);
+        return;
+    case StopReason::Error: {
+        const auto status = static_cast<bytecode::EvalStatus>(h.stop_status);
+        const std::string text = fmt::format("{} (0x{:x})", bytecode::to_string(status),
+                                             h.stop_address);
+        stop_with(fmt::format("terror:{}:{:x}", protocol::to_hex(text), h.stop_tracepoint),
+                  inferior);
+        return;
+    }
+    }
+}
+
+// The trace stops: collectors return at once from now on; frames already staged are kept.
+void TraceExperiment::stop_fast(Inferior* inferior) {
+    if (!inproc_ || !fast_installed_) return;
+    inproc_->header().tracing.store(0, std::memory_order_release);
+    drain_fast();
+    pull_fast_variables();
+    fast_installed_ = false;
+    fast_removal_pending_ = true;
+    if (inferior && inferior->alive() && !inferior->running()) remove_fast_sites(inferior);
+}
+
+// Only while the program is stopped: a jump is never rewritten under a running thread. Until
+// then the jumps stay and the collector returns at once.
+void TraceExperiment::remove_fast_sites(Inferior* inferior) {
+    inferior->remove_all_fast_sites();
+    fast_removal_pending_ = false;
+}
+
+} // namespace tpagent::agent
