@@ -35,7 +35,7 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
     auto frame = buffer.frame(*s.trace_frame);
     auto info = buffer.info(*s.trace_frame);
     if (frame) {
-        if (auto regs = frame->registers(); regs && regs->size() == g.size()) {
+        if (auto regs = frame->registers(); regs && regs->size() <= g.size()) {
             std::copy(regs->begin(), regs->end(), g.begin());
             const auto descs = arch.registers();
             for (std::size_t i = 0; i < descs.size(); ++i)

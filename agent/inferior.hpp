@@ -97,6 +97,8 @@ class Inferior {
     Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                          bool save_vector_state);
     void remove_fast_site(std::uint64_t addr);
+    // Executable code for the program (compiled agent expressions), in pad memory near `near`.
+    Result<std::uint64_t> place_code(std::uint64_t near, std::span<const std::uint8_t> code);
     void remove_all_fast_sites();
     bool has_fast_site(std::uint64_t addr) const { return fast_sites_.count(addr) != 0; }
 

@@ -284,7 +284,12 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             if (site && on_site_hit_) hit = on_site_hit_(tid, at);
             bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
             bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
-            if (!resumes || stale) (void)arch_.write_general_registers(tid, **s);
+            // The handler may have removed this very site (the trace stopped during the hit:
+            // pass count, full buffer, error), restoring the original instruction. The resume
+            // then no longer goes through the pad, so the rewound pc must reach the thread
+            // now, or it would run on from one byte into the instruction.
+            bool removed = site && !sites_.count(at);
+            if (!resumes || stale || removed) (void)arch_.write_general_registers(tid, **s);
             if (passes) {
                 t.trace_steps_left = hit.steps;
                 t.trace_site = at;

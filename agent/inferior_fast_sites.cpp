@@ -82,6 +82,14 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector,
     return ok_status();
 }
 
+Result<std::uint64_t> Inferior::place_code(std::uint64_t near,
+                                           std::span<const std::uint8_t> code) {
+    auto at = allocate_pad(near, code.size());
+    if (!at) return at.error();
+    if (auto w = raw_write(*at, code); !w) return w.error();
+    return *at;
+}
+
 void Inferior::remove_fast_site(std::uint64_t addr) {
     auto it = fast_sites_.find(addr);
     if (it == fast_sites_.end()) return;

@@ -2,6 +2,7 @@
 // QTStart, installing the jumps, and moving staged frames into the frame buffer.
 #include "agent/proc_files.hpp"
 #include "agent/trace_experiment.hpp"
+#include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
 #include "protocol/hex.hpp"
 #include <algorithm>
@@ -153,6 +154,16 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
     if (!records_at) return records_at.error();
     auto* records = at<TracepointRecord>(region, *records_at);
 
+    bytecode::HelperAddresses helpers;
+    helpers.read = h.helpers[0];
+    helpers.reg = h.helpers[1];
+    helpers.getv = h.helpers[2];
+    helpers.setv = h.helpers[3];
+    helpers.tracev = h.helpers[4];
+    helpers.trace = h.helpers[5];
+    helpers.tracenz = h.helpers[6];
+    helpers.printf = 0; // never in the program
+    std::uint64_t code_near = 0;
     auto fill_expression = [&](ActionRecord& a, const trace::Expression& e) -> Status {
         const auto insns = e.program.insns();
         auto code = area.take<bytecode::Insn>(insns.size());
@@ -162,13 +173,23 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
         a.insns_offset = *code;
         a.insn_count = static_cast<std::uint32_t>(insns.size());
         a.backward_jump_budget = e.program.backward_jump_budget();
+        // Native code when the compiler takes it and there is pad room; else interpreted.
         a.compiled = 0;
+        auto native = bytecode::host_compiler_backend().translate(e.program, helpers);
+        if (native) {
+            if (auto placed = inferior.place_code(code_near, *native)) a.compiled = *placed;
+        }
+        if (!a.compiled)
+            spdlog::debug("fast tracepoint expression interpreted: {}",
+                          native ? "no room in the program" : native.error().text);
         return ok_status();
     };
+
 
     std::map<std::uint64_t, TracepointRecord*> last_at; // chain records sharing an address
     for (std::size_t i = 0; i < fast.size(); ++i) {
         const auto& def = fast[i]->definition;
+        code_near = def.key.address;
         TracepointRecord& rec = records[i];
         rec.number = def.key.number;
         rec.enabled = 1;
@@ -240,16 +261,12 @@ void TraceExperiment::drain_fast() {
     if (!inproc_) return;
     const std::size_t g_size = arch_.g_size();
     const std::uint32_t core = inproc_->header().core_register_bytes;
-    struct Block {
-        std::size_t at, len; // in the staged frame
-        bool registers;
-    };
-    std::vector<Block> blocks;
     inproc_->drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
         if (rh.index >= fast_tps_.size() || !running_) return;
-        // The staged blocks; the R block widens to the full `g` size, the rest is copied.
-        blocks.clear();
-        std::size_t at = kFrameHeaderBytes, size = kFrameHeaderBytes;
+        // Stored as staged, with its short R block (TraceFrameBuffer::append); `raw` is its
+        // size in the raw stream, where the block is full size. Walk the blocks to find the
+        // frame's end (the record is padded).
+        std::size_t at = kFrameHeaderBytes, raw = kFrameHeaderBytes;
         while (at < staged.size()) {
             const std::uint8_t type = staged[at];
             std::size_t len = 0;
@@ -262,15 +279,12 @@ void TraceExperiment::drain_fast() {
             else
                 break; // padding after the last block
             if (staged.size() - at < len) break;
-            blocks.push_back({at, len, type == 'R'});
-            size += type == 'R' ? 1 + g_size : len;
+            raw += type == 'R' ? 1 + g_size : len;
             at += len;
         }
-        const bool registers =
-            std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b.registers; });
         trace::Tracepoint& tp = *fast_tps_[rh.index];
-        auto room = buffer_.append(size, static_cast<std::uint16_t>(tp.definition.key.number),
-                                   rh.pc, registers ? core : 0);
+        auto room = buffer_.append(at, static_cast<std::uint16_t>(tp.definition.key.number),
+                                   rh.pc, core, raw);
         if (!room) {
             inproc_->header().tracing.store(0, std::memory_order_release);
             std::uint32_t none = 0;
@@ -278,21 +292,11 @@ void TraceExperiment::drain_fast() {
                 none, static_cast<std::uint32_t>(StopReason::BufferFull));
             return;
         }
-        std::uint8_t* out = room->data();
-        std::memcpy(out, staged.data(), 2);
-        const auto data = static_cast<std::uint32_t>(size - kFrameHeaderBytes);
-        std::memcpy(out + 2, &data, 4);
-        out += kFrameHeaderBytes;
-        for (const Block& b : blocks) {
-            std::memcpy(out, staged.data() + b.at, b.len);
-            out += b.len;
-            if (b.registers) {
-                std::memset(out, 0, g_size - core);
-                out += g_size - core;
-            }
-        }
+        std::memcpy(room->data(), staged.data(), at);
+        const auto data = static_cast<std::uint32_t>(at - kFrameHeaderBytes);
+        std::memcpy(room->data() + 2, &data, 4);
         ++tp.counters.hits;
-        tp.counters.bytes_used += size;
+        tp.counters.bytes_used += raw;
     });
 }
 

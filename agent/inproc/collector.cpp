@@ -264,11 +264,8 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
                                sizeof(RecordHeader) - 6;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
     if (!h->circular) {
-        // The frame as tpagent will store it: the R block at full size.
-        const std::int64_t need =
-            static_cast<std::int64_t>(size + (hit.has_registers
-                                                  ? h->g_size - h->core_register_bytes
-                                                  : 0));
+        // tpagent stores the frame as staged (short R block): the record is an upper bound.
+        const auto need = static_cast<std::int64_t>(size);
         ThreadState& t = t_state;
         if (t.linear_credit < need) {
             const std::int64_t claim = need > kCreditClaim ? need : kCreditClaim;

@@ -74,13 +74,37 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
 std::optional<std::span<std::uint8_t>> TraceFrameBuffer::append(std::size_t size,
                                                                 std::uint16_t tracepoint,
                                                                 std::uint64_t pc,
-                                                                std::uint32_t registers_valid) {
+                                                                std::uint32_t registers_valid,
+                                                                std::size_t raw_size) {
     auto offset = reserve(size);
     if (!offset) return std::nullopt;
     index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
-    logical_end_ += size;
+    logical_end_ += raw_size ? raw_size : size;
     ++created_;
     return std::span<std::uint8_t>(storage_.get() + *offset, size);
+}
+
+void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) const {
+    const std::uint8_t* frame = storage_.get() + e.offset;
+    out.assign(frame, frame + kFrameHeaderSize);
+    FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
+    for (const FrameBlock& b : view.blocks()) {
+        const auto* start = b.type == 'R' ? b.data.data() - 1
+                            : b.type == 'M' ? b.data.data() - 11
+                                            : nullptr;
+        if (b.type == 'V') {
+            out.push_back('V');
+            for (int i = 0; i < 4; ++i)
+                out.push_back(static_cast<std::uint8_t>(b.variable >> (8 * i)));
+            for (int i = 0; i < 8; ++i)
+                out.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(b.value) >> (8 * i)));
+            continue;
+        }
+        out.insert(out.end(), start, b.data.data() + b.data.size());
+        if (b.type == 'R') out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
+    }
+    const auto length = static_cast<std::uint32_t>(out.size() - kFrameHeaderSize);
+    std::memcpy(out.data() + 2, &length, 4);
 }
 
 FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
@@ -97,7 +121,7 @@ std::optional<FrameView> TraceFrameBuffer::frame(std::size_t number) const {
     if (number >= index_.size()) return std::nullopt;
     const Entry& e = index_[number];
     return FrameView(std::span<const std::uint8_t>(storage_.get() + e.offset, e.size),
-                     register_block_size_);
+                     e.registers_valid ? e.registers_valid : register_block_size_);
 }
 
 namespace {
@@ -148,9 +172,17 @@ std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint
     --it;
     std::size_t done = 0;
     std::size_t skip = want - it->logical;
+    std::vector<std::uint8_t> wide;
     for (; it != index_.end() && done < out.size(); ++it, skip = 0) {
-        std::size_t n = std::min(out.size() - done, it->size - skip);
-        std::memcpy(out.data() + done, storage_.get() + it->offset + skip, n);
+        const std::uint8_t* bytes = storage_.get() + it->offset;
+        std::size_t size = it->size;
+        if (it->registers_valid != 0) {
+            widen(*it, wide);
+            bytes = wide.data();
+            size = wide.size();
+        }
+        std::size_t n = std::min(out.size() - done, size - skip);
+        std::memcpy(out.data() + done, bytes + skip, n);
         done += n;
     }
     return done;

@@ -32,6 +32,7 @@
 #include <span>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace tpagent::trace {
 
@@ -40,9 +41,10 @@ struct FrameInfo {
     std::size_t number = 0; // position among stored frames, oldest = 0
     std::uint16_t tracepoint = 0;
     std::uint64_t pc = 0;
-    std::size_t size = 0; // bytes, header included
-    // Bytes at the start of the R block that hold collected values; 0 = all of it. A fast
-    // tracepoint's pad saves only the core registers: the rest of its block is filler.
+    std::size_t size = 0; // bytes stored, header included
+    // A short R block: only its first registers_valid bytes were collected (a fast
+    // tracepoint's pad saves only the core registers) and only they are stored; 0 = a full
+    // block. Raw reads (qTBuffer, tsave) see the block padded to full size.
     std::uint32_t registers_valid = 0;
 };
 
@@ -72,9 +74,12 @@ class TraceFrameBuffer {
     Commit commit(const FrameBuilder& frame, std::uint64_t pc);
     // Room for a frame of `size` bytes (header included), already indexed: the caller writes
     // the whole frame there before any other call. nullopt: Full (see commit).
+    // registers_valid != 0: the frame's R block (if any) has that many bytes (FrameInfo), and
+    // raw_size is the frame's size with it padded to full size.
     std::optional<std::span<std::uint8_t>> append(std::size_t size, std::uint16_t tracepoint,
                                                   std::uint64_t pc,
-                                                  std::uint32_t registers_valid = 0);
+                                                  std::uint32_t registers_valid = 0,
+                                                  std::size_t raw_size = 0);
     // The same for a finished frame's bytes (header and blocks, R blocks at full size).
     Commit commit_bytes(std::span<const std::uint8_t> frame, std::uint64_t pc,
                         std::uint32_t registers_valid = 0);
@@ -102,8 +107,8 @@ class TraceFrameBuffer {
   private:
     struct Entry {
         std::size_t offset;    // in storage_
-        std::size_t size;      // bytes, header included
-        std::uint64_t logical; // bytes stored before this frame since clear()
+        std::size_t size;      // bytes stored, header included
+        std::uint64_t logical; // raw-stream bytes (R blocks at full size) before this frame
         std::uint64_t pc;
         std::uint16_t tracepoint;
         std::uint32_t registers_valid;
@@ -111,6 +116,8 @@ class TraceFrameBuffer {
     // Where a frame of `size` bytes goes, discarding old frames in circular mode.
     std::optional<std::size_t> reserve(std::size_t size);
     FrameInfo make_info(std::size_t number) const;
+    // The frame as it appears in the raw stream: short R blocks padded to full size.
+    void widen(const Entry& e, std::vector<std::uint8_t>& out) const;
 
     std::size_t register_block_size_;
     std::size_t size_;
