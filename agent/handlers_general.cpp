@@ -24,15 +24,15 @@ std::string handle_supported(Session& s, std::string_view args) {
         else if (feature == "qRelocInsn+")
             s.gdb_supports_reloc_insn = true;
     }
-    return fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
-                       "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
-                       "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-                       "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
-                       "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
-                       "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;FastTracepoints+;{}{}{}",
-                       kPacketSize, s.multiprocess ? "multiprocess+;" : "",
-                       s.gdb_supports_swbreak ? "swbreak+;" : "",
-                       s.gdb_supports_hwbreak ? "hwbreak+" : "");
+    return fmt::format(
+        "PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
+        "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
+        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
+        "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
+        "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
+        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;FastTracepoints+;{}{}{}",
+        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
+        s.gdb_supports_swbreak ? "swbreak+;" : "", s.gdb_supports_hwbreak ? "hwbreak+" : "");
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {

@@ -30,8 +30,8 @@ void Inferior::move_threads(
     }
 }
 
-Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector,
-                               std::uint64_t argument, bool save_vector_state) {
+Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+                               bool save_vector_state) {
     if (fast_sites_.count(addr)) return ok_status();
     if (sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a trap tracepoint is installed there");
@@ -66,10 +66,10 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector,
                                           "tracepoint replaces",
                                           addr + i, emitted->patch.size()));
 
-    FastSite site{*pad, emitted->relocated_offset, std::move(emitted->relocated),
-                  std::vector<std::uint8_t>(code.begin(),
-                                            code.begin() + static_cast<std::ptrdiff_t>(
-                                                               emitted->patch.size()))};
+    FastSite site{
+        *pad, emitted->relocated_offset, std::move(emitted->relocated),
+        std::vector<std::uint8_t>(
+            code.begin(), code.begin() + static_cast<std::ptrdiff_t>(emitted->patch.size()))};
     const std::uint64_t relocated = *pad + site.relocated_offset;
     move_threads(addr + 1, site.code.covered - 1, [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
@@ -82,8 +82,7 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector,
     return ok_status();
 }
 
-Result<std::uint64_t> Inferior::place_code(std::uint64_t near,
-                                           std::span<const std::uint8_t> code) {
+Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {
     auto at = allocate_pad(near, code.size());
     if (!at) return at.error();
     if (auto w = raw_write(*at, code); !w) return w.error();

@@ -39,8 +39,8 @@ int open_region_file(pid_t pid) {
     for (std::string line; std::getline(maps, line);) {
         if (line.find(kMemfdLink) == std::string::npos) continue;
         const std::string range = line.substr(0, line.find(' '));
-        const int fd = ::open(fmt::format("/proc/{}/map_files/{}", pid, range).c_str(),
-                              O_RDWR | O_CLOEXEC);
+        const int fd =
+            ::open(fmt::format("/proc/{}/map_files/{}", pid, range).c_str(), O_RDWR | O_CLOEXEC);
         if (fd >= 0) return fd;
     }
     return -1;
@@ -57,9 +57,9 @@ Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
     void* local = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     if (local == MAP_FAILED)
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("cannot map the in-process agent's memory: {}",
-                                      std::strerror(errno)));
+        return make_error(
+            ErrorCode::SystemError,
+            fmt::format("cannot map the in-process agent's memory: {}", std::strerror(errno)));
     std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
     const Header& h = region->header();
     if (__atomic_load_n(&h.magic, __ATOMIC_ACQUIRE) != kMagic || h.version != kVersion ||

@@ -29,8 +29,8 @@ class InprocRegion {
     void reset_chunks();
     // Hands every complete staged record to `take` (oldest first per chunk) and frees the
     // chunks their owners sealed. Safe while program threads collect.
-    using RecordSink = std::function<void(const inproc::RecordHeader&,
-                                          std::span<const std::uint8_t> frame)>;
+    using RecordSink =
+        std::function<void(const inproc::RecordHeader&, std::span<const std::uint8_t> frame)>;
     void drain(const RecordSink& take);
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);

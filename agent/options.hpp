@@ -21,8 +21,9 @@ struct ServerOptions {
     bool debug = false;
     bool disable_randomization = true;
     std::optional<std::string> save_dir; // QTSave writes only here when given
-    std::optional<std::string> inproc;   // --inproc[=LIB]: preload the in-process agent ("" = default)
-    unsigned baud = 0;                   // serial line speed; 0 = leave as is
+    std::optional<std::string>
+        inproc;        // --inproc[=LIB]: preload the in-process agent ("" = default)
+    unsigned baud = 0; // serial line speed; 0 = leave as is
     bool show_help = false;
     bool show_version = false;
 };

@@ -83,8 +83,8 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Infe
     // A fast tracepoint stays installed; its record says whether it collects.
     for (std::size_t i = 0; i < fast_tps_.size(); ++i)
         if (fast_tps_[i]->definition.key == *key && inproc_) {
-            auto* records = inproc::at<inproc::TracepointRecord>(inproc_->local(),
-                                                                 inproc::kConfigOffset);
+            auto* records =
+                inproc::at<inproc::TracepointRecord>(inproc_->local(), inproc::kConfigOffset);
             __atomic_store_n(&records[i].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return ok_status();
         }
@@ -160,9 +160,9 @@ Status TraceExperiment::start(Inferior* inferior) {
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
         if (tp.definition.kind == trace::TracepointKind::Static)
-            return make_error(ErrorCode::Unsupported,
-                              fmt::format("tracepoint {}: static tracepoints are not supported",
-                                          key.number));
+            return make_error(
+                ErrorCode::Unsupported,
+                fmt::format("tracepoint {}: static tracepoints are not supported", key.number));
         if (tp.definition.kind == trace::TracepointKind::Fast) {
             if (auto s = check_fast(tp); !s) return s;
             any_fast = true;

@@ -24,8 +24,7 @@ constexpr std::uint64_t kExpressionAllowance = 8192;
 class ConfigArea {
   public:
     explicit ConfigArea(void* region) : region_(region) {}
-    template <class T>
-    Result<std::uint64_t> take(std::size_t count) {
+    template <class T> Result<std::uint64_t> take(std::size_t count) {
         const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
         const std::uint64_t bytes = count * sizeof(T);
         if (at + bytes > kConfigBytes)
@@ -122,8 +121,8 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
     h.core_register_bytes = static_cast<std::uint32_t>(core);
     const auto regs = arch_.registers();
     for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
-        const bool in_core = r < regs.size() && regs[r].size <= 8 &&
-                             regs[r].g_offset + regs[r].size <= core;
+        const bool in_core =
+            r < regs.size() && regs[r].size <= 8 && regs[r].g_offset + regs[r].size <= core;
         h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
         h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
     }
@@ -185,7 +184,6 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
         return ok_status();
     };
 
-
     std::map<std::uint64_t, TracepointRecord*> last_at; // chain records sharing an address
     for (std::size_t i = 0; i < fast.size(); ++i) {
         const auto& def = fast[i]->definition;
@@ -215,8 +213,10 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
             const trace::Action& action = *actions[k];
             if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
                 out[k].kind = ActionKind::Registers;
-                if (!mask->bytes.empty()) bound += 1 + core;
-                else out[k].kind = static_cast<ActionKind>(0); // empty mask: nothing
+                if (!mask->bytes.empty())
+                    bound += 1 + core;
+                else
+                    out[k].kind = static_cast<ActionKind>(0); // empty mask: nothing
             } else if (const auto* range = std::get_if<trace::MemoryRange>(&action)) {
                 out[k].kind = ActionKind::Memory;
                 out[k].base_register = range->base_register;
@@ -283,8 +283,8 @@ void TraceExperiment::drain_fast() {
             at += len;
         }
         trace::Tracepoint& tp = *fast_tps_[rh.index];
-        auto room = buffer_.append(at, static_cast<std::uint16_t>(tp.definition.key.number),
-                                   rh.pc, core, raw);
+        auto room = buffer_.append(at, static_cast<std::uint16_t>(tp.definition.key.number), rh.pc,
+                                   core, raw);
         if (!room) {
             inproc_->header().tracing.store(0, std::memory_order_release);
             std::uint32_t none = 0;
@@ -327,8 +327,8 @@ void TraceExperiment::poll(Inferior* inferior) {
         return;
     case StopReason::Error: {
         const auto status = static_cast<bytecode::EvalStatus>(h.stop_status);
-        const std::string text = fmt::format("{} (0x{:x})", bytecode::to_string(status),
-                                             h.stop_address);
+        const std::string text =
+            fmt::format("{} (0x{:x})", bytecode::to_string(status), h.stop_address);
         stop_with(fmt::format("terror:{}:{:x}", protocol::to_hex(text), h.stop_tracepoint),
                   inferior);
         return;

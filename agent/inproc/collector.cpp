@@ -48,9 +48,8 @@ ChunkHeader* acquire_chunk(std::uint64_t generation) {
         ChunkHeader* c = chunk_at(g_region, i);
         std::uint32_t expected = static_cast<std::uint32_t>(ChunkState::Free);
         if (c->state.load(std::memory_order_relaxed) != expected) continue;
-        if (!c->state.compare_exchange_strong(expected,
-                                              static_cast<std::uint32_t>(ChunkState::Owned),
-                                              std::memory_order_acquire))
+        if (!c->state.compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_acquire))
             continue;
         c->generation = generation;
         return c;
@@ -101,8 +100,7 @@ struct Hit {
     bool has_registers = false;
 };
 
-template <class T>
-void put(std::uint8_t*& p, T v) {
+template <class T> void put(std::uint8_t*& p, T v) {
     std::memcpy(p, &v, sizeof v);
     p += sizeof v;
 }
@@ -260,8 +258,8 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
 
     // Frame header, record header; the record is padded to 8 bytes.
-    const std::uint64_t data = static_cast<std::uint64_t>(hit.out - record) -
-                               sizeof(RecordHeader) - 6;
+    const std::uint64_t data =
+        static_cast<std::uint64_t>(hit.out - record) - sizeof(RecordHeader) - 6;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
     if (!h->circular) {
         // tpagent stores the frame as staged (short R block): the record is an upper bound.
@@ -280,12 +278,12 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
     std::uint8_t* p = record;
     put<std::uint32_t>(p, static_cast<std::uint32_t>(size));
-    put<std::uint32_t>(p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
+    put<std::uint32_t>(
+        p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
     put<std::uint64_t>(p, tp->address);
     put<std::uint16_t>(p, static_cast<std::uint16_t>(tp->number));
     put<std::uint32_t>(p, static_cast<std::uint32_t>(data));
-    chunk->committed.store(committed + static_cast<std::uint32_t>(size),
-                           std::memory_order_release);
+    chunk->committed.store(committed + static_cast<std::uint32_t>(size), std::memory_order_release);
     if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
 }
 

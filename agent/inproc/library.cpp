@@ -17,8 +17,7 @@ void on_fork_child() {
     g_forked = true;
 }
 
-template <class F>
-std::uint64_t address_of(F* f) {
+template <class F> std::uint64_t address_of(F* f) {
     return reinterpret_cast<std::uint64_t>(f);
 }
 

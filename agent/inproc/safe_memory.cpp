@@ -26,8 +26,7 @@ bool listed_readable(std::uint64_t addr, std::size_t len) {
         else
             hi = mid;
     }
-    const bool inside =
-        lo < n && ranges[lo].start <= addr && len <= ranges[lo].end - addr;
+    const bool inside = lo < n && ranges[lo].start <= addr && len <= ranges[lo].end - addr;
     std::atomic_thread_fence(std::memory_order_acquire);
     return inside && h->ranges_sequence.load(std::memory_order_relaxed) == seq;
 }

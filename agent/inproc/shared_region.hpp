@@ -84,8 +84,8 @@ struct Header {
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0
     std::uint32_t circular;
-    std::uint32_t g_size;              // bytes of a full R block
-    std::uint32_t core_register_bytes; // bytes of the staged R block
+    std::uint32_t g_size;                  // bytes of a full R block
+    std::uint32_t core_register_bytes;     // bytes of the staged R block
     std::atomic<std::uint64_t> generation; // bumped at each start: drops old thread chunks
     // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
     std::uint16_t register_offset[kMaxCoreRegisters];
@@ -165,8 +165,7 @@ struct TracepointRecord {
 };
 
 // Offsets -> pointers in whichever process maps the region.
-template <class T>
-T* at(void* region, std::uint64_t offset) {
+template <class T> T* at(void* region, std::uint64_t offset) {
     return reinterpret_cast<T*>(static_cast<std::uint8_t*>(region) + offset);
 }
 inline Header* header_of(void* region) {

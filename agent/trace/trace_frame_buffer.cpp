@@ -71,11 +71,9 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     return Commit::Stored;
 }
 
-std::optional<std::span<std::uint8_t>> TraceFrameBuffer::append(std::size_t size,
-                                                                std::uint16_t tracepoint,
-                                                                std::uint64_t pc,
-                                                                std::uint32_t registers_valid,
-                                                                std::size_t raw_size) {
+std::optional<std::span<std::uint8_t>>
+TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64_t pc,
+                         std::uint32_t registers_valid, std::size_t raw_size) {
     auto offset = reserve(size);
     if (!offset) return std::nullopt;
     index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
@@ -89,7 +87,7 @@ void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) con
     out.assign(frame, frame + kFrameHeaderSize);
     FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
     for (const FrameBlock& b : view.blocks()) {
-        const auto* start = b.type == 'R' ? b.data.data() - 1
+        const auto* start = b.type == 'R'   ? b.data.data() - 1
                             : b.type == 'M' ? b.data.data() - 11
                                             : nullptr;
         if (b.type == 'V') {
@@ -97,7 +95,8 @@ void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) con
             for (int i = 0; i < 4; ++i)
                 out.push_back(static_cast<std::uint8_t>(b.variable >> (8 * i)));
             for (int i = 0; i < 8; ++i)
-                out.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(b.value) >> (8 * i)));
+                out.push_back(
+                    static_cast<std::uint8_t>(static_cast<std::uint64_t>(b.value) >> (8 * i)));
             continue;
         }
         out.insert(out.end(), start, b.data.data() + b.data.size());
