@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <sys/mman.h>
@@ -121,6 +122,22 @@ void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
     std::memcpy(at<ReadableRange>(local_, kRangesOffset), ranges.data(), n * sizeof ranges[0]);
     h.range_count = static_cast<std::uint32_t>(n);
     h.ranges_sequence.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
+    std::vector<ReadableRange> out;
+    std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)));
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long long start = 0, end = 0;
+        char perms[5] = {};
+        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3) continue;
+        if (perms[0] != 'r' || line.find("[vvar]") != std::string::npos) continue;
+        if (!out.empty() && out.back().end == start)
+            out.back().end = end;
+        else
+            out.push_back({start, end});
+    }
+    return out;
 }
 
 } // namespace tpagent::agent

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <sys/types.h>
+#include <vector>
 
 namespace tpagent::agent {
 
@@ -34,6 +35,8 @@ class InprocRegion {
     void drain(const RecordSink& take);
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
+    // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.
+    static std::vector<inproc::ReadableRange> readable_ranges_of(pid_t pid);
 
   private:
     InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}

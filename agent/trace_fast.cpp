@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sstream>
 
 namespace tpagent::agent {
 
@@ -39,22 +38,6 @@ class ConfigArea {
     void* region_;
     std::uint64_t used_ = 0;
 };
-
-std::vector<ReadableRange> readable_ranges(pid_t pid) {
-    std::vector<ReadableRange> out;
-    std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)));
-    for (std::string line; std::getline(maps, line);) {
-        unsigned long long start = 0, end = 0;
-        char perms[5] = {};
-        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3) continue;
-        if (perms[0] != 'r' || line.find("[vvar]") != std::string::npos) continue;
-        if (!out.empty() && out.back().end == start)
-            out.back().end = end;
-        else
-            out.push_back({start, end});
-    }
-    return out;
-}
 
 bool uses_printf(const bytecode::Program& p) {
     return std::any_of(p.insns().begin(), p.insns().end(),
@@ -140,7 +123,7 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
         vars[n].timestamp = variables_.is_timestamp(n) ? 1 : 0;
         vars[n].value.store(variables_.get(n).value_or(0), std::memory_order_relaxed);
     }
-    const auto ranges = readable_ranges(inferior.pid());
+    const auto ranges = InprocRegion::readable_ranges_of(inferior.pid());
     inproc_->set_readable_ranges(ranges);
 
     // Records first (index = position), then their actions and expression code.

@@ -61,7 +61,7 @@ ChunkHeader* acquire_chunk(std::uint64_t generation) {
 ChunkHeader* chunk_with_room(Header* h, std::uint64_t bound) {
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     ThreadState& t = t_state;
-    if (t.chunk && t.generation != generation) { // a new run: the old chunk is tpagent's again
+    if (t.generation != generation) { // a new run: old chunk and credit are void
         t.chunk = nullptr;
         t.linear_credit = 0;
     }
@@ -189,6 +189,22 @@ void collect_registers(Hit& hit) {
     hit.has_registers = true;
 }
 
+// The callbacks an expression gets; built only when one runs (a zeroed Context costs a
+// `rep stos` on every hit otherwise).
+bytecode::Context make_context(Hit& hit, bool collects) {
+    bytecode::Context ctx;
+    ctx.user = &hit;
+    ctx.read_memory = read_memory;
+    ctx.read_register = read_register;
+    ctx.get_tsv = get_tsv;
+    ctx.set_tsv = set_tsv;
+    if (collects) {
+        ctx.collect_memory = collect_memory;
+        ctx.collect_tsv = collect_tsv;
+    }
+    return ctx;
+}
+
 EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
                           bytecode::EvalOut& out) {
     if (a.compiled) return reinterpret_cast<bytecode::CompiledFn>(a.compiled)(&ctx, &out);
@@ -198,16 +214,9 @@ EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
 
 void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     Hit hit{h, block, nullptr, nullptr};
-    bytecode::Context ctx;
-    ctx.user = &hit;
-    ctx.read_memory = read_memory;
-    ctx.read_register = read_register;
-    ctx.get_tsv = get_tsv;
-    ctx.set_tsv = set_tsv;
-
     if (tp->has_condition) {
         bytecode::EvalOut out;
-        const EvalStatus s = run_expression(tp->condition, ctx, out);
+        const EvalStatus s = run_expression(tp->condition, make_context(hit, false), out);
         if (s != EvalStatus::Ok) {
             stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
                          out.fault_address);
@@ -231,8 +240,6 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
     hit.out = record + sizeof(RecordHeader) + 6; // frame header written last
     hit.out_end = record + tp->frame_bound;
-    ctx.collect_memory = collect_memory;
-    ctx.collect_tsv = collect_tsv;
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
     for (std::uint32_t i = 0; i < tp->action_count; ++i) {
@@ -247,7 +254,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
             collect_range(hit, base + a.offset, a.length);
         } else if (a.kind == ActionKind::Expression) {
             bytecode::EvalOut out;
-            const EvalStatus s = run_expression(a, ctx, out);
+            const EvalStatus s = run_expression(a, make_context(hit, true), out);
             if (s != EvalStatus::Ok && s != EvalStatus::MemoryError &&
                 s != EvalStatus::CollectError) {
                 stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),

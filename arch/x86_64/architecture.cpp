@@ -139,6 +139,7 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.original_code = request.original_code;
     spec.layout = &layout_;
     spec.core_block_only = !request.save_vector_state;
+    spec.flags_by_sahf = has_lahf_sahf();
     spec.state_save =
         request.save_vector_state ? detect_state_save() : StateSave{StateSave::Kind::None, 0, 0};
     auto pad = x86_64::emit_jump_pad(spec);

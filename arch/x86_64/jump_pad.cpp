@@ -148,6 +148,11 @@ StateSave state_save_for(const CpuFeatures& cpu, bool os_xsave) {
             std::max(cpu.xstate_size, kXsaveHeaderEnd)};
 }
 
+bool has_lahf_sahf() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & 1u);
+}
+
 StateSave detect_state_save() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool os_xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE);
@@ -236,13 +241,29 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         op0f_rsp(a, true, 0xae, 1, 16); // fxrstor64 [rsp+16]
     }
     a.mov(RSP, RBX);
+    if (spec.flags_by_sahf) {
+        // rax is free until its pop. Nothing after this changes a flag: pops and lea only.
+        a.load(RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
+        a.byte(0xfc);                                  // cld: DF as saved, below
+        a.byte(0xf6), a.byte(0xc4), a.byte(0x04);      // test ah, 4 (DF)
+        a.byte(0x74), a.byte(0x01);                    // jz +1
+        a.byte(0xfd);                                  // std
+        a.byte(0x88), a.byte(0xe0);                    // mov al, ah
+        a.byte(0xc0), a.byte(0xe8), a.byte(0x03);      // shr al, 3
+        a.byte(0x24), a.byte(0x01);                    // and al, 1 (OF)
+        a.byte(0x04), a.byte(0x7f);                    // add al, 0x7f: OF = (al == 1)
+        a.byte(0x9e);                                  // sahf: SF ZF AF PF CF
+    }
     for (Reg r : {RAX, RBX, RCX, RDX, RSI, RDI, RBP})
         a.pop(r);
     lea_rsp(a, 8); // the rsp slot: rsp comes back by arithmetic
     for (Reg r : {R8, R9, R10, R11, R12, R13, R14, R15})
         a.pop(r);
     lea_rsp(a, i32(upper));
-    a.byte(0x9d); // popfq
+    if (spec.flags_by_sahf)
+        lea_rsp(a, 8); // the rflags slot, already restored
+    else
+        a.byte(0x9d); // popfq
     lea_rsp(a, i32(kRedZone));
 
     JumpPad pad;

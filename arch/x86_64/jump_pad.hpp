@@ -92,7 +92,15 @@ struct JumpPadSpec {
     // Reserve only the core of the `g` block (core_block_bytes()) instead of all of it: for a
     // collector that converts no FP/vector state, so the pad touches less stack.
     bool core_block_only = false;
+    // Restore the flags with sahf (+ OF and DF by hand) instead of popfq, which is microcoded
+    // and costs about as much as the rest of the pad's exit. Needs CPUID LAHF-SAHF in 64-bit
+    // mode. Only the arithmetic flags and DF are restored: nothing the pad or a collector runs
+    // changes the others (TF, AC, ...), so they keep their live values.
+    bool flags_by_sahf = false;
 };
+
+// Whether this CPU has lahf/sahf in 64-bit mode.
+bool has_lahf_sahf();
 
 // Bytes of the `g` block the pad itself fills (rax..r15, rip, eflags, segments); 0 if the
 // layout does not have them where the pad expects.

@@ -366,8 +366,12 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
     // Every rsp alignment mod 64 class an 8-aligned rsp has, so the area alignment varies.
     const std::uint64_t rsp_adjust = GENERATE(0u, 8u, 16u, 24u, 40u, 56u);
     const std::uint64_t rflags =
-        GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF);
-    auto pad = x86::emit_jump_pad(fxsave_spec(code, tp_offset));
+        GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF,
+                 0x202u | kOF, 0x202u | kDF | kZF | kOF);
+    const bool sahf = GENERATE(false, true);
+    auto spec = fxsave_spec(code, tp_offset);
+    spec.flags_by_sahf = sahf;
+    auto pad = x86::emit_jump_pad(spec);
     REQUIRE(pad.ok());
     CHECK(pad->patch.size() == pad->relocated.covered);
     CHECK(pad->patch[0] == 0xe9);
@@ -378,7 +382,8 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
     s.rflags = rflags;
     s.tp_offset = tp_offset;
     Observed seen;
-    INFO("tracepoint +" << tp_offset << " rsp " << hex(s.rsp) << " rflags " << hex(rflags));
+    INFO("tracepoint +" << tp_offset << " rsp " << hex(s.rsp) << " rflags " << hex(rflags)
+                        << (sahf ? " sahf" : " popfq"));
     CHECK(compare_runs(s, *pad, seen) == "");
     CHECK(seen.calls == 1);
     for (const auto& p : seen.problems)

@@ -1,0 +1,234 @@
+// Fast tracepoint hit cost without gdb: a small function in this process is patched with a real
+// jump pad (arch emit_jump_pad) that calls the real in-process agent (libtpagent-inproc.so,
+// dlopen'ed), configured through the shared region as tpagent configures it, while a thread
+// drains the staged frames as tpagent does. Each benchmark calls the function in a loop; the
+// difference to "untraced" is the cost of a hit. Threads(2): throughput with two threads
+// hitting the same tracepoint.
+#include "agent/inproc/shared_region.hpp"
+#include "agent/inproc_region.hpp"
+#include "arch/arch.hpp"
+#include "bytecode/compiler.hpp"
+#include "bytecode/program.hpp"
+#include <atomic>
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using namespace tpagent;
+using namespace tpagent::inproc;
+
+// fn(n): push rbp; mov rbp,rsp; mov rax,[rip+d]; add rax,rdi; pop rbp; ret (the tracepoint
+// is its first instruction; the jump covers push+mov+mov).
+struct Target {
+    std::uint8_t* base = nullptr;
+    std::uint64_t (*fn)(std::uint64_t) = nullptr;
+    std::vector<std::uint8_t> original;
+    arch::EmittedJumpPad pad;
+};
+
+struct Setup {
+    std::unique_ptr<agent::InprocRegion> region;
+    Target target;
+    std::atomic<bool> draining{true};
+    std::atomic<std::uint64_t> drained{0};
+    std::thread drainer;
+    alignas(64) std::uint8_t buf[64] = {};
+};
+
+Setup* g = nullptr;
+
+Setup& setup() {
+    if (g) return *g;
+    g = new Setup;
+    void* lib = dlopen(TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw std::runtime_error(dlerror());
+    auto region = agent::InprocRegion::open(getpid());
+    if (!region) throw std::runtime_error(region.error().text);
+    g->region = std::move(*region);
+    Header& h = g->region->header();
+    const auto& arch = arch::host_architecture();
+    const std::size_t core = arch.fast_block_bytes();
+    h.g_size = static_cast<std::uint32_t>(arch.g_size());
+    h.core_register_bytes = static_cast<std::uint32_t>(core);
+    const auto regs = arch.registers();
+    for (std::size_t r = 0; r < kMaxCoreRegisters && r < regs.size(); ++r)
+        if (regs[r].size <= 8 && regs[r].g_offset + regs[r].size <= core) {
+            h.register_offset[r] = static_cast<std::uint16_t>(regs[r].g_offset);
+            h.register_size[r] = static_cast<std::uint8_t>(regs[r].size);
+        }
+    h.circular = 1;
+    g->region->reset_chunks();
+    const auto ranges = agent::InprocRegion::readable_ranges_of(getpid());
+    g->region->set_readable_ranges(ranges);
+
+    constexpr std::size_t kSize = 0x2000;
+    void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    Target& t = g->target;
+    t.base = static_cast<std::uint8_t*>(mem);
+    const auto addr = reinterpret_cast<std::uint64_t>(t.base);
+    const auto disp = static_cast<std::uint32_t>(0x800 - 11);
+    t.original = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05};
+    for (int i = 0; i < 4; ++i)
+        t.original.push_back(static_cast<std::uint8_t>(disp >> (8 * i)));
+    for (std::uint8_t b : {0x48, 0x01, 0xf8, 0x5d, 0xc3})
+        t.original.push_back(b);
+    std::memcpy(t.base, t.original.data(), t.original.size());
+    const std::uint64_t constant = 1;
+    std::memcpy(t.base + 0x800, &constant, 8);
+    t.fn = reinterpret_cast<std::uint64_t (*)(std::uint64_t)>(t.base);
+
+    arch::JumpPadRequest request;
+    request.pad_address = addr + 0x1000;
+    request.tracepoint_address = addr;
+    request.collector = h.collector;
+    request.argument = g->region->remote(kConfigOffset);
+    request.original_code = t.original;
+    request.save_vector_state = false;
+    auto pad = arch.emit_jump_pad(request);
+    if (!pad) throw std::runtime_error(pad.error().text);
+    t.pad = std::move(*pad);
+    std::memcpy(t.base + 0x1000, t.pad.code.data(), t.pad.code.size());
+    std::memcpy(t.base, t.pad.patch.data(), t.pad.patch.size());
+
+    g->drainer = std::thread([] {
+        while (g->draining.load()) {
+            g->region->drain([](const RecordHeader&, std::span<const std::uint8_t>) {
+                g->drained.fetch_add(1, std::memory_order_relaxed);
+            });
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    return *g;
+}
+
+// One tracepoint record at kConfigOffset with the given actions (and condition).
+void configure(std::vector<ActionRecord> actions, const ActionRecord* condition = nullptr) {
+    Setup& s = setup();
+    Header& h = s.region->header();
+    h.tracing.store(0);
+    void* region = s.region->local();
+    auto* rec = at<TracepointRecord>(region, kConfigOffset);
+    std::memset(static_cast<void*>(rec), 0, sizeof *rec);
+    rec->number = 1;
+    rec->enabled = 1;
+    rec->address = reinterpret_cast<std::uint64_t>(s.target.base);
+    rec->actions_offset = kConfigOffset + 4096;
+    rec->action_count = static_cast<std::uint32_t>(actions.size());
+    std::memcpy(at<ActionRecord>(region, rec->actions_offset), actions.data(),
+                actions.size() * sizeof(ActionRecord));
+    rec->frame_bound = 4096;
+    if (condition) {
+        rec->condition = *condition;
+        rec->has_condition = 1;
+    }
+}
+
+void run(benchmark::State& state, bool tracing) {
+    Setup& s = setup();
+    if (state.thread_index() == 0) s.region->header().tracing.store(tracing ? 1 : 0);
+    std::uint64_t n = 0;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(s.target.fn(n++));
+    state.SetItemsProcessed(state.iterations());
+    if (state.thread_index() == 0) s.region->header().tracing.store(0);
+}
+
+void BM_untraced(benchmark::State& state) {
+    Setup& s = setup();
+    std::vector<std::uint8_t> code(s.target.original);
+    auto* f = reinterpret_cast<std::uint64_t (*)(std::uint64_t)>(s.target.base + 0x1800);
+    if (state.thread_index() == 0) std::memcpy(s.target.base + 0x1800, code.data(), code.size());
+    // The copy's rip-relative load reads 0x800 further on, which is zero: same cost.
+    std::uint64_t n = 0;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(f(n++));
+    state.SetItemsProcessed(state.iterations());
+}
+
+void BM_pad_not_tracing(benchmark::State& state) {
+    if (state.thread_index() == 0) configure({});
+    run(state, false);
+}
+
+void BM_no_collection(benchmark::State& state) {
+    if (state.thread_index() == 0) configure({});
+    run(state, true);
+}
+
+ActionRecord registers() {
+    ActionRecord a{};
+    a.kind = ActionKind::Registers;
+    return a;
+}
+
+ActionRecord memory64() {
+    ActionRecord a{};
+    a.kind = ActionKind::Memory;
+    a.base_register = -1;
+    a.offset = reinterpret_cast<std::uint64_t>(setup().buf);
+    a.length = 64;
+    return a;
+}
+
+void BM_regs(benchmark::State& state) {
+    if (state.thread_index() == 0) configure({registers()});
+    run(state, true);
+}
+
+void BM_regs_mem64(benchmark::State& state) {
+    if (state.thread_index() == 0) configure({registers(), memory64()});
+    run(state, true);
+}
+
+// `if n >= 0` as gdb compiles it (rdi is gdb register 5), compiled into native code.
+void BM_condition_compiled(benchmark::State& state) {
+    static std::uint64_t code = 0;
+    if (state.thread_index() == 0) {
+        if (!code) {
+            const std::uint8_t bytes[] = {0x26, 0x00, 0x05, 0x22, 0x00, 0x14, 0x0e, 0x27};
+            auto program = bytecode::validate(bytes, 64);
+            const Header& h = setup().region->header();
+            bytecode::HelperAddresses helpers{
+                h.helpers[0], h.helpers[1], h.helpers[2], h.helpers[3],
+                h.helpers[4], h.helpers[5], h.helpers[6], 0};
+            auto native = bytecode::host_compiler_backend().translate(*program, helpers);
+            void* mem =
+                mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            std::memcpy(mem, native->data(), native->size());
+            mprotect(mem, 4096, PROT_READ | PROT_EXEC);
+            code = reinterpret_cast<std::uint64_t>(mem);
+        }
+        ActionRecord cond{};
+        cond.kind = ActionKind::Expression;
+        cond.compiled = code;
+        configure({}, &cond);
+    }
+    run(state, true);
+}
+
+} // namespace
+
+BENCHMARK(BM_untraced)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_pad_not_tracing)->Threads(1)->UseRealTime();
+BENCHMARK(BM_no_collection)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_regs)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_regs_mem64)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_condition_compiled)->Threads(1)->UseRealTime();
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    if (g) {
+        g->draining = false;
+        g->drainer.join();
+        std::printf("frames drained: %llu\n", static_cast<unsigned long long>(g->drained.load()));
+    }
+    return 0;
+}
