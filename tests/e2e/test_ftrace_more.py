@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from harness import assert_in_order, find_server, hex_value, printed_value
+from harness import assert_in_order, hex_value, printed_value
 from test_ftrace import (
     TO_MAIN,
     builds,  # noqa: F401 (the module's program builder fixture)
@@ -313,19 +313,6 @@ def test_fast_and_trap_tracepoints_together(e2e, builds):
     assert values[5] == [(7 * i, i + 1) for i in range(ITERATIONS)], rows
 
 
-def tpagent_under_test() -> bool:
-    try:
-        return not find_server().is_gdbserver
-    except RuntimeError:  # conftest reports it
-        return False
-
-
-@pytest.mark.xfail(
-    tpagent_under_test(),
-    strict=True,
-    reason="tpagent numbers a trap tracepoint's frame at once, before fast frames staged earlier "
-    "in the program (they are moved into the buffer every 5 ms or before a packet)",
-)
 def test_fast_and_trap_frames_in_the_order_of_the_hits(e2e, builds):
     """Frames are numbered in the order they were collected: each call is step's first line
     (2), mix (5, trap), step's late line (3), tally (4), in one thread, one after another."""
