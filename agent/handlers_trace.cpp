@@ -29,11 +29,29 @@ Inferior* live(Session& s) {
 std::string status_to_reply(const Status& st) {
     return st ? reply_ok() : reply_error_text(st.error());
 }
+
+// QTStart with gdb relocating fast tracepoints' instructions: the reply is gdb's next
+// qRelocInsn request while there is one; gdb's answer comes back here.
+std::string start_reply(Session& s, const Status& st) {
+    if (!st) return reply_error_text(st.error());
+    auto move = experiment(s).relocation_request();
+    if (!move) return reply_ok();
+    s.await_reloc_answer([](Session& s, std::string_view answer) {
+        auto length = parse_reloc_insn_answer(answer);
+        if (!length) {
+            experiment(s).abandon_relocation(live(s));
+            return reply_error_text(length.error());
+        }
+        return start_reply(s, experiment(s).relocated(live(s), *length));
+    });
+    return fmt::format("qRelocInsn:{:x};{:x}", move->from, move->to);
+}
 } // namespace
 
 std::string handle_trace_init(Session& s, std::string_view) {
     if (experiment(s).running())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "a trace is running"));
+    experiment(s).abandon_relocation(live(s));
     experiment(s).init();
     s.trace_frame.reset();
     return reply_ok();
@@ -71,7 +89,8 @@ std::string handle_trace_notes(Session& s, std::string_view args) {
 
 std::string handle_trace_start(Session& s, std::string_view) {
     s.trace_frame.reset();
-    return status_to_reply(experiment(s).start(live(s)));
+    const bool gdb_relocates = s.server().options().relocate_with_gdb && s.gdb_supports_reloc_insn;
+    return start_reply(s, experiment(s).start(live(s), gdb_relocates));
 }
 
 std::string handle_trace_stop(Session& s, std::string_view) {

@@ -97,6 +97,18 @@ class Inferior {
     Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                          bool save_vector_state);
     void remove_fast_site(std::uint64_t addr);
+    // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
+    // at a time: begin writes the pad's own code and says where the first instruction goes;
+    // each relocated length gives the next move, and after the last the jump back and the patch
+    // go in (nullopt). A failure (or abandon) leaves nothing installed at that address.
+    struct InstructionMove {
+        std::uint64_t from = 0; // the original instruction
+        std::uint64_t to = 0;   // where its relocated form goes in the pad
+    };
+    Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
+                                            std::uint64_t argument, bool save_vector_state);
+    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length);
+    void abandon_fast_site() { moving_.reset(); }
     // Executable code for the program (compiled agent expressions), in pad memory near `near`.
     Result<std::uint64_t> place_code(std::uint64_t near, std::span<const std::uint8_t> code);
     void remove_all_fast_sites();
@@ -149,6 +161,25 @@ class Inferior {
         arch::Relocated code;
         std::vector<std::uint8_t> original; // the bytes the patch replaced
     };
+    // A pad built and placed, nothing written yet (add_fast_site, begin_fast_site).
+    struct FastPad {
+        std::uint64_t pad = 0;
+        std::size_t room = 0; // bytes allocated at pad
+        arch::EmittedJumpPad emitted;
+        std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
+    };
+    Result<FastPad> build_fast_pad(std::uint64_t addr, std::uint64_t collector,
+                                   std::uint64_t argument, bool save_vector_state);
+    // Moves threads out of the displaced bytes, writes the patch and records the site.
+    Status commit_fast_site(std::uint64_t addr, FastSite site, std::span<const std::uint8_t> patch);
+    // A site whose instructions are being relocated by gdb (begin_fast_site).
+    struct MovingSite {
+        std::uint64_t addr = 0;
+        FastPad pad;
+        // gdb's layout so far (pad offsets from the pad's relocated_offset)
+        std::vector<arch::Boundary> moved;
+        std::uint64_t next_to = 0;
+    };
     // Moves stopped threads whose pc is in [from, from+len) by `move` (nullopt: leave it).
     void move_threads(std::uint64_t from, std::size_t len,
                       const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
@@ -195,6 +226,7 @@ class Inferior {
     std::set<std::uint64_t> user_breakpoints_;
     std::map<std::uint64_t, Site> sites_;
     std::map<std::uint64_t, FastSite> fast_sites_;
+    std::optional<MovingSite> moving_;
     std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
     std::vector<PadPage> pad_pages_;
     SiteHitHandler on_site_hit_;

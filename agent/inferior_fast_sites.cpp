@@ -30,56 +30,163 @@ void Inferior::move_threads(
     }
 }
 
-Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                               bool save_vector_state) {
-    if (fast_sites_.count(addr)) return ok_status();
+Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint64_t collector,
+                                                   std::uint64_t argument, bool save_vector_state) {
     if (sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a trap tracepoint is installed there");
-    std::vector<std::uint8_t> code(kCodeWindow);
-    auto got = read_memory(addr, code); // breakpoints hidden: the program's own code
+    FastPad out;
+    out.code.resize(kCodeWindow);
+    auto got = read_memory(addr, out.code); // breakpoints hidden: the program's own code
     if (!got) return got.error();
-    code.resize(*got);
+    out.code.resize(*got);
 
     arch::JumpPadRequest request;
     request.tracepoint_address = addr;
     request.collector = collector;
     request.argument = argument;
-    request.original_code = code;
+    request.original_code = out.code;
     request.save_vector_state = save_vector_state;
     // Emit once at a provisional address for the size, then for the real pad.
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);
     if (!probe) return probe.error();
-    auto pad = allocate_pad(addr, probe->code.size() + 64);
+    out.room = probe->code.size() + 64;
+    auto pad = allocate_pad(addr, out.room);
     if (!pad) return pad.error();
+    out.pad = *pad;
     request.pad_address = *pad;
     auto emitted = arch_.emit_jump_pad(request);
     if (!emitted) return emitted.error();
-    if (auto w = raw_write(*pad, emitted->code); !w) return w;
+    out.emitted = std::move(*emitted);
 
     // A user breakpoint inside the span would be overwritten: its shadow must become the
     // patch, so removing the breakpoint later restores the jump, not the old code.
-    for (std::size_t i = 0; i < emitted->patch.size(); ++i)
+    for (std::size_t i = 0; i < out.emitted.patch.size(); ++i)
         if (breakpoints_->inserted_at(addr + i))
             return make_error(ErrorCode::NotAllowed,
                               fmt::format("a breakpoint at 0x{:x} is inside the {} bytes a fast "
                                           "tracepoint replaces",
-                                          addr + i, emitted->patch.size()));
+                                          addr + i, out.emitted.patch.size()));
+    return out;
+}
 
-    FastSite site{
-        *pad, emitted->relocated_offset, std::move(emitted->relocated),
-        std::vector<std::uint8_t>(
-            code.begin(), code.begin() + static_cast<std::ptrdiff_t>(emitted->patch.size()))};
-    const std::uint64_t relocated = *pad + site.relocated_offset;
+Status Inferior::commit_fast_site(std::uint64_t addr, FastSite site,
+                                  std::span<const std::uint8_t> patch) {
+    const std::uint64_t relocated = site.pad + site.relocated_offset;
     move_threads(addr + 1, site.code.covered - 1, [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
         return off ? std::optional(relocated + *off) : std::nullopt;
     });
-    if (auto w = raw_write(addr, emitted->patch); !w) return w;
-    spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, *pad,
-                  emitted->patch.size());
+    if (auto w = raw_write(addr, patch); !w) return w;
+    spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
+                  patch.size());
     fast_sites_[addr] = std::move(site);
     return ok_status();
+}
+
+Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+                               bool save_vector_state) {
+    if (fast_sites_.count(addr)) return ok_status();
+    auto built = build_fast_pad(addr, collector, argument, save_vector_state);
+    if (!built) return built.error();
+    arch::EmittedJumpPad& emitted = built->emitted;
+    if (auto w = raw_write(built->pad, emitted.code); !w) return w;
+    const std::vector<std::uint8_t>& code = built->code;
+    FastSite site{built->pad, emitted.relocated_offset, std::move(emitted.relocated),
+                  std::vector<std::uint8_t>(code.begin(),
+                                            code.begin() +
+                                                static_cast<std::ptrdiff_t>(emitted.patch.size()))};
+    return commit_fast_site(addr, std::move(site), emitted.patch);
+}
+
+// gdb relocates each displaced instruction (tpagent's relocator still says where they start);
+// tpagent checks what gdb wrote with its decoder, since gdb's relocator leaves some
+// instructions as they were (short branches, for one), which would go astray from the pad.
+Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
+                                                            std::uint64_t collector,
+                                                            std::uint64_t argument,
+                                                            bool save_vector_state) {
+    moving_.reset();
+    if (fast_sites_.count(addr))
+        return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
+    auto built = build_fast_pad(addr, collector, argument, save_vector_state);
+    if (!built) return built.error();
+    const arch::EmittedJumpPad& emitted = built->emitted;
+    const auto own = std::span(emitted.code).first(emitted.relocated_offset);
+    if (auto w = raw_write(built->pad, own); !w) return w.error();
+    MovingSite m{addr, std::move(*built), {}, 0};
+    m.next_to = m.pad.pad + m.pad.emitted.relocated_offset;
+    moving_ = std::move(m);
+    return InstructionMove{addr, moving_->next_to};
+}
+
+Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::uint64_t length) {
+    if (!moving_) return make_error(ErrorCode::NotAllowed, "no instruction is being relocated");
+    MovingSite& m = *moving_;
+    const std::uint64_t addr = m.addr;
+    const arch::Relocated& own = m.pad.emitted.relocated; // instruction starts, then `covered`
+    const std::size_t index = m.moved.size();
+    const std::uint64_t from = addr + own.boundaries[index].from_offset;
+    const std::size_t from_length =
+        own.boundaries[index + 1].from_offset - own.boundaries[index].from_offset;
+    const std::uint64_t relocated = m.pad.pad + m.pad.emitted.relocated_offset;
+    const std::uint64_t end = m.pad.pad + m.pad.room;
+    const std::size_t jump_length = arch_.min_fast_tracepoint_length();
+    const std::uint64_t to = m.next_to;
+    auto fail = [&](std::string text) -> Error {
+        moving_.reset();
+        return make_error(ErrorCode::Unsupported, std::move(text));
+    };
+    if (length == 0 || length > end - to || end - to - length < jump_length)
+        return fail(fmt::format("gdb relocated the instruction at 0x{:x} to {} bytes; the pad "
+                                "has room for {}",
+                                from, length, end - to - jump_length));
+
+    // What gdb wrote must reach what the original did (it leaves some instructions as they
+    // were, short branches for one, which would go astray from the pad).
+    std::vector<std::uint8_t> written(length);
+    std::size_t got = 0;
+    if (auto r = raw_read(to, written, got); !r || got != length)
+        return fail(
+            fmt::format("cannot read back gdb's relocation of the instruction at 0x{:x}", from));
+    const auto original = std::span(m.pad.code).subspan(from - addr, from_length);
+    auto want = arch_.pc_relative_targets(original, from);
+    if (!want) return fail(want.error().text);
+    auto have = arch_.pc_relative_targets(written, to);
+    const auto wrong = have ? arch::relocation_mismatch(*want, *have, addr, own.covered)
+                            : std::optional("does not decode: " + have.error().text);
+    if (wrong)
+        return fail(fmt::format("gdb's relocation of the instruction at 0x{:x} (to 0x{:x}) {}",
+                                from, to, *wrong));
+
+    m.moved.push_back(
+        {own.boundaries[index].from_offset, static_cast<std::uint32_t>(to - relocated)});
+    m.next_to = to + length;
+    if (m.moved.size() + 1 < own.boundaries.size())
+        return std::optional(
+            InstructionMove{addr + own.boundaries[index + 1].from_offset, m.next_to});
+
+    // All moved: the jump back, then the site as add_fast_site makes it.
+    auto jump = arch_.encode_pad_jump(m.next_to, addr + own.covered);
+    if (!jump) return fail(jump.error().text);
+    if (auto w = raw_write(m.next_to, *jump); !w) return fail("the jump back: " + w.error().text);
+    m.moved.push_back({static_cast<std::uint32_t>(own.covered),
+                       static_cast<std::uint32_t>(m.next_to - relocated)});
+    arch::Relocated layout;
+    layout.covered = own.covered;
+    layout.boundaries = std::move(m.moved);
+    layout.code.resize(m.next_to + jump->size() - relocated);
+    if (auto r = raw_read(relocated, layout.code, got); !r || got != layout.code.size())
+        return fail(
+            fmt::format("cannot read back the instructions gdb relocated to 0x{:x}", relocated));
+    const std::vector<std::uint8_t> patch = std::move(m.pad.emitted.patch);
+    FastSite site{
+        m.pad.pad, m.pad.emitted.relocated_offset, std::move(layout),
+        std::vector<std::uint8_t>(m.pad.code.begin(),
+                                  m.pad.code.begin() + static_cast<std::ptrdiff_t>(patch.size()))};
+    moving_.reset();
+    if (auto s = commit_fast_site(addr, std::move(site), patch); !s) return s.error();
+    return std::optional<InstructionMove>();
 }
 
 Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {

@@ -41,6 +41,8 @@ std::string usage_text() {
            "  --inproc[=LIB]        Preload the in-process agent (fast tracepoints) into\n"
            "                        programs tpagent starts; LIB defaults to\n"
            "                        libtpagent-inproc.so next to tpagent.\n"
+           "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
+           "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
            "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR.\n"
            "  --disable-randomization\n"
@@ -70,6 +72,8 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             o.multi = true;
         else if (a == "--once")
             o.once = true;
+        else if (a == "--relocate-with-gdb")
+            o.relocate_with_gdb = true;
         else if (a == "--debug" || a.starts_with("--debug="))
             o.debug = true;
         else if (a == "--attach")

@@ -19,6 +19,7 @@ struct ServerOptions {
     bool multi = false;
     bool once = false;
     bool debug = false;
+    bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
     bool disable_randomization = true;
     std::optional<std::string> save_dir; // QTSave writes only here when given
     std::optional<std::string>

@@ -164,6 +164,8 @@ void Server::session_closed(Session& s) {
     // The session object may be mid-call: destroy it later, from the event loop.
     asio::post(io_, [this] {
         std::unique_ptr<Session> old = std::move(session_);
+        // A QTStart still waiting for gdb's qRelocInsn answers never started anything.
+        experiment_.abandon_relocation(inferior_.get());
         bool stay = !exit_requested_ && !options_.once &&
                     listener_->endpoint().kind == Endpoint::Kind::Tcp &&
                     (options_.multi || (inferior_ && inferior_->alive()));

@@ -8,6 +8,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <algorithm>
+#include <utility>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -90,6 +91,11 @@ void Session::handle(const FrameEvent& ev) {
 
 void Session::dispatch(const std::string& payload) {
     spdlog::debug("<- {}", payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
+    if (reloc_answer_ && protocol::is_reloc_insn_answer(payload)) {
+        AnswerHandler next = std::exchange(reloc_answer_, nullptr);
+        send_packet(next(*this, payload));
+        return;
+    }
     auto view = protocol::classify(payload);
     const auto* handler = packet_table().find(view.name);
     if (!handler) {

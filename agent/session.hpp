@@ -8,9 +8,11 @@
 #include "protocol/framing.hpp"
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 
 namespace tpagent::agent {
@@ -37,6 +39,11 @@ class Session {
     void defer_reply() { deferred_ = true; }
     // For packets gdb expects no answer to (`k`).
     void suppress_reply() { suppressed_ = true; }
+    // For a handler whose reply is a request to gdb ("qRelocInsn:FROM;TO" while QTStart waits):
+    // gdb's answer ("qRelocInsn:LEN" or "E01") goes to `next`, whose return value is sent in
+    // turn; every other packet is handled as usual meanwhile.
+    using AnswerHandler = std::function<std::string(Session&, std::string_view answer)>;
+    void await_reloc_answer(AnswerHandler next) { reloc_answer_ = std::move(next); }
     bool waiting_for_stop() const { return waiting_; }
     void on_stop(const StopEvent& ev);
     std::string stop_reply(const StopEvent& ev);
@@ -73,6 +80,7 @@ class Session {
     protocol::PacketDecoder decoder_{kPacketSize};
     std::array<std::uint8_t, 16384> buf_{};
     std::string last_frame_;
+    AnswerHandler reloc_answer_;
     bool deferred_ = false;
     bool suppressed_ = false;
     bool waiting_ = false;

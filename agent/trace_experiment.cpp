@@ -1,6 +1,7 @@
 #include "agent/trace_experiment.hpp"
 #include "agent/trace/tracepoint_codec.hpp"
 #include "protocol/hex.hpp"
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -146,7 +147,8 @@ Status TraceExperiment::set_buffer(std::string_view payload) {
     return ok_status();
 }
 
-Status TraceExperiment::start(Inferior* inferior) {
+Status TraceExperiment::start(Inferior* inferior, bool gdb_relocates) {
+    abandon_relocation(inferior);
     if (!inferior || !inferior->alive())
         return make_error(ErrorCode::NoProcess, "no process to trace");
     if (table_.has_pending()) table_.abandon_pending();
@@ -172,14 +174,24 @@ Status TraceExperiment::start(Inferior* inferior) {
         if (auto s = prepare_fast(*inferior); !s) return s;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
-        auto s = tp.definition.kind == trace::TracepointKind::Fast
-                     ? install_fast(*inferior, key.address)
-                     : install(*inferior, key.address);
+        const bool fast = tp.definition.kind == trace::TracepointKind::Fast;
+        if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
+            if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
+                gdb_sites_.push_back(key.address);
+            continue;
+        }
+        auto s = fast ? install_fast(*inferior, key.address) : install(*inferior, key.address);
         if (!s) {
             uninstall_all(inferior);
             return s;
         }
     }
+    if (!gdb_sites_.empty()) return next_gdb_site(*inferior);
+    begin_run(any_fast);
+    return ok_status();
+}
+
+void TraceExperiment::begin_run(bool any_fast) {
     if (any_fast) {
         fast_installed_ = true;
         inproc_->header().tracing.store(1, std::memory_order_release);
@@ -190,7 +202,6 @@ Status TraceExperiment::start(Inferior* inferior) {
     stop_reason_ = "tnotrun:0";
     start_time_ = now_us();
     stop_time_ = 0;
-    return ok_status();
 }
 
 void TraceExperiment::stop_with(std::string reason, Inferior* inferior) {

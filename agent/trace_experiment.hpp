@@ -10,6 +10,7 @@
 #include "arch/arch.hpp"
 #include "protocol/result.hpp"
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,8 +35,18 @@ class TraceExperiment {
     Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
     void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
     bool disconnected_tracing() const { return disconnected_tracing_; }
-    Status start(Inferior* inferior); // QTStart
-    void stop(Inferior* inferior);    // QTStop
+    // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
+    // start() then returns with the first of its requests pending (relocation_request()) and
+    // the trace runs once relocated() has had the answer to the last one.
+    Status start(Inferior* inferior, bool gdb_relocates = false);
+    // The instruction gdb is to relocate next (qRelocInsn:FROM;TO); nullopt when none is.
+    std::optional<Inferior::InstructionMove> relocation_request() const { return gdb_move_; }
+    // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
+    // the trace not started and nothing installed.
+    Status relocated(Inferior* inferior, std::optional<std::uint64_t> length);
+    // A QTStart left waiting for gdb (gdb went away): everything installed so far goes.
+    void abandon_relocation(Inferior* inferior);
+    void stop(Inferior* inferior); // QTStop
     // gdb went away without disconnected tracing, or the process ended.
     void stop_for(std::string reason, Inferior* inferior);
     std::string status_reply() const; // qTStatus
@@ -62,10 +73,12 @@ class TraceExperiment {
     bool collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
                  const std::vector<trace::ActionString>& actions, bool step);
     void stop_with(std::string reason, Inferior* inferior);
+    void begin_run(bool any_fast); // the last step of start(): the trace runs
     // trace_fast.cpp
     Status check_fast(const trace::Tracepoint& tp) const;
     Status prepare_fast(Inferior& inferior);
     Status install_fast(Inferior& inferior, std::uint64_t addr);
+    Status next_gdb_site(Inferior& inferior);
     void drain_fast();
     void pull_fast_variables();
     void stop_fast(Inferior* inferior);
@@ -91,6 +104,10 @@ class TraceExperiment {
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
     bool fast_installed_ = false;
     bool fast_removal_pending_ = false;
+    // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
+    // being relocated), and the request gdb has.
+    std::vector<std::uint64_t> gdb_sites_;
+    std::optional<Inferior::InstructionMove> gdb_move_;
 };
 
 } // namespace tpagent::agent

@@ -240,6 +240,64 @@ Status TraceExperiment::install_fast(Inferior& inferior, std::uint64_t addr) {
     return s;
 }
 
+// QTStart with gdb relocating: the next site's pad, or, with none left, the trace runs.
+Status TraceExperiment::next_gdb_site(Inferior& inferior) {
+    gdb_move_.reset();
+    if (gdb_sites_.empty()) {
+        begin_run(true);
+        return ok_status();
+    }
+    const std::uint64_t addr = gdb_sites_.front();
+    const Header& h = inproc_->header();
+    auto first = fast_first_record_.find(addr);
+    Result<Inferior::InstructionMove> move =
+        make_error(ErrorCode::NotFound, "no record for it in the in-process agent");
+    if (first != fast_first_record_.end())
+        move = inferior.begin_fast_site(addr, h.collector, inproc_->remote(first->second),
+                                        h.general_registers_only == 0);
+    if (!move) {
+        gdb_sites_.clear();
+        uninstall_all(&inferior);
+        return make_error(move.error().code,
+                          fmt::format("fast tracepoint at 0x{:x}: {}", addr, move.error().text));
+    }
+    gdb_move_ = *move;
+    return ok_status();
+}
+
+Status TraceExperiment::relocated(Inferior* inferior, std::optional<std::uint64_t> length) {
+    if (!gdb_move_) return make_error(ErrorCode::NotAllowed, "no instruction relocation pending");
+    const std::uint64_t addr = gdb_sites_.front();
+    const std::uint64_t from = gdb_move_->from;
+    auto fail = [&](const Error& e) -> Status {
+        abandon_relocation(inferior);
+        return make_error(e.code, fmt::format("fast tracepoint at 0x{:x}: {}", addr, e.text));
+    };
+    if (!inferior || !inferior->alive())
+        return fail(make_error(ErrorCode::NoProcess, "the process is gone"));
+    if (!length)
+        return fail(make_error(ErrorCode::Unsupported,
+                               fmt::format("gdb could not relocate the instruction at 0x{:x} "
+                                           "(qRelocInsn answered with an error)",
+                                           from)));
+    auto next = inferior->fast_site_moved(*length);
+    if (!next) return fail(next.error());
+    if (*next) {
+        gdb_move_ = **next;
+        return ok_status();
+    }
+    gdb_sites_.erase(gdb_sites_.begin());
+    return next_gdb_site(*inferior);
+}
+
+void TraceExperiment::abandon_relocation(Inferior* inferior) {
+    if (!gdb_move_ && gdb_sites_.empty()) return;
+    gdb_move_.reset();
+    gdb_sites_.clear();
+    if (inferior) inferior->abandon_fast_site();
+    uninstall_all(inferior);
+}
+
 void TraceExperiment::drain_fast() {
     if (!inproc_) return;
     const std::size_t g_size = arch_.g_size();

@@ -98,6 +98,15 @@ class Architecture {
     virtual std::size_t min_fast_tracepoint_length() const = 0;
     virtual std::size_t fast_block_bytes() const = 0;
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
+    // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the
+    // jump at `from` back to `to`, and the absolute addresses the pc-relative operands of the
+    // whole instructions in `code` (at `address`) reach, in order (branch targets, pc-relative
+    // memory), to check that relocated code reaches what the original did. Unsupported when
+    // `to` is out of reach or `code` is not whole instructions.
+    virtual Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
+                                                              std::uint64_t to) const = 0;
+    virtual Result<std::vector<std::uint64_t>>
+    pc_relative_targets(std::span<const std::uint8_t> code, std::uint64_t address) const = 0;
 
     // Running a system call in a stopped thread (to map pad memory in the inferior): the
     // instruction, placing number and arguments in a snapshot, and reading the result.

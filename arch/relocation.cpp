@@ -1,4 +1,7 @@
 #include "arch/relocation.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tpagent::arch {
 
@@ -11,6 +14,18 @@ std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_of
 std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset) {
     for (const Boundary& b : r.boundaries)
         if (b.pad_offset == pad_offset) return b.from_offset;
+    return std::nullopt;
+}
+
+std::optional<std::string> relocation_mismatch(std::span<const std::uint64_t> original,
+                                               std::span<const std::uint64_t> relocated,
+                                               std::uint64_t site, std::size_t covered) {
+    if (!std::equal(original.begin(), original.end(), relocated.begin(), relocated.end()))
+        return fmt::format("reaches [{:#x}] where the original reaches [{:#x}]",
+                           fmt::join(relocated, ", "), fmt::join(original, ", "));
+    for (std::uint64_t target : original)
+        if (target > site && target - site < covered)
+            return fmt::format("reaches {:#x}, inside the bytes the jump replaces", target);
     return std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace tpagent::arch {
@@ -25,5 +27,13 @@ struct Relocated {
 // an instruction boundary.
 std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_offset);
 std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset);
+
+// Code relocated by someone else (gdb, qRelocInsn) for an instruction displaced from
+// [site, site + covered): what is wrong with it, given the addresses its pc-relative operands
+// reach and the original's (Architecture::pc_relative_targets), or nullopt. It must reach
+// the same, and nothing inside the displaced bytes but `site` itself (the jump is there).
+std::optional<std::string> relocation_mismatch(std::span<const std::uint64_t> original,
+                                               std::span<const std::uint64_t> relocated,
+                                               std::uint64_t site, std::size_t covered);
 
 } // namespace tpagent::arch

@@ -203,4 +203,16 @@ std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_
     return (last ? "l" : "m") + escape_binary(chunk);
 }
 
+bool is_reloc_insn_answer(std::string_view payload) {
+    return payload.starts_with("qRelocInsn:") || payload.starts_with('E');
+}
+
+Result<std::optional<std::uint64_t>> parse_reloc_insn_answer(std::string_view payload) {
+    if (payload.starts_with('E')) return std::optional<std::uint64_t>();
+    if (!payload.starts_with("qRelocInsn:")) return bad("expected qRelocInsn:LEN or E01");
+    auto length = parse_hex_u64(payload.substr(11));
+    if (!length) return bad("qRelocInsn: bad length");
+    return std::optional(*length);
+}
+
 } // namespace tpagent::protocol

@@ -73,4 +73,9 @@ Result<XferRead> parse_xfer_read(std::string_view args);
 // The reply to a qXfer read of `data`: "m"/"l" + escaped chunk.
 std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length);
 
+// gdb's answer to the stub's "qRelocInsn:FROM;TO" request: "qRelocInsn:LEN" (LEN hex, the bytes
+// gdb wrote at TO), or nullopt for its "E01" (gdb could not relocate the instruction).
+bool is_reloc_insn_answer(std::string_view payload);
+Result<std::optional<std::uint64_t>> parse_reloc_insn_answer(std::string_view payload);
+
 } // namespace tpagent::protocol

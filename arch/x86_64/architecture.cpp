@@ -148,6 +148,19 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
                           std::move(pad->patch)};
 }
 
+Result<std::vector<std::uint8_t>> X86_64Architecture::encode_pad_jump(std::uint64_t from,
+                                                                      std::uint64_t to) const {
+    auto jump = encode_jump(from, to);
+    if (!jump) return jump.error();
+    return std::vector<std::uint8_t>(jump->begin(), jump->end());
+}
+
+Result<std::vector<std::uint64_t>>
+X86_64Architecture::pc_relative_targets(std::span<const std::uint8_t> code,
+                                        std::uint64_t address) const {
+    return x86_64::pc_relative_targets(code, address);
+}
+
 } // namespace tpagent::arch::x86_64
 
 namespace tpagent::arch {

@@ -43,6 +43,10 @@ class X86_64Architecture final : public Architecture {
     std::size_t min_fast_tracepoint_length() const override;
     std::size_t fast_block_bytes() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
+    Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
+                                                      std::uint64_t to) const override;
+    Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> code,
+                                                           std::uint64_t address) const override;
     std::span<const std::uint8_t> syscall_instruction() const override;
     void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                      std::uint64_t pc) const override;

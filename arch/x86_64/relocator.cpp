@@ -381,6 +381,26 @@ Result<std::size_t> instruction_length(std::span<const std::uint8_t> bytes, std:
     return std::size_t{d->insn.length};
 }
 
+Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> bytes,
+                                                       std::uint64_t addr) {
+    std::vector<std::uint64_t> out;
+    for (std::size_t at = 0; at < bytes.size();) {
+        auto d = decode(bytes.subspan(at), addr + at);
+        if (!d) return d.error();
+        for (int k = 0; k < d->insn.operand_count; ++k) {
+            const ZydisDecodedOperand& op = d->ops[k];
+            const bool rel =
+                (op.type == ZYDIS_OPERAND_TYPE_IMMEDIATE && op.imm.is_relative) ||
+                (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.base == ZYDIS_REGISTER_RIP);
+            ZyanU64 target = 0;
+            if (rel && ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&d->insn, &op, addr + at, &target)))
+                out.push_back(target);
+        }
+        at += d->insn.length;
+    }
+    return out;
+}
+
 Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from, std::uint64_t to,
                            std::size_t min_bytes) {
     std::vector<Insn> insns;

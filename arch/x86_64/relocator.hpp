@@ -45,6 +45,12 @@ namespace tpagent::arch::x86_64 {
 // Length of the instruction at the start of `bytes` (64-bit mode); `addr` is for the error text.
 Result<std::size_t> instruction_length(std::span<const std::uint8_t> bytes, std::uint64_t addr);
 
+// The absolute addresses the rip-relative operands (branch targets, [rip+disp] memory) of the
+// whole instructions in `bytes` (at `addr`) reach, in order; Unsupported if `bytes` does not
+// decode to whole instructions.
+Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> bytes,
+                                                       std::uint64_t addr);
+
 using arch::Boundary;
 using arch::from_offset_of;
 using arch::pad_offset_of;
