@@ -82,14 +82,29 @@ void InprocRegion::reset_chunks() {
         c->drained = 0;
         c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
     }
+    header().chunk_sequence.store(0, std::memory_order_relaxed);
     header().generation.fetch_add(1, std::memory_order_release);
 }
 
 void InprocRegion::drain(const RecordSink& take) {
+    // A thread's frames must come out in order even when it moves to another chunk during a
+    // drain: first note which chunks hold records and in what order they were taken, then
+    // drain them in that order, re-reading each chunk's `committed`. A thread seals a chunk
+    // before it takes the next, so once its later chunk was seen, the earlier one is final.
+    pending_.clear();
     for (std::size_t i = 0; i < kChunkCount; ++i) {
         ChunkHeader* c = chunk_at(local_, i);
         const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
         if (state == ChunkState::Free) continue;
+        const std::uint32_t committed = c->committed.load(std::memory_order_acquire);
+        if (committed == 0 && state != ChunkState::Sealed) continue; // no record: no sequence yet
+        pending_.push_back({c->sequence, i});
+    }
+    std::sort(pending_.begin(), pending_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [sequence, i] : pending_) {
+        ChunkHeader* c = chunk_at(local_, i);
+        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
         // Sealed was stored after the last commit: read the state first, then committed.
         const std::uint32_t committed =
             std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire), kChunkPayload);
@@ -119,7 +134,8 @@ void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
     const std::size_t n = std::min(ranges.size(), kMaxRanges);
     h.ranges_sequence.fetch_add(1, std::memory_order_acq_rel); // odd: being rewritten
     std::atomic_thread_fence(std::memory_order_release);
-    std::memcpy(at<ReadableRange>(local_, kRangesOffset), ranges.data(), n * sizeof ranges[0]);
+    if (n)
+        std::memcpy(at<ReadableRange>(local_, kRangesOffset), ranges.data(), n * sizeof ranges[0]);
     h.range_count = static_cast<std::uint32_t>(n);
     h.ranges_sequence.fetch_add(1, std::memory_order_release);
 }

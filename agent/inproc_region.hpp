@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace tpagent::agent {
@@ -42,6 +43,7 @@ class InprocRegion {
     InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}
     pid_t pid_;
     void* local_;
+    std::vector<std::pair<std::uint64_t, std::size_t>> pending_; // drain order (sequence, chunk)
 };
 
 } // namespace tpagent::agent

@@ -337,7 +337,7 @@ void TraceExperiment::drain_fast() {
         const auto data = static_cast<std::uint32_t>(at - kFrameHeaderBytes);
         std::memcpy(room->data() + 2, &data, 4);
         ++tp.counters.hits;
-        tp.counters.bytes_used += raw;
+        tp.counters.bytes_used += at; // what the buffer holds
     });
 }
 
@@ -359,6 +359,7 @@ void TraceExperiment::poll(Inferior* inferior) {
     const auto why = static_cast<StopReason>(h.stop_reason.load(std::memory_order_acquire));
     switch (why) {
     case StopReason::None:
+    case StopReason::Stopping: // the details are still being written
         return;
     case StopReason::BufferFull:
         stop_with("tfull:0", inferior);

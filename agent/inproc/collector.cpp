@@ -52,6 +52,8 @@ ChunkHeader* acquire_chunk(std::uint64_t generation) {
                 expected, static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_acquire))
             continue;
         c->generation = generation;
+        // Published by the first record's `committed` store (release).
+        c->sequence = header_of(g_region)->chunk_sequence.fetch_add(1, std::memory_order_relaxed);
         return c;
     }
     return nullptr;
@@ -81,12 +83,15 @@ ChunkHeader* chunk_with_room(Header* h, std::uint64_t bound) {
 
 void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint64_t status = 0,
                   std::uint64_t address = 0) {
+    // Claim the stop, write its details, then publish the reason: tpagent reads the details
+    // only once it sees the reason.
     std::uint32_t none = static_cast<std::uint32_t>(StopReason::None);
-    if (h->stop_reason.compare_exchange_strong(none, static_cast<std::uint32_t>(why),
-                                               std::memory_order_acq_rel)) {
+    if (h->stop_reason.compare_exchange_strong(
+            none, static_cast<std::uint32_t>(StopReason::Stopping), std::memory_order_acq_rel)) {
         h->stop_tracepoint = tracepoint;
         h->stop_status = status;
         h->stop_address = address;
+        h->stop_reason.store(static_cast<std::uint32_t>(why), std::memory_order_release);
     }
     h->tracing.store(0, std::memory_order_release);
 }
@@ -234,6 +239,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     ChunkHeader* chunk = chunk_with_room(h, tp->frame_bound);
     if (!chunk) {
         h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+        if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
         return;
     }
     const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);

@@ -50,9 +50,10 @@ inline constexpr std::size_t kMaxCoreRegisters = 64;
 // Why collection stopped by itself (Header::stop_reason).
 enum class StopReason : std::uint32_t {
     None = 0,
-    BufferFull = 1, // linear budget exhausted
-    PassCount = 2,  // stop_tracepoint reached its pass count
-    Error = 3,      // stop_tracepoint's condition or action failed (stop_status: EvalStatus)
+    BufferFull = 1,        // linear budget exhausted
+    PassCount = 2,         // stop_tracepoint reached its pass count
+    Error = 3,             // stop_tracepoint's condition or action failed (stop_status: EvalStatus)
+    Stopping = 0xffffffff, // claimed: the details are being written; read as None
 };
 
 // A readable range [start, end) of the program's memory, from /proc/PID/maps.
@@ -100,6 +101,7 @@ struct Header {
     // Linear buffer: frame bytes (full-size R blocks) collectors may still use.
     std::atomic<std::int64_t> linear_budget;
     std::atomic<std::uint64_t> dropped_frames; // no free chunk, or a nested hit
+    std::atomic<std::uint64_t> chunk_sequence; // chunks taken so far: their order
 
     // Readable ranges, a seqlock: odd while tpagent rewrites them.
     std::atomic<std::uint64_t> ranges_sequence;
@@ -118,7 +120,8 @@ struct ChunkHeader {
     std::atomic<std::uint32_t> state;
     std::atomic<std::uint32_t> committed; // bytes of complete records after this header
     std::uint64_t generation;             // Header::generation when taken
-    std::uint32_t drained;                // tpagent's read position (bytes after the header)
+    std::uint64_t sequence; // Header::chunk_sequence when taken: a thread's chunks in order
+    std::uint32_t drained;  // tpagent's read position (bytes after the header)
     std::uint32_t reserved;
 };
 inline constexpr std::size_t kChunkHeaderBytes = 64; // own cache line

@@ -252,7 +252,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         a.byte(0xc0), a.byte(0xe8), a.byte(0x03);      // shr al, 3
         a.byte(0x24), a.byte(0x01);                    // and al, 1 (OF)
         a.byte(0x04), a.byte(0x7f);                    // add al, 0x7f: OF = (al == 1)
-        a.byte(0x9e);                                  // sahf: SF ZF AF PF CF
+        // ah = the low flags byte (rax held bits 8-15 in ah until now); no REX: ah.
+        a.byte(0x8a), a.byte(0xa4), a.byte(0x24); // mov ah, [rsp + disp32]
+        for (int i = 0; i < 4; ++i)
+            a.byte(static_cast<std::uint8_t>(static_cast<std::uint32_t>(kGprBytes + upper) >>
+                                             (8 * i)));
+        a.byte(0x9e); // sahf: SF ZF AF PF CF
     }
     for (Reg r : {RAX, RBX, RCX, RDX, RSI, RDI, RBP})
         a.pop(r);

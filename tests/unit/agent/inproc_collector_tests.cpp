@@ -681,13 +681,9 @@ TEST_CASE("inproc: four threads x 20000 hits drained while they run: each record
     CHECK(repeated == 0);
 }
 
-// Known problem (mayfail): InprocRegion::drain walks the chunks in index order, and a thread
-// takes the lowest free chunk when its chunk is full. When a thread moves from chunk A to a
-// chunk B > A between the moments drain reads A and B, B's newer records are handed out in
-// the same pass, before the rest of A (next pass): a thread's frames reach the frame buffer
-// out of order.
-TEST_CASE("inproc: a thread's records are drained in the order it staged them",
-          "[inproc][!mayfail]") {
+// A thread that moves from chunk A to chunk B during a drain: B's newer records must not come
+// out before the rest of A (drain goes by the chunks' sequence, re-reading `committed`).
+TEST_CASE("inproc: a thread's records are drained in the order it staged them", "[inproc]") {
     const ConcurrentRun run = run_concurrently();
     INFO("drain passes while running: " << run.passes);
     CHECK(run.backward == 0);
@@ -909,11 +905,9 @@ TEST_CASE("inproc: with every chunk full hits are dropped and counted", "[inproc
     CHECK(frames[0].memory.size() == 4);
 }
 
-// Known problem (mayfail): when the hit that reaches the pass count finds no free chunk
-// (collector.cpp, hit(): the `!chunk` return comes before the last_pass stop), the frame is
-// dropped and the trace never stops with PassCount: later hits are over the count and return.
-TEST_CASE("inproc: the last pass stops the trace even when its frame is dropped",
-          "[inproc][!mayfail]") {
+// The hit that reaches the pass count finds no free chunk: its frame is dropped, but the trace
+// still stops with PassCount (later hits are over the count and would never stop it).
+TEST_CASE("inproc: the last pass stops the trace even when its frame is dropped", "[inproc]") {
     std::vector<std::uint8_t> memory(250000, 0x5a);
     Config config;
     TracepointRecord& big =

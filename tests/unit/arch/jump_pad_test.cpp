@@ -114,6 +114,7 @@ struct Setup {
     std::uint64_t rsp = kStack + kRegion / 2;
     std::uint64_t rflags = 0x202;
     std::size_t tp_offset = 0; // tracepoint at kCode + tp_offset
+    std::uint64_t probe = 0;   // where the flags are read the first time it is reached
 };
 
 // What the collector hook saw; problems are collected, not thrown through Unicorn.
@@ -209,9 +210,17 @@ struct Outcome {
     std::uint64_t rip = 0;
     Machine m;
     Bytes stack, data;
+    bool probed = false;
+    std::uint64_t probe_rflags = 0;
 };
 
 constexpr std::size_t kMaxSteps = 2000;
+
+void probe_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    auto* o = static_cast<Outcome*>(user);
+    if (!o->probed) uc_reg_read(uc, UC_X86_REG_RFLAGS, &o->probe_rflags);
+    o->probed = true;
+}
 
 // Runs from kCode to the final hlt, with the pad in place when `pad` is given.
 Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
@@ -255,14 +264,19 @@ Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
     cr4 |= 1u << 9;
     uc_reg_write(uc, UC_X86_REG_CR4, &cr4);
 
-    uc_hook h1, h2;
+    Outcome o;
+    uc_hook h1, h2, h3;
+    // The flags where the code goes on after the displaced instructions: the code after them
+    // may overwrite them, so the final state alone would not show a wrong restore.
+    if (s.probe)
+        uc_hook_add(uc, &h3, UC_HOOK_CODE, reinterpret_cast<void*>(probe_hook), &o, s.probe,
+                    s.probe);
     if (seen) {
         const std::uint64_t tp = kCode + s.tp_offset;
         uc_hook_add(uc, &h1, UC_HOOK_CODE, reinterpret_cast<void*>(tracepoint_hook), seen, tp, tp);
         uc_hook_add(uc, &h2, UC_HOOK_CODE, reinterpret_cast<void*>(collector_hook), seen,
                     kCollector, kCollector);
     }
-    Outcome o;
     o.err = uc_emu_start(uc, kCode, kCode + code.size() - 1, 0, kMaxSteps);
     uc_reg_read(uc, UC_X86_REG_RIP, &o.rip);
     o.m = read_machine(uc);
@@ -283,6 +297,9 @@ std::string difference(const Outcome& a, const Outcome& b, std::uint64_t scratch
         if (a.m.gpr[i] != b.m.gpr[i])
             return std::string(kGprNames[i]) + " " + hex(a.m.gpr[i]) + " vs " + hex(b.m.gpr[i]);
     if (a.m.rflags != b.m.rflags) return "rflags " + hex(a.m.rflags) + " vs " + hex(b.m.rflags);
+    if (a.probed != b.probed || a.probe_rflags != b.probe_rflags)
+        return "rflags after the displaced code " + hex(a.probe_rflags) + " vs " +
+               hex(b.probe_rflags);
     for (int i = 0; i < 16; ++i)
         if (a.m.xmm[i] != b.m.xmm[i]) return "xmm" + std::to_string(i);
     if (a.m.mxcsr != b.m.mxcsr) return "mxcsr " + hex(a.m.mxcsr) + " vs " + hex(b.m.mxcsr);
@@ -317,8 +334,10 @@ std::string compare_runs(const Setup& s, const x86::JumpPad& pad, Observed& seen
     seen.tracepoint = kCode + s.tp_offset;
     seen.pad = &pad;
     seen.layout = &sse_layout();
-    const Outcome direct = run(s, nullptr, nullptr);
-    const Outcome padded = run(s, &pad, &seen);
+    Setup probed = s;
+    probed.probe = kCode + s.tp_offset + pad.relocated.covered;
+    const Outcome direct = run(probed, nullptr, nullptr);
+    const Outcome padded = run(probed, &pad, &seen);
     INFO("direct run: " << uc_strerror(direct.err) << " at " << hex(direct.rip));
     CHECK(direct.err == UC_ERR_OK);
     CHECK(direct.rip == kCode + traced_code().size() - 1);
