@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace tpagent::inproc {
 namespace {
@@ -237,6 +239,13 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
 
     ChunkHeader* chunk = chunk_with_room(h, tp->frame_bound);
+    // Staging is full: tpagent frees chunks every few ms. Wait for it (up to ~20 ms) rather
+    // than lose the frame: the program slows to tpagent's pace instead.
+    for (int i = 0; !chunk && i < 400 && h->tracing.load(std::memory_order_relaxed); ++i) {
+        timespec pause{0, 50000};
+        syscall(SYS_nanosleep, &pause, nullptr);
+        chunk = chunk_with_room(h, tp->frame_bound);
+    }
     if (!chunk) {
         h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
         if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
