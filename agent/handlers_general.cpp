@@ -26,7 +26,8 @@ std::string handle_supported(Session& s, std::string_view args) {
     }
     return fmt::format(
         "PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
-        "QDisableRandomization+;qXfer:features:read+;qXfer:auxv:read+;"
+        "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
+        "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
         "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
         "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
         "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"

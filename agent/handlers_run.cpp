@@ -199,4 +199,30 @@ std::string handle_vattach(Session& s, std::string_view args) {
     return s.stop_reply(ev);
 }
 
+// gdb's `set environment` / `unset environment` for programs started with `run`
+// (GDB manual, General Query Packets: QEnvironmentHexEncoded, QEnvironmentUnset,
+// QEnvironmentReset). gdb resets, then replays every change before each `run`.
+std::string handle_environment_set(Session& s, std::string_view args) {
+    auto text = protocol::hex_to_text(args);
+    if (!text) return reply_error_text(text.error());
+    const std::size_t eq = text->find('=');
+    if (eq == 0 || eq == std::string::npos)
+        return reply_error_text(make_error(ErrorCode::BadPacket, "expected NAME=VALUE"));
+    s.server().environment[text->substr(0, eq)] = text->substr(eq + 1);
+    return reply_ok();
+}
+
+std::string handle_environment_unset(Session& s, std::string_view args) {
+    auto name = protocol::hex_to_text(args);
+    if (!name) return reply_error_text(name.error());
+    if (name->empty()) return reply_error_text(make_error(ErrorCode::BadPacket, "no name"));
+    s.server().environment[*name] = std::nullopt;
+    return reply_ok();
+}
+
+std::string handle_environment_reset(Session& s, std::string_view) {
+    s.server().environment.clear();
+    return reply_ok();
+}
+
 } // namespace tpagent::agent

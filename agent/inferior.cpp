@@ -104,7 +104,20 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
             dup2(2, 1);
         }
         if (spec.disable_randomization) personality(ADDR_NO_RANDOMIZE);
-        if (!preload.empty()) setenv("LD_PRELOAD", preload.c_str(), 1); // we are single-threaded
+        // Environment changes go in after fork, in the child (tpagent is single-threaded).
+        for (const auto& [name, value] : spec.environment) {
+            if (value)
+                setenv(name.c_str(), value->c_str(), 1);
+            else
+                unsetenv(name.c_str());
+        }
+        if (!preload.empty()) {
+            const char* now = getenv("LD_PRELOAD"); // gdb may have set one too: keep both
+            const std::string both = now && *now && preload.find(now) == std::string::npos
+                                         ? spec.preload + ":" + now
+                                         : preload;
+            setenv("LD_PRELOAD", both.c_str(), 1);
+        }
         ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
         execvp(argv[0], argv.data());
         int err = errno;

@@ -26,6 +26,8 @@ struct LaunchSpec {
     bool disable_randomization = true;
     bool stdio_is_protocol = false; // keep the program off our stdin/stdout
     std::string preload;            // a library to add to LD_PRELOAD
+    // gdb's `set/unset environment` (QEnvironment*): NAME -> value, nullopt = unset.
+    std::map<std::string, std::optional<std::string>> environment;
 };
 
 // What one thread is asked to do by a resume request.

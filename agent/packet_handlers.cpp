@@ -54,6 +54,9 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qXfer:libraries-svr4:read", handle_xfer_libraries_svr4},
         {"qXfer:traceframe-info:read", handle_xfer_traceframe_info},
         // Tracepoints
+        {"QEnvironmentHexEncoded", handle_environment_set},
+        {"QEnvironmentUnset", handle_environment_unset},
+        {"QEnvironmentReset", handle_environment_reset},
         {"QTinit", handle_trace_init},
         {"QTDP", handle_trace_define},
         {"QTDPsrc", handle_trace_source},

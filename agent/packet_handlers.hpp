@@ -27,6 +27,8 @@ Handler handle_read_registers, handle_write_registers, handle_read_register, han
 // handlers_xfer.cpp
 Handler handle_xfer_features, handle_xfer_auxv, handle_xfer_exec_file, handle_xfer_threads,
     handle_xfer_libraries_svr4;
+// handlers_run.cpp: environment for `run`
+Handler handle_environment_set, handle_environment_unset, handle_environment_reset;
 // handlers_trace.cpp
 Handler handle_trace_init, handle_trace_define, handle_trace_source, handle_trace_variable,
     handle_trace_readonly, handle_trace_disconnected, handle_trace_buffer_setting,

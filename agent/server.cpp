@@ -63,6 +63,7 @@ Status Server::start_program(const std::vector<std::string>& program) {
     spec.wrapper = options_.wrapper;
     spec.disable_randomization = options_.disable_randomization;
     spec.stdio_is_protocol = stdio_transport();
+    spec.environment = environment;
     if (options_.inproc) {
         auto lib = inproc_library_path(*options_.inproc);
         if (!lib) return lib.error();

@@ -9,7 +9,10 @@
 #include "agent/trace_experiment.hpp"
 #include "agent/transport.hpp"
 #include <memory>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 namespace tpagent::agent {
 
@@ -38,6 +41,9 @@ class Server {
     bool keep_tracing_without_gdb();
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
     std::set<int> pass_signals; // host numbers, from QPassSignals
+    // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
+    // now on (NAME -> value, nullopt = unset).
+    std::map<std::string, std::optional<std::string>> environment;
     bool stdio_transport() const;
 
   private:

@@ -682,3 +682,32 @@ def test_inproc_option(e2e, builds):
     assert_in_order(r.of("tstatus"), r"^Collected 1 trace frames\.$")
     assert r.of("tfind start").startswith("Found trace frame 0, tracepoint 2\n"), r.of("tfind start")
     assert printed_value(r.of("print n")) == "0"
+
+
+def test_agent_through_gdb_set_environment(e2e, builds):
+    """Extended-remote: gdb's `set environment LD_PRELOAD=...` reaches the program started by
+    `run` (QEnvironmentHexEncoded), so the agent loads without a server option."""
+    program = builds.path(PROGRAM)
+    server = e2e.serve_multi()
+    define = e2e.command_file("ftrace traced", "actions", "collect n", "end")
+    r = gdb_tracing(
+        e2e,
+        server.extended_remote,
+        f"set remote exec-file {program}",
+        f"set environment LD_PRELOAD={agent_library(e2e)}",
+        "break main",
+        "run 1",
+        "delete",
+        define,
+        "break finished",
+        "tstart",
+        "continue",
+        "tstop",
+        "tstatus",
+        "tfind start",
+        "print n",
+        program=program,
+    )
+    assert_in_order(r.of("tstatus"), r"^Collected 1 trace frames\.$")
+    assert r.of("tfind start").startswith("Found trace frame 0, tracepoint 2\n"), r.of("tfind start")
+    assert printed_value(r.of("print n")) == "0"

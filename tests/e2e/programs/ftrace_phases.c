@@ -20,13 +20,13 @@
 
 #define BIG 4096
 
-int phase;               /* the phase running */
-int hits;                /* calls of step() so far */
-long last;               /* the argument of the previous step() */
-unsigned char big[BIG];  /* big[k] = (n + k) & 0xff after step(n) */
-int late;                /* step() calls past the copy */
-int tallies;             /* calls of tally() */
-long result;             /* the checksum, once main has it */
+int phase;              /* the phase running */
+int hits;               /* calls of step() so far */
+long last;              /* the argument of the previous step() */
+unsigned char big[BIG]; /* big[k] = (n + k) & 0xff after step(n) */
+int late;               /* step() calls past the copy */
+int tallies;            /* calls of tally() */
+long result;            /* the checksum, once main has it */
 
 long mix(long v) {
     return v ^ (v >> 3);
