@@ -78,6 +78,12 @@ InprocRegion::~InprocRegion() {
 void InprocRegion::reset_chunks() {
     for (std::size_t i = 0; i < kChunkCount; ++i) {
         ChunkHeader* c = chunk_at(local_, i);
+        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
+        if (state == ChunkState::Owned) {
+            c->state.store(static_cast<std::uint32_t>(ChunkState::Retired),
+                           std::memory_order_release);
+            continue;
+        }
         c->committed.store(0, std::memory_order_relaxed);
         c->drained = 0;
         c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
@@ -95,7 +101,7 @@ void InprocRegion::drain(const RecordSink& take) {
     for (std::size_t i = 0; i < kChunkCount; ++i) {
         ChunkHeader* c = chunk_at(local_, i);
         const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
-        if (state == ChunkState::Free) continue;
+        if (state == ChunkState::Free || state == ChunkState::Retired) continue;
         const std::uint32_t committed = c->committed.load(std::memory_order_acquire);
         if (committed == 0 && state != ChunkState::Sealed) continue; // no record: no sequence yet
         pending_.push_back({c->sequence, i});

@@ -27,7 +27,8 @@ class InprocRegion {
     // The program's address of a region offset.
     std::uint64_t remote(std::uint64_t offset) const { return header().region_address + offset; }
 
-    // Start of a run, every program thread stopped: every chunk free, a new generation.
+    // Start of a run, every program thread stopped: a new generation; chunks free, except that
+    // chunks still owned (an owner may be stopped mid-record) are retired for one run.
     void reset_chunks();
     // Hands every complete staged record to `take` (oldest first per chunk) and frees the
     // chunks their owners sealed. Safe while program threads collect.

@@ -114,6 +114,10 @@ enum class ChunkState : std::uint32_t {
     Free = 0,
     Owned = 1,  // a thread appends records
     Sealed = 2, // the owner moved on: tpagent frees it once drained
+    // Owned when a run ended: its owner may have been stopped in the middle of a record, so
+    // the chunk is left alone for one run (the owner drops it at its next hit) and freed at
+    // the start after that.
+    Retired = 3,
 };
 
 struct ChunkHeader {

@@ -150,6 +150,9 @@ class Config {
     explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40) {
         Header& h = header();
         h.tracing.store(0, std::memory_order_release);
+        // Twice: the first retires the chunks earlier tests' threads still own (tpagent frees
+        // those one run later); no thread of this process is inside the collector now.
+        region().reset_chunks();
         region().reset_chunks();
         h.stop_reason.store(0, std::memory_order_relaxed);
         h.stop_tracepoint = 0;
@@ -853,7 +856,7 @@ TEST_CASE("inproc: a new generation drops the old chunks and records still arriv
     hit(rec, block); // the main thread's chunk in the old generation
 
     header().tracing.store(0);
-    region().reset_chunks(); // new generation: both chunks are free again, nothing staged
+    region().reset_chunks(); // new generation: both chunks retired for a run, nothing staged
     header().tracing.store(1);
     CHECK(drain().empty());
 
@@ -996,4 +999,36 @@ TEST_CASE("inproc: setv and getv update trace state variables in the region", "[
         CHECK(stop_reason() == StopReason::Error);
         CHECK(header().stop_address == 3);
     }
+}
+
+// A thread stopped in the middle of a record when a new run starts finishes that record in a
+// chunk tpagent neither drains nor hands to another thread during the new run.
+TEST_CASE("inproc: a chunk owned when a run starts is retired for that run", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    config.start();
+    Block block;
+    hit(rec, block);
+    REQUIRE(drain().size() == 1);
+    std::size_t owned_index = kChunkCount;
+    for (std::size_t i = 0; i < kChunkCount; ++i)
+        if (static_cast<ChunkState>(chunk_at(region().local(), i)->state.load()) ==
+            ChunkState::Owned)
+            owned_index = i;
+    REQUIRE(owned_index < kChunkCount);
+    ChunkHeader* old = chunk_at(region().local(), owned_index);
+
+    header().tracing.store(0);
+    region().reset_chunks(); // the next run
+    header().tracing.store(1);
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
+    // The old owner's late write lands there and is never drained.
+    old->committed.store(old->committed.load() + 32);
+    hit(rec, block); // this thread drops the retired chunk and takes a free one
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
+    CHECK(drain().size() == 1);
+
+    header().tracing.store(0);
+    region().reset_chunks(); // the run after: retired chunks are free again
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Free);
 }
