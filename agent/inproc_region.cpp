@@ -1,12 +1,11 @@
 #include "agent/inproc_region.hpp"
+#include "agent/pad_allocator.hpp"
 #include "agent/proc_files.hpp"
 #include <algorithm>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <cstdio>
-#include <sstream>
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,12 +35,11 @@ int open_region_file(pid_t pid) {
         }
         closedir(dir);
     }
-    std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)));
-    for (std::string line; std::getline(maps, line);) {
-        if (line.find(kMemfdLink) == std::string::npos) continue;
-        const std::string range = line.substr(0, line.find(' '));
+    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+        if (!m.name.starts_with(kMemfdLink)) continue;
         const int fd =
-            ::open(fmt::format("/proc/{}/map_files/{}", pid, range).c_str(), O_RDWR | O_CLOEXEC);
+            ::open(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end).c_str(),
+                   O_RDWR | O_CLOEXEC);
         if (fd >= 0) return fd;
     }
     return -1;
@@ -148,16 +146,12 @@ void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
 
 std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
     std::vector<ReadableRange> out;
-    std::istringstream maps(read_file(fmt::format("/proc/{}/maps", pid)));
-    for (std::string line; std::getline(maps, line);) {
-        unsigned long long start = 0, end = 0;
-        char perms[5] = {};
-        if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3) continue;
-        if (perms[0] != 'r' || line.find("[vvar]") != std::string::npos) continue;
-        if (!out.empty() && out.back().end == start)
-            out.back().end = end;
+    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+        if (!m.readable || m.name == "[vvar]") continue;
+        if (!out.empty() && out.back().end == m.start)
+            out.back().end = m.end;
         else
-            out.push_back({start, end});
+            out.push_back({m.start, m.end});
     }
     return out;
 }

@@ -22,7 +22,17 @@ std::vector<MappedRange> parse_maps(std::string_view text) {
             continue;
         auto start = protocol::parse_hex_u64(line.substr(0, dash));
         auto end = protocol::parse_hex_u64(line.substr(dash + 1, space - dash - 1));
-        if (start && end && *start < *end) out.push_back({*start, *end});
+        if (!start || !end || *start >= *end) continue;
+        // Columns: range perms offset dev inode [pathname]; the pathname may hold spaces.
+        std::string_view rest = line.substr(space + 1);
+        const bool readable = rest.starts_with('r');
+        for (int column = 0; column < 4 && !rest.empty(); ++column) {
+            const std::size_t next = rest.find(' ');
+            rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next + 1);
+        }
+        const std::size_t name = rest.find_first_not_of(' ');
+        out.push_back({*start, *end, readable,
+                       std::string(name == std::string_view::npos ? "" : rest.substr(name))});
     }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
     return out;

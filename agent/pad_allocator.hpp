@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,8 +12,11 @@ namespace tpagent::agent {
 struct MappedRange {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
+    bool readable = false; // perms start with 'r'
+    std::string name;      // the pathname column: a file, "[stack]", "/memfd:x (deleted)"...
 };
 
+// Every mapping of a /proc/PID/maps text, sorted by start.
 std::vector<MappedRange> parse_maps(std::string_view maps_text);
 
 // A page-aligned start for `size` free bytes whose whole extent lies within `reach` of `near`,

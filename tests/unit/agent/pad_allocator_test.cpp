@@ -4,14 +4,23 @@
 using namespace tpagent::agent;
 
 TEST_CASE("parse_maps reads the ranges of /proc/PID/maps, sorted", "[pad]") {
-    auto maps = parse_maps("555555556000-555555557000 r-xp 00001000 08:01 42 /bin/prog\n"
-                           "555555554000-555555556000 r--p 00000000 08:01 42 /bin/prog\n"
-                           "garbage line\n"
-                           "7ffff7fc3000-7ffff7fc7000 r--p 00000000 00:00 0 [vvar]\n");
-    REQUIRE(maps.size() == 3);
+    auto maps =
+        parse_maps("555555556000-555555557000 r-xp 00001000 08:01 42 /bin/prog\n"
+                   "555555554000-555555556000 r--p 00000000 08:01 42 /bin/prog\n"
+                   "garbage line\n"
+                   "7ffff7fc3000-7ffff7fc7000 r--p 00000000 00:00 0          [vvar]\n"
+                   "7ffff7fc8000-7ffff7fc9000 ---p 00000000 00:00 0\n"
+                   "7ffff7fd0000-7ffff7fd1000 rw-s 00000000 00:01 7 /memfd:a b (deleted)\n");
+    REQUIRE(maps.size() == 5);
     CHECK(maps[0].start == 0x555555554000);
     CHECK(maps[1].end == 0x555555557000);
     CHECK(maps[2].start == 0x7ffff7fc3000);
+    CHECK(maps[0].name == "/bin/prog");
+    CHECK(maps[2].name == "[vvar]");
+    CHECK(maps[2].readable);
+    CHECK_FALSE(maps[3].readable);
+    CHECK(maps[3].name.empty());
+    CHECK(maps[4].name == "/memfd:a b (deleted)");
 }
 
 TEST_CASE("find_free_range picks the gap closest to the code", "[pad]") {
