@@ -1,6 +1,5 @@
 // Fast tracepoints, tpagent's side: configuring the in-process agent's shared region at
 // QTStart, installing the jumps, and moving staged frames into the frame buffer.
-#include "agent/proc_files.hpp"
 #include "agent/trace_experiment.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
@@ -300,44 +299,22 @@ void TraceExperiment::abandon_relocation(Inferior* inferior) {
 
 void TraceExperiment::drain_fast() {
     if (!inproc_) return;
-    const std::size_t g_size = arch_.g_size();
     const std::uint32_t core = inproc_->header().core_register_bytes;
     inproc_->drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
         if (rh.index >= fast_tps_.size() || !running_) return;
-        // Stored as staged, with its short R block (TraceFrameBuffer::append); `raw` is its
-        // size in the raw stream, where the block is full size. Walk the blocks to find the
-        // frame's end (the record is padded).
-        std::size_t at = kFrameHeaderBytes, raw = kFrameHeaderBytes;
-        while (at < staged.size()) {
-            const std::uint8_t type = staged[at];
-            std::size_t len = 0;
-            if (type == 'R')
-                len = 1 + core;
-            else if (type == 'M' && staged.size() - at >= 11)
-                len = 11 + (staged[at + 9] | staged[at + 10] << 8);
-            else if (type == 'V')
-                len = 13;
-            else
-                break; // padding after the last block
-            if (staged.size() - at < len) break;
-            raw += type == 'R' ? 1 + g_size : len;
-            at += len;
-        }
-        trace::Tracepoint& tp = *fast_tps_[rh.index];
-        auto room = buffer_.append(at, static_cast<std::uint16_t>(tp.definition.key.number), rh.pc,
-                                   core, raw);
-        if (!room) {
+        // Stored as staged, with its short R block; raw reads (qTBuffer, tsave) widen it.
+        const auto stored = buffer_.commit_bytes(staged, rh.pc, core);
+        if (stored == trace::TraceFrameBuffer::Commit::Full) {
             inproc_->header().tracing.store(0, std::memory_order_release);
             std::uint32_t none = 0;
             inproc_->header().stop_reason.compare_exchange_strong(
                 none, static_cast<std::uint32_t>(StopReason::BufferFull));
             return;
         }
-        std::memcpy(room->data(), staged.data(), at);
-        const auto data = static_cast<std::uint32_t>(at - kFrameHeaderBytes);
-        std::memcpy(room->data() + 2, &data, 4);
+        if (stored != trace::TraceFrameBuffer::Commit::Stored) return;
+        trace::Tracepoint& tp = *fast_tps_[rh.index];
         ++tp.counters.hits;
-        tp.counters.bytes_used += at; // what the buffer holds
+        tp.counters.bytes_used += buffer_.info(buffer_.frame_count() - 1)->size;
     });
 }
 

@@ -81,37 +81,44 @@ std::uint16_t FrameView::tracepoint() const {
 
 std::vector<FrameBlock> FrameView::blocks() const {
     std::vector<FrameBlock> out;
-    if (frame_.size() < kFrameHeaderSize) return out;
-    std::size_t end =
-        std::min(frame_.size(), kFrameHeaderSize + get_le<std::uint32_t>(frame_.data() + 2));
     std::size_t pos = kFrameHeaderSize;
-    const std::uint8_t* p = frame_.data();
-    while (pos < end) {
-        FrameBlock b;
-        b.type = static_cast<char>(p[pos++]);
-        std::size_t left = end - pos;
-        if (b.type == 'R') {
-            if (left < register_block_size_) break;
-            b.data = frame_.subspan(pos, register_block_size_);
-            pos += register_block_size_;
-        } else if (b.type == 'M') {
-            if (left < 10) break;
-            b.address = get_le<std::uint64_t>(p + pos);
-            std::size_t n = get_le<std::uint16_t>(p + pos + 8);
-            if (left - 10 < n) break;
-            b.data = frame_.subspan(pos + 10, n);
-            pos += 10 + n;
-        } else if (b.type == 'V') {
-            if (left < 12) break;
-            b.variable = get_le<std::uint32_t>(p + pos);
-            b.value = get_le<std::int64_t>(p + pos + 4);
-            pos += 12;
-        } else {
-            break;
-        }
-        out.push_back(b);
-    }
+    while (auto b = block_at(pos))
+        out.push_back(*b);
     return out;
+}
+
+std::optional<FrameBlock> FrameView::block_at(std::size_t& pos) const {
+    if (frame_.size() < kFrameHeaderSize) return std::nullopt;
+    const std::size_t end =
+        std::min(frame_.size(), kFrameHeaderSize + get_le<std::uint32_t>(frame_.data() + 2));
+    if (pos >= end) return std::nullopt;
+    const std::uint8_t* p = frame_.data();
+    std::size_t at = pos;
+    FrameBlock b;
+    b.type = static_cast<char>(p[at++]);
+    const std::size_t left = end - at;
+    if (b.type == 'R') {
+        if (left < register_block_size_) return std::nullopt;
+        b.data = frame_.subspan(at, register_block_size_);
+        at += register_block_size_;
+    } else if (b.type == 'M') {
+        if (left < 10) return std::nullopt;
+        b.address = get_le<std::uint64_t>(p + at);
+        std::size_t n = get_le<std::uint16_t>(p + at + 8);
+        if (left - 10 < n) return std::nullopt;
+        b.data = frame_.subspan(at + 10, n);
+        at += 10 + n;
+    } else if (b.type == 'V') {
+        if (left < 12) return std::nullopt;
+        b.variable = get_le<std::uint32_t>(p + at);
+        b.value = get_le<std::int64_t>(p + at + 4);
+        at += 12;
+    } else {
+        return std::nullopt;
+    }
+    b.encoded = frame_.subspan(pos, at - pos);
+    pos = at;
+    return b;
 }
 
 std::optional<std::span<const std::uint8_t>> FrameView::registers() const {

@@ -48,11 +48,12 @@ class FrameBuilder {
 
 // One block of a stored frame; `data` points into the frame.
 struct FrameBlock {
-    char type = 0;                      // 'R', 'M' or 'V'
-    std::uint64_t address = 0;          // M
-    std::span<const std::uint8_t> data; // R: register block, M: memory bytes
-    std::uint32_t variable = 0;         // V
-    std::int64_t value = 0;             // V
+    char type = 0;                         // 'R', 'M' or 'V'
+    std::uint64_t address = 0;             // M
+    std::span<const std::uint8_t> data;    // R: register block, M: memory bytes
+    std::uint32_t variable = 0;            // V
+    std::int64_t value = 0;                // V
+    std::span<const std::uint8_t> encoded; // the whole block as stored, type byte included
 };
 
 // Read access to one stored frame. Views point into the buffer: get a fresh one per request
@@ -66,6 +67,9 @@ class FrameView {
     std::span<const std::uint8_t> bytes() const { return frame_; }
     // All blocks in order; walking stops at an unknown or truncated block.
     std::vector<FrameBlock> blocks() const;
+    // The same one at a time, without allocating: the block at `pos` (kFrameHeaderSize for the
+    // first), with pos moved past it; nullopt, pos unchanged, at the end or a bad block.
+    std::optional<FrameBlock> block_at(std::size_t& pos) const;
 
     // The (last) register block, if registers were collected.
     std::optional<std::span<const std::uint8_t>> registers() const;

@@ -65,9 +65,22 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     if (bytes.size() < kFrameHeaderSize) return Commit::Invalid;
     const auto tracepoint = static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8);
     if (tracepoint == 0) return Commit::Invalid;
-    auto room = append(bytes.size(), tracepoint, pc, registers_valid);
+    std::size_t size = bytes.size(), raw = bytes.size();
+    if (registers_valid != 0) {
+        // A short R block: keep the whole blocks only (bytes may be padded); in the raw stream
+        // the R block is full size.
+        const FrameView view(bytes, registers_valid);
+        std::size_t pos = kFrameHeaderSize, widening = 0;
+        while (auto b = view.block_at(pos))
+            if (b->type == 'R') widening += register_block_size_ - registers_valid;
+        size = pos;
+        raw = pos + widening;
+    }
+    auto room = append(size, tracepoint, pc, registers_valid, raw);
     if (!room) return Commit::Full;
-    std::memcpy(room->data(), bytes.data(), bytes.size());
+    std::memcpy(room->data(), bytes.data(), size);
+    const auto length = static_cast<std::uint32_t>(size - kFrameHeaderSize);
+    std::memcpy(room->data() + 2, &length, 4);
     return Commit::Stored;
 }
 
@@ -77,7 +90,7 @@ TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64
     auto offset = reserve(size);
     if (!offset) return std::nullopt;
     index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
-    logical_end_ += raw_size ? raw_size : size;
+    logical_end_ += raw_size;
     ++created_;
     return std::span<std::uint8_t>(storage_.get() + *offset, size);
 }
@@ -85,22 +98,11 @@ TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64
 void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) const {
     const std::uint8_t* frame = storage_.get() + e.offset;
     out.assign(frame, frame + kFrameHeaderSize);
-    FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
-    for (const FrameBlock& b : view.blocks()) {
-        const auto* start = b.type == 'R'   ? b.data.data() - 1
-                            : b.type == 'M' ? b.data.data() - 11
-                                            : nullptr;
-        if (b.type == 'V') {
-            out.push_back('V');
-            for (int i = 0; i < 4; ++i)
-                out.push_back(static_cast<std::uint8_t>(b.variable >> (8 * i)));
-            for (int i = 0; i < 8; ++i)
-                out.push_back(
-                    static_cast<std::uint8_t>(static_cast<std::uint64_t>(b.value) >> (8 * i)));
-            continue;
-        }
-        out.insert(out.end(), start, b.data.data() + b.data.size());
-        if (b.type == 'R') out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
+    const FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
+    std::size_t pos = kFrameHeaderSize;
+    while (auto b = view.block_at(pos)) {
+        out.insert(out.end(), b->encoded.begin(), b->encoded.end());
+        if (b->type == 'R') out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
     }
     const auto length = static_cast<std::uint32_t>(out.size() - kFrameHeaderSize);
     std::memcpy(out.data() + 2, &length, 4);

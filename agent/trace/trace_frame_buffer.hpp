@@ -72,15 +72,8 @@ class TraceFrameBuffer {
     // room, or a frame larger than the whole buffer. Invalid: tracepoint number 0 (it would
     // end a trace file).
     Commit commit(const FrameBuilder& frame, std::uint64_t pc);
-    // Room for a frame of `size` bytes (header included), already indexed: the caller writes
-    // the whole frame there before any other call. nullopt: Full (see commit).
-    // registers_valid != 0: the frame's R block (if any) has that many bytes (FrameInfo), and
-    // raw_size is the frame's size with it padded to full size.
-    std::optional<std::span<std::uint8_t>> append(std::size_t size, std::uint16_t tracepoint,
-                                                  std::uint64_t pc,
-                                                  std::uint32_t registers_valid = 0,
-                                                  std::size_t raw_size = 0);
-    // The same for a finished frame's bytes (header and blocks, R blocks at full size).
+    // The same for a finished frame's bytes (header and blocks). registers_valid != 0: its R
+    // block is that short (FrameInfo::registers_valid); only its whole blocks are stored.
     Commit commit_bytes(std::span<const std::uint8_t> frame, std::uint64_t pc,
                         std::uint32_t registers_valid = 0);
 
@@ -115,6 +108,11 @@ class TraceFrameBuffer {
     };
     // Where a frame of `size` bytes goes, discarding old frames in circular mode.
     std::optional<std::size_t> reserve(std::size_t size);
+    // Room for a frame of `size` stored bytes, `raw_size` in the raw stream, already indexed:
+    // the caller writes the whole frame there. nullopt: Full.
+    std::optional<std::span<std::uint8_t>> append(std::size_t size, std::uint16_t tracepoint,
+                                                  std::uint64_t pc, std::uint32_t registers_valid,
+                                                  std::size_t raw_size);
     FrameInfo make_info(std::size_t number) const;
     // The frame as it appears in the raw stream: short R blocks padded to full size.
     void widen(const Entry& e, std::vector<std::uint8_t>& out) const;

@@ -402,3 +402,39 @@ TEST_CASE("QTFrame payloads", "[trace][buffer]") {
         check_rejected(parse_frame_query(p), ErrorCode::BadPacket);
     }
 }
+
+// Fast tracepoints' frames: the R block holds only the first registers_valid bytes. The buffer
+// stores them short (and only whole blocks, the staging record may be padded) and raw reads see
+// the frame exactly as a full-size frame built with FrameBuilder.
+TEST_CASE("buffer: frames with a short register block are widened for raw reads",
+          "[trace][buffer]") {
+    constexpr std::size_t kFull = 16, kShort = 4;
+    FrameBuilder full(kFull);
+    full.start(3);
+    full.add_memory(0x2000, Bytes{9, 8, 7});
+    REQUIRE(full.add_registers(Bytes{1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+    full.add_variable(5, -2);
+
+    FrameBuilder short_frame(kShort);
+    short_frame.start(3);
+    short_frame.add_memory(0x2000, Bytes{9, 8, 7});
+    REQUIRE(short_frame.add_registers(Bytes{1, 2, 3, 4}));
+    short_frame.add_variable(5, -2);
+    Bytes staged = frame_bytes(short_frame);
+    staged.insert(staged.end(), {0, 0, 0}); // a staging record's padding
+
+    TraceFrameBuffer buf(kFull, 4096);
+    REQUIRE(buf.commit_bytes(staged, 0x400123, kShort) == Commit::Stored);
+    REQUIRE(buf.commit(full, 0x400456) == Commit::Stored);
+    CHECK(buf.info(0)->size == short_frame.size());
+    CHECK(buf.info(0)->registers_valid == kShort);
+    CHECK(buf.info(1)->registers_valid == 0);
+    CHECK(buf.frame(0)->registers()->size() == kShort);
+    CHECK(buf.frame(0)->variable(5) == -2);
+
+    Bytes expected = frame_bytes(full);
+    expected.insert(expected.end(), full.bytes().begin(), full.bytes().end());
+    CHECK(buf.raw_size() == expected.size());
+    for (std::size_t chunk : {1u, 7u, 64u})
+        CHECK(read_all(buf, chunk) == expected);
+}
