@@ -2,6 +2,7 @@
 // a collector in the traced program does with code tpagent translates for it. The helpers
 // here are counting wrappers around rt::, so the counts show the table is what gets called.
 #include "ax_builder.hpp"
+#include "ax_vectors.hpp"
 #include "bytecode/runtime.hpp"
 #include "random_program.hpp"
 #include "random_target.hpp"
@@ -9,10 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -166,64 +165,6 @@ std::vector<std::size_t> occurrences(const std::vector<std::uint8_t>& code, std:
     return at;
 }
 
-// --- gdb's vectors (tests/vectors/ax, as test_vectors.cpp reads them) ---
-
-std::vector<std::uint8_t> from_hex(const std::string& hex) {
-    std::vector<std::uint8_t> out;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-        out.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
-    return out;
-}
-
-std::ifstream open_vector_file(const std::string& name) {
-    std::ifstream in(std::string(TPAGENT_AX_VECTORS) + "/" + name);
-    REQUIRE(in.good());
-    return in;
-}
-
-FakeTarget vector_image() {
-    FakeTarget t;
-    auto in = open_vector_file("image.txt");
-    std::string line;
-    std::uint64_t run_start = 0;
-    std::vector<std::uint8_t>* run = nullptr;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string tag, a, b;
-        s >> tag >> a >> b;
-        if (tag == "reg") {
-            t.registers[static_cast<unsigned>(std::stoul(a))] = std::stoull(b, nullptr, 16);
-        } else if (tag == "tsv") {
-            t.tsvs[static_cast<unsigned>(std::stoul(a))] = std::stoll(b);
-        } else if (tag == "mem") {
-            const std::uint64_t addr = std::stoull(a, nullptr, 16);
-            const auto bytes = from_hex(b);
-            if (run && run_start + run->size() == addr) {
-                run->insert(run->end(), bytes.begin(), bytes.end());
-            } else {
-                t.memory[addr] = bytes;
-                run_start = addr;
-                run = &t.memory[addr];
-            }
-        }
-    }
-    return t;
-}
-
-// The bytecode of every vector, with its expression.
-std::vector<std::pair<std::string, std::vector<std::uint8_t>>> vector_programs() {
-    std::vector<std::pair<std::string, std::vector<std::uint8_t>>> out;
-    auto in = open_vector_file("vectors.txt");
-    std::string line, expr;
-    while (std::getline(in, line)) {
-        if (line.rfind("# ", 0) == 0)
-            expr = line.substr(2);
-        else if (line.rfind("bytes ", 0) == 0)
-            out.emplace_back(expr, from_hex(line.substr(6)));
-    }
-    return out;
-}
-
 struct PrngChooser {
     std::mt19937_64 rng;
     unsigned pick(unsigned n) { return static_cast<unsigned>(rng() % n); }
@@ -284,13 +225,13 @@ TEST_CASE("relocatable code: each opcode calls its helper from the table") {
 }
 
 TEST_CASE("relocatable code: gdb's vectors run from other mappings as interpreted") {
-    const FakeTarget image = vector_image();
-    const auto programs = vector_programs();
-    REQUIRE(programs.size() >= 100);
+    const FakeTarget image = load_vector_image();
+    const auto vectors = load_vectors();
+    REQUIRE(vectors.size() >= 100);
     calls = {};
-    for (const auto& [expr, bytes] : programs) {
-        CAPTURE(expr);
-        check_relocated(must_validate(bytes), image);
+    for (const Vector& v : vectors) {
+        CAPTURE(v.expr);
+        check_relocated(must_validate(v.bytes), image);
     }
     CHECK(calls[kRead] > 0);
     CHECK(calls[kReg] > 0);
