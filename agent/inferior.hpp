@@ -172,8 +172,9 @@ class Inferior {
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, std::uint64_t collector,
                                    std::uint64_t argument, bool save_vector_state);
-    // Moves threads out of the displaced bytes, writes the patch and records the site.
-    Status commit_fast_site(std::uint64_t addr, FastSite site, std::span<const std::uint8_t> patch);
+    // Moves threads out of the displaced bytes, writes built's patch and records the site,
+    // whose relocated instructions are laid out as `code` says.
+    Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);
     // A site whose instructions are being relocated by gdb (begin_fast_site).
     struct MovingSite {
         std::uint64_t addr = 0;

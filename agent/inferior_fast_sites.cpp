@@ -70,8 +70,12 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint
     return out;
 }
 
-Status Inferior::commit_fast_site(std::uint64_t addr, FastSite site,
-                                  std::span<const std::uint8_t> patch) {
+Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code) {
+    const std::vector<std::uint8_t>& patch = built.emitted.patch;
+    FastSite site{
+        built.pad, built.emitted.relocated_offset, std::move(code),
+        std::vector<std::uint8_t>(built.code.begin(),
+                                  built.code.begin() + static_cast<std::ptrdiff_t>(patch.size()))};
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     move_threads(addr + 1, site.code.covered - 1, [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
@@ -89,14 +93,9 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std:
     if (fast_sites_.count(addr)) return ok_status();
     auto built = build_fast_pad(addr, collector, argument, save_vector_state);
     if (!built) return built.error();
-    arch::EmittedJumpPad& emitted = built->emitted;
-    if (auto w = raw_write(built->pad, emitted.code); !w) return w;
-    const std::vector<std::uint8_t>& code = built->code;
-    FastSite site{built->pad, emitted.relocated_offset, std::move(emitted.relocated),
-                  std::vector<std::uint8_t>(code.begin(),
-                                            code.begin() +
-                                                static_cast<std::ptrdiff_t>(emitted.patch.size()))};
-    return commit_fast_site(addr, std::move(site), emitted.patch);
+    if (auto w = raw_write(built->pad, built->emitted.code); !w) return w;
+    arch::Relocated code = std::move(built->emitted.relocated);
+    return commit_fast_site(addr, *built, std::move(code));
 }
 
 // gdb relocates each displaced instruction (tpagent's relocator still says where they start);
@@ -179,13 +178,9 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     if (auto r = raw_read(relocated, layout.code, got); !r || got != layout.code.size())
         return fail(
             fmt::format("cannot read back the instructions gdb relocated to 0x{:x}", relocated));
-    const std::vector<std::uint8_t> patch = std::move(m.pad.emitted.patch);
-    FastSite site{
-        m.pad.pad, m.pad.emitted.relocated_offset, std::move(layout),
-        std::vector<std::uint8_t>(m.pad.code.begin(),
-                                  m.pad.code.begin() + static_cast<std::ptrdiff_t>(patch.size()))};
+    const FastPad built = std::move(m.pad);
     moving_.reset();
-    if (auto s = commit_fast_site(addr, std::move(site), patch); !s) return s.error();
+    if (auto s = commit_fast_site(addr, built, std::move(layout)); !s) return s.error();
     return std::optional<InstructionMove>();
 }
 
