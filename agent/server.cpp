@@ -40,15 +40,17 @@ Server::Server(asio::io_context& io, ServerOptions options)
     : io_(io), options_(std::move(options)), child_events_(io), trace_poll_timer_(io),
       experiment_(arch::host_architecture()) {}
 
-void Server::poll_trace_soon() {
+void Server::watch_fast_trace() {
+    if (trace_poll_armed_ || !experiment_.fast_running()) return;
+    trace_poll_armed_ = true;
     trace_poll_timer_.expires_after(std::chrono::milliseconds(5));
     trace_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+        trace_poll_armed_ = false;
         if (ec) return;
         if (experiment_.fast_running()) experiment_.poll(inferior_.get());
-        poll_trace_soon();
+        watch_fast_trace();
     });
 }
-
 bool Server::stdio_transport() const {
     return options_.comm == "-";
 }
@@ -234,7 +236,6 @@ int Server::run() {
         return 1;
     }
     wait_for_children();
-    poll_trace_soon();
     accept_next();
     io_.run();
     return exit_status_;

@@ -36,6 +36,10 @@ class Server {
     void request_exit() { exit_requested_ = true; }
     void session_closed(Session& s);
     void set_debug(bool on);
+    // Fast tracepoints fill the buffer with no event tpagent would see: while a fast trace
+    // runs, a timer looks every few ms (armed here after a packet started one; it stops by
+    // itself when the trace does).
+    void watch_fast_trace();
     // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
@@ -51,8 +55,6 @@ class Server {
     void wait_for_children();
     void on_inferior_event(const StopEvent& ev);
     void shutdown();
-    // Fast tracepoints fill the buffer with no event tpagent would see: look every few ms.
-    void poll_trace_soon();
 
     boost::asio::io_context& io_;
     ServerOptions options_;
@@ -61,6 +63,7 @@ class Server {
     std::unique_ptr<Inferior> inferior_;
     ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;
+    bool trace_poll_armed_ = false;
     TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<StopEvent> unreported_; // what happened while no gdb was connected

@@ -107,6 +107,7 @@ void Session::dispatch(const std::string& payload) {
     // Fast-tracepoint frames staged in the program come in before anything looks at the trace.
     server_.experiment().poll(server_.inferior());
     std::string reply = (*handler)(*this, view.args);
+    server_.watch_fast_trace(); // the packet may have started one
     if (closed_ || suppressed_) return;
     if (deferred_) {
         waiting_ = true;
