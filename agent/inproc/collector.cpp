@@ -253,7 +253,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
     const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);
     std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
-    hit.out = record + sizeof(RecordHeader) + 6; // frame header written last
+    hit.out = record + sizeof(RecordHeader) + kFrameHeaderBytes; // header written last
     hit.out_end = record + tp->frame_bound;
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
@@ -281,7 +281,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
 
     // Frame header, record header; the record is padded to 8 bytes.
     const std::uint64_t data =
-        static_cast<std::uint64_t>(hit.out - record) - sizeof(RecordHeader) - 6;
+        static_cast<std::uint64_t>(hit.out - record) - sizeof(RecordHeader) - kFrameHeaderBytes;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
     if (!h->circular) {
         // tpagent stores the frame as staged (short R block): the record is an upper bound.
