@@ -40,6 +40,7 @@ void ChildEvents::wait() {
                        // One read takes every queued SIGCHLD (they merge; waitpid finds every
                        // change). If more arrive later the descriptor is readable again.
                        signalfd_siginfo info[8];
+                       // A failed read loses nothing: waitpid finds every change anyway.
                        (void)!::read(fd_.native_handle(), info, sizeof info);
                        on_event_();
                        wait();

@@ -109,7 +109,7 @@ std::string handle_vctrlc(Session& s, std::string_view) {
 }
 
 std::string handle_kill(Session& s, std::string_view) {
-    (void)s.server().kill_inferior();
+    (void)s.server().kill_inferior(); // SIGKILL and reap: nothing to report if it was gone
     s.last_stop.reset();
     if (!s.extended) {
         // gdb does not wait for a reply: the connection simply ends.
@@ -128,7 +128,7 @@ std::string handle_vkill(Session& s, std::string_view args) {
     auto* inf = s.inferior();
     if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
         return reply_error(ErrorCode::NoProcess);
-    (void)s.server().kill_inferior();
+    (void)s.server().kill_inferior(); // as for k
     s.last_stop.reset();
     return reply_ok();
 }
@@ -174,7 +174,8 @@ std::string handle_vrun(Session& s, std::string_view args) {
         else
             argv.front() = prog.front();
     }
-    if (auto* inf = s.inferior(); inf && inf->alive()) (void)s.server().kill_inferior();
+    if (auto* inf = s.inferior(); inf && inf->alive())
+        (void)s.server().kill_inferior(); // as for k: the new program starts regardless
     if (auto st = s.server().start_program(argv); !st) return reply_error_text(st.error());
     StopEvent ev;
     ev.pid = ev.tid = s.inferior()->pid();

@@ -1,6 +1,7 @@
 #include "agent/inferior.hpp"
 #include "agent/child_events.hpp"
 #include "agent/proc_files.hpp"
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -121,7 +122,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
         execvp(argv[0], argv.data());
         int err = errno;
-        (void)!write(fds[1], &err, sizeof err);
+        (void)!write(fds[1], &err, sizeof err); // the parent also sees the pipe close
         _exit(127);
     }
     close(fds[1]);
@@ -305,23 +306,83 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
     return got;
 }
 
+// Layers, bottom up: the program's code, fast-tracepoint jumps over it, breakpoint
+// instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
+// displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
+// and put a rebuilt jump back (its pad runs the new instructions).
 Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
-    auto bytes = breakpoints_->shadow_write(addr, data);
-    return raw_write(addr, bytes);
+    if (data.empty()) return ok_status();
+    std::vector<std::uint8_t> bytes(data.begin(), data.end());
+    struct Rebuild {
+        std::uint64_t addr, collector, argument;
+        bool save_vector_state;
+    };
+    std::vector<Rebuild> rebuild;
+    const std::uint64_t end = addr + data.size();
+    for (const auto& [site_addr, site] : fast_sites_) {
+        const std::uint64_t lo = std::max(addr, site_addr);
+        const std::uint64_t hi = std::min(end, site_addr + site.code.covered);
+        if (lo >= hi) continue;
+        std::vector<std::uint8_t> now(hi - lo);
+        auto got = read_memory(lo, now);
+        const bool same = got && *got == now.size() &&
+                          std::equal(now.begin(), now.end(), data.begin() + (lo - addr));
+        if (!same) {
+            rebuild.push_back({site_addr, site.collector, site.argument, site.save_vector_state});
+            continue;
+        }
+        for (std::size_t i = 0; i < site.patch.size(); ++i)
+            if (site_addr + i >= addr && site_addr + i < end)
+                bytes[site_addr + i - addr] = site.patch[i];
+    }
+    for (const auto& r : rebuild)
+        remove_fast_site(r.addr);
+    Status written = write_under_breakpoints(addr, bytes);
+    for (const auto& r : rebuild) {
+        if (auto again = add_fast_site(r.addr, r.collector, r.argument, r.save_vector_state);
+            !again && written)
+            written = make_error(again.error().code,
+                                 fmt::format("memory written, but the fast tracepoint at 0x{:x} "
+                                             "could not be put back over the new code: {}",
+                                             r.addr, again.error().text));
+    }
+    return written;
 }
 
 Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.insert(type, addr, len); !s) return s;
-    for (auto& [tid, t] : threads_)
-        if (t.stopped) (void)hw_points_.apply(tid);
+    for (auto& [tid, t] : threads_) {
+        if (!t.stopped) continue;
+        if (auto a = hw_points_.apply(tid); !a) {
+            // Refused as a whole: no thread keeps half of it.
+            if (auto r = hw_points_.remove(type, addr, len); r)
+                for (auto& [other, ot] : threads_)
+                    if (ot.stopped && !hw_points_.apply(other))
+                        spdlog::warn("thread {}: debug registers not restored", other);
+            return a;
+        }
+    }
     return ok_status();
 }
 
 Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.remove(type, addr, len); !s) return s;
+    Status all = ok_status();
     for (auto& [tid, t] : threads_)
-        if (t.stopped) (void)hw_points_.apply(tid);
-    return ok_status();
+        if (t.stopped)
+            if (auto a = hw_points_.apply(tid); !a && all) all = a; // the rest still go
+    return all;
+}
+
+void Inferior::forget_image() {
+    breakpoints_->forget_all();
+    user_breakpoints_.clear();
+    sites_.clear();
+    recently_removed_sites_.clear();
+    fast_sites_.clear();
+    moving_.reset();
+    pad_pages_.clear();
+    fault_recovery_.reset();
 }
 
 void Inferior::mark_dead() {
@@ -329,10 +390,7 @@ void Inferior::mark_dead() {
     running_ = false;
     stopping_all_ = false;
     threads_.clear();
-    breakpoints_->forget_all();
-    user_breakpoints_.clear();
-    sites_.clear();
-    pad_pages_.clear();
+    forget_image();
 }
 
 Status Inferior::kill() {
@@ -370,7 +428,9 @@ Status Inferior::detach() {
         if (t.pending && t.pending->kind == StopEvent::Kind::Signal &&
             t.pending->signal != SIGTRAP && t.pending->signal != SIGSTOP)
             sig = t.pending->signal;
-        (void)hw_points_.apply(tid);
+        // Clears the debug registers (hw_points_ is empty now); a thread gone meanwhile has none.
+        if (auto a = hw_points_.apply(tid); !a)
+            spdlog::warn("thread {}: debug registers not cleared: {}", tid, a.error().text);
         ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
     }
     mark_dead();

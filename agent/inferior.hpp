@@ -63,12 +63,16 @@ class Inferior {
     Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value);
     Result<std::uint64_t> read_pc(pid_t tid);
 
-    // Memory, with breakpoint instructions hidden. Reads return how many bytes were readable
-    // from the start (0 bytes readable is an error).
+    // Memory as the program's own: everything tpagent patched in (breakpoint instructions,
+    // fast-tracepoint jumps) is hidden from reads and kept by writes, which change what the
+    // patches stand for (a write into a fast tracepoint's instructions rebuilds its pad).
+    // Reads return how many bytes were readable from the start (0 bytes readable is an error).
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out);
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data);
 
-    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints.
+    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints. One at a fast
+    // tracepoint's address stops threads before its jump; one inside the instructions the
+    // jump replaces is refused (no thread runs those bytes).
     Status insert_user_breakpoint(std::uint64_t addr);
     Status remove_user_breakpoint(std::uint64_t addr);
     bool user_breakpoint_at(std::uint64_t addr) const { return user_breakpoints_.count(addr) != 0; }
@@ -135,6 +139,16 @@ class Inferior {
     // Signals (host numbers) delivered to the program without stopping (QPassSignals).
     void set_pass_signals(std::set<int> signals) { pass_signals_ = std::move(signals); }
 
+    // The in-process agent's copy routine: a SIGSEGV/SIGBUS with the pc in [begin, end) is a
+    // read of memory unmapped since it was listed readable, not the program's: the pc moves to
+    // `fixup` (which returns a short count) and the signal is never delivered.
+    struct FaultRecovery {
+        std::uint64_t begin = 0, end = 0, fixup = 0;
+    };
+    void set_fault_recovery(std::optional<FaultRecovery> r) { fault_recovery_ = r; }
+    // Called when the process execs: the old image, and everything placed in it, is gone.
+    void set_exec_handler(std::function<void()> h) { on_exec_ = std::move(h); }
+
     Status kill();
     Status detach();
 
@@ -152,6 +166,15 @@ class Inferior {
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
         std::uint64_t trace_steps_left = 0;          // while-stepping steps still to collect
         std::uint64_t trace_site = 0;
+        bool user_step = false; // gdb asked this thread to single-step
+        // The trap site at the pc whose hit was collected already (the thread stopped there
+        // after its breakpoint); any other stop at a site has not run it yet.
+        std::optional<std::uint64_t> collected_at;
+        // gdb's single step over a fast tracepoint's jump: stepping on through its pad (and the
+        // collector) until the displaced instruction has run, then back to program addresses.
+        std::optional<std::uint64_t> fast_step;
+        bool fast_step_in_copy = false; // reached the relocated instruction
+        std::uint64_t fast_step_count = 0;
     };
     struct Site {
         std::uint64_t pad = 0;
@@ -162,6 +185,10 @@ class Inferior {
         std::size_t relocated_offset = 0;
         arch::Relocated code;
         std::vector<std::uint8_t> original; // the bytes the patch replaced
+        std::vector<std::uint8_t> patch;    // the jump written over them
+        // What built it, to rebuild it when gdb writes into its instructions.
+        std::uint64_t collector = 0, argument = 0;
+        bool save_vector_state = false;
     };
     // A pad built and placed, nothing written yet (add_fast_site, begin_fast_site).
     struct FastPad {
@@ -169,6 +196,8 @@ class Inferior {
         std::size_t room = 0; // bytes allocated at pad
         arch::EmittedJumpPad emitted;
         std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
+        std::uint64_t collector = 0, argument = 0;
+        bool save_vector_state = false;
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, std::uint64_t collector,
                                    std::uint64_t argument, bool save_vector_state);
@@ -184,8 +213,19 @@ class Inferior {
         std::uint64_t next_to = 0;
     };
     // Moves stopped threads whose pc is in [from, from+len) by `move` (nullopt: leave it).
-    void move_threads(std::uint64_t from, std::size_t len,
-                      const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
+    // Fails, having moved nothing, if a thread's registers cannot be read or written.
+    Status move_threads(std::uint64_t from, std::size_t len,
+                        const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
+    // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
+    // instructions stay, their saved bytes change).
+    Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
+    // The fast site whose displaced instructions include addr, if any.
+    const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
+    bool finish_fast_step(pid_t tid, Thread& t);
+    bool recover_collector_fault(pid_t tid);
+    // Collects a trap site's hit for a thread about to leave its address without having run
+    // the breakpoint (it stepped onto it, or was stopped there).
+    void collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step);
     struct PadPage {
         std::uint64_t base = 0;
         std::size_t used = 0;
@@ -199,13 +239,17 @@ class Inferior {
     std::optional<StopEvent> handle_status(pid_t tid, int status);
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
     std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
-    std::optional<StopEvent> classify_trap(pid_t tid, Thread& t, const siginfo_t& info);
+    std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
     void continue_after_stop(pid_t tid, Thread& t, bool step);
     Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
     Result<std::int64_t> inject_syscall(pid_t tid, long number,
                                         std::span<const std::uint64_t> args);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
+    // report() without finishing: the event is chosen (or held back) and the others stopped.
+    void choose(pid_t tid, Thread& t, StopEvent ev);
+    // Forgets everything placed in the process image (exec, death): nothing is written back.
+    void forget_image();
     std::optional<StopEvent> finish_stop_all();
     void add_thread(pid_t tid, bool awaiting_first_stop);
     bool pending_still_valid(pid_t tid, Thread& t);
@@ -232,6 +276,8 @@ class Inferior {
     std::optional<MovingSite> moving_;
     std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
     std::vector<PadPage> pad_pages_;
+    std::optional<FaultRecovery> fault_recovery_;
+    std::function<void()> on_exec_;
     SiteHitHandler on_site_hit_;
     SiteStepHandler on_site_step_;
     const arch::Architecture& arch_;

@@ -9,19 +9,46 @@
 
 namespace tpagent::agent {
 
+namespace {
+// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
+// past this many, something keeps the thread from the displaced instruction (a loop waiting
+// for tpagent, say) and the step is reported where it is.
+constexpr std::uint64_t kMaxFastStepInstructions = 200000;
+} // namespace
+
 Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
-    if (hw_points_.any()) (void)hw_points_.apply(tid);
+    if (hw_points_.any())
+        if (auto h = hw_points_.apply(tid); !h) return h;
+    step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
+    if (!step) t.step_from_site.reset();   // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     if (!sites_.empty() && !t.step_from_site) {
         if (auto s = snapshot(tid, false)) {
-            std::uint64_t pc = arch_.pc(**s);
-            auto site = sites_.find(pc);
+            const std::uint64_t pc = arch_.pc(**s);
+            if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
+            auto site = sites_.find(pc); // the hit may have removed it (the trace stopped)
             if (site != sites_.end() && !user_breakpoint_at(pc)) {
-                arch_.set_pc(**s, site->second.pad);
-                if (auto w = arch_.write_general_registers(tid, **s); !w) return w;
+                arch::RegisterSnapshot& regs = **snapshot(tid, false);
+                arch_.set_pc(regs, site->second.pad);
+                if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
                 if (step) t.step_from_site = pc;
             }
+        } else {
+            return s.error();
+        }
+    }
+    t.collected_at.reset();
+    if (!step) {
+        t.fast_step.reset();
+    } else if (!t.fast_step && !fast_sites_.empty()) {
+        auto s = snapshot(tid, false);
+        if (!s) return s.error();
+        const std::uint64_t pc = arch_.pc(**s);
+        if (fast_sites_.count(pc) && !breakpoints_->inserted_at(pc)) {
+            t.fast_step = pc;
+            t.fast_step_in_copy = false;
+            t.fast_step_count = 0;
         }
     }
     long req = step ? PTRACE_SINGLESTEP : PTRACE_CONT;
@@ -37,7 +64,75 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
 }
 
 void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
-    if (running_ && !stopping_all_ && t.wants_run) (void)resume_thread(tid, t, step, 0);
+    if (!running_ || stopping_all_ || !t.wants_run) return;
+    if (auto r = resume_thread(tid, t, step, 0); !r) {
+        // It stays stopped: report that rather than leave gdb waiting for a thread that
+        // will never run.
+        spdlog::warn("thread {}: cannot resume: {}", tid, r.error().text);
+        StopEvent ev;
+        ev.pid = pid_;
+        ev.tid = tid;
+        ev.signal = SIGTRAP;
+        choose(tid, t, ev); // the caller's finish_stop_all() reports it
+    }
+}
+
+void Inferior::collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step) {
+    if (t.collected_at == pc || !on_site_hit_) return;
+    const SiteHit hit = on_site_hit_(tid, pc);
+    t.collected_at = pc;
+    if (hit.consumed && hit.steps > 0) {
+        t.trace_steps_left = hit.steps;
+        t.trace_site = pc;
+        step = true;
+    }
+}
+
+// One instruction of a single step over a fast tracepoint's jump has run. True once the
+// displaced instruction has (the pc is put back into the program's code); false to step on.
+bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
+    auto site = fast_sites_.find(*t.fast_step);
+    auto s = snapshot(tid, false);
+    if (site == fast_sites_.end() || !s || ++t.fast_step_count > kMaxFastStepInstructions) {
+        if (s && site != fast_sites_.end())
+            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
+                         "instructions in its pad",
+                         tid, site->first, t.fast_step_count - 1);
+        t.fast_step.reset();
+        return true;
+    }
+    const FastSite& f = site->second;
+    const std::uint64_t pc = arch_.pc(**s);
+    const std::uint64_t relocated = f.pad + f.relocated_offset;
+    const bool in_copy = pc >= relocated && pc - relocated < f.code.code.size();
+    if (!t.fast_step_in_copy) {
+        t.fast_step_in_copy = pc == relocated; // the collector is done; next: the instruction
+        return false;
+    }
+    if (in_copy) {
+        auto off = arch::from_offset_of(f.code, pc - relocated);
+        if (!off) return false; // within the instructions one original became
+        arch_.set_pc(**s, site->first + *off);
+        if (auto w = arch_.write_general_registers(tid, **s); !w)
+            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    } // else a branch left the pad: the pc is already the program's
+    t.fast_step.reset();
+    return true;
+}
+
+bool Inferior::recover_collector_fault(pid_t tid) {
+    if (!fault_recovery_) return false;
+    auto s = snapshot(tid, false);
+    if (!s) return false;
+    const std::uint64_t pc = arch_.pc(**s);
+    if (pc < fault_recovery_->begin || pc >= fault_recovery_->end) return false;
+    arch_.set_pc(**s, fault_recovery_->fixup);
+    if (auto w = arch_.write_general_registers(tid, **s); !w) {
+        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
+        return false;
+    }
+    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
+    return true;
 }
 
 // A single step that started in a pad: puts the pc back into the original code. False while
@@ -58,7 +153,8 @@ bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
     auto from = arch::from_offset_of(site->second.code, pc - pad);
     if (!from) return false;
     arch_.set_pc(**s, site_addr + *from);
-    (void)arch_.write_general_registers(tid, **s);
+    if (auto w = arch_.write_general_registers(tid, **s); !w)
+        spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
     t.step_from_site.reset();
     return true;
 }
@@ -90,6 +186,7 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
         Thread& t = it->second;
         t.wants_run = true;
         t.resume_signal = a.signal;
+        t.user_step = a.step;
         if (!t.stopped) continue;
         if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) return s.error();
     }
@@ -177,9 +274,9 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         Thread& t = threads_[tid];
         if (running_ && !stopping_all_) {
             t.wants_run = true;
-            (void)resume_thread(tid, t, false, 0);
+            continue_after_stop(tid, t, false);
         }
-        return std::nullopt;
+        return finish_stop_all();
     }
     Thread& t = it->second;
     t.stopped = true;
@@ -202,7 +299,13 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
             threads_[nt].stopped = false; // it is running towards its first SIGSTOP
             threads_[nt].wants_run = true;
         }
-        if (keep_running || stopping_all_) (void)resume_thread(tid, t, t.stepping, 0);
+        if (keep_running) {
+            continue_after_stop(tid, t, t.stepping);
+        } else if (stopping_all_) {
+            // On to the SIGSTOP below (the event stop is not a place to stay).
+            if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
+                spdlog::warn("thread {}: cannot resume after a clone: {}", tid, r.error().text);
+        }
         if (stopping_all_) {
             // Keep everyone (the new thread too) on the way to a full stop.
             t.stop_requested = true;
@@ -211,31 +314,37 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         return finish_stop_all();
     }
     if (event == PTRACE_EVENT_EXEC) {
-        // The old image (and its other threads, breakpoints) is gone.
+        // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
+        // of it may be written into the new one.
         reopen_memory();
-        breakpoints_->forget_all();
-        user_breakpoints_.clear();
-        sites_.clear();
-        pad_pages_.clear();
+        forget_image();
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
-        if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
-        return std::nullopt;
+        t.step_from_site.reset();
+        t.fast_step.reset();
+        t.collected_at.reset();
+        t.trace_steps_left = 0;
+        if (on_exec_) on_exec_();
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
     }
     if (sig == SIGSTOP && t.awaiting_first_stop) {
         t.awaiting_first_stop = false;
-        if (keep_running) (void)resume_thread(tid, t, false, 0);
+        if (keep_running) continue_after_stop(tid, t, false);
         return finish_stop_all();
     }
     if (sig == SIGSTOP && t.stop_requested) {
         t.stop_requested = false;
-        if (keep_running) (void)resume_thread(tid, t, t.stepping, 0);
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
     if (sig == SIGTRAP) return handle_trap(tid, t);
-    if (pass_signals_.count(sig) && !t.stepping && !stopping_all_ && running_) {
-        (void)resume_thread(tid, t, false, sig);
-        return std::nullopt;
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (pass_signals_.count(sig) && (!t.stepping || t.fast_step) && !stopping_all_ && running_) {
+        if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
     }
     StopEvent ev;
     ev.pid = pid_;
@@ -248,8 +357,8 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
-    bool plain_run =
-        !t.stepping && !t.step_from_site && t.trace_steps_left == 0 && !hw_points_.any();
+    bool plain_run = !t.stepping && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
+                     !hw_points_.any();
     bool at_site = false;
     if (plain_run && !sites_.empty()) {
         if (auto s = snapshot(tid, false))
@@ -261,14 +370,21 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
     bool single_step = info.si_code == TRAP_TRACE;
     if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
-        (void)resume_thread(tid, t, true, 0); // still inside the displaced code: step on
-        return std::nullopt;
+        continue_after_stop(tid, t, true); // still inside the displaced code: step on
+        return finish_stop_all();
+    }
+    if (t.fast_step && single_step && !finish_fast_step(tid, t)) {
+        continue_after_stop(tid, t, true); // still in the pad or the collector: step on
+        return finish_stop_all();
     }
     if (t.trace_steps_left > 0 && single_step) {
         if (on_site_step_) on_site_step_(tid, t.trace_site);
         --t.trace_steps_left;
-        continue_after_stop(tid, t, t.trace_steps_left > 0);
-        return finish_stop_all();
+        if (!t.user_step) {
+            continue_after_stop(tid, t, t.trace_steps_left > 0);
+            return finish_stop_all();
+        }
+        // gdb asked for this step: reported like any other (the next resume steps on).
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
         auto s = snapshot(tid, false);
@@ -289,7 +405,11 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             // then no longer goes through the pad, so the rewound pc must reach the thread
             // now, or it would run on from one byte into the instruction.
             bool removed = site && !sites_.count(at);
-            if (!resumes || stale || removed) (void)arch_.write_general_registers(tid, **s);
+            if (site) t.collected_at = at;
+            if (!resumes || stale || removed)
+                if (auto w = arch_.write_general_registers(tid, **s); !w)
+                    spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at,
+                                 w.error().text);
             if (passes) {
                 t.trace_steps_left = hit.steps;
                 t.trace_site = at;
@@ -304,11 +424,11 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             return report(tid, t, ev);
         }
     }
-    if (auto ev = classify_trap(tid, t, info)) return report(tid, t, *ev);
+    if (auto ev = classify_trap(tid, info)) return report(tid, t, *ev);
     return std::nullopt;
 }
 
-std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t, const siginfo_t& info) {
+std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
     StopEvent ev;
     ev.pid = pid_;
     ev.tid = tid;
@@ -331,19 +451,25 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, Thread& t, const sig
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
             if (breakpoints_->inserted_at(bp)) {
                 arch_.set_pc(**s, bp);
-                (void)arch_.write_general_registers(tid, **s);
+                if (auto w = arch_.write_general_registers(tid, **s); !w)
+                    spdlog::warn("thread {}: cannot rewind the pc to the breakpoint: {}", tid,
+                                 w.error().text);
                 ev.swbreak = true;
             }
         }
     }
-    (void)t;
     return ev;
 }
 
 std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
+    choose(tid, t, ev);
+    return finish_stop_all();
+}
+
+void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
     if (chosen_ || stopping_all_ || !running_) {
         t.pending = ev;
-        return finish_stop_all();
+        return;
     }
     chosen_ = ev;
     stopping_all_ = true;
@@ -353,7 +479,6 @@ std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
         ot.stop_requested = true;
         tgkill(pid_, other, SIGSTOP);
     }
-    return finish_stop_all();
 }
 
 std::optional<StopEvent> Inferior::finish_stop_all() {

@@ -13,28 +13,66 @@ namespace {
 constexpr std::size_t kCodeWindow = 32; // enough for whole instructions covering the jump
 }
 
-void Inferior::move_threads(
-    std::uint64_t from, std::size_t len,
-    const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
+Status
+Inferior::move_threads(std::uint64_t from, std::size_t len,
+                       const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
+    struct Move {
+        pid_t tid;
+        std::uint64_t from, to;
+    };
+    std::vector<Move> moves;
     for (auto& [tid, t] : threads_) {
         if (!t.stopped) continue;
         auto s = snapshot(tid, false);
-        if (!s) continue;
+        if (!s)
+            return make_error(
+                ErrorCode::SystemError,
+                fmt::format("thread {}: cannot read its pc: {}", tid, s.error().text));
         const std::uint64_t pc = arch_.pc(**s);
         if (pc < from || pc - from >= len) continue;
-        if (auto to = move(pc)) {
-            spdlog::debug("thread {}: pc 0x{:x} -> 0x{:x}", tid, pc, *to);
-            arch_.set_pc(**s, *to);
-            (void)arch_.write_general_registers(tid, **s);
-        }
+        if (auto to = move(pc)) moves.push_back({tid, pc, *to});
     }
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+        const Move& m = moves[i];
+        arch::RegisterSnapshot& regs = **snapshot(m.tid, false); // cached by the loop above
+        arch_.set_pc(regs, m.to);
+        if (auto w = arch_.write_general_registers(m.tid, regs); !w) {
+            // Put back the ones already moved: either every thread moves or none does.
+            arch_.set_pc(regs, m.from);
+            for (std::size_t j = 0; j < i; ++j) {
+                arch::RegisterSnapshot& done = **snapshot(moves[j].tid, false);
+                arch_.set_pc(done, moves[j].from);
+                if (auto back = arch_.write_general_registers(moves[j].tid, done); !back)
+                    spdlog::warn("thread {}: cannot move the pc back to 0x{:x}: {}", moves[j].tid,
+                                 moves[j].from, back.error().text);
+            }
+            return make_error(
+                ErrorCode::SystemError,
+                fmt::format("thread {}: cannot move the pc: {}", m.tid, w.error().text));
+        }
+        spdlog::debug("thread {}: pc 0x{:x} -> 0x{:x}", m.tid, m.from, m.to);
+    }
+    return ok_status();
+}
+
+const std::pair<const std::uint64_t, Inferior::FastSite>*
+Inferior::fast_site_covering(std::uint64_t addr) const {
+    auto it = fast_sites_.upper_bound(addr);
+    if (it == fast_sites_.begin()) return nullptr;
+    --it;
+    return addr - it->first < it->second.code.covered ? &*it : nullptr;
+}
+
+Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data) {
+    return raw_write(addr, breakpoints_->shadow_write(addr, data));
 }
 
 Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint64_t collector,
                                                    std::uint64_t argument, bool save_vector_state) {
-    if (sites_.count(addr))
-        return make_error(ErrorCode::NotAllowed, "a trap tracepoint is installed there");
     FastPad out;
+    out.collector = collector;
+    out.argument = argument;
+    out.save_vector_state = save_vector_state;
     out.code.resize(kCodeWindow);
     auto got = read_memory(addr, out.code); // breakpoints hidden: the program's own code
     if (!got) return got.error();
@@ -59,29 +97,53 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint
     if (!emitted) return emitted.error();
     out.emitted = std::move(*emitted);
 
-    // A user breakpoint inside the span would be overwritten: its shadow must become the
-    // patch, so removing the breakpoint later restores the jump, not the old code.
-    for (std::size_t i = 0; i < out.emitted.patch.size(); ++i)
-        if (breakpoints_->inserted_at(addr + i))
+    // A breakpoint at addr stays in front of the jump (its saved byte becomes the jump's);
+    // one further in would sit on bytes no thread runs any more, and a trap tracepoint there
+    // would resume into the middle of the jump.
+    const std::size_t covered = out.emitted.relocated.covered;
+    for (std::size_t i = 0; i < covered; ++i)
+        if (sites_.count(addr + i))
             return make_error(ErrorCode::NotAllowed,
-                              fmt::format("a breakpoint at 0x{:x} is inside the {} bytes a fast "
-                                          "tracepoint replaces",
-                                          addr + i, out.emitted.patch.size()));
+                              fmt::format("a trap tracepoint is installed at 0x{:x}", addr + i));
+    for (std::size_t i = 1; i < covered; ++i)
+        if (breakpoints_->inserted_at(addr + i))
+            return make_error(
+                ErrorCode::NotAllowed,
+                fmt::format("a breakpoint at 0x{:x} is inside the {} bytes of "
+                            "instructions a fast tracepoint at 0x{:x} moves to its pad",
+                            addr + i, covered, addr));
     return out;
 }
 
 Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code) {
     const std::vector<std::uint8_t>& patch = built.emitted.patch;
     FastSite site{
-        built.pad, built.emitted.relocated_offset, std::move(code),
+        built.pad,
+        built.emitted.relocated_offset,
+        std::move(code),
         std::vector<std::uint8_t>(built.code.begin(),
-                                  built.code.begin() + static_cast<std::ptrdiff_t>(patch.size()))};
+                                  built.code.begin() + static_cast<std::ptrdiff_t>(patch.size())),
+        patch,
+        built.collector,
+        built.argument,
+        built.save_vector_state};
     const std::uint64_t relocated = site.pad + site.relocated_offset;
-    move_threads(addr + 1, site.code.covered - 1, [&](std::uint64_t pc) {
+    auto into_pad = [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
         return off ? std::optional(relocated + *off) : std::nullopt;
-    });
-    if (auto w = raw_write(addr, patch); !w) return w;
+    };
+    if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) return m;
+    if (auto w = write_under_breakpoints(addr, patch); !w) {
+        // Nothing patched: threads moved into the pad go back to the same instructions.
+        if (auto back = move_threads(relocated, site.code.code.size(),
+                                     [&](std::uint64_t pc) {
+                                         auto off = arch::from_offset_of(site.code, pc - relocated);
+                                         return off ? std::optional(addr + *off) : std::nullopt;
+                                     });
+            !back)
+            spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, back.error().text);
+        return w;
+    }
     spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
                   patch.size());
     fast_sites_[addr] = std::move(site);
@@ -196,14 +258,24 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
     if (it == fast_sites_.end()) return;
     const FastSite& site = it->second;
     if (alive_) {
-        (void)raw_write(addr, site.original);
+        // Removal cannot be refused (the trace is over, or the code changed): on a failure
+        // the program keeps the jump, whose pad stays mapped and correct, and threads stay.
+        if (auto w = write_under_breakpoints(addr, site.original); !w) {
+            spdlog::warn("fast tracepoint at 0x{:x}: cannot restore the code: {}", addr,
+                         w.error().text);
+            fast_sites_.erase(it);
+            return;
+        }
         // Threads in the relocated copy go back to the original instruction; threads in the
         // pad's own code finish it and jump back, into the restored code.
         const std::uint64_t relocated = site.pad + site.relocated_offset;
-        move_threads(relocated, site.code.code.size(), [&](std::uint64_t pc) {
-            auto off = arch::from_offset_of(site.code, pc - relocated);
-            return off ? std::optional(addr + *off) : std::nullopt;
-        });
+        if (auto m = move_threads(relocated, site.code.code.size(),
+                                  [&](std::uint64_t pc) {
+                                      auto off = arch::from_offset_of(site.code, pc - relocated);
+                                      return off ? std::optional(addr + *off) : std::nullopt;
+                                  });
+            !m)
+            spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
     }
     fast_sites_.erase(it);
 }

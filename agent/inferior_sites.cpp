@@ -22,6 +22,12 @@ constexpr std::size_t kMaxInstruction = 16;
 
 Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
     if (user_breakpoints_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
+                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
+                                      "them there",
+                                      addr, fast->second.code.covered, fast->first));
     if (auto s = breakpoints_->insert(addr); !s) return s;
     user_breakpoints_.insert(addr);
     return ok_status();
@@ -45,6 +51,7 @@ Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
     if (auto r = raw_read(pc, original, got); !r || got != original.size())
         return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
     if (auto w = raw_write(pc, insn); !w) return w.error();
+    // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
     arch::RegisterSnapshot call = saved;
     arch_.set_syscall(call, number, args, pc);
     Status result = arch_.write_snapshot(tid, call);
@@ -70,9 +77,15 @@ Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
         arch::RegisterSnapshot after;
         if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
     }
-    (void)raw_write(pc, original);
-    (void)arch_.write_snapshot(tid, saved);
+    // Put back the code and the registers; if either cannot be, the thread must not run on.
+    Status restored = raw_write(pc, original);
+    if (restored) restored = arch_.write_snapshot(tid, saved);
     threads_[tid].regs = saved;
+    if (!restored) {
+        spdlog::error("thread {}: cannot undo an injected system call at 0x{:x}: {}", tid, pc,
+                      restored.error().text);
+        return restored.error();
+    }
     if (!result) return result.error();
     return value;
 }
@@ -116,6 +129,11 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
 
 Status Inferior::add_site(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr))
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
+                                      "at 0x{:x}",
+                                      fast->first, addr));
     std::vector<std::uint8_t> code(kMaxInstruction * 2);
     auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
     if (!got) return got.error();
@@ -136,7 +154,10 @@ Status Inferior::add_site(std::uint64_t addr) {
 
 void Inferior::remove_site(std::uint64_t addr) {
     if (!sites_.erase(addr)) return;
-    (void)breakpoints_->remove(addr);
+    // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
+    // handler (recently_removed_sites_), which passes threads over it.
+    if (auto r = breakpoints_->remove(addr); !r)
+        spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
     recently_removed_sites_.insert(addr);
 }
 

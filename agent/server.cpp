@@ -162,8 +162,7 @@ void Server::accept_next() {
     });
 }
 
-void Server::session_closed(Session& s) {
-    (void)s;
+void Server::session_closed(Session&) {
     // The session object may be mid-call: destroy it later, from the event loop.
     asio::post(io_, [this] {
         std::unique_ptr<Session> old = std::move(session_);
@@ -194,17 +193,19 @@ bool Server::keep_tracing_without_gdb() {
     if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ ||
         !inferior_->alive())
         return false;
-    if (!inferior_->running()) (void)inferior_->resume_all();
+    if (!inferior_->running())
+        if (auto r = inferior_->resume_all(); !r) {
+            spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
+            return false;
+        }
     return true;
 }
 
 void Server::shutdown() {
     // Programs we started die with us; programs we attached to go on running.
     if (inferior_ && inferior_->alive()) {
-        if (inferior_->was_attached())
-            (void)detach_inferior();
-        else
-            (void)kill_inferior();
+        Status s = inferior_->was_attached() ? detach_inferior() : kill_inferior();
+        if (!s) spdlog::warn("leaving the program: {}", s.error().text);
     }
     listener_->close();
     child_events_.cancel();
@@ -232,12 +233,22 @@ int Server::run() {
     listener_ = std::make_unique<Listener>(io_, *ep, options_.baud);
     if (auto s = listener_->open(); !s) {
         fmt::print(stderr, "{}\nExiting\n", s.error().text);
-        if (inferior_) (void)kill_inferior();
+        if (inferior_)
+            if (auto k = kill_inferior(); !k) spdlog::warn("{}", k.error().text);
         return 1;
     }
     wait_for_children();
     accept_next();
-    io_.run();
+    // An exception out of an event handler must not end tpagent (the program would die with
+    // it): it is logged and the loop goes on. Packet handlers answer theirs as E.text.
+    while (true) {
+        try {
+            io_.run();
+            break;
+        } catch (const std::exception& e) {
+            spdlog::error("internal error, serving on: {}", e.what());
+        }
+    }
     return exit_status_;
 }
 

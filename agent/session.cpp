@@ -8,6 +8,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <algorithm>
+#include <new>
 #include <utility>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -106,7 +107,7 @@ void Session::dispatch(const std::string& payload) {
     suppressed_ = false;
     // Fast-tracepoint frames staged in the program come in before anything looks at the trace.
     server_.experiment().poll(server_.inferior());
-    std::string reply = (*handler)(*this, view.args);
+    std::string reply = run_handler(*handler, view);
     server_.watch_fast_trace(); // the packet may have started one
     if (closed_ || suppressed_) return;
     if (deferred_) {
@@ -117,6 +118,24 @@ void Session::dispatch(const std::string& payload) {
     if (exit_after_reply) {
         close();
         server_.session_closed(*this);
+    }
+}
+
+// A handler that throws (out of memory, say) answers E.text: the session, the program and the
+// trace buffer go on as they were, since nothing may unwind out of the event loop and end
+// tpagent (and, through PTRACE_O_EXITKILL, the program).
+std::string Session::run_handler(const protocol::PacketTable<Session>::Handler& handler,
+                                 const protocol::PacketView& view) {
+    try {
+        return handler(*this, view.args);
+    } catch (const std::bad_alloc&) {
+        spdlog::warn("{}: out of memory", view.name);
+        return protocol::reply_error_text(
+            make_error(ErrorCode::TooLarge, fmt::format("{}: not enough memory", view.name)));
+    } catch (const std::exception& e) {
+        spdlog::warn("{}: {}", view.name, e.what());
+        return protocol::reply_error_text(
+            make_error(ErrorCode::SystemError, fmt::format("{}: {}", view.name, e.what())));
     }
 }
 

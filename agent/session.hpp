@@ -6,6 +6,8 @@
 #include "agent/stop_event.hpp"
 #include "agent/transport.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/packet.hpp"
+#include "protocol/packet_table.hpp"
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -73,6 +75,8 @@ class Session {
     void read_more();
     void handle(const protocol::FrameEvent& ev);
     void dispatch(const std::string& payload);
+    std::string run_handler(const protocol::PacketTable<Session>::Handler& handler,
+                            const protocol::PacketView& view);
     void send_packet(const std::string& payload);
 
     Server& server_;

@@ -26,6 +26,7 @@ Status SoftwareBreakpoints::remove(std::uint64_t addr) {
 }
 
 void SoftwareBreakpoints::remove_all() {
+    // Before detach: a page that cannot be written any more has nothing left to restore.
     for (auto& [addr, site] : sites_)
         (void)write_(addr, site.original);
     sites_.clear();

@@ -161,7 +161,8 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
     for (const auto& string : actions) {
         for (const auto& action : string.actions) {
             if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
-                if (!mask->bytes.empty()) (void)builder_.add_registers(*g);
+                if (!mask->bytes.empty() && !builder_.add_registers(*g))
+                    spdlog::warn("tracepoint {}: register block of the wrong size", number);
             } else if (const auto* range = std::get_if<trace::MemoryRange>(&action)) {
                 std::uint64_t base = 0;
                 if (!range->absolute() &&

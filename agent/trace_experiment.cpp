@@ -30,6 +30,15 @@ void TraceExperiment::attach_to(Inferior& inferior) {
     inferior.set_site_handlers(
         [this, &inferior](pid_t tid, std::uint64_t addr) { return on_hit(inferior, tid, addr); },
         [this, &inferior](pid_t tid, std::uint64_t addr) { on_step(inferior, tid, addr); });
+    // The in-process agent of the old image, its pads and jumps went with it: a new one
+    // (the preload survives exec) is looked for at the next tstart.
+    inferior.set_exec_handler([this] {
+        if (fast_running()) drain_fast(); // frames staged before the exec still count
+        inproc_.reset();
+        fast_installed_ = false;
+        fast_removal_pending_ = false;
+        fast_first_record_.clear();
+    });
 }
 
 void TraceExperiment::init() {

@@ -84,6 +84,9 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
         if (!region) return region.error();
         inproc_ = std::move(*region);
     }
+    const Header& lib = inproc_->header();
+    inferior.set_fault_recovery(
+        Inferior::FaultRecovery{lib.copy_begin, lib.copy_end, lib.copy_fault});
     void* region = inproc_->local();
     Header& h = inproc_->header();
     h.tracing.store(0, std::memory_order_release);

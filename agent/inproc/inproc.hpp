@@ -18,6 +18,13 @@ std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
 
 } // namespace tpagent::inproc
 
+// The architecture's copy whose faults tpagent recovers (arch/*/fault_recovering_copy.S):
+// returns how many leading bytes it copied. Its labels go into the shared header.
+extern "C" std::size_t tpagent_fault_recovering_copy(void* dst, const void* src, std::size_t len);
+extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fault[];
+
+namespace tpagent::inproc {} // namespace tpagent::inproc
+
 // The jump pads' call target.
 extern "C" __attribute__((visibility("default"))) void
 tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block, const std::uint8_t* state);

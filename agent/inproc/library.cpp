@@ -49,6 +49,9 @@ __attribute__((constructor)) void load() {
     h->helpers[6] = address_of(&rt::tracenz);
     h->helpers[7] = 0; // no printf in the program: it would need the C library's stdio
     h->general_registers_only = 1;
+    h->copy_begin = reinterpret_cast<std::uint64_t>(tpagent_copy_begin);
+    h->copy_end = reinterpret_cast<std::uint64_t>(tpagent_copy_end);
+    h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
     g_region = region;

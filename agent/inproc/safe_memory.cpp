@@ -1,8 +1,8 @@
 // Reading the program's memory from a collector without ever faulting: ranges tpagent listed
-// as readable (from /proc/PID/maps) are copied directly; anything else goes through
+// as readable (from /proc/PID/maps) are copied directly, by a copy whose faults tpagent
+// recovers (a range may have been unmapped since it was listed); anything else goes through
 // process_vm_readv on ourselves, which fails instead of faulting.
 #include "agent/inproc/inproc.hpp"
-#include <cstring>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -36,10 +36,8 @@ bool listed_readable(std::uint64_t addr, std::size_t len) {
 std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len) {
     if (len == 0) return 0;
     if (addr + len < addr) len = 0 - addr; // stop at the top of the address space
-    if (listed_readable(addr, len)) {
-        std::memcpy(dst, reinterpret_cast<const void*>(addr), len);
-        return len;
-    }
+    if (listed_readable(addr, len))
+        return tpagent_fault_recovering_copy(dst, reinterpret_cast<const void*>(addr), len);
     iovec local{dst, len};
     iovec remote{reinterpret_cast<void*>(addr), len};
     const long got = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0);

@@ -28,7 +28,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -81,6 +81,13 @@ struct Header {
     // save the vector/FP state.
     std::uint32_t general_registers_only;
     std::uint32_t library_reserved;
+    // The copy that reads memory tpagent listed as readable: a fault with the pc in
+    // [copy_begin, copy_end) is the collector's, and tpagent (which sees every signal first)
+    // moves the pc to copy_fault, which returns the bytes copied so far, instead of letting
+    // the program take the signal. A page unmapped after tstart thus never harms the program.
+    std::uint64_t copy_begin;
+    std::uint64_t copy_end;
+    std::uint64_t copy_fault;
 
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0

@@ -1,0 +1,46 @@
+"""A packet handler that fails inside tpagent answers E.text, and nothing is lost: the session,
+the program and the trace buffer go on as they were. Here the failure is running out of
+memory: tpagent runs under an address-space limit (prlimit) and gdb asks for a 1 GiB trace
+buffer. Without the answer, the exception would end tpagent and, through PTRACE_O_EXITKILL,
+the program with it.
+"""
+
+import subprocess
+
+import pytest
+
+from harness import INFERIOR_CREATED, LISTENING, Server, pid_alive
+from rsp import RspClient
+from test_protocol_errors import STOP_REPLY, assert_session_works
+
+ADDRESS_SPACE_LIMIT = 256 << 20
+
+
+def sanitized(binary: str) -> bool:
+    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=20).stdout
+    return "libasan" in linked
+
+
+@pytest.mark.tpagent_only("gdbserver has no such limit to hit: it answers QTBuffer:size OK")
+def test_out_of_memory_in_a_handler_answers_E_text(e2e):
+    if sanitized(e2e.server_bin.path):
+        pytest.skip("ASan's shadow memory does not fit under an address-space limit")
+    program = e2e.program("basic")
+    argv = ["prlimit", f"--as={ADDRESS_SPACE_LIMIT}", "--", e2e.server_bin.path, ":0", str(program)]
+    server = Server(argv, e2e.reaper)
+    e2e.servers.append(server)
+    server.wait_for(INFERIOR_CREATED)
+    server.port = int(server.wait_for(LISTENING).group(1))
+    with RspClient(server.port) as rsp:
+        rsp.handshake()
+        assert STOP_REPLY.match(rsp.request("?"))
+        assert rsp.request("QTBuffer:size:10000") == "OK"
+        reply = rsp.request("QTBuffer:size:40000000")
+        assert reply.startswith("E."), reply
+        assert "not enough memory" in reply, reply
+        assert_session_works(rsp)
+        status = rsp.request("qTStatus")
+        assert ";tsize:10000;" in status, status  # the buffer that was there is still there
+        assert rsp.request("QTinit") == "OK"
+    assert server.running()
+    assert pid_alive(server.inferior_pid)
