@@ -137,7 +137,13 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     }
     if (!wait_for_stop(child, status))
         return make_error(ErrorCode::SystemError, "program exited during start-up");
-    ptrace(PTRACE_SETOPTIONS, child, nullptr, reinterpret_cast<void*>(kPtraceOptions));
+    if (ptrace(PTRACE_SETOPTIONS, child, nullptr, reinterpret_cast<void*>(kPtraceOptions)) != 0) {
+        // Without them its threads and execs would go unseen: better not to run it at all.
+        Error e = sys_error("PTRACE_SETOPTIONS");
+        ::kill(child, SIGKILL);
+        waitpid(child, &status, __WALL);
+        return e;
+    }
     // With a wrapper, the stop above was the wrapper's exec: run on to the program's exec.
     if (!spec.wrapper.empty()) {
         while (true) {
@@ -173,8 +179,10 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
             }
             int status = 0;
             if (!wait_for_stop(tid, status)) continue;
-            ptrace(PTRACE_SETOPTIONS, tid, nullptr,
-                   reinterpret_cast<void*>(kPtraceOptions & ~PTRACE_O_EXITKILL));
+            if (ptrace(PTRACE_SETOPTIONS, tid, nullptr,
+                       reinterpret_cast<void*>(kPtraceOptions & ~PTRACE_O_EXITKILL)) != 0)
+                spdlog::warn("thread {}: PTRACE_SETOPTIONS: {}: its new threads go unseen", tid,
+                             std::strerror(errno));
             inf->add_thread(tid, false);
             found_new = true;
         }
@@ -382,7 +390,7 @@ void Inferior::forget_image() {
     fast_sites_.clear();
     moving_.reset();
     pad_pages_.clear();
-    fault_recovery_.reset();
+    agent_code_.reset();
 }
 
 void Inferior::mark_dead() {

@@ -139,13 +139,16 @@ class Inferior {
     // Signals (host numbers) delivered to the program without stopping (QPassSignals).
     void set_pass_signals(std::set<int> signals) { pass_signals_ = std::move(signals); }
 
-    // The in-process agent's copy routine: a SIGSEGV/SIGBUS with the pc in [begin, end) is a
-    // read of memory unmapped since it was listed readable, not the program's: the pc moves to
-    // `fixup` (which returns a short count) and the signal is never delivered.
-    struct FaultRecovery {
-        std::uint64_t begin = 0, end = 0, fixup = 0;
+    // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
+    // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,
+    // not the program's: the pc moves to copy_fault (which returns a short count) and the
+    // signal is never delivered. A thread stopped in [code_begin, code_end) is collecting: it
+    // is stepped out (with threads in pads) before gdb sees a stop.
+    struct InprocAgentCode {
+        std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
+        std::uint64_t code_begin = 0, code_end = 0;
     };
-    void set_fault_recovery(std::optional<FaultRecovery> r) { fault_recovery_ = r; }
+    void set_inproc_agent_code(std::optional<InprocAgentCode> c) { agent_code_ = c; }
     // Called when the process execs: the old image, and everything placed in it, is gone.
     void set_exec_handler(std::function<void()> h) { on_exec_ = std::move(h); }
 
@@ -223,6 +226,11 @@ class Inferior {
     const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
     bool finish_fast_step(pid_t tid, Thread& t);
     bool recover_collector_fault(pid_t tid);
+    // Threads stopped inside pads or the collector run (one instruction at a time) until
+    // they are back at the program's own instructions, so gdb never sees tpagent's code.
+    void leave_pads();
+    void leave_pads(pid_t tid, Thread& t);
+    bool in_tpagent_code(std::uint64_t pc) const;
     // Collects a trap site's hit for a thread about to leave its address without having run
     // the breakpoint (it stepped onto it, or was stopped there).
     void collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step);
@@ -276,7 +284,7 @@ class Inferior {
     std::optional<MovingSite> moving_;
     std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
     std::vector<PadPage> pad_pages_;
-    std::optional<FaultRecovery> fault_recovery_;
+    std::optional<InprocAgentCode> agent_code_;
     std::function<void()> on_exec_;
     SiteHitHandler on_site_hit_;
     SiteStepHandler on_site_step_;

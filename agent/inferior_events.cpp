@@ -121,12 +121,12 @@ bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
 }
 
 bool Inferior::recover_collector_fault(pid_t tid) {
-    if (!fault_recovery_) return false;
+    if (!agent_code_) return false;
     auto s = snapshot(tid, false);
     if (!s) return false;
     const std::uint64_t pc = arch_.pc(**s);
-    if (pc < fault_recovery_->begin || pc >= fault_recovery_->end) return false;
-    arch_.set_pc(**s, fault_recovery_->fixup);
+    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
+    arch_.set_pc(**s, agent_code_->copy_fault);
     if (auto w = arch_.write_general_registers(tid, **s); !w) {
         spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
         return false;
@@ -292,9 +292,10 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
 
     if (event == PTRACE_EVENT_CLONE) {
         unsigned long new_tid = 0;
-        ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid);
+        // Failing, the new thread is still found: its first stop comes as an unknown tid.
+        if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid) != 0) new_tid = 0;
         auto nt = static_cast<pid_t>(new_tid);
-        if (!threads_.count(nt)) {
+        if (nt > 0 && !threads_.count(nt)) {
             add_thread(nt, true);
             threads_[nt].stopped = false; // it is running towards its first SIGSTOP
             threads_[nt].wants_run = true;
@@ -485,6 +486,7 @@ std::optional<StopEvent> Inferior::finish_stop_all() {
     if (!stopping_all_) return std::nullopt;
     for (const auto& [tid, t] : threads_)
         if (!t.stopped) return std::nullopt;
+    leave_pads();
     stopping_all_ = false;
     running_ = false;
     for (auto& [tid, t] : threads_)

@@ -3,6 +3,7 @@
 #include "agent/inferior.hpp"
 #include "agent/pad_allocator.hpp"
 #include "agent/proc_files.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
@@ -15,6 +16,9 @@ namespace tpagent::agent {
 namespace {
 constexpr std::size_t kPadPageSize = 4096;
 constexpr std::size_t kMaxInstruction = 16;
+// Instructions a thread may take to get out of a pad and the collector (a collector waiting
+// for tpagent to free staging memory could take forever one step at a time).
+constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -164,6 +168,80 @@ void Inferior::remove_site(std::uint64_t addr) {
 void Inferior::remove_all_sites() {
     while (!sites_.empty())
         remove_site(sites_.begin()->first);
+}
+
+} // namespace tpagent::agent
+
+namespace tpagent::agent {
+
+bool Inferior::in_tpagent_code(std::uint64_t pc) const {
+    if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
+    return std::any_of(pad_pages_.begin(), pad_pages_.end(), [&](const PadPage& page) {
+        return pc >= page.base && pc - page.base < kPadPageSize;
+    });
+}
+
+void Inferior::leave_pads() {
+    if (pad_pages_.empty()) return;
+    for (auto& [tid, t] : threads_)
+        leave_pads(tid, t);
+}
+
+// A thread stopped by all-stop inside a pad or the collector runs on alone, one instruction at
+// a time, to the next instruction boundary of the program's own code: what it was doing
+// anyway. A thread with an event of its own (a signal it got there) is only moved back if it
+// stands on an instruction boundary; running it could raise the signal again.
+void Inferior::leave_pads(pid_t tid, Thread& t) {
+    const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
+    for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
+        auto s = snapshot(tid, false);
+        if (!s) return;
+        const std::uint64_t pc = arch_.pc(**s);
+        std::optional<std::uint64_t> back;
+        for (const auto& [addr, site] : sites_) {
+            if (pc < site.pad || pc - site.pad >= site.code.code.size()) continue;
+            if (auto off = arch::from_offset_of(site.code, pc - site.pad)) {
+                back = addr + *off;
+                if (*off == 0) t.collected_at = addr; // its hit was collected before the pad
+            }
+        }
+        for (const auto& [addr, site] : fast_sites_) {
+            const std::uint64_t copy = site.pad + site.relocated_offset;
+            if (pc < copy || pc - copy >= site.code.code.size()) continue;
+            // At 0 the collector has run and the instruction has not: step it, unless the
+            // thread must not run (back at the jump, it would collect once more).
+            if (auto off = arch::from_offset_of(site.code, pc - copy); off && (*off || has_event))
+                back = addr + *off;
+        }
+        if (back) {
+            arch_.set_pc(**s, *back);
+            if (auto w = arch_.write_general_registers(tid, **s); !w)
+                spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+            else
+                spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
+            break;
+        }
+        if (!in_tpagent_code(pc) || has_event) break;
+        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
+        t.regs.reset();
+        int status = 0;
+        // A thread that dies here (SIGKILL from outside) takes its status with it; its
+        // process's end is still seen through the main thread.
+        if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) break;
+        if (WSTOPSIG(status) != SIGTRAP) {
+            // A signal that came meanwhile is the thread's event for later.
+            if (WSTOPSIG(status) != SIGSTOP) {
+                StopEvent ev;
+                ev.pid = pid_;
+                ev.tid = tid;
+                ev.signal = WSTOPSIG(status);
+                t.pending = ev;
+            }
+            break;
+        }
+    }
+    t.step_from_site.reset(); // a gdb step it was in the middle of has been done
+    t.fast_step.reset();
 }
 
 } // namespace tpagent::agent

@@ -1,6 +1,8 @@
 // Fast tracepoints, tpagent's side: configuring the in-process agent's shared region at
 // QTStart, installing the jumps, and moving staged frames into the frame buffer.
 #include "agent/trace_experiment.hpp"
+#include "agent/pad_allocator.hpp"
+#include "agent/proc_files.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
 #include "protocol/hex.hpp"
@@ -37,6 +39,24 @@ class ConfigArea {
     void* region_;
     std::uint64_t used_ = 0;
 };
+
+// The library's copy routine (faults recovered) and code (threads stepped out of it), from the
+// header and the mappings of the file that holds the collector.
+Inferior::InprocAgentCode agent_code_of(pid_t pid, const Header& lib) {
+    Inferior::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0};
+    const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
+    auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
+        return m.start <= lib.collector && lib.collector < m.end;
+    });
+    if (holder == maps.end() || holder->name.empty()) return code;
+    code.code_begin = ~std::uint64_t{0};
+    for (const auto& m : maps)
+        if (m.name == holder->name) {
+            code.code_begin = std::min(code.code_begin, m.start);
+            code.code_end = std::max(code.code_end, m.end);
+        }
+    return code;
+}
 
 bool uses_printf(const bytecode::Program& p) {
     return std::any_of(p.insns().begin(), p.insns().end(),
@@ -84,9 +104,7 @@ Status TraceExperiment::prepare_fast(Inferior& inferior) {
         if (!region) return region.error();
         inproc_ = std::move(*region);
     }
-    const Header& lib = inproc_->header();
-    inferior.set_fault_recovery(
-        Inferior::FaultRecovery{lib.copy_begin, lib.copy_end, lib.copy_fault});
+    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), inproc_->header()));
     void* region = inproc_->local();
     Header& h = inproc_->header();
     h.tracing.store(0, std::memory_order_release);

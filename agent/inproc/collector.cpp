@@ -112,8 +112,7 @@ template <class T> void put(std::uint8_t*& p, T v) {
     p += sizeof v;
 }
 
-bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len) {
-    (void)user;
+bool read_memory(void* /*user*/, std::uint64_t addr, void* out, std::size_t len) {
     return safe_read(out, addr, len) == len;
 }
 
@@ -243,7 +242,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     // than lose the frame: the program slows to tpagent's pace instead.
     for (int i = 0; !chunk && i < 400 && h->tracing.load(std::memory_order_relaxed); ++i) {
         timespec pause{0, 50000};
-        syscall(SYS_nanosleep, &pause, nullptr);
+        tpagent_syscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0, 0, 0, 0, 0);
         chunk = chunk_with_room(h, tp->frame_bound);
     }
     if (!chunk) {

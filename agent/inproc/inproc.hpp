@@ -18,9 +18,11 @@ std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
 
 } // namespace tpagent::inproc
 
-// The architecture's copy whose faults tpagent recovers (arch/*/fault_recovering_copy.S):
-// returns how many leading bytes it copied. Its labels go into the shared header.
+// The architecture's primitives (arch/*/inproc_primitives.S). The copy, whose faults tpagent
+// recovers, returns how many leading bytes it copied; its labels go into the shared header.
+// The system call bypasses the C library, so a collecting thread never leaves the library.
 extern "C" std::size_t tpagent_fault_recovering_copy(void* dst, const void* src, std::size_t len);
+extern "C" long tpagent_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fault[];
 
 namespace tpagent::inproc {} // namespace tpagent::inproc

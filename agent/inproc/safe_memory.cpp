@@ -5,7 +5,6 @@
 #include "agent/inproc/inproc.hpp"
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 namespace tpagent::inproc {
 
@@ -40,7 +39,9 @@ std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len) {
         return tpagent_fault_recovering_copy(dst, reinterpret_cast<const void*>(addr), len);
     iovec local{dst, len};
     iovec remote{reinterpret_cast<void*>(addr), len};
-    const long got = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0);
+    const long self = tpagent_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    const long got = tpagent_syscall(SYS_process_vm_readv, self, reinterpret_cast<long>(&local), 1,
+                                     reinterpret_cast<long>(&remote), 1, 0);
     return got > 0 ? static_cast<std::size_t>(got) : 0;
 }
 

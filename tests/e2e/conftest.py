@@ -19,6 +19,7 @@ def find_server():
 def pytest_configure(config):
     config.addinivalue_line("markers", "hw_watchpoint: needs x86 debug registers (deselect with -m 'not hw_watchpoint')")
     config.addinivalue_line("markers", "tpagent_only: checks tpagent's documented behaviour where gdbserver differs")
+    config.addinivalue_line("markers", "stress: long-running stress tests (deselect with -m 'not stress')")
     # ctest gives each test file its own scratch directory in the build tree.
     scratch = os.environ.get("TPAGENT_E2E_SCRATCH")
     if scratch and not config.option.basetemp:

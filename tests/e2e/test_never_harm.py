@@ -455,3 +455,53 @@ def test_exec_another_program(e2e, builds):
     # gdb, not told about the exec, still has the first program's symbols for the frames.
     assert frames_of(r.of(walk)) == [(k, TP, k) for k in range(PASSES)], r.of(walk)
     run.exits_as_natively(r, 2)
+
+
+# --------------------------------------------------------------------------- 6. stops never show tpagent's code
+
+
+# Where a thread of ftrace_busy may be seen: the program's functions, or the C library's
+# thread start (never "??", a pad, or the agent library and its system calls).
+PROGRAM_FRAME = r"(0x[0-9a-f]+ in )?(work|mix|worker|tick|start_thread|clone3?) \("
+
+
+@pytest.mark.tpagent_only("gdbserver's pads are not shown either, but its agent cannot keep up: tested on ours")
+def test_threads_stopped_in_a_pad_are_shown_in_the_program(e2e, builds):
+    """Two threads run a fast tracepoint in a tight loop while main stops at tick() again and
+    again: each stop catches the workers in the pad or the collector much of the time.
+    gdb must only ever see the program's own code (no "??", no frame of the agent library),
+    and the program must end as natively."""
+    program = builds.path("ftrace_busy")
+    reference = native_run(program)
+    server = serve_with_agent(e2e, program)
+    ticks = 40
+    per_tick = ("continue", "info threads")
+    r = gdb_tracing(
+        e2e,
+        server.remote,
+        *TO_MAIN,
+        f"ftrace ftrace_busy.c:{e2e.line('ftrace_busy', 'busy_work')}",
+        # Every hit runs the pad and the condition; few make frames, so tpagent's drain (slow
+        # under ASan) never holds the workers back.
+        "condition 2 round % 65536 == 0",
+        "set circular-trace-buffer on",
+        "break tick",
+        "tstart",
+        *per_tick * ticks,
+        "tstop",
+        "tstatus",
+        "delete",
+        "continue",
+        program=program,
+    )
+    for k in range(ticks):
+        assert_in_order(r.of("continue", k + 1), r"Thread .* hit Breakpoint 3, tick \(n=%d\)" % k)
+        threads = r.of("info threads", k)
+        frames = re.findall(r'^\*?\s+\d+\s+Thread \S+ "[^"]*" (.*)$', r.of("info threads", k), re.M)
+        assert frames, threads
+        for frame in frames:
+            assert re.match(PROGRAM_FRAME, frame), threads
+    assert re.search(r"^(Collected|Buffer contains) [1-9]\d* trace frames", r.of("tstatus"), re.M), r.of("tstatus")
+    exited_with(r.of("continue", ticks + 1), server.inferior_pid, 0)
+    for line in reference.stdout.splitlines():
+        server.wait_for(rf"^{re.escape(line)}$")

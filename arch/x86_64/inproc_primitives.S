@@ -1,3 +1,27 @@
+// The in-process agent's two primitives that know the instruction set. Both keep every
+// instruction a collecting thread runs inside the library, where tpagent can tell a thread it
+// stopped is collecting (and step it out before gdb sees it).
+//
+// long tpagent_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+// A system call without the C library: returns the kernel's result (-errno on failure).
+    .text
+    .globl tpagent_syscall
+    .hidden tpagent_syscall
+    .type tpagent_syscall, @function
+tpagent_syscall:
+    .cfi_startproc
+    mov %rdi, %rax
+    mov %rsi, %rdi
+    mov %rdx, %rsi
+    mov %rcx, %rdx
+    mov %r8, %r10
+    mov %r9, %r8
+    mov 8(%rsp), %r9
+    syscall
+    ret
+    .cfi_endproc
+    .size tpagent_syscall, . - tpagent_syscall
+
 // size_t tpagent_fault_recovering_copy(void* dst, const void* src, size_t len)
 //
 // The in-process agent's copy of program memory that tpagent listed as readable. The mapping
@@ -5,7 +29,6 @@
 // (it is ptraced), and tpagent, seeing the pc at tpagent_copy_begin, moves it to
 // tpagent_copy_fault instead of delivering the signal. `rep movsb` faults restartably, with
 // rcx holding the bytes not yet copied, so the fault path returns how many were.
-    .text
     .globl tpagent_fault_recovering_copy
     .hidden tpagent_fault_recovering_copy
     .type tpagent_fault_recovering_copy, @function
