@@ -219,6 +219,9 @@ class Inferior {
     // Fails, having moved nothing, if a thread's registers cannot be read or written.
     Status move_threads(std::uint64_t from, std::size_t len,
                         const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
+    // Threads in a fast site's relocated copy go back to the same original instructions
+    // (the jump is gone, or was never written); a failure is logged.
+    void move_out_of_copy(std::uint64_t addr, const FastSite& site);
     // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
     // instructions stay, their saved bytes change).
     Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);

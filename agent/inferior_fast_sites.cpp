@@ -55,6 +55,16 @@ Inferior::move_threads(std::uint64_t from, std::size_t len,
     return ok_status();
 }
 
+void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
+    const std::uint64_t relocated = site.pad + site.relocated_offset;
+    auto out = [&](std::uint64_t pc) {
+        auto off = arch::from_offset_of(site.code, pc - relocated);
+        return off ? std::optional(addr + *off) : std::nullopt;
+    };
+    if (auto m = move_threads(relocated, site.code.code.size(), out); !m)
+        spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
+}
+
 const std::pair<const std::uint64_t, Inferior::FastSite>*
 Inferior::fast_site_covering(std::uint64_t addr) const {
     auto it = fast_sites_.upper_bound(addr);
@@ -135,13 +145,7 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
     if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) return m;
     if (auto w = write_under_breakpoints(addr, patch); !w) {
         // Nothing patched: threads moved into the pad go back to the same instructions.
-        if (auto back = move_threads(relocated, site.code.code.size(),
-                                     [&](std::uint64_t pc) {
-                                         auto off = arch::from_offset_of(site.code, pc - relocated);
-                                         return off ? std::optional(addr + *off) : std::nullopt;
-                                     });
-            !back)
-            spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, back.error().text);
+        move_out_of_copy(addr, site);
         return w;
     }
     spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
@@ -268,14 +272,7 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
         }
         // Threads in the relocated copy go back to the original instruction; threads in the
         // pad's own code finish it and jump back, into the restored code.
-        const std::uint64_t relocated = site.pad + site.relocated_offset;
-        if (auto m = move_threads(relocated, site.code.code.size(),
-                                  [&](std::uint64_t pc) {
-                                      auto off = arch::from_offset_of(site.code, pc - relocated);
-                                      return off ? std::optional(addr + *off) : std::nullopt;
-                                  });
-            !m)
-            spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
+        move_out_of_copy(addr, site);
     }
     fast_sites_.erase(it);
 }

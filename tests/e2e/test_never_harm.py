@@ -78,6 +78,10 @@ class Run:
         assert self.next_address == self.address + 7, r.of("x/2i $tp")
         return r
 
+    def trace_from_the_line_before(self) -> tuple[str, ...]:
+        """Stop on the line before the traced one (that breakpoint gone), then tstart."""
+        return (f"break {PROGRAM}.c:{self.line['before']}", "continue", "delete 3", "tstart")
+
     @staticmethod
     def cont(r, nth: int) -> str:
         """What the nth "continue" of the test's own commands printed (TO_MAIN's is not
@@ -198,10 +202,7 @@ def test_stepi_over_a_fast_tracepoint(e2e, builds):
     step = step_to_traced_instruction(e2e)
     walk = walk_frames(e2e, "i")
     r = run.gdb(
-        f"break {PROGRAM}.c:{run.line['before']}",
-        "continue",
-        "delete 3",
-        "tstart",
+        *run.trace_from_the_line_before(),
         step,
         "print/x $pc",
         "stepi",
@@ -233,10 +234,7 @@ def test_next_over_a_fast_tracepoint(e2e, builds):
     run = Run(e2e, builds, "run")
     walk = walk_frames(e2e, "i")
     r = run.gdb(
-        f"break {PROGRAM}.c:{run.line['before']}",
-        "continue",
-        "delete 3",
-        "tstart",
+        *run.trace_from_the_line_before(),
         "next",
         "next",
         "print/x $pc",
