@@ -2,7 +2,7 @@
 // Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
 #pragma once
 #include "arch/relocation.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <optional>

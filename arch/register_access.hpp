@@ -1,7 +1,7 @@
 // One register at a time (for `p` and `P`), through the architecture's `g` block.
 #pragma once
 #include "arch/arch.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -1,6 +1,7 @@
 // ns per evaluation of typical tracepoint conditions, interpreted and compiled, with
 // memory read through the callback or through the direct-load window.
 #include "bytecode/compiler.hpp"
+#include "arch/compiler_backend.hpp"
 #include "bytecode/interpreter.hpp"
 #include "bytecode/program.hpp"
 #include <benchmark/benchmark.h>
@@ -126,7 +127,7 @@ template <std::vector<std::uint8_t> (*Make)()> void interpreted(benchmark::State
 
 template <std::vector<std::uint8_t> (*Make)()> void compiled(benchmark::State& state) {
     const Program p = must(Make());
-    auto code = compile(p);
+    auto code = tpagent::arch::compile_for_host(p);
     if (!code) std::abort();
     const Context c = make_context(state.range(0));
     EvalOut out;

@@ -4,8 +4,9 @@
 // drains the staged frames as tpagent does. Each benchmark calls the function in a loop; the
 // difference to "untraced" is the cost of a hit. Threads(2): throughput with two threads
 // hitting the same tracepoint.
-#include "agent/inproc/shared_region.hpp"
-#include "agent/inproc_region.hpp"
+#include "inproc/shared_region.hpp"
+#include "arch/compiler_backend.hpp"
+#include "tracing/inproc_region.hpp"
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
@@ -198,7 +199,7 @@ void BM_condition_compiled(benchmark::State& state) {
             bytecode::HelperAddresses helpers{
                 h.helpers[0], h.helpers[1], h.helpers[2], h.helpers[3],
                 h.helpers[4], h.helpers[5], h.helpers[6], 0};
-            auto native = bytecode::host_compiler_backend().translate(*program, helpers);
+            auto native = tpagent::arch::host_compiler_backend().translate(*program, helpers);
             void* mem =
                 mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             std::memcpy(mem, native->data(), native->size());

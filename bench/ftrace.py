@@ -210,8 +210,8 @@ def cell(server: Server, key: str, value) -> tuple[str, float | None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default_tp = next(
-        (p for p in (REPO / "build/release/agent/tpagent", REPO / "build/default/agent/tpagent") if p.exists()),
-        REPO / "build/default/agent/tpagent",
+        (p for p in (REPO / "build/release/bin/tpagent", REPO / "build/default/bin/tpagent") if p.exists()),
+        REPO / "build/default/bin/tpagent",
     )
     parser.add_argument("--tpagent", type=Path, default=default_tp, help=f"tpagent binary (default {default_tp})")
     parser.add_argument("--tpagent-lib", type=Path, help="in-process library (default: libtpagent-inproc.so next to tpagent)")

@@ -20,7 +20,7 @@ def main() -> None:
         raise SystemExit(__doc__)
     build = Path(sys.argv[1]).resolve()
     mib = int(sys.argv[2]) if len(sys.argv) > 2 else 64
-    tpagent, tpdump = build / "agent" / "tpagent", build / "tools" / "tpdump" / "tpdump"
+    tpagent, tpdump = build / "bin" / "tpagent", build / "bin" / "tpdump"
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         exe = work / "bulk"

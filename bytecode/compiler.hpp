@@ -6,7 +6,7 @@
 #pragma once
 #include "bytecode/context.hpp"
 #include "bytecode/program.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,9 +51,6 @@ class CompilerBackend {
     }
 };
 
-// The backend for the machine tpagent runs on; defined by arch/<isa>/ax_jit.cpp.
-const CompilerBackend& host_compiler_backend();
-
 // Code in an executable mapping (written, then made read+execute; never both).
 class CompiledProgram {
   public:
@@ -78,9 +75,7 @@ class CompiledProgram {
     CompiledFn fn_ = nullptr;
 };
 
+// With the backend for this machine: arch::compile_for_host (arch/compiler_backend.hpp).
 Result<CompiledProgram> compile(const Program& program, const CompilerBackend& backend);
-inline Result<CompiledProgram> compile(const Program& program) {
-    return compile(program, host_compiler_backend());
-}
 
 } // namespace tpagent::bytecode

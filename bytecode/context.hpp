@@ -4,7 +4,7 @@
 // same entry points as the interpreter.
 #pragma once
 #include "bytecode/program.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 

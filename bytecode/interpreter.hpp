@@ -2,7 +2,7 @@
 #pragma once
 #include "bytecode/context.hpp"
 #include "bytecode/program.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstdint>
 
 namespace tpagent::bytecode {

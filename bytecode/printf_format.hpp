@@ -1,7 +1,7 @@
 // The format string of the printf opcode, parsed once by the validator (dprintf with
 // `set dprintf-style agent`). gdb sends the text as written in C source, escapes included.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string>

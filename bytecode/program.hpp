@@ -3,7 +3,7 @@
 #pragma once
 #include "bytecode/opcodes.hpp"
 #include "bytecode/printf_format.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -2,6 +2,7 @@
 // location, collected ranges, variable updates and printf output. The input either drives
 // the random program generator (always valid programs) or is taken as raw bytecode.
 #include "bytecode/compiler.hpp"
+#include "arch/compiler_backend.hpp"
 #include "bytecode/interpreter.hpp"
 #include "bytecode/program.hpp"
 #include "tests/unit/bytecode/fake_target.hpp"
@@ -35,7 +36,7 @@ struct ByteChooser {
 };
 
 void compare(const Program& program, const FakeTarget& target) {
-    auto compiled = compile(program);
+    auto compiled = tpagent::arch::compile_for_host(program);
     if (!compiled) std::abort();
     for (bool window : {false, true}) {
         const Outcome a = interpret(program, target, window);

@@ -1,8 +1,8 @@
 // Arbitrary bytes from "gdb" through framing, classification and the packet handlers of a
 // session with no inferior. Packets that touch the host (files, starting or attaching to
 // processes, exiting) are left out: the fuzzer must not delete files or spawn programs.
-#include "agent/server.hpp"
-#include "agent/session.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
 #include <cstdint>

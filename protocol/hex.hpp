@@ -1,7 +1,7 @@
 // Hex codecs for the RSP: numbers and byte strings, case-insensitive on input, lower-case on
 // output.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstdint>
 #include <span>
 #include <string>

@@ -1,6 +1,6 @@
 // Builders for the standard replies.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <string>
 
 namespace tpagent::protocol {

@@ -1,7 +1,7 @@
 // Typed requests: argument parsers for the packets that carry structured arguments.
 // Handlers call these and never pick at raw bytes themselves.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>

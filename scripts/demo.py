@@ -2,7 +2,7 @@
 """Demo: gdb debugs examples/demo.c through tpagent over TCP, and we show the session.
 
 Usage: scripts/demo.py BUILD_DIR
-The server is BUILD_DIR/agent/tpagent, or whatever TPAGENT_E2E_SERVER names (e.g.
+The server is BUILD_DIR/bin/tpagent, or whatever TPAGENT_E2E_SERVER names (e.g.
 gdbserver, to compare). The demo compiles its own program; it needs cc and gdb.
 """
 
@@ -44,7 +44,7 @@ def main() -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     build = Path(sys.argv[1]).resolve()
-    server_path = os.environ.get("TPAGENT_E2E_SERVER") or str(build / "agent" / "tpagent")
+    server_path = os.environ.get("TPAGENT_E2E_SERVER") or str(build / "bin" / "tpagent")
 
     out_dir = build / "examples"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 # inproc.symbols: libtpagent-inproc.so exports only its collector, and imports none of the
 # C library's string functions (their versions use vector registers, which the jump pads do
-# not save; the library has its own, see agent/inproc/freestanding.cpp).
+# not save; the library has its own, see inproc/freestanding.cpp).
 # cmake -DNM=<nm> -DLIBRARY=<libtpagent-inproc.so> -P check_inproc_symbols.cmake
 execute_process(COMMAND ${NM} -D ${LIBRARY} OUTPUT_VARIABLE out ERROR_VARIABLE err
                 RESULT_VARIABLE rc)

@@ -1,4 +1,5 @@
 #include "arch/x86_64/ax_jit.hpp"
+#include "arch/compiler_backend.hpp"
 #include "arch/x86_64/ax_jit_asm.hpp"
 #include "bytecode/semantics.hpp"
 #include <cstddef>
@@ -886,7 +887,7 @@ const bytecode::CompilerBackend& ax_backend() {
 } // namespace tpagent::arch::x86_64
 
 #if defined(__x86_64__)
-const tpagent::bytecode::CompilerBackend& tpagent::bytecode::host_compiler_backend() {
+const tpagent::bytecode::CompilerBackend& tpagent::arch::host_compiler_backend() {
     return tpagent::arch::x86_64::ax_backend();
 }
 #endif

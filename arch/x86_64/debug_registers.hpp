@@ -6,7 +6,7 @@
 // sets an access watchpoint and tells reads from writes by comparing the value.
 #pragma once
 #include "arch/arch.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <array>
 #include <cstdint>
 #include <optional>

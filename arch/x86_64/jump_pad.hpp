@@ -44,7 +44,7 @@
 #include "arch/relocation.hpp"
 #include "arch/x86_64/cpu_features.hpp"
 #include "arch/x86_64/registers.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Register transfer with a ptrace-stopped thread through PTRACE_GETREGSET/SETREGSET.
 #pragma once
 #include "arch/arch.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <sys/types.h>
 

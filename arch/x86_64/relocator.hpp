@@ -33,7 +33,7 @@
 // `syscall` is moved as is: it leaves the pad address in rcx, which the ABI says is clobbered.
 #pragma once
 #include "arch/relocation.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -86,7 +86,7 @@ def test_tsave_r_reads_like_gdbs_own_file(e2e):
 
 
 def tpdump_path() -> Path:
-    return Path(os.environ["TPAGENT_BIN"]).parent.parent / "tools" / "tpdump" / "tpdump"
+    return Path(os.environ["TPAGENT_BIN"]).parent / "tpdump"
 
 
 def frames_of(trace_file: Path) -> list[dict]:

@@ -1,6 +1,6 @@
 // tpdump's command line.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <optional>

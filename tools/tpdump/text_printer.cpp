@@ -1,6 +1,6 @@
 #include "tools/tpdump/text_printer.hpp"
 
-#include "agent/trace/tracepoint_codec.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "bytecode/disassembler.hpp"
 #include "protocol/hex.hpp"
 #include "tools/tpdump/frame_details.hpp"

@@ -1,6 +1,6 @@
 // Errors about a trace file's contents all read "offset N: what", N = byte offset in the file.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <fmt/format.h>
 #include <string_view>

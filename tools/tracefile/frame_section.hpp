@@ -1,6 +1,6 @@
 // The binary part of a trace file: frames until one with tracepoint number 0.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include <cstddef>
 #include <optional>

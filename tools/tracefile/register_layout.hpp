@@ -2,7 +2,7 @@
 // trace file). gdb's `g` packet, and so a trace frame's R block, holds every register in
 // regnum order, so offsets are the running sum of the sizes in that order.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
 // The text part of a trace file: from after the header to the empty line.
 #pragma once
-#include "protocol/result.hpp"
-#include "agent/trace/tracepoint.hpp"
+#include "base/result.hpp"
+#include "trace/tracepoint.hpp"
 #include "tools/tracefile/register_layout.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include "tools/tracefile/trace_status.hpp"

@@ -8,9 +8,9 @@
 // Every length is checked against the bytes that are there; a file that does not follow
 // the format gives an Error whose text starts with "offset N:" (N = byte offset in the file).
 #pragma once
-#include "agent/trace/trace_frame.hpp"
-#include "agent/trace/tracepoint.hpp"
-#include "protocol/result.hpp"
+#include "trace/trace_frame.hpp"
+#include "trace/tracepoint.hpp"
+#include "base/result.hpp"
 #include "tools/tracefile/register_layout.hpp"
 #include "tools/tracefile/trace_status.hpp"
 #include <cstddef>

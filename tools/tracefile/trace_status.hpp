@@ -1,7 +1,7 @@
 // The `status` line of a trace file: a qTStatus reply payload (gdb writes it without the
 // leading `T`): `<0|1>;<reason>[:...];tframes:<n>;...`, numbers in hex, texts hex-encoded.
 #pragma once
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 #include "tools/tracefile/tracepoint_pieces.hpp"
 
-#include "agent/trace/tracepoint_codec.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "protocol/hex.hpp"
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 // `T..` (definition), `A..`/`S..` (action strings), `Z..` (source strings) and `V..`
 // (hits and buffer usage), parsed with the agent's own tracepoint codec.
 #pragma once
-#include "agent/trace/tracepoint.hpp"
-#include "protocol/result.hpp"
+#include "trace/tracepoint.hpp"
+#include "base/result.hpp"
 #include <string_view>
 #include <vector>
 

@@ -1,6 +1,7 @@
 // Builds agent-expression bytes for tests: Ax().k(7).k(2).op(Op::RemSigned).end().
 #pragma once
 #include "bytecode/opcodes.hpp"
+#include "arch/compiler_backend.hpp"
 #include "bytecode/program.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
@@ -63,7 +64,7 @@ inline Outcome run_all(const std::vector<std::uint8_t>& bytes, const FakeTarget&
                        const Limits& limits = {}) {
     const Program p = must_validate(bytes, limits);
     const Outcome reference = interpret(p, target);
-    auto compiled = compile(p);
+    auto compiled = tpagent::arch::compile_for_host(p);
     REQUIRE(compiled.ok());
     CHECK(interpret(p, target, true) == reference);
     CHECK(execute(*compiled, target) == reference);

@@ -2,6 +2,7 @@
 // a collector in the traced program does with code tpagent translates for it. The helpers
 // here are counting wrappers around rt::, so the counts show the table is what gets called.
 #include "ax_builder.hpp"
+#include "arch/compiler_backend.hpp"
 #include "ax_vectors.hpp"
 #include "bytecode/runtime.hpp"
 #include "random_program.hpp"
@@ -58,7 +59,7 @@ std::array<std::uint64_t, kHelpers> as_array(const HelperAddresses& h) {
 }
 
 std::vector<std::uint8_t> must_translate(const Program& p, const HelperAddresses& h) {
-    auto code = host_compiler_backend().translate(p, h);
+    auto code = tpagent::arch::host_compiler_backend().translate(p, h);
     INFO((code ? std::string() : code.error().text));
     REQUIRE(code.ok());
     return std::move(*code);
@@ -312,7 +313,7 @@ TEST_CASE("relocatable code: printf needs a printf helper") {
     Ax a;
     a.k(0x1000).k(0).k(0).printf(1, "%s").k(1).end();
     const Program p = must_validate(a.b);
-    auto refused = host_compiler_backend().translate(p, wrappers(false));
+    auto refused = tpagent::arch::host_compiler_backend().translate(p, wrappers(false));
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ErrorCode::Unsupported);
     // With one it works (the code then points into p, which stays alive here).
@@ -323,12 +324,14 @@ TEST_CASE("relocatable code: printf needs a printf helper") {
     // A printf that no path reaches embeds nothing, so needs nothing.
     Ax b;
     b.k(7).end().k(0).k(0).printf(0, "never").end();
-    auto unreachable = host_compiler_backend().translate(must_validate(b.b), wrappers(false));
+    auto unreachable =
+        tpagent::arch::host_compiler_backend().translate(must_validate(b.b), wrappers(false));
     INFO((unreachable ? std::string() : unreachable.error().text));
     CHECK(unreachable.ok());
     // Programs without printf translate as before; the convenience overload uses this
     // process's helpers, printf included.
-    CHECK(host_compiler_backend().translate(must_validate(Ax().k(1).end().b), wrappers(false)));
-    CHECK(host_compiler_backend().translate(p).ok());
-    CHECK(compile(p).ok());
+    CHECK(tpagent::arch::host_compiler_backend().translate(must_validate(Ax().k(1).end().b),
+                                                           wrappers(false)));
+    CHECK(tpagent::arch::host_compiler_backend().translate(p).ok());
+    CHECK(tpagent::arch::compile_for_host(p).ok());
 }

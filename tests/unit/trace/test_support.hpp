@@ -1,7 +1,7 @@
 // Helpers shared by the trace tests.
 #pragma once
 #include "protocol/hex.hpp"
-#include "protocol/result.hpp"
+#include "base/result.hpp"
 #include <catch2/catch.hpp>
 
 #include <cstdint>

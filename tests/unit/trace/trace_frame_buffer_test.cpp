@@ -1,4 +1,4 @@
-#include "agent/trace/trace_frame_buffer.hpp"
+#include "trace/trace_frame_buffer.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 

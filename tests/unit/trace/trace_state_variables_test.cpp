@@ -1,4 +1,4 @@
-#include "agent/trace/trace_state_variables.hpp"
+#include "trace/trace_state_variables.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 

@@ -1,4 +1,4 @@
-#include "agent/trace/tracepoint_codec.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 

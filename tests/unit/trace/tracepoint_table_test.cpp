@@ -1,5 +1,5 @@
-#include "agent/trace/tracepoint_codec.hpp"
-#include "agent/trace/tracepoint_table.hpp"
+#include "trace/tracepoint_codec.hpp"
+#include "trace/tracepoint_table.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 

@@ -1,7 +1,7 @@
 // Files written by gdb 13.1's `tsave` from gdbserver 13.1 (tests/data/tracefiles/
 // make_tracefiles.sh). Expected values were read back from the same files with gdb's own
 // `target tfile`.
-#include "agent/trace/tracepoint_codec.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "tests/unit/tracefile/test_files.hpp"
 
 using namespace tpagent;

@@ -1,0 +1,332 @@
+// A fast-tracepoint hit, on the thread that hit it, called from the jump pad: condition,
+// pass count, then one staged frame in the thread's own chunk. No locks and no shared writes
+// on the common path; the only atomics are the chunk's `committed` (its own cache line), and
+// the pass count or linear budget when those apply.
+#include "inproc/inproc.hpp"
+#include "bytecode/compiler.hpp"
+#include "bytecode/interpreter.hpp"
+#include <cstring>
+#include <ctime>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace tpagent::inproc {
+namespace {
+
+using bytecode::EvalStatus;
+
+struct ThreadState {
+    ChunkHeader* chunk = nullptr;
+    std::uint64_t generation = 0;
+    std::int64_t linear_credit = 0; // budget bytes this thread already claimed
+    bool busy = false;              // a hit nested inside a hit (signal handler) is dropped
+    bool key_set = false;
+};
+__attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+
+constexpr std::int64_t kCreditClaim = 64 << 10;
+
+pthread_key_t g_exit_key;
+bool g_exit_key_ok = false;
+
+// A thread that ends seals its chunk so tpagent can reuse it.
+void on_thread_exit(void*) {
+    if (t_state.chunk && g_region &&
+        t_state.generation == header_of(g_region)->generation.load(std::memory_order_relaxed))
+        t_state.chunk->state.store(static_cast<std::uint32_t>(ChunkState::Sealed),
+                                   std::memory_order_release);
+    t_state.chunk = nullptr;
+}
+
+__attribute__((constructor)) void make_exit_key() {
+    g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+}
+
+// The lowest free chunk: chunks tpagent just drained are reused while still in cache, and the
+// rest of the staging area is never touched (no page faults) unless tpagent falls behind.
+ChunkHeader* acquire_chunk(std::uint64_t generation) {
+    for (std::size_t i = 0; i < kChunkCount; ++i) {
+        ChunkHeader* c = chunk_at(g_region, i);
+        std::uint32_t expected = static_cast<std::uint32_t>(ChunkState::Free);
+        if (c->state.load(std::memory_order_relaxed) != expected) continue;
+        if (!c->state.compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_acquire))
+            continue;
+        c->generation = generation;
+        // Published by the first record's `committed` store (release).
+        c->sequence = header_of(g_region)->chunk_sequence.fetch_add(1, std::memory_order_relaxed);
+        return c;
+    }
+    return nullptr;
+}
+
+// Room for `bound` more bytes in this thread's chunk, taking a new chunk if needed.
+ChunkHeader* chunk_with_room(Header* h, std::uint64_t bound) {
+    const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
+    ThreadState& t = t_state;
+    if (t.generation != generation) { // a new run: old chunk and credit are void
+        t.chunk = nullptr;
+        t.linear_credit = 0;
+    }
+    if (t.chunk && t.chunk->committed.load(std::memory_order_relaxed) + bound <= kChunkPayload)
+        return t.chunk;
+    if (t.chunk)
+        t.chunk->state.store(static_cast<std::uint32_t>(ChunkState::Sealed),
+                             std::memory_order_release);
+    t.chunk = acquire_chunk(generation);
+    t.generation = generation;
+    if (t.chunk && !t.key_set && g_exit_key_ok) {
+        pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
+        t.key_set = true;
+    }
+    return t.chunk;
+}
+
+void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint64_t status = 0,
+                  std::uint64_t address = 0) {
+    // Claim the stop, write its details, then publish the reason: tpagent reads the details
+    // only once it sees the reason.
+    std::uint32_t none = static_cast<std::uint32_t>(StopReason::None);
+    if (h->stop_reason.compare_exchange_strong(
+            none, static_cast<std::uint32_t>(StopReason::Stopping), std::memory_order_acq_rel)) {
+        h->stop_tracepoint = tracepoint;
+        h->stop_status = status;
+        h->stop_address = address;
+        h->stop_reason.store(static_cast<std::uint32_t>(why), std::memory_order_release);
+    }
+    h->tracing.store(0, std::memory_order_release);
+}
+
+// One hit's view for the bytecode callbacks, and the frame being written.
+struct Hit {
+    Header* header;
+    const std::uint8_t* block; // staged R bytes: the core of the `g` block
+    std::uint8_t* out;         // next frame byte
+    std::uint8_t* out_end;     // the tracepoint's frame bound
+    bool has_registers = false;
+};
+
+template <class T> void put(std::uint8_t*& p, T v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
+}
+
+bool read_memory(void* /*user*/, std::uint64_t addr, void* out, std::size_t len) {
+    return safe_read(out, addr, len) == len;
+}
+
+bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
+    const Hit* hit = static_cast<const Hit*>(user);
+    if (regnum >= kMaxCoreRegisters || hit->header->register_size[regnum] == 0) return false;
+    std::uint64_t v = 0;
+    std::memcpy(&v, hit->block + hit->header->register_offset[regnum],
+                hit->header->register_size[regnum]);
+    *value = v;
+    return true;
+}
+
+Variable* variable(unsigned num) {
+    if (num >= kMaxVariables) return nullptr;
+    Variable* v = at<Variable>(g_region, kVariablesOffset) + num;
+    return v->defined ? v : nullptr;
+}
+
+bool get_tsv(void*, unsigned num, std::int64_t* value) {
+    Variable* v = variable(num);
+    if (!v) return false;
+    if (v->timestamp) {
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+        return true;
+    }
+    *value = v->value.load(std::memory_order_relaxed);
+    return true;
+}
+
+bool set_tsv(void*, unsigned num, std::int64_t value) {
+    Variable* v = variable(num);
+    if (!v || v->timestamp) return false;
+    v->value.store(value, std::memory_order_relaxed);
+    return true;
+}
+
+// An M block; what does not fit the frame bound, or cannot be read, is left out.
+void collect_range(Hit& hit, std::uint64_t addr, std::uint64_t len) {
+    while (len > 0) {
+        const std::uint64_t room = static_cast<std::uint64_t>(hit.out_end - hit.out);
+        if (room <= 11) return;
+        std::uint64_t piece = len < 0xffff ? len : 0xffff;
+        if (piece > room - 11) piece = room - 11;
+        std::uint8_t* start = hit.out;
+        const std::size_t got = safe_read(start + 11, addr, piece);
+        if (got == 0) return;
+        put<std::uint8_t>(hit.out, 'M');
+        put<std::uint64_t>(hit.out, addr);
+        put<std::uint16_t>(hit.out, static_cast<std::uint16_t>(got));
+        hit.out += got;
+        if (got < piece) return;
+        addr += got;
+        len -= got;
+    }
+}
+
+bool collect_memory(void* user, std::uint64_t addr, std::uint64_t len) {
+    collect_range(*static_cast<Hit*>(user), addr, len);
+    return true;
+}
+
+bool collect_tsv(void* user, unsigned num, std::int64_t value) {
+    Hit& hit = *static_cast<Hit*>(user);
+    if (hit.out_end - hit.out < 13) return false;
+    put<std::uint8_t>(hit.out, 'V');
+    put<std::uint32_t>(hit.out, num);
+    put<std::int64_t>(hit.out, value);
+    return true;
+}
+
+void collect_registers(Hit& hit) {
+    const std::uint32_t n = hit.header->core_register_bytes;
+    if (hit.has_registers || static_cast<std::uint64_t>(hit.out_end - hit.out) < 1 + n) return;
+    put<std::uint8_t>(hit.out, 'R');
+    std::memcpy(hit.out, hit.block, n);
+    hit.out += n;
+    hit.has_registers = true;
+}
+
+// The callbacks an expression gets; built only when one runs (a zeroed Context costs a
+// `rep stos` on every hit otherwise).
+bytecode::Context make_context(Hit& hit, bool collects) {
+    bytecode::Context ctx;
+    ctx.user = &hit;
+    ctx.read_memory = read_memory;
+    ctx.read_register = read_register;
+    ctx.get_tsv = get_tsv;
+    ctx.set_tsv = set_tsv;
+    if (collects) {
+        ctx.collect_memory = collect_memory;
+        ctx.collect_tsv = collect_tsv;
+    }
+    return ctx;
+}
+
+EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
+                          bytecode::EvalOut& out) {
+    if (a.compiled) return reinterpret_cast<bytecode::CompiledFn>(a.compiled)(&ctx, &out);
+    return bytecode::run_insns(at<const bytecode::Insn>(g_region, a.insns_offset),
+                               a.backward_jump_budget, nullptr, ctx, out);
+}
+
+void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
+    Hit hit{h, block, nullptr, nullptr};
+    if (tp->has_condition) {
+        bytecode::EvalOut out;
+        const EvalStatus s = run_expression(tp->condition, make_context(hit, false), out);
+        if (s != EvalStatus::Ok) {
+            stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
+                         out.fault_address);
+            return;
+        }
+        if (out.value == 0) return;
+    }
+    bool last_pass = false;
+    if (tp->pass_count) {
+        const std::uint64_t n = tp->pass_hits.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (n > tp->pass_count) return; // another thread is stopping the trace
+        last_pass = n == tp->pass_count;
+    }
+
+    ChunkHeader* chunk = chunk_with_room(h, tp->frame_bound);
+    // Staging is full: tpagent frees chunks every few ms. Wait for it (up to ~20 ms) rather
+    // than lose the frame: the program slows to tpagent's pace instead.
+    for (int i = 0; !chunk && i < 400 && h->tracing.load(std::memory_order_relaxed); ++i) {
+        timespec pause{0, 50000};
+        tpagent_syscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0, 0, 0, 0, 0);
+        chunk = chunk_with_room(h, tp->frame_bound);
+    }
+    if (!chunk) {
+        h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+        if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
+        return;
+    }
+    const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);
+    std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
+    hit.out = record + sizeof(RecordHeader) + kFrameHeaderBytes; // header written last
+    hit.out_end = record + tp->frame_bound;
+
+    const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
+    for (std::uint32_t i = 0; i < tp->action_count; ++i) {
+        const ActionRecord& a = actions[i];
+        if (a.kind == ActionKind::Registers) {
+            collect_registers(hit);
+        } else if (a.kind == ActionKind::Memory) {
+            std::uint64_t base = 0;
+            if (a.base_register >= 0 &&
+                !read_register(&hit, static_cast<unsigned>(a.base_register), &base))
+                continue;
+            collect_range(hit, base + a.offset, a.length);
+        } else if (a.kind == ActionKind::Expression) {
+            bytecode::EvalOut out;
+            const EvalStatus s = run_expression(a, make_context(hit, true), out);
+            if (s != EvalStatus::Ok && s != EvalStatus::MemoryError &&
+                s != EvalStatus::CollectError) {
+                stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
+                             out.fault_address);
+                return;
+            }
+        }
+    }
+
+    // Frame header, record header; the record is padded to 8 bytes.
+    const std::uint64_t data =
+        static_cast<std::uint64_t>(hit.out - record) - sizeof(RecordHeader) - kFrameHeaderBytes;
+    const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
+    if (!h->circular) {
+        // tpagent stores the frame as staged (short R block): the record is an upper bound.
+        const auto need = static_cast<std::int64_t>(size);
+        ThreadState& t = t_state;
+        if (t.linear_credit < need) {
+            const std::int64_t claim = need > kCreditClaim ? need : kCreditClaim;
+            const std::int64_t had = h->linear_budget.fetch_sub(claim, std::memory_order_relaxed);
+            if (had < need) {
+                stop_tracing(h, StopReason::BufferFull, tp->number);
+                return;
+            }
+            t.linear_credit += had < claim ? had : claim;
+        }
+        t.linear_credit -= need;
+    }
+    std::uint8_t* p = record;
+    put<std::uint32_t>(p, static_cast<std::uint32_t>(size));
+    put<std::uint32_t>(
+        p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
+    put<std::uint64_t>(p, tp->address);
+    put<std::uint16_t>(p, static_cast<std::uint16_t>(tp->number));
+    put<std::uint32_t>(p, static_cast<std::uint32_t>(data));
+    chunk->committed.store(committed + static_cast<std::uint32_t>(size), std::memory_order_release);
+    if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
+}
+
+} // namespace
+} // namespace tpagent::inproc
+
+using namespace tpagent::inproc;
+
+extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block,
+                                       const std::uint8_t*) {
+    if (!g_region || g_forked) return;
+    Header* h = header_of(g_region);
+    if (!h->tracing.load(std::memory_order_acquire)) return;
+    ThreadState& t = t_state;
+    if (t.busy) {
+        h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    t.busy = true;
+    // Tracepoints sharing an address share the pad: their records are chained.
+    for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
+         tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
+        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, tp, block);
+    t.busy = false;
+}

@@ -1,0 +1,61 @@
+// Loading the in-process agent: create the shared region and say where everything is.
+#include "inproc/inproc.hpp"
+#include "bytecode/runtime.hpp"
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace tpagent::inproc {
+
+void* g_region = nullptr;
+bool g_forked = false;
+
+namespace {
+
+void on_fork_child() {
+    g_forked = true;
+}
+
+template <class F> std::uint64_t address_of(F* f) {
+    return reinterpret_cast<std::uint64_t>(f);
+}
+
+__attribute__((constructor)) void load() {
+    // The fd stays open: tpagent finds the region through it (its name) in /proc/PID/fd.
+    const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    if (fd < 0) return;
+    if (ftruncate(fd, kRegionBytes) != 0) {
+        close(fd);
+        return;
+    }
+    void* region = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (region == MAP_FAILED) {
+        close(fd);
+        return;
+    }
+    Header* h = header_of(region);
+    h->version = kVersion;
+    h->region_bytes = static_cast<std::uint32_t>(kRegionBytes);
+    h->region_address = reinterpret_cast<std::uint64_t>(region);
+    h->collector = address_of(&tpagent_inproc_collect);
+    namespace rt = bytecode::rt;
+    h->helpers[0] = address_of(&rt::read);
+    h->helpers[1] = address_of(&rt::reg);
+    h->helpers[2] = address_of(&rt::getv);
+    h->helpers[3] = address_of(&rt::setv);
+    h->helpers[4] = address_of(&rt::tracev);
+    h->helpers[5] = address_of(&rt::trace);
+    h->helpers[6] = address_of(&rt::tracenz);
+    h->helpers[7] = 0; // no printf in the program: it would need the C library's stdio
+    h->general_registers_only = 1;
+    h->copy_begin = reinterpret_cast<std::uint64_t>(tpagent_copy_begin);
+    h->copy_end = reinterpret_cast<std::uint64_t>(tpagent_copy_end);
+    h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+    __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
+    g_region = region;
+}
+
+} // namespace
+} // namespace tpagent::inproc

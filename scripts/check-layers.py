@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Checks that every #include crosses layers only downwards (ARCHITECTURE.md):
+a folder may include its own headers and those of the folders listed for it here."""
+import re
+import sys
+from pathlib import Path
+
+ALLOWED = {
+    "base": set(),
+    "protocol": {"base"},
+    "bytecode": {"base"},
+    "arch": {"base", "protocol", "bytecode"},
+    "trace": {"base", "protocol", "bytecode"},
+    "target": {"base", "protocol", "arch"},
+    "inproc": {"bytecode"},  # the library loaded into programs: its ABI and the interpreter
+    "tracing": {"base", "protocol", "bytecode", "arch", "trace", "target", "inproc"},
+    "server": {"base", "protocol", "bytecode", "arch", "trace", "target", "tracing"},
+    "tools": {"base", "protocol", "bytecode", "trace"},
+}
+INCLUDE = re.compile(r'^#include "([a-z_0-9]+)/', re.M)
+
+root = Path(__file__).resolve().parent.parent
+bad = []
+for layer, allowed in ALLOWED.items():
+    for path in sorted((root / layer).rglob("*")):
+        if path.suffix not in (".cpp", ".hpp", ".h", ".c"):
+            continue
+        for match in INCLUDE.finditer(path.read_text()):
+            used = match.group(1)
+            if used != layer and used not in allowed:
+                line = path.read_text().count("\n", 0, match.start()) + 1
+                bad.append(f"{path.relative_to(root)}:{line}: {layer}/ may not include {used}/")
+print("\n".join(bad) if bad else "layers: every include goes downwards")
+sys.exit(1 if bad else 0)

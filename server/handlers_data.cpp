@@ -1,0 +1,181 @@
+// Registers, memory and breakpoints of the stopped inferior.
+#include "target/linux/inferior.hpp"
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "arch/arch.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+Inferior* live(Session& s) {
+    auto* inf = s.inferior();
+    return inf && inf->alive() ? inf : nullptr;
+}
+
+// Registers the snapshot does not hold are sent as "xx" (RSP: unavailable).
+void append_register(std::string& out, std::span<const std::uint8_t> bytes, bool available) {
+    if (available)
+        append_hex(out, bytes);
+    else
+        out.append(bytes.size() * 2, 'x');
+}
+// While a trace frame is selected, registers come from its R block. Without one, every register
+// is unavailable except the pc, which is the tracepoint's address (as gdbserver does).
+std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& available) {
+    const auto& arch = arch::host_architecture();
+    auto& buffer = s.server().experiment().buffer();
+    std::vector<std::uint8_t> g(arch.g_size());
+    available.assign(arch.registers().size(), false);
+    auto frame = buffer.frame(*s.trace_frame);
+    auto info = buffer.info(*s.trace_frame);
+    if (frame) {
+        if (auto regs = frame->registers(); regs && regs->size() <= g.size()) {
+            std::copy(regs->begin(), regs->end(), g.begin());
+            const auto descs = arch.registers();
+            for (std::size_t i = 0; i < descs.size(); ++i)
+                available[i] = !info || info->registers_valid == 0 ||
+                               descs[i].g_offset + descs[i].size <= info->registers_valid;
+            return g;
+        }
+    }
+    if (info) {
+        const auto& pc = arch.registers()[static_cast<std::size_t>(arch.pc_regnum())];
+        for (std::size_t i = 0; i < pc.size && i < 8; ++i)
+            g[pc.g_offset + i] = static_cast<std::uint8_t>(info->pc >> (8 * i));
+        available[static_cast<std::size_t>(arch.pc_regnum())] = true;
+    }
+    return g;
+}
+
+Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
+    if (s.trace_frame) return frame_registers(s, available);
+    auto* inf = live(s);
+    if (!inf) return make_error(ErrorCode::NoProcess, "no process");
+    return inf->read_registers(s.current_thread(), available);
+}
+
+std::string refuse_in_frame() {
+    return reply_error(ErrorCode::NotAllowed); // a trace frame is history: nothing to write
+}
+} // namespace
+
+std::string handle_read_registers(Session& s, std::string_view) {
+    std::vector<bool> avail;
+    auto g = registers_of(s, avail);
+    if (!g) return reply_error(g.error());
+    std::string out;
+    out.reserve(g->size() * 2);
+    const auto regs = arch::host_architecture().registers();
+    for (std::size_t i = 0; i < regs.size(); ++i)
+        append_register(out, std::span(g->data() + regs[i].g_offset, regs[i].size),
+                        i < avail.size() && avail[i]);
+    return out;
+}
+
+std::string handle_write_registers(Session& s, std::string_view args) {
+    if (s.trace_frame) return refuse_in_frame();
+    auto* inf = live(s);
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    auto bytes = from_hex(args);
+    if (!bytes) return reply_error(bytes.error());
+    auto w = inf->write_registers(s.current_thread(), *bytes);
+    return w ? reply_ok() : reply_error(w.error());
+}
+
+std::string handle_read_register(Session& s, std::string_view args) {
+    auto n = parse_hex_u64(args);
+    const auto regs = arch::host_architecture().registers();
+    if (!n || *n >= regs.size()) return reply_error(ErrorCode::NotFound);
+    std::vector<bool> avail;
+    auto g = registers_of(s, avail);
+    if (!g) return reply_error(g.error());
+    std::string out;
+    const auto& r = regs[*n];
+    append_register(out, std::span(g->data() + r.g_offset, r.size), *n < avail.size() && avail[*n]);
+    return out;
+}
+
+std::string handle_write_register(Session& s, std::string_view args) {
+    if (s.trace_frame) return refuse_in_frame();
+    auto* inf = live(s);
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    std::size_t eq = args.find('=');
+    if (eq == std::string_view::npos) return reply_error(ErrorCode::BadPacket);
+    auto n = parse_hex_u64(args.substr(0, eq));
+    auto value = from_hex(args.substr(eq + 1));
+    if (!n || !value || *n > 0x10000) return reply_error(ErrorCode::BadPacket);
+    auto w = inf->write_register(s.current_thread(), static_cast<int>(*n), *value);
+    return w ? reply_ok() : reply_error(w.error());
+}
+
+std::string handle_read_memory(Session& s, std::string_view args) {
+    auto range = parse_memory_range(args);
+    if (!range) return reply_error(range.error());
+    // The reply is hex: two characters per byte must fit in a packet.
+    std::uint64_t len = std::min<std::uint64_t>(range->length, kPacketSize / 2);
+    std::vector<std::uint8_t> buf(len);
+    auto* inf = live(s);
+    if (s.trace_frame) {
+        // Collected memory first; read-only sections (QTro) from the live program.
+        auto& experiment = s.server().experiment();
+        auto frame = experiment.buffer().frame(*s.trace_frame);
+        std::size_t got = frame ? frame->read_memory(range->addr, buf) : 0;
+        if (got > 0) return to_hex(std::span(buf.data(), got));
+        if (!inf || !experiment.in_readonly_range(range->addr, len))
+            return reply_error(ErrorCode::MemoryAccess);
+    }
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    auto got = inf->read_memory(range->addr, buf);
+    if (!got) return reply_error(got.error());
+    return to_hex(std::span(buf.data(), *got));
+}
+
+namespace {
+std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
+    if (!w) return reply_error(w.error());
+    if (s.trace_frame) return refuse_in_frame();
+    auto* inf = live(s);
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    auto st = inf->write_memory(w->addr, w->bytes);
+    return st ? reply_ok() : reply_error(st.error());
+}
+} // namespace
+
+std::string handle_write_memory_hex(Session& s, std::string_view args) {
+    return write_memory(s, parse_memory_write_hex(args));
+}
+
+std::string handle_write_memory_binary(Session& s, std::string_view args) {
+    return write_memory(s, parse_memory_write_binary(args));
+}
+
+std::string handle_insert_point(Session& s, std::string_view args) {
+    auto bp = parse_breakpoint(args);
+    if (!bp) return reply_error(bp.error());
+    auto* inf = live(s);
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    Status st = bp->type == 0 ? inf->insert_user_breakpoint(bp->addr)
+                              : inf->insert_hw_point(bp->type, bp->addr, bp->kind);
+    // Hardware points we cannot set get the empty reply, so gdb falls back (RSP `Z` packets).
+    if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
+    return st ? reply_ok() : reply_error(st.error());
+}
+
+std::string handle_remove_point(Session& s, std::string_view args) {
+    auto bp = parse_breakpoint(args);
+    if (!bp) return reply_error(bp.error());
+    auto* inf = live(s);
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    Status st = bp->type == 0 ? inf->remove_user_breakpoint(bp->addr)
+                              : inf->remove_hw_point(bp->type, bp->addr, bp->kind);
+    if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
+    return st ? reply_ok() : reply_error(st.error());
+}
+
+} // namespace tpagent::agent

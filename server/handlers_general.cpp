@@ -1,0 +1,176 @@
+// Connection set-up and general queries.
+#include "target/linux/inferior.hpp"
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "target/linux/signals.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+std::string handle_supported(Session& s, std::string_view args) {
+    for (std::string_view feature : split(args, ';')) {
+        if (feature == "multiprocess+")
+            s.multiprocess = true;
+        else if (feature == "swbreak+")
+            s.gdb_supports_swbreak = true;
+        else if (feature == "hwbreak+")
+            s.gdb_supports_hwbreak = true;
+        else if (feature == "qRelocInsn+")
+            s.gdb_supports_reloc_insn = true;
+    }
+    return fmt::format(
+        "PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
+        "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
+        "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
+        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
+        "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
+        "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
+        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;FastTracepoints+;{}{}{}",
+        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
+        s.gdb_supports_swbreak ? "swbreak+;" : "", s.gdb_supports_hwbreak ? "hwbreak+" : "");
+}
+
+std::string handle_start_no_ack(Session& s, std::string_view) {
+    s.no_ack = true; // this OK still goes out with gdb acknowledging it
+    return reply_ok();
+}
+
+std::string handle_extended_mode(Session& s, std::string_view) {
+    s.extended = true;
+    return reply_ok();
+}
+
+std::string handle_status(Session& s, std::string_view) {
+    return s.status_reply();
+}
+
+std::string handle_attached(Session& s, std::string_view) {
+    auto* inf = s.inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    return inf->was_attached() ? "1" : "0";
+}
+
+std::string handle_current_thread(Session& s, std::string_view) {
+    if (!s.inferior()) return reply_error(ErrorCode::NoProcess);
+    return "QC" + s.thread_id(s.current_thread());
+}
+
+std::string handle_thread_info_first(Session& s, std::string_view) {
+    auto* inf = s.inferior();
+    if (!inf) return "l";
+    std::string out = "m";
+    for (pid_t tid : inf->thread_ids()) {
+        if (out.size() > 1) out += ',';
+        out += s.thread_id(tid);
+    }
+    return out.size() > 1 ? out : "l";
+}
+
+std::string handle_thread_info_next(Session&, std::string_view) {
+    return "l";
+}
+
+std::string handle_thread_alive(Session& s, std::string_view args) {
+    auto id = parse_thread_id(args);
+    if (!id) return reply_error(id.error());
+    auto* inf = s.inferior();
+    if (!inf || id->tid <= 0 || !inf->has_thread(static_cast<pid_t>(id->tid)))
+        return reply_error(ErrorCode::NoProcess);
+    return reply_ok();
+}
+
+std::string handle_set_thread(Session& s, std::string_view args) {
+    if (args.empty() || (args[0] != 'g' && args[0] != 'c'))
+        return reply_error(ErrorCode::BadPacket);
+    auto id = parse_thread_id(args.substr(1));
+    if (!id) return reply_error(id.error());
+    auto* inf = s.inferior();
+    pid_t tid = static_cast<pid_t>(id->tid);
+    if (tid > 0 && (!inf || !inf->has_thread(tid))) return reply_error(ErrorCode::NoProcess);
+    if (args[0] == 'g')
+        s.general_thread = tid > 0 ? tid : 0;
+    else
+        s.continue_thread = tid > 0 ? tid : -1;
+    return reply_ok();
+}
+
+namespace {
+Result<std::set<int>> parse_signal_list(std::string_view args) {
+    std::set<int> out;
+    if (args.empty()) return out;
+    for (std::string_view field : split(args, ';')) {
+        auto n = parse_hex_u64(field);
+        if (!n || *n > 255) return make_error(ErrorCode::BadPacket, "bad signal number");
+        if (int host = gdb_to_host_signal(static_cast<int>(*n))) out.insert(host);
+    }
+    return out;
+}
+} // namespace
+
+std::string handle_pass_signals(Session& s, std::string_view args) {
+    auto set = parse_signal_list(args);
+    if (!set) return reply_error(set.error());
+    s.server().pass_signals = *set;
+    if (auto* inf = s.inferior()) inf->set_pass_signals(*set);
+    return reply_ok();
+}
+
+std::string handle_program_signals(Session&, std::string_view args) {
+    // Every signal reaches the program unless gdb says otherwise when resuming; nothing to keep.
+    auto set = parse_signal_list(args);
+    return set ? reply_ok() : reply_error(set.error());
+}
+
+std::string handle_disable_randomization(Session& s, std::string_view args) {
+    if (args != "0" && args != "1") return reply_error(ErrorCode::BadPacket);
+    s.server().set_disable_randomization(args == "1");
+    return reply_ok();
+}
+
+std::string handle_symbol(Session&, std::string_view) {
+    return reply_ok();
+}
+
+std::string handle_non_stop(Session&, std::string_view args) {
+    if (args == "0") return reply_ok();
+    return reply_error_text(make_error(ErrorCode::Unsupported, "non-stop mode is not supported"));
+}
+
+std::string handle_monitor(Session& s, std::string_view args) {
+    auto cmd = hex_to_text(args);
+    if (!cmd) return reply_error(cmd.error());
+    std::string text;
+    if (*cmd == "help") {
+        text = "The following monitor commands are supported:\n"
+               "  set debug <0|1>\n"
+               "    Enable or disable logging of every packet and ptrace event\n"
+               "  exit\n"
+               "    Quit tpagent\n"
+               "  help\n"
+               "    Print this message\n";
+    } else if (*cmd == "exit") {
+        s.server().request_exit();
+        s.exit_after_reply = true;
+        return reply_ok();
+    } else if (cmd->starts_with("set debug ")) {
+        std::string v = cmd->substr(10);
+        bool on = v == "1" || v == "on";
+        if (!on && v != "0" && v != "off")
+            text = "Usage: set debug <0|1>\n";
+        else {
+            s.server().set_debug(on);
+            text = on ? "Debug output enabled.\n" : "Debug output disabled.\n";
+        }
+    } else {
+        text = "Unknown monitor command.\n\n";
+    }
+    return to_hex(text);
+}
+
+} // namespace tpagent::agent

@@ -1,0 +1,218 @@
+// Host I/O (vFile:*): lets gdb read the target's files, so the default `target:` sysroot works.
+// Flags, modes, errno values and struct stat are the File-I/O protocol's, not the host's.
+#include "server/host_io.hpp"
+#include "server/packet_handlers.hpp"
+#include "server/session.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/requests.hpp"
+#include <cerrno>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+void HostIoState::close_all() {
+    for (int fd : fds)
+        ::close(fd);
+    fds.clear();
+}
+
+namespace {
+
+int protocol_errno(int e) {
+    switch (e) {
+    case EPERM:
+        return 1;
+    case ENOENT:
+        return 2;
+    case EINTR:
+        return 4;
+    case EBADF:
+        return 9;
+    case EACCES:
+        return 13;
+    case EFAULT:
+        return 14;
+    case EBUSY:
+        return 16;
+    case EEXIST:
+        return 17;
+    case ENODEV:
+        return 19;
+    case ENOTDIR:
+        return 20;
+    case EISDIR:
+        return 21;
+    case EINVAL:
+        return 22;
+    case ENFILE:
+        return 23;
+    case EMFILE:
+        return 24;
+    case EFBIG:
+        return 27;
+    case ENOSPC:
+        return 28;
+    case ESPIPE:
+        return 29;
+    case EROFS:
+        return 30;
+    case ENAMETOOLONG:
+        return 91;
+    default:
+        return 9999;
+    }
+}
+
+std::string fail(int e) {
+    return fmt::format("F-1,{:x}", protocol_errno(e));
+}
+
+int host_open_flags(std::uint64_t f) {
+    int flags = 0;
+    switch (f & 3) {
+    case 0:
+        flags = O_RDONLY;
+        break;
+    case 1:
+        flags = O_WRONLY;
+        break;
+    case 2:
+        flags = O_RDWR;
+        break;
+    default:
+        return -1;
+    }
+    if (f & 0x8) flags |= O_APPEND;
+    if (f & 0x200) flags |= O_CREAT;
+    if (f & 0x400) flags |= O_TRUNC;
+    if (f & 0x800) flags |= O_EXCL;
+    return flags | O_CLOEXEC;
+}
+
+// Names are resolved in the filesystem of the process chosen with setfs.
+std::string resolve(const HostIoState& st, const std::string& name) {
+    if (st.fs_pid == 0 || name.empty() || name.front() != '/') return name;
+    return fmt::format("/proc/{}/root{}", st.fs_pid, name);
+}
+
+Result<int> parse_fd(const HostIoState& st, std::string_view text) {
+    auto fd = parse_hex_u64(text);
+    if (!fd || !st.fds.count(static_cast<int>(*fd)))
+        return make_error(ErrorCode::BadPacket, "not a file we opened");
+    return static_cast<int>(*fd);
+}
+
+void put_be(std::string& out, std::uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i)
+        out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+} // namespace
+
+std::string handle_vfile_setfs(Session& s, std::string_view args) {
+    auto pid = parse_hex_u64(args);
+    if (!pid || *pid > 0x7fffffff) return fail(EINVAL);
+    s.host_io.fs_pid = static_cast<pid_t>(*pid);
+    return "F0";
+}
+
+std::string handle_vfile_open(Session& s, std::string_view args) {
+    auto parts = split(args, ',');
+    if (parts.size() != 3) return fail(EINVAL);
+    auto name = hex_to_text(parts[0]);
+    auto flags = parse_hex_u64(parts[1]);
+    auto mode = parse_hex_u64(parts[2]);
+    if (!name || !flags || !mode) return fail(EINVAL);
+    int host_flags = host_open_flags(*flags);
+    if (host_flags < 0) return fail(EINVAL);
+    if (s.host_io.fds.size() >= HostIoState::kMaxOpenFiles) return fail(EMFILE);
+    int fd =
+        ::open(resolve(s.host_io, *name).c_str(), host_flags, static_cast<mode_t>(*mode & 0777));
+    if (fd < 0) return fail(errno);
+    s.host_io.fds.insert(fd);
+    return fmt::format("F{:x}", fd);
+}
+
+std::string handle_vfile_close(Session& s, std::string_view args) {
+    auto fd = parse_fd(s.host_io, args);
+    if (!fd) return fail(EBADF);
+    s.host_io.fds.erase(*fd);
+    return ::close(*fd) == 0 ? "F0" : fail(errno);
+}
+
+std::string handle_vfile_pread(Session& s, std::string_view args) {
+    auto parts = split(args, ',');
+    if (parts.size() != 3) return fail(EINVAL);
+    auto fd = parse_fd(s.host_io, parts[0]);
+    auto count = parse_hex_u64(parts[1]);
+    auto offset = parse_hex_u64(parts[2]);
+    if (!fd) return fail(EBADF);
+    if (!count || !offset) return fail(EINVAL);
+    // Escaping can double the data: keep the reply within one packet.
+    std::vector<std::uint8_t> buf(std::min<std::uint64_t>(*count, kPacketSize / 2 - 32));
+    ssize_t n = ::pread(*fd, buf.data(), buf.size(), static_cast<off_t>(*offset));
+    if (n < 0) return fail(errno);
+    return fmt::format("F{:x};", n) +
+           escape_binary(std::span(buf.data(), static_cast<std::size_t>(n)));
+}
+
+std::string handle_vfile_pwrite(Session& s, std::string_view args) {
+    std::size_t c1 = args.find(',');
+    std::size_t c2 = c1 == std::string_view::npos ? c1 : args.find(',', c1 + 1);
+    if (c2 == std::string_view::npos) return fail(EINVAL);
+    auto fd = parse_fd(s.host_io, args.substr(0, c1));
+    auto offset = parse_hex_u64(args.substr(c1 + 1, c2 - c1 - 1));
+    if (!fd) return fail(EBADF);
+    if (!offset) return fail(EINVAL);
+    std::string_view data = args.substr(c2 + 1);
+    ssize_t n = ::pwrite(*fd, data.data(), data.size(), static_cast<off_t>(*offset));
+    if (n < 0) return fail(errno);
+    return fmt::format("F{:x}", n);
+}
+
+std::string handle_vfile_fstat(Session& s, std::string_view args) {
+    auto fd = parse_fd(s.host_io, args);
+    if (!fd) return fail(EBADF);
+    struct stat st {};
+    if (::fstat(*fd, &st) != 0) return fail(errno);
+    std::string out;
+    put_be(out, st.st_dev, 4);
+    put_be(out, st.st_ino, 4);
+    put_be(out, st.st_mode, 4);
+    put_be(out, st.st_nlink, 4);
+    put_be(out, st.st_uid, 4);
+    put_be(out, st.st_gid, 4);
+    put_be(out, st.st_rdev, 4);
+    put_be(out, static_cast<std::uint64_t>(st.st_size), 8);
+    put_be(out, static_cast<std::uint64_t>(st.st_blksize), 8);
+    put_be(out, static_cast<std::uint64_t>(st.st_blocks), 8);
+    put_be(out, static_cast<std::uint64_t>(st.st_atime), 4);
+    put_be(out, static_cast<std::uint64_t>(st.st_mtime), 4);
+    put_be(out, static_cast<std::uint64_t>(st.st_ctime), 4);
+    return fmt::format("F{:x};", out.size()) + escape_binary(out);
+}
+
+std::string handle_vfile_unlink(Session& s, std::string_view args) {
+    auto name = hex_to_text(args);
+    if (!name) return fail(EINVAL);
+    return ::unlink(resolve(s.host_io, *name).c_str()) == 0 ? "F0" : fail(errno);
+}
+
+std::string handle_vfile_readlink(Session& s, std::string_view args) {
+    auto name = hex_to_text(args);
+    if (!name) return fail(EINVAL);
+    char buf[4096];
+    ssize_t n = ::readlink(resolve(s.host_io, *name).c_str(), buf, sizeof buf);
+    if (n < 0) return fail(errno);
+    return fmt::format("F{:x};", n) +
+           escape_binary(std::string_view(buf, static_cast<std::size_t>(n)));
+}
+
+} // namespace tpagent::agent

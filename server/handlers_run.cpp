@@ -1,0 +1,229 @@
+// Run control: resume, step, kill, detach, run, attach, interrupt.
+#include "target/linux/inferior.hpp"
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "target/linux/signals.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+
+bool matches(const ThreadId& id, pid_t pid, pid_t tid) {
+    bool pid_ok = id.pid == ThreadId::kAny || id.pid == ThreadId::kAll || id.pid == pid;
+    bool tid_ok = id.tid == ThreadId::kAny || id.tid == ThreadId::kAll || id.tid == tid;
+    return pid_ok && tid_ok;
+}
+
+// Starts the threads and either returns the stop reply at once or defers it.
+std::string start(Session& s, const std::vector<ThreadResume>& plan) {
+    auto* inf = s.inferior();
+    auto r = inf->resume(plan);
+    if (!r) return reply_error(r.error());
+    if (*r) {
+        s.last_stop = **r;
+        return s.stop_reply(**r);
+    }
+    s.defer_reply();
+    return {};
+}
+
+std::string legacy_resume(Session& s, std::string_view args, bool signal, bool step) {
+    auto req = parse_legacy_resume(args, signal);
+    if (!req) return reply_error(req.error());
+    auto* inf = s.inferior();
+    if (!inf || !inf->alive()) return reply_error(ErrorCode::NoProcess);
+    pid_t current = s.current_thread();
+    if (req->addr) {
+        // Resuming at an address: write it into the pc of the thread being resumed.
+        const auto& arch = arch::host_architecture();
+        std::vector<std::uint8_t> pc(
+            arch.registers()[static_cast<std::size_t>(arch.pc_regnum())].size);
+        for (std::size_t i = 0; i < pc.size() && i < 8; ++i)
+            pc[i] = static_cast<std::uint8_t>(*req->addr >> (8 * i));
+        if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w)
+            return reply_error(w.error());
+    }
+    int host_sig = gdb_to_host_signal(req->signal);
+    std::vector<ThreadResume> plan;
+    // c/s move every thread (all-stop); the signal and the step go to the selected thread.
+    pid_t focus = s.continue_thread > 0 ? s.continue_thread : current;
+    for (pid_t tid : inf->thread_ids()) {
+        bool is_focus = tid == focus;
+        if (step && !is_focus) continue; // a single step leaves the others where they are
+        plan.push_back({tid, step && is_focus, is_focus ? host_sig : 0});
+    }
+    return start(s, plan);
+}
+
+} // namespace
+
+std::string handle_continue(Session& s, std::string_view args) {
+    return legacy_resume(s, args, false, false);
+}
+std::string handle_continue_signal(Session& s, std::string_view args) {
+    return legacy_resume(s, args, true, false);
+}
+std::string handle_step(Session& s, std::string_view args) {
+    return legacy_resume(s, args, false, true);
+}
+std::string handle_step_signal(Session& s, std::string_view args) {
+    return legacy_resume(s, args, true, true);
+}
+
+std::string handle_vcont_query(Session&, std::string_view) {
+    return "vCont;c;C;s;S;t";
+}
+
+std::string handle_vcont(Session& s, std::string_view args) {
+    auto actions = parse_vcont(args);
+    if (!actions) return reply_error(actions.error());
+    auto* inf = s.inferior();
+    if (!inf || !inf->alive()) return reply_error(ErrorCode::NoProcess);
+    std::vector<ThreadResume> plan;
+    // Each thread takes the leftmost action whose thread-id matches it.
+    for (pid_t tid : inf->thread_ids()) {
+        for (const auto& a : *actions) {
+            if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
+            if (a.kind != ResumeAction::Kind::Stop)
+                plan.push_back(
+                    {tid, a.kind == ResumeAction::Kind::Step, gdb_to_host_signal(a.signal)});
+            break;
+        }
+    }
+    if (plan.empty()) return reply_ok(); // only `t` actions: all-stop threads are stopped already
+    return start(s, plan);
+}
+
+std::string handle_vctrlc(Session& s, std::string_view) {
+    if (auto* inf = s.inferior()) inf->interrupt();
+    return reply_ok();
+}
+
+std::string handle_kill(Session& s, std::string_view) {
+    (void)s.server().kill_inferior(); // SIGKILL and reap: nothing to report if it was gone
+    s.last_stop.reset();
+    if (!s.extended) {
+        // gdb does not wait for a reply: the connection simply ends.
+        s.server().request_exit();
+        s.close();
+        s.server().session_closed(s);
+        return {};
+    }
+    s.suppress_reply(); // no reply to `k`; gdb asks `?` next
+    return {};
+}
+
+std::string handle_vkill(Session& s, std::string_view args) {
+    auto pid = parse_hex_u64(args);
+    if (!pid) return reply_error(pid.error());
+    auto* inf = s.inferior();
+    if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
+        return reply_error(ErrorCode::NoProcess);
+    (void)s.server().kill_inferior(); // as for k
+    s.last_stop.reset();
+    return reply_ok();
+}
+
+std::string handle_detach(Session& s, std::string_view args) {
+    auto* inf = s.inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    if (!args.empty()) {
+        auto pid = parse_hex_u64(args.front() == ';' ? args.substr(1) : args);
+        if (!pid || static_cast<std::uint64_t>(inf->pid()) != *pid)
+            return reply_error(ErrorCode::NoProcess);
+    }
+    if (s.server().keep_tracing_without_gdb()) {
+        fmt::print(stderr,
+                   "Disconnected tracing in effect, leaving tpagent attached to the process\n");
+        std::fflush(stderr);
+        s.last_stop.reset();
+        return reply_ok();
+    }
+    if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
+    s.last_stop.reset();
+    if (!s.extended) {
+        s.server().request_exit();
+        s.exit_after_reply = true;
+    }
+    return reply_ok();
+}
+
+std::string handle_vrun(Session& s, std::string_view args) {
+    std::vector<std::string> argv;
+    for (std::string_view field : split(args, ';')) {
+        auto text = hex_to_text(field);
+        if (!text) return reply_error(text.error());
+        argv.push_back(*text);
+    }
+    if (argv.empty() || argv.front().empty()) {
+        const auto& prog = s.server().options().program;
+        if (prog.empty())
+            return reply_error_text(
+                make_error(ErrorCode::NotFound, "No executable file specified."));
+        if (argv.empty())
+            argv = prog;
+        else
+            argv.front() = prog.front();
+    }
+    if (auto* inf = s.inferior(); inf && inf->alive())
+        (void)s.server().kill_inferior(); // as for k: the new program starts regardless
+    if (auto st = s.server().start_program(argv); !st) return reply_error_text(st.error());
+    StopEvent ev;
+    ev.pid = ev.tid = s.inferior()->pid();
+    ev.signal = SIGTRAP;
+    s.last_stop = ev;
+    s.general_thread = 0;
+    return s.stop_reply(ev);
+}
+
+std::string handle_vattach(Session& s, std::string_view args) {
+    auto pid = parse_hex_u64(args);
+    if (!pid || *pid == 0 || *pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
+    if (auto* inf = s.inferior(); inf && inf->alive())
+        return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
+    if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st)
+        return reply_error_text(st.error());
+    StopEvent ev;
+    ev.pid = ev.tid = static_cast<pid_t>(*pid);
+    ev.signal = 0;
+    s.last_stop = ev;
+    s.general_thread = 0;
+    return s.stop_reply(ev);
+}
+
+// gdb's `set environment` / `unset environment` for programs started with `run`
+// (GDB manual, General Query Packets: QEnvironmentHexEncoded, QEnvironmentUnset,
+// QEnvironmentReset). gdb resets, then replays every change before each `run`.
+std::string handle_environment_set(Session& s, std::string_view args) {
+    auto text = protocol::hex_to_text(args);
+    if (!text) return reply_error_text(text.error());
+    const std::size_t eq = text->find('=');
+    if (eq == 0 || eq == std::string::npos)
+        return reply_error_text(make_error(ErrorCode::BadPacket, "expected NAME=VALUE"));
+    s.server().environment[text->substr(0, eq)] = text->substr(eq + 1);
+    return reply_ok();
+}
+
+std::string handle_environment_unset(Session& s, std::string_view args) {
+    auto name = protocol::hex_to_text(args);
+    if (!name) return reply_error_text(name.error());
+    if (name->empty()) return reply_error_text(make_error(ErrorCode::BadPacket, "no name"));
+    s.server().environment[*name] = std::nullopt;
+    return reply_ok();
+}
+
+std::string handle_environment_reset(Session& s, std::string_view) {
+    s.server().environment.clear();
+    return reply_ok();
+}
+
+} // namespace tpagent::agent

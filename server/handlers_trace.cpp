@@ -1,0 +1,200 @@
+// Tracepoint packets (GDB manual, "Tracepoint Packets"; what gdb really sends: spec notes N2-N10).
+#include "target/linux/inferior.hpp"
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "trace/frame_query.hpp"
+#include "tracing/trace_file_writer.hpp"
+#include "arch/arch.hpp"
+#include "trace/tracepoint_codec.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+TraceExperiment& experiment(Session& s) {
+    return s.server().experiment();
+}
+
+Inferior* live(Session& s) {
+    auto* inf = s.inferior();
+    return inf && inf->alive() ? inf : nullptr;
+}
+
+std::string status_to_reply(const Status& st) {
+    return st ? reply_ok() : reply_error_text(st.error());
+}
+
+// QTStart with gdb relocating fast tracepoints' instructions: the reply is gdb's next
+// qRelocInsn request while there is one; gdb's answer comes back here.
+std::string start_reply(Session& s, const Status& st) {
+    if (!st) return reply_error_text(st.error());
+    auto move = experiment(s).relocation_request();
+    if (!move) return reply_ok();
+    s.await_reloc_answer([](Session& s, std::string_view answer) {
+        auto length = parse_reloc_insn_answer(answer);
+        if (!length) {
+            experiment(s).abandon_relocation(live(s));
+            return reply_error_text(length.error());
+        }
+        return start_reply(s, experiment(s).relocated(live(s), *length));
+    });
+    return fmt::format("qRelocInsn:{:x};{:x}", move->from, move->to);
+}
+} // namespace
+
+std::string handle_trace_init(Session& s, std::string_view) {
+    if (experiment(s).running())
+        return reply_error_text(make_error(ErrorCode::NotAllowed, "a trace is running"));
+    experiment(s).abandon_relocation(live(s));
+    experiment(s).init();
+    s.trace_frame.reset();
+    return reply_ok();
+}
+
+std::string handle_trace_define(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).define(args, live(s)));
+}
+
+std::string handle_trace_source(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).table().add_source(args));
+}
+
+std::string handle_trace_variable(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).variables().define(args));
+}
+
+std::string handle_trace_readonly(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).set_readonly_ranges(args));
+}
+
+std::string handle_trace_disconnected(Session& s, std::string_view args) {
+    if (args != "0" && args != "1") return reply_error(ErrorCode::BadPacket);
+    experiment(s).set_disconnected_tracing(args == "1");
+    return reply_ok();
+}
+
+std::string handle_trace_buffer_setting(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).set_buffer(args));
+}
+
+std::string handle_trace_notes(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).set_notes(args));
+}
+
+std::string handle_trace_start(Session& s, std::string_view) {
+    s.trace_frame.reset();
+    const bool gdb_relocates = s.server().options().relocate_with_gdb && s.gdb_supports_reloc_insn;
+    return start_reply(s, experiment(s).start(live(s), gdb_relocates));
+}
+
+std::string handle_trace_stop(Session& s, std::string_view) {
+    experiment(s).stop(live(s));
+    return reply_ok();
+}
+
+// The shortest instruction span a fast tracepoint's jump may replace, loaded agent or not:
+// the jump's length does not depend on it.
+std::string handle_min_fast_tracepoint_length(Session&, std::string_view) {
+    return fmt::format("{:x}", arch::host_architecture().min_fast_tracepoint_length());
+}
+
+std::string handle_trace_enable(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).set_enabled(args, true, live(s)));
+}
+
+std::string handle_trace_disable(Session& s, std::string_view args) {
+    return status_to_reply(experiment(s).set_enabled(args, false, live(s)));
+}
+
+std::string handle_trace_status(Session& s, std::string_view) {
+    return experiment(s).status_reply();
+}
+
+std::string handle_tracepoint_status(Session& s, std::string_view args) {
+    auto key = trace::parse_tracepoint_key(args);
+    if (!key) return reply_error(key.error());
+    const auto* tp = experiment(s).table().find(*key);
+    if (!tp) return reply_error(ErrorCode::NotFound);
+    return trace::format_counters(tp->counters);
+}
+
+std::string handle_trace_variable_value(Session& s, std::string_view args) {
+    auto num = parse_hex_u64(args);
+    if (!num || *num > 0xffffffff) return reply_error(ErrorCode::BadPacket);
+    auto number = static_cast<std::uint32_t>(*num);
+    if (s.trace_frame) {
+        auto frame = experiment(s).buffer().frame(*s.trace_frame);
+        return trace::format_tsv_value(frame ? frame->variable(number) : std::nullopt);
+    }
+    return experiment(s).variables().value_reply(number);
+}
+
+std::string handle_tracepoints_first(Session& s, std::string_view) {
+    s.tracepoint_upload = experiment(s).table().upload();
+    return s.tracepoint_upload.next();
+}
+
+std::string handle_tracepoints_next(Session& s, std::string_view) {
+    return s.tracepoint_upload.next();
+}
+
+std::string handle_trace_variables_first(Session& s, std::string_view) {
+    s.variable_upload = experiment(s).variables().upload();
+    return s.variable_upload.next();
+}
+
+std::string handle_trace_variables_next(Session& s, std::string_view) {
+    return s.variable_upload.next();
+}
+
+std::string handle_trace_frame(Session& s, std::string_view args) {
+    auto query = trace::parse_frame_query(args);
+    if (!query) return reply_error(query.error());
+    if (auto* n = std::get_if<trace::FrameByNumber>(&*query); n && n->number < 0) {
+        s.trace_frame.reset(); // tfind none: back to the live program
+        return reply_ok();
+    }
+    auto found = experiment(s).buffer().find(*query, s.trace_frame);
+    if (!found) return trace::frame_not_found_reply();
+    s.trace_frame = found->number;
+    return trace::frame_found_reply(found->number, found->tracepoint);
+}
+
+std::string handle_trace_buffer_read(Session& s, std::string_view args) {
+    auto range = parse_memory_range(args);
+    if (!range) return reply_error(range.error());
+    const auto& buffer = experiment(s).buffer();
+    if (range->addr >= buffer.raw_size()) return "l";
+    std::vector<std::uint8_t> bytes(std::min<std::uint64_t>(range->length, kPacketSize / 2));
+    std::size_t got = buffer.read_raw(range->addr, bytes);
+    if (got == 0) return "l";
+    return to_hex(std::span(bytes.data(), got));
+}
+
+std::string handle_trace_save(Session& s, std::string_view args) {
+    auto name = hex_to_text(args);
+    if (!name) return reply_error(name.error());
+    auto path = resolve_save_path(*name, s.server().options().save_dir);
+    if (!path) return reply_error_text(path.error());
+    auto xml = arch::host_architecture().feature_xml("target.xml");
+    return status_to_reply(write_trace_file(*path, experiment(s), xml ? *xml : std::string()));
+}
+
+std::string handle_xfer_traceframe_info(Session& s, std::string_view args) {
+    auto req = parse_xfer_read(args);
+    if (!req) return reply_error(req.error());
+    if (!s.trace_frame)
+        return reply_error_text(make_error(ErrorCode::NotAllowed, "no trace frame selected"));
+    auto frame = experiment(s).buffer().frame(*s.trace_frame);
+    if (!frame) return reply_error(ErrorCode::NotFound);
+    return xfer_reply(frame->traceframe_info(), req->offset,
+                      std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));
+}
+
+} // namespace tpagent::agent

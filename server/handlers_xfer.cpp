@@ -1,0 +1,91 @@
+// qXfer objects: target description, auxv, executable name, threads, shared libraries.
+#include "target/linux/inferior.hpp"
+#include "server/packet_handlers.hpp"
+#include "base/proc_files.hpp"
+#include "server/session.hpp"
+#include "target/linux/svr4_libraries.hpp"
+#include "arch/arch.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include "protocol/xml.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+// Keeps each chunk, once hex-free binary, within a packet even if every byte were escaped.
+std::uint64_t chunk_limit(std::uint64_t asked) {
+    return std::min<std::uint64_t>(asked, kPacketSize / 2 - 16);
+}
+
+template <typename MakeData> std::string xfer(std::string_view args, MakeData make) {
+    auto req = parse_xfer_read(args);
+    if (!req) return reply_error(req.error());
+    Result<std::string> data = make(req->annex);
+    if (!data) return reply_error_text(data.error());
+    return xfer_reply(*data, req->offset, chunk_limit(req->length));
+}
+} // namespace
+
+std::string handle_xfer_features(Session&, std::string_view args) {
+    return xfer(args, [](const std::string& annex) -> Result<std::string> {
+        auto xml = arch::host_architecture().feature_xml(annex);
+        if (!xml) return make_error(ErrorCode::NotFound, "no such annex");
+        return *xml;
+    });
+}
+
+std::string handle_xfer_auxv(Session& s, std::string_view args) {
+    return xfer(args, [&](const std::string&) -> Result<std::string> {
+        auto* inf = s.inferior();
+        if (!inf || !inf->alive()) return make_error(ErrorCode::NoProcess, "no process");
+        return read_file(fmt::format("/proc/{}/auxv", inf->pid()));
+    });
+}
+
+std::string handle_xfer_exec_file(Session& s, std::string_view args) {
+    return xfer(args, [&](const std::string& annex) -> Result<std::string> {
+        pid_t pid = 0;
+        if (!annex.empty()) {
+            auto p = parse_hex_u64(annex);
+            if (!p || *p > 0x7fffffff) return make_error(ErrorCode::BadPacket, "bad pid");
+            pid = static_cast<pid_t>(*p);
+        } else if (auto* inf = s.inferior()) {
+            pid = inf->pid();
+        }
+        if (pid == 0) return make_error(ErrorCode::NoProcess, "no process");
+        std::string exe = read_link(fmt::format("/proc/{}/exe", pid));
+        if (exe.empty()) return make_error(ErrorCode::NotFound, "no such process");
+        return exe;
+    });
+}
+
+std::string handle_xfer_threads(Session& s, std::string_view args) {
+    return xfer(args, [&](const std::string&) -> Result<std::string> {
+        std::string xml = "<?xml version=\"1.0\"?>\n<threads>\n";
+        if (auto* inf = s.inferior(); inf && inf->alive()) {
+            for (pid_t tid : inf->thread_ids()) {
+                xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n", s.thread_id(tid),
+                                   protocol::xml_escape(inf->thread_name(tid)));
+            }
+        }
+        return xml + "</threads>\n";
+    });
+}
+
+std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
+    return xfer(args, [&](const std::string&) -> Result<std::string> {
+        auto* inf = s.inferior();
+        if (!inf || !inf->alive()) return make_error(ErrorCode::NoProcess, "no process");
+        std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
+        return svr4_library_list(auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
+            auto got = inf->read_memory(addr, out);
+            return got && *got == out.size();
+        });
+    });
+}
+
+} // namespace tpagent::agent

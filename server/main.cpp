@@ -1,0 +1,41 @@
+// tpagent: a GDB remote-protocol tracepoint agent.
+#include "base/asio.hpp"
+#include "server/options.hpp"
+#include "server/server.hpp"
+#include <csignal>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+int main(int argc, char** argv) {
+    using namespace tpagent::agent;
+    auto opts = parse_options(argc, argv);
+    if (!opts) {
+        fmt::print(stderr, "tpagent: {}\n{}", opts.error().text, usage_text());
+        return 2;
+    }
+    if (opts->show_help) {
+        fmt::print("{}", usage_text());
+        return 0;
+    }
+    if (opts->show_version) {
+        fmt::print("tpagent 0.1.0\n");
+        return 0;
+    }
+    auto logger = spdlog::stderr_logger_st("tpagent");
+    logger->set_pattern("[%H:%M:%S.%f] %v");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(opts->debug ? spdlog::level::debug : spdlog::level::warn);
+    // A vanished gdb must show up as a write error, not kill us.
+    std::signal(SIGPIPE, SIG_IGN);
+
+    try {
+        boost::asio::io_context io;
+        Server server(io, std::move(*opts));
+        return server.run();
+    } catch (const std::exception& e) {
+        // The event loop reports I/O failures as exceptions: say what failed and exit cleanly.
+        fmt::print(stderr, "tpagent: {}\nExiting\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,124 @@
+#include "server/options.hpp"
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+namespace tpagent::agent {
+
+namespace {
+Error usage_error(std::string text) {
+    return make_error(ErrorCode::BadPacket, std::move(text));
+}
+
+bool parse_number(std::string_view s, long& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+} // namespace
+
+std::string usage_text() {
+    return "Usage:\ttpagent [OPTIONS] COMM PROG [ARGS ...]\n"
+           "\ttpagent [OPTIONS] --attach COMM PID\n"
+           "\ttpagent [OPTIONS] --multi COMM\n"
+           "\n"
+           "COMM may either be a tty device (for serial debugging),\n"
+           "HOST:PORT to listen for a TCP connection (:PORT listens on 127.0.0.1 only;\n"
+           "use 0.0.0.0:PORT or [::]:PORT to accept remote hosts), or '-' or 'stdio'\n"
+           "to use stdin/stdout of tpagent.\n"
+           "PROG is the executable program.  ARGS are arguments passed to inferior.\n"
+           "PID is the process ID to attach to, when --attach is specified.\n"
+           "\n"
+           "Operating modes:\n"
+           "  --attach              Attach to running process PID.\n"
+           "  --multi               Start server without a specific program, and\n"
+           "                        only quit when explicitly commanded.\n"
+           "  --once                Exit after the first connection has closed.\n"
+           "  --help                Print this message and then exit.\n"
+           "  --version             Display version information and exit.\n"
+           "\n"
+           "Other options:\n"
+           "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
+           "  --inproc[=LIB]        Preload the in-process agent (fast tracepoints) into\n"
+           "                        programs tpagent starts; LIB defaults to\n"
+           "                        libtpagent-inproc.so next to tpagent.\n"
+           "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
+           "                        displace (qRelocInsn), when gdb supports it.\n"
+           "  --baud N              Line speed for a serial tty COMM.\n"
+           "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR.\n"
+           "  --disable-randomization\n"
+           "                        Run PROG with address space randomization disabled (default).\n"
+           "  --no-disable-randomization\n"
+           "                        Don't disable address space randomization.\n"
+           "\n"
+           "Debug options:\n"
+           "  --debug               Log every packet and ptrace event to stderr.\n";
+}
+
+Result<ServerOptions> parse_options(int argc, char** argv) {
+    ServerOptions o;
+    int i = 1;
+    for (; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a.size() < 2 || a.substr(0, 2) != "--") break;
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "--help")
+            o.show_help = true;
+        else if (a == "--version")
+            o.show_version = true;
+        else if (a == "--multi")
+            o.multi = true;
+        else if (a == "--once")
+            o.once = true;
+        else if (a == "--relocate-with-gdb")
+            o.relocate_with_gdb = true;
+        else if (a == "--debug" || a.starts_with("--debug="))
+            o.debug = true;
+        else if (a == "--attach")
+            o.attach_pid = 0; // PID comes after COMM
+        else if (a == "--disable-randomization")
+            o.disable_randomization = true;
+        else if (a == "--no-disable-randomization")
+            o.disable_randomization = false;
+        else if (a == "--baud" || a.starts_with("--baud=")) {
+            std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);
+            long n = 0;
+            if (!parse_number(v, n) || n <= 0) return usage_error("--baud needs a positive number");
+            o.baud = static_cast<unsigned>(n);
+        } else if (a == "--save-dir" || a.starts_with("--save-dir=")) {
+            std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
+            if (v.empty()) return usage_error("--save-dir needs a directory");
+            o.save_dir = std::string(v);
+        } else if (a == "--inproc" || a.starts_with("--inproc=")) {
+            o.inproc = std::string(a == "--inproc" ? "" : a.substr(9));
+        } else if (a == "--wrapper") {
+            for (++i; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+                o.wrapper.emplace_back(argv[i]);
+            if (i >= argc || o.wrapper.empty())
+                return usage_error("--wrapper needs WRAPPER ARGS... --");
+        } else {
+            return usage_error("unknown option: " + std::string(a));
+        }
+    }
+    if (o.show_help || o.show_version) return o;
+    if (i >= argc) return usage_error("missing COMM");
+    o.comm = argv[i++];
+    if (o.comm == "stdio") o.comm = "-";
+    if (o.attach_pid) {
+        long pid = 0;
+        if (i >= argc || !parse_number(argv[i], pid) || pid <= 0)
+            return usage_error("--attach needs a PID");
+        o.attach_pid = static_cast<pid_t>(pid);
+        if (++i != argc) return usage_error("unexpected arguments after PID");
+        return o;
+    }
+    for (; i < argc; ++i)
+        o.program.emplace_back(argv[i]);
+    if (o.program.empty() && !o.multi)
+        return usage_error("no program to debug (PROG, --attach or --multi)");
+    return o;
+}
+
+} // namespace tpagent::agent

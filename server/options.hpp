@@ -1,0 +1,35 @@
+// Command line, in gdbserver's shape:
+//   tpagent [OPTIONS] COMM PROG [ARGS...]
+//   tpagent [OPTIONS] --attach COMM PID
+//   tpagent [OPTIONS] --multi COMM
+#pragma once
+#include "base/result.hpp"
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace tpagent::agent {
+
+struct ServerOptions {
+    std::string comm;                 // HOST:PORT, :PORT, "-" (stdio) or a tty device path
+    std::vector<std::string> program; // PROG ARGS...
+    std::vector<std::string> wrapper; // --wrapper W ARGS --
+    std::optional<pid_t> attach_pid;
+    bool multi = false;
+    bool once = false;
+    bool debug = false;
+    bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
+    bool disable_randomization = true;
+    std::optional<std::string> save_dir; // QTSave writes only here when given
+    std::optional<std::string>
+        inproc;        // --inproc[=LIB]: preload the in-process agent ("" = default)
+    unsigned baud = 0; // serial line speed; 0 = leave as is
+    bool show_help = false;
+    bool show_version = false;
+};
+
+Result<ServerOptions> parse_options(int argc, char** argv);
+std::string usage_text();
+
+} // namespace tpagent::agent

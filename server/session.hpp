@@ -1,0 +1,94 @@
+// One gdb connection: framing, acks, dispatch through the packet table, and the protocol state
+// that gdb negotiated (no-ack mode, multiprocess ids, selected threads).
+#pragma once
+#include "server/host_io.hpp"
+#include "trace/upload_cursor.hpp"
+#include "target/linux/stop_event.hpp"
+#include "server/transport.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/packet.hpp"
+#include "protocol/packet_table.hpp"
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+namespace tpagent::agent {
+
+class Server;
+class Inferior;
+
+// Largest packet we accept (advertised as PacketSize).
+inline constexpr std::size_t kPacketSize = 0x4000;
+
+class Session {
+  public:
+    Session(Server& server, std::unique_ptr<Connection> conn);
+    void start();
+    void close();
+    // Feeds bytes from gdb through framing and dispatch (the read loop's body; tests call it too).
+    void receive(std::span<const std::uint8_t> bytes);
+    bool closed() const { return closed_; }
+
+    Server& server() { return server_; }
+    Inferior* inferior();
+
+    // For resume handlers: the reply is the stop reply sent when the inferior stops.
+    void defer_reply() { deferred_ = true; }
+    // For packets gdb expects no answer to (`k`).
+    void suppress_reply() { suppressed_ = true; }
+    // For a handler whose reply is a request to gdb ("qRelocInsn:FROM;TO" while QTStart waits):
+    // gdb's answer ("qRelocInsn:LEN" or "E01") goes to `next`, whose return value is sent in
+    // turn; every other packet is handled as usual meanwhile.
+    using AnswerHandler = std::function<std::string(Session&, std::string_view answer)>;
+    void await_reloc_answer(AnswerHandler next) { reloc_answer_ = std::move(next); }
+    bool waiting_for_stop() const { return waiting_; }
+    void on_stop(const StopEvent& ev);
+    std::string stop_reply(const StopEvent& ev);
+    std::string status_reply(); // reply to `?`
+
+    // Negotiated state.
+    bool no_ack = false;
+    bool multiprocess = false;
+    bool gdb_supports_swbreak = false;
+    bool gdb_supports_hwbreak = false;
+    bool gdb_supports_reloc_insn = false;
+    bool extended = false;
+    pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
+    pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)
+    bool list_threads_done = false;
+    std::optional<StopEvent> last_stop;
+    bool exit_after_reply = false;
+    HostIoState host_io;
+    std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
+    trace::UploadCursor tracepoint_upload, variable_upload;
+
+    // Thread selected for register access: Hg's choice, else the last stopped thread.
+    pid_t current_thread();
+    std::string thread_id(pid_t tid);
+
+  private:
+    void read_more();
+    void handle(const protocol::FrameEvent& ev);
+    void dispatch(const std::string& payload);
+    std::string run_handler(const protocol::PacketTable<Session>::Handler& handler,
+                            const protocol::PacketView& view);
+    void send_packet(const std::string& payload);
+
+    Server& server_;
+    std::unique_ptr<Connection> conn_;
+    protocol::PacketDecoder decoder_{kPacketSize};
+    std::array<std::uint8_t, 16384> buf_{};
+    std::string last_frame_;
+    AnswerHandler reloc_answer_;
+    bool deferred_ = false;
+    bool suppressed_ = false;
+    bool waiting_ = false;
+    bool closed_ = false;
+};
+
+} // namespace tpagent::agent

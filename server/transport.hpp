@@ -1,0 +1,54 @@
+// Byte channels to gdb: TCP, stdio, serial tty. Reads are asynchronous (the event loop also
+// waits for the inferior); writes are short and synchronous.
+#pragma once
+#include "base/asio.hpp"
+#include "base/result.hpp"
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tpagent::agent {
+
+class Connection {
+  public:
+    using ReadHandler = std::function<void(const boost::system::error_code&, std::size_t)>;
+    virtual ~Connection() = default;
+    virtual void async_read(std::span<std::uint8_t> buf, ReadHandler handler) = 0;
+    virtual bool write(std::string_view data) = 0;
+    virtual void close() = 0;
+    virtual bool is_stdio() const { return false; }
+};
+
+// Where gdb reaches us, from the COMM argument.
+struct Endpoint {
+    enum class Kind { Tcp, Stdio, Serial } kind = Kind::Tcp;
+    std::string host; // TCP: address to bind
+    unsigned short port = 0;
+    std::string device; // serial
+};
+Result<Endpoint> parse_endpoint(const std::string& comm);
+
+// Waits for gdb on an endpoint: binds once, hands out one connection at a time.
+class Listener {
+  public:
+    Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud)
+        : io_(io), ep_(std::move(ep)), baud_(baud) {}
+    // Binds a TCP endpoint and prints "Listening on port N"; no-op for stdio and serial.
+    Status open();
+    // Prints the "Listening on port N" line scripts wait for (again at each reopen, as before).
+    void announce() const;
+    using AcceptHandler = std::function<void(std::unique_ptr<Connection>)>;
+    void async_accept(const AcceptHandler& handler);
+    void close();
+    const Endpoint& endpoint() const { return ep_; }
+
+  private:
+    boost::asio::io_context& io_;
+    Endpoint ep_;
+    unsigned baud_;
+    std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+};
+
+} // namespace tpagent::agent

@@ -1,0 +1,499 @@
+// Run control: resuming threads and turning wait statuses into all-stop events.
+#include "target/linux/inferior.hpp"
+#include <cerrno>
+#include <csignal>
+#include <spdlog/spdlog.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tpagent::agent {
+
+namespace {
+// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
+// past this many, something keeps the thread from the displaced instruction (a loop waiting
+// for tpagent, say) and the step is reported where it is.
+constexpr std::uint64_t kMaxFastStepInstructions = 200000;
+} // namespace
+
+Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
+    if (hw_points_.any())
+        if (auto h = hw_points_.apply(tid); !h) return h;
+    step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
+    if (!step) t.step_from_site.reset();   // a thread inside a pad just runs out of it
+    // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
+    // (unless gdb has its own breakpoint there, which gdb steps over itself).
+    if (!sites_.empty() && !t.step_from_site) {
+        if (auto s = snapshot(tid, false)) {
+            const std::uint64_t pc = arch_.pc(**s);
+            if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
+            auto site = sites_.find(pc); // the hit may have removed it (the trace stopped)
+            if (site != sites_.end() && !user_breakpoint_at(pc)) {
+                arch::RegisterSnapshot& regs = **snapshot(tid, false);
+                arch_.set_pc(regs, site->second.pad);
+                if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
+                if (step) t.step_from_site = pc;
+            }
+        } else {
+            return s.error();
+        }
+    }
+    t.collected_at.reset();
+    if (!step) {
+        t.fast_step.reset();
+    } else if (!t.fast_step && !fast_sites_.empty()) {
+        auto s = snapshot(tid, false);
+        if (!s) return s.error();
+        const std::uint64_t pc = arch_.pc(**s);
+        if (fast_sites_.count(pc) && !breakpoints_->inserted_at(pc)) {
+            t.fast_step = pc;
+            t.fast_step_in_copy = false;
+            t.fast_step_count = 0;
+        }
+    }
+    long req = step ? PTRACE_SINGLESTEP : PTRACE_CONT;
+    if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
+               reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
+        if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
+        return make_error(ErrorCode::SystemError, "ptrace resume failed");
+    }
+    t.stopped = false;
+    t.stepping = step;
+    t.regs.reset();
+    return ok_status();
+}
+
+void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
+    if (!running_ || stopping_all_ || !t.wants_run) return;
+    if (auto r = resume_thread(tid, t, step, 0); !r) {
+        // It stays stopped: report that rather than leave gdb waiting for a thread that
+        // will never run.
+        spdlog::warn("thread {}: cannot resume: {}", tid, r.error().text);
+        StopEvent ev;
+        ev.pid = pid_;
+        ev.tid = tid;
+        ev.signal = SIGTRAP;
+        choose(tid, t, ev); // the caller's finish_stop_all() reports it
+    }
+}
+
+void Inferior::collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step) {
+    if (t.collected_at == pc || !on_site_hit_) return;
+    const SiteHit hit = on_site_hit_(tid, pc);
+    t.collected_at = pc;
+    if (hit.consumed && hit.steps > 0) {
+        t.trace_steps_left = hit.steps;
+        t.trace_site = pc;
+        step = true;
+    }
+}
+
+// One instruction of a single step over a fast tracepoint's jump has run. True once the
+// displaced instruction has (the pc is put back into the program's code); false to step on.
+bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
+    auto site = fast_sites_.find(*t.fast_step);
+    auto s = snapshot(tid, false);
+    if (site == fast_sites_.end() || !s || ++t.fast_step_count > kMaxFastStepInstructions) {
+        if (s && site != fast_sites_.end())
+            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
+                         "instructions in its pad",
+                         tid, site->first, t.fast_step_count - 1);
+        t.fast_step.reset();
+        return true;
+    }
+    const FastSite& f = site->second;
+    const std::uint64_t pc = arch_.pc(**s);
+    const std::uint64_t relocated = f.pad + f.relocated_offset;
+    const bool in_copy = pc >= relocated && pc - relocated < f.code.code.size();
+    if (!t.fast_step_in_copy) {
+        t.fast_step_in_copy = pc == relocated; // the collector is done; next: the instruction
+        return false;
+    }
+    if (in_copy) {
+        auto off = arch::from_offset_of(f.code, pc - relocated);
+        if (!off) return false; // within the instructions one original became
+        arch_.set_pc(**s, site->first + *off);
+        if (auto w = arch_.write_general_registers(tid, **s); !w)
+            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    } // else a branch left the pad: the pc is already the program's
+    t.fast_step.reset();
+    return true;
+}
+
+bool Inferior::recover_collector_fault(pid_t tid) {
+    if (!agent_code_) return false;
+    auto s = snapshot(tid, false);
+    if (!s) return false;
+    const std::uint64_t pc = arch_.pc(**s);
+    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
+    arch_.set_pc(**s, agent_code_->copy_fault);
+    if (auto w = arch_.write_general_registers(tid, **s); !w) {
+        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
+        return false;
+    }
+    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
+    return true;
+}
+
+// A single step that started in a pad: puts the pc back into the original code. False while
+// the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
+bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
+    std::uint64_t site_addr = *t.step_from_site;
+    auto site = sites_.find(site_addr);
+    auto s = snapshot(tid, false);
+    if (site == sites_.end() || !s) {
+        t.step_from_site.reset();
+        return true;
+    }
+    std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
+    if (pc < pad || pc >= pad + site->second.code.code.size()) {
+        t.step_from_site.reset(); // a branch left the pad: the pc is already in original code
+        return true;
+    }
+    auto from = arch::from_offset_of(site->second.code, pc - pad);
+    if (!from) return false;
+    arch_.set_pc(**s, site_addr + *from);
+    if (auto w = arch_.write_general_registers(tid, **s); !w)
+        spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    t.step_from_site.reset();
+    return true;
+}
+
+bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
+    // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
+    // was already moved back, simply runs the original instruction.
+    if (!t.pending->swbreak) return true;
+    auto pc = read_pc(tid);
+    return pc && breakpoints_->inserted_at(*pc);
+}
+
+Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
+    if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end() || !it->second.pending) continue;
+        if (pending_still_valid(a.tid, it->second)) {
+            StopEvent ev = *it->second.pending;
+            it->second.pending.reset();
+            spdlog::debug("reporting held-back event of thread {}", a.tid);
+            return std::optional<StopEvent>(ev);
+        }
+        it->second.pending.reset();
+    }
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end()) continue;
+        Thread& t = it->second;
+        t.wants_run = true;
+        t.resume_signal = a.signal;
+        t.user_step = a.step;
+        if (!t.stopped) continue;
+        if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) return s.error();
+    }
+    running_ = true;
+    return std::optional<StopEvent>();
+}
+
+Status Inferior::resume_all() {
+    std::vector<ThreadResume> plan;
+    for (pid_t tid : thread_ids())
+        plan.push_back({tid, false, 0});
+    auto r = resume(plan);
+    if (!r) return r.error();
+    return ok_status();
+}
+
+std::optional<StopEvent> Inferior::stop_all_now() {
+    if (!alive_ || !running_) return std::nullopt;
+    StopEvent quiet;
+    quiet.pid = pid_;
+    quiet.tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    quiet.signal = 0;
+    chosen_ = quiet;
+    stopping_all_ = true;
+    for (auto& [tid, t] : threads_) {
+        if (t.stopped || t.stop_requested || t.awaiting_first_stop) continue;
+        t.stop_requested = true;
+        tgkill(pid_, tid, SIGSTOP);
+    }
+    if (auto ev = finish_stop_all()) return ev;
+    while (alive_) {
+        int status = 0;
+        pid_t tid = waitpid(-1, &status, __WALL);
+        if (tid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (auto ev = handle_status(tid, status)) return ev;
+    }
+    return std::nullopt;
+}
+
+void Inferior::interrupt() {
+    if (!alive_ || !running_) return;
+    // As a terminal would: the whole process group when we started it.
+    if (!attached_)
+        ::kill(-pid_, SIGINT);
+    else
+        ::kill(pid_, SIGINT);
+}
+
+std::optional<StopEvent> Inferior::poll() {
+    while (alive_) {
+        int status = 0;
+        pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
+        if (tid <= 0) break;
+        if (auto ev = handle_status(tid, status)) return ev;
+    }
+    return std::nullopt;
+}
+
+std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        if (tid == pid_) {
+            StopEvent ev;
+            ev.pid = ev.tid = pid_;
+            if (WIFEXITED(status)) {
+                ev.kind = StopEvent::Kind::Exited;
+                ev.exit_code = WEXITSTATUS(status);
+            } else {
+                ev.kind = StopEvent::Kind::Killed;
+                ev.signal = WTERMSIG(status);
+            }
+            mark_dead();
+            return ev;
+        }
+        threads_.erase(tid);
+        return finish_stop_all();
+    }
+    if (!WIFSTOPPED(status)) return std::nullopt;
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) {
+        // A new thread's first stop can arrive before its parent's clone event.
+        add_thread(tid, false);
+        Thread& t = threads_[tid];
+        if (running_ && !stopping_all_) {
+            t.wants_run = true;
+            continue_after_stop(tid, t, false);
+        }
+        return finish_stop_all();
+    }
+    Thread& t = it->second;
+    t.stopped = true;
+    t.regs.reset();
+    return handle_stop(tid, t, status);
+}
+
+std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status) {
+    int sig = WSTOPSIG(status);
+    int event = status >> 16;
+    spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
+    bool keep_running = running_ && !stopping_all_ && t.wants_run;
+
+    if (event == PTRACE_EVENT_CLONE) {
+        unsigned long new_tid = 0;
+        // Failing, the new thread is still found: its first stop comes as an unknown tid.
+        if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid) != 0) new_tid = 0;
+        auto nt = static_cast<pid_t>(new_tid);
+        if (nt > 0 && !threads_.count(nt)) {
+            add_thread(nt, true);
+            threads_[nt].stopped = false; // it is running towards its first SIGSTOP
+            threads_[nt].wants_run = true;
+        }
+        if (keep_running) {
+            continue_after_stop(tid, t, t.stepping);
+        } else if (stopping_all_) {
+            // On to the SIGSTOP below (the event stop is not a place to stay).
+            if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
+                spdlog::warn("thread {}: cannot resume after a clone: {}", tid, r.error().text);
+        }
+        if (stopping_all_) {
+            // Keep everyone (the new thread too) on the way to a full stop.
+            t.stop_requested = true;
+            tgkill(pid_, tid, SIGSTOP);
+        }
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_EXEC) {
+        // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
+        // of it may be written into the new one.
+        reopen_memory();
+        forget_image();
+        for (auto i = threads_.begin(); i != threads_.end();)
+            i = i->first == tid ? std::next(i) : threads_.erase(i);
+        t.step_from_site.reset();
+        t.fast_step.reset();
+        t.collected_at.reset();
+        t.trace_steps_left = 0;
+        if (on_exec_) on_exec_();
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (sig == SIGSTOP && t.awaiting_first_stop) {
+        t.awaiting_first_stop = false;
+        if (keep_running) continue_after_stop(tid, t, false);
+        return finish_stop_all();
+    }
+    if (sig == SIGSTOP && t.stop_requested) {
+        t.stop_requested = false;
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (sig == SIGTRAP) return handle_trap(tid, t);
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (pass_signals_.count(sig) && (!t.stepping || t.fast_step) && !stopping_all_ && running_) {
+        if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
+    }
+    StopEvent ev;
+    ev.pid = pid_;
+    ev.tid = tid;
+    ev.signal = sig;
+    return report(tid, t, ev);
+}
+
+std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
+    siginfo_t info{};
+    // A thread that is not being stepped and stopped just past a site executed its breakpoint:
+    // the common tracepoint hit needs no PTRACE_GETSIGINFO.
+    bool plain_run = !t.stepping && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
+                     !hw_points_.any();
+    bool at_site = false;
+    if (plain_run && !sites_.empty()) {
+        if (auto s = snapshot(tid, false))
+            at_site = sites_.count(arch_.pc(**s) - arch_.pc_after_breakpoint(0)) != 0;
+    }
+    if (at_site)
+        info.si_code = SI_KERNEL;
+    else
+        ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    bool single_step = info.si_code == TRAP_TRACE;
+    if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
+        continue_after_stop(tid, t, true); // still inside the displaced code: step on
+        return finish_stop_all();
+    }
+    if (t.fast_step && single_step && !finish_fast_step(tid, t)) {
+        continue_after_stop(tid, t, true); // still in the pad or the collector: step on
+        return finish_stop_all();
+    }
+    if (t.trace_steps_left > 0 && single_step) {
+        if (on_site_step_) on_site_step_(tid, t.trace_site);
+        --t.trace_steps_left;
+        if (!t.user_step) {
+            continue_after_stop(tid, t, t.trace_steps_left > 0);
+            return finish_stop_all();
+        }
+        // gdb asked for this step: reported like any other (the next resume steps on).
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid, false);
+        std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
+        bool site = sites_.count(at) != 0;
+        bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
+        if (s && (site || stale)) {
+            // Back onto the site's address. The thread itself is told below: by the resume
+            // through the pad, or (staying stopped) by a write, so that a report or a detach
+            // sees the real instruction boundary.
+            arch_.set_pc(**s, at);
+            SiteHit hit;
+            if (site && on_site_hit_) hit = on_site_hit_(tid, at);
+            bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
+            bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
+            // The handler may have removed this very site (the trace stopped during the hit:
+            // pass count, full buffer, error), restoring the original instruction. The resume
+            // then no longer goes through the pad, so the rewound pc must reach the thread
+            // now, or it would run on from one byte into the instruction.
+            bool removed = site && !sites_.count(at);
+            if (site) t.collected_at = at;
+            if (!resumes || stale || removed)
+                if (auto w = arch_.write_general_registers(tid, **s); !w)
+                    spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at,
+                                 w.error().text);
+            if (passes) {
+                t.trace_steps_left = hit.steps;
+                t.trace_site = at;
+                continue_after_stop(tid, t, hit.steps > 0 || t.stepping);
+                return finish_stop_all();
+            }
+            StopEvent ev; // gdb's breakpoint at the same place
+            ev.pid = pid_;
+            ev.tid = tid;
+            ev.signal = SIGTRAP;
+            ev.swbreak = true;
+            return report(tid, t, ev);
+        }
+    }
+    if (auto ev = classify_trap(tid, info)) return report(tid, t, *ev);
+    return std::nullopt;
+}
+
+std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
+    StopEvent ev;
+    ev.pid = pid_;
+    ev.tid = tid;
+    ev.signal = SIGTRAP;
+    if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
+        if (auto hit = hw_points_.triggered(tid)) {
+            if (hit->type == 1)
+                ev.hwbreak = true;
+            else {
+                ev.watch_addr = hit->addr;
+                ev.watch_type = hit->type;
+            }
+            return ev;
+        }
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid, false);
+        if (s) {
+            std::uint64_t pc = arch_.pc(**s);
+            std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
+            if (breakpoints_->inserted_at(bp)) {
+                arch_.set_pc(**s, bp);
+                if (auto w = arch_.write_general_registers(tid, **s); !w)
+                    spdlog::warn("thread {}: cannot rewind the pc to the breakpoint: {}", tid,
+                                 w.error().text);
+                ev.swbreak = true;
+            }
+        }
+    }
+    return ev;
+}
+
+std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
+    choose(tid, t, ev);
+    return finish_stop_all();
+}
+
+void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
+    if (chosen_ || stopping_all_ || !running_) {
+        t.pending = ev;
+        return;
+    }
+    chosen_ = ev;
+    stopping_all_ = true;
+    for (auto& [other, ot] : threads_) {
+        if (other == tid || ot.stopped || ot.stop_requested) continue;
+        if (ot.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
+        ot.stop_requested = true;
+        tgkill(pid_, other, SIGSTOP);
+    }
+}
+
+std::optional<StopEvent> Inferior::finish_stop_all() {
+    if (!stopping_all_) return std::nullopt;
+    for (const auto& [tid, t] : threads_)
+        if (!t.stopped) return std::nullopt;
+    leave_pads();
+    stopping_all_ = false;
+    running_ = false;
+    for (auto& [tid, t] : threads_)
+        t.wants_run = false;
+    auto ev = *chosen_;
+    chosen_.reset();
+    return ev;
+}
+
+} // namespace tpagent::agent

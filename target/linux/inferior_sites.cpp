@@ -1,0 +1,247 @@
+// Displaced-execution sites: breakpoints whose original instructions run from pads in the
+// inferior, and the system-call injection that maps those pads.
+#include "target/linux/inferior.hpp"
+#include "target/linux/pad_allocator.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+namespace tpagent::agent {
+
+namespace {
+constexpr std::size_t kPadPageSize = 4096;
+constexpr std::size_t kMaxInstruction = 16;
+// Instructions a thread may take to get out of a pad and the collector (a collector waiting
+// for tpagent to free staging memory could take forever one step at a time).
+constexpr std::uint64_t kMaxPadExitInstructions = 200000;
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+} // namespace
+
+Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
+    if (user_breakpoints_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
+                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
+                                      "them there",
+                                      addr, fast->second.code.covered, fast->first));
+    if (auto s = breakpoints_->insert(addr); !s) return s;
+    user_breakpoints_.insert(addr);
+    return ok_status();
+}
+
+Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
+    if (!user_breakpoints_.erase(addr))
+        return make_error(ErrorCode::NotFound, "no breakpoint there");
+    return breakpoints_->remove(addr);
+}
+
+Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
+                                              std::span<const std::uint64_t> args) {
+    auto cur = snapshot(tid);
+    if (!cur) return cur.error();
+    const arch::RegisterSnapshot saved = **cur;
+    std::uint64_t pc = arch_.pc(saved);
+    auto insn = arch_.syscall_instruction();
+    std::vector<std::uint8_t> original(insn.size());
+    std::size_t got = 0;
+    if (auto r = raw_read(pc, original, got); !r || got != original.size())
+        return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
+    if (auto w = raw_write(pc, insn); !w) return w.error();
+    // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
+    arch::RegisterSnapshot call = saved;
+    arch_.set_syscall(call, number, args, pc);
+    Status result = arch_.write_snapshot(tid, call);
+    std::int64_t value = -1;
+    if (result) {
+        // One step runs the system call; a signal arriving meanwhile is kept for later.
+        while (true) {
+            ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
+            int status = 0;
+            if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+                result = make_error(ErrorCode::SystemError, "thread vanished during a system call");
+                break;
+            }
+            if (WSTOPSIG(status) == SIGTRAP) break;
+            if (WSTOPSIG(status) != SIGSTOP) {
+                StopEvent ev;
+                ev.pid = pid_;
+                ev.tid = tid;
+                ev.signal = WSTOPSIG(status);
+                threads_[tid].pending = ev;
+            }
+        }
+        arch::RegisterSnapshot after;
+        if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
+    }
+    // Put back the code and the registers; if either cannot be, the thread must not run on.
+    Status restored = raw_write(pc, original);
+    if (restored) restored = arch_.write_snapshot(tid, saved);
+    threads_[tid].regs = saved;
+    if (!restored) {
+        spdlog::error("thread {}: cannot undo an injected system call at 0x{:x}: {}", tid, pc,
+                      restored.error().text);
+        return restored.error();
+    }
+    if (!result) return result.error();
+    return value;
+}
+
+Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t size) {
+    size = (size + 15) & ~std::size_t{15};
+    const std::uint64_t reach = arch_.pad_reach() - kPadPageSize;
+    for (auto& page : pad_pages_) {
+        std::uint64_t at = page.base + page.used;
+        bool in_reach = (at > near ? at + size - near : near - at) < reach;
+        if (in_reach && page.used + size <= kPadPageSize) {
+            page.used += size;
+            return at;
+        }
+    }
+    auto where = find_free_range(parse_maps(read_file(fmt::format("/proc/{}/maps", pid_))), near,
+                                 kPadPageSize, reach);
+    if (!where)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("no free memory within reach of 0x{:x}", near));
+    pid_t tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    const std::uint64_t args[] = {*where,
+                                  kPadPageSize,
+                                  PROT_READ | PROT_EXEC,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                                  static_cast<std::uint64_t>(-1),
+                                  0};
+    auto mapped = inject_syscall(tid, SYS_mmap, args);
+    if (!mapped) return mapped.error();
+    if (*mapped < 0 && *mapped > -4096)
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("mmap in the program failed: {}",
+                                      std::strerror(static_cast<int>(-*mapped))));
+    auto base = static_cast<std::uint64_t>(*mapped);
+    if (base != *where)
+        return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
+    spdlog::debug("pad page at 0x{:x} for code at 0x{:x}", base, near);
+    pad_pages_.push_back({base, size});
+    return base;
+}
+
+Status Inferior::add_site(std::uint64_t addr) {
+    if (sites_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr))
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
+                                      "at 0x{:x}",
+                                      fast->first, addr));
+    std::vector<std::uint8_t> code(kMaxInstruction * 2);
+    auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
+    if (!got) return got.error();
+    code.resize(*got);
+    // Relocate once for a provisional address to learn the size, then for the real pad.
+    auto probe = arch_.relocate(code, addr, addr, 1);
+    if (!probe) return probe.error();
+    auto pad = allocate_pad(addr, probe->code.size() + 32);
+    if (!pad) return pad.error();
+    auto reloc = arch_.relocate(code, addr, *pad, 1);
+    if (!reloc) return reloc.error();
+    if (auto w = raw_write(*pad, reloc->code); !w) return w;
+    if (auto b = breakpoints_->insert(addr); !b) return b;
+    sites_[addr] = Site{*pad, std::move(*reloc)};
+    recently_removed_sites_.erase(addr);
+    return ok_status();
+}
+
+void Inferior::remove_site(std::uint64_t addr) {
+    if (!sites_.erase(addr)) return;
+    // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
+    // handler (recently_removed_sites_), which passes threads over it.
+    if (auto r = breakpoints_->remove(addr); !r)
+        spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
+    recently_removed_sites_.insert(addr);
+}
+
+void Inferior::remove_all_sites() {
+    while (!sites_.empty())
+        remove_site(sites_.begin()->first);
+}
+
+} // namespace tpagent::agent
+
+namespace tpagent::agent {
+
+bool Inferior::in_tpagent_code(std::uint64_t pc) const {
+    if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
+    return std::any_of(pad_pages_.begin(), pad_pages_.end(), [&](const PadPage& page) {
+        return pc >= page.base && pc - page.base < kPadPageSize;
+    });
+}
+
+void Inferior::leave_pads() {
+    if (pad_pages_.empty()) return;
+    for (auto& [tid, t] : threads_)
+        leave_pads(tid, t);
+}
+
+// A thread stopped by all-stop inside a pad or the collector runs on alone, one instruction at
+// a time, to the next instruction boundary of the program's own code: what it was doing
+// anyway. A thread with an event of its own (a signal it got there) is only moved back if it
+// stands on an instruction boundary; running it could raise the signal again.
+void Inferior::leave_pads(pid_t tid, Thread& t) {
+    const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
+    for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
+        auto s = snapshot(tid, false);
+        if (!s) return;
+        const std::uint64_t pc = arch_.pc(**s);
+        std::optional<std::uint64_t> back;
+        for (const auto& [addr, site] : sites_) {
+            if (pc < site.pad || pc - site.pad >= site.code.code.size()) continue;
+            if (auto off = arch::from_offset_of(site.code, pc - site.pad)) {
+                back = addr + *off;
+                if (*off == 0) t.collected_at = addr; // its hit was collected before the pad
+            }
+        }
+        for (const auto& [addr, site] : fast_sites_) {
+            const std::uint64_t copy = site.pad + site.relocated_offset;
+            if (pc < copy || pc - copy >= site.code.code.size()) continue;
+            // At 0 the collector has run and the instruction has not: step it, unless the
+            // thread must not run (back at the jump, it would collect once more).
+            if (auto off = arch::from_offset_of(site.code, pc - copy); off && (*off || has_event))
+                back = addr + *off;
+        }
+        if (back) {
+            arch_.set_pc(**s, *back);
+            if (auto w = arch_.write_general_registers(tid, **s); !w)
+                spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+            else
+                spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
+            break;
+        }
+        if (!in_tpagent_code(pc) || has_event) break;
+        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
+        t.regs.reset();
+        int status = 0;
+        // A thread that dies here (SIGKILL from outside) takes its status with it; its
+        // process's end is still seen through the main thread.
+        if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) break;
+        if (WSTOPSIG(status) != SIGTRAP) {
+            // A signal that came meanwhile is the thread's event for later.
+            if (WSTOPSIG(status) != SIGSTOP) {
+                StopEvent ev;
+                ev.pid = pid_;
+                ev.tid = tid;
+                ev.signal = WSTOPSIG(status);
+                t.pending = ev;
+            }
+            break;
+        }
+    }
+    t.step_from_site.reset(); // a gdb step it was in the middle of has been done
+    t.fast_step.reset();
+}
+
+} // namespace tpagent::agent

@@ -1,0 +1,64 @@
+#include "target/linux/software_breakpoints.hpp"
+
+namespace tpagent::agent {
+
+Status SoftwareBreakpoints::insert(std::uint64_t addr) {
+    if (auto it = sites_.find(addr); it != sites_.end()) {
+        ++it->second.refs;
+        return ok_status();
+    }
+    Site site;
+    site.original.resize(insn_.size());
+    if (auto r = read_(addr, site.original); !r) return r;
+    if (auto w = write_(addr, insn_); !w) return w;
+    site.refs = 1;
+    sites_.emplace(addr, std::move(site));
+    return ok_status();
+}
+
+Status SoftwareBreakpoints::remove(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end()) return make_error(ErrorCode::NotFound, "no breakpoint at that address");
+    if (--it->second.refs > 0) return ok_status();
+    auto w = write_(addr, it->second.original);
+    sites_.erase(it);
+    return w;
+}
+
+void SoftwareBreakpoints::remove_all() {
+    // Before detach: a page that cannot be written any more has nothing left to restore.
+    for (auto& [addr, site] : sites_)
+        (void)write_(addr, site.original);
+    sites_.clear();
+}
+
+void SoftwareBreakpoints::unshadow(std::uint64_t addr, std::span<std::uint8_t> buf) const {
+    std::uint64_t end = addr + buf.size();
+    // Sites that may overlap start at most insn_.size()-1 bytes before addr.
+    auto it = sites_.lower_bound(addr >= insn_.size() ? addr - insn_.size() + 1 : 0);
+    for (; it != sites_.end() && it->first < end; ++it) {
+        for (std::size_t i = 0; i < it->second.original.size(); ++i) {
+            std::uint64_t a = it->first + i;
+            if (a >= addr && a < end) buf[a - addr] = it->second.original[i];
+        }
+    }
+}
+
+std::vector<std::uint8_t> SoftwareBreakpoints::shadow_write(std::uint64_t addr,
+                                                            std::span<const std::uint8_t> data) {
+    std::vector<std::uint8_t> out(data.begin(), data.end());
+    std::uint64_t end = addr + data.size();
+    auto it = sites_.lower_bound(addr >= insn_.size() ? addr - insn_.size() + 1 : 0);
+    for (; it != sites_.end() && it->first < end; ++it) {
+        for (std::size_t i = 0; i < it->second.original.size(); ++i) {
+            std::uint64_t a = it->first + i;
+            if (a >= addr && a < end) {
+                it->second.original[i] = data[a - addr];
+                out[a - addr] = insn_[i];
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace tpagent::agent

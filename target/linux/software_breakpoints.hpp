@@ -1,0 +1,47 @@
+// Software breakpoints: the breakpoint instruction written into the inferior, with the original
+// bytes kept so that memory reads show (and writes update) the program's own code.
+#pragma once
+#include "base/result.hpp"
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace tpagent::agent {
+
+class SoftwareBreakpoints {
+  public:
+    using RawRead = std::function<Status(std::uint64_t, std::span<std::uint8_t>)>;
+    using RawWrite = std::function<Status(std::uint64_t, std::span<const std::uint8_t>)>;
+
+    SoftwareBreakpoints(std::span<const std::uint8_t> insn, RawRead read, RawWrite write)
+        : insn_(insn.begin(), insn.end()), read_(std::move(read)), write_(std::move(write)) {}
+
+    // Reference counted: gdb and the tracepoint engine may both want one at an address.
+    Status insert(std::uint64_t addr);
+    Status remove(std::uint64_t addr);
+    bool inserted_at(std::uint64_t addr) const { return sites_.count(addr) != 0; }
+    // Takes every breakpoint out of memory (before detach or exec).
+    void remove_all();
+    // Forgets them without touching memory (the process image is gone).
+    void forget_all() { sites_.clear(); }
+
+    // Replace breakpoint bytes in `buf` (read from `addr`) with the saved originals.
+    void unshadow(std::uint64_t addr, std::span<std::uint8_t> buf) const;
+    // For a write of `data` at `addr`: records the new originals under breakpoints and returns
+    // what must really be written (breakpoint bytes kept in place).
+    std::vector<std::uint8_t> shadow_write(std::uint64_t addr, std::span<const std::uint8_t> data);
+
+  private:
+    struct Site {
+        std::vector<std::uint8_t> original;
+        int refs = 0;
+    };
+    std::vector<std::uint8_t> insn_;
+    RawRead read_;
+    RawWrite write_;
+    std::map<std::uint64_t, Site> sites_;
+};
+
+} // namespace tpagent::agent

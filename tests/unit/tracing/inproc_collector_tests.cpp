@@ -1,0 +1,1034 @@
+// The in-process agent (libtpagent-inproc.so) loaded into this test process with dlopen: the
+// collector is called directly with fake register blocks, as a jump pad would call it, while
+// tpagent's side (InprocRegion) maps the same region a second time, configures it by hand
+// through the shared_region.hpp structs and drains what the collector staged.
+#include "inproc/shared_region.hpp"
+#include "tracing/inproc_region.hpp"
+#include "arch/arch.hpp"
+#include "bytecode/compiler.hpp"
+#include "bytecode/program.hpp"
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#ifndef TPAGENT_INPROC_LIBRARY
+#error "TPAGENT_INPROC_LIBRARY must name libtpagent-inproc.so (tests/CMakeLists.txt)"
+#endif
+
+namespace {
+
+using namespace tpagent;
+using namespace tpagent::inproc;
+using agent::InprocRegion;
+
+using CollectFn = void (*)(std::uint64_t record, std::uint8_t* block, const std::uint8_t* state);
+
+// The library, loaded once (its constructor creates the memfd region), and tpagent's mapping.
+struct Agent {
+    CollectFn collect = nullptr;
+    std::unique_ptr<InprocRegion> region;
+};
+
+Agent load_agent() {
+    Agent a;
+    void* lib = dlopen(TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    INFO(TPAGENT_INPROC_LIBRARY << ": " << (lib ? "" : dlerror()));
+    REQUIRE(lib != nullptr);
+    a.collect = reinterpret_cast<CollectFn>(dlsym(lib, "tpagent_inproc_collect"));
+    REQUIRE(a.collect != nullptr);
+    auto region = InprocRegion::open(getpid());
+    INFO((region ? std::string() : region.error().text));
+    REQUIRE(region);
+    a.region = std::move(*region);
+    // The header the library wrote describes this very library.
+    REQUIRE(a.region->header().collector == reinterpret_cast<std::uint64_t>(a.collect));
+    REQUIRE(a.region->header().general_registers_only == 1);
+    REQUIRE(a.region->remote(0) != reinterpret_cast<std::uint64_t>(a.region->local()));
+    return a;
+}
+
+Agent& agent() {
+    static Agent a = load_agent();
+    return a;
+}
+InprocRegion& region() {
+    return *agent().region;
+}
+Header& header() {
+    return region().header();
+}
+
+const arch::Architecture& host() {
+    return arch::host_architecture();
+}
+std::size_t core_bytes() {
+    return host().fast_block_bytes();
+}
+const arch::RegisterDesc& reg(std::string_view name) {
+    for (const auto& r : host().registers())
+        if (name == r.name) return r;
+    FAIL("no register " << name);
+    throw; // unreachable
+}
+unsigned regnum(std::string_view name) {
+    return static_cast<unsigned>(&reg(name) - host().registers().data());
+}
+
+// A fake register block as a pad saves it: the first core_bytes() of the `g` block.
+struct Block {
+    std::vector<std::uint8_t> bytes;
+    Block() : bytes(core_bytes()) {
+        for (std::size_t i = 0; i < bytes.size(); ++i)
+            bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    }
+    void set(std::string_view name, std::uint64_t v) {
+        const auto& r = reg(name);
+        // Worker threads set registers too: no Catch assertion here (not thread-safe).
+        if (r.g_offset + r.size > bytes.size()) {
+            std::fprintf(stderr, "register %s is not in the core block\n", r.name);
+            std::abort();
+        }
+        std::memcpy(bytes.data() + r.g_offset, &v, std::min<std::size_t>(r.size, 8));
+    }
+};
+
+std::uint64_t register_in(const std::vector<std::uint8_t>& block, std::string_view name) {
+    const auto& r = reg(name);
+    std::uint64_t v = 0;
+    std::memcpy(&v, block.data() + r.g_offset, std::min<std::size_t>(r.size, 8));
+    return v;
+}
+
+ActionRecord registers_action() {
+    ActionRecord a{};
+    a.kind = ActionKind::Registers;
+    return a;
+}
+ActionRecord memory_action(std::uint64_t offset, std::uint32_t length, int base_register = -1) {
+    ActionRecord a{};
+    a.kind = ActionKind::Memory;
+    a.base_register = base_register;
+    a.offset = offset;
+    a.length = length;
+    return a;
+}
+template <class T> std::uint64_t address_of(const T* p) {
+    return reinterpret_cast<std::uint64_t>(p);
+}
+
+bytecode::Program program(std::vector<std::uint8_t> bytes) {
+    auto p = bytecode::validate(bytes, static_cast<unsigned>(host().registers().size()));
+    INFO((p ? std::string() : p.error().text));
+    REQUIRE(p);
+    return std::move(*p);
+}
+void put_be(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i)
+        out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+constexpr std::size_t kRecordSlots = 16;
+
+// One run's configuration, written the way tpagent's prepare_fast writes it: tracing off,
+// chunks reset (new generation), stop fields cleared, registers described, variables and
+// readable ranges cleared; then tracepoint records at kConfigOffset and their actions and
+// expression code after them. start() sets tracing.
+class Config {
+  public:
+    explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40) {
+        Header& h = header();
+        h.tracing.store(0, std::memory_order_release);
+        // Twice: the first retires the chunks earlier tests' threads still own (tpagent frees
+        // those one run later); no thread of this process is inside the collector now.
+        region().reset_chunks();
+        region().reset_chunks();
+        h.stop_reason.store(0, std::memory_order_relaxed);
+        h.stop_tracepoint = 0;
+        h.stop_status = 0;
+        h.stop_address = 0;
+        h.dropped_frames.store(0, std::memory_order_relaxed);
+        h.circular = circular ? 1 : 0;
+        h.linear_budget.store(budget, std::memory_order_relaxed);
+        h.g_size = static_cast<std::uint32_t>(host().g_size());
+        h.core_register_bytes = static_cast<std::uint32_t>(core_bytes());
+        const auto regs = host().registers();
+        for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
+            const bool in_core = r < regs.size() && regs[r].size <= 8 &&
+                                 regs[r].g_offset + regs[r].size <= core_bytes();
+            h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
+            h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
+        }
+        auto* vars = at<Variable>(region().local(), kVariablesOffset);
+        for (std::size_t i = 0; i < kMaxVariables; ++i) {
+            vars[i].defined = 0;
+            vars[i].timestamp = 0;
+            vars[i].value.store(0, std::memory_order_relaxed);
+        }
+        // No ranges: an empty span with a non-null data() (set_readable_ranges memcpy()s
+        // from it even when it is empty, which UBSan reports for null).
+        static const ReadableRange kNone[1] = {};
+        region().set_readable_ranges(std::span(kNone, 0));
+        std::memset(at<std::uint8_t>(region().local(), kConfigOffset), 0,
+                    kRecordSlots * sizeof(TracepointRecord));
+        used_ = kRecordSlots * sizeof(TracepointRecord);
+    }
+
+    // The next record (index = position), with its actions and a frame bound computed as
+    // tpagent computes it.
+    TracepointRecord& add(std::uint32_t number, std::uint64_t address,
+                          const std::vector<ActionRecord>& actions) {
+        REQUIRE(count_ < kRecordSlots);
+        TracepointRecord& rec = record(count_++);
+        rec.number = number;
+        rec.enabled = 1;
+        rec.address = address;
+        rec.pass_count = 0;
+        rec.pass_hits.store(0, std::memory_order_relaxed);
+        rec.next = 0;
+        rec.actions_offset = take(actions.size() * sizeof(ActionRecord));
+        rec.action_count = static_cast<std::uint32_t>(actions.size());
+        std::memcpy(at<ActionRecord>(region().local(), rec.actions_offset), actions.data(),
+                    actions.size() * sizeof(ActionRecord));
+        std::uint64_t bound = sizeof(RecordHeader) + kFrameHeaderBytes + 7;
+        for (const ActionRecord& a : actions) {
+            if (a.kind == ActionKind::Registers) bound += 1 + core_bytes();
+            if (a.kind == ActionKind::Memory) bound += a.length + 11 * (a.length / 0xffff + 1);
+            if (a.kind == ActionKind::Expression) bound += 8192;
+        }
+        rec.frame_bound = bound & ~std::uint64_t{7};
+        REQUIRE(rec.frame_bound <= kChunkPayload);
+        return rec;
+    }
+
+    // An X action (or condition) running p's instructions in the interpreter.
+    ActionRecord expression(const bytecode::Program& p) {
+        const auto insns = p.insns();
+        const std::uint64_t offset = take(insns.size_bytes());
+        std::memcpy(at<bytecode::Insn>(region().local(), offset), insns.data(), insns.size_bytes());
+        ActionRecord a{};
+        a.kind = ActionKind::Expression;
+        a.insns_offset = offset;
+        a.insn_count = static_cast<std::uint32_t>(insns.size());
+        a.backward_jump_budget = p.backward_jump_budget();
+        a.compiled = 0;
+        return a;
+    }
+    void condition(TracepointRecord& rec, const ActionRecord& a) {
+        rec.condition = a;
+        rec.has_condition = 1;
+    }
+    // Records at the same address share a pad: rec's hits run `then` after it.
+    void chain(TracepointRecord& rec, const TracepointRecord& then) { rec.next = offset(then); }
+
+    void define_variable(unsigned num, std::int64_t value, bool timestamp = false) {
+        Variable& v = at<Variable>(region().local(), kVariablesOffset)[num];
+        v.defined = 1;
+        v.timestamp = timestamp ? 1 : 0;
+        v.value.store(value, std::memory_order_relaxed);
+    }
+    static std::int64_t variable(unsigned num) {
+        return at<Variable>(region().local(), kVariablesOffset)[num].value.load();
+    }
+
+    void start() { header().tracing.store(1, std::memory_order_release); }
+
+    static TracepointRecord& record(std::size_t i) {
+        return at<TracepointRecord>(region().local(), kConfigOffset)[i];
+    }
+    static std::uint64_t offset(const TracepointRecord& rec) {
+        return static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(&rec) -
+                                          static_cast<const std::uint8_t*>(region().local()));
+    }
+    // What a pad passes: the record's address in the program (the library's mapping).
+    static std::uint64_t remote(const TracepointRecord& rec) {
+        return region().remote(offset(rec));
+    }
+
+  private:
+    std::uint64_t take(std::size_t bytes) {
+        const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
+        REQUIRE(at + bytes <= kConfigBytes);
+        used_ = at + bytes;
+        return kConfigOffset + at;
+    }
+    std::size_t count_ = 0;
+    std::uint64_t used_ = 0;
+};
+
+// A hit of rec's pad on the calling thread.
+void hit(const TracepointRecord& rec, Block& block) {
+    agent().collect(Config::remote(rec), block.bytes.data(), nullptr);
+}
+
+// A drained record, its blocks parsed.
+struct Frame {
+    RecordHeader header{};
+    std::uint16_t number = 0;
+    bool has_registers = false;
+    std::vector<std::uint8_t> registers;
+    struct Memory {
+        std::uint64_t address;
+        std::vector<std::uint8_t> bytes;
+    };
+    std::vector<Memory> memory;
+    std::vector<std::pair<std::uint32_t, std::int64_t>> variables;
+};
+
+template <class T> T load(const std::uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Parses one staged record; "" or what is wrong with it.
+std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, Frame& f) {
+    f.header = rh;
+    if (rh.size % 8 != 0) return "record size not a multiple of 8";
+    if (staged.size() != rh.size - sizeof(RecordHeader)) return "span size != record size";
+    if (staged.size() < kFrameHeaderBytes) return "no frame header";
+    f.number = load<std::uint16_t>(staged.data());
+    const std::uint32_t data = load<std::uint32_t>(staged.data() + 2);
+    if (kFrameHeaderBytes + data > staged.size()) return "frame length beyond the record";
+    if (staged.size() - (kFrameHeaderBytes + data) >= 8) return "more than 7 bytes of padding";
+    const std::uint8_t* p = staged.data() + kFrameHeaderBytes;
+    const std::uint8_t* end = p + data;
+    while (p < end) {
+        const std::size_t left = static_cast<std::size_t>(end - p);
+        if (*p == 'R') {
+            if (left < 1 + core_bytes()) return "short R block";
+            if (f.has_registers) return "two R blocks";
+            f.has_registers = true;
+            f.registers.assign(p + 1, p + 1 + core_bytes());
+            p += 1 + core_bytes();
+        } else if (*p == 'M') {
+            if (left < 11) return "short M header";
+            const std::uint16_t len = load<std::uint16_t>(p + 9);
+            if (left < 11u + len) return "short M block";
+            f.memory.push_back({load<std::uint64_t>(p + 1), {p + 11, p + 11 + len}});
+            p += 11 + len;
+        } else if (*p == 'V') {
+            if (left < 13) return "short V block";
+            f.variables.emplace_back(load<std::uint32_t>(p + 1), load<std::int64_t>(p + 5));
+            p += 13;
+        } else {
+            return "unknown block type " + std::to_string(*p);
+        }
+    }
+    return "";
+}
+
+std::vector<Frame> drain() {
+    std::vector<Frame> frames;
+    region().drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
+        Frame f;
+        const std::string problem = parse(rh, staged, f);
+        INFO("record " << frames.size() << ": " << problem);
+        REQUIRE(problem.empty());
+        frames.push_back(std::move(f));
+    });
+    return frames;
+}
+
+StopReason stop_reason() {
+    return static_cast<StopReason>(header().stop_reason.load());
+}
+
+// Pages for memory tests: `readable` read-write pages, then one PROT_NONE page.
+struct Pages {
+    std::uint8_t* base = nullptr;
+    std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    std::size_t readable;
+    explicit Pages(std::size_t readable_pages) : readable(readable_pages) {
+        void* p = mmap(nullptr, (readable + 1) * page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(p != MAP_FAILED);
+        base = static_cast<std::uint8_t*>(p);
+        for (std::size_t i = 0; i < readable * page; ++i)
+            base[i] = static_cast<std::uint8_t>(i * 13 + 5);
+        REQUIRE(mprotect(base + readable * page, page, PROT_NONE) == 0);
+    }
+    ~Pages() { munmap(base, (readable + 1) * page); }
+    std::uint8_t* guard() const { return base + readable * page; }
+    std::uint64_t address(std::size_t offset) const { return address_of(base + offset); }
+};
+
+} // namespace
+
+TEST_CASE("inproc: R and M actions stage one record per hit", "[inproc]") {
+    Config config;
+    std::vector<std::uint8_t> memory(100);
+    for (std::size_t i = 0; i < memory.size(); ++i)
+        memory[i] = static_cast<std::uint8_t>(0xa0 + i);
+    const std::uint64_t address = 0x401000;
+    TracepointRecord& rec =
+        config.add(7, address,
+                   {registers_action(), memory_action(address_of(memory.data()), 100),
+                    // rdi + 16, 32 bytes: a register-relative range
+                    memory_action(16, 32, static_cast<int>(regnum("rdi")))});
+    config.start();
+
+    Block block;
+    block.set("rdi", address_of(memory.data()));
+    block.set("rip", address);
+    hit(rec, block);
+
+    const auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    const Frame& f = frames[0];
+    CHECK(f.header.pc == address);
+    CHECK(f.header.index == 0);
+    CHECK(f.number == 7);
+    REQUIRE(f.has_registers);
+    CHECK(f.registers == block.bytes);
+    REQUIRE(f.memory.size() == 2);
+    CHECK(f.memory[0].address == address_of(memory.data()));
+    CHECK(f.memory[0].bytes == memory);
+    CHECK(f.memory[1].address == address_of(memory.data()) + 16);
+    CHECK(f.memory[1].bytes == std::vector<std::uint8_t>(memory.begin() + 16, memory.begin() + 48));
+    CHECK(f.variables.empty());
+    CHECK(stop_reason() == StopReason::None);
+    CHECK(header().tracing.load() == 1);
+    CHECK(header().dropped_frames.load() == 0);
+
+    // Drained once: a second drain finds nothing; three more hits give three more records.
+    CHECK(drain().empty());
+    for (int i = 0; i < 3; ++i)
+        hit(rec, block);
+    CHECK(drain().size() == 3);
+}
+
+TEST_CASE("inproc: records are indexed by position and chained records collect too", "[inproc]") {
+    Config config;
+    TracepointRecord& first = config.add(1, 0x1000, {registers_action()});
+    TracepointRecord& second = config.add(2, 0x2000, {registers_action()});
+    TracepointRecord& chained = config.add(3, 0x2000, {memory_action(0, 0)});
+    config.chain(second, chained);
+    config.start();
+    Block block;
+    hit(second, block);
+    hit(first, block);
+    auto frames = drain();
+    REQUIRE(frames.size() == 3);
+    CHECK(frames[0].header.index == 1);
+    CHECK(frames[0].number == 2);
+    CHECK(frames[0].header.pc == 0x2000);
+    CHECK(frames[1].header.index == 2);
+    CHECK(frames[1].number == 3);
+    CHECK_FALSE(frames[1].has_registers);
+    CHECK(frames[1].memory.empty());
+    CHECK(frames[2].header.index == 0);
+    CHECK(frames[2].number == 1);
+}
+
+TEST_CASE("inproc: a long M range is split into blocks of at most 0xffff bytes", "[inproc]") {
+    Config config;
+    std::vector<std::uint8_t> memory(70000);
+    for (std::size_t i = 0; i < memory.size(); ++i)
+        memory[i] = static_cast<std::uint8_t>(i * 31);
+    TracepointRecord& rec =
+        config.add(1, 0x1000, {memory_action(address_of(memory.data()), 70000)});
+    config.start();
+    Block block;
+    hit(rec, block);
+    auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    REQUIRE(frames[0].memory.size() == 2);
+    CHECK(frames[0].memory[0].address == address_of(memory.data()));
+    CHECK(frames[0].memory[0].bytes.size() == 0xffff);
+    CHECK(frames[0].memory[1].address == address_of(memory.data()) + 0xffff);
+    std::vector<std::uint8_t> joined = frames[0].memory[0].bytes;
+    joined.insert(joined.end(), frames[0].memory[1].bytes.begin(), frames[0].memory[1].bytes.end());
+    CHECK(joined == memory);
+}
+
+TEST_CASE("inproc: unreadable memory is never read and the readable prefix is collected",
+          "[inproc]") {
+    const bool listed = GENERATE(false, true);
+    INFO((listed ? "readable pages listed" : "no listed ranges: process_vm_readv"));
+    Config config; // loads the library first: its mappings do not land in the hole below
+    Pages pages(2);
+    const std::size_t page = pages.page;
+    // An address nothing is mapped at: a page mapped, then unmapped.
+    void* gone = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(gone != MAP_FAILED);
+    REQUIRE(munmap(gone, page) == 0);
+    if (listed) {
+        // As tpagent lists them from /proc/PID/maps: the two read-write pages only.
+        const ReadableRange ranges[] = {{pages.address(0), pages.address(2 * page)}};
+        region().set_readable_ranges(ranges);
+    }
+    TracepointRecord& rec =
+        config.add(1, 0x1000,
+                   {memory_action(pages.address(100), 200),           // inside: read whole
+                    memory_action(address_of(pages.guard()), 64),     // PROT_NONE: nothing
+                    memory_action(address_of(gone) + 8, 64),          // unmapped: nothing
+                    memory_action(pages.address(2 * page - 40), 100), // runs into PROT_NONE: prefix
+                    memory_action(pages.address(page - 16), 32),      // across the two pages: whole
+                    memory_action(0xfffffffffffff000ull, 0x2000),     // wraps the address space
+                    memory_action(0, 16)});                           // null page
+    config.start();
+    Block block;
+    hit(rec, block);
+
+    auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    const auto& m = frames[0].memory;
+    REQUIRE(m.size() == 3);
+    CHECK(m[0].address == pages.address(100));
+    CHECK(m[0].bytes == std::vector<std::uint8_t>(pages.base + 100, pages.base + 300));
+    CHECK(m[1].address == pages.address(2 * page - 40));
+    CHECK(m[1].bytes == std::vector<std::uint8_t>(pages.base + 2 * page - 40, pages.guard()));
+    CHECK(m[2].address == pages.address(page - 16));
+    CHECK(m[2].bytes == std::vector<std::uint8_t>(pages.base + page - 16, pages.base + page + 16));
+    CHECK(stop_reason() == StopReason::None);
+}
+
+TEST_CASE("inproc: expressions read memory safely through the collector", "[inproc]") {
+    Pages pages(1);
+    const bool listed = GENERATE(false, true);
+    Config config;
+    if (listed) {
+        const ReadableRange ranges[] = {{pages.address(0), pages.address(pages.page)}};
+        region().set_readable_ranges(ranges);
+    }
+    // X: trace 8 bytes at the last readable word, then `ref64` on the guard page (a memory
+    // error, which does not stop the trace: the frame keeps what was collected).
+    std::vector<std::uint8_t> bytes{0x25};
+    put_be(bytes, pages.address(pages.page - 8), 8);
+    bytes.insert(bytes.end(), {0x22, 8, 0x0c, 0x25});
+    put_be(bytes, address_of(pages.guard()), 8);
+    bytes.insert(bytes.end(), {0x1a, 0x27});
+    TracepointRecord& rec = config.add(1, 0x1000, {config.expression(program(bytes))});
+    config.start();
+    Block block;
+    hit(rec, block);
+    auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    REQUIRE(frames[0].memory.size() == 1);
+    CHECK(frames[0].memory[0].address == pages.address(pages.page - 8));
+    CHECK(frames[0].memory[0].bytes == std::vector<std::uint8_t>(pages.guard() - 8, pages.guard()));
+    CHECK(stop_reason() == StopReason::None);
+    CHECK(header().tracing.load() == 1);
+}
+
+TEST_CASE("inproc: an interpreted condition lets only matching hits collect", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(4, 0x1000, {registers_action()});
+    // reg 5 (rdi); const8 3; rem_unsigned; log_not; end: rdi % 3 == 0
+    REQUIRE(regnum("rdi") == 5);
+    config.condition(rec, config.expression(program({0x26, 0, 5, 0x22, 3, 0x08, 0x0e, 0x27})));
+    config.start();
+    Block block;
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        block.set("rdi", i);
+        hit(rec, block);
+    }
+    auto frames = drain();
+    REQUIRE(frames.size() == 10);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        REQUIRE(frames[i].has_registers);
+        CHECK(register_in(frames[i].registers, "rdi") == 3 * i);
+    }
+    CHECK(stop_reason() == StopReason::None);
+}
+
+TEST_CASE("inproc: a failing condition stops the trace with Error", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(9, 0x1000, {registers_action()});
+    // const8 1; const8 0; div_unsigned; end
+    config.condition(rec, config.expression(program({0x22, 1, 0x22, 0, 0x06, 0x27})));
+    config.start();
+    Block block;
+    hit(rec, block);
+    hit(rec, block);
+    CHECK(drain().empty());
+    CHECK(stop_reason() == StopReason::Error);
+    CHECK(header().stop_tracepoint == 9);
+    CHECK(header().stop_status == static_cast<std::uint64_t>(bytecode::EvalStatus::DivideByZero));
+    CHECK(header().tracing.load() == 0);
+}
+
+TEST_CASE("inproc: pass count 5 with four threads: exactly five records", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(3, 0x1000, {registers_action()});
+    rec.pass_count = 5;
+    config.start();
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            Block block;
+            block.set("rax", static_cast<std::uint64_t>(t));
+            while (!go.load())
+                ;
+            for (int i = 0; i < 1000; ++i)
+                hit(rec, block);
+        });
+    go = true;
+    for (auto& t : threads)
+        t.join();
+    auto frames = drain();
+    CHECK(frames.size() == 5);
+    CHECK(stop_reason() == StopReason::PassCount);
+    CHECK(header().stop_tracepoint == 3);
+    CHECK(header().tracing.load() == 0);
+    // The threads ended: their chunks were sealed, and drained chunks are free again.
+    for (std::size_t i = 0; i < kChunkCount; ++i)
+        CHECK(chunk_at(region().local(), i)->state.load() ==
+              static_cast<std::uint32_t>(ChunkState::Free));
+}
+
+namespace {
+
+// Four threads hit one tracepoint 20000 times each (circular) while this thread drains.
+struct ConcurrentRun {
+    static constexpr int kThreads = 4;
+    static constexpr std::uint64_t kHits = 20000;
+    std::size_t total = 0;
+    std::size_t passes = 0;             // drains while the threads ran
+    std::size_t backward = 0;           // a thread's record drained after a later one of its
+    std::vector<std::vector<int>> seen; // [thread][sequence]: times drained
+};
+
+ConcurrentRun run_concurrently() {
+    ConcurrentRun run;
+    constexpr int kThreads = ConcurrentRun::kThreads;
+    constexpr std::uint64_t kHits = ConcurrentRun::kHits;
+    run.seen.assign(kThreads, std::vector<int>(kHits, 0));
+    Config config; // circular
+    // R (thread in rax, sequence in rbx) and M: the thread's own sequence word, at rsi.
+    TracepointRecord& rec =
+        config.add(5, 0x1000, {registers_action(), memory_action(0, 8, regnum("rsi"))});
+    config.start();
+    std::atomic<int> running{kThreads};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            Block block;
+            std::uint64_t sequence = 0;
+            block.set("rax", static_cast<std::uint64_t>(t));
+            block.set("rsi", address_of(&sequence));
+            while (!go.load())
+                ;
+            for (std::uint64_t i = 0; i < kHits; ++i) {
+                sequence = i;
+                block.set("rbx", i);
+                hit(rec, block);
+            }
+            running.fetch_sub(1);
+        });
+
+    std::vector<std::uint64_t> last(kThreads, 0);
+    std::vector<bool> any(kThreads, false);
+    auto take = [&] {
+        region().drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
+            Frame f;
+            const std::string problem = parse(rh, staged, f);
+            INFO(problem);
+            REQUIRE(problem.empty());
+            REQUIRE(f.has_registers);
+            REQUIRE(f.memory.size() == 1);
+            const std::uint64_t t = register_in(f.registers, "rax");
+            const std::uint64_t seq = register_in(f.registers, "rbx");
+            REQUIRE(t < static_cast<std::uint64_t>(kThreads));
+            REQUIRE(seq < kHits);
+            CHECK(load<std::uint64_t>(f.memory[0].bytes.data()) == seq);
+            ++run.seen[t][seq];
+            if (any[t] && seq < last[t]) ++run.backward;
+            any[t] = true;
+            last[t] = seq;
+            ++run.total;
+        });
+    };
+    go = true;
+    while (running.load() > 0) {
+        take();
+        ++run.passes;
+    }
+    for (auto& t : threads)
+        t.join();
+    take();
+    CHECK(header().dropped_frames.load() == 0);
+    CHECK(stop_reason() == StopReason::None);
+    CHECK(drain().empty());
+    return run;
+}
+
+} // namespace
+
+TEST_CASE("inproc: four threads x 20000 hits drained while they run: each record once",
+          "[inproc]") {
+    const ConcurrentRun run = run_concurrently();
+    INFO("drain passes while running: " << run.passes);
+    CHECK(run.total == ConcurrentRun::kThreads * ConcurrentRun::kHits);
+    std::size_t missing = 0, repeated = 0;
+    for (const auto& thread : run.seen)
+        for (int n : thread) {
+            missing += n == 0;
+            repeated += n > 1;
+        }
+    CHECK(missing == 0);
+    CHECK(repeated == 0);
+}
+
+// A thread that moves from chunk A to chunk B during a drain: B's newer records must not come
+// out before the rest of A (drain goes by the chunks' sequence, re-reading `committed`).
+TEST_CASE("inproc: a thread's records are drained in the order it staged them", "[inproc]") {
+    const ConcurrentRun run = run_concurrently();
+    INFO("drain passes while running: " << run.passes);
+    CHECK(run.backward == 0);
+}
+
+TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]") {
+    // One frame's staged record. The collector charges the budget that much per frame, or
+    // (an older accounting) that much plus the R block widened to the full `g` size; either
+    // way the frames never take more than the budget.
+    std::uint64_t size = 0;
+    {
+        Config config;
+        TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+        config.start();
+        Block block;
+        hit(rec, block);
+        auto frames = drain();
+        REQUIRE(frames.size() == 1);
+        size = frames[0].header.size;
+    }
+    const std::uint64_t widened = size + host().g_size() - core_bytes();
+
+    SECTION("one thread: the frames the budget holds, then nothing") {
+        const std::uint64_t budget = 10 * size + size / 2; // below one claim (64 KiB)
+        Config config(false, static_cast<std::int64_t>(budget));
+        TracepointRecord& rec = config.add(2, 0x1000, {registers_action()});
+        config.start();
+        Block block;
+        for (std::uint64_t i = 0; i < 20; ++i) {
+            block.set("rbx", i);
+            hit(rec, block);
+        }
+        auto frames = drain();
+        INFO("record " << size << " bytes, widened " << widened << ", budget " << budget);
+        CHECK((frames.size() == budget / size || frames.size() == budget / widened));
+        for (std::uint64_t i = 0; i < frames.size(); ++i)
+            CHECK(register_in(frames[i].registers, "rbx") == i);
+        CHECK(stop_reason() == StopReason::BufferFull);
+        CHECK(header().stop_tracepoint == 2);
+        CHECK(header().tracing.load() == 0);
+        hit(rec, block);
+        CHECK(drain().empty());
+    }
+
+    SECTION("four threads: about N frames, never more than the budget holds") {
+        constexpr std::uint64_t N = 2000;
+        const std::uint64_t budget = N * size;
+        Config config(false, static_cast<std::int64_t>(budget));
+        TracepointRecord& rec = config.add(2, 0x1000, {registers_action()});
+        config.start();
+        std::vector<std::thread> threads;
+        std::atomic<bool> go{false};
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&] {
+                Block block;
+                while (!go.load())
+                    ;
+                for (int i = 0; i < 1000; ++i)
+                    hit(rec, block);
+            });
+        go = true;
+        for (auto& t : threads)
+            t.join();
+        auto frames = drain();
+        INFO("record " << size << " bytes, widened " << widened << ", " << frames.size()
+                       << " frames");
+        CHECK(frames.size() <= N);
+        // Each thread may leave up to one claim (64 KiB) of credit unused, and the stopping
+        // claim may leave less than a frame.
+        CHECK(frames.size() * widened + 4 * ((64 << 10) + widened) + widened >= budget);
+        CHECK(stop_reason() == StopReason::BufferFull);
+        CHECK(header().tracing.load() == 0);
+        Block block;
+        hit(rec, block);
+        CHECK(drain().empty());
+    }
+}
+
+TEST_CASE("inproc: tracing 0 or a disabled record collects nothing", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    Block block;
+    hit(rec, block); // not started
+    CHECK(drain().empty());
+    config.start();
+    rec.enabled = 0;
+    hit(rec, block);
+    CHECK(drain().empty());
+    rec.enabled = 1;
+    hit(rec, block);
+    CHECK(drain().size() == 1);
+    header().tracing.store(0);
+    hit(rec, block);
+    CHECK(drain().empty());
+    CHECK(stop_reason() == StopReason::None);
+}
+
+namespace {
+std::uint64_t g_nested_record = 0;
+Block* g_nested_block = nullptr;
+std::uint64_t g_condition_rdi = 0;
+bool g_condition_guard_read = true;
+Pages* g_condition_pages = nullptr;
+
+// A "compiled" condition: native code the collector calls. It checks the context the
+// collector gives compiled code, and calls the collector again, as a signal handler on the
+// same thread would while the thread is inside the collector.
+bytecode::EvalStatus nested_condition(const bytecode::Context* ctx, bytecode::EvalOut* out) {
+    ctx->read_register(ctx->user, regnum("rdi"), &g_condition_rdi);
+    std::uint64_t word = 0;
+    g_condition_guard_read =
+        ctx->read_memory(ctx->user, address_of(g_condition_pages->guard()), &word, sizeof word);
+    agent().collect(g_nested_record, g_nested_block->bytes.data(), nullptr);
+    out->value = 1;
+    return bytecode::EvalStatus::Ok;
+}
+} // namespace
+
+TEST_CASE("inproc: a hit nested in a hit is dropped and compiled conditions get the context",
+          "[inproc]") {
+    Pages pages(1);
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    TracepointRecord& inner = config.add(2, 0x2000, {registers_action()});
+    ActionRecord cond{};
+    cond.kind = ActionKind::Expression;
+    cond.compiled = reinterpret_cast<std::uint64_t>(&nested_condition);
+    config.condition(rec, cond);
+    config.start();
+    Block block;
+    block.set("rdi", 0x1234567);
+    g_nested_record = Config::remote(inner);
+    g_nested_block = &block;
+    g_condition_pages = &pages;
+    hit(rec, block);
+    CHECK(g_condition_rdi == 0x1234567);
+    CHECK_FALSE(g_condition_guard_read);
+    auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].number == 1);
+    CHECK(header().dropped_frames.load() == 1);
+    // Outside a hit the inner tracepoint collects as usual.
+    hit(inner, block);
+    CHECK(drain().size() == 1);
+}
+
+TEST_CASE("inproc: a new generation drops the old chunks and records still arrive", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    config.start();
+    Block block;
+
+    // A thread takes a chunk, then waits while tpagent starts a new run.
+    std::atomic<int> phase{0};
+    std::thread other([&] {
+        Block b;
+        b.set("rax", 99);
+        hit(rec, b);
+        phase = 1;
+        while (phase.load() != 2)
+            ;
+        // It ends in the new run: its old chunk is not its to seal any more.
+    });
+    while (phase.load() != 1)
+        ;
+    block.set("rax", 1);
+    hit(rec, block); // the main thread's chunk in the old generation
+
+    header().tracing.store(0);
+    region().reset_chunks(); // new generation: both chunks retired for a run, nothing staged
+    header().tracing.store(1);
+    CHECK(drain().empty());
+
+    block.set("rax", 2);
+    hit(rec, block); // a new chunk (the lowest free: the other thread's old one, or ours)
+    phase = 2;
+    other.join();
+    block.set("rax", 3);
+    hit(rec, block);
+    auto frames = drain();
+    REQUIRE(frames.size() == 2);
+    CHECK(register_in(frames[0].registers, "rax") == 2);
+    CHECK(register_in(frames[1].registers, "rax") == 3);
+    // The main thread still owns its chunk: the other thread's exit did not seal it.
+    std::size_t owned = 0;
+    for (std::size_t i = 0; i < kChunkCount; ++i) {
+        const auto s = static_cast<ChunkState>(chunk_at(region().local(), i)->state.load());
+        CHECK(s != ChunkState::Sealed);
+        owned += s == ChunkState::Owned;
+    }
+    CHECK(owned == 1);
+    block.set("rax", 4);
+    hit(rec, block);
+    frames = drain();
+    REQUIRE(frames.size() == 1);
+    CHECK(register_in(frames[0].registers, "rax") == 4);
+}
+
+TEST_CASE("inproc: with every chunk full hits are dropped and counted", "[inproc]") {
+    // Records of ~250 KB: one per chunk.
+    std::vector<std::uint8_t> memory(250000, 0x5a);
+    Config config;
+    TracepointRecord& rec =
+        config.add(1, 0x1000, {memory_action(address_of(memory.data()), 250000)});
+    config.start();
+    Block block;
+    for (std::size_t i = 0; i < kChunkCount; ++i)
+        hit(rec, block);
+    CHECK(header().dropped_frames.load() == 0);
+    hit(rec, block);
+    hit(rec, block);
+    CHECK(header().dropped_frames.load() == 2);
+    auto frames = drain();
+    CHECK(frames.size() == kChunkCount);
+    // Draining freed the chunks: collection resumes.
+    hit(rec, block);
+    frames = drain();
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].memory.size() == 4);
+}
+
+// The hit that reaches the pass count finds no free chunk: its frame is dropped, but the trace
+// still stops with PassCount (later hits are over the count and would never stop it).
+TEST_CASE("inproc: the last pass stops the trace even when its frame is dropped", "[inproc]") {
+    std::vector<std::uint8_t> memory(250000, 0x5a);
+    Config config;
+    TracepointRecord& big =
+        config.add(1, 0x1000, {memory_action(address_of(memory.data()), 250000)});
+    TracepointRecord& counted = config.add(2, 0x2000, {registers_action()});
+    counted.pass_count = 1;
+    config.start();
+    Block block;
+    for (std::size_t i = 0; i <= kChunkCount; ++i) // the last one finds no chunk
+        hit(big, block);
+    hit(counted, block); // no chunk left: dropped
+    CHECK(header().dropped_frames.load() == 2);
+    CHECK(drain().size() == kChunkCount);
+    hit(counted, block);
+    CHECK(stop_reason() == StopReason::PassCount);
+    CHECK(header().tracing.load() == 0);
+}
+
+TEST_CASE("inproc: linear credit does not outlive its run", "[inproc]") {
+    std::vector<std::uint8_t> memory(250000, 0x5a);
+    {
+        Config config(false);
+        TracepointRecord& small = config.add(1, 0x1000, {registers_action()});
+        TracepointRecord& big =
+            config.add(2, 0x2000, {memory_action(address_of(memory.data()), 250000)});
+        config.start();
+        Block block;
+        hit(small, block); // this thread claims budget credit it does not use up
+        REQUIRE(drain().size() == 1);
+        // Every chunk fills; the next hit finds none, and the thread is left without one.
+        for (std::size_t i = 0; i <= kChunkCount; ++i)
+            hit(big, block);
+        REQUIRE(header().dropped_frames.load() >= 1);
+    }
+    // A new run with no room at all: nothing may be staged.
+    Config config(false, 0);
+    TracepointRecord& small = config.add(1, 0x1000, {registers_action()});
+    config.start();
+    Block block;
+    hit(small, block);
+    CHECK(drain().empty());
+    CHECK(stop_reason() == StopReason::BufferFull);
+}
+
+TEST_CASE("inproc: setv and getv update trace state variables in the region", "[inproc]") {
+    Config config;
+    config.define_variable(1, 10);
+    config.define_variable(3, 0, true); // timestamp
+    // getv 1; const8 1; add; setv 1; pop; tracev 1; pop; tracev 3; end
+    auto increment =
+        program({0x2c, 0, 1, 0x22, 1, 0x02, 0x2d, 0, 1, 0x29, 0x2e, 0, 1, 0x29, 0x2e, 0, 3, 0x27});
+    TracepointRecord& rec = config.add(1, 0x1000, {config.expression(increment)});
+    config.start();
+    Block block;
+    for (int i = 0; i < 5; ++i)
+        hit(rec, block);
+    CHECK(Config::variable(1) == 15);
+    auto frames = drain();
+    REQUIRE(frames.size() == 5);
+    std::int64_t last_clock = 0;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        REQUIRE(frames[i].variables.size() == 2);
+        CHECK(frames[i].variables[0] == std::pair<std::uint32_t, std::int64_t>{1, 11 + i});
+        CHECK(frames[i].variables[1].first == 3);
+        CHECK(frames[i].variables[1].second >= last_clock);
+        CHECK(frames[i].variables[1].second > 0);
+        last_clock = frames[i].variables[1].second;
+    }
+    CHECK(stop_reason() == StopReason::None);
+
+    SECTION("setv on a variable that is not defined stops the trace") {
+        // const8 7; setv 2; end
+        TracepointRecord& bad =
+            config.add(2, 0x2000, {config.expression(program({0x22, 7, 0x2d, 0, 2, 0x27}))});
+        hit(bad, block);
+        CHECK(stop_reason() == StopReason::Error);
+        CHECK(header().stop_status == static_cast<std::uint64_t>(bytecode::EvalStatus::TsvError));
+        CHECK(header().stop_address == 2);
+        CHECK(header().stop_tracepoint == 2);
+        CHECK(drain().empty());
+    }
+    SECTION("setv on the timestamp variable fails") {
+        TracepointRecord& bad =
+            config.add(2, 0x2000, {config.expression(program({0x22, 7, 0x2d, 0, 3, 0x27}))});
+        hit(bad, block);
+        CHECK(stop_reason() == StopReason::Error);
+        CHECK(header().stop_address == 3);
+    }
+}
+
+// A thread stopped in the middle of a record when a new run starts finishes that record in a
+// chunk tpagent neither drains nor hands to another thread during the new run.
+TEST_CASE("inproc: a chunk owned when a run starts is retired for that run", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    config.start();
+    Block block;
+    hit(rec, block);
+    REQUIRE(drain().size() == 1);
+    std::size_t owned_index = kChunkCount;
+    for (std::size_t i = 0; i < kChunkCount; ++i)
+        if (static_cast<ChunkState>(chunk_at(region().local(), i)->state.load()) ==
+            ChunkState::Owned)
+            owned_index = i;
+    REQUIRE(owned_index < kChunkCount);
+    ChunkHeader* old = chunk_at(region().local(), owned_index);
+
+    header().tracing.store(0);
+    region().reset_chunks(); // the next run
+    header().tracing.store(1);
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
+    // The old owner's late write lands there and is never drained.
+    old->committed.store(old->committed.load() + 32);
+    hit(rec, block); // this thread drops the retired chunk and takes a free one
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
+    CHECK(drain().size() == 1);
+
+    header().tracing.store(0);
+    region().reset_chunks(); // the run after: retired chunks are free again
+    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Free);
+}

@@ -1,0 +1,209 @@
+#include "trace/trace_frame_buffer.hpp"
+
+#include "protocol/hex.hpp"
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace tpagent::trace {
+
+TraceFrameBuffer::TraceFrameBuffer(std::size_t register_block_size, std::size_t size)
+    : register_block_size_(register_block_size), size_(0) {
+    if (!set_size(size)) set_size(kDefaultSize);
+}
+
+Status TraceFrameBuffer::set_size(std::size_t size) {
+    if (size == 0 || size > kMaxSize)
+        return make_error(ErrorCode::TooLarge,
+                          fmt::format("trace buffer size {:#x} outside 1..{:#x}", size, kMaxSize));
+    // Left uninitialised: pages are only touched as frames arrive.
+    if (size != size_) storage_.reset(new std::uint8_t[size]);
+    size_ = size;
+    clear();
+    return ok_status();
+}
+
+void TraceFrameBuffer::clear() {
+    index_.clear();
+    created_ = 0;
+    logical_end_ = 0;
+}
+
+std::size_t TraceFrameBuffer::bytes_free() const {
+    if (index_.empty()) return size_;
+    std::size_t head = index_.front().offset;
+    std::size_t tail = index_.back().offset + index_.back().size;
+    if (index_.back().offset < head) return head - tail; // wrapped: room between the two
+    return size_ - tail + head;
+}
+
+std::optional<std::size_t> TraceFrameBuffer::reserve(std::size_t size) {
+    if (size > size_) return std::nullopt;
+    while (!index_.empty()) {
+        std::size_t head = index_.front().offset;
+        std::size_t tail = index_.back().offset + index_.back().size;
+        bool wrapped = index_.back().offset < head;
+        if (!wrapped) {
+            if (size_ - tail >= size) return tail;
+            if (head >= size) return 0; // skip the unused tail, start again at 0
+        } else if (head - tail >= size) {
+            return tail;
+        }
+        if (!circular_) return std::nullopt;
+        index_.pop_front();
+    }
+    return 0;
+}
+
+TraceFrameBuffer::Commit TraceFrameBuffer::commit(const FrameBuilder& frame, std::uint64_t pc) {
+    return commit_bytes(frame.bytes(), pc);
+}
+
+TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uint8_t> bytes,
+                                                        std::uint64_t pc,
+                                                        std::uint32_t registers_valid) {
+    if (bytes.size() < kFrameHeaderSize) return Commit::Invalid;
+    const auto tracepoint = static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8);
+    if (tracepoint == 0) return Commit::Invalid;
+    std::size_t size = bytes.size(), raw = bytes.size();
+    if (registers_valid != 0) {
+        // A short R block: keep the whole blocks only (bytes may be padded); in the raw stream
+        // the R block is full size.
+        const FrameView view(bytes, registers_valid);
+        std::size_t pos = kFrameHeaderSize, widening = 0;
+        while (auto b = view.block_at(pos))
+            if (b->type == 'R') widening += register_block_size_ - registers_valid;
+        size = pos;
+        raw = pos + widening;
+    }
+    auto room = append(size, tracepoint, pc, registers_valid, raw);
+    if (!room) return Commit::Full;
+    std::memcpy(room->data(), bytes.data(), size);
+    const auto length = static_cast<std::uint32_t>(size - kFrameHeaderSize);
+    std::memcpy(room->data() + 2, &length, 4);
+    return Commit::Stored;
+}
+
+std::optional<std::span<std::uint8_t>>
+TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64_t pc,
+                         std::uint32_t registers_valid, std::size_t raw_size) {
+    auto offset = reserve(size);
+    if (!offset) return std::nullopt;
+    index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
+    logical_end_ += raw_size;
+    ++created_;
+    return std::span<std::uint8_t>(storage_.get() + *offset, size);
+}
+
+void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) const {
+    const std::uint8_t* frame = storage_.get() + e.offset;
+    out.assign(frame, frame + kFrameHeaderSize);
+    const FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
+    std::size_t pos = kFrameHeaderSize;
+    while (auto b = view.block_at(pos)) {
+        out.insert(out.end(), b->encoded.begin(), b->encoded.end());
+        if (b->type == 'R') out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
+    }
+    const auto length = static_cast<std::uint32_t>(out.size() - kFrameHeaderSize);
+    std::memcpy(out.data() + 2, &length, 4);
+}
+
+FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
+    const Entry& e = index_[number];
+    return FrameInfo{number, e.tracepoint, e.pc, e.size, e.registers_valid};
+}
+
+std::optional<FrameInfo> TraceFrameBuffer::info(std::size_t number) const {
+    if (number >= index_.size()) return std::nullopt;
+    return make_info(number);
+}
+
+std::optional<FrameView> TraceFrameBuffer::frame(std::size_t number) const {
+    if (number >= index_.size()) return std::nullopt;
+    const Entry& e = index_[number];
+    return FrameView(std::span<const std::uint8_t>(storage_.get() + e.offset, e.size),
+                     e.registers_valid ? e.registers_valid : register_block_size_);
+}
+
+namespace {
+
+struct Matcher {
+    bool operator()(const FrameByNumber&, std::uint16_t, std::uint64_t) const { return false; }
+    bool operator()(const FrameAtPc& q, std::uint16_t, std::uint64_t pc) const {
+        return pc == q.pc;
+    }
+    bool operator()(const FrameOfTracepoint& q, std::uint16_t tp, std::uint64_t) const {
+        return tp == q.tracepoint;
+    }
+    bool operator()(const FrameInRange& q, std::uint16_t, std::uint64_t pc) const {
+        return q.start <= pc && pc <= q.end;
+    }
+    bool operator()(const FrameOutsideRange& q, std::uint16_t, std::uint64_t pc) const {
+        return pc < q.start || pc > q.end;
+    }
+};
+
+} // namespace
+
+std::optional<FrameInfo> TraceFrameBuffer::find(const FrameQuery& query,
+                                                std::optional<std::size_t> current) const {
+    if (const auto* by_number = std::get_if<FrameByNumber>(&query)) {
+        if (by_number->number < 0) return std::nullopt;
+        return info(static_cast<std::size_t>(by_number->number));
+    }
+    std::size_t first = current ? *current + 1 : 0;
+    for (std::size_t n = first; n < index_.size(); ++n) {
+        const Entry& e = index_[n];
+        if (std::visit([&](const auto& q) { return Matcher{}(q, e.tracepoint, e.pc); }, query))
+            return make_info(n);
+    }
+    return std::nullopt;
+}
+
+std::uint64_t TraceFrameBuffer::raw_size() const {
+    return index_.empty() ? 0 : logical_end_ - index_.front().logical;
+}
+
+std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const {
+    if (index_.empty() || offset >= raw_size()) return 0;
+    std::uint64_t want = index_.front().logical + offset;
+    // The last frame starting at or before `want`.
+    auto it = std::upper_bound(index_.begin(), index_.end(), want,
+                               [](std::uint64_t v, const Entry& e) { return v < e.logical; });
+    --it;
+    std::size_t done = 0;
+    std::size_t skip = want - it->logical;
+    std::vector<std::uint8_t> wide;
+    for (; it != index_.end() && done < out.size(); ++it, skip = 0) {
+        const std::uint8_t* bytes = storage_.get() + it->offset;
+        std::size_t size = it->size;
+        if (it->registers_valid != 0) {
+            widen(*it, wide);
+            bytes = wide.data();
+            size = wide.size();
+        }
+        std::size_t n = std::min(out.size() - done, size - skip);
+        std::memcpy(out.data() + done, bytes + skip, n);
+        done += n;
+    }
+    return done;
+}
+
+Result<BufferSetting> parse_buffer_setting(std::string_view payload) {
+    if (payload.starts_with("size:")) {
+        std::string_view value = payload.substr(5);
+        if (value == "-1") return BufferSetting{BufferSizeSetting{}};
+        auto size = protocol::parse_hex_u64(value);
+        if (!size) return make_error(ErrorCode::BadPacket, "QTBuffer:size: bad hex size");
+        if (*size == 0 || *size > TraceFrameBuffer::kMaxSize)
+            return make_error(ErrorCode::TooLarge,
+                              fmt::format("QTBuffer:size: {:#x} outside 1..{:#x}", *size,
+                                          TraceFrameBuffer::kMaxSize));
+        return BufferSetting{BufferSizeSetting{static_cast<std::size_t>(*size)}};
+    }
+    if (payload == "circular:0") return BufferSetting{BufferCircularSetting{false}};
+    if (payload == "circular:1") return BufferSetting{BufferCircularSetting{true}};
+    return make_error(ErrorCode::BadPacket, "QTBuffer: expected size:<hex> or circular:<0|1>");
+}
+
+} // namespace tpagent::trace

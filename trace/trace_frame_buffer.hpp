@@ -1,0 +1,140 @@
+// The trace frame buffer: one byte area holding frames in the trace-file frame format
+// (trace_frame.hpp), plus an index with one entry per frame so that selecting frame n is O(1)
+// and searches never touch frame bytes.
+//
+// Linear mode: a frame that does not fit is refused (Commit::Full; the caller stops the
+// trace with `tfull`). Circular mode: the oldest frames are discarded to make room; a frame
+// never wraps around the end of the area (it starts again at offset 0 and the tail is left
+// unused), so every frame stays contiguous.
+//
+// Frame numbers are positions among the frames still stored, oldest = 0, exactly as in a
+// trace file written from qTBuffer: `tfind start` (QTFrame:0) finds the oldest remaining
+// frame and the numbers gdb sees live and after tsave agree. So in a circular buffer that
+// has wrapped, a frame's number drops by one for every older frame discarded;
+// frames_created() keeps counting every frame ever stored (qTStatus tcreated).
+//
+// Raw reads (qTBuffer) see the stored frames oldest first as one contiguous byte stream,
+// offset 0 = the oldest frame's header, without gaps, so gdb's tsave writes a valid frame
+// section.
+//
+// Threads: one writer (the agent thread) for now. commit() is already split into
+// "reserve space" and "copy a finished frame in", so concurrent collectors can later build
+// frames privately and only serialise the reservation.
+#pragma once
+#include "trace/trace_frame.hpp"
+#include "trace/frame_query.hpp"
+#include "base/result.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tpagent::trace {
+
+// Index entry and what QTFrame reports about a frame.
+struct FrameInfo {
+    std::size_t number = 0; // position among stored frames, oldest = 0
+    std::uint16_t tracepoint = 0;
+    std::uint64_t pc = 0;
+    std::size_t size = 0; // bytes stored, header included
+    // A short R block: only its first registers_valid bytes were collected (a fast
+    // tracepoint's pad saves only the core registers) and only they are stored; 0 = a full
+    // block. Raw reads (qTBuffer, tsave) see the block padded to full size.
+    std::uint32_t registers_valid = 0;
+};
+
+class TraceFrameBuffer {
+  public:
+    static constexpr std::size_t kDefaultSize = 5 * 1024 * 1024;
+    static constexpr std::size_t kMaxSize = std::size_t{1} << 30;
+
+    // register_block_size: bytes of the `g` packet payload, the size of every R block. A
+    // size outside 1..kMaxSize means kDefaultSize.
+    explicit TraceFrameBuffer(std::size_t register_block_size, std::size_t size = kDefaultSize);
+
+    std::size_t register_block_size() const { return register_block_size_; }
+    FrameBuilder make_builder() const { return FrameBuilder(register_block_size_); }
+
+    // QTBuffer:size; 1..kMaxSize bytes. Discards every frame.
+    Status set_size(std::size_t size);
+    // QTBuffer:circular; keeps the frames.
+    void set_circular(bool circular) { circular_ = circular; }
+    // QTinit / QTStart: discard every frame and reset the counters.
+    void clear();
+
+    enum class Commit : std::uint8_t { Stored, Full, Invalid };
+    // Stores a finished frame with the pc it was collected at. Full: linear buffer without
+    // room, or a frame larger than the whole buffer. Invalid: tracepoint number 0 (it would
+    // end a trace file).
+    Commit commit(const FrameBuilder& frame, std::uint64_t pc);
+    // The same for a finished frame's bytes (header and blocks). registers_valid != 0: its R
+    // block is that short (FrameInfo::registers_valid); only its whole blocks are stored.
+    Commit commit_bytes(std::span<const std::uint8_t> frame, std::uint64_t pc,
+                        std::uint32_t registers_valid = 0);
+
+    // qTStatus figures.
+    std::size_t frame_count() const { return index_.size(); }
+    std::uint64_t frames_created() const { return created_; }
+    std::size_t size() const { return size_; }
+    std::size_t bytes_free() const;
+    bool circular() const { return circular_; }
+
+    std::optional<FrameInfo> info(std::size_t number) const;
+    std::optional<FrameView> frame(std::size_t number) const;
+    // QTFrame: FrameByNumber looks the number up (-1 finds nothing); the other queries
+    // return the first matching frame after `current` (the selected frame, or from the
+    // oldest when none is selected).
+    std::optional<FrameInfo> find(const FrameQuery& query,
+                                  std::optional<std::size_t> current) const;
+
+    // qTBuffer: total bytes of the stored frames, and a copy of up to out.size() bytes from
+    // offset; returns the count (0 at or past the end: reply `l`).
+    std::uint64_t raw_size() const;
+    std::size_t read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const;
+
+  private:
+    struct Entry {
+        std::size_t offset;    // in storage_
+        std::size_t size;      // bytes stored, header included
+        std::uint64_t logical; // raw-stream bytes (R blocks at full size) before this frame
+        std::uint64_t pc;
+        std::uint16_t tracepoint;
+        std::uint32_t registers_valid;
+    };
+    // Where a frame of `size` bytes goes, discarding old frames in circular mode.
+    std::optional<std::size_t> reserve(std::size_t size);
+    // Room for a frame of `size` stored bytes, `raw_size` in the raw stream, already indexed:
+    // the caller writes the whole frame there. nullopt: Full.
+    std::optional<std::span<std::uint8_t>> append(std::size_t size, std::uint16_t tracepoint,
+                                                  std::uint64_t pc, std::uint32_t registers_valid,
+                                                  std::size_t raw_size);
+    FrameInfo make_info(std::size_t number) const;
+    // The frame as it appears in the raw stream: short R blocks padded to full size.
+    void widen(const Entry& e, std::vector<std::uint8_t>& out) const;
+
+    std::size_t register_block_size_;
+    std::size_t size_;
+    std::unique_ptr<std::uint8_t[]> storage_;
+    bool circular_ = false;
+    std::deque<Entry> index_; // oldest first
+    std::uint64_t created_ = 0;
+    std::uint64_t logical_end_ = 0;
+};
+
+// QTBuffer payloads after "QTBuffer:": `size:<hex>` (`size:-1` = kDefaultSize) and
+// `circular:<0|1>`.
+struct BufferSizeSetting {
+    std::size_t size = TraceFrameBuffer::kDefaultSize;
+};
+struct BufferCircularSetting {
+    bool circular = false;
+};
+using BufferSetting = std::variant<BufferSizeSetting, BufferCircularSetting>;
+Result<BufferSetting> parse_buffer_setting(std::string_view payload);
+
+} // namespace tpagent::trace

@@ -1,0 +1,100 @@
+#include "trace/trace_state_variables.hpp"
+
+#include "protocol/hex.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::trace {
+
+namespace {
+Error bad(std::string text) {
+    return make_error(ErrorCode::BadPacket, std::move(text));
+}
+} // namespace
+
+TraceStateVariables::TraceStateVariables(Clock clock) : clock_(std::move(clock)) {
+    clear();
+}
+
+TraceStateVariables::Variable& TraceStateVariables::install(std::uint32_t number,
+                                                            std::int64_t initial, bool builtin,
+                                                            std::string name) {
+    vars_.erase(number); // atomics cannot be assigned as a whole; rebuild the node
+    Variable& v = vars_[number];
+    v.initial = initial;
+    v.builtin = builtin;
+    v.timestamp = builtin && name == kTimestampName;
+    v.name = std::move(name);
+    v.value.store(initial, std::memory_order_relaxed);
+    return v;
+}
+
+Status TraceStateVariables::define(std::string_view payload) {
+    auto fields = protocol::split(payload, ':');
+    if (fields.size() != 4) return bad("QTDV: expected <num>:<value>:<builtin>:<hexname>");
+    auto number = protocol::parse_hex_u64(fields[0]);
+    if (!number || *number == 0 || *number > 0xffffffff) return bad("QTDV: bad variable number");
+    auto value = protocol::parse_hex_i64(fields[1]);
+    if (!value) return bad("QTDV: bad initial value");
+    if (fields[2] != "0" && fields[2] != "1") return bad("QTDV: builtin flag must be 0 or 1");
+    auto name = protocol::hex_to_text(fields[3]);
+    if (!name) return bad("QTDV: bad hex name");
+    install(static_cast<std::uint32_t>(*number), *value, fields[2] == "1", std::move(*name));
+    return ok_status();
+}
+
+void TraceStateVariables::clear() {
+    vars_.clear();
+    install(kTimestampNumber, 0, true, std::string(kTimestampName));
+}
+
+void TraceStateVariables::reset_values() {
+    for (auto& [number, v] : vars_)
+        v.value.store(v.initial, std::memory_order_relaxed);
+}
+
+std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number) const {
+    auto it = vars_.find(number);
+    if (it == vars_.end()) return std::nullopt;
+    if (it->second.timestamp) return clock_ ? clock_() : 0;
+    return it->second.value.load(std::memory_order_relaxed);
+}
+
+bool TraceStateVariables::set(std::uint32_t number, std::int64_t value) {
+    auto it = vars_.find(number);
+    if (it == vars_.end() || it->second.timestamp) return false;
+    it->second.value.store(value, std::memory_order_relaxed);
+    return true;
+}
+
+std::string format_tsv_value(std::optional<std::int64_t> value) {
+    if (!value) return "U";
+    return "V" + protocol::hex_u64(static_cast<std::uint64_t>(*value));
+}
+
+std::string TraceStateVariables::value_reply(std::uint32_t number) const {
+    return format_tsv_value(get(number));
+}
+
+UploadCursor TraceStateVariables::upload() const {
+    std::vector<std::string> pieces;
+    for (const auto& [number, v] : vars_)
+        pieces.push_back(fmt::format("{:x}:{:x}:{}:{}", number,
+                                     static_cast<std::uint64_t>(v.initial), v.builtin ? 1 : 0,
+                                     protocol::to_hex(std::string_view(v.name))));
+    return UploadCursor(std::move(pieces));
+}
+
+std::vector<std::uint32_t> TraceStateVariables::numbers() const {
+    std::vector<std::uint32_t> out;
+    out.reserve(vars_.size());
+    for (const auto& [number, v] : vars_)
+        out.push_back(number);
+    return out;
+}
+
+bool TraceStateVariables::is_timestamp(std::uint32_t number) const {
+    auto it = vars_.find(number);
+    return it != vars_.end() && it->second.timestamp;
+}
+
+} // namespace tpagent::trace

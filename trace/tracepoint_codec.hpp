@@ -1,0 +1,59 @@
+// Wire forms of tracepoint definitions: the QTDP / QTDPsrc payloads gdb sends (after
+// `QTDP:` / `QTDPsrc:`) and the qTfP/qTsP upload pieces sent back. Numbers are hex, read
+// case-insensitively; output is lower-case minimal hex. Parsing an upload piece's text
+// through these parsers gives back the same definition.
+#pragma once
+#include "trace/tracepoint.hpp"
+#include "base/result.hpp"
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpagent::trace {
+
+// First packet: `<num>:<addr>:<E|D>:<step>:<pass>[:F<len>][:S][:X<len>,<hex>][-]`.
+// The definition comes back without actions; `more` is the trailing `-`.
+struct TracepointHeader {
+    TracepointDefinition definition;
+    bool more = false;
+};
+Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsigned register_count);
+
+// Continuation packet: `-<num>:<addr>:[S]<actions>[-]`.
+struct ActionPacket {
+    TracepointKey key;
+    bool starts_stepping = false; // the `S` prefix: this and later strings are while-stepping
+    ActionString actions;
+    bool more = false;
+};
+Result<ActionPacket> parse_action_packet(std::string_view payload, unsigned register_count);
+
+// A run of concatenated actions (`R..`, `M..`, `X..`, `L`). X bytecode is validated against
+// register_count; M base registers must be below it.
+Result<ActionString> parse_action_string(std::string_view text, unsigned register_count);
+
+// `<num>:<addr>:<type>:<start>:<slen>:<hex text>` (QTDPsrc payload).
+struct SourcePacket {
+    TracepointKey key;
+    SourceString source;
+};
+Result<SourcePacket> parse_source_packet(std::string_view payload);
+
+// `<num>:<addr>` as in QTEnable, QTDisable and qTP.
+Result<TracepointKey> parse_tracepoint_key(std::string_view payload);
+
+// Printing, in the same syntax the parsers accept.
+std::string format_key(const TracepointKey& key);                  // "<num>:<addr>"
+std::string format_header(const TracepointDefinition& definition); // no trailing '-'
+std::string format_action_string(const ActionString& actions);
+std::string format_source(const SourceString& source); // "<type>:<start>:<slen>:<hex>"
+
+// The qTfP/qTsP pieces of one tracepoint, in the order gdb expects: `T..`, an `A..` per
+// action string, an `S..` per while-stepping string, a `Z..` per source string, and
+// `V<num>:<addr>:<hits>:<usage>` with the run counters.
+std::vector<std::string> upload_pieces(const Tracepoint& tracepoint);
+
+// qTP reply: `V<hits>:<usage>` in hex.
+std::string format_counters(const TracepointCounters& counters);
+
+} // namespace tpagent::trace

@@ -1,0 +1,138 @@
+#include "trace/tracepoint_table.hpp"
+
+#include "trace/tracepoint_codec.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::trace {
+
+Result<TracepointTable::DefineOutcome> TracepointTable::define(std::string_view payload) {
+    if (!payload.empty() && payload[0] == '-') {
+        // Whatever happens, this packet ends the pending definition unless it is valid.
+        std::optional<Pending> pending = std::move(pending_);
+        pending_.reset();
+        if (!pending)
+            return make_error(ErrorCode::BadTracepoint, "QTDP actions without a definition");
+        auto packet = parse_action_packet(payload, register_count_);
+        if (!packet) return packet.error();
+        if (packet->key != pending->definition.key)
+            return make_error(ErrorCode::BadTracepoint,
+                              fmt::format("QTDP actions for {} while defining {}",
+                                          format_key(packet->key),
+                                          format_key(pending->definition.key)));
+        if (packet->starts_stepping) {
+            if (pending->stepping)
+                return make_error(ErrorCode::BadTracepoint, "QTDP: second while-stepping marker");
+            pending->stepping = true;
+        }
+        auto& list =
+            pending->stepping ? pending->definition.stepping_actions : pending->definition.actions;
+        list.push_back(std::move(packet->actions));
+        if (packet->more) {
+            DefineOutcome out{Defined::Pending, pending->definition.key};
+            pending_ = std::move(pending);
+            return out;
+        }
+        return finish(std::move(pending->definition));
+    }
+
+    pending_.reset();
+    auto header = parse_tracepoint_header(payload, register_count_);
+    if (!header) return header.error();
+    if (header->more) {
+        DefineOutcome out{Defined::Pending, header->definition.key};
+        pending_ = Pending{std::move(header->definition)};
+        return out;
+    }
+    return finish(std::move(header->definition));
+}
+
+Result<TracepointTable::DefineOutcome> TracepointTable::finish(TracepointDefinition definition) {
+    const TracepointKey key = definition.key;
+    auto it = tracepoints_.find(key);
+    if (it == tracepoints_.end()) {
+        tracepoints_.emplace(key, Tracepoint{std::move(definition), {}, {}});
+        sources_restart_.insert(key);
+        return DefineOutcome{Defined::Added, key};
+    }
+    TracepointDefinition& old = it->second.definition;
+    // The enabled flag may change during a run (QTEnable/QTDisable), so it does not make a
+    // definition different; gdb's re-sent flag is its current view and wins.
+    TracepointDefinition compared = definition;
+    compared.enabled = old.enabled;
+    if (compared == old) {
+        old.enabled = definition.enabled;
+        sources_restart_.insert(key);
+        return DefineOutcome{Defined::Identical, key};
+    }
+    if (running_)
+        return make_error(ErrorCode::BadTracepoint,
+                          fmt::format("tracepoint {} is defined differently and a trace is running",
+                                      format_key(key)));
+    it->second = Tracepoint{std::move(definition), {}, {}};
+    sources_restart_.insert(key);
+    return DefineOutcome{Defined::Replaced, key};
+}
+
+Status TracepointTable::add_source(std::string_view payload) {
+    auto packet = parse_source_packet(payload);
+    if (!packet) return packet.error();
+    Tracepoint* tp = find(packet->key);
+    if (!tp)
+        return make_error(ErrorCode::NotFound, fmt::format("QTDPsrc for unknown tracepoint {}",
+                                                           format_key(packet->key)));
+    if (sources_restart_.erase(packet->key) != 0) tp->sources.clear();
+    tp->sources.push_back(std::move(packet->source));
+    return ok_status();
+}
+
+Status TracepointTable::set_enabled(const TracepointKey& key, bool enabled) {
+    Tracepoint* tp = find(key);
+    if (!tp)
+        return make_error(ErrorCode::NotFound, fmt::format("no tracepoint {}", format_key(key)));
+    tp->definition.enabled = enabled;
+    return ok_status();
+}
+
+void TracepointTable::clear() {
+    tracepoints_.clear();
+    sources_restart_.clear();
+    pending_.reset();
+}
+
+Tracepoint* TracepointTable::find(const TracepointKey& key) {
+    auto it = tracepoints_.find(key);
+    return it == tracepoints_.end() ? nullptr : &it->second;
+}
+
+const Tracepoint* TracepointTable::find(const TracepointKey& key) const {
+    auto it = tracepoints_.find(key);
+    return it == tracepoints_.end() ? nullptr : &it->second;
+}
+
+void TracepointTable::reset_counters() {
+    for (auto& [key, tp] : tracepoints_)
+        tp.counters = {};
+}
+
+void TracepointTable::record_hit(const TracepointKey& key, std::uint64_t frame_bytes) {
+    if (Tracepoint* tp = find(key)) {
+        ++tp->counters.hits;
+        tp->counters.bytes_used += frame_bytes;
+    }
+}
+
+void TracepointTable::record_step(const TracepointKey& key, std::uint64_t frame_bytes) {
+    if (Tracepoint* tp = find(key)) tp->counters.bytes_used += frame_bytes;
+}
+
+UploadCursor TracepointTable::upload() const {
+    std::vector<std::string> pieces;
+    for (const auto& [key, tp] : tracepoints_) {
+        auto more = upload_pieces(tp);
+        pieces.insert(pieces.end(), std::make_move_iterator(more.begin()),
+                      std::make_move_iterator(more.end()));
+    }
+    return UploadCursor(std::move(pieces));
+}
+
+} // namespace tpagent::trace

@@ -1,0 +1,90 @@
+// All tracepoint locations gdb has downloaded, keyed by (number, address).
+//
+// A definition arrives as several QTDP packets; the table keeps it aside until the last one
+// (no trailing '-') and only then stores it, so a bad or abandoned packet sequence never
+// leaves a half-defined tracepoint behind. Any error drops the definition under
+// construction and leaves the table as it was.
+//
+// Redefining an existing key:
+//  - identical definition (gdb re-sends every location when a shared library loads):
+//    accepted; counters carry over, the enabled flag is taken from the new packet, sources
+//    are replaced by the QTDPsrc packets that follow;
+//  - different definition: replaces the old one while no trace is running (counters reset);
+//    refused with BadTracepoint while one runs, because the installed code and the frames
+//    already collected belong to the old definition.
+#pragma once
+#include "trace/tracepoint.hpp"
+#include "trace/upload_cursor.hpp"
+#include "base/result.hpp"
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+namespace tpagent::trace {
+
+class TracepointTable {
+  public:
+    // register_count bounds register numbers in bytecode and M actions (the target
+    // description's register count).
+    explicit TracepointTable(unsigned register_count) : register_count_(register_count) {}
+    unsigned register_count() const { return register_count_; }
+
+    enum class Defined : std::uint8_t {
+        Pending,   // more packets of this definition are expected
+        Added,     // a new key was stored
+        Identical, // same definition as the stored one; nothing changed
+        Replaced,  // the stored definition was replaced
+    };
+    struct DefineOutcome {
+        Defined what = Defined::Pending;
+        TracepointKey key;
+    };
+    // One QTDP payload (after "QTDP:"). A first packet while another definition is pending
+    // drops the pending one (gdb never leaves one unfinished).
+    Result<DefineOutcome> define(std::string_view payload);
+    bool has_pending() const { return pending_.has_value(); }
+    void abandon_pending() { pending_.reset(); }
+
+    // One QTDPsrc payload; the first source after a (re)definition replaces the old list.
+    Status add_source(std::string_view payload);
+
+    // QTEnable / QTDisable.
+    Status set_enabled(const TracepointKey& key, bool enabled);
+
+    // QTinit.
+    void clear();
+
+    // While a trace runs, a different redefinition of an existing key is refused.
+    void set_running(bool running) { running_ = running; }
+    bool running() const { return running_; }
+
+    Tracepoint* find(const TracepointKey& key);
+    const Tracepoint* find(const TracepointKey& key) const;
+    const std::map<TracepointKey, Tracepoint>& all() const { return tracepoints_; }
+    std::size_t size() const { return tracepoints_.size(); }
+
+    // Counters for qTP; record_hit adds one hit and its frame bytes, record_step only bytes.
+    void reset_counters();
+    void record_hit(const TracepointKey& key, std::uint64_t frame_bytes);
+    void record_step(const TracepointKey& key, std::uint64_t frame_bytes);
+
+    // qTfP: every piece of every tracepoint, ordered by number then address.
+    UploadCursor upload() const;
+
+  private:
+    struct Pending {
+        TracepointDefinition definition;
+        bool stepping = false;
+    };
+    Result<DefineOutcome> finish(TracepointDefinition definition);
+
+    unsigned register_count_;
+    bool running_ = false;
+    std::optional<Pending> pending_;
+    std::map<TracepointKey, Tracepoint> tracepoints_;
+    // Keys whose next QTDPsrc starts a fresh source list.
+    std::set<TracepointKey> sources_restart_;
+};
+
+} // namespace tpagent::trace

@@ -1,0 +1,159 @@
+#include "tracing/inproc_region.hpp"
+#include "target/linux/pad_allocator.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace tpagent::agent {
+
+namespace {
+
+using namespace inproc;
+
+constexpr std::string_view kMemfdLink = "/memfd:tpagent-inproc";
+
+// The region as a file of ours: through the program's open fd, else (the program closed it)
+// through its mapping.
+int open_region_file(pid_t pid) {
+    const std::string fd_dir = fmt::format("/proc/{}/fd", pid);
+    if (DIR* dir = opendir(fd_dir.c_str())) {
+        while (dirent* e = readdir(dir)) {
+            const std::string path = fd_dir + "/" + e->d_name;
+            if (read_link(path).starts_with(kMemfdLink)) {
+                const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+                if (fd >= 0) {
+                    closedir(dir);
+                    return fd;
+                }
+            }
+        }
+        closedir(dir);
+    }
+    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+        if (!m.name.starts_with(kMemfdLink)) continue;
+        const int fd =
+            ::open(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end).c_str(),
+                   O_RDWR | O_CLOEXEC);
+        if (fd >= 0) return fd;
+    }
+    return -1;
+}
+
+} // namespace
+
+Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
+    const int fd = open_region_file(pid);
+    if (fd < 0)
+        return make_error(ErrorCode::NotFound,
+                          "the in-process agent (libtpagent-inproc.so) is not loaded in the "
+                          "program: start it with tpagent --inproc, or LD_PRELOAD the library");
+    void* local = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (local == MAP_FAILED)
+        return make_error(
+            ErrorCode::SystemError,
+            fmt::format("cannot map the in-process agent's memory: {}", std::strerror(errno)));
+    std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
+    const Header& h = region->header();
+    if (__atomic_load_n(&h.magic, __ATOMIC_ACQUIRE) != kMagic || h.version != kVersion ||
+        h.region_bytes != kRegionBytes)
+        return make_error(ErrorCode::Unsupported,
+                          "the in-process agent loaded in the program is another version than "
+                          "this tpagent's");
+    return region;
+}
+
+InprocRegion::~InprocRegion() {
+    munmap(local_, kRegionBytes);
+}
+
+void InprocRegion::reset_chunks() {
+    for (std::size_t i = 0; i < kChunkCount; ++i) {
+        ChunkHeader* c = chunk_at(local_, i);
+        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
+        if (state == ChunkState::Owned) {
+            c->state.store(static_cast<std::uint32_t>(ChunkState::Retired),
+                           std::memory_order_release);
+            continue;
+        }
+        c->committed.store(0, std::memory_order_relaxed);
+        c->drained = 0;
+        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
+    }
+    header().chunk_sequence.store(0, std::memory_order_relaxed);
+    header().generation.fetch_add(1, std::memory_order_release);
+}
+
+void InprocRegion::drain(const RecordSink& take) {
+    // A thread's frames must come out in order even when it moves to another chunk during a
+    // drain: first note which chunks hold records and in what order they were taken, then
+    // drain them in that order, re-reading each chunk's `committed`. A thread seals a chunk
+    // before it takes the next, so once its later chunk was seen, the earlier one is final.
+    pending_.clear();
+    for (std::size_t i = 0; i < kChunkCount; ++i) {
+        ChunkHeader* c = chunk_at(local_, i);
+        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
+        if (state == ChunkState::Free || state == ChunkState::Retired) continue;
+        const std::uint32_t committed = c->committed.load(std::memory_order_acquire);
+        if (committed == 0 && state != ChunkState::Sealed) continue; // no record: no sequence yet
+        pending_.push_back({c->sequence, i});
+    }
+    std::sort(pending_.begin(), pending_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [sequence, i] : pending_) {
+        ChunkHeader* c = chunk_at(local_, i);
+        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
+        // Sealed was stored after the last commit: read the state first, then committed.
+        const std::uint32_t committed =
+            std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire), kChunkPayload);
+        const auto* payload = reinterpret_cast<const std::uint8_t*>(c) + kChunkHeaderBytes;
+        while (c->drained + sizeof(RecordHeader) <= committed) {
+            RecordHeader rh;
+            std::memcpy(&rh, payload + c->drained, sizeof rh);
+            // Sizes come from the program: a bad one ends this chunk rather than our reads.
+            if (rh.size < sizeof rh + kFrameHeaderBytes || rh.size % 8 != 0 ||
+                rh.size > committed - c->drained) {
+                c->drained = committed;
+                break;
+            }
+            take(rh, std::span(payload + c->drained + sizeof rh, rh.size - sizeof rh));
+            c->drained += rh.size;
+        }
+        if (state == ChunkState::Sealed && c->drained >= committed) {
+            c->committed.store(0, std::memory_order_relaxed);
+            c->drained = 0;
+            c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
+        }
+    }
+}
+
+void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
+    Header& h = header();
+    const std::size_t n = std::min(ranges.size(), kMaxRanges);
+    h.ranges_sequence.fetch_add(1, std::memory_order_acq_rel); // odd: being rewritten
+    std::atomic_thread_fence(std::memory_order_release);
+    if (n)
+        std::memcpy(at<ReadableRange>(local_, kRangesOffset), ranges.data(), n * sizeof ranges[0]);
+    h.range_count = static_cast<std::uint32_t>(n);
+    h.ranges_sequence.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
+    std::vector<ReadableRange> out;
+    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+        if (!m.readable || m.name == "[vvar]") continue;
+        if (!out.empty() && out.back().end == m.start)
+            out.back().end = m.end;
+        else
+            out.push_back({m.start, m.end});
+    }
+    return out;
+}
+
+} // namespace tpagent::agent

@@ -1,0 +1,245 @@
+#include "tracing/trace_experiment.hpp"
+#include "trace/tracepoint_codec.hpp"
+#include "protocol/hex.hpp"
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+std::int64_t now_us() {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+// $trace_timestamp: monotonic nanoseconds, so collections can be timed against each other.
+std::int64_t monotonic_ns() {
+    using namespace std::chrono;
+    return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
+} // namespace
+
+TraceExperiment::TraceExperiment(const arch::Architecture& arch)
+    : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())), variables_(monotonic_ns),
+      buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
+
+void TraceExperiment::attach_to(Inferior& inferior) {
+    inferior.set_site_handlers(
+        [this, &inferior](pid_t tid, std::uint64_t addr) { return on_hit(inferior, tid, addr); },
+        [this, &inferior](pid_t tid, std::uint64_t addr) { on_step(inferior, tid, addr); });
+    // The in-process agent of the old image, its pads and jumps went with it: a new one
+    // (the preload survives exec) is looked for at the next tstart.
+    inferior.set_exec_handler([this] {
+        if (fast_running()) drain_fast(); // frames staged before the exec still count
+        inproc_.reset();
+        fast_installed_ = false;
+        fast_removal_pending_ = false;
+        fast_first_record_.clear();
+    });
+}
+
+void TraceExperiment::init() {
+    // gdb sends QTinit before a new tstart (never during a run it keeps).
+    fast_tps_.clear();
+    table_.clear();
+    variables_.clear();
+    readonly_.clear();
+}
+
+bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {
+    for (const auto& [key, tp] : table_.all())
+        if (key.address == addr && tp.definition.enabled) return true;
+    return false;
+}
+
+Status TraceExperiment::install(Inferior& inferior, std::uint64_t addr) {
+    auto s = inferior.add_site(addr);
+    if (!s)
+        return make_error(s.error().code,
+                          fmt::format("tracepoint at 0x{:x}: {}", addr, s.error().text));
+    return s;
+}
+
+void TraceExperiment::uninstall_all(Inferior* inferior) {
+    if (inferior && inferior->alive()) {
+        inferior->remove_all_sites();
+        if (!inferior->running()) inferior->remove_all_fast_sites();
+    }
+}
+
+Status TraceExperiment::define(std::string_view payload, Inferior* inferior) {
+    auto outcome = table_.define(payload);
+    if (!outcome) return outcome.error();
+    // InstallInTrace: a tracepoint completed during a run goes in at once.
+    using D = trace::TracepointTable::Defined;
+    if (running_ && inferior && (outcome->what == D::Added || outcome->what == D::Replaced)) {
+        const auto* tp = table_.find(outcome->key);
+        if (tp && tp->definition.kind == trace::TracepointKind::Fast)
+            return make_error(ErrorCode::NotAllowed,
+                              "a fast tracepoint cannot join a running trace: tstop, then tstart");
+        if (any_enabled_at(outcome->key.address)) return install(*inferior, outcome->key.address);
+    }
+    return ok_status();
+}
+
+Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Inferior* inferior) {
+    auto key = trace::parse_tracepoint_key(payload);
+    if (!key) return key.error();
+    if (auto s = table_.set_enabled(*key, enabled); !s) return s;
+    if (!running_ || !inferior || !inferior->alive()) return ok_status();
+    // A fast tracepoint stays installed; its record says whether it collects.
+    for (std::size_t i = 0; i < fast_tps_.size(); ++i)
+        if (fast_tps_[i]->definition.key == *key && inproc_) {
+            auto* records =
+                inproc::at<inproc::TracepointRecord>(inproc_->local(), inproc::kConfigOffset);
+            __atomic_store_n(&records[i].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
+            return ok_status();
+        }
+    if (any_enabled_at(key->address)) return install(*inferior, key->address);
+    inferior->remove_site(key->address);
+    return ok_status();
+}
+
+Status TraceExperiment::set_readonly_ranges(std::string_view payload) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (std::string_view range : split(payload, ':')) {
+        if (range.empty()) continue;
+        auto parts = split(range, ',');
+        if (parts.size() != 2) return make_error(ErrorCode::BadPacket, "expected start,end");
+        auto start = parse_hex_u64(parts[0]);
+        auto end = parse_hex_u64(parts[1]);
+        if (!start || !end || *end < *start) return make_error(ErrorCode::BadPacket, "bad range");
+        ranges.emplace_back(*start, *end);
+    }
+    readonly_ = std::move(ranges);
+    return ok_status();
+}
+
+bool TraceExperiment::in_readonly_range(std::uint64_t addr, std::uint64_t len) const {
+    for (auto [start, end] : readonly_)
+        if (addr >= start && addr + len <= end) return true;
+    return false;
+}
+
+Status TraceExperiment::set_notes(std::string_view payload) {
+    // "user:<hex>;notes:<hex>;tstop:<hex>;" in any order, each optional.
+    for (std::string_view field : split(payload, ';')) {
+        if (field.empty()) continue;
+        std::size_t colon = field.find(':');
+        if (colon == std::string_view::npos)
+            return make_error(ErrorCode::BadPacket, "expected name:hex");
+        auto text = hex_to_text(field.substr(colon + 1));
+        if (!text) return text.error();
+        std::string_view name = field.substr(0, colon);
+        if (name == "user")
+            user_ = *text;
+        else if (name == "notes")
+            notes_ = *text;
+        else if (name == "tstop")
+            stop_notes_ = *text;
+        else
+            return make_error(ErrorCode::BadPacket, "unknown note");
+    }
+    return ok_status();
+}
+
+Status TraceExperiment::set_buffer(std::string_view payload) {
+    auto setting = trace::parse_buffer_setting(payload);
+    if (!setting) return setting.error();
+    if (running_) return make_error(ErrorCode::NotAllowed, "the trace is running");
+    if (auto* size = std::get_if<trace::BufferSizeSetting>(&*setting))
+        return buffer_.set_size(size->size);
+    buffer_.set_circular(std::get<trace::BufferCircularSetting>(*setting).circular);
+    return ok_status();
+}
+
+Status TraceExperiment::start(Inferior* inferior, bool gdb_relocates) {
+    abandon_relocation(inferior);
+    if (!inferior || !inferior->alive())
+        return make_error(ErrorCode::NoProcess, "no process to trace");
+    if (table_.has_pending()) table_.abandon_pending();
+    buffer_.clear();
+    table_.reset_counters();
+    variables_.reset_values();
+    stepping_.clear();
+    attach_to(*inferior);
+    if (fast_removal_pending_) remove_fast_sites(inferior);
+    bool any_fast = false;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled) continue;
+        if (tp.definition.kind == trace::TracepointKind::Static)
+            return make_error(
+                ErrorCode::Unsupported,
+                fmt::format("tracepoint {}: static tracepoints are not supported", key.number));
+        if (tp.definition.kind == trace::TracepointKind::Fast) {
+            if (auto s = check_fast(tp); !s) return s;
+            any_fast = true;
+        }
+    }
+    if (any_fast)
+        if (auto s = prepare_fast(*inferior); !s) return s;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled) continue;
+        const bool fast = tp.definition.kind == trace::TracepointKind::Fast;
+        if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
+            if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
+                gdb_sites_.push_back(key.address);
+            continue;
+        }
+        auto s = fast ? install_fast(*inferior, key.address) : install(*inferior, key.address);
+        if (!s) {
+            uninstall_all(inferior);
+            return s;
+        }
+    }
+    if (!gdb_sites_.empty()) return next_gdb_site(*inferior);
+    begin_run(any_fast);
+    return ok_status();
+}
+
+void TraceExperiment::begin_run(bool any_fast) {
+    if (any_fast) {
+        fast_installed_ = true;
+        inproc_->header().tracing.store(1, std::memory_order_release);
+    }
+    table_.set_running(true);
+    running_ = true;
+    ever_started_ = true;
+    stop_reason_ = "tnotrun:0";
+    start_time_ = now_us();
+    stop_time_ = 0;
+}
+
+void TraceExperiment::stop_with(std::string reason, Inferior* inferior) {
+    if (!running_) return;
+    stop_fast(inferior); // first: its last frames go in while the trace still runs
+    uninstall_all(inferior);
+    running_ = false;
+    table_.set_running(false);
+    stop_reason_ = std::move(reason);
+    stop_time_ = now_us();
+    stepping_.clear();
+    spdlog::debug("trace stopped: {}", stop_reason_);
+}
+
+void TraceExperiment::stop(Inferior* inferior) {
+    stop_with(fmt::format("tstop:{}:0", to_hex(stop_notes_)), inferior);
+}
+
+void TraceExperiment::stop_for(std::string reason, Inferior* inferior) {
+    stop_with(std::move(reason), inferior);
+}
+
+std::string TraceExperiment::status_reply() const {
+    return fmt::format(
+        "T{};{};tframes:{:x};tcreated:{:x};tfree:{:x};tsize:{:x};circular:{};disconn:{};"
+        "starttime:{:x};stoptime:{:x};username:{};notes:{}",
+        running_ ? 1 : 0, stop_reason_, buffer_.frame_count(), buffer_.frames_created(),
+        buffer_.bytes_free(), buffer_.size(), buffer_.circular() ? 1 : 0,
+        disconnected_tracing_ ? 1 : 0, start_time_, stop_time_, to_hex(user_), to_hex(notes_));
+}
+
+} // namespace tpagent::agent

@@ -1,0 +1,113 @@
+// The trace experiment: tracepoint table, trace state variables, frame buffer and run status.
+// It belongs to the server, not to a gdb connection, so a trace keeps running after gdb leaves
+// (disconnected tracing) and the next gdb finds it.
+#pragma once
+#include "target/linux/inferior.hpp"
+#include "tracing/inproc_region.hpp"
+#include "trace/trace_frame_buffer.hpp"
+#include "trace/trace_state_variables.hpp"
+#include "trace/tracepoint_table.hpp"
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpagent::agent {
+
+class TraceExperiment {
+  public:
+    explicit TraceExperiment(const arch::Architecture& arch);
+
+    trace::TracepointTable& table() { return table_; }
+    trace::TraceStateVariables& variables() { return variables_; }
+    trace::TraceFrameBuffer& buffer() { return buffer_; }
+    bool running() const { return running_; }
+
+    // Packets. `inferior` may be null (no process): then nothing is installed.
+    void init();                                                 // QTinit
+    Status define(std::string_view payload, Inferior* inferior); // QTDP
+    Status set_enabled(std::string_view payload, bool enabled, Inferior* inferior);
+    Status set_readonly_ranges(std::string_view payload); // QTro
+    Status set_notes(std::string_view payload);           // QTNotes
+    Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
+    void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
+    bool disconnected_tracing() const { return disconnected_tracing_; }
+    // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
+    // start() then returns with the first of its requests pending (relocation_request()) and
+    // the trace runs once relocated() has had the answer to the last one.
+    Status start(Inferior* inferior, bool gdb_relocates = false);
+    // The instruction gdb is to relocate next (qRelocInsn:FROM;TO); nullopt when none is.
+    std::optional<Inferior::InstructionMove> relocation_request() const { return gdb_move_; }
+    // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
+    // the trace not started and nothing installed.
+    Status relocated(Inferior* inferior, std::optional<std::uint64_t> length);
+    // A QTStart left waiting for gdb (gdb went away): everything installed so far goes.
+    void abandon_relocation(Inferior* inferior);
+    void stop(Inferior* inferior); // QTStop
+    // gdb went away without disconnected tracing, or the process ended.
+    void stop_for(std::string reason, Inferior* inferior);
+    std::string status_reply() const; // qTStatus
+    bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
+
+    // Fast tracepoints: moves frames the in-process agent staged into the buffer and stops the
+    // trace if the agent stopped collecting (buffer full, pass count, error). Cheap when no
+    // fast tracepoint runs. `inferior`, when given and stopped, also lets pads left in place
+    // by a stop during a run be removed.
+    void poll(Inferior* inferior);
+    bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
+
+    // The inferior's site handlers: a thread reached tracepoint address `addr`.
+    Inferior::SiteHit on_hit(Inferior& inferior, pid_t tid, std::uint64_t addr);
+    void on_step(Inferior& inferior, pid_t tid, std::uint64_t addr);
+    // Binds the site handlers of a (new) inferior to this experiment.
+    void attach_to(Inferior& inferior);
+
+  private:
+    Status install(Inferior& inferior, std::uint64_t addr);
+    void uninstall_all(Inferior* inferior);
+    bool any_enabled_at(std::uint64_t addr) const;
+    // Runs one tracepoint's actions into a frame; false if the trace had to stop.
+    bool collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
+                 const std::vector<trace::ActionString>& actions, bool step);
+    void stop_with(std::string reason, Inferior* inferior);
+    void begin_run(bool any_fast); // the last step of start(): the trace runs
+    // trace_fast.cpp
+    Status check_fast(const trace::Tracepoint& tp) const;
+    Status prepare_fast(Inferior& inferior);
+    Status install_fast(Inferior& inferior, std::uint64_t addr);
+    Status next_gdb_site(Inferior& inferior);
+    void drain_fast();
+    void pull_fast_variables();
+    void stop_fast(Inferior* inferior);
+    void remove_fast_sites(Inferior* inferior);
+
+    const arch::Architecture& arch_;
+    trace::TracepointTable table_;
+    trace::TraceStateVariables variables_;
+    trace::TraceFrameBuffer buffer_;
+    trace::FrameBuilder builder_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> readonly_; // [start, end)
+    bool running_ = false;
+    bool ever_started_ = false;
+    bool disconnected_tracing_ = false;
+    std::string stop_reason_ = "tnotrun:0";
+    std::string user_, notes_, stop_notes_;
+    std::int64_t start_time_ = 0, stop_time_ = 0;    // microseconds since the epoch
+    std::map<pid_t, trace::TracepointKey> stepping_; // thread -> tracepoint it steps for
+    // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
+    // at each address (what the pad passes), and pads still to take out.
+    std::unique_ptr<InprocRegion> inproc_;
+    std::vector<trace::Tracepoint*> fast_tps_; // nodes of table_, stable until QTinit
+    std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
+    bool fast_installed_ = false;
+    bool fast_removal_pending_ = false;
+    // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
+    // being relocated), and the request gdb has.
+    std::vector<std::uint64_t> gdb_sites_;
+    std::optional<Inferior::InstructionMove> gdb_move_;
+};
+
+} // namespace tpagent::agent
