@@ -85,6 +85,8 @@ class Architecture {
     virtual std::span<const std::uint8_t> breakpoint_instruction() const = 0;
     virtual std::uint64_t pc_after_breakpoint(std::uint64_t addr) const = 0;
 
+    // The longest instruction there is: code read for relocation covers whole instructions.
+    virtual std::size_t max_instruction_bytes() const = 0;
     // Out-of-line execution: the whole instructions at `from` covering at least `min_bytes`,
     // rewritten to run from a pad at `to` and jump back. `code` holds the original bytes.
     virtual Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,

@@ -54,17 +54,9 @@ Setup& setup() {
     g->region = std::move(*region);
     Header& h = g->region->header();
     const auto& arch = arch::host_architecture();
-    const std::size_t core = arch.fast_block_bytes();
-    h.g_size = static_cast<std::uint32_t>(arch.g_size());
-    h.core_register_bytes = static_cast<std::uint32_t>(core);
-    const auto regs = arch.registers();
-    for (std::size_t r = 0; r < kMaxCoreRegisters && r < regs.size(); ++r)
-        if (regs[r].size <= 8 && regs[r].g_offset + regs[r].size <= core) {
-            h.register_offset[r] = static_cast<std::uint16_t>(regs[r].g_offset);
-            h.register_size[r] = static_cast<std::uint8_t>(regs[r].size);
-        }
-    h.circular = 1;
-    g->region->reset_chunks();
+    g->region->begin_configuration(true, 0);
+    if (auto core = g->region->describe_registers(arch); !core)
+        throw std::runtime_error(core.error().text);
     const auto ranges = agent::InprocRegion::readable_ranges_of(getpid());
     g->region->set_readable_ranges(ranges);
 
@@ -195,11 +187,8 @@ void BM_condition_compiled(benchmark::State& state) {
         if (!code) {
             const std::uint8_t bytes[] = {0x26, 0x00, 0x05, 0x22, 0x00, 0x14, 0x0e, 0x27};
             auto program = bytecode::validate(bytes, 64);
-            const Header& h = setup().region->header();
-            bytecode::HelperAddresses helpers{
-                h.helpers[0], h.helpers[1], h.helpers[2], h.helpers[3],
-                h.helpers[4], h.helpers[5], h.helpers[6], 0};
-            auto native = tpagent::arch::host_compiler_backend().translate(*program, helpers);
+            auto native = tpagent::arch::host_compiler_backend().translate(
+                *program, setup().region->helpers());
             void* mem =
                 mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             std::memcpy(mem, native->data(), native->size());

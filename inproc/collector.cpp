@@ -152,20 +152,17 @@ bool set_tsv(void*, unsigned num, std::int64_t value) {
     return true;
 }
 
-// An M block; what does not fit the frame bound, or cannot be read, is left out.
+// M blocks; what does not fit the frame bound, or cannot be read, is left out.
 void collect_range(Hit& hit, std::uint64_t addr, std::uint64_t len) {
     while (len > 0) {
         const std::uint64_t room = static_cast<std::uint64_t>(hit.out_end - hit.out);
-        if (room <= 11) return;
-        std::uint64_t piece = len < 0xffff ? len : 0xffff;
-        if (piece > room - 11) piece = room - 11;
-        std::uint8_t* start = hit.out;
-        const std::size_t got = safe_read(start + 11, addr, piece);
+        if (room <= trace::kMemoryBlockHeaderSize) return;
+        std::uint64_t piece = len < trace::kMaxMemoryBlock ? len : trace::kMaxMemoryBlock;
+        if (piece > room - trace::kMemoryBlockHeaderSize)
+            piece = room - trace::kMemoryBlockHeaderSize;
+        const std::size_t got = safe_read(hit.out + trace::kMemoryBlockHeaderSize, addr, piece);
         if (got == 0) return;
-        put<std::uint8_t>(hit.out, 'M');
-        put<std::uint64_t>(hit.out, addr);
-        put<std::uint16_t>(hit.out, static_cast<std::uint16_t>(got));
-        hit.out += got;
+        hit.out = trace::store_memory_header(hit.out, addr, static_cast<std::uint16_t>(got)) + got;
         if (got < piece) return;
         addr += got;
         len -= got;
@@ -179,17 +176,17 @@ bool collect_memory(void* user, std::uint64_t addr, std::uint64_t len) {
 
 bool collect_tsv(void* user, unsigned num, std::int64_t value) {
     Hit& hit = *static_cast<Hit*>(user);
-    if (hit.out_end - hit.out < 13) return false;
-    put<std::uint8_t>(hit.out, 'V');
-    put<std::uint32_t>(hit.out, num);
-    put<std::int64_t>(hit.out, value);
+    if (static_cast<std::uint64_t>(hit.out_end - hit.out) < trace::kVariableBlockSize) return false;
+    hit.out = trace::store_variable_block(hit.out, num, value);
     return true;
 }
 
 void collect_registers(Hit& hit) {
     const std::uint32_t n = hit.header->core_register_bytes;
-    if (hit.has_registers || static_cast<std::uint64_t>(hit.out_end - hit.out) < 1 + n) return;
-    put<std::uint8_t>(hit.out, 'R');
+    if (hit.has_registers ||
+        static_cast<std::uint64_t>(hit.out_end - hit.out) < trace::registers_block_size(n))
+        return;
+    hit.out = trace::store_registers_header(hit.out);
     std::memcpy(hit.out, hit.block, n);
     hit.out += n;
     hit.has_registers = true;
@@ -252,7 +249,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
     const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);
     std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
-    hit.out = record + sizeof(RecordHeader) + kFrameHeaderBytes; // header written last
+    hit.out = record + kRecordBlocksOffset; // headers written last
     hit.out_end = record + tp->frame_bound;
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
@@ -279,8 +276,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     }
 
     // Frame header, record header; the record is padded to 8 bytes.
-    const std::uint64_t data =
-        static_cast<std::uint64_t>(hit.out - record) - sizeof(RecordHeader) - kFrameHeaderBytes;
+    const std::uint64_t data = static_cast<std::uint64_t>(hit.out - record) - kRecordBlocksOffset;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
     if (!h->circular) {
         // tpagent stores the frame as staged (short R block): the record is an upper bound.
@@ -302,8 +298,8 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     put<std::uint32_t>(
         p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
     put<std::uint64_t>(p, tp->address);
-    put<std::uint16_t>(p, static_cast<std::uint16_t>(tp->number));
-    put<std::uint32_t>(p, static_cast<std::uint32_t>(data));
+    trace::store_frame_header(p, static_cast<std::uint16_t>(tp->number),
+                              static_cast<std::uint32_t>(data));
     chunk->committed.store(committed + static_cast<std::uint32_t>(size), std::memory_order_release);
     if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
 }

@@ -40,14 +40,16 @@ __attribute__((constructor)) void load() {
     h->region_address = reinterpret_cast<std::uint64_t>(region);
     h->collector = address_of(&tpagent_inproc_collect);
     namespace rt = bytecode::rt;
-    h->helpers[0] = address_of(&rt::read);
-    h->helpers[1] = address_of(&rt::reg);
-    h->helpers[2] = address_of(&rt::getv);
-    h->helpers[3] = address_of(&rt::setv);
-    h->helpers[4] = address_of(&rt::tracev);
-    h->helpers[5] = address_of(&rt::trace);
-    h->helpers[6] = address_of(&rt::tracenz);
-    h->helpers[7] = 0; // no printf in the program: it would need the C library's stdio
+    h->helpers = bytecode::HelperAddresses{
+        .read = address_of(&rt::read),
+        .reg = address_of(&rt::reg),
+        .getv = address_of(&rt::getv),
+        .setv = address_of(&rt::setv),
+        .tracev = address_of(&rt::tracev),
+        .trace = address_of(&rt::trace),
+        .tracenz = address_of(&rt::tracenz),
+        .printf = 0, // no printf in the program: it would need the C library's stdio
+    };
     h->general_registers_only = 1;
     h->copy_begin = reinterpret_cast<std::uint64_t>(tpagent_copy_begin);
     h->copy_end = reinterpret_cast<std::uint64_t>(tpagent_copy_end);

@@ -16,11 +16,13 @@
 //
 // Frames are staged per thread: a thread owns a chunk and appends records to it with no shared
 // write but the chunk's own `committed` counter, so hits on several threads never contend. A
-// record is [RecordHeader][trace frame in trace-file format], except that the R block holds
-// only the first core_register_bytes of the `g` block (the registers the jump pad saves);
-// tpagent widens it to the full block when it moves the frame into its frame buffer, which
-// numbers frames and keeps linear/circular semantics.
+// record is [RecordHeader][trace frame in the trace-file format (trace/frame_format.hpp)],
+// except that the R block holds only the first core_register_bytes of the `g` block (the
+// registers the jump pad saves); tpagent widens it to the full block when it moves the frame
+// into its frame buffer, which numbers frames and keeps linear/circular semantics.
 #pragma once
+#include "bytecode/compiler.hpp"
+#include "trace/frame_format.hpp"
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +34,6 @@ inline constexpr std::uint32_t kVersion = 2;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
-inline constexpr std::size_t kFrameHeaderBytes = 6; // trace frame: tracepoint (2), length (4)
 inline constexpr std::size_t kHeaderBytes = 4096;
 inline constexpr std::size_t kConfigOffset = kHeaderBytes;
 inline constexpr std::size_t kConfigBytes = 2u << 20; // records, actions, expression code
@@ -75,8 +76,8 @@ struct Header {
     std::uint32_t region_bytes;
     std::uint64_t region_address; // where the library mapped the region
     std::uint64_t collector;      // tpagent_inproc_collect
-    // rt:: helpers for compiled expressions, in bytecode::HelperAddresses order.
-    std::uint64_t helpers[8];
+    // The library's rt:: helpers, for expressions compiled to run in the program (printf 0).
+    bytecode::HelperAddresses helpers;
     // 1: the collector and everything it calls use only general registers, so a pad need not
     // save the vector/FP state.
     std::uint32_t general_registers_only;
@@ -116,6 +117,8 @@ struct Header {
     std::uint32_t ranges_reserved;
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
+// Part of the layout: a helper more or less is a new kVersion.
+static_assert(sizeof(bytecode::HelperAddresses) == 8 * sizeof(std::uint64_t));
 
 enum class ChunkState : std::uint32_t {
     Free = 0,
@@ -144,6 +147,8 @@ struct RecordHeader {
     std::uint32_t index; // TracepointRecord index
     std::uint64_t pc;
 };
+// Where a record's frame blocks start: after the record header and the frame header.
+inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace::kFrameHeaderSize;
 
 // One action of a fast tracepoint.
 enum class ActionKind : std::uint32_t {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every #include crosses layers only downwards (ARCHITECTURE.md):
-a folder may include its own headers and those of the folders listed for it here."""
+a folder may include its own headers and those of the folders (or single headers)
+listed for it here."""
 import re
 import sys
 from pathlib import Path
@@ -12,12 +13,13 @@ ALLOWED = {
     "arch": {"base", "protocol", "bytecode"},
     "trace": {"base", "protocol", "bytecode"},
     "target": {"base", "protocol", "arch"},
-    "inproc": {"bytecode"},  # the library loaded into programs: its ABI and the interpreter
+    # the library loaded into programs: its ABI, the interpreter and the frame format
+    "inproc": {"bytecode", "trace/frame_format.hpp"},
     "tracing": {"base", "protocol", "bytecode", "arch", "trace", "target", "inproc"},
     "server": {"base", "protocol", "bytecode", "arch", "trace", "target", "tracing"},
     "tools": {"base", "protocol", "bytecode", "trace"},
 }
-INCLUDE = re.compile(r'^#include "([a-z_0-9]+)/', re.M)
+INCLUDE = re.compile(r'^#include "(([a-z_0-9]+)/[^"]*)"', re.M)
 
 root = Path(__file__).resolve().parent.parent
 bad = []
@@ -26,9 +28,14 @@ for layer, allowed in ALLOWED.items():
         if path.suffix not in (".cpp", ".hpp", ".h", ".c"):
             continue
         for match in INCLUDE.finditer(path.read_text()):
-            used = match.group(1)
-            if used != layer and used not in allowed:
+            header, used = match.group(1), match.group(2)
+            if used != layer and used not in allowed and header not in allowed:
                 line = path.read_text().count("\n", 0, match.start()) + 1
                 bad.append(f"{path.relative_to(root)}:{line}: {layer}/ may not include {used}/")
+# A single header allowed across layers must not bring in the rest of its folder.
+for layer, allowed in ALLOWED.items():
+    for header in sorted(h for h in allowed if "/" in h):
+        for match in INCLUDE.finditer((root / header).read_text()):
+            bad.append(f"{header}: included by {layer}/, so it may not include {match.group(1)}")
 print("\n".join(bad) if bad else "layers: every include goes downwards")
 sys.exit(1 if bad else 0)

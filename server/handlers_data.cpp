@@ -1,5 +1,5 @@
 // Registers, memory and breakpoints of the stopped inferior.
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
@@ -13,7 +13,7 @@ namespace tpagent::agent {
 using namespace protocol;
 
 namespace {
-Inferior* live(Session& s) {
+Target* live(Session& s) {
     auto* inf = s.inferior();
     return inf && inf->alive() ? inf : nullptr;
 }

@@ -1,5 +1,5 @@
 // Connection set-up and general queries.
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"

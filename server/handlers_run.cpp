@@ -1,5 +1,5 @@
 // Run control: resume, step, kill, detach, run, attach, interrupt.
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"

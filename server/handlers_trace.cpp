@@ -1,5 +1,5 @@
 // Tracepoint packets (GDB manual, "Tracepoint Packets"; what gdb really sends: spec notes N2-N10).
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
@@ -21,7 +21,7 @@ TraceExperiment& experiment(Session& s) {
     return s.server().experiment();
 }
 
-Inferior* live(Session& s) {
+Target* live(Session& s) {
     auto* inf = s.inferior();
     return inf && inf->alive() ? inf : nullptr;
 }

@@ -1,5 +1,5 @@
 // qXfer objects: target description, auxv, executable name, threads, shared libraries.
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "base/proc_files.hpp"
 #include "server/session.hpp"

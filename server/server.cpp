@@ -1,4 +1,5 @@
 #include "server/server.hpp"
+#include "target/linux/inferior.hpp"
 #include "base/proc_files.hpp"
 #include <cstdlib>
 #include <unistd.h>
@@ -36,9 +37,22 @@ Result<std::string> inproc_library_path(const std::string& given) {
 }
 } // namespace
 
-Server::Server(asio::io_context& io, ServerOptions options)
-    : io_(io), options_(std::move(options)), child_events_(io), trace_poll_timer_(io),
-      experiment_(arch::host_architecture()) {}
+TargetFactory linux_targets() {
+    return {[](const LaunchSpec& spec) -> Result<std::unique_ptr<Target>> {
+                auto inferior = Inferior::launch(spec);
+                if (!inferior) return inferior.error();
+                return std::unique_ptr<Target>(std::move(*inferior));
+            },
+            [](pid_t pid) -> Result<std::unique_ptr<Target>> {
+                auto inferior = Inferior::attach(pid);
+                if (!inferior) return inferior.error();
+                return std::unique_ptr<Target>(std::move(*inferior));
+            }};
+}
+
+Server::Server(asio::io_context& io, ServerOptions options, TargetFactory targets)
+    : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
+      trace_poll_timer_(io), experiment_(arch::host_architecture()) {}
 
 void Server::watch_fast_trace() {
     if (trace_poll_armed_ || !experiment_.fast_running()) return;
@@ -71,7 +85,7 @@ Status Server::start_program(const std::vector<std::string>& program) {
         if (!lib) return lib.error();
         spec.preload = *lib;
     }
-    auto inf = Inferior::launch(spec);
+    auto inf = targets_.launch(spec);
     if (!inf) return inf.error();
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
@@ -81,7 +95,7 @@ Status Server::start_program(const std::vector<std::string>& program) {
 }
 
 Status Server::attach_to(pid_t pid) {
-    auto inf = Inferior::attach(pid);
+    auto inf = targets_.attach(pid);
     if (!inf) return inf.error();
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
@@ -92,7 +106,8 @@ Status Server::attach_to(pid_t pid) {
 
 Status Server::kill_inferior() {
     if (!inferior_) return ok_status();
-    if (experiment_.running()) experiment_.stop_for("tunknown:0", inferior_.get());
+    if (experiment_.running())
+        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     auto s = inferior_->kill();
     inferior_.reset();
     return s;
@@ -100,7 +115,8 @@ Status Server::kill_inferior() {
 
 Status Server::detach_inferior() {
     if (!inferior_) return make_error(ErrorCode::NoProcess, "no process to detach from");
-    if (experiment_.running()) experiment_.stop_for("tunknown:0", inferior_.get());
+    if (experiment_.running())
+        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
     auto s = inferior_->detach();
@@ -132,7 +148,8 @@ void Server::on_inferior_event(const StopEvent& ev) {
     }
     std::fflush(stderr);
     if (ev.kind != StopEvent::Kind::Signal && experiment_.running())
-        experiment_.stop_for("tunknown:0", nullptr); // the traced process is gone
+        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0},
+                             nullptr); // the traced process is gone
     if (ev.kind == StopEvent::Kind::Signal) experiment_.poll(inferior_.get());
     if (session_ && !session_->closed())
         session_->on_stop(ev);
@@ -178,7 +195,8 @@ void Server::session_closed(Session&) {
         // gdb went away without detaching: the program stays, stopped, for the next gdb -
         // unless a trace is to go on without gdb.
         if (!keep_tracing_without_gdb()) {
-            if (experiment_.running()) experiment_.stop_for("tdisconnected:0", inferior_.get());
+            if (experiment_.running())
+                experiment_.stop_for({TraceStopReason::Kind::Disconnected, {}, 0}, inferior_.get());
             if (inferior_ && inferior_->running()) inferior_->interrupt();
         }
         fmt::print(stderr,

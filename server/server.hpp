@@ -3,7 +3,7 @@
 #pragma once
 #include "base/asio.hpp"
 #include "target/linux/child_events.hpp"
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "server/options.hpp"
 #include "server/session.hpp"
 #include "tracing/trace_experiment.hpp"
@@ -16,14 +16,22 @@
 
 namespace tpagent::agent {
 
+// How programs are started and attached to: Linux processes over ptrace, or fakes in tests.
+struct TargetFactory {
+    std::function<Result<std::unique_ptr<Target>>(const LaunchSpec&)> launch;
+    std::function<Result<std::unique_ptr<Target>>(pid_t)> attach;
+};
+TargetFactory linux_targets();
+
 class Server {
   public:
-    Server(boost::asio::io_context& io, ServerOptions options);
+    Server(boost::asio::io_context& io, ServerOptions options,
+           TargetFactory targets = linux_targets());
     // Starts the program or attaches, binds, and runs the event loop. Returns the exit status.
     int run();
 
     const ServerOptions& options() const { return options_; }
-    Inferior* inferior() { return inferior_.get(); }
+    Target* inferior() { return inferior_.get(); }
     TraceExperiment& experiment() { return experiment_; }
     boost::asio::io_context& io() { return io_; }
 
@@ -58,9 +66,10 @@ class Server {
 
     boost::asio::io_context& io_;
     ServerOptions options_;
+    TargetFactory targets_;
     std::unique_ptr<Listener> listener_;
     std::unique_ptr<Session> session_;
-    std::unique_ptr<Inferior> inferior_;
+    std::unique_ptr<Target> inferior_;
     ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;
     bool trace_poll_armed_ = false;

@@ -7,6 +7,7 @@
 #include "protocol/packet.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include "protocol/stop_reply.hpp"
 #include <algorithm>
 #include <new>
 #include <utility>
@@ -20,7 +21,7 @@ using protocol::FrameEvent;
 Session::Session(Server& server, std::unique_ptr<Connection> conn)
     : server_(server), conn_(std::move(conn)) {}
 
-Inferior* Session::inferior() {
+Target* Session::inferior() {
     return server_.inferior();
 }
 
@@ -169,36 +170,39 @@ pid_t Session::current_thread() {
 }
 
 std::string Session::stop_reply(const StopEvent& ev) {
-    std::string process = multiprocess ? fmt::format(";process:{:x}", ev.pid) : "";
+    protocol::StopReply r;
+    if (multiprocess) r.process = static_cast<std::uint64_t>(ev.pid);
     switch (ev.kind) {
     case StopEvent::Kind::Exited:
-        return fmt::format("W{:02x}{}", ev.exit_code & 0xff, process);
+        r.kind = protocol::StopReply::Kind::Exited;
+        r.code = ev.exit_code;
+        return protocol::encode_stop_reply(r);
     case StopEvent::Kind::Killed:
-        return fmt::format("X{:02x}{}", host_to_gdb_signal(ev.signal), process);
+        r.kind = protocol::StopReply::Kind::Killed;
+        r.code = host_to_gdb_signal(ev.signal);
+        return protocol::encode_stop_reply(r);
     case StopEvent::Kind::Signal:
         break;
     }
-    std::string out = fmt::format("T{:02x}", host_to_gdb_signal(ev.signal));
+    r.process.reset(); // T names the process in its thread id instead
+    r.code = host_to_gdb_signal(ev.signal);
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {
         const auto& arch = arch::host_architecture();
         std::vector<bool> avail;
         if (auto g = inf->read_registers(ev.tid, avail)) {
             for (int regnum : arch.expedited_registers()) {
-                const auto& r = arch.registers()[static_cast<std::size_t>(regnum)];
-                out += fmt::format("{:02x}:", regnum);
-                protocol::append_hex(out, std::span(g->data() + r.g_offset, r.size));
-                out += ';';
+                const auto& reg = arch.registers()[static_cast<std::size_t>(regnum)];
+                std::string value;
+                protocol::append_hex(value, std::span(g->data() + reg.g_offset, reg.size));
+                r.registers.emplace_back(regnum, std::move(value));
             }
         }
     }
-    out += "thread:" + thread_id(ev.tid) + ";";
-    if (ev.swbreak && gdb_supports_swbreak) out += "swbreak:;";
-    if (ev.hwbreak && gdb_supports_hwbreak) out += "hwbreak:;";
-    if (ev.watch_addr) {
-        const char* kind = ev.watch_type == 3 ? "rwatch" : ev.watch_type == 4 ? "awatch" : "watch";
-        out += fmt::format("{}:{:x};", kind, *ev.watch_addr);
-    }
-    return out;
+    r.thread = thread_id(ev.tid);
+    r.swbreak = ev.swbreak && gdb_supports_swbreak;
+    r.hwbreak = ev.hwbreak && gdb_supports_hwbreak;
+    if (ev.watch_addr) r.watch = std::pair(ev.watch_type, *ev.watch_addr);
+    return protocol::encode_stop_reply(r);
 }
 
 std::string Session::status_reply() {

@@ -3,7 +3,7 @@
 #pragma once
 #include "server/host_io.hpp"
 #include "trace/upload_cursor.hpp"
-#include "target/linux/stop_event.hpp"
+#include "target/stop_event.hpp"
 #include "server/transport.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
@@ -20,7 +20,7 @@
 namespace tpagent::agent {
 
 class Server;
-class Inferior;
+class Target;
 
 // Largest packet we accept (advertised as PacketSize).
 inline constexpr std::size_t kPacketSize = 0x4000;
@@ -35,7 +35,7 @@ class Session {
     bool closed() const { return closed_; }
 
     Server& server() { return server_; }
-    Inferior* inferior();
+    Target* inferior();
 
     // For resume handlers: the reply is the stop reply sent when the inferior stops.
     void defer_reply() { deferred_ = true; }

@@ -7,41 +7,25 @@
 
 namespace tpagent::trace {
 
-namespace {
-
-template <typename T> void put_le(std::vector<std::uint8_t>& out, T value) {
-    for (std::size_t i = 0; i < sizeof(T); ++i)
-        out.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(value) >> (8 * i)));
-}
-
-template <typename T> T get_le(const std::uint8_t* p) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i)
-        v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    return static_cast<T>(v);
-}
-
-} // namespace
-
 FrameBuilder::FrameBuilder(std::size_t register_block_size)
     : register_block_size_(register_block_size) {
     start(0);
 }
 
 void FrameBuilder::start(std::uint16_t tracepoint) {
-    bytes_.clear();
-    put_le<std::uint16_t>(bytes_, tracepoint);
-    put_le<std::uint32_t>(bytes_, 0);
+    bytes_.resize(kFrameHeaderSize);
+    store_frame_header(bytes_.data(), tracepoint, 0);
 }
 
 std::uint16_t FrameBuilder::tracepoint() const {
-    return get_le<std::uint16_t>(bytes_.data());
+    return frame_tracepoint(bytes_.data());
 }
 
-void FrameBuilder::grow_length(std::size_t added) {
-    auto length = get_le<std::uint32_t>(bytes_.data() + 2) + static_cast<std::uint32_t>(added);
-    for (std::size_t i = 0; i < 4; ++i)
-        bytes_[2 + i] = static_cast<std::uint8_t>(length >> (8 * i));
+std::uint8_t* FrameBuilder::append(std::size_t size) {
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + size);
+    set_frame_length(bytes_.data(), static_cast<std::uint32_t>(bytes_.size() - kFrameHeaderSize));
+    return bytes_.data() + at;
 }
 
 Status FrameBuilder::add_registers(std::span<const std::uint8_t> block) {
@@ -49,34 +33,28 @@ Status FrameBuilder::add_registers(std::span<const std::uint8_t> block) {
         return make_error(ErrorCode::BadPacket,
                           fmt::format("register block of {} bytes, expected {}", block.size(),
                                       register_block_size_));
-    bytes_.push_back('R');
-    bytes_.insert(bytes_.end(), block.begin(), block.end());
-    grow_length(1 + block.size());
+    std::uint8_t* p = store_registers_header(append(registers_block_size(block.size())));
+    if (!block.empty()) std::memcpy(p, block.data(), block.size());
     return ok_status();
 }
 
 void FrameBuilder::add_memory(std::uint64_t address, std::span<const std::uint8_t> bytes) {
     do {
-        std::size_t n = std::min(bytes.size(), kMaxMemoryBlock);
-        bytes_.push_back('M');
-        put_le<std::uint64_t>(bytes_, address);
-        put_le<std::uint16_t>(bytes_, static_cast<std::uint16_t>(n));
-        bytes_.insert(bytes_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
-        grow_length(1 + 8 + 2 + n);
+        const std::size_t n = std::min(bytes.size(), kMaxMemoryBlock);
+        std::uint8_t* p = append(kMemoryBlockHeaderSize + n);
+        p = store_memory_header(p, address, static_cast<std::uint16_t>(n));
+        if (n) std::memcpy(p, bytes.data(), n);
         address += n;
         bytes = bytes.subspan(n);
     } while (!bytes.empty());
 }
 
 void FrameBuilder::add_variable(std::uint32_t number, std::int64_t value) {
-    bytes_.push_back('V');
-    put_le<std::uint32_t>(bytes_, number);
-    put_le<std::int64_t>(bytes_, value);
-    grow_length(1 + 4 + 8);
+    store_variable_block(append(kVariableBlockSize), number, value);
 }
 
 std::uint16_t FrameView::tracepoint() const {
-    return get_le<std::uint16_t>(frame_.data());
+    return frame_tracepoint(frame_.data());
 }
 
 std::vector<FrameBlock> FrameView::blocks() const {
@@ -89,42 +67,41 @@ std::vector<FrameBlock> FrameView::blocks() const {
 
 std::optional<FrameBlock> FrameView::block_at(std::size_t& pos) const {
     if (frame_.size() < kFrameHeaderSize) return std::nullopt;
-    const std::size_t end =
-        std::min(frame_.size(), kFrameHeaderSize + get_le<std::uint32_t>(frame_.data() + 2));
+    const std::size_t end = std::min(frame_.size(), kFrameHeaderSize + frame_length(frame_.data()));
     if (pos >= end) return std::nullopt;
-    const std::uint8_t* p = frame_.data();
-    std::size_t at = pos;
+    const std::uint8_t* block = frame_.data() + pos;
+    const std::size_t left = end - pos;
     FrameBlock b;
-    b.type = static_cast<char>(p[at++]);
-    const std::size_t left = end - at;
-    if (b.type == 'R') {
-        if (left < register_block_size_) return std::nullopt;
-        b.data = frame_.subspan(at, register_block_size_);
-        at += register_block_size_;
-    } else if (b.type == 'M') {
-        if (left < 10) return std::nullopt;
-        b.address = get_le<std::uint64_t>(p + at);
-        std::size_t n = get_le<std::uint16_t>(p + at + 8);
-        if (left - 10 < n) return std::nullopt;
-        b.data = frame_.subspan(at + 10, n);
-        at += 10 + n;
-    } else if (b.type == 'V') {
-        if (left < 12) return std::nullopt;
-        b.variable = get_le<std::uint32_t>(p + at);
-        b.value = get_le<std::int64_t>(p + at + 4);
-        at += 12;
+    b.type = static_cast<char>(block[0]);
+    std::size_t size = 0;
+    if (b.type == kRegistersBlock) {
+        size = registers_block_size(register_block_size_);
+        if (left < size) return std::nullopt;
+        b.data = frame_.subspan(pos + 1, register_block_size_);
+    } else if (b.type == kMemoryBlock) {
+        if (left < kMemoryBlockHeaderSize) return std::nullopt;
+        b.address = memory_block_address(block);
+        const std::size_t n = memory_block_length(block);
+        size = kMemoryBlockHeaderSize + n;
+        if (left < size) return std::nullopt;
+        b.data = frame_.subspan(pos + kMemoryBlockHeaderSize, n);
+    } else if (b.type == kVariableBlock) {
+        size = kVariableBlockSize;
+        if (left < size) return std::nullopt;
+        b.variable = variable_block_number(block);
+        b.value = variable_block_value(block);
     } else {
         return std::nullopt;
     }
-    b.encoded = frame_.subspan(pos, at - pos);
-    pos = at;
+    b.encoded = frame_.subspan(pos, size);
+    pos += size;
     return b;
 }
 
 std::optional<std::span<const std::uint8_t>> FrameView::registers() const {
     std::optional<std::span<const std::uint8_t>> out;
     for (const FrameBlock& b : blocks())
-        if (b.type == 'R') out = b.data;
+        if (b.type == kRegistersBlock) out = b.data;
     return out;
 }
 
@@ -134,7 +111,7 @@ std::size_t FrameView::read_memory(std::uint64_t address, std::span<std::uint8_t
     std::vector<std::pair<std::uint64_t, std::uint64_t>> covered; // offsets [begin, end)
     const std::uint64_t want = out.size();
     for (const FrameBlock& b : blocks()) {
-        if (b.type != 'M' || b.data.empty()) continue;
+        if (b.type != kMemoryBlock || b.data.empty()) continue;
         // Offsets relative to `address`, in unsigned arithmetic so wrap-around is handled.
         std::uint64_t rel = b.address - address;
         std::uint64_t begin, skip;
@@ -163,7 +140,7 @@ std::size_t FrameView::read_memory(std::uint64_t address, std::span<std::uint8_t
 std::optional<std::int64_t> FrameView::variable(std::uint32_t number) const {
     std::optional<std::int64_t> out;
     for (const FrameBlock& b : blocks())
-        if (b.type == 'V' && b.variable == number) out = b.value;
+        if (b.type == kVariableBlock && b.variable == number) out = b.value;
     return out;
 }
 
@@ -178,14 +155,14 @@ std::string FrameView::traceframe_info() const {
         run.reset();
     };
     for (const FrameBlock& b : blocks()) {
-        if (b.type == 'M') {
+        if (b.type == kMemoryBlock) {
             if (run && run->first + run->second == b.address) {
                 run->second += b.data.size();
             } else {
                 flush();
                 run.emplace(b.address, b.data.size());
             }
-        } else if (b.type == 'V') {
+        } else if (b.type == kVariableBlock) {
             variables.insert(b.variable);
         }
     }

@@ -1,12 +1,8 @@
-// One trace frame in the trace-file frame format (also the trace buffer's format, so qTBuffer
-// and tsave are plain copies): a 2-byte tracepoint number and a 4-byte data length, then
-// blocks
-//   'R' + register block (the `g` packet layout, fixed size per target)
-//   'M' + 8-byte address + 2-byte length + bytes
-//   'V' + 4-byte variable number + 8-byte value
-// Multi-byte fields are little-endian (the byte order of every target tpagent supports).
+// One trace frame in the trace-file frame format (trace/frame_format.hpp): built in private
+// memory, and read where it is stored.
 #pragma once
 #include "base/result.hpp"
+#include "trace/frame_format.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,9 +11,6 @@
 #include <vector>
 
 namespace tpagent::trace {
-
-inline constexpr std::size_t kFrameHeaderSize = 6;
-inline constexpr std::size_t kMaxMemoryBlock = 0xffff; // M length field is 16 bits
 
 // Assembles one frame in private memory while a tracepoint's actions run; the buffer then
 // copies it in with one reservation (TraceFrameBuffer::commit). Reuse one builder per
@@ -40,7 +33,8 @@ class FrameBuilder {
     std::size_t register_block_size() const { return register_block_size_; }
 
   private:
-    void grow_length(std::size_t added);
+    // Room for `size` more block bytes at the end (the header's length grows with it).
+    std::uint8_t* append(std::size_t size);
 
     std::size_t register_block_size_;
     std::vector<std::uint8_t> bytes_;

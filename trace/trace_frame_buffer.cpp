@@ -63,7 +63,7 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
                                                         std::uint64_t pc,
                                                         std::uint32_t registers_valid) {
     if (bytes.size() < kFrameHeaderSize) return Commit::Invalid;
-    const auto tracepoint = static_cast<std::uint16_t>(bytes[0] | bytes[1] << 8);
+    const std::uint16_t tracepoint = frame_tracepoint(bytes.data());
     if (tracepoint == 0) return Commit::Invalid;
     std::size_t size = bytes.size(), raw = bytes.size();
     if (registers_valid != 0) {
@@ -72,15 +72,14 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
         const FrameView view(bytes, registers_valid);
         std::size_t pos = kFrameHeaderSize, widening = 0;
         while (auto b = view.block_at(pos))
-            if (b->type == 'R') widening += register_block_size_ - registers_valid;
+            if (b->type == kRegistersBlock) widening += register_block_size_ - registers_valid;
         size = pos;
         raw = pos + widening;
     }
     auto room = append(size, tracepoint, pc, registers_valid, raw);
     if (!room) return Commit::Full;
     std::memcpy(room->data(), bytes.data(), size);
-    const auto length = static_cast<std::uint32_t>(size - kFrameHeaderSize);
-    std::memcpy(room->data() + 2, &length, 4);
+    set_frame_length(room->data(), static_cast<std::uint32_t>(size - kFrameHeaderSize));
     return Commit::Stored;
 }
 
@@ -102,10 +101,10 @@ void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) con
     std::size_t pos = kFrameHeaderSize;
     while (auto b = view.block_at(pos)) {
         out.insert(out.end(), b->encoded.begin(), b->encoded.end());
-        if (b->type == 'R') out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
+        if (b->type == kRegistersBlock)
+            out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
     }
-    const auto length = static_cast<std::uint32_t>(out.size() - kFrameHeaderSize);
-    std::memcpy(out.data() + 2, &length, 4);
+    set_frame_length(out.data(), static_cast<std::uint32_t>(out.size() - kFrameHeaderSize));
 }
 
 FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {

@@ -90,6 +90,60 @@ void InprocRegion::reset_chunks() {
     header().generation.fetch_add(1, std::memory_order_release);
 }
 
+void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget) {
+    Header& h = header();
+    h.tracing.store(0, std::memory_order_release);
+    reset_chunks();
+    h.stop_reason.store(static_cast<std::uint32_t>(StopReason::None), std::memory_order_relaxed);
+    h.stop_tracepoint = 0;
+    h.stop_status = 0;
+    h.stop_address = 0;
+    h.dropped_frames.store(0, std::memory_order_relaxed);
+    h.circular = circular ? 1 : 0;
+    h.linear_budget.store(linear_budget, std::memory_order_relaxed);
+}
+
+Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture& arch) {
+    Header& h = header();
+    const std::size_t core = h.general_registers_only ? arch.fast_block_bytes() : arch.g_size();
+    if (core == 0 || core > arch.g_size())
+        return make_error(ErrorCode::Unsupported, "fast tracepoints: no register block layout");
+    h.g_size = static_cast<std::uint32_t>(arch.g_size());
+    h.core_register_bytes = static_cast<std::uint32_t>(core);
+    const auto regs = arch.registers();
+    for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
+        const bool in_core =
+            r < regs.size() && regs[r].size <= 8 && regs[r].g_offset + regs[r].size <= core;
+        h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
+        h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
+    }
+    return h.core_register_bytes;
+}
+
+void InprocRegion::clear_variables() {
+    auto* vars = at<Variable>(local_, kVariablesOffset);
+    for (std::size_t i = 0; i < kMaxVariables; ++i) {
+        vars[i].defined = 0;
+        vars[i].timestamp = 0;
+        vars[i].value.store(0, std::memory_order_relaxed);
+    }
+}
+
+bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value, bool timestamp) {
+    if (number >= kMaxVariables) return false;
+    Variable& v = at<Variable>(local_, kVariablesOffset)[number];
+    v.defined = 1;
+    v.timestamp = timestamp ? 1 : 0;
+    v.value.store(value, std::memory_order_relaxed);
+    return true;
+}
+
+const Variable* InprocRegion::variable(std::uint32_t number) const {
+    if (number >= kMaxVariables) return nullptr;
+    const Variable& v = at<const Variable>(local_, kVariablesOffset)[number];
+    return v.defined ? &v : nullptr;
+}
+
 void InprocRegion::drain(const RecordSink& take) {
     // A thread's frames must come out in order even when it moves to another chunk during a
     // drain: first note which chunks hold records and in what order they were taken, then
@@ -117,7 +171,7 @@ void InprocRegion::drain(const RecordSink& take) {
             RecordHeader rh;
             std::memcpy(&rh, payload + c->drained, sizeof rh);
             // Sizes come from the program: a bad one ends this chunk rather than our reads.
-            if (rh.size < sizeof rh + kFrameHeaderBytes || rh.size % 8 != 0 ||
+            if (rh.size < kRecordBlocksOffset || rh.size % 8 != 0 ||
                 rh.size > committed - c->drained) {
                 c->drained = committed;
                 break;
@@ -154,6 +208,43 @@ std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
             out.push_back({m.start, m.end});
     }
     return out;
+}
+
+Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes) {
+    const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
+    if (at + bytes > kConfigBytes)
+        return make_error(ErrorCode::TooLarge,
+                          "fast tracepoints: too many actions for the in-process agent");
+    used_ = at + bytes;
+    return kConfigOffset + at;
+}
+
+Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& program) {
+    const auto insns = program.insns();
+    auto code = take<bytecode::Insn>(insns.size());
+    if (!code) return code.error();
+    std::copy(insns.begin(), insns.end(), code->begin());
+    ActionRecord a{};
+    a.kind = ActionKind::Expression;
+    a.insns_offset = region_.offset_of(code->data());
+    a.insn_count = static_cast<std::uint32_t>(insns.size());
+    a.backward_jump_budget = program.backward_jump_budget();
+    a.compiled = 0;
+    return a;
+}
+
+std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,
+                                 std::uint32_t core_register_bytes) {
+    std::uint64_t bound = kRecordBlocksOffset + 7;
+    for (const ActionRecord& a : actions) {
+        if (a.kind == ActionKind::Registers)
+            bound += trace::registers_block_size(core_register_bytes);
+        else if (a.kind == ActionKind::Memory)
+            bound += trace::memory_blocks_bound(a.length);
+        else if (a.kind == ActionKind::Expression)
+            bound += kExpressionAllowance;
+    }
+    return bound & ~std::uint64_t{7};
 }
 
 } // namespace tpagent::agent

@@ -1,9 +1,12 @@
-// tpagent's side of the memory shared with the in-process agent (agent/inproc/): finding it
-// in a program, mapping it, and reading frames out of it without ptrace.
+// tpagent's side of the memory shared with the in-process agent (inproc/): finding it in a
+// program, mapping it, configuring a run in it, and reading frames out of it without ptrace.
 #pragma once
 #include "inproc/shared_region.hpp"
+#include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "bytecode/program.hpp"
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -26,6 +29,31 @@ class InprocRegion {
     void* local() const { return local_; }
     // The program's address of a region offset.
     std::uint64_t remote(std::uint64_t offset) const { return header().region_address + offset; }
+    // The region offset of p, which points into our mapping.
+    std::uint64_t offset_of(const void* p) const {
+        return static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(p) -
+                                          static_cast<const std::uint8_t*>(local_));
+    }
+    // Where the library's rt:: helpers are in the program, for expressions compiled to run
+    // there.
+    const bytecode::HelperAddresses& helpers() const { return header().helpers; }
+
+    // Configuring a run, while every thread of the program is stopped (the tracepoint records
+    // go through InprocConfigArea).
+    //
+    // First: tracing off, chunks reset (see reset_chunks), the stop fields and the dropped
+    // frame count cleared; the buffer's kind, and the bytes a linear buffer has free.
+    void begin_configuration(bool circular, std::int64_t linear_budget);
+    // The staged R block: the registers the jump pads save (the architecture's fast block, or
+    // the whole `g` block when the library does not keep to general registers) and where each
+    // register lies in it, for the expressions. Returns its size.
+    Result<std::uint32_t> describe_registers(const arch::Architecture& arch);
+    // Trace state variables: all undefined, then defined one by one (false: a number beyond
+    // the region's table). A timestamp variable reads the clock.
+    void clear_variables();
+    bool define_variable(std::uint32_t number, std::int64_t value, bool timestamp);
+    // A defined variable, or null.
+    const inproc::Variable* variable(std::uint32_t number) const;
 
     // Start of a run, every program thread stopped: a new generation; chunks free, except that
     // chunks still owned (an owner may be stopped mid-record) are retired for one run.
@@ -46,5 +74,39 @@ class InprocRegion {
     void* local_;
     std::vector<std::pair<std::uint64_t, std::size_t>> pending_; // drain order (sequence, chunk)
 };
+
+// A run's tracepoint records, actions and expression code, allocated one after the other in
+// the region's configuration area from its start: take the records first, so that a record's
+// index is its position.
+class InprocConfigArea {
+  public:
+    explicit InprocConfigArea(InprocRegion& region) : region_(region) {}
+
+    // `count` zeroed objects; TooLarge when the area is full.
+    template <class T> Result<std::span<T>> take(std::size_t count) {
+        auto offset = take_bytes(count * sizeof(T));
+        if (!offset) return offset.error();
+        auto* first = inproc::at<T>(region_.local(), *offset);
+        std::memset(static_cast<void*>(first), 0, count * sizeof(T));
+        return std::span<T>(first, count);
+    }
+    // An Expression action (or condition) running `program`'s instructions, copied into the
+    // area; interpreted until its `compiled` is set.
+    Result<inproc::ActionRecord> expression(const bytecode::Program& program);
+
+  private:
+    Result<std::uint64_t> take_bytes(std::size_t bytes);
+
+    InprocRegion& region_;
+    std::uint64_t used_ = 0;
+};
+
+// Room a collecting expression (trace opcodes) may fill in one frame.
+inline constexpr std::uint64_t kExpressionAllowance = 8192;
+
+// TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
+// header and blocks (R blocks of core_register_bytes), rounded up to 8 bytes.
+std::uint64_t staged_frame_bound(std::span<const inproc::ActionRecord> actions,
+                                 std::uint32_t core_register_bytes);
 
 } // namespace tpagent::agent

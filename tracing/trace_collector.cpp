@@ -15,7 +15,7 @@ namespace {
 
 // One evaluation's view of the stopped thread, for the bytecode callbacks.
 struct HitContext {
-    Inferior& inferior;
+    Target& inferior;
     const arch::Architecture& arch;
     std::span<const std::uint8_t> g;
     const std::vector<bool>& available;
@@ -91,8 +91,8 @@ std::string error_text(const bytecode::Program& program, bytecode::EvalStatus st
 
 } // namespace
 
-Inferior::SiteHit TraceExperiment::on_hit(Inferior& inferior, pid_t tid, std::uint64_t addr) {
-    Inferior::SiteHit result;
+Target::SiteHit TraceExperiment::on_hit(Target& inferior, pid_t tid, std::uint64_t addr) {
+    Target::SiteHit result;
     result.consumed = true;
     if (!running_) return result;
     for (auto& [key, tp] : table_.all()) {
@@ -105,21 +105,21 @@ Inferior::SiteHit TraceExperiment::on_hit(Inferior& inferior, pid_t tid, std::ui
             stepping_[tid] = key;
         }
         if (def.pass_count > 0 && live->counters.hits >= def.pass_count) {
-            stop_with(fmt::format("tpasscount:{:x}", key.number), &inferior);
+            stop_with(passcount_reached(key.number), &inferior);
             break;
         }
     }
     return result;
 }
 
-void TraceExperiment::on_step(Inferior& inferior, pid_t tid, std::uint64_t) {
+void TraceExperiment::on_step(Target& inferior, pid_t tid, std::uint64_t) {
     auto it = stepping_.find(tid);
     if (!running_ || it == stepping_.end()) return;
     auto* tp = table_.find(it->second);
     if (tp) collect(inferior, tid, *tp, tp->definition.stepping_actions, true);
 }
 
-bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
+bool TraceExperiment::collect(Target& inferior, pid_t tid, trace::Tracepoint& tp,
                               const std::vector<trace::ActionString>& actions, bool step) {
     // The vector/FP state is fetched only when a register block is collected.
     bool all_registers = false;
@@ -134,9 +134,7 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
     std::vector<bool> available;
     auto g = inferior.read_registers(tid, available, all_registers);
     if (!g) {
-        stop_with(fmt::format("terror:{}:{:x}", protocol::to_hex(g.error().text),
-                              tp.definition.key.number),
-                  &inferior);
+        stop_with(trace_error(g.error().text, tp.definition.key.number), &inferior);
         return false;
     }
     HitContext c{inferior, arch_, *g, available, variables_, builder_, {}};
@@ -147,11 +145,9 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
         bytecode::EvalOut out;
         auto status = bytecode::run(tp.definition.condition->program, ctx, out);
         if (status != bytecode::EvalStatus::Ok) {
-            stop_with(fmt::format("terror:{}:{:x}",
-                                  protocol::to_hex(
-                                      error_text(tp.definition.condition->program, status, out)),
-                                  number),
-                      &inferior);
+            stop_with(
+                trace_error(error_text(tp.definition.condition->program, status, out), number),
+                &inferior);
             return false;
         }
         if (out.value == 0) return true;
@@ -174,9 +170,7 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
                 auto status = bytecode::run(expr->program, ctx, out);
                 if (status != bytecode::EvalStatus::Ok &&
                     status != bytecode::EvalStatus::MemoryError) {
-                    stop_with(fmt::format("terror:{}:{:x}",
-                                          protocol::to_hex(error_text(expr->program, status, out)),
-                                          number),
+                    stop_with(trace_error(error_text(expr->program, status, out), number),
                               &inferior);
                     return false;
                 }
@@ -187,7 +181,7 @@ bool TraceExperiment::collect(Inferior& inferior, pid_t tid, trace::Tracepoint& 
     read_register(&c, static_cast<unsigned>(arch_.pc_regnum()), &pc);
     auto stored = buffer_.commit(builder_, pc);
     if (stored == trace::TraceFrameBuffer::Commit::Full) {
-        stop_with("tfull:0", &inferior);
+        stop_with({TraceStopReason::Kind::Full, {}, 0}, &inferior);
         return false;
     }
     if (step)

@@ -26,7 +26,7 @@ TraceExperiment::TraceExperiment(const arch::Architecture& arch)
     : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())), variables_(monotonic_ns),
       buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
 
-void TraceExperiment::attach_to(Inferior& inferior) {
+void TraceExperiment::attach_to(Target& inferior) {
     inferior.set_site_handlers(
         [this, &inferior](pid_t tid, std::uint64_t addr) { return on_hit(inferior, tid, addr); },
         [this, &inferior](pid_t tid, std::uint64_t addr) { on_step(inferior, tid, addr); });
@@ -55,7 +55,7 @@ bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {
     return false;
 }
 
-Status TraceExperiment::install(Inferior& inferior, std::uint64_t addr) {
+Status TraceExperiment::install(Target& inferior, std::uint64_t addr) {
     auto s = inferior.add_site(addr);
     if (!s)
         return make_error(s.error().code,
@@ -63,14 +63,14 @@ Status TraceExperiment::install(Inferior& inferior, std::uint64_t addr) {
     return s;
 }
 
-void TraceExperiment::uninstall_all(Inferior* inferior) {
+void TraceExperiment::uninstall_all(Target* inferior) {
     if (inferior && inferior->alive()) {
         inferior->remove_all_sites();
         if (!inferior->running()) inferior->remove_all_fast_sites();
     }
 }
 
-Status TraceExperiment::define(std::string_view payload, Inferior* inferior) {
+Status TraceExperiment::define(std::string_view payload, Target* inferior) {
     auto outcome = table_.define(payload);
     if (!outcome) return outcome.error();
     // InstallInTrace: a tracepoint completed during a run goes in at once.
@@ -85,7 +85,7 @@ Status TraceExperiment::define(std::string_view payload, Inferior* inferior) {
     return ok_status();
 }
 
-Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Inferior* inferior) {
+Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Target* inferior) {
     auto key = trace::parse_tracepoint_key(payload);
     if (!key) return key.error();
     if (auto s = table_.set_enabled(*key, enabled); !s) return s;
@@ -156,7 +156,7 @@ Status TraceExperiment::set_buffer(std::string_view payload) {
     return ok_status();
 }
 
-Status TraceExperiment::start(Inferior* inferior, bool gdb_relocates) {
+Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     abandon_relocation(inferior);
     if (!inferior || !inferior->alive())
         return make_error(ErrorCode::NoProcess, "no process to trace");
@@ -208,12 +208,12 @@ void TraceExperiment::begin_run(bool any_fast) {
     table_.set_running(true);
     running_ = true;
     ever_started_ = true;
-    stop_reason_ = "tnotrun:0";
+    stop_reason_ = {};
     start_time_ = now_us();
     stop_time_ = 0;
 }
 
-void TraceExperiment::stop_with(std::string reason, Inferior* inferior) {
+void TraceExperiment::stop_with(TraceStopReason reason, Target* inferior) {
     if (!running_) return;
     stop_fast(inferior); // first: its last frames go in while the trace still runs
     uninstall_all(inferior);
@@ -222,24 +222,32 @@ void TraceExperiment::stop_with(std::string reason, Inferior* inferior) {
     stop_reason_ = std::move(reason);
     stop_time_ = now_us();
     stepping_.clear();
-    spdlog::debug("trace stopped: {}", stop_reason_);
+    spdlog::debug("trace stopped: {}", protocol::encode_stop_reason(stop_reason_));
 }
 
-void TraceExperiment::stop(Inferior* inferior) {
-    stop_with(fmt::format("tstop:{}:0", to_hex(stop_notes_)), inferior);
+void TraceExperiment::stop(Target* inferior) {
+    stop_with({TraceStopReason::Kind::Stop, stop_notes_, 0}, inferior);
 }
 
-void TraceExperiment::stop_for(std::string reason, Inferior* inferior) {
+void TraceExperiment::stop_for(TraceStopReason reason, Target* inferior) {
     stop_with(std::move(reason), inferior);
 }
 
 std::string TraceExperiment::status_reply() const {
-    return fmt::format(
-        "T{};{};tframes:{:x};tcreated:{:x};tfree:{:x};tsize:{:x};circular:{};disconn:{};"
-        "starttime:{:x};stoptime:{:x};username:{};notes:{}",
-        running_ ? 1 : 0, stop_reason_, buffer_.frame_count(), buffer_.frames_created(),
-        buffer_.bytes_free(), buffer_.size(), buffer_.circular() ? 1 : 0,
-        disconnected_tracing_ ? 1 : 0, start_time_, stop_time_, to_hex(user_), to_hex(notes_));
+    protocol::TraceStatus s;
+    s.running = running_;
+    s.reason = stop_reason_;
+    s.frames = buffer_.frame_count();
+    s.created = buffer_.frames_created();
+    s.free = buffer_.bytes_free();
+    s.size = buffer_.size();
+    s.circular = buffer_.circular();
+    s.disconnected = disconnected_tracing_;
+    s.start_time = start_time_;
+    s.stop_time = stop_time_;
+    s.user = user_;
+    s.notes = notes_;
+    return protocol::encode_trace_status(s);
 }
 
 } // namespace tpagent::agent

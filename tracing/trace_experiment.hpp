@@ -2,13 +2,14 @@
 // It belongs to the server, not to a gdb connection, so a trace keeps running after gdb leaves
 // (disconnected tracing) and the next gdb finds it.
 #pragma once
-#include "target/linux/inferior.hpp"
+#include "target/target.hpp"
 #include "tracing/inproc_region.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
 #include "trace/tracepoint_table.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "protocol/trace_status.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,16 @@
 #include <vector>
 
 namespace tpagent::agent {
+
+using protocol::TraceStopReason;
+
+// Why a trace stopped, as the experiment says it.
+inline TraceStopReason trace_error(std::string text, std::uint64_t tracepoint) {
+    return {TraceStopReason::Kind::Error, std::move(text), tracepoint};
+}
+inline TraceStopReason passcount_reached(std::uint64_t tracepoint) {
+    return {TraceStopReason::Kind::PassCount, {}, tracepoint};
+}
 
 class TraceExperiment {
   public:
@@ -27,9 +38,9 @@ class TraceExperiment {
     bool running() const { return running_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
-    void init();                                                 // QTinit
-    Status define(std::string_view payload, Inferior* inferior); // QTDP
-    Status set_enabled(std::string_view payload, bool enabled, Inferior* inferior);
+    void init();                                               // QTinit
+    Status define(std::string_view payload, Target* inferior); // QTDP
+    Status set_enabled(std::string_view payload, bool enabled, Target* inferior);
     Status set_readonly_ranges(std::string_view payload); // QTro
     Status set_notes(std::string_view payload);           // QTNotes
     Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
@@ -38,17 +49,17 @@ class TraceExperiment {
     // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
     // start() then returns with the first of its requests pending (relocation_request()) and
     // the trace runs once relocated() has had the answer to the last one.
-    Status start(Inferior* inferior, bool gdb_relocates = false);
+    Status start(Target* inferior, bool gdb_relocates = false);
     // The instruction gdb is to relocate next (qRelocInsn:FROM;TO); nullopt when none is.
-    std::optional<Inferior::InstructionMove> relocation_request() const { return gdb_move_; }
+    std::optional<Target::InstructionMove> relocation_request() const { return gdb_move_; }
     // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
     // the trace not started and nothing installed.
-    Status relocated(Inferior* inferior, std::optional<std::uint64_t> length);
+    Status relocated(Target* inferior, std::optional<std::uint64_t> length);
     // A QTStart left waiting for gdb (gdb went away): everything installed so far goes.
-    void abandon_relocation(Inferior* inferior);
-    void stop(Inferior* inferior); // QTStop
+    void abandon_relocation(Target* inferior);
+    void stop(Target* inferior); // QTStop
     // gdb went away without disconnected tracing, or the process ended.
-    void stop_for(std::string reason, Inferior* inferior);
+    void stop_for(TraceStopReason reason, Target* inferior);
     std::string status_reply() const; // qTStatus
     bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
 
@@ -56,33 +67,33 @@ class TraceExperiment {
     // trace if the agent stopped collecting (buffer full, pass count, error). Cheap when no
     // fast tracepoint runs. `inferior`, when given and stopped, also lets pads left in place
     // by a stop during a run be removed.
-    void poll(Inferior* inferior);
+    void poll(Target* inferior);
     bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
-    Inferior::SiteHit on_hit(Inferior& inferior, pid_t tid, std::uint64_t addr);
-    void on_step(Inferior& inferior, pid_t tid, std::uint64_t addr);
+    Target::SiteHit on_hit(Target& inferior, pid_t tid, std::uint64_t addr);
+    void on_step(Target& inferior, pid_t tid, std::uint64_t addr);
     // Binds the site handlers of a (new) inferior to this experiment.
-    void attach_to(Inferior& inferior);
+    void attach_to(Target& inferior);
 
   private:
-    Status install(Inferior& inferior, std::uint64_t addr);
-    void uninstall_all(Inferior* inferior);
+    Status install(Target& inferior, std::uint64_t addr);
+    void uninstall_all(Target* inferior);
     bool any_enabled_at(std::uint64_t addr) const;
     // Runs one tracepoint's actions into a frame; false if the trace had to stop.
-    bool collect(Inferior& inferior, pid_t tid, trace::Tracepoint& tp,
+    bool collect(Target& inferior, pid_t tid, trace::Tracepoint& tp,
                  const std::vector<trace::ActionString>& actions, bool step);
-    void stop_with(std::string reason, Inferior* inferior);
+    void stop_with(TraceStopReason reason, Target* inferior);
     void begin_run(bool any_fast); // the last step of start(): the trace runs
     // trace_fast.cpp
     Status check_fast(const trace::Tracepoint& tp) const;
-    Status prepare_fast(Inferior& inferior);
-    Status install_fast(Inferior& inferior, std::uint64_t addr);
-    Status next_gdb_site(Inferior& inferior);
+    Status prepare_fast(Target& inferior);
+    Status install_fast(Target& inferior, std::uint64_t addr);
+    Status next_gdb_site(Target& inferior);
     void drain_fast();
     void pull_fast_variables();
-    void stop_fast(Inferior* inferior);
-    void remove_fast_sites(Inferior* inferior);
+    void stop_fast(Target* inferior);
+    void remove_fast_sites(Target* inferior);
 
     const arch::Architecture& arch_;
     trace::TracepointTable table_;
@@ -93,7 +104,7 @@ class TraceExperiment {
     bool running_ = false;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
-    std::string stop_reason_ = "tnotrun:0";
+    TraceStopReason stop_reason_;
     std::string user_, notes_, stop_notes_;
     std::int64_t start_time_ = 0, stop_time_ = 0;    // microseconds since the epoch
     std::map<pid_t, trace::TracepointKey> stepping_; // thread -> tracepoint it steps for
@@ -107,7 +118,7 @@ class TraceExperiment {
     // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;
-    std::optional<Inferior::InstructionMove> gdb_move_;
+    std::optional<Target::InstructionMove> gdb_move_;
 };
 
 } // namespace tpagent::agent

@@ -1,11 +1,11 @@
-// One traced Linux process and its threads, driven over ptrace in all-stop mode: when one thread
-// has something to report, every other thread is stopped before the event is handed out.
+// One traced Linux process and its threads, driven over ptrace (see target/target.hpp for what
+// each operation promises).
 #pragma once
-#include "arch/hw_points.hpp"
-#include "target/linux/software_breakpoints.hpp"
-#include "target/linux/stop_event.hpp"
 #include "arch/arch.hpp"
+#include "arch/hw_points.hpp"
 #include "base/result.hpp"
+#include "target/linux/software_breakpoints.hpp"
+#include "target/target.hpp"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,140 +20,76 @@
 
 namespace tpagent::agent {
 
-struct LaunchSpec {
-    std::vector<std::string> program; // PROG ARGS...
-    std::vector<std::string> wrapper; // run through this, which must exec PROG
-    bool disable_randomization = true;
-    bool stdio_is_protocol = false; // keep the program off our stdin/stdout
-    std::string preload;            // a library to add to LD_PRELOAD
-    // gdb's `set/unset environment` (QEnvironment*): NAME -> value, nullopt = unset.
-    std::map<std::string, std::optional<std::string>> environment;
-};
-
-// What one thread is asked to do by a resume request.
-struct ThreadResume {
-    pid_t tid = 0;
-    bool step = false;
-    int signal = 0; // host signal to deliver
-};
-
-class Inferior {
+class Inferior final : public Target {
   public:
     static Result<std::unique_ptr<Inferior>> launch(const LaunchSpec& spec);
     static Result<std::unique_ptr<Inferior>> attach(pid_t pid);
-    ~Inferior();
+    ~Inferior() override;
     Inferior(const Inferior&) = delete;
     Inferior& operator=(const Inferior&) = delete;
 
-    pid_t pid() const { return pid_; }
-    bool was_attached() const { return attached_; }
-    bool alive() const { return alive_; }
-    bool running() const { return running_; }
-    const std::string& executable() const { return executable_; }
+    pid_t pid() const override { return pid_; }
+    bool was_attached() const override { return attached_; }
+    bool alive() const override { return alive_; }
+    bool running() const override { return running_; }
+    const std::string& executable() const override { return executable_; }
 
-    std::vector<pid_t> thread_ids() const;
-    bool has_thread(pid_t tid) const { return threads_.count(tid) != 0; }
-    std::string thread_name(pid_t tid) const;
+    std::vector<pid_t> thread_ids() const override;
+    bool has_thread(pid_t tid) const override { return threads_.count(tid) != 0; }
+    std::string thread_name(pid_t tid) const override;
 
-    // Registers of a stopped thread, in gdb's `g` layout.
-    // full=false reads only the general registers (the rest are marked unavailable): cheaper.
     Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available,
-                                                     bool full = true);
-    Status write_registers(pid_t tid, std::span<const std::uint8_t> g);
-    Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value);
-    Result<std::uint64_t> read_pc(pid_t tid);
+                                                     bool full = true) override;
+    Status write_registers(pid_t tid, std::span<const std::uint8_t> g) override;
+    Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) override;
+    Result<std::uint64_t> read_pc(pid_t tid) override;
 
-    // Memory as the program's own: everything tpagent patched in (breakpoint instructions,
-    // fast-tracepoint jumps) is hidden from reads and kept by writes, which change what the
-    // patches stand for (a write into a fast tracepoint's instructions rebuilds its pad).
-    // Reads return how many bytes were readable from the start (0 bytes readable is an error).
-    Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out);
-    Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data);
+    Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override;
+    Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
 
-    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints. One at a fast
-    // tracepoint's address stops threads before its jump; one inside the instructions the
-    // jump replaces is refused (no thread runs those bytes).
-    Status insert_user_breakpoint(std::uint64_t addr);
-    Status remove_user_breakpoint(std::uint64_t addr);
-    bool user_breakpoint_at(std::uint64_t addr) const { return user_breakpoints_.count(addr) != 0; }
+    Status insert_user_breakpoint(std::uint64_t addr) override;
+    Status remove_user_breakpoint(std::uint64_t addr) override;
+    bool user_breakpoint_at(std::uint64_t addr) const override {
+        return user_breakpoints_.count(addr) != 0;
+    }
     const SoftwareBreakpoints& breakpoints() const { return *breakpoints_; }
 
-    // Displaced-execution sites (trap tracepoints): a breakpoint whose original instruction is
-    // run from a pad mapped near the code, so a thread passes the site with a single stop.
-    struct SiteHit {
-        bool consumed = false;   // handled here: resume the thread unless gdb has a breakpoint too
-        std::uint64_t steps = 0; // then single-step this many times (while-stepping)
-    };
-    using SiteHitHandler = std::function<SiteHit(pid_t tid, std::uint64_t site)>;
-    using SiteStepHandler = std::function<void(pid_t tid, std::uint64_t site)>;
-    void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) {
+    void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) override {
         on_site_hit_ = std::move(hit);
         on_site_step_ = std::move(step);
     }
-    // All threads must be stopped (a pad may have to be mapped with an injected mmap).
-    Status add_site(std::uint64_t addr);
-    void remove_site(std::uint64_t addr);
-    void remove_all_sites();
-    bool has_site(std::uint64_t addr) const { return sites_.count(addr) != 0; }
+    Status add_site(std::uint64_t addr) override;
+    void remove_site(std::uint64_t addr) override;
+    void remove_all_sites() override;
+    bool has_site(std::uint64_t addr) const override { return sites_.count(addr) != 0; }
 
-    // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
-    // collector(argument, block, state) in the program (see arch::JumpPadRequest). All threads
-    // must be stopped; a thread stopped inside the displaced bytes is moved into the pad, and
-    // out again on removal. Pads are never unmapped: a thread may still be running one.
     Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                         bool save_vector_state);
-    void remove_fast_site(std::uint64_t addr);
-    // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
-    // at a time: begin writes the pad's own code and says where the first instruction goes;
-    // each relocated length gives the next move, and after the last the jump back and the patch
-    // go in (nullopt). A failure (or abandon) leaves nothing installed at that address.
-    struct InstructionMove {
-        std::uint64_t from = 0; // the original instruction
-        std::uint64_t to = 0;   // where its relocated form goes in the pad
-    };
+                         bool save_vector_state) override;
+    void remove_fast_site(std::uint64_t addr) override;
     Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
-                                            std::uint64_t argument, bool save_vector_state);
-    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length);
-    void abandon_fast_site() { moving_.reset(); }
-    // Executable code for the program (compiled agent expressions), in pad memory near `near`.
-    Result<std::uint64_t> place_code(std::uint64_t near, std::span<const std::uint8_t> code);
-    void remove_all_fast_sites();
-    bool has_fast_site(std::uint64_t addr) const { return fast_sites_.count(addr) != 0; }
+                                            std::uint64_t argument,
+                                            bool save_vector_state) override;
+    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) override;
+    void abandon_fast_site() override { moving_.reset(); }
+    Result<std::uint64_t> place_code(std::uint64_t near,
+                                     std::span<const std::uint8_t> code) override;
+    void remove_all_fast_sites() override;
+    bool has_fast_site(std::uint64_t addr) const override { return fast_sites_.count(addr) != 0; }
 
-    // Installs hardware watchpoints/breakpoints (Z1..Z4).
-    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len);
-    Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len);
+    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
+    Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
 
-    // Starts the threads named in `actions`; the rest stay stopped. If a thread already has an
-    // event waiting, nothing is resumed and that event is returned at once.
-    Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions);
-    // Called when SIGCHLD arrived: reaps wait statuses; returns an event once all threads stopped.
-    std::optional<StopEvent> poll();
-    // Resumes every thread (gdb gone, a trace keeps running).
-    Status resume_all();
-    // Stops every thread now, waiting for them (a gdb connects to a running program). The event
-    // is a stop with signal 0 on the main thread, or the process's exit if it ended meanwhile.
-    std::optional<StopEvent> stop_all_now();
-    // Ctrl-C from gdb: makes the process stop with SIGINT.
-    void interrupt();
-    // Signals (host numbers) delivered to the program without stopping (QPassSignals).
-    void set_pass_signals(std::set<int> signals) { pass_signals_ = std::move(signals); }
+    Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) override;
+    std::optional<StopEvent> poll() override;
+    Status resume_all() override;
+    std::optional<StopEvent> stop_all_now() override;
+    void interrupt() override;
+    void set_pass_signals(std::set<int> signals) override { pass_signals_ = std::move(signals); }
+    void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
+    void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
-    // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
-    // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,
-    // not the program's: the pc moves to copy_fault (which returns a short count) and the
-    // signal is never delivered. A thread stopped in [code_begin, code_end) is collecting: it
-    // is stepped out (with threads in pads) before gdb sees a stop.
-    struct InprocAgentCode {
-        std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
-        std::uint64_t code_begin = 0, code_end = 0;
-    };
-    void set_inproc_agent_code(std::optional<InprocAgentCode> c) { agent_code_ = c; }
-    // Called when the process execs: the old image, and everything placed in it, is gone.
-    void set_exec_handler(std::function<void()> h) { on_exec_ = std::move(h); }
-
-    Status kill();
-    Status detach();
+    Status kill() override;
+    Status detach() override;
 
   private:
     struct Thread {

@@ -9,10 +9,6 @@
 
 namespace tpagent::agent {
 
-namespace {
-constexpr std::size_t kCodeWindow = 32; // enough for whole instructions covering the jump
-}
-
 Status
 Inferior::move_threads(std::uint64_t from, std::size_t len,
                        const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
@@ -83,7 +79,8 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint
     out.collector = collector;
     out.argument = argument;
     out.save_vector_state = save_vector_state;
-    out.code.resize(kCodeWindow);
+    // Whole instructions covering the jump: it ends within one instruction's length of them.
+    out.code.resize(arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     auto got = read_memory(addr, out.code); // breakpoints hidden: the program's own code
     if (!got) return got.error();
     out.code.resize(*got);

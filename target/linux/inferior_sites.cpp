@@ -15,7 +15,6 @@ namespace tpagent::agent {
 
 namespace {
 constexpr std::size_t kPadPageSize = 4096;
-constexpr std::size_t kMaxInstruction = 16;
 // Instructions a thread may take to get out of a pad and the collector (a collector waiting
 // for tpagent to free staging memory could take forever one step at a time).
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
@@ -138,7 +137,7 @@ Status Inferior::add_site(std::uint64_t addr) {
                           fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
                                       "at 0x{:x}",
                                       fast->first, addr));
-    std::vector<std::uint8_t> code(kMaxInstruction * 2);
+    std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
     auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
     if (!got) return got.error();
     code.resize(*got);

@@ -1,17 +1,13 @@
 #include "tools/tracefile/frame_section.hpp"
 
 #include "tools/tracefile/file_error.hpp"
+#include "trace/frame_format.hpp"
 
 namespace tpagent::tracefile {
 
 namespace {
 
-std::uint64_t get_le(const std::uint8_t* p, std::size_t size) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < size; ++i)
-        v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    return v;
-}
+using namespace trace; // the frame format
 
 // Walks the blocks of the frame whose data is file[begin, end); every block must end
 // inside the frame.
@@ -36,39 +32,40 @@ Result<std::vector<trace::FrameBlock>> parse_blocks(std::span<const std::uint8_t
         std::size_t at = pos;
         trace::FrameBlock b;
         b.type = static_cast<char>(file[pos]);
-        const std::uint8_t* p = file.data() + pos + 1;
+        const std::uint8_t* block = file.data() + pos;
         switch (b.type) {
-        case 'R': {
+        case kRegistersBlock: {
             if (!register_size)
                 return file_error(at, where('R') + " but the file gives no register block size "
                                                    "(no R line, no target description)");
             if (auto s = fits(at, *register_size, 'R'); !s) return s.error();
             b.data = file.subspan(pos + 1, *register_size);
-            pos += 1 + *register_size;
+            pos += registers_block_size(*register_size);
             break;
         }
-        case 'M': {
-            if (auto s = fits(at, 10, 'M'); !s) return s.error();
-            b.address = get_le(p, 8);
-            std::size_t length = get_le(p + 8, 2);
-            if (auto s = fits(at, 10 + length, 'M'); !s) return s.error();
-            b.data = file.subspan(pos + 11, length);
-            pos += 11 + length;
+        case kMemoryBlock: {
+            if (auto s = fits(at, kMemoryBlockHeaderSize - 1, 'M'); !s) return s.error();
+            b.address = memory_block_address(block);
+            const std::size_t length = memory_block_length(block);
+            if (auto s = fits(at, kMemoryBlockHeaderSize - 1 + length, 'M'); !s) return s.error();
+            b.data = file.subspan(pos + kMemoryBlockHeaderSize, length);
+            pos += kMemoryBlockHeaderSize + length;
             break;
         }
-        case 'V': {
-            if (auto s = fits(at, 12, 'V'); !s) return s.error();
-            b.variable = static_cast<std::uint32_t>(get_le(p, 4));
-            b.value = static_cast<std::int64_t>(get_le(p + 4, 8));
-            pos += 13;
+        case kVariableBlock: {
+            if (auto s = fits(at, kVariableBlockSize - 1, 'V'); !s) return s.error();
+            b.variable = variable_block_number(block);
+            b.value = variable_block_value(block);
+            pos += kVariableBlockSize;
             break;
         }
-        case 'S': { // gdbserver's static tracepoint data: 2-byte length, then the text
-            if (auto s = fits(at, 2, 'S'); !s) return s.error();
-            std::size_t length = get_le(p, 2);
-            if (auto s = fits(at, 2 + length, 'S'); !s) return s.error();
-            b.data = file.subspan(pos + 3, length);
-            pos += 3 + length;
+        case kStaticDataBlock: { // gdbserver's static tracepoint data
+            if (auto s = fits(at, kStaticDataBlockHeaderSize - 1, 'S'); !s) return s.error();
+            const std::size_t length = static_data_block_length(block);
+            if (auto s = fits(at, kStaticDataBlockHeaderSize - 1 + length, 'S'); !s)
+                return s.error();
+            b.data = file.subspan(pos + kStaticDataBlockHeaderSize, length);
+            pos += kStaticDataBlockHeaderSize + length;
             break;
         }
         default:
@@ -97,26 +94,24 @@ Result<std::vector<Frame>> parse_frame_section(std::span<const std::uint8_t> fil
         if (left < 2)
             return file_error(pos, fmt::format("frame {}: truncated frame header ({} byte left)",
                                                frames.size(), left));
-        auto tracepoint = static_cast<std::uint16_t>(get_le(file.data() + pos, 2));
+        const std::uint16_t tracepoint = frame_tracepoint(file.data() + pos);
         if (tracepoint == 0) return frames; // gdb pads the marker to 4 bytes; the rest is ignored
-        if (left < trace::kFrameHeaderSize)
+        if (left < kFrameHeaderSize)
             return file_error(pos, fmt::format("frame {}: truncated frame header ({} bytes left)",
                                                frames.size(), left));
-        std::uint64_t length = get_le(file.data() + pos + 2, 4);
-        if (length > left - trace::kFrameHeaderSize)
-            return file_error(pos + 2,
-                              fmt::format("frame {} (tracepoint {}): data length 0x{:x} goes past "
-                                          "the end of the file ({} bytes left)",
-                                          frames.size(), tracepoint, length,
-                                          left - trace::kFrameHeaderSize));
+        const std::uint64_t length = frame_length(file.data() + pos);
+        if (length > left - kFrameHeaderSize)
+            return file_error(
+                pos + 2, fmt::format("frame {} (tracepoint {}): data length 0x{:x} goes past "
+                                     "the end of the file ({} bytes left)",
+                                     frames.size(), tracepoint, length, left - kFrameHeaderSize));
         Frame frame;
         frame.number = frames.size();
         frame.offset = pos;
         frame.tracepoint = tracepoint;
-        std::size_t end = pos + trace::kFrameHeaderSize + length;
+        std::size_t end = pos + kFrameHeaderSize + length;
         frame.bytes = file.subspan(pos, end - pos);
-        auto blocks =
-            parse_blocks(file, pos + trace::kFrameHeaderSize, end, frame, register_block_size);
+        auto blocks = parse_blocks(file, pos + kFrameHeaderSize, end, frame, register_block_size);
         if (!blocks) return blocks.error();
         frame.blocks = std::move(*blocks);
         frames.push_back(std::move(frame));

@@ -1,9 +1,11 @@
 // The in-process agent (libtpagent-inproc.so) loaded into this test process with dlopen: the
 // collector is called directly with fake register blocks, as a jump pad would call it, while
-// tpagent's side (InprocRegion) maps the same region a second time, configures it by hand
-// through the shared_region.hpp structs and drains what the collector staged.
+// tpagent's side (InprocRegion) maps the same region a second time, configures it (tracepoint
+// records written by hand through the shared_region.hpp structs) and drains what the collector
+// staged.
 #include "inproc/shared_region.hpp"
 #include "tracing/inproc_region.hpp"
+#include "trace/trace_frame.hpp"
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
@@ -141,48 +143,29 @@ void put_be(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
 
 constexpr std::size_t kRecordSlots = 16;
 
-// One run's configuration, written the way tpagent's prepare_fast writes it: tracing off,
-// chunks reset (new generation), stop fields cleared, registers described, variables and
-// readable ranges cleared; then tracepoint records at kConfigOffset and their actions and
-// expression code after them. start() sets tracing.
+// One run's configuration, written through InprocRegion as tpagent's prepare_fast writes it
+// (tracing off, chunks reset, registers described, variables and readable ranges cleared),
+// then tracepoint records, taken first, and their actions and expression code after them.
+// start() sets tracing.
 class Config {
   public:
-    explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40) {
-        Header& h = header();
-        h.tracing.store(0, std::memory_order_release);
+    explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40)
+        : area_(region()) {
         // Twice: the first retires the chunks earlier tests' threads still own (tpagent frees
         // those one run later); no thread of this process is inside the collector now.
-        region().reset_chunks();
-        region().reset_chunks();
-        h.stop_reason.store(0, std::memory_order_relaxed);
-        h.stop_tracepoint = 0;
-        h.stop_status = 0;
-        h.stop_address = 0;
-        h.dropped_frames.store(0, std::memory_order_relaxed);
-        h.circular = circular ? 1 : 0;
-        h.linear_budget.store(budget, std::memory_order_relaxed);
-        h.g_size = static_cast<std::uint32_t>(host().g_size());
-        h.core_register_bytes = static_cast<std::uint32_t>(core_bytes());
-        const auto regs = host().registers();
-        for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
-            const bool in_core = r < regs.size() && regs[r].size <= 8 &&
-                                 regs[r].g_offset + regs[r].size <= core_bytes();
-            h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
-            h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
-        }
-        auto* vars = at<Variable>(region().local(), kVariablesOffset);
-        for (std::size_t i = 0; i < kMaxVariables; ++i) {
-            vars[i].defined = 0;
-            vars[i].timestamp = 0;
-            vars[i].value.store(0, std::memory_order_relaxed);
-        }
+        region().begin_configuration(circular, budget);
+        region().begin_configuration(circular, budget);
+        auto core = region().describe_registers(host());
+        REQUIRE(core);
+        REQUIRE(*core == core_bytes());
+        region().clear_variables();
         // No ranges: an empty span with a non-null data() (set_readable_ranges memcpy()s
         // from it even when it is empty, which UBSan reports for null).
         static const ReadableRange kNone[1] = {};
         region().set_readable_ranges(std::span(kNone, 0));
-        std::memset(at<std::uint8_t>(region().local(), kConfigOffset), 0,
-                    kRecordSlots * sizeof(TracepointRecord));
-        used_ = kRecordSlots * sizeof(TracepointRecord);
+        auto records = area_.take<TracepointRecord>(kRecordSlots);
+        REQUIRE(records);
+        records_ = *records;
     }
 
     // The next record (index = position), with its actions and a frame bound computed as
@@ -190,81 +173,51 @@ class Config {
     TracepointRecord& add(std::uint32_t number, std::uint64_t address,
                           const std::vector<ActionRecord>& actions) {
         REQUIRE(count_ < kRecordSlots);
-        TracepointRecord& rec = record(count_++);
+        TracepointRecord& rec = records_[count_++];
         rec.number = number;
         rec.enabled = 1;
         rec.address = address;
-        rec.pass_count = 0;
-        rec.pass_hits.store(0, std::memory_order_relaxed);
-        rec.next = 0;
-        rec.actions_offset = take(actions.size() * sizeof(ActionRecord));
+        auto out = area_.take<ActionRecord>(actions.size());
+        REQUIRE(out);
+        std::copy(actions.begin(), actions.end(), out->begin());
+        rec.actions_offset = region().offset_of(out->data());
         rec.action_count = static_cast<std::uint32_t>(actions.size());
-        std::memcpy(at<ActionRecord>(region().local(), rec.actions_offset), actions.data(),
-                    actions.size() * sizeof(ActionRecord));
-        std::uint64_t bound = sizeof(RecordHeader) + kFrameHeaderBytes + 7;
-        for (const ActionRecord& a : actions) {
-            if (a.kind == ActionKind::Registers) bound += 1 + core_bytes();
-            if (a.kind == ActionKind::Memory) bound += a.length + 11 * (a.length / 0xffff + 1);
-            if (a.kind == ActionKind::Expression) bound += 8192;
-        }
-        rec.frame_bound = bound & ~std::uint64_t{7};
+        rec.frame_bound = agent::staged_frame_bound(*out, static_cast<std::uint32_t>(core_bytes()));
         REQUIRE(rec.frame_bound <= kChunkPayload);
         return rec;
     }
 
     // An X action (or condition) running p's instructions in the interpreter.
     ActionRecord expression(const bytecode::Program& p) {
-        const auto insns = p.insns();
-        const std::uint64_t offset = take(insns.size_bytes());
-        std::memcpy(at<bytecode::Insn>(region().local(), offset), insns.data(), insns.size_bytes());
-        ActionRecord a{};
-        a.kind = ActionKind::Expression;
-        a.insns_offset = offset;
-        a.insn_count = static_cast<std::uint32_t>(insns.size());
-        a.backward_jump_budget = p.backward_jump_budget();
-        a.compiled = 0;
-        return a;
+        auto a = area_.expression(p);
+        REQUIRE(a);
+        return *a;
     }
     void condition(TracepointRecord& rec, const ActionRecord& a) {
         rec.condition = a;
         rec.has_condition = 1;
     }
     // Records at the same address share a pad: rec's hits run `then` after it.
-    void chain(TracepointRecord& rec, const TracepointRecord& then) { rec.next = offset(then); }
+    void chain(TracepointRecord& rec, const TracepointRecord& then) {
+        rec.next = region().offset_of(&then);
+    }
 
     void define_variable(unsigned num, std::int64_t value, bool timestamp = false) {
-        Variable& v = at<Variable>(region().local(), kVariablesOffset)[num];
-        v.defined = 1;
-        v.timestamp = timestamp ? 1 : 0;
-        v.value.store(value, std::memory_order_relaxed);
+        REQUIRE(region().define_variable(num, value, timestamp));
     }
-    static std::int64_t variable(unsigned num) {
-        return at<Variable>(region().local(), kVariablesOffset)[num].value.load();
-    }
+    static std::int64_t variable(unsigned num) { return region().variable(num)->value.load(); }
 
     void start() { header().tracing.store(1, std::memory_order_release); }
 
-    static TracepointRecord& record(std::size_t i) {
-        return at<TracepointRecord>(region().local(), kConfigOffset)[i];
-    }
-    static std::uint64_t offset(const TracepointRecord& rec) {
-        return static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(&rec) -
-                                          static_cast<const std::uint8_t*>(region().local()));
-    }
     // What a pad passes: the record's address in the program (the library's mapping).
     static std::uint64_t remote(const TracepointRecord& rec) {
-        return region().remote(offset(rec));
+        return region().remote(region().offset_of(&rec));
     }
 
   private:
-    std::uint64_t take(std::size_t bytes) {
-        const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
-        REQUIRE(at + bytes <= kConfigBytes);
-        used_ = at + bytes;
-        return kConfigOffset + at;
-    }
+    agent::InprocConfigArea area_;
+    std::span<TracepointRecord> records_;
     std::size_t count_ = 0;
-    std::uint64_t used_ = 0;
 };
 
 // A hit of rec's pad on the calling thread.
@@ -297,35 +250,25 @@ std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, 
     f.header = rh;
     if (rh.size % 8 != 0) return "record size not a multiple of 8";
     if (staged.size() != rh.size - sizeof(RecordHeader)) return "span size != record size";
-    if (staged.size() < kFrameHeaderBytes) return "no frame header";
-    f.number = load<std::uint16_t>(staged.data());
-    const std::uint32_t data = load<std::uint32_t>(staged.data() + 2);
-    if (kFrameHeaderBytes + data > staged.size()) return "frame length beyond the record";
-    if (staged.size() - (kFrameHeaderBytes + data) >= 8) return "more than 7 bytes of padding";
-    const std::uint8_t* p = staged.data() + kFrameHeaderBytes;
-    const std::uint8_t* end = p + data;
-    while (p < end) {
-        const std::size_t left = static_cast<std::size_t>(end - p);
-        if (*p == 'R') {
-            if (left < 1 + core_bytes()) return "short R block";
+    if (staged.size() < trace::kFrameHeaderSize) return "no frame header";
+    const std::size_t end = trace::kFrameHeaderSize + trace::frame_length(staged.data());
+    if (end > staged.size()) return "frame length beyond the record";
+    if (staged.size() - end >= 8) return "more than 7 bytes of padding";
+    const trace::FrameView view(staged.first(end), core_bytes());
+    f.number = view.tracepoint();
+    std::size_t pos = trace::kFrameHeaderSize;
+    while (auto b = view.block_at(pos)) {
+        if (b->type == trace::kRegistersBlock) {
             if (f.has_registers) return "two R blocks";
             f.has_registers = true;
-            f.registers.assign(p + 1, p + 1 + core_bytes());
-            p += 1 + core_bytes();
-        } else if (*p == 'M') {
-            if (left < 11) return "short M header";
-            const std::uint16_t len = load<std::uint16_t>(p + 9);
-            if (left < 11u + len) return "short M block";
-            f.memory.push_back({load<std::uint64_t>(p + 1), {p + 11, p + 11 + len}});
-            p += 11 + len;
-        } else if (*p == 'V') {
-            if (left < 13) return "short V block";
-            f.variables.emplace_back(load<std::uint32_t>(p + 1), load<std::int64_t>(p + 5));
-            p += 13;
-        } else {
-            return "unknown block type " + std::to_string(*p);
+            f.registers.assign(b->data.begin(), b->data.end());
+        } else if (b->type == trace::kMemoryBlock) {
+            f.memory.push_back({b->address, {b->data.begin(), b->data.end()}});
+        } else if (b->type == trace::kVariableBlock) {
+            f.variables.emplace_back(b->variable, b->value);
         }
     }
+    if (pos != end) return "short or unknown block at " + std::to_string(pos);
     return "";
 }
 

@@ -1,0 +1,31 @@
+#include "protocol/stop_reply.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::protocol {
+
+std::string encode_stop_reply(const StopReply& r) {
+    const std::string process = r.process ? fmt::format(";process:{:x}", *r.process) : "";
+    switch (r.kind) {
+    case StopReply::Kind::Exited:
+        return fmt::format("W{:02x}{}", r.code & 0xff, process);
+    case StopReply::Kind::Killed:
+        return fmt::format("X{:02x}{}", r.code & 0xff, process);
+    case StopReply::Kind::Signal:
+        break;
+    }
+    std::string out = fmt::format("T{:02x}", r.code & 0xff);
+    for (const auto& [regnum, value] : r.registers)
+        out += fmt::format("{:02x}:{};", regnum, value);
+    out += "thread:" + r.thread + ";";
+    if (r.swbreak) out += "swbreak:;";
+    if (r.hwbreak) out += "hwbreak:;";
+    if (r.watch) {
+        const char* kind = r.watch->first == 3   ? "rwatch"
+                           : r.watch->first == 4 ? "awatch"
+                                                 : "watch";
+        out += fmt::format("{}:{:x};", kind, r.watch->second);
+    }
+    return out;
+}
+
+} // namespace tpagent::protocol

@@ -1,0 +1,26 @@
+// Stop replies (GDB manual, "Stop Reply Packets"): W (exited), X (killed by a signal), and
+// T with the expedited registers, the thread and why it stopped.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpagent::protocol {
+
+struct StopReply {
+    enum class Kind : std::uint8_t { Exited, Killed, Signal };
+    Kind kind = Kind::Signal;
+    int code = 0;                         // Exited: the exit status; else the gdb signal number
+    std::optional<std::uint64_t> process; // multiprocess: ";process:PID" after W and X
+    // T: "NN:VALUE;" for each register, already hex-encoded in target byte order.
+    std::vector<std::pair<int, std::string>> registers;
+    std::string thread; // T: the thread id as gdb wants it ("pPID.TID" or "TID")
+    bool swbreak = false, hwbreak = false;
+    // T: a watchpoint's trigger: 2 watch, 3 rwatch, 4 awatch, and the address.
+    std::optional<std::pair<int, std::uint64_t>> watch;
+};
+std::string encode_stop_reply(const StopReply& reply);
+
+} // namespace tpagent::protocol

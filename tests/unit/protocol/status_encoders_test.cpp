@@ -1,0 +1,51 @@
+// Stop replies and qTStatus fields, byte for byte as gdbserver sends them.
+#include "protocol/stop_reply.hpp"
+#include "protocol/trace_status.hpp"
+#include <catch2/catch.hpp>
+
+using namespace tpagent::protocol;
+
+TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protocol]") {
+    StopReply exited{StopReply::Kind::Exited, 0x103, 0x4d2, {}, {}, false, false, {}};
+    CHECK(encode_stop_reply(exited) == "W03;process:4d2");
+    StopReply killed{StopReply::Kind::Killed, 9, {}, {}, {}, false, false, {}};
+    CHECK(encode_stop_reply(killed) == "X09");
+    StopReply trap;
+    trap.code = 5;
+    trap.registers = {{6, "00e0ffffff7f0000"}, {16, "3011400000000000"}};
+    trap.thread = "p4d2.4d3";
+    trap.swbreak = true;
+    CHECK(encode_stop_reply(trap) ==
+          "T0506:00e0ffffff7f0000;10:3011400000000000;thread:p4d2.4d3;swbreak:;");
+    StopReply watch;
+    watch.code = 5;
+    watch.thread = "4d3";
+    watch.watch = std::pair(3, std::uint64_t{0x404028});
+    CHECK(encode_stop_reply(watch) == "T05thread:4d3;rwatch:404028;");
+}
+
+TEST_CASE("trace stop reasons", "[protocol]") {
+    using Kind = TraceStopReason::Kind;
+    CHECK(encode_stop_reason({}) == "tnotrun:0");
+    CHECK(encode_stop_reason({Kind::Stop, "done", 0}) == "tstop:646f6e65:0");
+    CHECK(encode_stop_reason({Kind::Full, {}, 0}) == "tfull:0");
+    CHECK(encode_stop_reason({Kind::Disconnected, {}, 0}) == "tdisconnected:0");
+    CHECK(encode_stop_reason({Kind::PassCount, {}, 0x1a}) == "tpasscount:1a");
+    CHECK(encode_stop_reason({Kind::Error, "bad", 3}) == "terror:626164:3");
+    CHECK(encode_stop_reason({Kind::Unknown, {}, 0}) == "tunknown:0");
+}
+
+TEST_CASE("qTStatus reply", "[protocol]") {
+    TraceStatus s;
+    s.running = true;
+    s.frames = 2;
+    s.created = 3;
+    s.free = 0x100;
+    s.size = 0x200;
+    s.circular = true;
+    s.start_time = 0x10;
+    s.user = "me";
+    CHECK(encode_trace_status(s) == "T1;tnotrun:0;tframes:2;tcreated:3;tfree:100;tsize:200;"
+                                    "circular:1;disconn:0;starttime:10;stoptime:0;username:6d65;"
+                                    "notes:");
+}

@@ -1,0 +1,130 @@
+// A Target with no process behind it: one stopped thread, a register block, sparse memory.
+// Handlers run against it byte for byte; what it was asked is recorded for the tests to check.
+#pragma once
+#include "arch/arch.hpp"
+#include "target/target.hpp"
+#include <map>
+#include <new>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tpagent::agent::testing {
+
+class FakeTarget final : public Target {
+  public:
+    static constexpr pid_t kPid = 4242;
+
+    std::map<std::uint64_t, std::uint8_t> memory; // readable bytes
+    std::vector<std::uint8_t> registers =
+        std::vector<std::uint8_t>(arch::host_architecture().g_size());
+    std::set<std::uint64_t> breakpoints;
+    std::vector<std::vector<ThreadResume>> resumes;
+    bool throw_on_memory_read = false; // as an allocation failing inside a handler would
+
+    pid_t pid() const override { return kPid; }
+    bool was_attached() const override { return false; }
+    bool alive() const override { return alive_; }
+    bool running() const override { return running_; }
+    const std::string& executable() const override { return executable_; }
+    std::vector<pid_t> thread_ids() const override { return {kPid}; }
+    bool has_thread(pid_t tid) const override { return tid == kPid; }
+    std::string thread_name(pid_t) const override { return "fake"; }
+
+    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available,
+                                                     bool = true) override {
+        if (tid != kPid) return make_error(ErrorCode::NoProcess, "no such thread");
+        available.assign(arch::host_architecture().registers().size(), true);
+        return registers;
+    }
+    Status write_registers(pid_t, std::span<const std::uint8_t> g) override {
+        registers.assign(g.begin(), g.end());
+        return ok_status();
+    }
+    Status write_register(pid_t, int regnum, std::span<const std::uint8_t> value) override {
+        const auto& r = arch::host_architecture().registers()[static_cast<std::size_t>(regnum)];
+        std::copy(value.begin(), value.end(), registers.begin() + r.g_offset);
+        return ok_status();
+    }
+    Result<std::uint64_t> read_pc(pid_t) override { return 0x1000; }
+
+    Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override {
+        if (throw_on_memory_read) throw std::bad_alloc();
+        std::size_t n = 0;
+        for (; n < out.size(); ++n) {
+            auto it = memory.find(addr + n);
+            if (it == memory.end()) break;
+            out[n] = it->second;
+        }
+        if (n == 0) return make_error(ErrorCode::MemoryAccess, "cannot read memory");
+        return n;
+    }
+    Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override {
+        for (std::size_t i = 0; i < data.size(); ++i)
+            memory[addr + i] = data[i];
+        return ok_status();
+    }
+
+    Status insert_user_breakpoint(std::uint64_t addr) override {
+        breakpoints.insert(addr);
+        return ok_status();
+    }
+    Status remove_user_breakpoint(std::uint64_t addr) override {
+        if (!breakpoints.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
+        return ok_status();
+    }
+    bool user_breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
+
+    // Tracepoint sites and hardware points: not this fake's business.
+    void set_site_handlers(SiteHitHandler, SiteStepHandler) override {}
+    Status add_site(std::uint64_t) override { return unsupported(); }
+    void remove_site(std::uint64_t) override {}
+    void remove_all_sites() override {}
+    bool has_site(std::uint64_t) const override { return false; }
+    Status add_fast_site(std::uint64_t, std::uint64_t, std::uint64_t, bool) override {
+        return unsupported();
+    }
+    void remove_fast_site(std::uint64_t) override {}
+    Result<InstructionMove> begin_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
+                                            bool) override {
+        return unsupported();
+    }
+    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t) override {
+        return unsupported();
+    }
+    void abandon_fast_site() override {}
+    Result<std::uint64_t> place_code(std::uint64_t, std::span<const std::uint8_t>) override {
+        return unsupported();
+    }
+    void remove_all_fast_sites() override {}
+    bool has_fast_site(std::uint64_t) const override { return false; }
+    Status insert_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
+    Status remove_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
+
+    // Run control: a resume is recorded and the program "stops" at once when polled.
+    Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) override {
+        resumes.push_back(actions);
+        running_ = true;
+        return std::optional<StopEvent>();
+    }
+    std::optional<StopEvent> poll() override { return std::nullopt; }
+    Status resume_all() override { return ok_status(); }
+    std::optional<StopEvent> stop_all_now() override { return std::nullopt; }
+    void interrupt() override {}
+    void set_pass_signals(std::set<int>) override {}
+    void set_inproc_agent_code(std::optional<InprocAgentCode>) override {}
+    void set_exec_handler(std::function<void()>) override {}
+    Status kill() override {
+        alive_ = false;
+        return ok_status();
+    }
+    Status detach() override { return kill(); }
+
+  private:
+    static Error unsupported() { return make_error(ErrorCode::Unsupported, "not in the fake"); }
+    bool alive_ = true;
+    bool running_ = false;
+    std::string executable_ = "/fake/prog";
+};
+
+} // namespace tpagent::agent::testing

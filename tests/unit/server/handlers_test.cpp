@@ -1,0 +1,120 @@
+// Packet handlers against a fake target: the exact bytes gdb would get back, with no process.
+#include "protocol/framing.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "tests/unit/server/fake_target.hpp"
+#include <catch2/catch.hpp>
+
+using namespace tpagent;
+using namespace tpagent::agent;
+using tpagent::agent::testing::FakeTarget;
+
+namespace {
+
+class CapturingConnection final : public Connection {
+  public:
+    explicit CapturingConnection(std::string& written) : written_(written) {}
+    void async_read(std::span<std::uint8_t>, ReadHandler) override {}
+    bool write(std::string_view data) override {
+        written_ += data;
+        return true;
+    }
+    void close() override {}
+
+  private:
+    std::string& written_;
+};
+
+// A server whose program is a FakeTarget, and one gdb session on it.
+struct Fixture {
+    boost::asio::io_context io;
+    FakeTarget* target = nullptr;
+    std::unique_ptr<Server> server;
+    std::unique_ptr<Session> session;
+    std::string written;
+
+    Fixture() {
+        TargetFactory fakes{[this](const LaunchSpec&) -> Result<std::unique_ptr<Target>> {
+                                auto fake = std::make_unique<FakeTarget>();
+                                target = fake.get();
+                                return std::unique_ptr<Target>(std::move(fake));
+                            },
+                            [](pid_t) -> Result<std::unique_ptr<Target>> {
+                                return make_error(ErrorCode::NotFound, "no attaching in tests");
+                            }};
+        server = std::make_unique<Server>(io, ServerOptions{}, std::move(fakes));
+        REQUIRE(server->start_program({"prog"}));
+        session =
+            std::make_unique<Session>(*server, std::make_unique<CapturingConnection>(written));
+    }
+
+    // Sends one packet and returns what came back (the ack included).
+    std::string request(const std::string& payload) {
+        written.clear();
+        const std::string frame = protocol::frame_packet(payload);
+        session->receive(
+            std::span(reinterpret_cast<const std::uint8_t*>(frame.data()), frame.size()));
+        return written;
+    }
+};
+
+std::string reply(const std::string& payload) {
+    return "+" + protocol::frame_packet(payload);
+}
+
+} // namespace
+
+TEST_CASE("m reads the target's memory, E03 where it has none", "[server]") {
+    Fixture f;
+    f.target->write_memory(0x1000, std::vector<std::uint8_t>{0xde, 0xad, 0xbe, 0xef});
+    CHECK(f.request("m1000,4") == reply("deadbeef"));
+    CHECK(f.request("m1002,8") == reply("beef")); // as far as it is readable
+    CHECK(f.request("m2000,4") == reply("E03"));
+}
+
+TEST_CASE("M and X write the target's memory", "[server]") {
+    Fixture f;
+    CHECK(f.request("M3000,2:0102") == reply("OK"));
+    CHECK(f.target->memory.at(0x3001) == 0x02);
+    CHECK(f.request("m3000,2") == reply("0102"));
+}
+
+TEST_CASE("Z0 and z0 reach the target's breakpoints", "[server]") {
+    Fixture f;
+    CHECK(f.request("Z0,401000,1") == reply("OK"));
+    CHECK(f.target->breakpoints.count(0x401000) == 1);
+    CHECK(f.request("z0,401000,1") == reply("OK"));
+    CHECK(f.target->breakpoints.empty());
+    CHECK(f.request("z0,401000,1") == reply("E06"));
+}
+
+TEST_CASE("g sends the whole register block", "[server]") {
+    Fixture f;
+    f.target->registers[0] = 0x2a;
+    const std::string answer = f.request("g");
+    REQUIRE(answer.size() > 4);
+    CHECK(answer.substr(0, 4) == "+$2a");
+}
+
+TEST_CASE("c resumes the target and defers the reply to the stop", "[server]") {
+    Fixture f;
+    CHECK(f.request("c") == "+");
+    REQUIRE(f.target->resumes.size() == 1);
+    CHECK(f.target->resumes[0].at(0).tid == FakeTarget::kPid);
+    CHECK_FALSE(f.target->resumes[0].at(0).step);
+}
+
+TEST_CASE("qTStatus before any trace", "[server]") {
+    Fixture f;
+    const std::string answer = f.request("qTStatus");
+    CHECK(answer.rfind("+$T0;tnotrun:0;", 0) == 0);
+}
+
+TEST_CASE("a handler that throws answers E.text and the session goes on", "[server]") {
+    Fixture f;
+    f.target->write_memory(0x1000, std::vector<std::uint8_t>{0x11});
+    f.target->throw_on_memory_read = true;
+    CHECK(f.request("m1000,1") == reply("E.m: not enough memory"));
+    f.target->throw_on_memory_read = false;
+    CHECK(f.request("m1000,1") == reply("11"));
+}

@@ -1,0 +1,124 @@
+// The trace-file frame format, the one definition every writer and reader uses: tpagent's
+// frame builder and views (trace_frame.hpp), the in-process collector (inproc/collector.cpp),
+// the in-process region's configuration (tracing/inproc_region.*) and the trace-file reader
+// (tools/tracefile/). It is also the trace buffer's format, so qTBuffer and tsave are plain
+// copies.
+//
+// A frame is a 2-byte tracepoint number and a 4-byte data length, then blocks:
+//   'R' + register block (the `g` packet layout, fixed size per target)
+//   'M' + 8-byte address + 2-byte length + bytes
+//   'V' + 4-byte variable number + 8-byte signed value
+// (gdbserver also writes 'S' + 2-byte length + static tracepoint data; tpagent never does.)
+// Tracepoint number 0 ends a file's frames. Multi-byte fields are little-endian (the byte
+// order of every target tpagent supports).
+//
+// Freestanding: the in-process library (built without exceptions, RTTI or vector registers,
+// and with no C++ runtime) includes this header, so it holds only constants, fixed-width
+// integers and trivial inline functions.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace tpagent::trace {
+
+// Little-endian fields: one move on a little-endian host, bytes shifted on another.
+template <class T> inline T load_le(const std::uint8_t* p) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    T v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+#else
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+        v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    return static_cast<T>(v);
+#endif
+}
+template <class T> inline std::uint8_t* store_le(std::uint8_t* p, T value) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    __builtin_memcpy(p, &value, sizeof value);
+#else
+    const auto v = static_cast<std::uint64_t>(value);
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+        p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+#endif
+    return p + sizeof(T);
+}
+
+// The frame header: tracepoint number (2 bytes), then the length of the blocks (4 bytes).
+inline constexpr std::size_t kFrameHeaderSize = 2 + 4;
+inline constexpr std::size_t kFrameLengthOffset = 2;
+
+inline std::uint16_t frame_tracepoint(const std::uint8_t* frame) {
+    return load_le<std::uint16_t>(frame);
+}
+inline std::uint32_t frame_length(const std::uint8_t* frame) {
+    return load_le<std::uint32_t>(frame + kFrameLengthOffset);
+}
+inline void set_frame_length(std::uint8_t* frame, std::uint32_t length) {
+    store_le<std::uint32_t>(frame + kFrameLengthOffset, length);
+}
+// Returns the first block's position.
+inline std::uint8_t* store_frame_header(std::uint8_t* frame, std::uint16_t tracepoint,
+                                        std::uint32_t length) {
+    return store_le<std::uint32_t>(store_le<std::uint16_t>(frame, tracepoint), length);
+}
+
+// Block types.
+inline constexpr char kRegistersBlock = 'R';
+inline constexpr char kMemoryBlock = 'M';
+inline constexpr char kVariableBlock = 'V';
+inline constexpr char kStaticDataBlock = 'S'; // read, never written
+
+// The store_* functions write a block's type and fixed fields at p and return where its
+// bytes (R, M) or the next block (V) go.
+
+// R: the type, then the register bytes.
+constexpr std::size_t registers_block_size(std::size_t register_bytes) {
+    return 1 + register_bytes;
+}
+inline std::uint8_t* store_registers_header(std::uint8_t* p) {
+    *p = static_cast<std::uint8_t>(kRegistersBlock);
+    return p + 1;
+}
+
+// M: the type, the address (8 bytes), the length (2 bytes), then the bytes.
+inline constexpr std::size_t kMemoryBlockHeaderSize = 1 + 8 + 2;
+inline constexpr std::size_t kMaxMemoryBlock = 0xffff; // the length field is 16 bits
+inline std::uint64_t memory_block_address(const std::uint8_t* block) {
+    return load_le<std::uint64_t>(block + 1);
+}
+inline std::uint16_t memory_block_length(const std::uint8_t* block) {
+    return load_le<std::uint16_t>(block + 9);
+}
+inline std::uint8_t* store_memory_header(std::uint8_t* p, std::uint64_t address,
+                                         std::uint16_t length) {
+    *p = static_cast<std::uint8_t>(kMemoryBlock);
+    return store_le<std::uint16_t>(store_le<std::uint64_t>(p + 1, address), length);
+}
+// The most bytes the M blocks of a range of `length` bytes take (split at kMaxMemoryBlock).
+constexpr std::uint64_t memory_blocks_bound(std::uint64_t length) {
+    return length + kMemoryBlockHeaderSize * (length / kMaxMemoryBlock + 1);
+}
+
+// V: the type, the variable number (4 bytes), the value (8 bytes, signed).
+inline constexpr std::size_t kVariableBlockSize = 1 + 4 + 8;
+inline std::uint32_t variable_block_number(const std::uint8_t* block) {
+    return load_le<std::uint32_t>(block + 1);
+}
+inline std::int64_t variable_block_value(const std::uint8_t* block) {
+    return load_le<std::int64_t>(block + 5);
+}
+inline std::uint8_t* store_variable_block(std::uint8_t* p, std::uint32_t number,
+                                          std::int64_t value) {
+    *p = static_cast<std::uint8_t>(kVariableBlock);
+    return store_le<std::int64_t>(store_le<std::uint32_t>(p + 1, number), value);
+}
+
+// S: the type, the length (2 bytes), then the data.
+inline constexpr std::size_t kStaticDataBlockHeaderSize = 1 + 2;
+inline std::uint16_t static_data_block_length(const std::uint8_t* block) {
+    return load_le<std::uint16_t>(block + 1);
+}
+
+} // namespace tpagent::trace
