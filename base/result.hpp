@@ -10,6 +10,7 @@ namespace tpagent {
 // Error codes sent as `E NN`; the table of meanings is in README.md ("Error replies").
 enum class ErrorCode : std::uint8_t {
     BadPacket = 0x01,     // malformed arguments
+    BadInput = BadPacket, // the same outside the wire: a malformed file or command line
     NoProcess = 0x02,     // no inferior / no such thread
     MemoryAccess = 0x03,  // memory could not be read or written
     NotAllowed = 0x04,    // request not valid in the current state

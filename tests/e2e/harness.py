@@ -122,6 +122,17 @@ def pid_alive(pid: int) -> bool:
     return _living(proc_stat(pid))
 
 
+def start_process(argv: list[str]) -> subprocess.Popen:
+    """argv in a session of its own, stdin closed, stdout and stderr merged into one pipe."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def wait_until(predicate, timeout: float = WAIT_TIMEOUT, interval: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while True:
@@ -198,35 +209,56 @@ class Reaper:
 
 
 class Programs:
-    """Builds tests/e2e/programs/NAME.c on first use, once per test session."""
+    """Builds tests/e2e/programs/NAME.c on first use, once per test session.
+
+    PIE by default (the compiler's own default); pie=False builds it -fno-pie -no-pie, for
+    gdbserver's fast tracepoint jump pads, which live in the low 2 GiB out of a 32-bit
+    jump's reach from PIE code. with_library() builds ftrace_shlib against
+    libftrace_lib.so (ftrace_lib.c), found by rpath."""
 
     def __init__(self, outdir: Path) -> None:
         self._outdir = outdir
-        self._built: dict[str, Path] = {}
+        self._built: dict[tuple[str, bool], Path] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def source(name: str) -> Path:
         return PROGRAMS_DIR / f"{name}.c"
 
-    def path(self, name: str) -> Path:
+    def path(self, name: str, pie: bool = True) -> Path:
         with self._lock:
-            if name not in self._built:
-                self._built[name] = compile_program(self.source(name), self._outdir / name)
-            return self._built[name]
+            if (name, pie) not in self._built:
+                flags = [] if pie else ["-fno-pie", "-no-pie"]
+                output = self._outdir / (name if pie else f"{name}-nopie")
+                self._built[name, pie] = compile_program(self.source(name), output, *flags)
+            return self._built[name, pie]
+
+    def with_library(self) -> Path:
+        """ftrace_shlib (PIE) calling lib_traced() in libftrace_lib.so."""
+        with self._lock:
+            if ("ftrace_shlib", True) not in self._built:
+                compile_program(self.source("ftrace_lib"), self._outdir / "libftrace_lib.so", "-fPIC", "-shared")
+                self._built["ftrace_shlib", True] = compile_program(
+                    self.source("ftrace_shlib"),
+                    self._outdir / "ftrace_shlib",
+                    link=(f"-L{self._outdir}", "-lftrace_lib", f"-Wl,-rpath,{self._outdir}"),
+                )
+            return self._built["ftrace_shlib", True]
 
     def line(self, name: str, mark: str) -> int:
         """Line number of the source line tagged with the comment 'MARK: <mark>'."""
         return marked_line(self.source(name), mark)
 
 
-def compile_program(source: Path, output: Path) -> Path:
-    cmd = ["cc", "-g", "-O0", "-o", str(output), str(source)]
+def compile_program(source: Path, output: Path, *flags: str, link: tuple[str, ...] = ()) -> Path:
+    """cc -g -O0 [-pthread] FLAGS -o OUTPUT SOURCE LINK (LINK: the libraries, after the
+    source that needs them)."""
+    cmd = ["cc", "-g", "-O0", *flags, "-o", str(output), str(source), *link]
     if "<pthread.h>" in source.read_text():
         cmd.insert(1, "-pthread")
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
-        raise RuntimeError(f"compiling {source} failed:\n{result.stdout}{result.stderr}")
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout}{result.stderr}")
     return output
 
 
@@ -254,13 +286,7 @@ class Server:
         self._reaper = reaper
         self._lines: list[str] = []
         self._cond = threading.Condition()
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.proc = start_process(argv)
         reaper.track_popen(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -412,13 +438,7 @@ class Gdb:
         self._chunks: list[bytes] = []
         argv = gdb_argv(self.commands, program)
         if not tty:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = start_process(argv)
         else:
             self._master, slave = os.openpty()
             # setsid --ctty: a new session whose controlling terminal is the pty; the
@@ -523,17 +543,19 @@ class E2E:
     def is_gdbserver(self) -> bool:
         return self.server_bin.is_gdbserver
 
-    def program(self, name: str) -> Path:
-        return self.programs.path(name)
+    def program(self, name: str, pie: bool = True) -> Path:
+        return self.programs.path(name, pie)
 
     def line(self, name: str, mark: str) -> int:
         return self.programs.line(name, mark)
 
     # servers
 
-    def start_server(self, *args: str) -> Server:
-        """SERVER [common options] ARGS..., without waiting for anything."""
-        server = Server([self.server_bin.path, *self.server_bin.common_options(), *args], self.reaper)
+    def start_server(self, *args: str, launcher: tuple[str, ...] = ()) -> Server:
+        """[LAUNCHER] SERVER [common options] ARGS..., without waiting for anything
+        (LAUNCHER: a command that runs the server, e.g. prlimit with its options and --)."""
+        argv = [*launcher, self.server_bin.path, *self.server_bin.common_options(), *args]
+        server = Server(argv, self.reaper)
         self.servers.append(server)
         return server
 
@@ -541,9 +563,11 @@ class E2E:
         server.port = int(server.wait_for(LISTENING).group(1))
         return server
 
-    def serve(self, program: Path, *args: str, options: tuple[str, ...] = ()) -> Server:
+    def serve(
+        self, program: Path, *args: str, options: tuple[str, ...] = (), launcher: tuple[str, ...] = ()
+    ) -> Server:
         """Server on an ephemeral TCP port with PROG created and stopped at its entry."""
-        server = self.start_server(*options, ":0", str(program), *args)
+        server = self.start_server(*options, ":0", str(program), *args, launcher=launcher)
         server.wait_for(INFERIOR_CREATED)
         return self._listening(server)
 

@@ -126,9 +126,10 @@ class RspClient:
 
     # conveniences
 
-    def handshake(self) -> dict[str, str]:
-        """qSupported; returns its features, e.g. {'PacketSize': '47ff', 'swbreak': '+'}."""
-        reply = self.request("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")
+    def handshake(self, supported: str = "multiprocess+;swbreak+;hwbreak+;vContSupported+") -> dict[str, str]:
+        """qSupported:SUPPORTED (gdb's features); returns the server's features, e.g.
+        {'PacketSize': '47ff', 'swbreak': '+'}."""
+        reply = self.request(f"qSupported:{supported}")
         features = {}
         for item in reply.split(";"):
             if "=" in item:

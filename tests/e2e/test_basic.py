@@ -7,39 +7,24 @@ until, x, info registers, set var; the changed exit code proves the write landed
 import re
 
 from harness import assert_in_order, hex_value
+from scenario import Scenario
 
 PROGRAM = "basic"
 
 
-def smoke_commands(connect: str, e2e) -> list[str]:
-    sum_return = e2e.line(PROGRAM, "sum_return")
+def smoke_commands(e2e) -> list[str]:
+    """The session, after the connection."""
     return [
-        connect,
-        "break sum_squares",
-        "continue",
-        "bt",
-        "print n",
-        "next",
-        "next",
-        "step",
-        "finish",
-        f"until {sum_return}",
-        "print total",
-        "up",
-        "print p",
-        "print p.x * 100 + p.y",
-        "info registers rip",
-        "print/x $pc",
-        "x/4dw squares",
-        "set var exit_code = 5",
-        "print exit_code",
-        "continue",
+        "break sum_squares", "continue", "bt", "print n", "next", "next", "step", "finish",
+        f"until {e2e.line(PROGRAM, 'sum_return')}", "print total", "up", "print p", "print p.x * 100 + p.y",
+        "info registers rip", "print/x $pc", "x/4dw squares", "set var exit_code = 5", "print exit_code", "continue",
     ]
 
 
 def check_smoke(r, e2e) -> None:
     line = lambda mark: e2e.line(PROGRAM, mark)  # noqa: E731
-    assert re.search(rf"Breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c, line {line('sum_first')}\.", r.of("break sum_squares")), r
+    set_at = rf"Breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c, line {line('sum_first')}\."
+    assert re.search(set_at, r.of("break sum_squares")), r
 
     assert_in_order(r.of("continue"), rf"Breakpoint 1, sum_squares \(n=3\) at .*basic\.c:{line('sum_first')}")
 
@@ -78,16 +63,14 @@ def check_smoke(r, e2e) -> None:
 
 
 def test_tcp_session(e2e):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    r = e2e.gdb(*smoke_commands(server.remote, e2e), program=program)
-    check_smoke(r, e2e)
+    s = Scenario(e2e, PROGRAM)
+    check_smoke(s.gdb(*smoke_commands(e2e)), e2e)
     # The server saw gdb connect, saw its child exit, and then ends by itself.
-    server.wait_for(r"Remote debugging from host 127\.0\.0\.1, port \d+")
-    server.wait_for(r"Child exited with status 5")
-    assert server.wait_exit() == 0
+    s.server.wait_for(r"Remote debugging from host 127\.0\.0\.1, port \d+")
+    s.server.wait_for(r"Child exited with status 5")
+    assert s.server.wait_exit() == 0
     # The inferior shares the server's stdout.
-    assert "sum=14" in server.output
+    assert "sum=14" in s.server.output
 
 
 def test_stdio_session(e2e):
@@ -95,7 +78,7 @@ def test_stdio_session(e2e):
     # No --debug here even with TPAGENT_E2E_DEBUG: the server's stderr is gdb's, and a
     # debug log would be mixed into what the commands print.
     connect = f"target remote | {e2e.server_bin.path} - {program}"
-    r = e2e.gdb(*smoke_commands(connect, e2e), program=program)
+    r = e2e.gdb(connect, *smoke_commands(e2e), program=program)
     check_smoke(r, e2e)
     assert r.returncode == 0, r
 
@@ -105,7 +88,7 @@ def test_serial_tty_session(e2e):
     server_end, gdb_end = e2e.pty_pair()
     server = e2e.start_server(*e2e.server_bin.tty_options(115200), server_end, str(program))
     server.wait_for(r"Process .* created; pid = \d+")
-    commands = ["set serial baud 115200", *smoke_commands(f"target remote {gdb_end}", e2e)]
+    commands = ["set serial baud 115200", f"target remote {gdb_end}", *smoke_commands(e2e)]
     r = e2e.gdb(*commands, program=program)
     check_smoke(r, e2e)
     # A serial line has no hang-up when gdb leaves, so the server keeps waiting for

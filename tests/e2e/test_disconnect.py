@@ -7,24 +7,14 @@ inferior and listens again, so a new gdb can carry on. --multi: it keeps listeni
 import pytest
 
 from harness import DISCONNECTED, assert_in_order, pid_alive, wait_until
-
-
-def start_gdb_and_kill_it(e2e, server, program, *commands):
-    """gdb runs commands, then touches a file and sleeps; once the file appears gdb is
-    mid-session with the inferior stopped, and we kill it."""
-    marker = e2e.tmp / "gdb-reached-the-end"
-    # gdb sleeps in its own python rather than in a shell child that could outlive it.
-    gdb = e2e.gdb_start(*commands, f"shell touch {marker}", "python import time; time.sleep(60)", program=program)
-    e2e.wait_for_file(marker)
-    gdb.kill()
+from scenario import Scenario
 
 
 def test_once_server_kills_inferior_and_exits(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve(program, options=("--once",))
-    inferior = server.inferior_pid
-    start_gdb_and_kill_it(e2e, server, program, server.remote, "break square", "continue")
-    server.wait_exit()
+    s = Scenario(e2e, "basic", options=("--once",))
+    inferior = s.pid
+    s.gdb_killed_after("break square", "continue")
+    s.server.wait_exit()
     assert wait_until(lambda: not pid_alive(inferior)), "inferior outlived the server"
 
 
@@ -32,46 +22,38 @@ def test_once_server_kills_inferior_and_exits(e2e):
 def test_once_server_kills_running_inferior(e2e):
     """The same while the inferior runs and gdb waits in 'continue'. (gdbserver 13 only
     logs "client connection closed" here and waits until the inferior stops by itself.)"""
-    program = e2e.program("spin")
     ready = e2e.tmp / "ready"
-    server = e2e.serve(program, str(ready), options=("--once",))
-    inferior = server.inferior_pid
-    gdb = e2e.gdb_start(server.remote, "continue", program=program)
+    s = Scenario(e2e, "spin", str(ready), options=("--once",))
+    inferior = s.pid
+    gdb = s.gdb_start("continue")
     e2e.wait_for_file(ready)
     gdb.kill()
-    server.wait_exit()
+    s.server.wait_exit()
     assert wait_until(lambda: not pid_alive(inferior)), "inferior outlived the server"
 
 
 def test_default_server_keeps_inferior_for_next_gdb(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve(program)
-    inferior = server.inferior_pid
-    start_gdb_and_kill_it(e2e, server, program, server.remote, "break square", "continue")
+    s = Scenario(e2e, "basic")
+    inferior = s.pid
+    s.gdb_killed_after("break square", "continue")
 
-    server.wait_for_count(DISCONNECTED.pattern, 1)
-    assert server.running() and pid_alive(inferior)
+    s.server.wait_for_count(DISCONNECTED.pattern, 1)
+    assert s.server.running() and pid_alive(inferior)
     # The new gdb finds the program where the old one left it, breakpoint removed.
-    r = e2e.gdb(server.remote, "bt 1", "print v", "continue", program=program)
+    r = s.gdb("bt 1", "print v", "continue")
     assert_in_order(r.of("bt 1"), r"#0  square \(v=1\)")
     assert r.of("print v").strip() == "$1 = 1"
     assert_in_order(r.of("continue"), rf"\[Inferior 1 \(process {inferior}\) exited with code 03\]")
-    assert server.wait_exit() == 0
+    assert s.server.wait_exit() == 0
 
 
 @pytest.mark.parametrize("inferior_state", ["stopped", "none"])
 def test_multi_server_keeps_listening(e2e, inferior_state):
-    program = e2e.program("basic")
-    server = e2e.serve_multi()
-    commands = [server.extended_remote, f"set remote exec-file {program}"]
-    if inferior_state == "stopped":
-        commands += ["break square", "run"]
-    start_gdb_and_kill_it(e2e, server, program, *commands)
+    s = Scenario.multi(e2e, "basic")
+    s.gdb_killed_after(s.exec_file, *(["break square", "run"] if inferior_state == "stopped" else []))
 
-    server.wait_for_count(DISCONNECTED.pattern, 1)
-    assert server.running()
-    r = e2e.gdb(
-        server.extended_remote, f"set remote exec-file {program}", "run", "info inferiors", program=program
-    )
-    assert_in_order(r.of("run"), rf"\[Inferior 1 \(process {server.inferior_pids[-1]}\) exited with code 03\]")
-    assert server.running()
+    s.server.wait_for_count(DISCONNECTED.pattern, 1)
+    assert s.server.running()
+    r = s.gdb(s.exec_file, "run", "info inferiors")
+    assert_in_order(r.of("run"), rf"\[Inferior 1 \(process {s.server.inferior_pids[-1]}\) exited with code 03\]")
+    assert s.server.running()

@@ -2,24 +2,16 @@
 outlives each gdb connection."""
 
 from harness import DISCONNECTED, assert_in_order
+from scenario import Scenario
 
 
 def test_run_twice_then_reconnect(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve_multi()
+    s = Scenario.multi(e2e, "basic")
+    server = s.server
     assert not server.inferior_pids  # nothing runs until gdb says so
 
-    r = e2e.gdb(
-        server.extended_remote,
-        f"set remote exec-file {program}",
-        "break sum_squares",
-        "run",
-        "print n",
-        "continue",
-        "run",
-        "set var exit_code = 6",
-        "continue",
-        program=program,
+    r = s.gdb(
+        s.exec_file, "break sum_squares", "run", "print n", "continue", "run", "set var exit_code = 6", "continue"
     )
     assert_in_order(r.of("run"), r"Breakpoint 1, sum_squares \(n=3\)")
     assert r.of("print n").strip() == "$1 = 3"
@@ -33,7 +25,7 @@ def test_run_twice_then_reconnect(e2e):
     # gdb is gone; the server notices, keeps listening and serves a second gdb.
     server.wait_for_count(DISCONNECTED.pattern, 1)
     assert server.running()
-    r = e2e.gdb(server.extended_remote, f"set remote exec-file {program}", "run", program=program)
+    r = s.gdb(s.exec_file, "run")
     assert len(server.inferior_pids) == 3
     assert_in_order(r.of("run"), rf"\[Inferior 1 \(process {server.inferior_pids[2]}\) exited with code 03\]")
     server.wait_for_count(DISCONNECTED.pattern, 2)
@@ -41,7 +33,6 @@ def test_run_twice_then_reconnect(e2e):
 
 
 def test_run_with_arguments(e2e):
-    program = e2e.program("crash")
-    server = e2e.serve_multi()
-    r = e2e.gdb(server.extended_remote, f"set remote exec-file {program}", "run segv", program=program)
+    s = Scenario.multi(e2e, "crash")
+    r = s.gdb(s.exec_file, "run segv")
     assert_in_order(r.of("run segv"), r"Program received signal SIGSEGV, Segmentation fault\.")

@@ -9,9 +9,8 @@ import subprocess
 
 import pytest
 
-from harness import INFERIOR_CREATED, LISTENING, Server, pid_alive
-from rsp import RspClient
-from test_protocol_errors import STOP_REPLY, assert_session_works
+from harness import pid_alive
+from scenario import Scenario, assert_session_works
 
 ADDRESS_SPACE_LIMIT = 256 << 20
 
@@ -25,15 +24,8 @@ def sanitized(binary: str) -> bool:
 def test_out_of_memory_in_a_handler_answers_E_text(e2e):
     if sanitized(e2e.server_bin.path):
         pytest.skip("ASan's shadow memory does not fit under an address-space limit")
-    program = e2e.program("basic")
-    argv = ["prlimit", f"--as={ADDRESS_SPACE_LIMIT}", "--", e2e.server_bin.path, ":0", str(program)]
-    server = Server(argv, e2e.reaper)
-    e2e.servers.append(server)
-    server.wait_for(INFERIOR_CREATED)
-    server.port = int(server.wait_for(LISTENING).group(1))
-    with RspClient(server.port) as rsp:
-        rsp.handshake()
-        assert STOP_REPLY.match(rsp.request("?"))
+    s = Scenario(e2e, "basic", launcher=("prlimit", f"--as={ADDRESS_SPACE_LIMIT}", "--"))
+    with s.raw() as rsp:
         assert rsp.request("QTBuffer:size:10000") == "OK"
         reply = rsp.request("QTBuffer:size:40000000")
         assert reply.startswith("E."), reply
@@ -42,5 +34,5 @@ def test_out_of_memory_in_a_handler_answers_E_text(e2e):
         status = rsp.request("qTStatus")
         assert ";tsize:10000;" in status, status  # the buffer that was there is still there
         assert rsp.request("QTinit") == "OK"
-    assert server.running()
-    assert pid_alive(server.inferior_pid)
+    assert s.server.running()
+    assert pid_alive(s.pid)

@@ -2,23 +2,21 @@
 
 import re
 
+import pytest
+
 from harness import assert_in_order
+from scenario import Scenario
 
 PROGRAM = "basic"
 
 
 def test_target_sysroot_reads_libraries_through_the_server(e2e):
     """With gdb's default `target:` sysroot, shared libraries come over vFile:open/pread."""
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    r = e2e.gdb(
-        "set sysroot target:",
-        server.remote,
-        "break sum_squares",
-        "continue",
-        "info sharedlibrary",
-        "print (int) strlen(\"abcd\")",
-        program=program,
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(
+        "set sysroot target:", s.connect, "break sum_squares", "continue", "info sharedlibrary",
+        'print (int) strlen("abcd")',
+        connect=False,
     )
     assert re.search(r"Reading /\S*libc\.so\.6 from remote target", r.transcript), r
     assert re.search(r"0x[0-9a-f]+\s+0x[0-9a-f]+\s+Yes.*target:/\S*libc\.so\.6", r.of("info sharedlibrary")), r
@@ -28,22 +26,12 @@ def test_target_sysroot_reads_libraries_through_the_server(e2e):
 
 def test_remote_put_get_delete(e2e):
     """`remote put/get/delete` use vFile:open/pwrite/pread/close/unlink."""
-    program = e2e.program(PROGRAM)
-    local = e2e.tmp / "local.bin"
+    local, remote, back = (e2e.tmp / name for name in ("local.bin", "remote.bin", "back.bin"))
     payload = bytes(range(256)) * 40 + b"#$}*end"  # every byte value, and the RSP's reserved ones
     local.write_bytes(payload)
-    remote = e2e.tmp / "remote.bin"
-    back = e2e.tmp / "back.bin"
     get_gone = f"remote get {remote} {e2e.tmp / 'gone.bin'}"
-    server = e2e.serve(program)
-    r = e2e.gdb(
-        server.remote,
-        f"remote put {local} {remote}",
-        f"remote get {remote} {back}",
-        f"remote delete {remote}",
-        get_gone,
-        program=program,
-    )
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(f"remote put {local} {remote}", f"remote get {remote} {back}", f"remote delete {remote}", get_gone)
     assert remote.exists() is False
     assert back.read_bytes() == payload
     assert re.search(r"No such file or directory", r.of(get_gone)), r
@@ -51,24 +39,14 @@ def test_remote_put_get_delete(e2e):
 
 def test_monitor_commands(e2e):
     if e2e.is_gdbserver:
-        import pytest
-
         pytest.skip("tpagent's monitor text")
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    r = e2e.gdb(
-        server.remote,
-        "monitor help",
-        "monitor set debug 1",
-        "print 1",
-        "monitor set debug 0",
-        "monitor frobnicate",
-        "monitor exit",
-        program=program,
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(
+        "monitor help", "monitor set debug 1", "print 1", "monitor set debug 0", "monitor frobnicate", "monitor exit"
     )
     assert_in_order(r.of("monitor help"), r"set debug <0\|1>", r"exit", r"help")
     assert "Debug output enabled." in r.of("monitor set debug 1")
     # With debugging on, the server logged the packets of `print 1`'s neighbours.
-    server.wait_for(r"<- ")
+    s.server.wait_for(r"<- ")
     assert "Unknown monitor command." in r.of("monitor frobnicate")
-    assert server.wait_exit() == 0
+    assert s.server.wait_exit() == 0

@@ -5,6 +5,7 @@ import socket
 import pytest
 
 from harness import LISTENING, assert_in_order
+from scenario import Scenario
 
 PROGRAM = "basic"
 
@@ -26,7 +27,7 @@ def listening_addresses(port: int) -> set[str]:
 def test_colon_port_listens_on_loopback_only(e2e):
     if e2e.is_gdbserver:
         pytest.skip("gdbserver binds every address")
-    server = e2e.serve(e2e.program(PROGRAM))
+    server = Scenario(e2e, PROGRAM).server
     assert listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1, nothing else
     server.wait_for(r"accepting connections from this machine only")
 

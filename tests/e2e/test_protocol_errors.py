@@ -5,29 +5,18 @@ tpagent's documented answers: unknown packet -> empty reply; malformed arguments
 longer than PacketSize -> E05; bad checksum -> '-'.
 """
 
-import re
-
 import pytest
 
 from rsp import RspClient, frame
-
-STOP_REPLY = re.compile(r"^[ST][0-9a-f]{2}")
+from scenario import STOP_REPLY, Scenario, assert_session_works
 
 
 @pytest.fixture
 def client(e2e):
-    """A raw connection to a server holding basic.c stopped at its entry point."""
-    server = e2e.serve(e2e.program("basic"))
-    with RspClient(server.port) as rsp:
-        rsp.features = rsp.handshake()
-        assert STOP_REPLY.match(rsp.request("?"))  # gdb asks this first, too
+    """A raw connection to a server holding basic.c stopped at its entry point, after
+    qSupported and '?' (gdb asks this first, too)."""
+    with Scenario(e2e, "basic").raw() as rsp:
         yield rsp
-
-
-def assert_session_works(rsp: RspClient) -> None:
-    assert STOP_REPLY.match(rsp.request("?"))
-    pc = rsp.pc()
-    assert re.fullmatch(r"[0-9a-f]{8}", rsp.request(f"m{pc:x},4"))
 
 
 def request_with_retry(rsp: RspClient, payload: str, tries: int = 3) -> str:

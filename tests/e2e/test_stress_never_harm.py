@@ -29,23 +29,13 @@ The whole test stops by itself: the program ends its loop after the given second
 killed after a margin, and pytest's timeout is set from the same number.
 """
 
-import json
 import os
 import re
-import subprocess
 
 import pytest
 
-from harness import assert_in_order, hex_value, printed_value
-from test_ftrace import (
-    TO_MAIN,
-    builds,  # noqa: F401 (the module's program builder fixture)
-    exited_with,
-    native_run,
-    serve_with_agent,
-)
-from test_ftrace_more import collected
-from test_trace_save import tpdump_path
+from harness import assert_in_order, hex_value
+from scenario import TO_MAIN, FastTrace, ftrace, native_run, tpdump, trace
 
 PROGRAM = "stress_maps"
 SECONDS = float(os.environ.get("TPAGENT_STRESS_SECONDS", "60"))
@@ -95,21 +85,7 @@ def slot_address(page: int, i: int) -> int:
 # --------------------------------------------------------------------------- gdb's side
 
 
-def definitions(e2e) -> str:
-    fast, trap = (e2e.line(PROGRAM, mark) for mark in ("fast", "trap"))
-    return e2e.command_file(
-        f"ftrace {PROGRAM}.c:{fast}",
-        "actions",
-        f"collect i, p[0]@{WORDS}",
-        "end",
-        f"trace {PROGRAM}.c:{trap}",
-        "actions",
-        f"collect i, p[0]@{WORDS}",
-        "end",
-    )
-
-
-def stress_loop(e2e) -> str:
+def stress_loop(s: FastTrace) -> str:
     """Until the program leaves its loop: continue to checkpoint(), then by round number
     either nothing more, next through traced() (over both tracepoint lines, stepping over
     the calls), stepi through all of traced() and its callees, or stop on each tracepoint's
@@ -117,9 +93,9 @@ def stress_loop(e2e) -> str:
     made anew; every round writes poked. Each special round says so (printf), and the file
     ends with a line saying it got there: an error (which aborts a sourced file) shows as
     that line missing."""
-    fast, trap = (e2e.line(PROGRAM, mark) for mark in ("fast", "trap"))
+    fast, trap = s.at("fast"), s.at("trap")
     in_traced = '$_any_caller_matches("^traced$", 1)'  # traced() or a function it called
-    return e2e.command_file(
+    return s.file(
         "set $round = 0",
         "while !leaving",
         "  continue",
@@ -135,11 +111,11 @@ def stress_loop(e2e) -> str:
         "    end",
         "    if $kind == 3",
         '      printf "round %d: break on both tracepoints\\n", $round',
-        f"      tbreak {PROGRAM}.c:{fast}",
+        f"      tbreak {fast}",
         "      continue",
         "      if !leaving",
         "        stepi",
-        f"        tbreak {PROGRAM}.c:{trap}",
+        f"        tbreak {trap}",
         "        continue",
         "        stepi",
         "      end",
@@ -164,18 +140,6 @@ def stress_loop(e2e) -> str:
         "end",
         'printf "stress loop done after %d rounds\\n", $round',
     )
-
-
-def tpdump_frames(trace_file) -> list[dict]:
-    """Every frame of the file, without registers (a fast frame's block is large)."""
-    out = subprocess.run(
-        [str(tpdump_path()), "--json", "--registers", "none", str(trace_file)],
-        capture_output=True,
-        text=True,
-        timeout=MARGIN,
-    )
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 # --------------------------------------------------------------------------- the checks
@@ -230,47 +194,27 @@ def check_frames(frames: list[dict], calls: int, i_address: int, p_address: int,
 @pytest.mark.stress
 @pytest.mark.tpagent_only("gdbserver's in-process agent reads collected memory with a plain memcpy, unguarded")
 @pytest.mark.timeout(SECONDS + 2 * MARGIN)
-def test_maps_change_under_tracing_stepping_and_breakpoints(e2e, builds):  # noqa: F811
-    program = builds.path(PROGRAM)
-    server = serve_with_agent(e2e, program, str(MAX_ITERATIONS), str(SECONDS))
+def test_maps_change_under_tracing_stepping_and_breakpoints(e2e):
+    s = FastTrace(e2e, PROGRAM, str(MAX_ITERATIONS), str(SECONDS))
     trace_file = e2e.tmp / "stress.tf"
-    define = definitions(e2e)
-    loop = stress_loop(e2e)
-    r = e2e.gdb(
-        server.remote,
-        *TO_MAIN,
-        define,
-        f"set trace-buffer-size {BUFFER_BYTES}",
-        "tbreak traced",
-        "continue",
-        "print/x &i",
-        "print/x &p",
-        "print/x page",
-        "break checkpoint",
-        "set $checkpoint = $bpnum",
-        "break finished",
-        "tstart",
-        "print traced_calls",
+    collect = f"collect i, p[0]@{WORDS}"
+    define = s.define(ftrace(s.at("fast"), collect), trace(s.at("trap"), collect))
+    loop = stress_loop(s)
+    # (FastTrace: no warning that the target lacks fast tracepoints at tstart, no refusal.)
+    r = s.gdb(
+        *TO_MAIN, define, f"set trace-buffer-size {BUFFER_BYTES}",
+        "tbreak traced", "continue", "print/x &i", "print/x &p", "print/x page",
+        "break checkpoint", "set $checkpoint = $bpnum", "break finished", "tstart", "print traced_calls",
         loop,
-        "print leaving",
-        "print traced_calls",
-        "print last_i",
-        "print poked == $poked",
-        "tstop",
-        "tstatus",
-        f"tsave -r {trace_file}",
-        "delete",
-        "continue",
-        program=program,
+        "print leaving", "print traced_calls", "print last_i", "print poked == $poked",
+        "tstop", "tstatus", f"tsave -r {trace_file}", "delete", "continue",
         timeout=SECONDS + MARGIN,
     )
     assert_in_order(
         r.of(define),
-        rf"^Fast tracepoint {FAST_TP} at 0x[0-9a-f]+: file .*{PROGRAM}\.c, line {e2e.line(PROGRAM, 'fast')}\.$",
-        rf"^Tracepoint {TRAP_TP} at 0x[0-9a-f]+: file .*{PROGRAM}\.c, line {e2e.line(PROGRAM, 'trap')}\.$",
+        rf"^Fast tracepoint {FAST_TP} at 0x[0-9a-f]+: file .*{PROGRAM}\.c, line {s.line('fast')}\.$",
+        rf"^Tracepoint {TRAP_TP} at 0x[0-9a-f]+: file .*{PROGRAM}\.c, line {s.line('trap')}\.$",
     )
-    # No warning that the target lacks fast tracepoints, no refusal.
-    assert r.of("tstart").strip() == "", r.of("tstart")
     harm = SIGNAL_REPORTS.search(r.output)
     assert harm is None, f"gdb reported {harm.group(0)!r}:\n{excerpt(r.output, harm.start())}"
     done = re.search(r"^stress loop done after \d+ rounds$", r.of(loop), re.M)
@@ -282,28 +226,28 @@ def test_maps_change_under_tracing_stepping_and_breakpoints(e2e, builds):  # noq
     p_address = hex_value(r.of("print/x &p"), r"= 0x([0-9a-f]+)")
     page = hex_value(r.of("print/x page"), r"= 0x([0-9a-f]+)")
     # The trace started in the first call, before its traced lines.
-    assert printed_value(r.of("print traced_calls")) == "0"
-    assert printed_value(r.of("print leaving")) == "1"
-    calls = int(printed_value(r.of("print traced_calls", 1)))
-    assert calls > 0 and printed_value(r.of("print last_i")) == str(calls - 1)
-    assert printed_value(r.of("print poked == $poked")) == "1"
+    assert r.value("print traced_calls") == "0"
+    assert r.value("print leaving") == "1"
+    calls = int(r.value("print traced_calls", 1))
+    assert calls > 0 and r.value("print last_i") == str(calls - 1)
+    assert r.value("print poked == $poked") == "1"
 
     # Frames exact: one per tracepoint per call, whatever gdb did in between.
-    assert_in_order(r.of("tstatus"), r"^Trace stopped by a tstop command")
-    assert collected(r.of("tstatus")) == 2 * calls, r.of("tstatus")
+    r.trace_stopped("by a tstop command", 2 * calls)
     assert r.of(f"tsave -r {trace_file}").strip() == "", r.of(f"tsave -r {trace_file}")
 
     # The program's own result, the same as a native run of as many iterations.
-    exited_with(r.of("continue", 2), server.inferior_pid, 0)
-    result = server.wait_for(RESULT, timeout=MARGIN)
+    s.exited(r.of("continue", 2), 0)
+    result = s.server.wait_for(RESULT, timeout=MARGIN)
     assert int(result.group(2)) == calls
-    reference = native_run(program, result.group(1))
+    reference = native_run(s.program, result.group(1))
     assert reference.returncode == 0 and reference.stdout == result.group(0) + "\n", (reference, result.group(0))
-    server.wait_exit()
-    reports = SANITIZER_REPORTS.search(server.output)
-    assert reports is None, f"sanitizer report in the server's output:\n{server.output[-20000:]}"
+    s.server.wait_exit()
+    reports = SANITIZER_REPORTS.search(s.server.output)
+    assert reports is None, f"sanitizer report in the server's output:\n{s.server.output[-20000:]}"
 
-    # Last, the frames one by one (the longest report, if they are wrong).
-    frames = tpdump_frames(trace_file)
+    # Last, the frames one by one (the longest report, if they are wrong); without
+    # registers (a fast frame's block is large).
+    frames = tpdump(trace_file, "--registers", "none", timeout=MARGIN)
     assert len(frames) == 2 * calls
     check_frames(frames, calls, i_address, p_address, page)

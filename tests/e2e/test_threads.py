@@ -3,27 +3,16 @@
 import re
 
 from harness import assert_in_order
+from scenario import Scenario
 
 PROGRAM = "threads"
 THREAD_ROW = re.compile(r"^\*?\s+(\d+)\s+Thread ", re.MULTILINE)
 
 
 def test_info_threads_and_switching(e2e):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    r = e2e.gdb(
-        server.remote,
-        "break all_threads_started",
-        "continue",
-        "info threads",
-        "thread 3",
-        "print $_thread",
-        "bt",
-        "thread 1",
-        "bt 1",
-        "kill",
-        program=program,
-    )
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("break all_threads_started", "continue", "info threads", "thread 3", "print $_thread", "bt", "thread 1",
+              "bt 1", "kill")
     # main and three workers, all parked at a barrier or in all_threads_started.
     rows = THREAD_ROW.findall(r.of("info threads"))
     assert rows == ["1", "2", "3", "4"], r
@@ -39,18 +28,8 @@ def test_info_threads_and_switching(e2e):
 
 
 def test_breakpoints_in_two_thread_functions(e2e):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    r = e2e.gdb(
-        server.remote,
-        "break work_a",
-        "break work_b",
-        "continue",
-        "continue",
-        "continue",
-        "continue",
-        program=program,
-    )
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("break work_a", "break work_b", *["continue"] * 4)
     hits = []
     for i in range(3):
         match = re.search(
@@ -63,4 +42,4 @@ def test_breakpoints_in_two_thread_functions(e2e):
     assert len({thread for thread, _, _, _ in hits}) == 3, r
     assert all(thread != "1" for thread, _, _, _ in hits), r
     assert_in_order(r.of("continue", 3), r"\[Inferior 1 \(process \d+\) exited normally\]")
-    server.wait_for(r"results 0 100 200")
+    s.server.wait_for(r"results 0 100 200")

@@ -6,9 +6,7 @@ the first hit, then +1 per hit), so a frame is small and its counter tells which
 holds. 4096 bytes hold far fewer than 500 such frames.
 """
 
-import re
-
-from harness import assert_in_order
+from scenario import TO_MAIN, Scenario, trace, trace_to
 
 PROGRAM = "traced"
 ITERATIONS = 500
@@ -16,57 +14,29 @@ BUFFER_SIZE = 4096
 
 
 def run_small_buffer(e2e, circular: bool):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program, str(ITERATIONS))
-    define = e2e.command_file("trace record_hit", "actions", "collect counter", "end")
-    # Every frame's counter, "-" where the frame holds none; Python, because the CLI
-    # cannot go on after reading an unavailable value.
-    walk = e2e.command_file(
-        "python",
-        "counters = []",
-        'gdb.execute("tfind start", to_string=True)',
-        'while int(gdb.parse_and_eval("$trace_frame")) == len(counters):',
-        "    try:",
-        '        counters.append(str(int(gdb.parse_and_eval("counter"))))',
-        "    except gdb.error:",
-        '        counters.append("-")',
-        '    gdb.execute("tfind", to_string=True)',
-        'print("counters:", " ".join(counters))',
-        "end",
-    )
-    r = e2e.gdb(
-        server.remote,
-        "break main",
-        "continue",
-        "delete",
-        define,
-        f"set trace-buffer-size {BUFFER_SIZE}",
-        f"set circular-trace-buffer {'on' if circular else 'off'}",
-        "break finished",
-        "tstart",
-        "continue",
+    s = Scenario(e2e, PROGRAM, str(ITERATIONS))
+    define = s.define(trace("record_hit", "collect counter"))
+    # Every frame's counter, "-" where the frame holds none.
+    walk = s.walk_available("counter")
+    buffer = (f"set trace-buffer-size {BUFFER_SIZE}", f"set circular-trace-buffer {'on' if circular else 'off'}")
+    r = s.gdb(
+        *TO_MAIN, define, *buffer,
         # gdb learns that a trace stopped by itself only when it asks: tstatus first.
-        "tstatus",
+        *trace_to("finished", tstop=False),
         "tstop",  # frames can be looked at only once the trace is stopped
         walk,
-        program=program,
     )
-    counters = re.search(r"^counters: ([-\d ]*)$", r.of(walk), re.M).group(1).split()
-    return r, counters
+    return r, r.available(walk)
 
 
 def test_linear_buffer_fills_and_stops(e2e):
     r, counters = run_small_buffer(e2e, circular=False)
     frames = len(counters)
-    match = assert_in_order(
-        r.of("tstatus"),
-        r"^Trace stopped because the buffer was full\.$",
-        r"^Collected (\d+) trace frames\.$",
-        rf"^Trace buffer has (\d+) bytes of {BUFFER_SIZE} bytes free \(\d+% full\)\.$",
-    )
+    status = r.status()
+    assert status.stopped == "because the buffer was full", status
+    assert (status.collected, status.size) == (frames, BUFFER_SIZE), status
     assert r.of("tstop").strip() == "Trace is not running."
-    assert int(match[1].group(1)) == frames
-    assert int(match[2].group(1)) < BUFFER_SIZE
+    assert status.free < BUFFER_SIZE
     # The first hits are kept, the later ones were never recorded. (gdbserver leaves the
     # frames that did not fit any more in the buffer, without their data.)
     complete = [c for c in counters if c != "-"]
@@ -78,13 +48,9 @@ def test_linear_buffer_fills_and_stops(e2e):
 def test_circular_buffer_keeps_the_newest(e2e):
     r, counters = run_small_buffer(e2e, circular=True)
     frames = len(counters)
-    match = assert_in_order(
-        r.of("tstatus"),
-        r"^Trace is running on the target\.$",
-        rf"^Buffer contains (\d+) trace frames \(of {ITERATIONS} created total\)\.$",
-        r"^Trace buffer is circular\.$",
-    )
-    assert int(match[1].group(1)) == frames
+    status = r.status()
+    assert status.running and status.circular, status
+    assert (status.buffered, status.created) == (frames, ITERATIONS), status
     assert 10 < frames < ITERATIONS
     # Frame 0 is the oldest frame left; the last one is the last hit.
     assert counters == [str(i) for i in range(ITERATIONS - frames, ITERATIONS)], counters

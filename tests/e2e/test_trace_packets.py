@@ -5,51 +5,25 @@ Each test defines tracepoint 1 at the program's entry point, sends one bad QTDP,
 then lists the table with qTfP/qTsP. No tracepoint is started.
 """
 
-import re
-
 import pytest
 
-from rsp import RspClient, decode_rle
-
-STOP_REPLY = re.compile(r"^[ST][0-9a-f]{2}")
+from scenario import Scenario, tracepoint_rows, tracepoint_table
 
 
 @pytest.fixture
 def client(e2e):
     """A raw connection to a server holding traced.c stopped at its entry point, with
     tracepoint 1 defined there (enabled, no step count, no pass count, no actions)."""
-    server = e2e.serve(e2e.program("traced"))
-    with RspClient(server.port) as rsp:
-        features = rsp.handshake()
-        assert features.get("ConditionalTracepoints") == "+", features
-        assert STOP_REPLY.match(rsp.request("?"))
+    with Scenario(e2e, "traced").raw() as rsp:
+        assert rsp.features.get("ConditionalTracepoints") == "+", rsp.features
         rsp.entry = rsp.pc()
         assert rsp.request("QTinit") == "OK"
         assert rsp.request(f"QTDP:1:{rsp.entry:016x}:E:0:0") == "OK"
         yield rsp
 
 
-def table(rsp: RspClient) -> list[str]:
-    """Every qTfP/qTsP piece, run-length encoding undone."""
-    pieces = [decode_rle(rsp.request("qTfP"))]
-    while pieces[-1] != "l":
-        assert len(pieces) < 100, pieces
-        pieces.append(decode_rle(rsp.request("qTsP")))
-    return pieces[:-1]
-
-
-def tracepoints(rsp: RspClient) -> list[tuple[int, int, str]]:
-    """(number, address, the rest) of each T piece: the tracepoints themselves."""
-    rows = []
-    for piece in table(rsp):
-        if piece.startswith("T"):
-            number, address, rest = piece[1:].split(":", 2)
-            rows.append((int(number, 16), int(address, 16), rest))
-    return rows
-
-
-def assert_only_the_good_one(rsp: RspClient) -> None:
-    assert tracepoints(rsp) == [(1, rsp.entry, "E:0:0")], table(rsp)
+def assert_only_the_good_one(rsp) -> None:
+    assert tracepoint_rows(rsp) == [(1, rsp.entry, "E:0:0")], tracepoint_table(rsp)
     assert rsp.request("qTStatus").startswith("T0;")  # the session goes on
 
 
@@ -66,8 +40,8 @@ def test_actions_for_another_tracepoint_are_refused(client):
     assert client.request(f"QTDP:2:{b:016x}:E:0:0-") == "OK"
     reply = client.request(f"QTDP:-3:{b:016x}:R01")
     assert reply.startswith("E"), reply
-    rows = tracepoints(client)
-    assert (1, client.entry, "E:0:0") in rows and all(n in (1, 2) for n, _, _ in rows), table(client)
+    rows = tracepoint_rows(client)
+    assert (1, client.entry, "E:0:0") in rows and all(n in (1, 2) for n, _, _ in rows), tracepoint_table(client)
 
 
 @pytest.mark.tpagent_only("gdbserver 13 refuses any redefinition")
@@ -81,7 +55,7 @@ def test_redefinition(client):
     reply = client.request(f"QTDP:1:{a:016x}:E:0:5")  # now with a pass count
     assert reply.startswith("E"), reply
     assert client.request("QTStop") == "OK"
-    assert tracepoints(client) == [(1, a, "E:0:0")], table(client)
+    assert tracepoint_rows(client) == [(1, a, "E:0:0")], tracepoint_table(client)
 
 
 @pytest.mark.tpagent_only("gdbserver 13 takes most of these, or keeps the tracepoint it refused")
@@ -116,5 +90,5 @@ def test_bad_action_is_refused(client, action):
     reply = client.request(f"QTDP:-2:{b:016x}:{action}")
     assert reply.startswith("E"), reply
     # Tracepoint 1 is untouched, and nothing of the refused action is kept.
-    assert (1, client.entry, "E:0:0") in tracepoints(client)
-    assert not any(piece.endswith(":" + action) for piece in table(client)), table(client)
+    assert (1, client.entry, "E:0:0") in tracepoint_rows(client)
+    assert not any(piece.endswith(":" + action) for piece in tracepoint_table(client)), tracepoint_table(client)

@@ -1,18 +1,15 @@
 """tsave -r: the target writes the trace file itself (QTSave). gdb must read it exactly as it
 reads the file it writes itself with plain tsave, and tpdump must read it too."""
 
-import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness import assert_in_order, hex_value
+from scenario import Scenario, parse_tdump, parse_tfind, parse_tstatus, tpdump, trace
 
 PROGRAM = "traced"
-TO_MAIN = ("break main", "continue", "delete")
 
 pytestmark = pytest.mark.tpagent_only
 
@@ -23,44 +20,18 @@ def skip_on_gdbserver(e2e):
 
 
 def run_and_save(e2e, *save_commands, options=()):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program, "6", options=options)
-    first = e2e.line(PROGRAM, "record_first")
-    define = e2e.command_file(
-        "tvariable $hits = 100",
-        f"trace traced.c:{first}",
-        "actions",
-        "collect $regs, iteration, current, table[1]@3",
-        "teval $hits = $hits + 1",
-        "collect $hits",
-        "end",
-    )
-    live = e2e.gdb(
-        server.remote,
-        *TO_MAIN,
-        define,
-        "break finished",
-        "tstart",
-        "continue",
-        "tstop",
-        "print/x &record_hit",
-        *save_commands,
-        program=program,
-    )
-    return program, live
+    s = Scenario(e2e, PROGRAM, "6", options=options)
+    collect = ("collect $regs, iteration, current, table[1]@3", "teval $hits = $hits + 1", "collect $hits")
+    define = s.define("tvariable $hits = 100", trace(s.at("record_first"), *collect))
+    return s, s.trace_and_save(define, *save_commands, anchor="record_hit")
 
 
 VIEW = ("tstatus", "info tracepoints", "info tvariables", "tfind 4", "tdump", "info registers rip", "tfind end")
 
 
-def view(e2e, program, runtime, trace_file):
+def view(s: Scenario, live, trace_file):
     """What a new gdb shows of a trace file, command by command."""
-    r = e2e.gdb(
-        f'eval "symbol-file -o %lu {program}", {runtime} - (unsigned long)&record_hit',
-        f"target tfile {trace_file}",
-        *VIEW,
-        program=program,
-    )
+    r = s.open_trace_file(trace_file, *VIEW, live=live)
     shown = {command: r.of(command) for command in VIEW}
     # Variables come in the order each writer keeps them: compare them as a set.
     shown["info tvariables"] = sorted(shown["info tvariables"].splitlines())
@@ -70,29 +41,22 @@ def view(e2e, program, runtime, trace_file):
 def test_tsave_r_reads_like_gdbs_own_file(e2e):
     skip_on_gdbserver(e2e)
     ours, theirs = e2e.tmp / "target.tf", e2e.tmp / "host.tf"
-    program, live = run_and_save(e2e, f"tsave -r {ours}", f"tsave {theirs}")
+    s, live = run_and_save(e2e, f"tsave -r {ours}", f"tsave {theirs}")
     assert live.of(f"tsave -r {ours}").strip() == "", live
-    runtime = hex_value(live.of("print/x &record_hit"), r"= 0x([0-9a-f]+)$")
 
-    a, b = view(e2e, program, runtime, ours), view(e2e, program, runtime, theirs)
+    a, b = view(s, live, ours), view(s, live, theirs)
     assert a == b
     # And it is a real trace, not two empty views agreeing.
-    assert_in_order(a["tstatus"], r"^Collected 6 trace frames\.$")
-    assert_in_order(a["tfind 4"], r"^Found trace frame 4, tracepoint 1$")
-    assert_in_order(a["tdump"], r"^iteration = 4$", r"^\$hits = 105$")
+    assert parse_tstatus(a["tstatus"]).collected == 6, a["tstatus"]
+    assert parse_tfind(a["tfind 4"]) == (4, 1)
+    parse_tdump(a["tdump"]).shows(r"^iteration = 4$", r"^\$hits = 105$")
     assert os.stat(ours).st_mode & 0o777 == 0o666 & ~current_umask()
     # Our reader sees the same frames in both (only the text sections may differ in layout).
     assert frames_of(ours) == frames_of(theirs)
 
 
-def tpdump_path() -> Path:
-    return Path(os.environ["TPAGENT_BIN"]).parent / "tpdump"
-
-
 def frames_of(trace_file: Path) -> list[dict]:
-    out = subprocess.run([str(tpdump_path()), "--json", str(trace_file)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    frames = [json.loads(line) for line in out.stdout.splitlines()]
+    frames = tpdump(trace_file)
     for frame in frames:
         frame.pop("offset")  # where the frame starts depends on the text section's length
     return frames

@@ -5,9 +5,7 @@ traced_threads.c: threads 0..3, released together, each call work(id, round) for
 rounds 0..4; $fs_base (the thread pointer) differs from thread to thread.
 """
 
-import re
-
-from harness import assert_in_order
+from scenario import TO_MAIN, Scenario, trace, trace_to
 
 PROGRAM = "traced_threads"
 THREADS = 4
@@ -15,38 +13,13 @@ ROUNDS = 5
 
 
 def test_concurrent_hits(e2e):
-    program = e2e.program(PROGRAM)
-    server = e2e.serve(program)
-    define = e2e.command_file("trace work", "actions", "collect id, round, $fs_base", "end")
-    walk = e2e.command_file(
-        "tfind start",
-        "while $trace_frame != -1",
-        '  printf "frame %d: id %d round %d fs_base %#lx\\n", $trace_frame, id, round, $fs_base',
-        "  tfind",
-        "end",
-    )
-    r = e2e.gdb(
-        server.remote,
-        "break main",
-        "continue",
-        "delete",
-        define,
-        "break all_done",
-        "tstart",
-        "continue",
-        "tstop",
-        "tstatus",
-        walk,
-        program=program,
-    )
-    assert_in_order(r.of("continue", 1), r"Breakpoint 3, all_done \(\)")
-    assert_in_order(r.of("tstatus"), rf"^Collected {THREADS * ROUNDS} trace frames\.$")
-    rows = [
-        (int(frame), int(tid), int(rnd), int(fs, 16))
-        for frame, tid, rnd, fs in re.findall(
-            r"^frame (\d+): id (\d+) round (\d+) fs_base 0x([0-9a-f]+)$", r.of(walk), re.M
-        )
-    ]
+    s = Scenario(e2e, PROGRAM)
+    define = s.define(trace("work", "collect id, round, $fs_base"))
+    walk = s.walk("id", "round", "$fs_base")
+    r = s.gdb(*TO_MAIN, define, *trace_to("all_done"), walk)
+    r.stopped_at(1, r"Breakpoint 3, all_done \(\)")
+    assert r.status().collected == THREADS * ROUNDS, r.status()
+    rows = [(frame, tid, rnd, fs) for frame, _, tid, rnd, fs in r.frames(walk)]
     assert [row[0] for row in rows] == list(range(THREADS * ROUNDS)), r.of(walk)
     # Each thread's rounds appear once each, in order (frames are in hit order).
     for tid in range(THREADS):

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from harness import assert_in_order
+from scenario import Scenario
 
 pytestmark = [
     pytest.mark.hw_watchpoint,
@@ -17,22 +18,10 @@ pytestmark = [
 
 
 def test_watch_reports_old_and_new_values(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve(program)
+    s = Scenario(e2e, "basic")
     # The write is the last instruction of its line: the stop shows the loop head.
-    loop_line = e2e.line("basic", "watch_loop")
-    r = e2e.gdb(
-        server.remote,
-        "break main",
-        "continue",
-        "watch watched",
-        "continue",
-        "continue",
-        "continue",
-        "delete 2",
-        "continue",
-        program=program,
-    )
+    loop_line = s.line("watch_loop")
+    r = s.gdb("break main", "continue", "watch watched", *["continue"] * 3, "delete 2", "continue")
     assert_in_order(r.of("watch watched"), r"^Hardware watchpoint 2: watched$")
     for i, (old, new) in enumerate([(0, 10), (10, 20), (20, 30)]):
         assert_in_order(
@@ -47,9 +36,7 @@ def test_watch_reports_old_and_new_values(e2e):
 
 
 def test_hardware_breakpoint(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve(program)
-    r = e2e.gdb(server.remote, "hbreak square", "continue", "continue", "delete", "continue", program=program)
+    r = Scenario(e2e, "basic").gdb("hbreak square", "continue", "continue", "delete", "continue")
     assert_in_order(r.of("hbreak square"), r"^Hardware assisted breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c")
     assert_in_order(r.of("continue"), r"Breakpoint 1, square \(v=1\)")
     assert_in_order(r.of("continue", 1), r"Breakpoint 1, square \(v=2\)")
@@ -57,13 +44,12 @@ def test_hardware_breakpoint(e2e):
 
 
 def test_access_watchpoint_sees_a_read(e2e):
-    program = e2e.program("basic")
-    server = e2e.serve(program)
-    r = e2e.gdb(server.remote, "break sum_squares", "continue", "awatch exit_code", "continue", "continue", program=program)
+    s = Scenario(e2e, "basic")
+    r = s.gdb("break sum_squares", "continue", "awatch exit_code", "continue", "continue")
     assert_in_order(r.of("awatch exit_code"), r"^Hardware access \(read/write\) watchpoint 2: exit_code$")
     # main reads exit_code only in its return statement; the trap comes after the read,
     # which may be that line's last instruction.
-    ret = e2e.line("basic", "main_return")
+    ret = s.line("main_return")
     assert_in_order(
         r.of("continue", 1),
         r"^Hardware access \(read/write\) watchpoint 2: exit_code$",

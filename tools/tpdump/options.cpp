@@ -41,7 +41,7 @@ examples:
 namespace {
 
 Error usage(std::string text) {
-    return make_error(ErrorCode::BadPacket, std::move(text));
+    return make_error(ErrorCode::BadInput, std::move(text));
 }
 
 std::optional<std::size_t> parse_count(std::string_view text) {

@@ -8,7 +8,7 @@
 namespace tpagent::tracefile {
 
 inline Error file_error(std::size_t offset, std::string_view what,
-                        ErrorCode code = ErrorCode::BadPacket) {
+                        ErrorCode code = ErrorCode::BadInput) {
     return make_error(code, fmt::format("offset {}: {}", offset, what));
 }
 

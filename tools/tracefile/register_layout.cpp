@@ -15,7 +15,7 @@ constexpr unsigned kMaxBitsize = 65536;
 constexpr unsigned kMaxRegnum = 0xffff;
 
 Error bad(std::size_t offset, std::string what) {
-    return make_error(ErrorCode::BadPacket,
+    return make_error(ErrorCode::BadInput,
                       fmt::format("target description offset {}: {}", offset, what));
 }
 

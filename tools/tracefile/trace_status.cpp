@@ -12,7 +12,7 @@ constexpr std::array kStopReasons = {"tnotrun",    "tstop",  "tfull",   "tdiscon
                                      "tpasscount", "terror", "tunknown"};
 
 Error bad(std::string what) {
-    return make_error(ErrorCode::BadPacket, "status line: " + what);
+    return make_error(ErrorCode::BadInput, "status line: " + what);
 }
 
 Result<std::uint64_t> number(std::string_view name, std::string_view digits) {

@@ -9,16 +9,13 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "workers.h"
+
 #define WORKERS 2
 #define ROUNDS 10000000
 #define TICKS 40
 
-int calls;
 long results[WORKERS];
-
-long mix(long v) {
-    return v ^ (v >> 3);
-}
 
 long work(long id, long round) {
     calls++; /* MARK: busy_work */
@@ -40,14 +37,12 @@ void tick(int n) {
 
 int main(void) {
     pthread_t threads[WORKERS];
-    for (long i = 0; i < WORKERS; i++)
-        pthread_create(&threads[i], NULL, worker, (void*)i);
+    start_workers(threads, WORKERS, worker);
     for (int n = 0; n < TICKS; n++) {
         usleep(1000);
         tick(n);
     }
-    for (int i = 0; i < WORKERS; i++)
-        pthread_join(threads[i], NULL);
+    join_workers(threads, WORKERS);
     printf("results %ld %ld\n", results[0], results[1]);
     return 0;
 }

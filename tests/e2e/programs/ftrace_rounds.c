@@ -7,17 +7,14 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "workers.h"
+
 #define NUM_THREADS 2
 #define ROUNDS 5
 #define CALLS 20
 
-int calls; /* racy between the threads: only its memory is read, never its value */
 int round_no;
 long sums[NUM_THREADS];
-
-long mix(long v) {
-    return v ^ (v >> 3);
-}
 
 long work(long id, long n) {
     calls++; /* MARK: work_entry */
@@ -40,10 +37,8 @@ void round_done(int r) {
 int main(void) {
     for (round_no = 0; round_no < ROUNDS; round_no++) {
         pthread_t threads[NUM_THREADS];
-        for (long i = 0; i < NUM_THREADS; i++)
-            pthread_create(&threads[i], NULL, worker, (void*)i);
-        for (int i = 0; i < NUM_THREADS; i++)
-            pthread_join(threads[i], NULL);
+        start_workers(threads, NUM_THREADS, worker);
+        join_workers(threads, NUM_THREADS);
         round_done(round_no);
     }
     printf("sums %ld %ld\n", sums[0], sums[1]);

@@ -6,16 +6,12 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "workers.h"
+
 #define NUM_THREADS 4
 #define ROUNDS 50
 
-static pthread_barrier_t start;
-int calls;
 long results[NUM_THREADS];
-
-long mix(long v) {
-    return v ^ (v >> 3);
-}
 
 long work(long id, long round) {
     calls++; /* MARK: work_entry */
@@ -24,23 +20,8 @@ long work(long id, long round) {
     return value;
 }
 
-static void* worker(void* arg) {
-    long id = (long)arg;
-    pthread_barrier_wait(&start);
-    for (long round = 0; round < ROUNDS; round++)
-        work(id, round);
-    return NULL;
-}
-
-void all_done(void) {}
-
 int main(void) {
-    pthread_t threads[NUM_THREADS];
-    pthread_barrier_init(&start, NULL, NUM_THREADS);
-    for (long i = 0; i < NUM_THREADS; i++)
-        pthread_create(&threads[i], NULL, worker, (void*)i);
-    for (int i = 0; i < NUM_THREADS; i++)
-        pthread_join(threads[i], NULL);
+    rounds_together(NUM_THREADS, ROUNDS, work);
     all_done(); /* MARK: all_done */
     printf("results %ld %ld %ld %ld\n", results[0], results[1], results[2], results[3]);
     return 0;

@@ -4,10 +4,11 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "workers.h"
+
 #define NUM_THREADS 4
 #define ROUNDS 5
 
-static pthread_barrier_t start;
 int results[NUM_THREADS];
 
 int work(int id, int round) {
@@ -16,23 +17,12 @@ int work(int id, int round) {
     return value;
 }
 
-static void* worker(void* arg) {
-    int id = (int)(long)arg;
-    pthread_barrier_wait(&start);
-    for (int round = 0; round < ROUNDS; round++)
-        work(id, round);
-    return NULL;
+static long call_work(long id, long round) {
+    return work((int)id, (int)round);
 }
 
-void all_done(void) {}
-
 int main(void) {
-    pthread_t threads[NUM_THREADS];
-    pthread_barrier_init(&start, NULL, NUM_THREADS);
-    for (long i = 0; i < NUM_THREADS; i++)
-        pthread_create(&threads[i], NULL, worker, (void*)i);
-    for (int i = 0; i < NUM_THREADS; i++)
-        pthread_join(threads[i], NULL);
+    rounds_together(NUM_THREADS, ROUNDS, call_work);
     all_done(); /* MARK: all_done */
     printf("results %d %d %d %d\n", results[0], results[1], results[2], results[3]);
     return 0;
