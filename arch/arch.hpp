@@ -97,6 +97,7 @@ class Architecture {
     // Fast tracepoints: the shortest instruction span the jump needs (qTMinFTPILen), the
     // bytes of the `g` block a pad fills when it saves no vector state (registers beyond are
     // unavailable in such frames), and the pad itself.
+    virtual bool supports_fast_tracepoints() const { return true; }
     virtual std::size_t min_fast_tracepoint_length() const = 0;
     virtual std::size_t fast_block_bytes() const = 0;
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;

@@ -31,9 +31,11 @@ std::string handle_supported(Session& s, std::string_view args) {
         "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
         "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
         "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
-        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;FastTracepoints+;{}{}{}",
-        kPacketSize, s.multiprocess ? "multiprocess+;" : "",
-        s.gdb_supports_swbreak ? "swbreak+;" : "", s.gdb_supports_hwbreak ? "hwbreak+" : "");
+        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;{}{}{}{}",
+        kPacketSize,
+        arch::host_architecture().supports_fast_tracepoints() ? "FastTracepoints+;" : "",
+        s.multiprocess ? "multiprocess+;" : "", s.gdb_supports_swbreak ? "swbreak+;" : "",
+        s.gdb_supports_hwbreak ? "hwbreak+" : "");
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {

@@ -1,0 +1,125 @@
+#include "arch/aarch64/architecture.hpp"
+#include "arch/aarch64/registers.hpp"
+#include "arch/aarch64/relocator.hpp"
+#include <cstring>
+
+namespace tpagent::arch::aarch64 {
+namespace {
+constexpr int kExpedited[] = {kFpRegnum, kSpRegnum, kPcRegnum};
+constexpr std::uint8_t kBrk0[] = {0x00, 0x00, 0x20, 0xd4}; // brk #0, as gdb's own
+constexpr std::uint8_t kSvc0[] = {0x01, 0x00, 0x00, 0xd4}; // svc #0
+// A pad must be reachable by B from its code, and its own branches too: keep a page's slack.
+constexpr std::uint64_t kPadReach = static_cast<std::uint64_t>(kBranchReach) - (1u << 20);
+
+Error no_fast_tracepoints() {
+    return make_error(ErrorCode::Unsupported,
+                      "fast tracepoints are not available on arm64 yet: use trace");
+}
+} // namespace
+
+Aarch64Architecture::Aarch64Architecture() : target_xml_(aarch64::target_xml()) {}
+
+std::span<const RegisterDesc> Aarch64Architecture::registers() const {
+    return aarch64::registers();
+}
+std::size_t Aarch64Architecture::g_size() const {
+    return aarch64::g_size();
+}
+std::span<const int> Aarch64Architecture::expedited_registers() const {
+    return kExpedited;
+}
+int Aarch64Architecture::pc_regnum() const {
+    return kPcRegnum;
+}
+
+std::optional<std::string> Aarch64Architecture::feature_xml(std::string_view annex) const {
+    if (annex == "target.xml") return target_xml_;
+    return std::nullopt;
+}
+
+Status Aarch64Architecture::read_snapshot(pid_t tid, RegisterSnapshot& out) const {
+    return read_all_regsets(tid, out);
+}
+Status Aarch64Architecture::read_general_registers(pid_t tid, RegisterSnapshot& out) const {
+    return read_general_regsets(tid, out);
+}
+Status Aarch64Architecture::write_snapshot(pid_t tid, const RegisterSnapshot& in) const {
+    return write_all_regsets(tid, in);
+}
+Status Aarch64Architecture::write_general_registers(pid_t tid, const RegisterSnapshot& in) const {
+    return write_general_regsets(tid, in);
+}
+void Aarch64Architecture::snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
+                                        std::vector<bool>& available) const {
+    aarch64::snapshot_to_g(s, g, available);
+}
+void Aarch64Architecture::g_to_snapshot(std::span<const std::uint8_t> g,
+                                        RegisterSnapshot& s) const {
+    aarch64::g_to_snapshot(g, s);
+}
+
+std::uint64_t Aarch64Architecture::pc(const RegisterSnapshot& s) const {
+    return x(s, kPcRegnum);
+}
+void Aarch64Architecture::set_pc(RegisterSnapshot& s, std::uint64_t pc) const {
+    set_x(s, kPcRegnum, pc);
+}
+std::uint64_t Aarch64Architecture::sp(const RegisterSnapshot& s) const {
+    return x(s, kSpRegnum);
+}
+
+std::span<const std::uint8_t> Aarch64Architecture::breakpoint_instruction() const {
+    return kBrk0;
+}
+
+Result<Relocated> Aarch64Architecture::relocate(std::span<const std::uint8_t> code,
+                                                std::uint64_t from, std::uint64_t to,
+                                                std::size_t min_bytes) const {
+    if (min_bytes > 4)
+        return make_error(ErrorCode::Unsupported, "one AArch64 instruction at a time");
+    return aarch64::relocate(code, from, to);
+}
+std::uint64_t Aarch64Architecture::pad_reach() const {
+    return kPadReach;
+}
+
+Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest&) const {
+    return no_fast_tracepoints();
+}
+Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,
+                                                                       std::uint64_t to) const {
+    auto b = encode_branch(from, to);
+    if (!b) return b.error();
+    std::vector<std::uint8_t> out(4);
+    std::memcpy(out.data(), &*b, 4);
+    return out;
+}
+Result<std::vector<std::uint64_t>>
+Aarch64Architecture::pc_relative_targets(std::span<const std::uint8_t>, std::uint64_t) const {
+    return no_fast_tracepoints();
+}
+
+std::span<const std::uint8_t> Aarch64Architecture::syscall_instruction() const {
+    return kSvc0;
+}
+void Aarch64Architecture::set_syscall(RegisterSnapshot& s, long number,
+                                      std::span<const std::uint64_t> args, std::uint64_t pc) const {
+    set_x(s, 8, static_cast<std::uint64_t>(number));
+    for (std::size_t i = 0; i < args.size() && i < 6; ++i)
+        set_x(s, static_cast<int>(i), args[i]);
+    set_x(s, kPcRegnum, pc);
+    // No restart of the call the thread may have been stopped in (it would rewind the pc and
+    // put orig_x0 back over our first argument): the kernel's syscallno becomes -1.
+    const std::int32_t none = -1;
+    std::memcpy(s.gpr.data() + kSyscallNoOffset, &none, sizeof none);
+}
+std::int64_t Aarch64Architecture::syscall_result(const RegisterSnapshot& s) const {
+    return static_cast<std::int64_t>(x(s, 0));
+}
+
+} // namespace tpagent::arch::aarch64
+
+const tpagent::arch::Architecture& tpagent::arch::host_architecture() {
+    static const aarch64::Aarch64Architecture arch;
+    return arch;
+}

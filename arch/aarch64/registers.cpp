@@ -1,0 +1,218 @@
+#include "arch/aarch64/registers.hpp"
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <elf.h>
+#include <fmt/format.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+
+#ifndef NT_ARM_SYSTEM_CALL
+#define NT_ARM_SYSTEM_CALL 0x404
+#endif
+
+namespace tpagent::arch::aarch64 {
+namespace {
+
+// x0..x30, sp, pc (8 bytes), cpsr (4), v0..v31 (16), fpsr, fpcr (4): 788 bytes, as gdbserver.
+const std::array<RegisterDesc, 68> kRegisters = [] {
+    static const char* const names[] = {
+        "x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",   "x7",  "x8",  "x9",   "x10", "x11",
+        "x12", "x13", "x14", "x15", "x16", "x17", "x18",  "x19", "x20", "x21",  "x22", "x23",
+        "x24", "x25", "x26", "x27", "x28", "x29", "x30",  "sp",  "pc",  "cpsr", "v0",  "v1",
+        "v2",  "v3",  "v4",  "v5",  "v6",  "v7",  "v8",   "v9",  "v10", "v11",  "v12", "v13",
+        "v14", "v15", "v16", "v17", "v18", "v19", "v20",  "v21", "v22", "v23",  "v24", "v25",
+        "v26", "v27", "v28", "v29", "v30", "v31", "fpsr", "fpcr"};
+    std::array<RegisterDesc, 68> out{};
+    std::uint32_t offset = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const std::uint32_t size = i <= kPcRegnum                         ? 8
+                                   : i == kCpsrRegnum || i >= kFpsrRegnum ? 4
+                                                                          : 16;
+        out[i] = {names[i], size, offset};
+        offset += size;
+    }
+    return out;
+}();
+
+Error ptrace_error(const char* what, pid_t tid, int err) {
+    return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
+                      fmt::format("{} for thread {}: {}", what, tid, std::strerror(err)));
+}
+
+Status get_regset(pid_t tid, int note, std::uint8_t* data, std::size_t size, const char* what) {
+    iovec iov{data, size};
+    if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(static_cast<long>(note)), &iov) != 0)
+        return ptrace_error(what, tid, errno);
+    return ok_status();
+}
+
+Status set_regset(pid_t tid, int note, const std::uint8_t* data, std::size_t size,
+                  const char* what) {
+    iovec iov{const_cast<std::uint8_t*>(data), size};
+    if (ptrace(PTRACE_SETREGSET, tid, reinterpret_cast<void*>(static_cast<long>(note)), &iov) != 0)
+        return ptrace_error(what, tid, errno);
+    return ok_status();
+}
+
+} // namespace
+
+std::span<const RegisterDesc> registers() {
+    return kRegisters;
+}
+
+std::size_t g_size() {
+    return kRegisters.back().g_offset + kRegisters.back().size;
+}
+
+std::uint64_t x(const RegisterSnapshot& s, int n) {
+    std::uint64_t v = 0;
+    const std::size_t at = static_cast<std::size_t>(n) * 8;
+    if (s.gpr.size() >= at + 8) std::memcpy(&v, s.gpr.data() + at, 8);
+    return v;
+}
+
+void set_x(RegisterSnapshot& s, int n, std::uint64_t value) {
+    if (s.gpr.size() < kGprBytes) s.gpr.resize(kGprBytes, 0);
+    std::memcpy(s.gpr.data() + static_cast<std::size_t>(n) * 8, &value, 8);
+}
+
+void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
+                   std::vector<bool>& available) {
+    available.assign(kRegisters.size(), false);
+    std::fill(g.begin(), g.end(), 0);
+    if (s.gpr.size() >= kPtRegsBytes) {
+        // x0..x30, sp, pc, then the low half of pstate as cpsr: the same order as the kernel.
+        std::memcpy(g.data(), s.gpr.data(), 33 * 8 + 4);
+        for (int r = 0; r <= kCpsrRegnum; ++r)
+            available[static_cast<std::size_t>(r)] = true;
+    }
+    if (s.xstate.size() >= kFpsimdBytes - 8) {
+        const auto& v0 = kRegisters[kFirstVRegnum];
+        std::memcpy(g.data() + v0.g_offset, s.xstate.data(), 32 * 16 + 8); // v0..v31, fpsr, fpcr
+        for (int r = kFirstVRegnum; r <= kFpcrRegnum; ++r)
+            available[static_cast<std::size_t>(r)] = true;
+    }
+}
+
+void g_to_snapshot(std::span<const std::uint8_t> g, RegisterSnapshot& s) {
+    if (g.size() < g_size()) return;
+    if (s.gpr.size() < kGprBytes) s.gpr.resize(kGprBytes, 0);
+    std::memcpy(s.gpr.data(), g.data(), 33 * 8 + 4); // pstate's high half is kept
+    if (!s.xstate.empty()) {
+        if (s.xstate.size() < kFpsimdBytes) s.xstate.resize(kFpsimdBytes, 0);
+        std::memcpy(s.xstate.data(), g.data() + kRegisters[kFirstVRegnum].g_offset, 32 * 16 + 8);
+    }
+}
+
+Status read_general_regsets(pid_t tid, RegisterSnapshot& out) {
+    out.gpr.assign(kGprBytes, 0);
+    if (auto r = get_regset(tid, NT_PRSTATUS, out.gpr.data(), kPtRegsBytes,
+                            "PTRACE_GETREGSET(NT_PRSTATUS)");
+        !r)
+        return r;
+    // The syscall number the thread would restart: kept, so a snapshot written back restores it.
+    // A kernel without the regset has no restart to keep: -1.
+    std::int32_t syscallno = -1;
+    if (!get_regset(tid, NT_ARM_SYSTEM_CALL, reinterpret_cast<std::uint8_t*>(&syscallno),
+                    sizeof syscallno, "PTRACE_GETREGSET(NT_ARM_SYSTEM_CALL)"))
+        syscallno = -1;
+    std::memcpy(out.gpr.data() + kSyscallNoOffset, &syscallno, sizeof syscallno);
+    return ok_status();
+}
+
+Status read_all_regsets(pid_t tid, RegisterSnapshot& out) {
+    if (auto r = read_general_regsets(tid, out); !r) return r;
+    out.xstate.assign(kFpsimdBytes, 0);
+    return get_regset(tid, NT_PRFPREG, out.xstate.data(), out.xstate.size(),
+                      "PTRACE_GETREGSET(NT_PRFPREG)");
+}
+
+Status write_general_regsets(pid_t tid, const RegisterSnapshot& in) {
+    if (in.gpr.size() < kPtRegsBytes)
+        return make_error(ErrorCode::BadPacket, "no general registers in the snapshot");
+    if (in.gpr.size() >= kGprBytes)
+        if (auto r = set_regset(tid, NT_ARM_SYSTEM_CALL, in.gpr.data() + kSyscallNoOffset, 4,
+                                "PTRACE_SETREGSET(NT_ARM_SYSTEM_CALL)");
+            !r)
+            return r;
+    return set_regset(tid, NT_PRSTATUS, in.gpr.data(), kPtRegsBytes,
+                      "PTRACE_SETREGSET(NT_PRSTATUS)");
+}
+
+Status write_all_regsets(pid_t tid, const RegisterSnapshot& in) {
+    if (auto r = write_general_regsets(tid, in); !r) return r;
+    if (in.xstate.size() < kFpsimdBytes) return ok_status();
+    return set_regset(tid, NT_PRFPREG, in.xstate.data(), kFpsimdBytes,
+                      "PTRACE_SETREGSET(NT_PRFPREG)");
+}
+
+std::string target_xml() {
+    std::string xml = R"(<?xml version="1.0"?>
+<!DOCTYPE target SYSTEM "gdb-target.dtd">
+<target>
+  <architecture>aarch64</architecture>
+  <osabi>GNU/Linux</osabi>
+  <feature name="org.gnu.gdb.aarch64.core">
+    <flags id="cpsr_flags" size="4">
+      <field name="SP" start="0" end="0"/>
+      <field name="EL" start="2" end="3"/>
+      <field name="nRW" start="4" end="4"/>
+      <field name="F" start="6" end="6"/>
+      <field name="I" start="7" end="7"/>
+      <field name="A" start="8" end="8"/>
+      <field name="D" start="9" end="9"/>
+      <field name="SSBS" start="12" end="12"/>
+      <field name="BTYPE" start="10" end="11"/>
+      <field name="IL" start="20" end="20"/>
+      <field name="SS" start="21" end="21"/>
+      <field name="PAN" start="22" end="22"/>
+      <field name="UAO" start="23" end="23"/>
+      <field name="DIT" start="24" end="24"/>
+      <field name="TCO" start="25" end="25"/>
+      <field name="V" start="28" end="28"/>
+      <field name="C" start="29" end="29"/>
+      <field name="Z" start="30" end="30"/>
+      <field name="N" start="31" end="31"/>
+    </flags>
+)";
+    for (int r = 0; r <= 30; ++r)
+        xml += fmt::format("    <reg name=\"x{}\" bitsize=\"64\" type=\"int\" regnum=\"{}\"/>\n", r,
+                           r);
+    xml += R"(    <reg name="sp" bitsize="64" type="data_ptr"/>
+    <reg name="pc" bitsize="64" type="code_ptr"/>
+    <reg name="cpsr" bitsize="32" type="cpsr_flags"/>
+  </feature>
+  <feature name="org.gnu.gdb.aarch64.fpu">
+    <vector id="v2d" type="ieee_double" count="2"/>
+    <vector id="v2u" type="uint64" count="2"/>
+    <vector id="v2i" type="int64" count="2"/>
+    <vector id="v4f" type="ieee_single" count="4"/>
+    <vector id="v4u" type="uint32" count="4"/>
+    <vector id="v4i" type="int32" count="4"/>
+    <vector id="v8u" type="uint16" count="8"/>
+    <vector id="v8i" type="int16" count="8"/>
+    <vector id="v16u" type="uint8" count="16"/>
+    <vector id="v16i" type="int8" count="16"/>
+    <vector id="v1u" type="uint128" count="1"/>
+    <vector id="v1i" type="int128" count="1"/>
+    <union id="vnd"><field name="f" type="v2d"/><field name="u" type="v2u"/><field name="s" type="v2i"/></union>
+    <union id="vns"><field name="f" type="v4f"/><field name="u" type="v4u"/><field name="s" type="v4i"/></union>
+    <union id="vnh"><field name="u" type="v8u"/><field name="s" type="v8i"/></union>
+    <union id="vnb"><field name="u" type="v16u"/><field name="s" type="v16i"/></union>
+    <union id="vnq"><field name="u" type="v1u"/><field name="s" type="v1i"/></union>
+    <union id="aarch64v"><field name="d" type="vnd"/><field name="s" type="vns"/><field name="h" type="vnh"/><field name="b" type="vnb"/><field name="q" type="vnq"/></union>
+)";
+    for (int r = 0; r < 32; ++r)
+        xml +=
+            fmt::format("    <reg name=\"v{}\" bitsize=\"128\" type=\"aarch64v\" regnum=\"{}\"/>\n",
+                        r, kFirstVRegnum + r);
+    xml += R"(    <reg name="fpsr" bitsize="32"/>
+    <reg name="fpcr" bitsize="32"/>
+  </feature>
+</target>
+)";
+    return xml;
+}
+
+} // namespace tpagent::arch::aarch64

@@ -1,0 +1,138 @@
+#include "arch/aarch64/relocator.hpp"
+#include <cstring>
+#include <optional>
+#include <fmt/format.h>
+
+namespace tpagent::arch::aarch64 {
+namespace {
+
+constexpr std::uint32_t kNop = 0xd503201f;
+
+std::int64_t sign_extend(std::uint64_t value, unsigned bits) {
+    const std::uint64_t m = std::uint64_t{1} << (bits - 1);
+    return static_cast<std::int64_t>((value ^ m) - m);
+}
+
+// The pad's code, one instruction at a time.
+class Emitter {
+  public:
+    explicit Emitter(std::uint64_t at) : at_(at) {}
+    std::uint64_t pc() const { return at_ + bytes_.size(); }
+    void put(std::uint32_t insn) {
+        std::uint8_t b[4];
+        std::memcpy(b, &insn, 4); // little-endian, as the program runs
+        bytes_.insert(bytes_.end(), b, b + 4);
+    }
+    // Xd = value: MOVZ then MOVK for each further non-zero half-word.
+    void move_wide(unsigned rd, std::uint64_t value) {
+        put(0xd2800000 | static_cast<std::uint32_t>(value & 0xffff) << 5 | rd);
+        for (unsigned hw = 1; hw < 4; ++hw) {
+            const auto half = static_cast<std::uint32_t>((value >> (16 * hw)) & 0xffff);
+            if (half) put(0xf2800000 | hw << 21 | half << 5 | rd);
+        }
+    }
+    Status branch(std::uint64_t target) {
+        auto b = encode_branch(pc(), target);
+        if (!b) return b.error();
+        put(*b);
+        return ok_status();
+    }
+    std::vector<std::uint8_t> take() { return std::move(bytes_); }
+
+  private:
+    std::uint64_t at_;
+    std::vector<std::uint8_t> bytes_;
+};
+
+// A conditional branch to `target` from the pad: the same test, over a hop, then a B.
+// `hop` is the instruction with its offset field set to +8 (two instructions on).
+Status conditional(Emitter& e, std::uint32_t hop, std::uint64_t from, std::uint64_t target) {
+    e.put(hop);
+    if (auto s = e.branch(from + 4); !s) return s; // not taken: on after the original
+    return e.branch(target);                       // taken
+}
+
+} // namespace
+
+Result<std::uint32_t> encode_branch(std::uint64_t from, std::uint64_t to) {
+    const std::int64_t delta = static_cast<std::int64_t>(to - from);
+    if (delta < -kBranchReach || delta >= kBranchReach || delta % 4 != 0)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("a branch from 0x{:x} cannot reach 0x{:x}", from, to));
+    return 0x14000000u | (static_cast<std::uint32_t>(delta >> 2) & 0x3ffffff);
+}
+
+Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
+                           std::uint64_t to) {
+    if (code.size() < 4 || from % 4 != 0)
+        return make_error(ErrorCode::Unsupported, "not a whole AArch64 instruction");
+    std::uint32_t insn = 0;
+    std::memcpy(&insn, code.data(), 4);
+    Emitter e(to);
+    Status done = ok_status();
+    bool falls_through = true;         // the pad ends with a branch back after the instruction
+    std::optional<std::uint64_t> back; // pad offset of the way back, when not at the end
+    if ((insn & 0x7c000000) == 0x14000000) { // B, BL
+        const std::uint64_t target =
+            from + static_cast<std::uint64_t>(sign_extend(insn & 0x3ffffff, 26) * 4);
+        if (insn & 0x80000000) e.move_wide(30, from + 4); // BL: the return address
+        done = e.branch(target);
+        falls_through = false;
+    } else if ((insn & 0xff000010) == 0x54000000) { // B.cond
+        const std::uint64_t target =
+            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
+        done = conditional(e, (insn & ~(0x7ffffu << 5)) | 2u << 5, from, target);
+        falls_through = false;
+        back = 4;                                   // the not-taken branch is the way back
+    } else if ((insn & 0x7e000000) == 0x34000000) { // CBZ, CBNZ
+        const std::uint64_t target =
+            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
+        done = conditional(e, (insn & ~(0x7ffffu << 5)) | 2u << 5, from, target);
+        falls_through = false;
+        back = 4;
+    } else if ((insn & 0x7e000000) == 0x36000000) { // TBZ, TBNZ
+        const std::uint64_t target =
+            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x3fff, 14) * 4);
+        done = conditional(e, (insn & ~(0x3fffu << 5)) | 2u << 5, from, target);
+        falls_through = false;
+        back = 4;
+    } else if ((insn & 0x1f000000) == 0x10000000) { // ADR, ADRP
+        const std::uint64_t imm = ((insn >> 29) & 3) | ((insn >> 5) & 0x7ffff) << 2;
+        const bool page = insn & 0x80000000;
+        const std::uint64_t target =
+            page ? (from & ~std::uint64_t{0xfff}) +
+                       static_cast<std::uint64_t>(sign_extend(imm, 21) << 12)
+                 : from + static_cast<std::uint64_t>(sign_extend(imm, 21));
+        e.move_wide(insn & 0x1f, target);
+    } else if ((insn & 0x3b000000) == 0x18000000) { // LDR (literal): GPR and SIMD&FP, PRFM
+        const std::uint64_t target =
+            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
+        const unsigned rt = insn & 0x1f;
+        const unsigned opc = insn >> 30;
+        if (insn & 0x04000000)
+            return make_error(ErrorCode::Unsupported,
+                              fmt::format("the SIMD&FP literal load at 0x{:x} needs a scratch "
+                                          "register to move",
+                                          from));
+        if (opc == 3) {
+            e.put(kNop); // PRFM: a hint, dropped
+        } else {
+            e.move_wide(rt, target);
+            const std::uint32_t load = opc == 0 ? 0xb9400000 : opc == 1 ? 0xf9400000 : 0xb9800000;
+            e.put(load | rt << 5 | rt); // LDR Wt | LDR Xt | LDRSW Xt, [Xt]
+        }
+    } else {
+        e.put(insn); // no pc in it
+    }
+    if (!done) return done.error();
+    Relocated out;
+    out.covered = 4;
+    if (!back) back = e.pc() - to;
+    if (falls_through)
+        if (auto s = e.branch(from + 4); !s) return s.error();
+    out.boundaries = {{0, 0}, {4, static_cast<std::uint32_t>(*back)}};
+    out.code = e.take();
+    return out;
+}
+
+} // namespace tpagent::arch::aarch64
