@@ -1,63 +1,74 @@
 #!/usr/bin/env bash
 # An emulated arm64 board for tpagent's arm64 tests: qemu-system-aarch64 -M virt -cpu max (TCG)
 # booting Debian 12's arm64 kernel with a small busybox initramfs, reached only through TCP ports
-# forwarded to 127.0.0.1. Boot it once per test run and run commands on it one after another.
+# forwarded to 127.0.0.1. Boot it once per test run, then run commands on it one after another.
 #
 #   scripts/arm64-board.sh fetch CACHE_DIR
-#       Installs the host packages it needs (qemu-system-arm, gdb-multiarch, the aarch64 cross
-#       compilers, cpio; `dpkg --add-architecture arm64` + `apt-get update` when arm64 lists are
-#       missing), then `apt-get download`s Debian's arm64 kernel (the versioned package that
-#       linux-image-arm64 depends on), busybox-static, libc6, libgcc-s1, libstdc++6 and gdbserver
-#       into CACHE_DIR/debs and unpacks them (CACHE_DIR/root: the board's userland and gdb's
-#       sysroot; CACHE_DIR/kernel: vmlinuz and the few modules the board loads). Skips whatever
-#       is already there at the candidate version. Needs root (or sudo) for apt-get.
+#       Installs the host packages it needs, only those missing (qemu-system-arm, gdb-multiarch,
+#       gcc/g++-aarch64-linux-gnu, cpio, ...; `dpkg --add-architecture arm64` and `apt-get update`
+#       when arm64 package lists are missing), then `apt-get download`s and `dpkg-deb -x`s the arm64
+#       packages: busybox-static, libc6, libgcc-s1, libstdc++6 and gdbserver into CACHE_DIR/root
+#       (the board's userland and gdb's sysroot; the .debs stay in CACHE_DIR/debs), and the kernel
+#       package linux-image-arm64 depends on (linux-image-6.1.0-N-arm64): vmlinuz and the
+#       virtio-net modules into CACHE_DIR/kernel. Skips what is there at the candidate version
+#       (CACHE_DIR/root.stamp, kernel.stamp). Needs root or sudo for apt-get.
 #   scripts/arm64-board.sh start CACHE_DIR PAYLOAD_DIR STATE_DIR
-#       Builds an initramfs (CACHE_DIR/initramfs/<sha256 of its inputs>.cpio.gz, reused while
-#       the inputs are unchanged) from CACHE_DIR/root, the virtio-net modules, the init files in
-#       scripts/arm64-board/ and everything in PAYLOAD_DIR (copied to /payload on the board),
-#       boots qemu in the background and waits until the board answers on its control port.
+#       Builds the initramfs, or reuses CACHE_DIR/initramfs/initramfs-<content hash>.cpio.gz (the
+#       four last used are kept): CACHE_DIR/root, the modules, scripts/arm64-board/{init,inittab,
+#       ctl}, and everything in PAYLOAD_DIR copied to /payload on the board. Boots qemu as a
+#       daemon and waits (ARM64_BOARD_BOOT_TIMEOUT) until the board answers on its control port.
 #       Writes into STATE_DIR:
-#         ports        one line per forwarded port: NAME HOSTPORT BOARDPORT, e.g.
+#         ports        one line per forwarded port, "NAME HOSTPORT BOARDPORT":
 #                          control 40123 7000
-#                          stub0 40124 2345     (stub1..stub3: board ports 2346..2348)
-#                      host ports are free ports on 127.0.0.1, chosen at start.
-#         qemu.pid     qemu's pid;  console.log: the board's serial console;  qemu.log: qemu's
-#         sysroot/     for gdb's `set sysroot`: lib, usr -> CACHE_DIR/root, payload -> PAYLOAD_DIR
-#         initramfs.cpio.gz -> the cached initramfs it booted;  qemu.cmdline: how it was booted
-#   scripts/arm64-board.sh run STATE_DIR 'COMMAND'
-#       Runs COMMAND with /bin/sh on the board (cwd /payload, stdin /dev/null, stderr merged into
-#       stdout), prints its output and exits with its exit status. 255 with a message on stderr
-#       means the board could not be reached (or the command timed out). A background process
-#       must redirect its output: `gdbserver 0.0.0.0:2345 /payload/prog >/tmp/gs.log 2>&1 &`,
-#       then `run STATE_DIR 'cat /tmp/gs.log'` reads it.
+#                          stub0 40124 2345
+#                          stub1 40125 2346     ... stub3 (board ports 2345..2348)
+#                      host ports: free ports on 127.0.0.1, chosen at each start.
+#         qemu.pid, console.log (the board's serial console), qemu.log, qemu.cmdline,
+#         initramfs.cpio.gz (link to the one booted), sysroot/ (for gdb's `set sysroot`:
+#         lib, usr, bin -> CACHE_DIR/root, payload -> PAYLOAD_DIR: the same bytes the board runs).
+#   scripts/arm64-board.sh run STATE_DIR 'COMMAND'      (COMMAND "-": read it from stdin)
+#       Runs COMMAND with /bin/sh on the board (as root, cwd /payload, stdin /dev/null, stderr
+#       merged into stdout), prints its output and exits with its exit status. 255 and a message
+#       on stderr: the board could not be reached, or no answer within ARM64_BOARD_TIMEOUT (the
+#       command itself is not killed). A background process must redirect its output, e.g.
+#       `gdbserver 0.0.0.0:2345 /payload/prog >/tmp/gs.log 2>&1 &`; `run ... 'cat /tmp/gs.log'`.
 #   scripts/arm64-board.sh spawn STATE_DIR NAME 'COMMAND' [PATTERN]
-#       Starts COMMAND in the background on the board with its output in /tmp/NAME.log, waits
-#       until that log contains PATTERN (default 'Listening on port'; '' = don't wait) and prints
-#       the log so far. Exits 1 (printing the log) if COMMAND exits or the wait times out.
+#       Starts COMMAND in the background on the board (output in /tmp/NAME.log, its pid in
+#       /tmp/NAME.pid), waits until the log contains PATTERN (default 'Listening on port'; ''
+#       for no wait) and prints the log. Exits 1, printing the log, if COMMAND ends first or
+#       PATTERN does not come within ARM64_BOARD_TIMEOUT. E.g.
+#       spawn STATE_DIR gs 'gdbserver 0.0.0.0:2345 /payload/prog'
 #   scripts/arm64-board.sh port STATE_DIR NAME      prints the host port forwarded as NAME
 #   scripts/arm64-board.sh stop STATE_DIR           stops qemu (SIGTERM, then SIGKILL)
 #
-# Environment: ARM64_BOARD_CPU (default max), ARM64_BOARD_SMP (default 2), ARM64_BOARD_MEM
-# (MiB, default 1024), ARM64_BOARD_BOOT_TIMEOUT (s, default 120), ARM64_BOARD_TIMEOUT (s, per
-# `run`, default 120), ARM64_BOARD_APPEND (extra kernel command line).
+# Environment: ARM64_BOARD_CPU (default max,pauth-impdef=on: every feature of max, with QEMU's
+# cheap pointer-authentication hash instead of emulated QARMA5, which halves boot and fork/exec
+# times), ARM64_BOARD_SMP (vCPUs, default 2), ARM64_BOARD_MEM (MiB, default 1024),
+# ARM64_BOARD_STUB_PORTS (default 4), ARM64_BOARD_BOOT_TIMEOUT (s, default 120),
+# ARM64_BOARD_TIMEOUT (s per run/spawn, default 120), ARM64_BOARD_APPEND (more kernel command
+# line, e.g. loglevel=7), ARM64_BOARD_OWNER_PID (start: stop the board when that process ends).
 #
-# Control protocol (what `run` speaks; a test harness may speak it directly): connect to
-# 127.0.0.1:<control host port>, send "NONCE LENGTH\n" and then LENGTH bytes of shell script.
-# NONCE is a word that must not occur in the output (e.g. 32 random hex digits). The board runs
-# the script and sends its output (stdout+stderr) followed by "\nNONCE STATUS\n"; everything
-# before that last "\n" is the output, byte for byte. One request per connection; connections
-# are served concurrently. A connection that is closed without that trailer (qemu's user network
-# accepts and then drops connections while the board is still booting) means "not ready".
+# Control protocol (what `run` speaks; a harness may speak it directly): connect to 127.0.0.1:
+# <control host port>, send "NONCE LENGTH\n" and LENGTH bytes of shell script. NONCE: [0-9A-Za-z_-]+
+# that cannot occur in the output (e.g. 32 random hex digits). The board runs the script as
+# above and sends its output followed by "\nNONCE STATUS\n": everything before that last "\n"
+# is the output, byte for byte. One request per connection; connections are served
+# concurrently. A connection closed without that trailer means "not ready" (qemu's user network
+# accepts connections to forwarded ports and drops them when nothing listens on the board).
 #
-# Networking: qemu user networking with restrict=on (the board reaches nothing but the forwarded
-# ports); the board is 10.0.2.15 and sees forwarded connections coming from 10.0.2.2, so a stub
-# on it must listen on 0.0.0.0 (tpagent 0.0.0.0:2345 ..., gdbserver 0.0.0.0:2345 ...).
+# Networking: qemu user networking with restrict=on: the board reaches nothing, the host reaches
+# the board only through the forwarded ports. The board is 10.0.2.15 and sees connections from
+# 10.0.2.2, so a stub on it must listen on 0.0.0.0 (tpagent 0.0.0.0:2345 ..., gdbserver
+# 0.0.0.0:2345 ...). gdb-multiarch on the host: `set sysroot STATE_DIR/sysroot`, `target
+# remote 127.0.0.1:<stub host port>`; `set trust-readonly-sections on` lets it unwind (and find
+# locals) in trace frames, which hold no code bytes.
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 board_files="$script_dir/arm64-board"
 control_board_port=7000
-stub_board_ports=(2345 2346 2347 2348)
+stub_board_ports=()
+for ((i = 0; i < ${ARM64_BOARD_STUB_PORTS:-4}; i++)); do stub_board_ports+=($((2345 + i))); done
 # The board's userland: unpacked together into CACHE_DIR/root.
 user_packages=(busybox-static libc6 libgcc-s1 libstdc++6 gdbserver)
 # Kernel modules for virtio-net over virtio-mmio, in insmod order.
@@ -71,7 +82,7 @@ apt_opts=(-o DPkg::Lock::Timeout=600 -o APT::Sandbox::User=root)
 # ---------------------------------------------------------------------------------------- fetch
 install_host_packages() {
   local packages=(qemu-system-arm gdb-multiarch gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
-                  cpio gzip xz-utils python3 dpkg-dev)
+                  cpio gzip xz-utils python3)
   local missing=() p
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -94,8 +105,12 @@ install_host_packages() {
   fi
 }
 
-candidate_version() {  # PKG:arm64 -> candidate version (empty if none)
-  apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { if ($2 != "(none)") print $2; exit }'
+candidate_versions() {  # PKG... -> "PKG VERSION" per arm64 package that has a candidate
+  local args=() p
+  for p in "$@"; do args+=("$p:arm64"); done
+  apt-cache policy "${args[@]}" 2>/dev/null | awk '
+    /^[^ ].*:$/ { name = $1; sub(/:arm64:$/, "", name); sub(/:$/, "", name) }
+    /^  Candidate:/ { if ($2 != "(none)") print name, $2 }'
 }
 
 kernel_package() {  # the versioned kernel package linux-image-arm64 depends on
@@ -103,16 +118,20 @@ kernel_package() {  # the versioned kernel package linux-image-arm64 depends on
     sed -n 's/^ *Depends: \(linux-image-[0-9][^: ]*\).*/\1/p' | head -n1
 }
 
-# download PKG VERSION -> path of the .deb in $cache/debs (downloads it unless present)
+# download PKG VERSION: sets $deb to the .deb in $cache/debs, downloading it unless present. When
+# the download fails (package lists older than the mirror), updates the lists once and restarts.
 download() {
-  local pkg="$1" ver="$2" deb
+  local pkg="$1" ver="$2"
   deb="$cache/debs/${pkg}_${ver//:/%3a}_arm64.deb"
-  if [ ! -s "$deb" ]; then
-    note "downloading $pkg:arm64 $ver"
-    (cd "$cache/debs" && apt-get "${apt_opts[@]}" download -qq "$pkg:arm64=$ver" >/dev/null)
-    [ -s "$deb" ] || die "apt-get download $pkg:arm64=$ver did not produce $deb"
+  [ -s "$deb" ] && return
+  note "downloading $pkg:arm64 $ver"
+  if ! (cd "$cache/debs" && apt-get "${apt_opts[@]}" download -qq "$pkg:arm64=$ver" >/dev/null) ||
+     [ ! -s "$deb" ]; then
+    [ -z "${ARM64_BOARD_FETCH_RETRY:-}" ] || die "apt-get download $pkg:arm64=$ver failed"
+    note "download failed: apt-get update, then fetch again"
+    as_root apt-get "${apt_opts[@]}" update -qq
+    ARM64_BOARD_FETCH_RETRY=1 exec bash "${BASH_SOURCE[0]}" fetch "$cache"
   fi
-  echo "$deb"
 }
 
 cmd_fetch() {
@@ -122,16 +141,23 @@ cmd_fetch() {
   install_host_packages
   mkdir -p "$cache/debs"
 
-  # Userland: unpack all packages into one tree; redo it when any version changed.
-  local want="" p v
-  for p in "${user_packages[@]}"; do
-    v="$(candidate_version "$p:arm64")"
-    [ -n "$v" ] || die "no candidate for $p:arm64 (apt-get update?)"
-    want+="$p $v"$'\n'
+  local kpkg
+  kpkg="$(kernel_package)"
+  [ -n "$kpkg" ] || die "cannot resolve the kernel package linux-image-arm64:arm64 depends on"
+  local -A version=()
+  local p v
+  while read -r p v; do version[$p]="$v"; done < <(candidate_versions "${user_packages[@]}" "$kpkg")
+  for p in "${user_packages[@]}" "$kpkg"; do
+    [ -n "${version[$p]:-}" ] || die "no candidate for $p:arm64 (apt-get update?)"
   done
+
+  # Userland: unpack all packages into one tree; redo it when any version changed.
+  local want=""
+  for p in "${user_packages[@]}"; do want+="$p ${version[$p]}"$'\n'; done
+  want="${want%$'\n'}"
   if [ "$(cat "$cache/root.stamp" 2>/dev/null)" != "$want" ]; then
     local debs=()
-    while read -r p v; do debs+=("$(download "$p" "$v")"); done <<<"${want%$'\n'}"
+    while read -r p v; do download "$p" "$v"; debs+=("$deb"); done <<<"$want"
     rm -rf "$cache/root" "$cache/root.stamp"
     mkdir -p "$cache/root"
     local d
@@ -141,15 +167,10 @@ cmd_fetch() {
   fi
 
   # Kernel: vmlinuz, and the modules the board loads (decompressed), from the versioned package.
-  local kpkg kver
-  kpkg="$(kernel_package)"
-  [ -n "$kpkg" ] || die "cannot resolve the kernel package linux-image-arm64:arm64 depends on"
-  kver="$(candidate_version "$kpkg:arm64")"
-  [ -n "$kver" ] || die "no candidate for $kpkg:arm64"
+  local kver="${version[$kpkg]}"
   want="$kpkg $kver"
   if [ "$(cat "$cache/kernel.stamp" 2>/dev/null)" != "$want" ]; then
-    local deb
-    deb="$(download "$kpkg" "$kver")"
+    download "$kpkg" "$kver"
     rm -rf "$cache/kernel" "$cache/kernel.stamp"
     mkdir -p "$cache/kernel"
     local patterns=('./boot/vmlinuz-*') m
@@ -168,6 +189,7 @@ cmd_fetch() {
         die "module $m missing from $deb"
     done
     printf '%s' "$want" >"$cache/kernel.stamp"
+    rm -f "$deb"  # 60 MB, and kernel.stamp says what was extracted
     note "unpacked $kpkg $kver into $cache/kernel"
   fi
   # Old downloads of other versions are no longer needed.
@@ -185,6 +207,7 @@ cmd_fetch() {
 build_initramfs() {  # -> path of the cached initramfs for $cache, $payload (prints it)
   local dir="$cache/initramfs" stage kver
   mkdir -p "$dir"
+  find "$dir" -maxdepth 1 -name 'stage.*' -mmin +30 -exec rm -rf {} +  # left by a killed start
   stage="$(mktemp -d "$dir/stage.XXXXXX")"
   # shellcheck disable=SC2064
   trap "rm -rf '$stage'" EXIT  # build_initramfs runs in a subshell
@@ -217,13 +240,14 @@ build_initramfs() {  # -> path of the cached initramfs for $cache, $payload (pri
   local out="$dir/initramfs-$hash.cpio.gz"
   if [ ! -s "$out" ]; then
     (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
-      cpio --quiet -o -H newc -R 0:0 --reproducible | gzip -6 -n) >"$out.tmp"
-    mv "$out.tmp" "$out"
+      cpio --quiet -o -H newc -R 0:0 --reproducible | gzip -6 -n) >"$stage.cpio.gz"
+    mv "$stage.cpio.gz" "$out"
     note "built $out ($(du -k "$out" | cut -f1) KiB)"
   else
     touch "$out"
   fi
   # Keep the four most recently used.
+  # shellcheck disable=SC2012  # the names are ours: initramfs-<hex>.cpio.gz
   ls -1t "$dir"/initramfs-*.cpio.gz | tail -n +5 | xargs -r rm -f
   echo "$out"
 }
@@ -250,11 +274,13 @@ cmd_start() {
   mkdir -p "$3"
   local state
   state="$(cd "$3" && pwd)"
-  [ -s "$cache/root.stamp" ] && [ -s "$cache/kernel.stamp" ] || die "run $0 fetch $1 first"
+  if ! [ -s "$cache/root.stamp" ] || ! [ -s "$cache/kernel.stamp" ]; then
+    die "run $0 fetch $1 first"
+  fi
   qemu_alive "$state" && die "a board already runs in $state (pid $(cat "$state/qemu.pid"))"
   command -v qemu-system-aarch64 >/dev/null || die "qemu-system-aarch64 missing (run fetch)"
 
-  local t0=$EPOCHREALTIME initramfs kernel
+  local t0=${EPOCHREALTIME/,/.} initramfs kernel
   initramfs="$(build_initramfs)"
   kernel="$(compgen -G "$cache/kernel/boot/vmlinuz-*" | head -n1)"
   ln -sfn "$initramfs" "$state/initramfs.cpio.gz"
@@ -276,7 +302,8 @@ cmd_start() {
       fwd+=",hostfwd=tcp:127.0.0.1:${ports[i + 1]}-:${stub_board_ports[i]}"
       names+="stub$i ${ports[i + 1]} ${stub_board_ports[i]}"$'\n'
     done
-    local qemu=(qemu-system-aarch64 -M virt -cpu "${ARM64_BOARD_CPU:-max}"
+    # shellcheck disable=SC2054  # the commas are qemu's
+    local qemu=(qemu-system-aarch64 -M virt -cpu "${ARM64_BOARD_CPU:-max,pauth-impdef=on}"
       -smp "${ARM64_BOARD_SMP:-2}" -m "${ARM64_BOARD_MEM:-1024}" -accel tcg
       -nodefaults -no-user-config -no-reboot -display none -monitor none
       -serial "file:$state/console.log"
@@ -290,7 +317,7 @@ cmd_start() {
     if "${qemu[@]}" >"$state/qemu.log" 2>&1; then
       break
     fi
-    grep -q "hostfwd" "$state/qemu.log" && [ $attempt -lt 3 ] && continue  # port taken: retry
+    grep -q "host forwarding" "$state/qemu.log" && [ $attempt -lt 3 ] && continue  # port taken
     cat "$state/qemu.log" >&2
     die "qemu failed to start"
   done
@@ -303,9 +330,15 @@ cmd_start() {
     disown
   fi
 
-  local t1=$EPOCHREALTIME deadline=$((SECONDS + ${ARM64_BOARD_BOOT_TIMEOUT:-120}))
+  local t1=${EPOCHREALTIME/,/.} deadline=$((SECONDS + ${ARM64_BOARD_BOOT_TIMEOUT:-120})) phase=console
+  # shellcheck disable=SC2064
+  trap "cmd_stop '$state'; exit 130" INT TERM  # qemu is a daemon: don't leave it behind
+  # First the console's "ready" line (connecting earlier may send a SYN the board never sees,
+  # and TCP retries it only seconds later), then a round trip on the control port.
   while :; do
-    if ARM64_BOARD_TIMEOUT=5 ARM64_BOARD_QUIET=1 cmd_run "$state" true >/dev/null 2>&1; then
+    if [ $phase = console ]; then
+      grep -q "^arm64-board: ready" "$state/console.log" 2>/dev/null && phase=control && continue
+    elif ARM64_BOARD_TIMEOUT=3 ARM64_BOARD_QUIET=1 cmd_run "$state" true >/dev/null 2>&1; then
       break
     fi
     if ! qemu_alive "$state"; then
@@ -317,9 +350,10 @@ cmd_start() {
       cmd_stop "$state"
       die "board not ready after ${ARM64_BOARD_BOOT_TIMEOUT:-120} s"
     fi
-    sleep 0.5
+    sleep 0.2
   done
-  local t2=$EPOCHREALTIME
+  trap - INT TERM
+  local t2=${EPOCHREALTIME/,/.}
   note "$(awk -v a="$t0" -v b="$t1" -v c="$t2" \
     'BEGIN { printf "initramfs %.1f s, boot to ready %.1f s", b - a, c - b }')"
 }
@@ -370,23 +404,24 @@ cmd_spawn() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "usage: $0 spawn STATE_DIR NAME 'COMMAND' [PATTERN]"
   local state="$1" name="$2" command="$3" pattern="${4-Listening on port}"
   case "$name" in '' | *[!A-Za-z0-9_.-]*) die "bad NAME $name" ;; esac
-  local limit=$(( ${ARM64_BOARD_TIMEOUT:-120} * 10 - 10 ))
-  cmd_run "$state" "log=/tmp/$name.log
+  # The board gives up one second before `run` would (times in 1/100 s from /proc/uptime).
+  local limit=$(( (${ARM64_BOARD_TIMEOUT:-120} - 1) * 100 ))
+  cmd_run "$state" "log=/tmp/$name.log pattern=$(shq "$pattern")
+: >\"\$log\"
 {
 $command
-} </dev/null >\"\$log\" 2>&1 &
+} </dev/null >>\"\$log\" 2>&1 &
 pid=\$!
 echo \$pid >/tmp/$name.pid
-pattern=$(shq "$pattern")
-i=0
+now() { read -r up _ </proc/uptime; echo \$((\${up%.*}\${up#*.})); }
+end=\$((\$(now) + $limit))
 while [ -n \"\$pattern\" ] && ! grep -qF -- \"\$pattern\" \"\$log\"; do
   if ! [ -e /proc/\$pid ] || grep -q '^State:[[:space:]]*Z' /proc/\$pid/status 2>/dev/null; then
     grep -qF -- \"\$pattern\" \"\$log\" && break
     cat \"\$log\"; echo \"arm64-board: $name (pid \$pid) exited\"; exit 1
   fi
-  i=\$((i + 1))
-  [ \$i -lt $limit ] || { cat \"\$log\"; echo \"arm64-board: no '\$pattern' from $name\"; exit 1; }
-  usleep 100000
+  [ \$(now) -lt \$end ] || { cat \"\$log\"; echo \"arm64-board: no '\$pattern' from $name\"; exit 1; }
+  usleep 50000
 done
 cat \"\$log\""
 }
@@ -405,7 +440,7 @@ cmd_stop() {
     pid="$(cat "$state/qemu.pid")"
     kill "$pid" 2>/dev/null || true
     for i in $(seq 50); do [ -e "/proc/$pid" ] || break; sleep 0.2; done
-    [ -e "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    if [ -e "/proc/$pid" ]; then kill -9 "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$state/qemu.pid" "$state/ports"
 }
