@@ -93,6 +93,8 @@ class Architecture {
                                        std::uint64_t to, std::size_t min_bytes) const = 0;
     // How far a pad may be from the code it serves (rel32 on x86-64).
     virtual std::uint64_t pad_reach() const = 0;
+    // The end of a process's address space: pads are mapped below it.
+    virtual std::uint64_t user_address_top() const = 0;
 
     // Fast tracepoints: the shortest instruction span the jump needs (qTMinFTPILen), the
     // bytes of the `g` block a pad fills when it saves no vector state (registers beyond are

@@ -47,6 +47,32 @@ unsigned log2(std::uint64_t v) {
     return static_cast<unsigned>(__builtin_ctzll(v));
 }
 
+// The two-operand opcodes Translator::binary translates (one result from two entries).
+bool is_binary(Op op) {
+    switch (op) {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Lsh:
+    case Op::RshSigned:
+    case Op::RshUnsigned:
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::Equal:
+    case Op::LessSigned:
+    case Op::LessUnsigned:
+        return true;
+    default:
+        return false;
+    }
+}
+// Those Translator::divrem translates (two entries, and a check for a zero divisor).
+bool is_divrem(Op op) {
+    return op == Op::DivSigned || op == Op::DivUnsigned || op == Op::RemSigned ||
+           op == Op::RemUnsigned;
+}
+
 class Translator {
   public:
     Translator(const Program& p, const HelperAddresses& helpers) : p_(p), helpers_(helpers) {}
@@ -110,6 +136,7 @@ class Translator {
     // Whether `insn` starts by reading the rax-only entry into rax (so it need not be
     // written home first) and emits nothing that clobbers rax before that.
     bool consumes_pending(const Insn& insn, unsigned d) const {
+        if (is_binary(insn.op) || is_divrem(insn.op)) return pending_ == static_cast<int>(d) - 2;
         switch (insn.op) {
         case Op::End:
         case Op::Const8:
@@ -126,23 +153,6 @@ class Translator {
         case Op::Ref32:
         case Op::Ref64:
             return pending_ == static_cast<int>(d) - 1;
-        case Op::Add:
-        case Op::Sub:
-        case Op::Mul:
-        case Op::Lsh:
-        case Op::RshSigned:
-        case Op::RshUnsigned:
-        case Op::BitAnd:
-        case Op::BitOr:
-        case Op::BitXor:
-        case Op::Equal:
-        case Op::LessSigned:
-        case Op::LessUnsigned:
-        case Op::DivSigned:
-        case Op::DivUnsigned:
-        case Op::RemSigned:
-        case Op::RemUnsigned:
-            return pending_ == static_cast<int>(d) - 2;
         default:
             return false;
         }
@@ -604,27 +614,15 @@ std::uint32_t Translator::translate(std::uint32_t index) {
             return 1;
         }
     }
-    switch (insn.op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Lsh:
-    case Op::RshSigned:
-    case Op::RshUnsigned:
-    case Op::BitAnd:
-    case Op::BitOr:
-    case Op::BitXor:
-    case Op::Equal:
-    case Op::LessSigned:
-    case Op::LessUnsigned:
+    if (is_binary(insn.op)) {
         binary(insn);
-        break;
-    case Op::DivSigned:
-    case Op::DivUnsigned:
-    case Op::RemSigned:
-    case Op::RemUnsigned:
+        return 0;
+    }
+    if (is_divrem(insn.op)) {
         divrem(insn);
-        break;
+        return 0;
+    }
+    switch (insn.op) {
     case Op::LogNot:
     case Op::BitNot:
         if (vs_[d - 1].is_const) {

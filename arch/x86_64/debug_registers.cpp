@@ -54,6 +54,11 @@ std::vector<Piece> split_range(std::uint64_t addr, std::uint64_t len) {
     return pieces;
 }
 
+// Whether [addr, addr+len) is a range the four slots could ever cover.
+bool watchable(std::uint64_t addr, std::uint64_t len) {
+    return len != 0 && len <= 32 && addr + len >= addr;
+}
+
 HwBreakKind hw_kind(WatchKind kind) {
     return kind == WatchKind::Write ? HwBreakKind::Write : HwBreakKind::Access;
 }
@@ -86,20 +91,21 @@ Status DebugRegisters::remove_breakpoint(std::uint64_t addr) {
     return remove(HwBreakKind::Execute, addr, 1);
 }
 
+DebugRegisters::Slot* DebugRegisters::find(std::array<Slot, kSlots>& plan, HwBreakKind kind,
+                                           std::uint64_t addr, std::uint8_t len) {
+    for (Slot& s : plan)
+        if (s.refs > 0 && s.kind == kind && s.addr == addr && s.len == len) return &s;
+    return nullptr;
+}
+
 Status DebugRegisters::insert(HwBreakKind kind, std::uint64_t addr, std::uint64_t len) {
-    if (len == 0 || len > 32 || addr + len < addr)
+    if (!watchable(addr, len))
         return make_error(ErrorCode::BadPacket,
                           fmt::format("hardware watch length {} at {:#x} not possible", len, addr));
     // Plan on a copy so that a failure changes nothing.
     std::array<Slot, kSlots> plan = slots_;
     for (const Piece& piece : split_range(addr, len)) {
-        Slot* target = nullptr;
-        for (Slot& s : plan) {
-            if (s.refs > 0 && s.kind == kind && s.addr == piece.addr && s.len == piece.len) {
-                target = &s;
-                break;
-            }
-        }
+        Slot* target = find(plan, kind, piece.addr, piece.len);
         for (Slot& s : plan) {
             if (target) break;
             if (s.refs == 0) target = &s;
@@ -117,17 +123,10 @@ Status DebugRegisters::insert(HwBreakKind kind, std::uint64_t addr, std::uint64_
 }
 
 Status DebugRegisters::remove(HwBreakKind kind, std::uint64_t addr, std::uint64_t len) {
-    if (len == 0 || len > 32 || addr + len < addr)
-        return make_error(ErrorCode::BadPacket, "bad hardware watch range");
+    if (!watchable(addr, len)) return make_error(ErrorCode::BadPacket, "bad hardware watch range");
     std::array<Slot, kSlots> plan = slots_;
     for (const Piece& piece : split_range(addr, len)) {
-        Slot* found = nullptr;
-        for (Slot& s : plan) {
-            if (s.refs > 0 && s.kind == kind && s.addr == piece.addr && s.len == piece.len) {
-                found = &s;
-                break;
-            }
-        }
+        Slot* found = find(plan, kind, piece.addr, piece.len);
         if (!found)
             return make_error(ErrorCode::NotFound,
                               fmt::format("no hardware watch of {} bytes at {:#x}", len, addr));

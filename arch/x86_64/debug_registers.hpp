@@ -47,6 +47,9 @@ class DebugRegisters {
         HwBreakKind kind = HwBreakKind::Execute;
         int refs = 0; // identical requests share a slot
     };
+    // The slot of `plan` already watching exactly [addr, addr+len) for `kind`, or nullptr.
+    static Slot* find(std::array<Slot, kSlots>& plan, HwBreakKind kind, std::uint64_t addr,
+                      std::uint8_t len);
     Status insert(HwBreakKind kind, std::uint64_t addr, std::uint64_t len);
     Status remove(HwBreakKind kind, std::uint64_t addr, std::uint64_t len);
 

@@ -1,109 +1,109 @@
 #include "arch/x86_64/target_xml.hpp"
 #include <fmt/format.h>
+#include <span>
 #include <string_view>
+#include <vector>
 
 namespace tpagent::arch::x86_64 {
 namespace {
 
+// gdb's type elements, written as its features/*.xml files write them.
+
+// A field of a struct, union or flags type: of type `type`, or a bit range (start, end) of
+// the whole, or both.
+struct Field {
+    std::string_view name;
+    std::string_view type = {};
+    int start = -1, end = -1; // no range when negative
+};
+
+// <kind id="id" size="size"> (no size when 0) with its fields.
+void append_type(std::string& xml, std::string_view kind, std::string_view id, int size,
+                 std::span<const Field> fields) {
+    xml += fmt::format("    <{} id=\"{}\"", kind, id);
+    if (size) xml += fmt::format(" size=\"{}\"", size);
+    xml += ">\n";
+    for (const Field& f : fields) {
+        xml += fmt::format("      <field name=\"{}\"", f.name);
+        if (f.start >= 0) xml += fmt::format(" start=\"{}\" end=\"{}\"", f.start, f.end);
+        if (!f.type.empty()) xml += fmt::format(" type=\"{}\"", f.type);
+        xml += "/>\n";
+    }
+    xml += fmt::format("    </{}>\n", kind);
+}
+void append_type(std::string& xml, std::string_view kind, std::string_view id, int size,
+                 std::initializer_list<Field> fields) {
+    append_type(xml, kind, id, size, std::span(fields.begin(), fields.size()));
+}
+
+// A 4-byte flags type of one-bit fields, named by bit number (nullptr: no field there).
+void append_flags(std::string& xml, std::string_view id, std::initializer_list<const char*> bits) {
+    std::vector<Field> fields;
+    int bit = 0;
+    for (const char* name : bits) {
+        if (name) fields.push_back({name, {}, bit, bit});
+        ++bit;
+    }
+    append_type(xml, "flags", id, 4, fields);
+}
+
+struct Vector {
+    std::string_view id, type;
+    int count;
+};
+void append_vectors(std::string& xml, std::initializer_list<Vector> vectors) {
+    for (const Vector& v : vectors)
+        xml += fmt::format("    <vector id=\"{}\" type=\"{}\" count=\"{}\"/>\n", v.id, v.type,
+                           v.count);
+}
+
+void append_vec128(std::string& xml) {
+    append_vectors(xml, {{"v8bf16", "bfloat16", 8},
+                         {"v8h", "ieee_half", 8},
+                         {"v4f", "ieee_single", 4},
+                         {"v2d", "ieee_double", 2},
+                         {"v16i8", "int8", 16},
+                         {"v8i16", "int16", 8},
+                         {"v4i32", "int32", 4},
+                         {"v2i64", "int64", 2}});
+    append_type(xml, "union", "vec128", 0,
+                {{"v8_bfloat16", "v8bf16"},
+                 {"v8_half", "v8h"},
+                 {"v4_float", "v4f"},
+                 {"v2_double", "v2d"},
+                 {"v16_int8", "v16i8"},
+                 {"v8_int16", "v8i16"},
+                 {"v4_int32", "v4i32"},
+                 {"v2_int64", "v2i64"},
+                 {"uint128", "uint128"}});
+}
+
 // Types are scoped to the feature that defines them, so avx512 repeats vec128.
-constexpr std::string_view kVec128Types = R"(    <vector id="v8bf16" type="bfloat16" count="8"/>
-    <vector id="v8h" type="ieee_half" count="8"/>
-    <vector id="v4f" type="ieee_single" count="4"/>
-    <vector id="v2d" type="ieee_double" count="2"/>
-    <vector id="v16i8" type="int8" count="16"/>
-    <vector id="v8i16" type="int16" count="8"/>
-    <vector id="v4i32" type="int32" count="4"/>
-    <vector id="v2i64" type="int64" count="2"/>
-    <union id="vec128">
-      <field name="v8_bfloat16" type="v8bf16"/>
-      <field name="v8_half" type="v8h"/>
-      <field name="v4_float" type="v4f"/>
-      <field name="v2_double" type="v2d"/>
-      <field name="v16_int8" type="v16i8"/>
-      <field name="v8_int16" type="v8i16"/>
-      <field name="v4_int32" type="v4i32"/>
-      <field name="v2_int64" type="v2i64"/>
-      <field name="uint128" type="uint128"/>
-    </union>
-)";
-
-constexpr std::string_view kCoreTypes = R"(    <flags id="i386_eflags" size="4">
-      <field name="CF" start="0" end="0"/>
-      <field name="" start="1" end="1"/>
-      <field name="PF" start="2" end="2"/>
-      <field name="AF" start="4" end="4"/>
-      <field name="ZF" start="6" end="6"/>
-      <field name="SF" start="7" end="7"/>
-      <field name="TF" start="8" end="8"/>
-      <field name="IF" start="9" end="9"/>
-      <field name="DF" start="10" end="10"/>
-      <field name="OF" start="11" end="11"/>
-      <field name="NT" start="14" end="14"/>
-      <field name="RF" start="16" end="16"/>
-      <field name="VM" start="17" end="17"/>
-      <field name="AC" start="18" end="18"/>
-      <field name="VIF" start="19" end="19"/>
-      <field name="VIP" start="20" end="20"/>
-      <field name="ID" start="21" end="21"/>
-    </flags>
-)";
-
-constexpr std::string_view kMxcsrType = R"(    <flags id="i386_mxcsr" size="4">
-      <field name="IE" start="0" end="0"/>
-      <field name="DE" start="1" end="1"/>
-      <field name="ZE" start="2" end="2"/>
-      <field name="OE" start="3" end="3"/>
-      <field name="UE" start="4" end="4"/>
-      <field name="PE" start="5" end="5"/>
-      <field name="DAZ" start="6" end="6"/>
-      <field name="IM" start="7" end="7"/>
-      <field name="DM" start="8" end="8"/>
-      <field name="ZM" start="9" end="9"/>
-      <field name="OM" start="10" end="10"/>
-      <field name="UM" start="11" end="11"/>
-      <field name="PM" start="12" end="12"/>
-      <field name="FZ" start="15" end="15"/>
-    </flags>
-)";
-
-constexpr std::string_view kMpxTypes = R"(    <struct id="br128">
-      <field name="lbound" type="uint64"/>
-      <field name="ubound_raw" type="uint64"/>
-    </struct>
-    <struct id="_bndstatus" size="8">
-      <field name="bde" start="2" end="63" type="uint64"/>
-      <field name="error" start="0" end="1" type="uint64"/>
-    </struct>
-    <union id="status">
-      <field name="raw" type="data_ptr"/>
-      <field name="status" type="_bndstatus"/>
-    </union>
-    <struct id="_bndcfgu" size="8">
-      <field name="base" start="12" end="63" type="uint64"/>
-      <field name="reserved" start="2" end="11" type="uint64"/>
-      <field name="preserved" start="1" end="1" type="uint64"/>
-      <field name="enabled" start="0" end="0" type="uint64"/>
-    </struct>
-    <union id="cfgu">
-      <field name="raw" type="data_ptr"/>
-      <field name="config" type="_bndcfgu"/>
-    </union>
-)";
-
-constexpr std::string_view kAvx512Types = R"(    <vector id="v2ui128" type="uint128" count="2"/>
-)";
-
 void append_types(std::string& xml, std::string_view feature) {
     if (feature == "org.gnu.gdb.i386.core") {
-        xml += kCoreTypes;
+        append_flags(xml, "i386_eflags",
+                     {"CF", "",   "PF", nullptr, "AF",    nullptr, "ZF", "SF",
+                      "TF", "IF", "DF", "OF",    nullptr, nullptr, "NT", nullptr,
+                      "RF", "VM", "AC", "VIF",   "VIP",   "ID"});
     } else if (feature == "org.gnu.gdb.i386.sse") {
-        xml += kVec128Types;
-        xml += kMxcsrType;
+        append_vec128(xml);
+        append_flags(xml, "i386_mxcsr",
+                     {"IE", "DE", "ZE", "OE", "UE", "PE", "DAZ", "IM", "DM", "ZM", "OM", "UM", "PM",
+                      nullptr, nullptr, "FZ"});
     } else if (feature == "org.gnu.gdb.i386.mpx") {
-        xml += kMpxTypes;
+        append_type(xml, "struct", "br128", 0, {{"lbound", "uint64"}, {"ubound_raw", "uint64"}});
+        append_type(xml, "struct", "_bndstatus", 8,
+                    {{"bde", "uint64", 2, 63}, {"error", "uint64", 0, 1}});
+        append_type(xml, "union", "status", 0, {{"raw", "data_ptr"}, {"status", "_bndstatus"}});
+        append_type(xml, "struct", "_bndcfgu", 8,
+                    {{"base", "uint64", 12, 63},
+                     {"reserved", "uint64", 2, 11},
+                     {"preserved", "uint64", 1, 1},
+                     {"enabled", "uint64", 0, 0}});
+        append_type(xml, "union", "cfgu", 0, {{"raw", "data_ptr"}, {"config", "_bndcfgu"}});
     } else if (feature == "org.gnu.gdb.i386.avx512") {
-        xml += kVec128Types;
-        xml += kAvx512Types;
+        append_vec128(xml);
+        append_vectors(xml, {{"v2ui128", "uint128", 2}});
     }
 }
 

@@ -105,7 +105,7 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
         }
     }
     auto where = find_free_range(parse_maps(read_file(fmt::format("/proc/{}/maps", pid_))), near,
-                                 kPadPageSize, reach);
+                                 kPadPageSize, reach, arch_.user_address_top());
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));

@@ -7,7 +7,6 @@ namespace tpagent::agent {
 namespace {
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kLowest = 0x10000;
-constexpr std::uint64_t kHighest = 0x7ffffffff000; // top of the x86-64/AArch64 user half
 } // namespace
 
 std::vector<MappedRange> parse_maps(std::string_view text) {
@@ -40,12 +39,12 @@ std::vector<MappedRange> parse_maps(std::string_view text) {
 
 std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped,
                                              std::uint64_t near, std::uint64_t size,
-                                             std::uint64_t reach) {
+                                             std::uint64_t reach, std::uint64_t top) {
     size = (size + kPage - 1) & ~(kPage - 1);
     std::uint64_t lo = near > reach ? near - reach : 0;
     std::uint64_t hi = near + reach < near ? ~0ull : near + reach;
     lo = std::max(lo, kLowest);
-    hi = std::min(hi, kHighest);
+    hi = std::min(hi, top);
     std::optional<std::uint64_t> best;
     std::uint64_t best_distance = ~0ull;
     auto consider = [&](std::uint64_t gap_start, std::uint64_t gap_end) {
@@ -68,7 +67,7 @@ std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& map
         if (m.start > prev_end) consider(prev_end, m.start);
         prev_end = std::max(prev_end, m.end);
     }
-    consider(prev_end, kHighest);
+    consider(prev_end, top);
     return best;
 }
 
