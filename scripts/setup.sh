@@ -8,14 +8,22 @@ packages=(
   libboost-dev libfmt-dev libspdlog-dev catch2 libbenchmark-dev
   libzydis-dev libcapstone-dev libunicorn-dev
   python3 python3-pytest python3-pytest-timeout socat valgrind
+  # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64
+  g++-aarch64-linux-gnu libfmt-dev:arm64 libspdlog-dev:arm64 qemu-system-arm gdb-multiarch cpio
 )
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+updated=""
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+  $sudo apt-get update -qq
+  updated=1
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
+  [ -n "$updated" ] || $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -6,4 +6,10 @@ preset="${1:-default}"
 scripts/setup.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
+# The arm64 tests (ctest label arm64, default preset only) run the board build on an emulated
+# arm64 board.
+if [ "$preset" = default ]; then
+  cmake --preset arm64 >/dev/null
+  cmake --build --preset arm64
+fi
 ctest --preset "$preset"
