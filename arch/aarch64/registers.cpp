@@ -4,29 +4,49 @@
 #include <cstring>
 #include <elf.h>
 #include <fmt/format.h>
+#include <sys/auxv.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
 #ifndef NT_ARM_SYSTEM_CALL
 #define NT_ARM_SYSTEM_CALL 0x404
 #endif
+#ifndef NT_ARM_PAC_MASK
+#define NT_ARM_PAC_MASK 0x406
+#endif
+#ifndef HWCAP_PACA
+#define HWCAP_PACA (1UL << 30)
+#endif
 
 namespace tpagent::arch::aarch64 {
 namespace {
 
-// x0..x30, sp, pc (8 bytes), cpsr (4), v0..v31 (16), fpsr, fpcr (4): 788 bytes, as gdbserver.
-const std::array<RegisterDesc, 68> kRegisters = [] {
+// Pointer authentication in this process's CPU (tpagent runs on the board it debugs): then
+// the masks gdb strips signed return addresses with come after the FP registers, as the
+// kernel's NT_ARM_PAC_MASK gives them.
+bool has_pauth() {
+#if defined(__aarch64__)
+    return (getauxval(AT_HWCAP) & HWCAP_PACA) != 0;
+#else
+    return false;
+#endif
+}
+
+// x0..x30, sp, pc (8 bytes), cpsr (4), v0..v31 (16), fpsr, fpcr (4): 788 bytes, as gdbserver;
+// then pauth_dmask and pauth_cmask (8) where the CPU signs pointers.
+const std::array<RegisterDesc, 70> kAllRegisters = [] {
     static const char* const names[] = {
-        "x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",   "x7",  "x8",  "x9",   "x10", "x11",
-        "x12", "x13", "x14", "x15", "x16", "x17", "x18",  "x19", "x20", "x21",  "x22", "x23",
-        "x24", "x25", "x26", "x27", "x28", "x29", "x30",  "sp",  "pc",  "cpsr", "v0",  "v1",
-        "v2",  "v3",  "v4",  "v5",  "v6",  "v7",  "v8",   "v9",  "v10", "v11",  "v12", "v13",
-        "v14", "v15", "v16", "v17", "v18", "v19", "v20",  "v21", "v22", "v23",  "v24", "v25",
-        "v26", "v27", "v28", "v29", "v30", "v31", "fpsr", "fpcr"};
-    std::array<RegisterDesc, 68> out{};
+        "x0",  "x1",  "x2",  "x3",   "x4",  "x5",  "x6",   "x7",   "x8",          "x9",
+        "x10", "x11", "x12", "x13",  "x14", "x15", "x16",  "x17",  "x18",         "x19",
+        "x20", "x21", "x22", "x23",  "x24", "x25", "x26",  "x27",  "x28",         "x29",
+        "x30", "sp",  "pc",  "cpsr", "v0",  "v1",  "v2",   "v3",   "v4",          "v5",
+        "v6",  "v7",  "v8",  "v9",   "v10", "v11", "v12",  "v13",  "v14",         "v15",
+        "v16", "v17", "v18", "v19",  "v20", "v21", "v22",  "v23",  "v24",         "v25",
+        "v26", "v27", "v28", "v29",  "v30", "v31", "fpsr", "fpcr", "pauth_dmask", "pauth_cmask"};
+    std::array<RegisterDesc, 70> out{};
     std::uint32_t offset = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
-        const std::uint32_t size = i <= kPcRegnum                         ? 8
+        const std::uint32_t size = i <= kPcRegnum || i > kFpcrRegnum      ? 8
                                    : i == kCpsrRegnum || i >= kFpsrRegnum ? 4
                                                                           : 16;
         out[i] = {names[i], size, offset};
@@ -34,6 +54,7 @@ const std::array<RegisterDesc, 68> kRegisters = [] {
     }
     return out;
 }();
+const std::span<const RegisterDesc> kRegisters(kAllRegisters.data(), has_pauth() ? 70 : 68);
 
 Error ptrace_error(const char* what, pid_t tid, int err) {
     return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
@@ -93,6 +114,11 @@ void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
         for (int r = kFirstVRegnum; r <= kFpcrRegnum; ++r)
             available[static_cast<std::size_t>(r)] = true;
     }
+    if (kRegisters.size() > kPauthDmaskRegnum && s.xstate.size() >= kFpsimdBytes + 16) {
+        std::memcpy(g.data() + kRegisters[kPauthDmaskRegnum].g_offset,
+                    s.xstate.data() + kFpsimdBytes, 16);
+        available[kPauthDmaskRegnum] = available[kPauthDmaskRegnum + 1] = true;
+    }
 }
 
 void g_to_snapshot(std::span<const std::uint8_t> g, RegisterSnapshot& s) {
@@ -123,9 +149,16 @@ Status read_general_regsets(pid_t tid, RegisterSnapshot& out) {
 
 Status read_all_regsets(pid_t tid, RegisterSnapshot& out) {
     if (auto r = read_general_regsets(tid, out); !r) return r;
-    out.xstate.assign(kFpsimdBytes, 0);
-    return get_regset(tid, NT_PRFPREG, out.xstate.data(), out.xstate.size(),
-                      "PTRACE_GETREGSET(NT_PRFPREG)");
+    out.xstate.assign(kFpsimdBytes + (kRegisters.size() > kPauthDmaskRegnum ? 16 : 0), 0);
+    if (auto r = get_regset(tid, NT_PRFPREG, out.xstate.data(), kFpsimdBytes,
+                            "PTRACE_GETREGSET(NT_PRFPREG)");
+        !r)
+        return r;
+    if (out.xstate.size() > kFpsimdBytes &&
+        !get_regset(tid, NT_ARM_PAC_MASK, out.xstate.data() + kFpsimdBytes, 16,
+                    "PTRACE_GETREGSET(NT_ARM_PAC_MASK)"))
+        out.xstate.resize(kFpsimdBytes); // shown as unavailable
+    return ok_status();
 }
 
 Status write_general_regsets(pid_t tid, const RegisterSnapshot& in) {
@@ -210,8 +243,14 @@ std::string target_xml() {
     xml += R"(    <reg name="fpsr" bitsize="32"/>
     <reg name="fpcr" bitsize="32"/>
   </feature>
-</target>
 )";
+    if (kRegisters.size() > kPauthDmaskRegnum)
+        xml += R"(  <feature name="org.gnu.gdb.aarch64.pauth">
+    <reg name="pauth_dmask" bitsize="64"/>
+    <reg name="pauth_cmask" bitsize="64"/>
+  </feature>
+)";
+    xml += "</target>\n";
     return xml;
 }
 

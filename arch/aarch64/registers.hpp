@@ -17,11 +17,13 @@ inline constexpr int kCpsrRegnum = 33;
 inline constexpr int kFirstVRegnum = 34;
 inline constexpr int kFpsrRegnum = 66;
 inline constexpr int kFpcrRegnum = 67;
-inline constexpr int kFpRegnum = 29; // x29, the frame pointer
+inline constexpr std::size_t kPauthDmaskRegnum = 68; // and pauth_cmask: where the CPU has them
+inline constexpr int kFpRegnum = 29;                 // x29, the frame pointer
 inline constexpr int kLrRegnum = 30;
 
 // Snapshot layout: gpr = user_pt_regs (x0..x30, sp, pc, pstate) then the 4-byte syscall number;
-// xstate = user_fpsimd_state (v0..v31, fpsr, fpcr, 8 reserved bytes).
+// xstate = user_fpsimd_state (v0..v31, fpsr, fpcr, 8 reserved bytes), then the two
+// pointer-authentication masks (NT_ARM_PAC_MASK) where the CPU has them.
 inline constexpr std::size_t kPtRegsBytes = 34 * 8;
 inline constexpr std::size_t kSyscallNoOffset = kPtRegsBytes;
 inline constexpr std::size_t kGprBytes = kPtRegsBytes + 4;
