@@ -54,44 +54,27 @@ struct Code {
     }
     Code& k64(std::uint64_t v) { return op(Op::Const64).u(v, 8); }
     Code& k8(std::uint8_t v) { return op(Op::Const8).u(v, 1); }
+    Code& ext(unsigned bits) { return op(Op::Ext).u(bits, 1); }
+    std::vector<std::uint8_t> end() { return op(Op::End).b; }
 };
 
 // As gdb compiles them (addresses as const64: the bench is a PIE).
 std::vector<std::uint8_t> x_mod_2_eq_0() { // x % 2 == 0
-    return Code()
-        .k64(addr(&arena.x))
-        .op(Op::Ref32)
-        .op(Op::Ext)
-        .u(32, 1)
-        .k8(2)
-        .op(Op::RemSigned)
-        .op(Op::Ext)
-        .u(32, 1)
-        .k8(0)
-        .op(Op::Equal)
-        .op(Op::End)
-        .b;
+    Code c;
+    c.k64(addr(&arena.x)).op(Op::Ref32).ext(32);
+    return c.k8(2).op(Op::RemSigned).ext(32).k8(0).op(Op::Equal).end();
 }
 std::vector<std::uint8_t> field_compare() { // prec->field == 42
-    return Code()
-        .k64(addr(&arena.prec))
-        .op(Op::Ref64)
-        .k8(offsetof(Rec, field))
-        .op(Op::Add)
-        .op(Op::Ref32)
-        .op(Op::Ext)
-        .u(32, 1)
-        .k8(42)
-        .op(Op::Equal)
-        .op(Op::End)
-        .b;
+    Code c;
+    c.k64(addr(&arena.prec)).op(Op::Ref64).k8(offsetof(Rec, field)).op(Op::Add);
+    return c.op(Op::Ref32).ext(32).k8(42).op(Op::Equal).end();
 }
 std::vector<std::uint8_t> pointer_chase() { // head->next->next->next->next->value
     Code c;
     c.k64(addr(&arena.head)).op(Op::Ref64);
     for (int i = 0; i < 4; ++i)
         c.op(Op::Ref64);
-    return c.k8(offsetof(Node, value)).op(Op::Add).op(Op::Ref32).op(Op::Ext).u(32, 1).op(Op::End).b;
+    return c.k8(offsetof(Node, value)).op(Op::Add).op(Op::Ref32).ext(32).end();
 }
 
 // What an in-process agent's read callback does: check the range is known readable, copy.

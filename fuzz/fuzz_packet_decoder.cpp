@@ -6,62 +6,28 @@
 #include "protocol/packet.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include "fuzz/invariant.hpp"
+#include "tests/unit/protocol/gdb_reading.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 using namespace tpagent;
 using namespace tpagent::protocol;
+using namespace tpagent::protocol::testing;
 
 namespace {
-
-#define INVARIANT(cond)                                                                            \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 bool same_events(const std::vector<FrameEvent>& a, const std::vector<FrameEvent>& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
         if (a[i].kind != b[i].kind || a[i].payload != b[i].payload) return false;
     return true;
-}
-
-// gdb's reading of a run-length encoded reply; false on a count gdb would reject.
-bool rle_expand(std::string_view in, std::string& out) {
-    out.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '*') {
-            out.push_back(in[i]);
-            continue;
-        }
-        if (i + 1 >= in.size() || out.empty()) return false;
-        unsigned char count = static_cast<unsigned char>(in[++i]);
-        if (count < 29 + 3 || count > 126 || count == '#' || count == '$') return false;
-        out.append(count - 29, out.back());
-    }
-    return true;
-}
-
-std::string unescape(std::string_view in) {
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '}' && i + 1 < in.size())
-            out.push_back(static_cast<char>(in[++i] ^ 0x20));
-        else
-            out.push_back(in[i]);
-    }
-    return out;
 }
 
 bool within(std::string_view part, std::string_view whole) {
@@ -108,11 +74,10 @@ void check_payload(const std::string& payload, std::size_t max_payload) {
     {
         std::string escaped = escape_binary(payload);
         std::string encoded = run_length_encode(escaped);
-        std::string expanded;
         INVARIANT(encoded.size() <= escaped.size());
-        INVARIANT(rle_expand(encoded, expanded));
-        INVARIANT(expanded == escaped);
-        INVARIANT(unescape(expanded) == payload);
+        const auto expanded = rle_expand(encoded);
+        INVARIANT(expanded && *expanded == escaped);
+        INVARIANT(unescape(*expanded) == payload);
     }
 
     PacketView v = classify(payload);

@@ -3,10 +3,9 @@
 // frame); a file that does not must give an error naming an offset inside it. Seeds: the
 // gdb-written files in tests/data/tracefiles (copied into the corpus at configure time).
 #include "tools/tracefile/trace_file.hpp"
+#include "fuzz/invariant.hpp"
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,14 +13,6 @@ using namespace tpagent;
 using namespace tpagent::tracefile;
 
 namespace {
-
-#define INVARIANT(cond)                                                                            \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 bool inside(std::span<const std::uint8_t> outer, std::span<const std::uint8_t> inner) {
     return inner.empty() || (inner.data() >= outer.data() &&

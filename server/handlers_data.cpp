@@ -13,10 +13,6 @@ namespace tpagent::agent {
 using namespace protocol;
 
 namespace {
-Target* live(Session& s) {
-    auto* inf = s.inferior();
-    return inf && inf->alive() ? inf : nullptr;
-}
 
 // Registers the snapshot does not hold are sent as "xx" (RSP: unavailable).
 void append_register(std::string& out, std::span<const std::uint8_t> bytes, bool available) {
@@ -55,7 +51,7 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
 
 Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
     if (s.trace_frame) return frame_registers(s, available);
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (!inf) return make_error(ErrorCode::NoProcess, "no process");
     return inf->read_registers(s.current_thread(), available);
 }
@@ -80,7 +76,7 @@ std::string handle_read_registers(Session& s, std::string_view) {
 
 std::string handle_write_registers(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
     if (!bytes) return reply_error(bytes.error());
@@ -103,7 +99,7 @@ std::string handle_read_register(Session& s, std::string_view args) {
 
 std::string handle_write_register(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     std::size_t eq = args.find('=');
     if (eq == std::string_view::npos) return reply_error(ErrorCode::BadPacket);
@@ -120,7 +116,7 @@ std::string handle_read_memory(Session& s, std::string_view args) {
     // The reply is hex: two characters per byte must fit in a packet.
     std::uint64_t len = std::min<std::uint64_t>(range->length, kPacketSize / 2);
     std::vector<std::uint8_t> buf(len);
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (s.trace_frame) {
         // Collected memory first; read-only sections (QTro) from the live program.
         auto& experiment = s.server().experiment();
@@ -140,7 +136,7 @@ namespace {
 std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
     if (!w) return reply_error(w.error());
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto st = inf->write_memory(w->addr, w->bytes);
     return st ? reply_ok() : reply_error(st.error());
@@ -155,27 +151,33 @@ std::string handle_write_memory_binary(Session& s, std::string_view args) {
     return write_memory(s, parse_memory_write_binary(args));
 }
 
-std::string handle_insert_point(Session& s, std::string_view args) {
+namespace {
+// Z and z: `change` sets or clears the point on the live process. Hardware points we cannot
+// set get the empty reply, so gdb falls back (RSP `Z` packets).
+template <typename Change>
+std::string change_point(Session& s, std::string_view args, const Change& change) {
     auto bp = parse_breakpoint(args);
     if (!bp) return reply_error(bp.error());
-    auto* inf = live(s);
+    auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->insert_user_breakpoint(bp->addr)
-                              : inf->insert_hw_point(bp->type, bp->addr, bp->kind);
-    // Hardware points we cannot set get the empty reply, so gdb falls back (RSP `Z` packets).
+    const Status st = change(*inf, *bp);
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
     return st ? reply_ok() : reply_error(st.error());
 }
+} // namespace
+
+std::string handle_insert_point(Session& s, std::string_view args) {
+    return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
+        return bp.type == 0 ? inf.insert_user_breakpoint(bp.addr)
+                            : inf.insert_hw_point(bp.type, bp.addr, bp.kind);
+    });
+}
 
 std::string handle_remove_point(Session& s, std::string_view args) {
-    auto bp = parse_breakpoint(args);
-    if (!bp) return reply_error(bp.error());
-    auto* inf = live(s);
-    if (!inf) return reply_error(ErrorCode::NoProcess);
-    Status st = bp->type == 0 ? inf->remove_user_breakpoint(bp->addr)
-                              : inf->remove_hw_point(bp->type, bp->addr, bp->kind);
-    if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
-    return st ? reply_ok() : reply_error(st.error());
+    return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
+        return bp.type == 0 ? inf.remove_user_breakpoint(bp.addr)
+                            : inf.remove_hw_point(bp.type, bp.addr, bp.kind);
+    });
 }
 
 } // namespace tpagent::agent

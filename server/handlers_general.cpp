@@ -8,22 +8,27 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <fmt/format.h>
+#include <string_view>
+#include <utility>
 
 namespace tpagent::agent {
 
 using namespace protocol;
 
+namespace {
+// The features of gdb's qSupported that change what tpagent does.
+constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
+    {"multiprocess+", &Session::multiprocess},
+    {"swbreak+", &Session::gdb_supports_swbreak},
+    {"hwbreak+", &Session::gdb_supports_hwbreak},
+    {"qRelocInsn+", &Session::gdb_supports_reloc_insn},
+};
+} // namespace
+
 std::string handle_supported(Session& s, std::string_view args) {
-    for (std::string_view feature : split(args, ';')) {
-        if (feature == "multiprocess+")
-            s.multiprocess = true;
-        else if (feature == "swbreak+")
-            s.gdb_supports_swbreak = true;
-        else if (feature == "hwbreak+")
-            s.gdb_supports_hwbreak = true;
-        else if (feature == "qRelocInsn+")
-            s.gdb_supports_reloc_insn = true;
-    }
+    for (std::string_view feature : split(args, ';'))
+        for (const auto& [name, flag] : kGdbFeatures)
+            if (feature == name) s.*flag = true;
     return fmt::format(
         "PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
         "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
@@ -81,8 +86,7 @@ std::string handle_thread_info_next(Session&, std::string_view) {
 std::string handle_thread_alive(Session& s, std::string_view args) {
     auto id = parse_thread_id(args);
     if (!id) return reply_error(id.error());
-    auto* inf = s.inferior();
-    if (!inf || id->tid <= 0 || !inf->has_thread(static_cast<pid_t>(id->tid)))
+    if (id->tid <= 0 || !s.has_thread(static_cast<pid_t>(id->tid)))
         return reply_error(ErrorCode::NoProcess);
     return reply_ok();
 }
@@ -92,9 +96,8 @@ std::string handle_set_thread(Session& s, std::string_view args) {
         return reply_error(ErrorCode::BadPacket);
     auto id = parse_thread_id(args.substr(1));
     if (!id) return reply_error(id.error());
-    auto* inf = s.inferior();
     pid_t tid = static_cast<pid_t>(id->tid);
-    if (tid > 0 && (!inf || !inf->has_thread(tid))) return reply_error(ErrorCode::NoProcess);
+    if (tid > 0 && !s.has_thread(tid)) return reply_error(ErrorCode::NoProcess);
     if (args[0] == 'g')
         s.general_thread = tid > 0 ? tid : 0;
     else

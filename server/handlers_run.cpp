@@ -39,8 +39,8 @@ std::string start(Session& s, const std::vector<ThreadResume>& plan) {
 std::string legacy_resume(Session& s, std::string_view args, bool signal, bool step) {
     auto req = parse_legacy_resume(args, signal);
     if (!req) return reply_error(req.error());
-    auto* inf = s.inferior();
-    if (!inf || !inf->alive()) return reply_error(ErrorCode::NoProcess);
+    auto* inf = s.live_inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     pid_t current = s.current_thread();
     if (req->addr) {
         // Resuming at an address: write it into the pc of the thread being resumed.
@@ -86,8 +86,8 @@ std::string handle_vcont_query(Session&, std::string_view) {
 std::string handle_vcont(Session& s, std::string_view args) {
     auto actions = parse_vcont(args);
     if (!actions) return reply_error(actions.error());
-    auto* inf = s.inferior();
-    if (!inf || !inf->alive()) return reply_error(ErrorCode::NoProcess);
+    auto* inf = s.live_inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     std::vector<ThreadResume> plan;
     // Each thread takes the leftmost action whose thread-id matches it.
     for (pid_t tid : inf->thread_ids()) {
@@ -174,7 +174,7 @@ std::string handle_vrun(Session& s, std::string_view args) {
         else
             argv.front() = prog.front();
     }
-    if (auto* inf = s.inferior(); inf && inf->alive())
+    if (s.live_inferior())
         (void)s.server().kill_inferior(); // as for k: the new program starts regardless
     if (auto st = s.server().start_program(argv); !st) return reply_error_text(st.error());
     StopEvent ev;
@@ -188,7 +188,7 @@ std::string handle_vrun(Session& s, std::string_view args) {
 std::string handle_vattach(Session& s, std::string_view args) {
     auto pid = parse_hex_u64(args);
     if (!pid || *pid == 0 || *pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
-    if (auto* inf = s.inferior(); inf && inf->alive())
+    if (s.live_inferior())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
     if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st)
         return reply_error_text(st.error());

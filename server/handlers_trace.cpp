@@ -21,11 +21,6 @@ TraceExperiment& experiment(Session& s) {
     return s.server().experiment();
 }
 
-Target* live(Session& s) {
-    auto* inf = s.inferior();
-    return inf && inf->alive() ? inf : nullptr;
-}
-
 std::string status_to_reply(const Status& st) {
     return st ? reply_ok() : reply_error_text(st.error());
 }
@@ -39,10 +34,10 @@ std::string start_reply(Session& s, const Status& st) {
     s.await_reloc_answer([](Session& s, std::string_view answer) {
         auto length = parse_reloc_insn_answer(answer);
         if (!length) {
-            experiment(s).abandon_relocation(live(s));
+            experiment(s).abandon_relocation(s.live_inferior());
             return reply_error_text(length.error());
         }
-        return start_reply(s, experiment(s).relocated(live(s), *length));
+        return start_reply(s, experiment(s).relocated(s.live_inferior(), *length));
     });
     return fmt::format("qRelocInsn:{:x};{:x}", move->from, move->to);
 }
@@ -51,14 +46,14 @@ std::string start_reply(Session& s, const Status& st) {
 std::string handle_trace_init(Session& s, std::string_view) {
     if (experiment(s).running())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "a trace is running"));
-    experiment(s).abandon_relocation(live(s));
+    experiment(s).abandon_relocation(s.live_inferior());
     experiment(s).init();
     s.trace_frame.reset();
     return reply_ok();
 }
 
 std::string handle_trace_define(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).define(args, live(s)));
+    return status_to_reply(experiment(s).define(args, s.live_inferior()));
 }
 
 std::string handle_trace_source(Session& s, std::string_view args) {
@@ -90,11 +85,11 @@ std::string handle_trace_notes(Session& s, std::string_view args) {
 std::string handle_trace_start(Session& s, std::string_view) {
     s.trace_frame.reset();
     const bool gdb_relocates = s.server().options().relocate_with_gdb && s.gdb_supports_reloc_insn;
-    return start_reply(s, experiment(s).start(live(s), gdb_relocates));
+    return start_reply(s, experiment(s).start(s.live_inferior(), gdb_relocates));
 }
 
 std::string handle_trace_stop(Session& s, std::string_view) {
-    experiment(s).stop(live(s));
+    experiment(s).stop(s.live_inferior());
     return reply_ok();
 }
 
@@ -105,11 +100,11 @@ std::string handle_min_fast_tracepoint_length(Session&, std::string_view) {
 }
 
 std::string handle_trace_enable(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_enabled(args, true, live(s)));
+    return status_to_reply(experiment(s).set_enabled(args, true, s.live_inferior()));
 }
 
 std::string handle_trace_disable(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_enabled(args, false, live(s)));
+    return status_to_reply(experiment(s).set_enabled(args, false, s.live_inferior()));
 }
 
 std::string handle_trace_status(Session& s, std::string_view) {

@@ -40,8 +40,8 @@ std::string handle_xfer_features(Session&, std::string_view args) {
 
 std::string handle_xfer_auxv(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
-        auto* inf = s.inferior();
-        if (!inf || !inf->alive()) return make_error(ErrorCode::NoProcess, "no process");
+        auto* inf = s.live_inferior();
+        if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         return read_file(fmt::format("/proc/{}/auxv", inf->pid()));
     });
 }
@@ -66,7 +66,7 @@ std::string handle_xfer_exec_file(Session& s, std::string_view args) {
 std::string handle_xfer_threads(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
         std::string xml = "<?xml version=\"1.0\"?>\n<threads>\n";
-        if (auto* inf = s.inferior(); inf && inf->alive()) {
+        if (auto* inf = s.live_inferior()) {
             for (pid_t tid : inf->thread_ids()) {
                 xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n", s.thread_id(tid),
                                    protocol::xml_escape(inf->thread_name(tid)));
@@ -78,8 +78,8 @@ std::string handle_xfer_threads(Session& s, std::string_view args) {
 
 std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
-        auto* inf = s.inferior();
-        if (!inf || !inf->alive()) return make_error(ErrorCode::NoProcess, "no process");
+        auto* inf = s.live_inferior();
+        if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
         return svr4_library_list(auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
             auto got = inf->read_memory(addr, out);

@@ -1,6 +1,8 @@
 #include "server/options.hpp"
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 namespace tpagent::agent {
@@ -9,6 +11,22 @@ namespace {
 Error usage_error(std::string text) {
     return make_error(ErrorCode::BadPacket, std::move(text));
 }
+
+// The options that only set a flag.
+struct Switch {
+    std::string_view name;
+    bool ServerOptions::*flag;
+    bool value;
+};
+constexpr Switch kSwitches[] = {
+    {"--help", &ServerOptions::show_help, true},
+    {"--version", &ServerOptions::show_version, true},
+    {"--multi", &ServerOptions::multi, true},
+    {"--once", &ServerOptions::once, true},
+    {"--relocate-with-gdb", &ServerOptions::relocate_with_gdb, true},
+    {"--disable-randomization", &ServerOptions::disable_randomization, true},
+    {"--no-disable-randomization", &ServerOptions::disable_randomization, false},
+};
 
 bool parse_number(std::string_view s, long& out) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -64,24 +82,14 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             ++i;
             break;
         }
-        if (a == "--help")
-            o.show_help = true;
-        else if (a == "--version")
-            o.show_version = true;
-        else if (a == "--multi")
-            o.multi = true;
-        else if (a == "--once")
-            o.once = true;
-        else if (a == "--relocate-with-gdb")
-            o.relocate_with_gdb = true;
+        const auto* sw = std::find_if(std::begin(kSwitches), std::end(kSwitches),
+                                      [&](const Switch& w) { return w.name == a; });
+        if (sw != std::end(kSwitches))
+            o.*(sw->flag) = sw->value;
         else if (a == "--debug" || a.starts_with("--debug="))
             o.debug = true;
         else if (a == "--attach")
             o.attach_pid = 0; // PID comes after COMM
-        else if (a == "--disable-randomization")
-            o.disable_randomization = true;
-        else if (a == "--no-disable-randomization")
-            o.disable_randomization = false;
         else if (a == "--baud" || a.starts_with("--baud=")) {
             std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);
             long n = 0;

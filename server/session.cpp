@@ -25,6 +25,16 @@ Target* Session::inferior() {
     return server_.inferior();
 }
 
+Target* Session::live_inferior() {
+    auto* inf = inferior();
+    return inf && inf->alive() ? inf : nullptr;
+}
+
+bool Session::has_thread(pid_t tid) {
+    auto* inf = inferior();
+    return inf && inf->has_thread(tid);
+}
+
 void Session::start() {
     read_more();
 }
@@ -206,8 +216,8 @@ std::string Session::stop_reply(const StopEvent& ev) {
 }
 
 std::string Session::status_reply() {
-    auto* inf = inferior();
-    if (!inf || !inf->alive()) {
+    auto* inf = live_inferior();
+    if (!inf) {
         if (last_stop && last_stop->kind != StopEvent::Kind::Signal) return stop_reply(*last_stop);
         return "W00"; // no process
     }

@@ -36,6 +36,10 @@ class Session {
 
     Server& server() { return server_; }
     Target* inferior();
+    // The inferior while its process lives (nullptr before it starts, or once it has exited).
+    Target* live_inferior();
+    // Whether the inferior has thread `tid`.
+    bool has_thread(pid_t tid);
 
     // For resume handlers: the reply is the stop reply sent when the inferior stops.
     void defer_reply() { deferred_ = true; }

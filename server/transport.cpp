@@ -1,6 +1,7 @@
 #include "server/transport.hpp"
 #include <cstdio>
 #include <fmt/format.h>
+#include <optional>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -11,24 +12,28 @@ using boost::system::error_code;
 
 namespace {
 
+// Reads one stream and writes another, or the same one (a socket, a tty: `out_` empty).
 template <typename Stream> class StreamConnection : public Connection {
   public:
-    explicit StreamConnection(Stream s) : stream_(std::move(s)) {}
+    explicit StreamConnection(Stream s) : in_(std::move(s)) {}
+    StreamConnection(Stream in, Stream out) : in_(std::move(in)), out_(std::move(out)) {}
     void async_read(std::span<std::uint8_t> buf, ReadHandler handler) override {
-        stream_.async_read_some(asio::buffer(buf.data(), buf.size()), std::move(handler));
+        in_.async_read_some(asio::buffer(buf.data(), buf.size()), std::move(handler));
     }
     bool write(std::string_view data) override {
         error_code ec;
-        asio::write(stream_, asio::buffer(data.data(), data.size()), ec);
+        asio::write(out_ ? *out_ : in_, asio::buffer(data.data(), data.size()), ec);
         return !ec;
     }
     void close() override {
         error_code ec;
-        stream_.close(ec);
+        in_.close(ec);
+        if (out_) out_->close(ec);
     }
 
   protected:
-    Stream stream_;
+    Stream in_;
+    std::optional<Stream> out_;
 };
 
 class TcpConnection : public StreamConnection<asio::ip::tcp::socket> {
@@ -36,31 +41,17 @@ class TcpConnection : public StreamConnection<asio::ip::tcp::socket> {
     using StreamConnection::StreamConnection;
     void close() override {
         error_code ec;
-        stream_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-        stream_.close(ec);
+        in_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        in_.close(ec);
     }
 };
 
-class StdioConnection : public Connection {
+class StdioConnection : public StreamConnection<asio::posix::stream_descriptor> {
   public:
-    explicit StdioConnection(asio::io_context& io) : in_(io, dup(0)), out_(io, dup(1)) {}
-    void async_read(std::span<std::uint8_t> buf, ReadHandler handler) override {
-        in_.async_read_some(asio::buffer(buf.data(), buf.size()), std::move(handler));
-    }
-    bool write(std::string_view data) override {
-        error_code ec;
-        asio::write(out_, asio::buffer(data.data(), data.size()), ec);
-        return !ec;
-    }
-    void close() override {
-        error_code ec;
-        in_.close(ec);
-        out_.close(ec);
-    }
+    explicit StdioConnection(asio::io_context& io)
+        : StreamConnection(asio::posix::stream_descriptor(io, dup(0)),
+                           asio::posix::stream_descriptor(io, dup(1))) {}
     bool is_stdio() const override { return true; }
-
-  private:
-    asio::posix::stream_descriptor in_, out_;
 };
 
 } // namespace

@@ -82,38 +82,36 @@ inline std::uint8_t* store_registers_header(std::uint8_t* p) {
     return p + 1;
 }
 
+// A block whose type byte is followed by two fixed fields, A then B: first() and second()
+// read them, store() writes the type and both and returns what follows them.
+template <char Type, class A, class B> struct TwoFieldBlock {
+    static constexpr std::size_t kSize = 1 + sizeof(A) + sizeof(B);
+    static A first(const std::uint8_t* block) { return load_le<A>(block + 1); }
+    static B second(const std::uint8_t* block) { return load_le<B>(block + 1 + sizeof(A)); }
+    static std::uint8_t* store(std::uint8_t* p, A a, B b) {
+        *p = static_cast<std::uint8_t>(Type);
+        return store_le<B>(store_le<A>(p + 1, a), b);
+    }
+};
+
 // M: the type, the address (8 bytes), the length (2 bytes), then the bytes.
-inline constexpr std::size_t kMemoryBlockHeaderSize = 1 + 8 + 2;
+using MemoryBlockHeader = TwoFieldBlock<kMemoryBlock, std::uint64_t, std::uint16_t>;
+inline constexpr std::size_t kMemoryBlockHeaderSize = MemoryBlockHeader::kSize;
 inline constexpr std::size_t kMaxMemoryBlock = 0xffff; // the length field is 16 bits
-inline std::uint64_t memory_block_address(const std::uint8_t* block) {
-    return load_le<std::uint64_t>(block + 1);
-}
-inline std::uint16_t memory_block_length(const std::uint8_t* block) {
-    return load_le<std::uint16_t>(block + 9);
-}
-inline std::uint8_t* store_memory_header(std::uint8_t* p, std::uint64_t address,
-                                         std::uint16_t length) {
-    *p = static_cast<std::uint8_t>(kMemoryBlock);
-    return store_le<std::uint16_t>(store_le<std::uint64_t>(p + 1, address), length);
-}
+inline constexpr auto memory_block_address = &MemoryBlockHeader::first;
+inline constexpr auto memory_block_length = &MemoryBlockHeader::second;
+inline constexpr auto store_memory_header = &MemoryBlockHeader::store;
 // The most bytes the M blocks of a range of `length` bytes take (split at kMaxMemoryBlock).
 constexpr std::uint64_t memory_blocks_bound(std::uint64_t length) {
     return length + kMemoryBlockHeaderSize * (length / kMaxMemoryBlock + 1);
 }
 
 // V: the type, the variable number (4 bytes), the value (8 bytes, signed).
-inline constexpr std::size_t kVariableBlockSize = 1 + 4 + 8;
-inline std::uint32_t variable_block_number(const std::uint8_t* block) {
-    return load_le<std::uint32_t>(block + 1);
-}
-inline std::int64_t variable_block_value(const std::uint8_t* block) {
-    return load_le<std::int64_t>(block + 5);
-}
-inline std::uint8_t* store_variable_block(std::uint8_t* p, std::uint32_t number,
-                                          std::int64_t value) {
-    *p = static_cast<std::uint8_t>(kVariableBlock);
-    return store_le<std::int64_t>(store_le<std::uint32_t>(p + 1, number), value);
-}
+using VariableBlock = TwoFieldBlock<kVariableBlock, std::uint32_t, std::int64_t>;
+inline constexpr std::size_t kVariableBlockSize = VariableBlock::kSize;
+inline constexpr auto variable_block_number = &VariableBlock::first;
+inline constexpr auto variable_block_value = &VariableBlock::second;
+inline constexpr auto store_variable_block = &VariableBlock::store;
 
 // S: the type, the length (2 bytes), then the data.
 inline constexpr std::size_t kStaticDataBlockHeaderSize = 1 + 2;

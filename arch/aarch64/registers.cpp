@@ -11,6 +11,9 @@
 #ifndef NT_ARM_SYSTEM_CALL
 #define NT_ARM_SYSTEM_CALL 0x404
 #endif
+#ifndef NT_ARM_TLS
+#define NT_ARM_TLS 0x401
+#endif
 #ifndef NT_ARM_PAC_MASK
 #define NT_ARM_PAC_MASK 0x406
 #endif
@@ -33,28 +36,31 @@ bool has_pauth() {
 }
 
 // x0..x30, sp, pc (8 bytes), cpsr (4), v0..v31 (16), fpsr, fpcr (4): 788 bytes, as gdbserver;
-// then pauth_dmask and pauth_cmask (8) where the CPU signs pointers.
-const std::array<RegisterDesc, 70> kAllRegisters = [] {
+// then pauth_dmask and pauth_cmask (8) where the CPU signs pointers, then tpidr (8).
+const std::vector<RegisterDesc> kRegisters = [] {
     static const char* const names[] = {
-        "x0",  "x1",  "x2",  "x3",   "x4",  "x5",  "x6",   "x7",   "x8",          "x9",
-        "x10", "x11", "x12", "x13",  "x14", "x15", "x16",  "x17",  "x18",         "x19",
-        "x20", "x21", "x22", "x23",  "x24", "x25", "x26",  "x27",  "x28",         "x29",
-        "x30", "sp",  "pc",  "cpsr", "v0",  "v1",  "v2",   "v3",   "v4",          "v5",
-        "v6",  "v7",  "v8",  "v9",   "v10", "v11", "v12",  "v13",  "v14",         "v15",
-        "v16", "v17", "v18", "v19",  "v20", "v21", "v22",  "v23",  "v24",         "v25",
-        "v26", "v27", "v28", "v29",  "v30", "v31", "fpsr", "fpcr", "pauth_dmask", "pauth_cmask"};
-    std::array<RegisterDesc, 70> out{};
+        "x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",   "x7",  "x8",  "x9",   "x10", "x11",
+        "x12", "x13", "x14", "x15", "x16", "x17", "x18",  "x19", "x20", "x21",  "x22", "x23",
+        "x24", "x25", "x26", "x27", "x28", "x29", "x30",  "sp",  "pc",  "cpsr", "v0",  "v1",
+        "v2",  "v3",  "v4",  "v5",  "v6",  "v7",  "v8",   "v9",  "v10", "v11",  "v12", "v13",
+        "v14", "v15", "v16", "v17", "v18", "v19", "v20",  "v21", "v22", "v23",  "v24", "v25",
+        "v26", "v27", "v28", "v29", "v30", "v31", "fpsr", "fpcr"};
+    std::vector<RegisterDesc> out;
     std::uint32_t offset = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        const std::uint32_t size = i <= kPcRegnum || i > kFpcrRegnum      ? 8
-                                   : i == kCpsrRegnum || i >= kFpsrRegnum ? 4
-                                                                          : 16;
-        out[i] = {names[i], size, offset};
+    auto add = [&](const char* name, std::uint32_t size) {
+        out.push_back({name, size, offset});
         offset += size;
+    };
+    for (int i = 0; i <= kFpcrRegnum; ++i)
+        add(names[i], i <= kPcRegnum ? 8 : i == kCpsrRegnum || i >= kFpsrRegnum ? 4 : 16);
+    if (has_pauth()) {
+        add("pauth_dmask", 8);
+        add("pauth_cmask", 8);
     }
+    add("tpidr", 8);
     return out;
 }();
-const std::span<const RegisterDesc> kRegisters(kAllRegisters.data(), has_pauth() ? 70 : 68);
+const std::size_t kTpidrRegnum = kRegisters.size() - 1;
 
 Error ptrace_error(const char* what, pid_t tid, int err) {
     return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
@@ -114,10 +120,14 @@ void snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
         for (int r = kFirstVRegnum; r <= kFpcrRegnum; ++r)
             available[static_cast<std::size_t>(r)] = true;
     }
-    if (kRegisters.size() > kPauthDmaskRegnum && s.xstate.size() >= kFpsimdBytes + 16) {
-        std::memcpy(g.data() + kRegisters[kPauthDmaskRegnum].g_offset,
-                    s.xstate.data() + kFpsimdBytes, 16);
-        available[kPauthDmaskRegnum] = available[kPauthDmaskRegnum + 1] = true;
+    if (s.xstate.size() >= kXstateBytes) {
+        if (has_pauth()) {
+            std::memcpy(g.data() + kRegisters[kPauthDmaskRegnum].g_offset,
+                        s.xstate.data() + kPacMaskOffset, 16);
+            available[kPauthDmaskRegnum] = available[kPauthDmaskRegnum + 1] = true;
+        }
+        std::memcpy(g.data() + kRegisters[kTpidrRegnum].g_offset, s.xstate.data() + kTlsOffset, 8);
+        available[kTpidrRegnum] = true;
     }
 }
 
@@ -149,15 +159,17 @@ Status read_general_regsets(pid_t tid, RegisterSnapshot& out) {
 
 Status read_all_regsets(pid_t tid, RegisterSnapshot& out) {
     if (auto r = read_general_regsets(tid, out); !r) return r;
-    out.xstate.assign(kFpsimdBytes + (kRegisters.size() > kPauthDmaskRegnum ? 16 : 0), 0);
+    out.xstate.assign(kXstateBytes, 0);
     if (auto r = get_regset(tid, NT_PRFPREG, out.xstate.data(), kFpsimdBytes,
                             "PTRACE_GETREGSET(NT_PRFPREG)");
         !r)
         return r;
-    if (out.xstate.size() > kFpsimdBytes &&
-        !get_regset(tid, NT_ARM_PAC_MASK, out.xstate.data() + kFpsimdBytes, 16,
-                    "PTRACE_GETREGSET(NT_ARM_PAC_MASK)"))
-        out.xstate.resize(kFpsimdBytes); // shown as unavailable
+    // Read-only extras; one the kernel refuses reads as zero.
+    if (has_pauth())
+        (void)get_regset(tid, NT_ARM_PAC_MASK, out.xstate.data() + kPacMaskOffset, 16,
+                         "PTRACE_GETREGSET(NT_ARM_PAC_MASK)");
+    (void)get_regset(tid, NT_ARM_TLS, out.xstate.data() + kTlsOffset, 8,
+                     "PTRACE_GETREGSET(NT_ARM_TLS)");
     return ok_status();
 }
 
@@ -195,8 +207,8 @@ std::string target_xml() {
       <field name="I" start="7" end="7"/>
       <field name="A" start="8" end="8"/>
       <field name="D" start="9" end="9"/>
-      <field name="SSBS" start="12" end="12"/>
       <field name="BTYPE" start="10" end="11"/>
+      <field name="SSBS" start="12" end="12"/>
       <field name="IL" start="20" end="20"/>
       <field name="SS" start="21" end="21"/>
       <field name="PAN" start="22" end="22"/>
@@ -234,20 +246,56 @@ std::string target_xml() {
     <union id="vnh"><field name="u" type="v8u"/><field name="s" type="v8i"/></union>
     <union id="vnb"><field name="u" type="v16u"/><field name="s" type="v16i"/></union>
     <union id="vnq"><field name="u" type="v1u"/><field name="s" type="v1i"/></union>
+    <flags id="fpsr_flags" size="4">
+      <field name="IOC" start="0" end="0"/>
+      <field name="DZC" start="1" end="1"/>
+      <field name="OFC" start="2" end="2"/>
+      <field name="UFC" start="3" end="3"/>
+      <field name="IXC" start="4" end="4"/>
+      <field name="IDC" start="7" end="7"/>
+      <field name="QC" start="27" end="27"/>
+      <field name="V" start="28" end="28"/>
+      <field name="C" start="29" end="29"/>
+      <field name="Z" start="30" end="30"/>
+      <field name="N" start="31" end="31"/>
+    </flags>
+    <flags id="fpcr_flags" size="4">
+      <field name="FIZ" start="0" end="0"/>
+      <field name="AH" start="1" end="1"/>
+      <field name="NEP" start="2" end="2"/>
+      <field name="IOE" start="8" end="8"/>
+      <field name="DZE" start="9" end="9"/>
+      <field name="OFE" start="10" end="10"/>
+      <field name="UFE" start="11" end="11"/>
+      <field name="IXE" start="12" end="12"/>
+      <field name="EBF" start="13" end="13"/>
+      <field name="IDE" start="15" end="15"/>
+      <field name="Len" start="16" end="18"/>
+      <field name="FZ16" start="19" end="19"/>
+      <field name="Stride" start="20" end="21"/>
+      <field name="RMode" start="22" end="23"/>
+      <field name="FZ" start="24" end="24"/>
+      <field name="DN" start="25" end="25"/>
+      <field name="AHP" start="26" end="26"/>
+    </flags>
     <union id="aarch64v"><field name="d" type="vnd"/><field name="s" type="vns"/><field name="h" type="vnh"/><field name="b" type="vnb"/><field name="q" type="vnq"/></union>
 )";
     for (int r = 0; r < 32; ++r)
         xml +=
             fmt::format("    <reg name=\"v{}\" bitsize=\"128\" type=\"aarch64v\" regnum=\"{}\"/>\n",
                         r, kFirstVRegnum + r);
-    xml += R"(    <reg name="fpsr" bitsize="32"/>
-    <reg name="fpcr" bitsize="32"/>
+    xml += R"(    <reg name="fpsr" bitsize="32" type="fpsr_flags"/>
+    <reg name="fpcr" bitsize="32" type="fpcr_flags"/>
   </feature>
 )";
-    if (kRegisters.size() > kPauthDmaskRegnum)
+    if (has_pauth())
         xml += R"(  <feature name="org.gnu.gdb.aarch64.pauth">
     <reg name="pauth_dmask" bitsize="64"/>
     <reg name="pauth_cmask" bitsize="64"/>
+  </feature>
+)";
+    xml += R"(  <feature name="org.gnu.gdb.aarch64.tls">
+    <reg name="tpidr" bitsize="64" type="data_ptr"/>
   </feature>
 )";
     xml += "</target>\n";

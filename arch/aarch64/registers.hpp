@@ -22,12 +22,16 @@ inline constexpr int kFpRegnum = 29;                 // x29, the frame pointer
 inline constexpr int kLrRegnum = 30;
 
 // Snapshot layout: gpr = user_pt_regs (x0..x30, sp, pc, pstate) then the 4-byte syscall number;
-// xstate = user_fpsimd_state (v0..v31, fpsr, fpcr, 8 reserved bytes), then the two
-// pointer-authentication masks (NT_ARM_PAC_MASK) where the CPU has them.
+// xstate = user_fpsimd_state (v0..v31, fpsr, fpcr, 8 reserved bytes), the two
+// pointer-authentication masks (NT_ARM_PAC_MASK, zero where the CPU has none), tpidr
+// (NT_ARM_TLS). Only the FP/SIMD part is ever written back.
 inline constexpr std::size_t kPtRegsBytes = 34 * 8;
 inline constexpr std::size_t kSyscallNoOffset = kPtRegsBytes;
 inline constexpr std::size_t kGprBytes = kPtRegsBytes + 4;
 inline constexpr std::size_t kFpsimdBytes = 32 * 16 + 16;
+inline constexpr std::size_t kPacMaskOffset = kFpsimdBytes;    // NT_ARM_PAC_MASK: 2 x 8 bytes
+inline constexpr std::size_t kTlsOffset = kPacMaskOffset + 16; // NT_ARM_TLS: tpidr
+inline constexpr std::size_t kXstateBytes = kTlsOffset + 8;
 
 std::span<const RegisterDesc> registers();
 std::size_t g_size();

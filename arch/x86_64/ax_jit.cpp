@@ -67,6 +67,20 @@ bool is_binary(Op op) {
         return false;
     }
 }
+// The binary opcodes that are one ALU instruction on rax (the first operand), and the
+// comparisons: cmp, then the condition as 0 or 1 in rax.
+struct AluOp {
+    Op op;
+    Alu alu;
+};
+constexpr AluOp kAluOps[] = {
+    {Op::Add, ADD}, {Op::Sub, SUB}, {Op::BitAnd, AND}, {Op::BitOr, OR}, {Op::BitXor, XOR}};
+struct Compare {
+    Op op;
+    Cond cond;
+};
+constexpr Compare kCompares[] = {{Op::Equal, E}, {Op::LessSigned, L}, {Op::LessUnsigned, B}};
+
 // Those Translator::divrem translates (two entries, and a check for a zero divisor).
 bool is_divrem(Op op) {
     return op == Op::DivSigned || op == Op::DivUnsigned || op == Op::RemSigned ||
@@ -325,36 +339,16 @@ void Translator::binary(const Insn& insn) {
         else
             a_.alu(op, RAX, RCX);
     };
+    for (const auto& [op, alu_op] : kAluOps)
+        if (insn.op == op) alu(alu_op);
+    for (const auto& [op, cond] : kCompares)
+        if (insn.op == op) alu(CMP), a_.setcc_movzx(cond, RAX);
     switch (insn.op) {
-    case Op::Add:
-        alu(ADD);
-        break;
-    case Op::Sub:
-        alu(SUB);
-        break;
-    case Op::BitAnd:
-        alu(AND);
-        break;
-    case Op::BitOr:
-        alu(OR);
-        break;
-    case Op::BitXor:
-        alu(XOR);
-        break;
     case Op::Mul:
         if (imm)
             a_.imul_imm(RAX, imm32);
         else
             a_.imul(RAX, RCX);
-        break;
-    case Op::Equal:
-        alu(CMP), a_.setcc_movzx(E, RAX);
-        break;
-    case Op::LessSigned:
-        alu(CMP), a_.setcc_movzx(L, RAX);
-        break;
-    case Op::LessUnsigned:
-        alu(CMP), a_.setcc_movzx(B, RAX);
         break;
     case Op::Lsh:
     case Op::RshUnsigned:

@@ -214,10 +214,11 @@ class Programs:
     PIE by default (the compiler's own default); pie=False builds it -fno-pie -no-pie, for
     gdbserver's fast tracepoint jump pads, which live in the low 2 GiB out of a 32-bit
     jump's reach from PIE code. with_library() builds ftrace_shlib against
-    libftrace_lib.so (ftrace_lib.c), found by rpath."""
+    libftrace_lib.so (ftrace_lib.c), found by rpath. COMPILER: cc, or e.g. a cross compiler."""
 
-    def __init__(self, outdir: Path) -> None:
+    def __init__(self, outdir: Path, compiler: str = "cc") -> None:
         self._outdir = outdir
+        self._compiler = compiler
         self._built: dict[tuple[str, bool], Path] = {}
         self._lock = threading.Lock()
 
@@ -230,18 +231,22 @@ class Programs:
             if (name, pie) not in self._built:
                 flags = [] if pie else ["-fno-pie", "-no-pie"]
                 output = self._outdir / (name if pie else f"{name}-nopie")
-                self._built[name, pie] = compile_program(self.source(name), output, *flags)
+                self._built[name, pie] = compile_program(self.source(name), output, *flags, compiler=self._compiler)
             return self._built[name, pie]
 
     def with_library(self) -> Path:
         """ftrace_shlib (PIE) calling lib_traced() in libftrace_lib.so."""
         with self._lock:
             if ("ftrace_shlib", True) not in self._built:
-                compile_program(self.source("ftrace_lib"), self._outdir / "libftrace_lib.so", "-fPIC", "-shared")
+                compile_program(
+                    self.source("ftrace_lib"), self._outdir / "libftrace_lib.so", "-fPIC", "-shared",
+                    compiler=self._compiler,
+                )
                 self._built["ftrace_shlib", True] = compile_program(
                     self.source("ftrace_shlib"),
                     self._outdir / "ftrace_shlib",
                     link=(f"-L{self._outdir}", "-lftrace_lib", f"-Wl,-rpath,{self._outdir}"),
+                    compiler=self._compiler,
                 )
             return self._built["ftrace_shlib", True]
 
@@ -250,10 +255,12 @@ class Programs:
         return marked_line(self.source(name), mark)
 
 
-def compile_program(source: Path, output: Path, *flags: str, link: tuple[str, ...] = ()) -> Path:
-    """cc -g -O0 [-pthread] FLAGS -o OUTPUT SOURCE LINK (LINK: the libraries, after the
-    source that needs them)."""
-    cmd = ["cc", "-g", "-O0", *flags, "-o", str(output), str(source), *link]
+def compile_program(
+    source: Path, output: Path, *flags: str, link: tuple[str, ...] = (), compiler: str = "cc"
+) -> Path:
+    """COMPILER -g -O0 [-pthread] FLAGS -o OUTPUT SOURCE LINK (LINK: the libraries, after the
+    source that needs them; COMPILER: e.g. a cross compiler)."""
+    cmd = [compiler, "-g", "-O0", *flags, "-o", str(output), str(source), *link]
     if "<pthread.h>" in source.read_text():
         cmd.insert(1, "-pthread")
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -413,9 +420,12 @@ class GdbResult:
         return f"<gdb run of {len(self.commands)} commands, exit status {self.returncode}>"
 
 
-def gdb_argv(commands: list[str], program: Path | None) -> list[str]:
-    argv = ["gdb", "-batch", "-nx"]
-    for option in GDB_INIT:
+def gdb_argv(
+    commands: list[str], program: Path | None, gdb: str = "gdb", init: tuple[str, ...] = GDB_INIT
+) -> list[str]:
+    """GDB -batch -nx, the INIT options, then COMMANDS, each after its marker."""
+    argv = [gdb, "-batch", "-nx"]
+    for option in init:
         argv += ["-iex", option]
     for i, command in enumerate(commands):
         argv += ["-ex", f"echo {MARKER.format(i)}\\n", "-ex", command]
@@ -431,12 +441,20 @@ class Gdb:
     so that type() can send keys such as ^C exactly as a user at a terminal would.
     """
 
-    def __init__(self, commands: list[str], program: Path | None, reaper: Reaper, tty: bool = False) -> None:
+    def __init__(
+        self,
+        commands: list[str],
+        program: Path | None,
+        reaper: Reaper,
+        tty: bool = False,
+        argv: list[str] | None = None,
+    ) -> None:
+        """ARGV: gdb's command line when not gdb_argv(COMMANDS, PROGRAM) (e.g. another gdb)."""
         self.commands = list(commands)
         self._reaper = reaper
         self._master: int | None = None
         self._chunks: list[bytes] = []
-        argv = gdb_argv(self.commands, program)
+        argv = argv or gdb_argv(self.commands, program)
         if not tty:
             self.proc = start_process(argv)
         else:

@@ -5,6 +5,8 @@
 // Unicorn does not implement XSAVE (its CPUID lacks it: xsave is #UD), so the runs use the
 // FXSAVE form; the XSAVE form is checked instruction by instruction with Zydis.
 #include "arch/x86_64/jump_pad.hpp"
+#include "tests/unit/arch/unicorn_x86_64.hpp"
+#include "tests/unit/test_bytes.hpp"
 
 #include <catch2/catch.hpp>
 #include <unicorn/unicorn.h>
@@ -19,7 +21,7 @@
 #include <vector>
 
 namespace x86 = tpagent::arch::x86_64;
-using Bytes = std::vector<std::uint8_t>;
+using namespace tpagent::test;
 
 namespace {
 
@@ -31,12 +33,6 @@ constexpr std::uint64_t kStack = 0x30000000;
 constexpr std::uint64_t kRegion = 0x10000;
 constexpr std::uint64_t kArg = 0x5eed5eed12345678;
 
-constexpr std::array<int, 16> kGprs = {
-    UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
-    UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
-    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
-constexpr const char* kGprNames[16] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
-                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
 // es, cs, ss, ds, fs, gs: the pad's order.
 constexpr std::array<int, 6> kSegments = {UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS,
                                           UC_X86_REG_DS, UC_X86_REG_FS, UC_X86_REG_GS};
@@ -45,30 +41,10 @@ constexpr const char* kSegmentNames[6] = {"es", "cs", "ss", "ds", "fs", "gs"};
 constexpr std::uint64_t kCF = 0x1, kPF = 0x4, kAF = 0x10, kZF = 0x40, kSF = 0x80, kDF = 0x400,
                         kOF = 0x800;
 
-Bytes le32(std::int64_t v) {
-    Bytes b(4);
-    for (int i = 0; i < 4; ++i)
-        b[i] = static_cast<std::uint8_t>(v >> (8 * i));
-    return b;
-}
-
-Bytes cat(std::initializer_list<Bytes> parts) {
-    Bytes out;
-    for (const auto& p : parts)
-        out.insert(out.end(), p.begin(), p.end());
-    return out;
-}
-
 template <typename T> T load(const Bytes& b, std::size_t at) {
     T v;
     std::memcpy(&v, b.data() + at, sizeof v);
     return v;
-}
-
-std::string hex(std::uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-    return b;
 }
 
 // Leaf code with a prologue, a rip-relative load, and red-zone reads and writes:

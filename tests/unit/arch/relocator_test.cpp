@@ -1,6 +1,8 @@
 // The relocator, checked by running original and relocated code in Unicorn from the same state
 // and comparing registers, flags and memory where execution leaves the displaced code.
 #include "arch/x86_64/relocator.hpp"
+#include "tests/unit/arch/unicorn_x86_64.hpp"
+#include "tests/unit/test_bytes.hpp"
 
 #include <catch2/catch.hpp>
 #include <unicorn/unicorn.h>
@@ -17,7 +19,7 @@
 #include <vector>
 
 namespace x86 = tpagent::arch::x86_64;
-using Bytes = std::vector<std::uint8_t>;
+using namespace tpagent::test;
 
 namespace {
 
@@ -28,13 +30,6 @@ constexpr std::uint64_t kData = 0x10100000;       // rip-relative data
 constexpr std::uint64_t kStack = 0x30000000;      // rsp starts in the middle
 constexpr std::uint64_t kRegion = 0x10000;        // mapped around each of the above
 constexpr std::uint64_t kPage = 0x1000;
-
-constexpr std::array<int, 16> kGprs = {
-    UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
-    UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
-    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
-constexpr const char* kGprNames[16] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
-                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
 
 // Deterministic contents for a page mapped on demand, so both runs see the same bytes.
 void fill_page(Bytes& page, std::uint64_t addr) {
@@ -139,22 +134,6 @@ Outcome run(const Setup& s, std::uint64_t start, std::uint64_t end,
     return o;
 }
 
-std::string hex(std::uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-    return b;
-}
-
-std::string hex(const Bytes& bs) {
-    std::string s;
-    char b[4];
-    for (auto x : bs) {
-        std::snprintf(b, sizeof b, "%02x ", x);
-        s += b;
-    }
-    return s;
-}
-
 // Describes the first difference, or "" when the outcomes agree. `ignore` is a byte range
 // of memory allowed to differ.
 std::string difference(const Outcome& a, const Outcome& b,
@@ -228,20 +207,6 @@ void check_both_pads(const Setup& s, const Case& c) {
     SECTION("far pad") {
         check_same(s, c, kFarPad);
     }
-}
-
-Bytes le32(std::int64_t v) {
-    Bytes b(4);
-    for (int i = 0; i < 4; ++i)
-        b[i] = static_cast<std::uint8_t>(v >> (8 * i));
-    return b;
-}
-
-Bytes cat(std::initializer_list<Bytes> parts) {
-    Bytes out;
-    for (const auto& p : parts)
-        out.insert(out.end(), p.begin(), p.end());
-    return out;
 }
 
 // rip-relative displacement of an instruction of `len` bytes at kFrom reaching `target`.

@@ -3,6 +3,7 @@
 #include "arch/x86_64/architecture.hpp"
 #include "tests/unit/arch/traced_child.hpp"
 #include <catch2/catch.hpp>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -23,33 +24,28 @@ struct RegisterValues {
     std::uint8_t st0[16]; // 80-bit extended in the low 10 bytes
 };
 
-alignas(64) const RegisterValues kLoaded = {
-    0x1111222233334444ull,
-    0x5555666677778888ull,
-    0x0123456789abcdefull,
-    0,
-    {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
-     0x0f},
-    {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a,
-     0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25,
-     0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2f},
-    // 1.5L: mantissa 0xC000000000000000, exponent 0x3fff.
-    {0, 0, 0, 0, 0, 0, 0, 0xc0, 0xff, 0x3f},
-};
+// xmm0 counts up from `xmm0`, ymm1 from 0x10 in its low half (xmm1, never written) and from
+// `ymm1h` in its high half; st0 holds the 80-bit `st0`.
+RegisterValues values(std::uint64_t rax, std::uint64_t rbx, std::uint64_t r12, std::uint8_t xmm0,
+                      std::uint8_t ymm1h, const std::array<std::uint8_t, 10>& st0) {
+    RegisterValues v{rax, rbx, r12, 0, {}, {}, {}};
+    for (int i = 0; i < 16; ++i) {
+        v.xmm0[i] = static_cast<std::uint8_t>(xmm0 + i);
+        v.ymm1[i] = static_cast<std::uint8_t>(0x10 + i);
+        v.ymm1[16 + i] = static_cast<std::uint8_t>(ymm1h + i);
+    }
+    std::memcpy(v.st0, st0.data(), st0.size());
+    return v;
+}
 
-alignas(64) const RegisterValues kWritten = {
-    0xfeedfacecafebeefull,
-    0x0badf00d0badf00dull,
-    0x7777777777777777ull,
-    0,
-    {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae,
-     0xaf},
-    {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a,
-     0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5,
-     0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0xbf},
-    // -2.0L
-    {0, 0, 0, 0, 0, 0, 0, 0x80, 0x00, 0xc0},
-};
+// st0 1.5L: mantissa 0xC000000000000000, exponent 0x3fff.
+alignas(64) const RegisterValues kLoaded = values(0x1111222233334444ull, 0x5555666677778888ull,
+                                                  0x0123456789abcdefull, 0x00, 0x20,
+                                                  {0, 0, 0, 0, 0, 0, 0, 0xc0, 0xff, 0x3f});
+// st0 -2.0L
+alignas(64) const RegisterValues kWritten = values(0xfeedfacecafebeefull, 0x0badf00d0badf00dull,
+                                                   0x7777777777777777ull, 0xa0, 0xb0,
+                                                   {0, 0, 0, 0, 0, 0, 0, 0x80, 0x00, 0xc0});
 
 alignas(64) RegisterValues g_seen;
 

@@ -166,12 +166,6 @@ std::vector<std::size_t> occurrences(const std::vector<std::uint8_t>& code, std:
     return at;
 }
 
-struct PrngChooser {
-    std::mt19937_64 rng;
-    unsigned pick(unsigned n) { return static_cast<unsigned>(rng() % n); }
-    std::uint64_t value() { return rng(); }
-};
-
 } // namespace
 
 TEST_CASE("relocatable code: the helper table is a parameter") {

@@ -4,6 +4,7 @@
 #pragma once
 #include "bytecode/opcodes.hpp"
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace tpagent::bytecode::testing {
@@ -12,6 +13,14 @@ inline constexpr std::uint64_t kRandomMemoryBase = 0x10000;
 inline constexpr unsigned kRandomMemorySize = 256;
 
 // Chooser: unsigned pick(unsigned n) in [0, n); std::uint64_t value().
+// The unit tests' Chooser: a seeded PRNG.
+struct PrngChooser {
+    std::mt19937_64 rng;
+    unsigned pick(unsigned n) { return static_cast<unsigned>(rng() % n); }
+    std::uint64_t value() { return rng(); }
+};
+
+// Generates programs from `Chooser` choices (see above).
 template <typename Chooser> class RandomProgram {
   public:
     explicit RandomProgram(Chooser& c) : c_(c) {}

@@ -6,14 +6,6 @@
 using namespace tpagent::bytecode;
 using namespace tpagent::bytecode::testing;
 
-namespace {
-struct PrngChooser {
-    std::mt19937_64 rng;
-    unsigned pick(unsigned n) { return static_cast<unsigned>(rng() % n); }
-    std::uint64_t value() { return rng(); }
-};
-} // namespace
-
 TEST_CASE("compiled code equals the interpreter on random programs") {
     PrngChooser chooser{std::mt19937_64(20240611)};
     RandomProgram<PrngChooser> gen(chooser);

@@ -328,58 +328,30 @@ TEST_CASE("fused forms: remainder tests and sign-extending loads") {
     std::vector<std::uint8_t> mem(sizeof values);
     std::memcpy(mem.data(), values, sizeof values);
     t.map(0x1000, mem);
+    // The value of `ref32 addr`, then `rest`, then end.
+    const auto after_load = [&](std::uint64_t addr, const Ax& rest) {
+        Ax a;
+        a.k(addr).op(Op::Ref32).b.insert(a.b.end(), rest.b.begin(), rest.b.end());
+        return value_of(a.end().b, t);
+    };
     for (unsigned i = 0; i < 5; ++i) {
         const std::int64_t v = values[i];
         CAPTURE(v);
         const std::uint64_t addr = 0x1000 + 4 * i;
         // gdb's `x % 2 == 0`
-        CHECK(value_of(Ax().k(addr)
-                           .op(Op::Ref32)
-                           .ext(32)
-                           .k(2)
-                           .op(Op::RemSigned)
-                           .ext(32)
-                           .k(0)
-                           .op(Op::Equal)
-                           .end()
-                           .b,
-                       t) == (v % 2 == 0));
+        CHECK(after_load(addr, Ax().ext(32).k(2).op(Op::RemSigned).ext(32).k(0).op(Op::Equal)) ==
+              (v % 2 == 0));
         // without the ext, with a wider power of two, unsigned
-        CHECK(value_of(Ax().k(addr)
-                           .op(Op::Ref32)
-                           .ext(32)
-                           .k(8)
-                           .op(Op::RemSigned)
-                           .k(0)
-                           .op(Op::Equal)
-                           .end()
-                           .b,
-                       t) == (v % 8 == 0));
-        CHECK(value_of(Ax().k(addr)
-                           .op(Op::Ref32)
-                           .k(4)
-                           .op(Op::RemUnsigned)
-                           .op1(Op::ZeroExt, 32)
-                           .k(0)
-                           .op(Op::Equal)
-                           .end()
-                           .b,
-                       t) == (static_cast<std::uint32_t>(v) % 4 == 0));
+        CHECK(after_load(addr, Ax().ext(32).k(8).op(Op::RemSigned).k(0).op(Op::Equal)) ==
+              (v % 8 == 0));
+        CHECK(after_load(addr,
+                         Ax().k(4).op(Op::RemUnsigned).op1(Op::ZeroExt, 32).k(0).op(Op::Equal)) ==
+              (static_cast<std::uint32_t>(v) % 4 == 0));
         // compared with something else than 0: not fused, still right
-        CHECK(value_of(Ax().k(addr)
-                           .op(Op::Ref32)
-                           .ext(32)
-                           .k(2)
-                           .op(Op::RemSigned)
-                           .ext(32)
-                           .k(1)
-                           .op(Op::Equal)
-                           .end()
-                           .b,
-                       t) == (v % 2 == 1));
+        CHECK(after_load(addr, Ax().ext(32).k(2).op(Op::RemSigned).ext(32).k(1).op(Op::Equal)) ==
+              (v % 2 == 1));
         // sign-extending loads of each width
-        CHECK(value_of(Ax().k(addr).op(Op::Ref32).ext(32).end().b, t) ==
-              static_cast<std::uint64_t>(v));
+        CHECK(after_load(addr, Ax().ext(32)) == static_cast<std::uint64_t>(v));
         CHECK(value_of(Ax().k(addr).op(Op::Ref16).ext(16).end().b, t) ==
               static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int16_t>(v))));
         CHECK(value_of(Ax().k(addr).op(Op::Ref8).ext(8).end().b, t) ==
@@ -387,17 +359,8 @@ TEST_CASE("fused forms: remainder tests and sign-extending loads") {
     }
     // A jump onto the `const8 0` of the pattern keeps it apart: c ? x == 0 : x % 2 == 0.
     for (std::uint64_t c : {0u, 1u}) {
-        Ax a;
-        a.k(0x1004)
-            .op(Op::Ref32)
-            .ext(32)
-            .k(c)
-            .go(Op::IfGoto, 14)
-            .k(2)
-            .op(Op::RemSigned)
-            .k(0)
-            .op(Op::Equal)
-            .end();
-        CHECK(value_of(a.b, t) == (c ? 0 : 1)); // x is -8
+        const Ax rest =
+            Ax().ext(32).k(c).go(Op::IfGoto, 14).k(2).op(Op::RemSigned).k(0).op(Op::Equal);
+        CHECK(after_load(0x1004, rest) == (c ? 0 : 1)); // x is -8
     }
 }

@@ -1,5 +1,6 @@
 #include "protocol/framing.hpp"
 #include "protocol/hex.hpp"
+#include "tests/unit/protocol/gdb_reading.hpp"
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -8,6 +9,7 @@
 
 using namespace tpagent::protocol;
 using Kind = FrameEvent::Kind;
+using tpagent::protocol::testing::unescape;
 
 namespace {
 
@@ -33,40 +35,19 @@ std::vector<std::pair<int, std::string>> flat(const std::vector<FrameEvent>& eve
     return out;
 }
 
-// The reader side of run-length encoding, as gdb applies it: `X*n` is X followed by n - 29 more
-// copies of X. Fails the test on a count gdb would reject.
+// The reader side of run-length encoding, as gdb applies it; fails the test on an encoding gdb
+// would reject.
 std::string rle_expand(std::string_view in) {
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '*') {
-            out.push_back(in[i]);
-            continue;
-        }
-        REQUIRE(i + 1 < in.size());
-        REQUIRE(!out.empty());
-        unsigned char count = static_cast<unsigned char>(in[++i]);
-        REQUIRE(count >= 29 + 3);
-        REQUIRE(count <= 126);
-        out.append(count - 29, out.back());
-    }
-    return out;
+    auto out = testing::rle_expand(in);
+    INFO("gdb rejects the run-length encoding " << in);
+    REQUIRE(out);
+    return *out;
 }
 
 // The two checksum digits for `data`, as frame_packet writes them.
 std::string cs_hex(std::string_view data) {
     std::uint8_t cs = checksum(data);
     return to_hex(std::span(&cs, 1));
-}
-
-std::string unescape(std::string_view in) {
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '}' && i + 1 < in.size())
-            out.push_back(static_cast<char>(in[++i] ^ 0x20));
-        else
-            out.push_back(in[i]);
-    }
-    return out;
 }
 
 } // namespace

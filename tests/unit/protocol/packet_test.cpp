@@ -5,70 +5,95 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace tpagent;
 using namespace tpagent::protocol;
 
 namespace {
-void check_classify(std::string_view payload, std::string_view name, std::string_view args) {
-    INFO('"' << payload << '"');
-    PacketView v = classify(payload);
-    CHECK(v.name == name);
-    CHECK(v.args == args);
+
+using namespace std::string_view_literals;
+
+enum class Family {
+    Letter, // one-letter names
+    Named,  // q, Q and v packets: the name ends at ':', ',', ';' or the end
+    Object, // qXfer and vFile: the object and operation are part of the name
+};
+
+// What classify must make of each payload: its name and arguments.
+struct Classified {
+    Family family;
+    std::string_view payload, name, args;
+};
+constexpr Classified kClassified[] = {
+    {Family::Letter, "m1234,4", "m", "1234,4"},
+    {Family::Letter, "M1234,2:abcd", "M", "1234,2:abcd"},
+    {Family::Letter, "?", "?", ""},
+    {Family::Letter, "g", "g", ""},
+    {Family::Letter, "Z0,400000,1", "Z", "0,400000,1"},
+    {Family::Letter, "z0,400000,1;X2,2f00", "z", "0,400000,1;X2,2f00"},
+    {Family::Letter, "Hgp1.2", "H", "gp1.2"},
+    {Family::Letter, "c", "c", ""},
+    {Family::Letter, "C05;400000", "C", "05;400000"},
+    {Family::Letter, "T1", "T", "1"},
+    // binary data: NUL and '#' are plain bytes here
+    {Family::Letter, "X1000,3:a\0#"sv, "X", "1000,3:a\0#"sv},
+    {Family::Letter, "", "", ""},
+    {Family::Named, "qSupported:xmlRegisters=i386", "qSupported", "xmlRegisters=i386"},
+    {Family::Named, "qSupported", "qSupported", ""},
+    {Family::Named, "qC", "qC", ""},
+    {Family::Named, "qfThreadInfo", "qfThreadInfo", ""},
+    {Family::Named, "qAttached:1", "qAttached", "1"},
+    {Family::Named, "qRcmd,6d6f6e", "qRcmd", "6d6f6e"},
+    {Family::Named, "qThreadExtraInfo,p1.2", "qThreadExtraInfo", "p1.2"},
+    {Family::Named, "QTDP:1:400000:E:0:0", "QTDP", "1:400000:E:0:0"},
+    {Family::Named, "QTDP:-1:400000:S", "QTDP", "-1:400000:S"},
+    {Family::Named, "QTinit", "QTinit", ""},
+    {Family::Named, "QStartNoAckMode", "QStartNoAckMode", ""},
+    {Family::Named, "qTStatus", "qTStatus", ""},
+    {Family::Named, "vCont;c:p1.2", "vCont", "c:p1.2"},
+    {Family::Named, "vCont?", "vCont?", ""},
+    {Family::Named, "vCtrlC", "vCtrlC", ""},
+    {Family::Named, "vKill;a", "vKill", "a"},
+    {Family::Named, "vMustReplyEmpty", "vMustReplyEmpty", ""},
+    {Family::Object, "qXfer:features:read:target.xml:0,fff", "qXfer:features:read",
+     "target.xml:0,fff"},
+    {Family::Object, "qXfer:auxv:read::0,1000", "qXfer:auxv:read", ":0,1000"},
+    {Family::Object, "qXfer:threads:read::0,fff", "qXfer:threads:read", ":0,fff"},
+    {Family::Object, "qXfer:features:read", "qXfer:features:read", ""},
+    {Family::Object, "qXfer:features", "qXfer:features", ""},
+    {Family::Object, "qXfer", "qXfer", ""},
+    {Family::Object, "vFile:open:2f746d702f78,0,1c0", "vFile:open", "2f746d702f78,0,1c0"},
+    {Family::Object, "vFile:pread:3,1000,0", "vFile:pread", "3,1000,0"},
+    {Family::Object, "vFile:close:3", "vFile:close", "3"},
+    {Family::Object, "vFile:setfs:0", "vFile:setfs", "0"},
+    {Family::Object, "vFile:pwrite:3,0:a:b", "vFile:pwrite", "3,0:a:b"},
+    {Family::Object, "vFile", "vFile", ""},
+};
+
+void check_classify(Family family) {
+    for (const Classified& c : kClassified) {
+        if (c.family != family) continue;
+        INFO('"' << c.payload << '"');
+        PacketView v = classify(c.payload);
+        CHECK(v.name == c.name);
+        CHECK(v.args == c.args);
+    }
 }
+
 } // namespace
 
 TEST_CASE("classify: single-letter packets", "[packet]") {
-    check_classify("m1234,4", "m", "1234,4");
-    check_classify("M1234,2:abcd", "M", "1234,2:abcd");
-    check_classify("?", "?", "");
-    check_classify("g", "g", "");
-    check_classify("Z0,400000,1", "Z", "0,400000,1");
-    check_classify("z0,400000,1;X2,2f00", "z", "0,400000,1;X2,2f00");
-    check_classify("Hgp1.2", "H", "gp1.2");
-    check_classify("c", "c", "");
-    check_classify("C05;400000", "C", "05;400000");
-    check_classify("T1", "T", "1");
-    const std::string x("X1000,3:a\0#", 11); // binary data: NUL and '#' are plain bytes here
-    check_classify(x, "X", x.substr(1));
-    check_classify("", "", "");
+    check_classify(Family::Letter);
 }
 
 TEST_CASE("classify: q/Q/v packets", "[packet]") {
-    check_classify("qSupported:xmlRegisters=i386", "qSupported", "xmlRegisters=i386");
-    check_classify("qSupported", "qSupported", "");
-    check_classify("qC", "qC", "");
-    check_classify("qfThreadInfo", "qfThreadInfo", "");
-    check_classify("qAttached:1", "qAttached", "1");
-    check_classify("qRcmd,6d6f6e", "qRcmd", "6d6f6e");
-    check_classify("qThreadExtraInfo,p1.2", "qThreadExtraInfo", "p1.2");
-    check_classify("QTDP:1:400000:E:0:0", "QTDP", "1:400000:E:0:0");
-    check_classify("QTDP:-1:400000:S", "QTDP", "-1:400000:S");
-    check_classify("QTinit", "QTinit", "");
-    check_classify("QStartNoAckMode", "QStartNoAckMode", "");
-    check_classify("qTStatus", "qTStatus", "");
-    check_classify("vCont;c:p1.2", "vCont", "c:p1.2");
-    check_classify("vCont?", "vCont?", "");
-    check_classify("vCtrlC", "vCtrlC", "");
-    check_classify("vKill;a", "vKill", "a");
-    check_classify("vMustReplyEmpty", "vMustReplyEmpty", "");
+    check_classify(Family::Named);
 }
 
 TEST_CASE("classify: qXfer and vFile keep their object and operation", "[packet]") {
-    check_classify("qXfer:features:read:target.xml:0,fff", "qXfer:features:read",
-                   "target.xml:0,fff");
-    check_classify("qXfer:auxv:read::0,1000", "qXfer:auxv:read", ":0,1000");
-    check_classify("qXfer:threads:read::0,fff", "qXfer:threads:read", ":0,fff");
-    check_classify("qXfer:features:read", "qXfer:features:read", "");
-    check_classify("qXfer:features", "qXfer:features", "");
-    check_classify("qXfer", "qXfer", "");
-    check_classify("vFile:open:2f746d702f78,0,1c0", "vFile:open", "2f746d702f78,0,1c0");
-    check_classify("vFile:pread:3,1000,0", "vFile:pread", "3,1000,0");
-    check_classify("vFile:close:3", "vFile:close", "3");
-    check_classify("vFile:setfs:0", "vFile:setfs", "0");
-    check_classify("vFile:pwrite:3,0:a:b", "vFile:pwrite", "3,0:a:b");
-    check_classify("vFile", "vFile", "");
+    check_classify(Family::Object);
 }
 
 TEST_CASE("classify: views point into the payload", "[packet]") {

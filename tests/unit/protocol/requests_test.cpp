@@ -3,7 +3,9 @@
 #include "protocol/requests.hpp"
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace tpagent;
@@ -16,6 +18,16 @@ void check_rejected(const Result<T>& r, ErrorCode code = ErrorCode::BadPacket) {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == code);
     CHECK_FALSE(r.error().text.empty());
+}
+
+// `parse` refuses every one of `texts` with `code`.
+template <typename Parse>
+void check_all_rejected(Parse parse, std::initializer_list<std::string_view> texts,
+                        ErrorCode code = ErrorCode::BadPacket) {
+    for (std::string_view s : texts) {
+        INFO('"' << s << '"');
+        check_rejected(parse(s), code);
+    }
 }
 } // namespace
 
@@ -35,11 +47,9 @@ TEST_CASE("parse_memory_range", "[requests]") {
         check_rejected(parse_memory_range("0,ffffffffffffffff"), ErrorCode::TooLarge);
     }
     SECTION("malformed") {
-        for (std::string_view s : {"", "1234", "1234,", ",4", "1234;4", "1234,4,5", "g,4", "1,g",
-                                   "10000000000000000,1", "-1,4", "1234,4:"}) {
-            INFO('"' << s << '"');
-            check_rejected(parse_memory_range(s));
-        }
+        check_all_rejected(parse_memory_range,
+                           {"", "1234", "1234,", ",4", "1234;4", "1234,4,5", "g,4", "1,g",
+                            "10000000000000000,1", "-1,4", "1234,4:"});
     }
 }
 
@@ -51,13 +61,9 @@ TEST_CASE("parse_memory_write_hex (M)", "[requests]") {
 
     CHECK(parse_memory_write_hex("1000,0:")->bytes.empty());
 
-    check_rejected(parse_memory_write_hex("1000,3:abcd")); // fewer bytes than declared
-    check_rejected(parse_memory_write_hex("1000,1:abcd")); // more bytes than declared
-    check_rejected(parse_memory_write_hex("1000,2:abc"));  // odd digit count
-    check_rejected(parse_memory_write_hex("1000,2:abzz"));
-    check_rejected(parse_memory_write_hex("1000,2abcd")); // no ':'
-    check_rejected(parse_memory_write_hex("1000:abcd"));
-    check_rejected(parse_memory_write_hex(""));
+    // Fewer or more bytes than declared, an odd digit count, not hex, no ':', no length.
+    check_all_rejected(parse_memory_write_hex, {"1000,3:abcd", "1000,1:abcd", "1000,2:abc",
+                                                "1000,2:abzz", "1000,2abcd", "1000:abcd", ""});
     check_rejected(parse_memory_write_hex("1000,200000:"), ErrorCode::TooLarge);
 }
 
@@ -86,45 +92,38 @@ TEST_CASE("parse_memory_write_binary (X)", "[requests]") {
     REQUIRE(v.name == "X");
     CHECK(parse_memory_write_binary(v.args)->bytes == Bytes{'}', '*'});
 
-    check_rejected(parse_memory_write_binary("1000,2:abc"));
-    check_rejected(parse_memory_write_binary("1000,4:abc"));
-    check_rejected(parse_memory_write_binary("1000,2"));
-    check_rejected(parse_memory_write_binary("1000:ab"));
+    check_all_rejected(parse_memory_write_binary,
+                       {"1000,2:abc", "1000,4:abc", "1000,2", "1000:ab"});
     check_rejected(parse_memory_write_binary("1000,100001:"), ErrorCode::TooLarge);
 }
 
 TEST_CASE("parse_breakpoint (Z/z)", "[requests]") {
-    auto b = parse_breakpoint("0,400000,1");
-    REQUIRE(b.ok());
-    CHECK(b->type == 0);
-    CHECK(b->addr == 0x400000);
-    CHECK(b->kind == 1);
-
-    auto w = parse_breakpoint("2,601040,4");
-    REQUIRE(w.ok());
-    CHECK(w->type == 2);
-    CHECK(w->kind == 4);
-    CHECK(parse_breakpoint("4,0,8")->type == 4);
-
-    SECTION("condition and command suffixes are ignored") {
-        auto c = parse_breakpoint("0,400000,1;X3,220027");
-        REQUIRE(c.ok());
-        CHECK(c->addr == 0x400000);
-        CHECK(c->kind == 1);
-        auto cc = parse_breakpoint("1,7fff0000,4;X3,220027;X2,2f00;cmds:0,X3,010203");
-        REQUIRE(cc.ok());
-        CHECK(cc->type == 1);
-        CHECK(cc->addr == 0x7fff0000);
-        CHECK(cc->kind == 4);
-        CHECK(parse_breakpoint("0,400000,1;")->kind == 1);
+    SECTION("type, address and kind; condition and command suffixes are ignored") {
+        const struct {
+            std::string_view text;
+            int type;
+            std::uint64_t addr, kind;
+        } accepted[] = {
+            {"0,400000,1", 0, 0x400000, 1},
+            {"2,601040,4", 2, 0x601040, 4},
+            {"4,0,8", 4, 0, 8},
+            {"0,400000,1;X3,220027", 0, 0x400000, 1},
+            {"1,7fff0000,4;X3,220027;X2,2f00;cmds:0,X3,010203", 1, 0x7fff0000, 4},
+            {"0,400000,1;", 0, 0x400000, 1},
+        };
+        for (const auto& a : accepted) {
+            INFO('"' << a.text << '"');
+            auto b = parse_breakpoint(a.text);
+            REQUIRE(b.ok());
+            CHECK(b->type == a.type);
+            CHECK(b->addr == a.addr);
+            CHECK(b->kind == a.kind);
+        }
     }
     SECTION("malformed") {
-        for (std::string_view s :
-             {"", "0", "0,400000", "0,400000,1,2", "5,400000,1", "a,0,1", "0,zz,1", "0,400000,",
-              ",400000,1", "0,,1", ";X3,220027", "0,400000;1"}) {
-            INFO('"' << s << '"');
-            check_rejected(parse_breakpoint(s));
-        }
+        check_all_rejected(parse_breakpoint,
+                           {"", "0", "0,400000", "0,400000,1,2", "5,400000,1", "a,0,1", "0,zz,1",
+                            "0,400000,", ",400000,1", "0,,1", ";X3,220027", "0,400000;1"});
     }
 }
 
@@ -148,11 +147,9 @@ TEST_CASE("parse_thread_id", "[requests]") {
     check_id("1a2b", ThreadId::kAny, 0x1a2b);
     check_id("7fffffff", ThreadId::kAny, 0x7fffffff);
 
-    for (std::string_view s : {"", "p", "p.", "p1.", "p.1", "px.1", "p1.x", "80000000",
-                               "p80000000.1", "-2", "--1", "q1.2", "1.2", "p1.2.3", "P1.2"}) {
-        INFO('"' << s << '"');
-        check_rejected(parse_thread_id(s));
-    }
+    check_all_rejected(parse_thread_id,
+                       {"", "p", "p.", "p1.", "p.1", "px.1", "p1.x", "80000000", "p80000000.1",
+                        "-2", "--1", "q1.2", "1.2", "p1.2.3", "P1.2"});
 }
 
 TEST_CASE("format_thread_id", "[requests]") {
@@ -220,16 +217,13 @@ TEST_CASE("parse_vcont", "[requests]") {
         CHECK(b->size() == 2);
     }
     SECTION("malformed") {
-        for (std::string_view s : {"", ";", ";c;", ";;c", ";cc", ";c1", ";sx:p1.2", ";t0", ";C",
-                                   ";C100", ";Cxx", ";S", ";c:p1.", ";c:zz", ";c:p1.2:3"}) {
-            INFO('"' << s << '"');
-            check_rejected(parse_vcont(s));
-        }
+        check_all_rejected(parse_vcont,
+                           {"", ";", ";c;", ";;c", ";cc", ";c1", ";sx:p1.2", ";t0", ";C", ";C100",
+                            ";Cxx", ";S", ";c:p1.", ";c:zz", ";c:p1.2:3"});
     }
     SECTION("unknown actions are unsupported, not malformed") {
-        check_rejected(parse_vcont(";r1000,2000:p1.2"), ErrorCode::Unsupported);
-        check_rejected(parse_vcont(";x"), ErrorCode::Unsupported);
-        check_rejected(parse_vcont(";c;r1,2"), ErrorCode::Unsupported);
+        check_all_rejected(parse_vcont, {";r1000,2000:p1.2", ";x", ";c;r1,2"},
+                           ErrorCode::Unsupported);
     }
 }
 
@@ -253,12 +247,10 @@ TEST_CASE("parse_legacy_resume (c/s/C/S)", "[requests]") {
 
     CHECK_FALSE(parse_legacy_resume("05;", true)->addr.has_value());
 
-    check_rejected(parse_legacy_resume("", true));
-    check_rejected(parse_legacy_resume("100", true));
-    check_rejected(parse_legacy_resume("zz", true));
-    check_rejected(parse_legacy_resume("05;zz", true));
-    check_rejected(parse_legacy_resume("zz", false));
-    check_rejected(parse_legacy_resume("05;400000", false));
+    check_all_rejected([](std::string_view s) { return parse_legacy_resume(s, true); },
+                       {"", "100", "zz", "05;zz"});
+    check_all_rejected([](std::string_view s) { return parse_legacy_resume(s, false); },
+                       {"zz", "05;400000"});
 }
 
 TEST_CASE("parse_xfer_read", "[requests]") {
@@ -277,10 +269,8 @@ TEST_CASE("parse_xfer_read", "[requests]") {
     // An annex with ':' in it: the offset follows the last one.
     CHECK(parse_xfer_read("a:b:10,20")->annex == "a:b");
 
-    check_rejected(parse_xfer_read("target.xml"));
-    check_rejected(parse_xfer_read("target.xml:0"));
-    check_rejected(parse_xfer_read("target.xml:0,"));
-    check_rejected(parse_xfer_read("target.xml:,10"));
+    check_all_rejected(parse_xfer_read,
+                       {"target.xml", "target.xml:0", "target.xml:0,", "target.xml:,10"});
     check_rejected(parse_xfer_read("target.xml:0,100001"), ErrorCode::TooLarge);
 }
 

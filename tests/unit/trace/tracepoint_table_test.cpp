@@ -2,6 +2,9 @@
 #include "trace/tracepoint_table.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
+#include <optional>
+#include <string_view>
+#include <vector>
 
 using namespace tpagent;
 using namespace tpagent::trace;
@@ -100,72 +103,80 @@ TEST_CASE("table: one number at several addresses", "[trace][table]") {
     CHECK(table.find({5, 0x402000})->sources.empty());
 }
 
+namespace {
+
+// A QTDP ("QTDP:...") or QTDPsrc ("QTDPsrc:...") payload given to the table.
+Status send(TracepointTable& table, std::string_view packet) {
+    if (packet.starts_with("QTDPsrc:")) return table.add_source(packet.substr(8));
+    REQUIRE(packet.starts_with("QTDP:"));
+    auto r = table.define(packet.substr(5));
+    if (!r) return r.error();
+    return ok_status();
+}
+
+// A packet and, when the table must refuse it, the error code.
+struct Step {
+    std::string_view packet;
+    std::optional<ErrorCode> refused = std::nullopt;
+};
+struct Refusal {
+    const char* what;
+    std::vector<Step> steps;
+};
+
+const std::vector<Refusal>& refusals() {
+    constexpr ErrorCode kBad = ErrorCode::BadTracepoint;
+    static const std::vector<Refusal> all = {
+        {"continuation without a start", {{"QTDP:-2:0000555555555144:R01", kBad}}},
+        // The half-built definition is gone: its own continuation is then refused too.
+        {"continuation for another number",
+         {{"QTDP:7:1000:E:0:0-"}, {"QTDP:-8:1000:R01", kBad}, {"QTDP:-7:1000:R01", kBad}}},
+        {"continuation for another address", {{"QTDP:7:1000:E:0:0-"}, {"QTDP:-7:1001:R01", kBad}}},
+        {"bad hex in an action",
+         {{"QTDP:7:1000:E:0:0-"}, {"QTDP:-7:1000:R01-"}, {"QTDP:-7:1000:M-1,1z,4", kBad}}},
+        {"bad bytecode in the last action",
+         {{"QTDP:7:1000:E:0:0-"}, {"QTDP:-7:1000:X2,0227", ErrorCode::BadBytecode}}},
+        {"bad bytecode in a condition",
+         {{"QTDP:7:1000:E:0:0:X2,27", kBad}, {"QTDP:7:1000:E:0:0:X1,02", ErrorCode::BadBytecode}}},
+        {"truncated packets",
+         {{"QTDP:7:1000:E:0", kBad},
+          {"QTDP:7:1000:E:0:0:X3,2201", kBad},
+          {"QTDP:7:1000:E:0:0-"},
+          {"QTDP:-7:1000:X0000000F,26000622", kBad}}},
+        {"second while-stepping marker",
+         {{"QTDP:7:1000:E:2:0-"}, {"QTDP:-7:1000:SR01-"}, {"QTDP:-7:1000:SR01", kBad}}},
+        {"wrong tracepoint number", {{"QTDP:0:1000:E:0:0", kBad}, {"QTDP:10000:1000:E:0:0", kBad}}},
+        {"source for an unknown tracepoint, bad source",
+         {{"QTDPsrc:9:1000:at:0:4:776f726b", ErrorCode::NotFound},
+          {"QTDPsrc:2:555555555144:at:0:4:776f7", kBad}}},
+    };
+    return all;
+}
+
+} // namespace
+
 TEST_CASE("table: bad packets leave the table unchanged", "[trace][table]") {
     TracepointTable table(kRegisterCount);
     define_all(table, gdb13::kQtdp2, gdb13::kQtdpsrc2);
     const auto before = all_pieces(table);
     REQUIRE(before.size() == 21);
 
-    auto unchanged = [&] {
-        CHECK_FALSE(table.has_pending());
-        CHECK(all_pieces(table) == before);
-    };
-
-    SECTION("continuation without a start") {
-        check_rejected(table.define("-2:0000555555555144:R01"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("continuation for another number") {
-        REQUIRE(table.define("7:1000:E:0:0-")->what == Defined::Pending);
-        check_rejected(table.define("-8:1000:R01"), ErrorCode::BadTracepoint);
-        unchanged();
-        // The half-built definition is gone: its own continuation is now refused too.
-        check_rejected(table.define("-7:1000:R01"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("continuation for another address") {
-        REQUIRE(table.define("7:1000:E:0:0-").ok());
-        check_rejected(table.define("-7:1001:R01"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("bad hex in an action") {
-        REQUIRE(table.define("7:1000:E:0:0-").ok());
-        REQUIRE(table.define("-7:1000:R01-").ok());
-        check_rejected(table.define("-7:1000:M-1,1z,4"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("bad bytecode in the last action") {
-        REQUIRE(table.define("7:1000:E:0:0-").ok());
-        check_rejected(table.define("-7:1000:X2,0227"), ErrorCode::BadBytecode);
-        unchanged();
-    }
-    SECTION("bad bytecode in a condition") {
-        check_rejected(table.define("7:1000:E:0:0:X2,27"), ErrorCode::BadTracepoint);
-        check_rejected(table.define("7:1000:E:0:0:X1,02"), ErrorCode::BadBytecode);
-        unchanged();
-    }
-    SECTION("truncated packets") {
-        check_rejected(table.define("7:1000:E:0"), ErrorCode::BadTracepoint);
-        check_rejected(table.define("7:1000:E:0:0:X3,2201"), ErrorCode::BadTracepoint);
-        REQUIRE(table.define("7:1000:E:0:0-").ok());
-        check_rejected(table.define("-7:1000:X0000000F,26000622"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("second while-stepping marker") {
-        REQUIRE(table.define("7:1000:E:2:0-").ok());
-        REQUIRE(table.define("-7:1000:SR01-").ok());
-        check_rejected(table.define("-7:1000:SR01"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("wrong tracepoint number") {
-        check_rejected(table.define("0:1000:E:0:0"), ErrorCode::BadTracepoint);
-        check_rejected(table.define("10000:1000:E:0:0"), ErrorCode::BadTracepoint);
-        unchanged();
-    }
-    SECTION("source for an unknown tracepoint, bad source") {
-        check_rejected(table.add_source("9:1000:at:0:4:776f726b"), ErrorCode::NotFound);
-        check_rejected(table.add_source("2:555555555144:at:0:4:776f7"), ErrorCode::BadTracepoint);
-        unchanged();
+    SECTION("refused packets") {
+        const Refusal& refusal = GENERATE(from_range(refusals()));
+        INFO(refusal.what);
+        for (const auto& [packet, refused] : refusal.steps) {
+            INFO(packet);
+            const Status st = send(table, packet);
+            if (!refused) {
+                REQUIRE(st.ok());
+                // A definition that continues waits for its next packet.
+                CHECK(table.has_pending() == packet.ends_with('-'));
+                continue;
+            }
+            check_rejected(st, *refused);
+            CHECK_FALSE(table.has_pending());
+            CHECK(all_pieces(table) == before);
+        }
     }
     SECTION("a new definition drops an unfinished one") {
         REQUIRE(table.define("7:1000:E:0:0-").ok());

@@ -1,17 +1,19 @@
 // Every way a trace file can be cut short or lie about a length gives an Error that names
 // the byte offset, never a crash or a huge allocation.
 #include "tests/unit/tracefile/test_files.hpp"
+#include "tests/unit/test_bytes.hpp"
 
 #include <random>
 #include <set>
 
 using namespace tpagent;
 using namespace tpagent::tracefile;
+using tpagent::test::Bytes;
+using tpagent::test::cat;
+using tpagent::test::put_le;
 using tracefile_test::file_bytes;
 
 namespace {
-
-using Bytes = std::vector<std::uint8_t>;
 
 // A small well-formed file: R 10 (16-byte register blocks), one tracepoint, one variable.
 std::string text_section(std::string_view extra_lines = "") {
@@ -20,11 +22,6 @@ std::string text_section(std::string_view extra_lines = "") {
     out += extra_lines;
     out += "\n";
     return out;
-}
-
-void put_le(Bytes& out, std::uint64_t value, std::size_t size) {
-    for (std::size_t i = 0; i < size; ++i)
-        out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
 }
 
 Bytes frame(std::uint16_t tracepoint, const Bytes& data) {
@@ -57,13 +54,6 @@ Bytes v_block(std::uint32_t number, std::int64_t value) {
     return out;
 }
 
-Bytes concat(std::initializer_list<Bytes> parts) {
-    Bytes out;
-    for (const Bytes& p : parts)
-        out.insert(out.end(), p.begin(), p.end());
-    return out;
-}
-
 Bytes file_of(const std::string& text, const Bytes& frames, bool marker = true) {
     Bytes out(text.begin(), text.end());
     out.insert(out.end(), frames.begin(), frames.end());
@@ -91,8 +81,8 @@ void check_error(Bytes bytes, std::size_t offset, std::string_view words) {
 
 TEST_CASE("a well-formed synthetic file parses") {
     std::string text = text_section();
-    Bytes frames = concat(
-        {frame(1, concat({r_block(), m_block(0x1000, {1, 2, 3}), v_block(2, -7)})), frame(1, {})});
+    Bytes frames =
+        cat({frame(1, cat({r_block(), m_block(0x1000, {1, 2, 3}), v_block(2, -7)})), frame(1, {})});
     auto r = parse_trace_file(file_of(text, frames));
     REQUIRE(r.ok());
     REQUIRE(r->frames().size() == 2);
@@ -113,7 +103,7 @@ TEST_CASE("static tracepoint data blocks are read") {
     Bytes s{'S'};
     put_le(s, 5, 2);
     s.insert(s.end(), {'h', 'e', 'l', 'l', 'o'});
-    auto r = parse_trace_file(file_of(text_section(), frame(1, concat({s, v_block(2, 1)}))));
+    auto r = parse_trace_file(file_of(text_section(), frame(1, cat({s, v_block(2, 1)}))));
     REQUIRE(r.ok());
     REQUIRE(r->frames()[0].blocks.size() == 2);
     CHECK(r->frames()[0].blocks[0].type == 'S');
@@ -153,32 +143,33 @@ TEST_CASE("text section errors") {
         std::string base = text_section();
         base.pop_back(); // reopen the section for one more line
         auto with = [&](std::string_view line) {
-            std::string t = base + std::string(line) + "\n\n";
-            return std::pair{file_of(t, {}), base.size()};
+            return file_of(base + std::string(line) + "\n\n", {});
         };
         for (auto line : {"status 2;tstop::0", "status 0;tframes:zz"}) {
-            auto [bytes, at] = with(line);
             // The first status line is fine; this is a second one or a bad one.
-            auto r = parse_trace_file(bytes);
+            auto r = parse_trace_file(with(line));
             CHECK(error_offset(r) > 0);
         }
-        auto [tsv, tsv_at] = with("tsv 3:0:2:76");
-        check_error(tsv, tsv_at + 4, "builtin");
-        auto [tsv_name, tsv_name_at] = with("tsv 3:0:0:7");
-        check_error(tsv_name, tsv_name_at + 4, "hex name");
-        auto [tp, tp_at] = with("tp A9:401000:R01");
-        check_error(tp, tp_at + 3, "before its T piece");
-        auto [tp2, tp2_at] = with("tp T1:401000:E:0:0");
-        check_error(tp2, tp2_at + 3, "defined twice");
-        auto [act, act_at] = with("tp A1:401000:Q");
-        check_error(act, act_at + 3, "unknown action");
-        auto [cond, cond_at] = with("tp T2:401000:E:0:0:Xffff,00");
-        check_error(cond, cond_at + 3, "fewer present");
-        auto [src, src_at] = with("tp Z1:401000:at:0:2:6a6b6c6d");
-        check_error(src, src_at + 3, "does not fit");
+        // A bad line, where in it the error is, and words of the error.
+        const struct {
+            const char* line;
+            std::size_t at;
+            const char* words;
+        } bad[] = {
+            {"tsv 3:0:2:76", 4, "builtin"},
+            {"tsv 3:0:0:7", 4, "hex name"},
+            {"tp A9:401000:R01", 3, "before its T piece"},
+            {"tp T1:401000:E:0:0", 3, "defined twice"},
+            {"tp A1:401000:Q", 3, "unknown action"},
+            {"tp T2:401000:E:0:0:Xffff,00", 3, "fewer present"},
+            {"tp Z1:401000:at:0:2:6a6b6c6d", 3, "does not fit"},
+        };
+        for (const auto& b : bad) {
+            INFO(b.line);
+            check_error(with(b.line), base.size() + b.at, b.words);
+        }
         // Unknown lines and unknown piece letters are skipped, as gdb does.
-        auto [unknown, unused] = with("frobnicate 1\ntp Q1:401000:whatever");
-        CHECK(parse_trace_file(unknown).ok());
+        CHECK(parse_trace_file(with("frobnicate 1\ntp Q1:401000:whatever")).ok());
     }
     SECTION("target description") {
         std::string t = std::string(kMagic) + "tdesc <target><reg name=\"x\" bitsize=\"12\"/>\n\n";
@@ -214,7 +205,7 @@ TEST_CASE("frame section errors") {
         check_error(file_of(text, frame(1, m)), start + 6, "M block needs 1034 bytes");
         Bytes r = r_block();
         r.resize(10);
-        check_error(file_of(text, frame(1, concat({v_block(2, 1), r}))), start + 6 + 13,
+        check_error(file_of(text, frame(1, cat({v_block(2, 1), r}))), start + 6 + 13,
                     "R block needs 16 bytes");
         Bytes v = v_block(2, 1);
         v.resize(5);
@@ -225,7 +216,7 @@ TEST_CASE("frame section errors") {
         check_error(file_of(text, frame(1, s)), start + 6, "S block needs 11 bytes");
     }
     SECTION("unknown block type") {
-        check_error(file_of(text, frame(1, concat({v_block(2, 1), Bytes{'Q', 0}}))), start + 6 + 13,
+        check_error(file_of(text, frame(1, cat({v_block(2, 1), Bytes{'Q', 0}}))), start + 6 + 13,
                     "unknown block type 0x51");
     }
     SECTION("R block without a register block size") {

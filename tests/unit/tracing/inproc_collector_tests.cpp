@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -225,6 +226,37 @@ void hit(const TracepointRecord& rec, Block& block) {
     agent().collect(Config::remote(rec), block.bytes.data(), nullptr);
 }
 
+// `count` hits of rec's pad on the calling thread, with register `name` = 0, 1, 2, ...
+void hit_numbered(const TracepointRecord& rec, Block& block, std::string_view name,
+                  std::uint64_t count) {
+    for (std::uint64_t i = 0; i < count; ++i) {
+        block.set(name, i);
+        hit(rec, block);
+    }
+}
+
+// Runs body(t) for t = 0 .. count-1, each on its own thread, all released together once they
+// exist; `meanwhile`, if given, runs on this thread again and again until they have returned.
+void on_threads(int count, const std::function<void(int)>& body,
+                const std::function<void()>& meanwhile = {}) {
+    std::atomic<int> running{count};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < count; ++t)
+        threads.emplace_back([&, t] {
+            while (!go.load())
+                ;
+            body(t);
+            running.fetch_sub(1);
+        });
+    go = true;
+    if (meanwhile)
+        while (running.load() > 0)
+            meanwhile();
+    for (auto& t : threads)
+        t.join();
+}
+
 // A drained record, its blocks parsed.
 struct Frame {
     RecordHeader header{};
@@ -282,6 +314,16 @@ std::vector<Frame> drain() {
         frames.push_back(std::move(f));
     });
     return frames;
+}
+
+// Starts the run, hits rec once, and returns the one record that hit staged.
+Frame hit_once(Config& config, const TracepointRecord& rec) {
+    config.start();
+    Block block;
+    hit(rec, block);
+    auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    return frames[0];
 }
 
 StopReason stop_reason() {
@@ -382,17 +424,13 @@ TEST_CASE("inproc: a long M range is split into blocks of at most 0xffff bytes",
         memory[i] = static_cast<std::uint8_t>(i * 31);
     TracepointRecord& rec =
         config.add(1, 0x1000, {memory_action(address_of(memory.data()), 70000)});
-    config.start();
-    Block block;
-    hit(rec, block);
-    auto frames = drain();
-    REQUIRE(frames.size() == 1);
-    REQUIRE(frames[0].memory.size() == 2);
-    CHECK(frames[0].memory[0].address == address_of(memory.data()));
-    CHECK(frames[0].memory[0].bytes.size() == 0xffff);
-    CHECK(frames[0].memory[1].address == address_of(memory.data()) + 0xffff);
-    std::vector<std::uint8_t> joined = frames[0].memory[0].bytes;
-    joined.insert(joined.end(), frames[0].memory[1].bytes.begin(), frames[0].memory[1].bytes.end());
+    const auto m = hit_once(config, rec).memory;
+    REQUIRE(m.size() == 2);
+    CHECK(m[0].address == address_of(memory.data()));
+    CHECK(m[0].bytes.size() == 0xffff);
+    CHECK(m[1].address == address_of(memory.data()) + 0xffff);
+    std::vector<std::uint8_t> joined = m[0].bytes;
+    joined.insert(joined.end(), m[1].bytes.begin(), m[1].bytes.end());
     CHECK(joined == memory);
 }
 
@@ -421,13 +459,7 @@ TEST_CASE("inproc: unreadable memory is never read and the readable prefix is co
                     memory_action(pages.address(page - 16), 32),      // across the two pages: whole
                     memory_action(0xfffffffffffff000ull, 0x2000),     // wraps the address space
                     memory_action(0, 16)});                           // null page
-    config.start();
-    Block block;
-    hit(rec, block);
-
-    auto frames = drain();
-    REQUIRE(frames.size() == 1);
-    const auto& m = frames[0].memory;
+    const auto m = hit_once(config, rec).memory;
     REQUIRE(m.size() == 3);
     CHECK(m[0].address == pages.address(100));
     CHECK(m[0].bytes == std::vector<std::uint8_t>(pages.base + 100, pages.base + 300));
@@ -454,14 +486,10 @@ TEST_CASE("inproc: expressions read memory safely through the collector", "[inpr
     put_be(bytes, address_of(pages.guard()), 8);
     bytes.insert(bytes.end(), {0x1a, 0x27});
     TracepointRecord& rec = config.add(1, 0x1000, {config.expression(program(bytes))});
-    config.start();
-    Block block;
-    hit(rec, block);
-    auto frames = drain();
-    REQUIRE(frames.size() == 1);
-    REQUIRE(frames[0].memory.size() == 1);
-    CHECK(frames[0].memory[0].address == pages.address(pages.page - 8));
-    CHECK(frames[0].memory[0].bytes == std::vector<std::uint8_t>(pages.guard() - 8, pages.guard()));
+    const auto m = hit_once(config, rec).memory;
+    REQUIRE(m.size() == 1);
+    CHECK(m[0].address == pages.address(pages.page - 8));
+    CHECK(m[0].bytes == std::vector<std::uint8_t>(pages.guard() - 8, pages.guard()));
     CHECK(stop_reason() == StopReason::None);
     CHECK(header().tracing.load() == 1);
 }
@@ -474,10 +502,7 @@ TEST_CASE("inproc: an interpreted condition lets only matching hits collect", "[
     config.condition(rec, config.expression(program({0x26, 0, 5, 0x22, 3, 0x08, 0x0e, 0x27})));
     config.start();
     Block block;
-    for (std::uint64_t i = 0; i < 30; ++i) {
-        block.set("rdi", i);
-        hit(rec, block);
-    }
+    hit_numbered(rec, block, "rdi", 30);
     auto frames = drain();
     REQUIRE(frames.size() == 10);
     for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -508,20 +533,12 @@ TEST_CASE("inproc: pass count 5 with four threads: exactly five records", "[inpr
     TracepointRecord& rec = config.add(3, 0x1000, {registers_action()});
     rec.pass_count = 5;
     config.start();
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t)
-        threads.emplace_back([&, t] {
-            Block block;
-            block.set("rax", static_cast<std::uint64_t>(t));
-            while (!go.load())
-                ;
-            for (int i = 0; i < 1000; ++i)
-                hit(rec, block);
-        });
-    go = true;
-    for (auto& t : threads)
-        t.join();
+    on_threads(4, [&](int t) {
+        Block block;
+        block.set("rax", static_cast<std::uint64_t>(t));
+        for (int i = 0; i < 1000; ++i)
+            hit(rec, block);
+    });
     auto frames = drain();
     CHECK(frames.size() == 5);
     CHECK(stop_reason() == StopReason::PassCount);
@@ -555,25 +572,6 @@ ConcurrentRun run_concurrently() {
     TracepointRecord& rec =
         config.add(5, 0x1000, {registers_action(), memory_action(0, 8, regnum("rsi"))});
     config.start();
-    std::atomic<int> running{kThreads};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t)
-        threads.emplace_back([&, t] {
-            Block block;
-            std::uint64_t sequence = 0;
-            block.set("rax", static_cast<std::uint64_t>(t));
-            block.set("rsi", address_of(&sequence));
-            while (!go.load())
-                ;
-            for (std::uint64_t i = 0; i < kHits; ++i) {
-                sequence = i;
-                block.set("rbx", i);
-                hit(rec, block);
-            }
-            running.fetch_sub(1);
-        });
-
     std::vector<std::uint64_t> last(kThreads, 0);
     std::vector<bool> any(kThreads, false);
     auto take = [&] {
@@ -596,13 +594,23 @@ ConcurrentRun run_concurrently() {
             ++run.total;
         });
     };
-    go = true;
-    while (running.load() > 0) {
-        take();
-        ++run.passes;
-    }
-    for (auto& t : threads)
-        t.join();
+    on_threads(
+        kThreads,
+        [&](int t) {
+            Block block;
+            std::uint64_t sequence = 0;
+            block.set("rax", static_cast<std::uint64_t>(t));
+            block.set("rsi", address_of(&sequence));
+            for (std::uint64_t i = 0; i < kHits; ++i) {
+                sequence = i;
+                block.set("rbx", i);
+                hit(rec, block);
+            }
+        },
+        [&] {
+            take();
+            ++run.passes;
+        });
     take();
     CHECK(header().dropped_frames.load() == 0);
     CHECK(stop_reason() == StopReason::None);
@@ -643,12 +651,7 @@ TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]
     {
         Config config;
         TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
-        config.start();
-        Block block;
-        hit(rec, block);
-        auto frames = drain();
-        REQUIRE(frames.size() == 1);
-        size = frames[0].header.size;
+        size = hit_once(config, rec).header.size;
     }
     const std::uint64_t widened = size + host().g_size() - core_bytes();
 
@@ -658,10 +661,7 @@ TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]
         TracepointRecord& rec = config.add(2, 0x1000, {registers_action()});
         config.start();
         Block block;
-        for (std::uint64_t i = 0; i < 20; ++i) {
-            block.set("rbx", i);
-            hit(rec, block);
-        }
+        hit_numbered(rec, block, "rbx", 20);
         auto frames = drain();
         INFO("record " << size << " bytes, widened " << widened << ", budget " << budget);
         CHECK((frames.size() == budget / size || frames.size() == budget / widened));
@@ -680,19 +680,11 @@ TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]
         Config config(false, static_cast<std::int64_t>(budget));
         TracepointRecord& rec = config.add(2, 0x1000, {registers_action()});
         config.start();
-        std::vector<std::thread> threads;
-        std::atomic<bool> go{false};
-        for (int t = 0; t < 4; ++t)
-            threads.emplace_back([&] {
-                Block block;
-                while (!go.load())
-                    ;
-                for (int i = 0; i < 1000; ++i)
-                    hit(rec, block);
-            });
-        go = true;
-        for (auto& t : threads)
-            t.join();
+        on_threads(4, [&](int) {
+            Block block;
+            for (int i = 0; i < 1000; ++i)
+                hit(rec, block);
+        });
         auto frames = drain();
         INFO("record " << size << " bytes, widened " << widened << ", " << frames.size()
                        << " frames");

@@ -1,0 +1,158 @@
+"""Debugging on the arm64 board, against each stub: breakpoints, continue, next/step/finish/
+until, registers (general, pc, cpsr and a SIMD v register, read and written), memory, set
+var, threads, and the hardware debug registers (watch, hbreak, awatch).
+
+basic.c: main fills `watched` (3 writes), calls sum_squares(3) (square() of 1, 2, 3), prints
+"sum=14" and exits with `exit_code` (3). traced_threads.c: 4 threads call work(id, round)
+5 times each; then main calls all_done() and prints the results (500 * id + 10 each).
+"""
+
+import re
+
+import pytest
+
+from harness import assert_in_order, hex_value
+from scenario import TO_MAIN
+from board import BoardScenario
+
+V0 = "0x1122334455667788"
+
+
+def test_session(arm64):
+    s = BoardScenario(arm64, "basic")
+    line = s.line
+    r = s.gdb(
+        "break sum_squares", "continue", "bt", "print n", "info registers x0",
+        "next", "next", "step", "finish",
+        f"until {line('sum_return')}", "print total", "up", "print p", "print p.x * 100 + p.y",
+        "info registers pc", "print/x $pc", "info registers sp cpsr",
+        "x/4dw squares", "x/2xw square",
+        # A SIMD register: written through its 64-bit lanes, read back after the program ran on.
+        "info registers v0", f"set var $v0.d.u[0] = {V0}", "set var $v0.d.u[1] = 0x99",
+        "stepi", "print/x $v0.d.u", "print $d0.u == $v0.d.u[0]",
+        "set var exit_code = 5", "print exit_code", "continue",
+    )
+    assert_in_order(
+        r.of("break sum_squares"), rf"^Breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c, line {line('sum_first')}\.$"
+    )
+    assert_in_order(r.of("continue"), rf"^Breakpoint 1, sum_squares \(n=3\) at .*basic\.c:{line('sum_first')}$")
+    assert_in_order(
+        r.of("bt"),
+        r"^#0  sum_squares \(n=3\) at .*basic\.c:\d+",
+        rf"^#1  0x[0-9a-f]+ in main \(\) at .*basic\.c:{line('main_call')}",
+    )
+    assert r.value("print n") == "3"
+    assert_in_order(r.of("info registers x0"), r"^x0\s+0x3\s+3$")
+    # next, next: to the loop head, then into the body; step enters square(1).
+    assert re.match(rf"{line('sum_loop')}\s+for \(int i = 1;", r.of("next")), r.of("next")
+    assert re.match(rf"{line('sum_call')}\s+total \+= square\(i\);", r.of("next", 1)), r.of("next", 1)
+    assert_in_order(r.of("step"), rf"^square \(v=1\) at .*basic\.c:{line('square_body')}$")
+    assert_in_order(r.of("finish"), r"in sum_squares \(n=3\)", r"^Value returned is \$\d+ = 1$")
+    assert_in_order(r.of(f"until {line('sum_return')}"), rf"sum_squares \(n=3\) at .*basic\.c:{line('sum_return')}")
+    assert r.value("print total") == "14"
+    assert_in_order(r.of("up"), r"^#1  0x[0-9a-f]+ in main \(\)")
+    assert r.value("print p") == "{x = 3, y = 4}"
+    assert r.value("print p.x * 100 + p.y") == "304"
+
+    pc = hex_value(r.of("info registers pc"), r"^pc\s+0x([0-9a-f]+)\s+0x[0-9a-f]+ <main\+\d+>$")
+    assert hex_value(r.of("print/x $pc"), r"= 0x([0-9a-f]+)$") == pc
+    assert_in_order(r.of("info registers sp cpsr"), r"^sp\s+0x[0-9a-f]{8,}\s", r"^cpsr\s+0x[0-9a-f]+\s+\[ .*EL=0")
+
+    assert re.match(r"0x[0-9a-f]+ <squares>:\s+1\s+4\s+9\s+16\s*$", r.of("x/4dw squares")), r.of("x/4dw squares")
+    # The code as the file has it: a breakpoint the stub has in square() is hidden.
+    assert re.match(r"0x[0-9a-f]+ <square>:\s+0x[0-9a-f]{8}\s+0x[0-9a-f]{8}\s*$", r.of("x/2xw square"))
+
+    assert_in_order(r.of("info registers v0"), r"^v0\s+\{d = \{f = \{")
+    assert r.value("print/x $v0.d.u") == f"{{{V0}, 0x99}}"
+    assert r.value("print $d0.u == $v0.d.u[0]") == "1"
+    assert r.value("print exit_code") == "5"
+    assert_in_order(r.of("continue", 1), r"^\[Inferior 1 \(process \d+\) exited with code 05\]$")
+    s.server.wait_for(r"^sum=14$")
+    s.server.wait_for(r"^Child exited with status 5$")
+
+
+THREAD_ROW = re.compile(r"^\*?\s+(\d+)\s+Thread \d+\.(\d+) ", re.M)
+
+
+def test_threads(arm64):
+    """A breakpoint in work() stops one of 4 threads with all 5 listed; each thread has its
+    own stack; the program, continued, joins them and computes the right results."""
+    s = BoardScenario(arm64, "traced_threads")
+    r = s.gdb(
+        *TO_MAIN, "break work", "continue", "info threads", "print id", "bt", "thread apply all print $sp",
+        "delete", "break all_done", "continue", "info threads", "print results", "delete", "continue",
+    )
+    hit = r'^Thread (\d+) "traced_threads" hit Breakpoint 2, work \(id=(\d), round=0\)'
+    stop = re.search(hit, r.of("continue", 1), re.M)
+    assert stop, r.of("continue", 1)
+    assert stop.group(1) != "1"  # a worker, not main
+    rows = THREAD_ROW.findall(r.of("info threads"))
+    assert [number for number, _ in rows] == ["1", "2", "3", "4", "5"], r.of("info threads")
+    assert len({lwp for _, lwp in rows}) == 5
+    assert r.value("print id") == stop.group(2)
+    assert_in_order(r.of("bt"), r"^#0  work \(id=\d, round=0\)", r"^#1  0x[0-9a-f]+ in call_work ")
+    stacks = re.findall(r"= \(void \*\) (0x[0-9a-f]+)$", r.of("thread apply all print $sp"), re.M)
+    assert len(stacks) == 5 and len(set(stacks)) == 5, r.of("thread apply all print $sp")
+
+    assert_in_order(r.of("continue", 2), r"^Thread 1 \"traced_threads\" hit Breakpoint 3, all_done \(\)")
+    assert THREAD_ROW.findall(r.of("info threads", 1)) == [rows[0]], r.of("info threads", 1)
+    assert r.value("print results") == "{10, 510, 1010, 1510}"
+    s.exited(r.of("continue", 3), 0)
+    s.server.wait_for(r"^results 10 510 1010 1510$")
+
+
+def test_thread_pointer(arm64):
+    """Each thread's TLS pointer (tpidr_el0, gdb's $tpidr): what gdb needs for __thread
+    variables and libthread_db. Main's and the workers' all differ."""
+    s = BoardScenario(arm64, "traced_threads")
+    r = s.gdb(*TO_MAIN, "print/x $tpidr", "break work", "continue", "thread apply all print/x $tpidr", "kill")
+    assert re.fullmatch(r"0x[0-9a-f]{8,}", r.value("print/x $tpidr")), r.of("print/x $tpidr")
+    pointers = re.findall(r"^\$\d+ = (0x[0-9a-f]+)$", r.of("thread apply all print/x $tpidr"), re.M)
+    assert len(pointers) == 5 and len(set(pointers)) == 5, r.of("thread apply all print/x $tpidr")
+    assert r.value("print/x $tpidr") in pointers
+
+
+# --------------------------------------------------------------------------- debug registers
+
+
+@pytest.mark.hw_watchpoint
+def test_watchpoint(arm64, hw_debug):
+    s = BoardScenario(arm64, "basic")
+    loop_line = s.line("watch_loop")
+    write_line = s.line("watch_write")
+    r = s.gdb("break main", "continue", "watch watched", *["continue"] * 3, "delete 2", "continue")
+    assert_in_order(r.of("watch watched"), r"^Hardware watchpoint 2: watched$")
+    for i, (old, new) in enumerate([(0, 10), (10, 20), (20, 30)]):
+        assert_in_order(
+            r.of("continue", i + 1),
+            r"^Hardware watchpoint 2: watched$",
+            rf"^Old value = {old}$",
+            rf"^New value = {new}$",
+            # The trap comes after the store: the rest of its line, or the loop head.
+            rf"^(main \(\) at .*basic\.c:({loop_line}|{write_line})|0x[0-9a-f]+\s+{write_line}\s.*)$",
+        )
+    assert_in_order(r.of("continue", 4), r"exited with code 03\]$")
+
+
+@pytest.mark.hw_watchpoint
+def test_hardware_breakpoint(arm64, hw_debug):
+    r = BoardScenario(arm64, "basic").gdb("hbreak square", "continue", "continue", "delete", "continue")
+    assert_in_order(r.of("hbreak square"), r"^Hardware assisted breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c")
+    assert_in_order(r.of("continue"), r"Breakpoint 1, square \(v=1\)")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 1, square \(v=2\)")
+    assert_in_order(r.of("continue", 2), r"exited with code 03\]$")
+
+
+@pytest.mark.hw_watchpoint
+def test_access_watchpoint(arm64, hw_debug):
+    s = BoardScenario(arm64, "basic")
+    r = s.gdb("break sum_squares", "continue", "awatch exit_code", "continue", "continue")
+    assert_in_order(r.of("awatch exit_code"), r"^Hardware access \(read/write\) watchpoint 2: exit_code$")
+    ret = s.line("main_return")
+    assert_in_order(
+        r.of("continue", 1),
+        r"^Hardware access \(read/write\) watchpoint 2: exit_code$",
+        r"^Value = 3$",
+        rf"main \(\) at .*basic\.c:({ret}|{ret + 1})$|^0x[0-9a-f]+\s+{ret}\s",
+    )
+    assert_in_order(r.of("continue", 2), r"exited with code 03\]$")
