@@ -82,6 +82,33 @@ Status set_regset(pid_t tid, int note, const std::uint8_t* data, std::size_t siz
     return ok_status();
 }
 
+// Named bit fields of a register, as gdb shows them (a target description's <flags>).
+struct Field {
+    const char* name;
+    int start, end;
+};
+constexpr Field kCpsrFlags[] = {
+    {"SP", 0, 0},   {"EL", 2, 3},    {"nRW", 4, 4},     {"F", 6, 6},      {"I", 7, 7},
+    {"A", 8, 8},    {"D", 9, 9},     {"BTYPE", 10, 11}, {"SSBS", 12, 12}, {"IL", 20, 20},
+    {"SS", 21, 21}, {"PAN", 22, 22}, {"UAO", 23, 23},   {"DIT", 24, 24},  {"TCO", 25, 25},
+    {"V", 28, 28},  {"C", 29, 29},   {"Z", 30, 30},     {"N", 31, 31}};
+constexpr Field kFpsrFlags[] = {{"IOC", 0, 0}, {"DZC", 1, 1}, {"OFC", 2, 2},  {"UFC", 3, 3},
+                                {"IXC", 4, 4}, {"IDC", 7, 7}, {"QC", 27, 27}, {"V", 28, 28},
+                                {"C", 29, 29}, {"Z", 30, 30}, {"N", 31, 31}};
+constexpr Field kFpcrFlags[] = {
+    {"FIZ", 0, 0},   {"AH", 1, 1},     {"NEP", 2, 2},      {"IOE", 8, 8},     {"DZE", 9, 9},
+    {"OFE", 10, 10}, {"UFE", 11, 11},  {"IXE", 12, 12},    {"EBF", 13, 13},   {"IDE", 15, 15},
+    {"Len", 16, 18}, {"FZ16", 19, 19}, {"Stride", 20, 21}, {"RMode", 22, 23}, {"FZ", 24, 24},
+    {"DN", 25, 25},  {"AHP", 26, 26}};
+
+std::string flags_xml(const char* id, std::span<const Field> fields) {
+    std::string xml = fmt::format("    <flags id=\"{}\" size=\"4\">\n", id);
+    for (const Field& f : fields)
+        xml += fmt::format("      <field name=\"{}\" start=\"{}\" end=\"{}\"/>\n", f.name, f.start,
+                           f.end);
+    return xml + "    </flags>\n";
+}
+
 } // namespace
 
 std::span<const RegisterDesc> registers() {
@@ -199,28 +226,8 @@ std::string target_xml() {
   <architecture>aarch64</architecture>
   <osabi>GNU/Linux</osabi>
   <feature name="org.gnu.gdb.aarch64.core">
-    <flags id="cpsr_flags" size="4">
-      <field name="SP" start="0" end="0"/>
-      <field name="EL" start="2" end="3"/>
-      <field name="nRW" start="4" end="4"/>
-      <field name="F" start="6" end="6"/>
-      <field name="I" start="7" end="7"/>
-      <field name="A" start="8" end="8"/>
-      <field name="D" start="9" end="9"/>
-      <field name="BTYPE" start="10" end="11"/>
-      <field name="SSBS" start="12" end="12"/>
-      <field name="IL" start="20" end="20"/>
-      <field name="SS" start="21" end="21"/>
-      <field name="PAN" start="22" end="22"/>
-      <field name="UAO" start="23" end="23"/>
-      <field name="DIT" start="24" end="24"/>
-      <field name="TCO" start="25" end="25"/>
-      <field name="V" start="28" end="28"/>
-      <field name="C" start="29" end="29"/>
-      <field name="Z" start="30" end="30"/>
-      <field name="N" start="31" end="31"/>
-    </flags>
 )";
+    xml += flags_xml("cpsr_flags", kCpsrFlags);
     for (int r = 0; r <= 30; ++r)
         xml += fmt::format("    <reg name=\"x{}\" bitsize=\"64\" type=\"int\" regnum=\"{}\"/>\n", r,
                            r);
@@ -246,39 +253,11 @@ std::string target_xml() {
     <union id="vnh"><field name="u" type="v8u"/><field name="s" type="v8i"/></union>
     <union id="vnb"><field name="u" type="v16u"/><field name="s" type="v16i"/></union>
     <union id="vnq"><field name="u" type="v1u"/><field name="s" type="v1i"/></union>
-    <flags id="fpsr_flags" size="4">
-      <field name="IOC" start="0" end="0"/>
-      <field name="DZC" start="1" end="1"/>
-      <field name="OFC" start="2" end="2"/>
-      <field name="UFC" start="3" end="3"/>
-      <field name="IXC" start="4" end="4"/>
-      <field name="IDC" start="7" end="7"/>
-      <field name="QC" start="27" end="27"/>
-      <field name="V" start="28" end="28"/>
-      <field name="C" start="29" end="29"/>
-      <field name="Z" start="30" end="30"/>
-      <field name="N" start="31" end="31"/>
-    </flags>
-    <flags id="fpcr_flags" size="4">
-      <field name="FIZ" start="0" end="0"/>
-      <field name="AH" start="1" end="1"/>
-      <field name="NEP" start="2" end="2"/>
-      <field name="IOE" start="8" end="8"/>
-      <field name="DZE" start="9" end="9"/>
-      <field name="OFE" start="10" end="10"/>
-      <field name="UFE" start="11" end="11"/>
-      <field name="IXE" start="12" end="12"/>
-      <field name="EBF" start="13" end="13"/>
-      <field name="IDE" start="15" end="15"/>
-      <field name="Len" start="16" end="18"/>
-      <field name="FZ16" start="19" end="19"/>
-      <field name="Stride" start="20" end="21"/>
-      <field name="RMode" start="22" end="23"/>
-      <field name="FZ" start="24" end="24"/>
-      <field name="DN" start="25" end="25"/>
-      <field name="AHP" start="26" end="26"/>
-    </flags>
-    <union id="aarch64v"><field name="d" type="vnd"/><field name="s" type="vns"/><field name="h" type="vnh"/><field name="b" type="vnb"/><field name="q" type="vnq"/></union>
+)";
+    xml += flags_xml("fpsr_flags", kFpsrFlags);
+    xml += flags_xml("fpcr_flags", kFpcrFlags);
+    xml +=
+        R"(    <union id="aarch64v"><field name="d" type="vnd"/><field name="s" type="vns"/><field name="h" type="vnh"/><field name="b" type="vnb"/><field name="q" type="vnq"/></union>
 )";
     for (int r = 0; r < 32; ++r)
         xml +=

@@ -52,6 +52,19 @@ Status conditional(Emitter& e, std::uint32_t hop, std::uint64_t from, std::uint6
     return e.branch(target);                       // taken
 }
 
+// Where a branch or literal load whose word offset sits at bit 5 (`bits` wide) points.
+std::uint64_t pc_relative(std::uint32_t insn, std::uint64_t from, unsigned bits) {
+    return from +
+           static_cast<std::uint64_t>(sign_extend((insn >> 5) & ((1u << bits) - 1), bits) * 4);
+}
+
+// The offset width of a conditional branch (B.cond, CBZ/CBNZ: 19; TBZ/TBNZ: 14), 0 for others.
+unsigned conditional_offset_bits(std::uint32_t insn) {
+    if ((insn & 0xff000010) == 0x54000000 || (insn & 0x7e000000) == 0x34000000) return 19;
+    if ((insn & 0x7e000000) == 0x36000000) return 14;
+    return 0;
+}
+
 } // namespace
 
 Result<std::uint32_t> encode_branch(std::uint64_t from, std::uint64_t to) {
@@ -74,28 +87,16 @@ Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t fro
     std::optional<std::uint64_t> back; // pad offset of the way back, when not at the end
     if ((insn & 0x7c000000) == 0x14000000) { // B, BL
         const std::uint64_t target =
-            from + static_cast<std::uint64_t>(sign_extend(insn & 0x3ffffff, 26) * 4);
+            from + static_cast<std::uint64_t>(sign_extend(insn & 0x3ffffff, 26) * 4); // at bit 0
         if (insn & 0x80000000) e.move_wide(30, from + 4); // BL: the return address
         done = e.branch(target);
         falls_through = false;
-    } else if ((insn & 0xff000010) == 0x54000000) { // B.cond
-        const std::uint64_t target =
-            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
-        done = conditional(e, (insn & ~(0x7ffffu << 5)) | 2u << 5, from, target);
+    } else if (const unsigned bits = conditional_offset_bits(insn)) {
+        // B.cond, CBZ/CBNZ (imm19), TBZ/TBNZ (imm14): the same test over a hop, then B.
+        const std::uint32_t field = ((1u << bits) - 1) << 5;
+        done = conditional(e, (insn & ~field) | 2u << 5, from, pc_relative(insn, from, bits));
         falls_through = false;
         back = 4;                                   // the not-taken branch is the way back
-    } else if ((insn & 0x7e000000) == 0x34000000) { // CBZ, CBNZ
-        const std::uint64_t target =
-            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
-        done = conditional(e, (insn & ~(0x7ffffu << 5)) | 2u << 5, from, target);
-        falls_through = false;
-        back = 4;
-    } else if ((insn & 0x7e000000) == 0x36000000) { // TBZ, TBNZ
-        const std::uint64_t target =
-            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x3fff, 14) * 4);
-        done = conditional(e, (insn & ~(0x3fffu << 5)) | 2u << 5, from, target);
-        falls_through = false;
-        back = 4;
     } else if ((insn & 0x1f000000) == 0x10000000) { // ADR, ADRP
         const std::uint64_t imm = ((insn >> 29) & 3) | ((insn >> 5) & 0x7ffff) << 2;
         const bool page = insn & 0x80000000;
@@ -105,8 +106,7 @@ Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t fro
                  : from + static_cast<std::uint64_t>(sign_extend(imm, 21));
         e.move_wide(insn & 0x1f, target);
     } else if ((insn & 0x3b000000) == 0x18000000) { // LDR (literal): GPR and SIMD&FP, PRFM
-        const std::uint64_t target =
-            from + static_cast<std::uint64_t>(sign_extend((insn >> 5) & 0x7ffff, 19) * 4);
+        const std::uint64_t target = pc_relative(insn, from, 19);
         const unsigned rt = insn & 0x1f;
         const unsigned opc = insn >> 30;
         if (insn & 0x04000000)
