@@ -109,12 +109,19 @@ Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t fro
         const std::uint64_t target = pc_relative(insn, from, 19);
         const unsigned rt = insn & 0x1f;
         const unsigned opc = insn >> 30;
-        if (insn & 0x04000000)
-            return make_error(ErrorCode::Unsupported,
-                              fmt::format("the SIMD&FP literal load at 0x{:x} needs a scratch "
-                                          "register to move",
-                                          from));
-        if (opc == 3) {
+        if (insn & 0x04000000) {
+            // SIMD&FP: no general register of its own to build the address in, so x16 is
+            // borrowed and restored around the load. The stack pointer moves first: AArch64
+            // has no red zone, a signal handler may write right below it.
+            if (opc == 3)
+                return make_error(ErrorCode::Unsupported,
+                                  fmt::format("0x{:x}: not an instruction", from));
+            e.put(0xf81f0ff0); // str x16, [sp, #-16]!
+            e.move_wide(16, target);
+            static constexpr std::uint32_t kLoad[] = {0xbd400000, 0xfd400000, 0x3dc00000};
+            e.put(kLoad[opc] | 16u << 5 | rt); // ldr St | Dt | Qt, [x16]
+            e.put(0xf84107f0);                 // ldr x16, [sp], #16
+        } else if (opc == 3) {
             e.put(kNop); // PRFM: a hint, dropped
         } else {
             e.move_wide(rt, target);

@@ -26,6 +26,7 @@ constexpr std::uint64_t kStack = 0x20000000;
 struct Outcome {
     std::array<std::uint64_t, 31> x{};
     std::uint64_t sp = 0, pc = 0, nzcv = 0;
+    std::array<std::uint64_t, 2> q1{}; // what SIMD&FP literal loads fill
 };
 
 int xreg(int n) {
@@ -70,6 +71,7 @@ Outcome run(const std::vector<std::uint8_t>& code, std::uint64_t at, std::uint64
         uc_reg_read(uc, xreg(r), &o.x[static_cast<std::size_t>(r)]);
     uc_reg_read(uc, UC_ARM64_REG_SP, &o.sp);
     uc_reg_read(uc, UC_ARM64_REG_NZCV, &o.nzcv);
+    uc_reg_read(uc, UC_ARM64_REG_Q1, o.q1.data());
     o.pc = pc;
     uc_close(uc);
     return o;
@@ -96,6 +98,7 @@ void check_same(std::uint32_t insn, std::uint64_t nzcv, const std::string& what)
     CHECK(got.pc == want.pc);
     CHECK(got.sp == want.sp);
     CHECK(got.nzcv == want.nzcv);
+    CHECK(got.q1 == want.q1);
     for (std::size_t r = 0; r < want.x.size(); ++r) {
         INFO("x" << r);
         CHECK(got.x[r] == want.x[r]);
@@ -128,14 +131,17 @@ TEST_CASE("aarch64 relocation: pc-relative addresses and literal loads", "[arch]
     check_same(0x58000000 | words(kData + 8, 19) << 5 | 10, 0, "ldr x10, literal");
     check_same(0x98000000 | words(kData + 16, 19) << 5 | 11, 0, "ldrsw x11, literal");
     check_same(0xd8000000 | words(kData, 19) << 5, 0, "prfm, literal");
+    check_same(0x1c000000 | words(kData + 4, 19) << 5 | 1, 0, "ldr s1, literal (x16 borrowed)");
+    check_same(0x5c000000 | words(kData + 8, 19) << 5 | 1, 0, "ldr d1, literal");
+    check_same(0x9c000000 | words(kData + 16, 19) << 5 | 1, 0, "ldr q1, literal");
     check_same(0x8b020020, 0, "add x0, x1, x2 (no pc in it)");
 }
 
 TEST_CASE("aarch64 relocation: what cannot move says so", "[arch][aarch64]") {
-    // A SIMD&FP literal load has no general register to build the address in.
-    auto simd = a64::relocate(bytes_of(0x5c000000 | words(kData, 19) << 5 | 1), kFrom, kPad);
-    REQUIRE_FALSE(simd);
-    CHECK(simd.error().text.find("SIMD&FP literal") != std::string::npos);
+    // An unallocated literal-load encoding (opc 11 with V set).
+    auto bad = a64::relocate(bytes_of(0xdc000000 | words(kData, 19) << 5 | 1), kFrom, kPad);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().text.find("not an instruction") != std::string::npos);
     // A branch from a pad out of B's ±128 MiB reach.
     auto far = a64::relocate(bytes_of(0x8b020020), kFrom, kFrom + (std::uint64_t{1} << 28));
     CHECK_FALSE(far);
