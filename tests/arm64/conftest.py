@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
 from board import REPO, SERVERS, Board, BoardE2E, BoardScenario  # noqa: E402
-from harness import assert_in_order  # noqa: E402
+from harness import assert_in_order, closing, use_scratch  # noqa: E402
 
 
 # The boards this session booted (for the summary).
@@ -46,10 +46,7 @@ def tpagent_binary() -> Path:
 def pytest_configure(config):
     config.addinivalue_line("markers", "tpagent_only(why): tpagent's own feature; skipped for gdbserver")
     config.addinivalue_line("markers", "hw_watchpoint: needs the board's debug registers (skipped if they fail)")
-    scratch = os.environ.get("TPAGENT_ARM64_SCRATCH")
-    if scratch and not config.option.basetemp:
-        Path(scratch).parent.mkdir(parents=True, exist_ok=True)  # pytest makes only the last level
-        config.option.basetemp = scratch
+    use_scratch(config, "TPAGENT_ARM64_SCRATCH")
     if "tpagent" in selected_servers():  # both check the environment before anything runs
         tpagent_binary()
 
@@ -95,10 +92,7 @@ def server_bin(request):
 @pytest.fixture
 def arm64(board, server_bin, tmp_path):
     """The e2e harness on the board, for one stub (the test's parameter)."""
-    session = BoardE2E(board, server_bin, tmp_path)
-    yield session
-    survivors = session.close()
-    assert not survivors, f"processes left behind after SIGKILL: {survivors}"
+    yield from closing(BoardE2E(board, server_bin, tmp_path))
 
 
 @pytest.fixture
@@ -110,9 +104,7 @@ def both(board, tmp_path):
     for name, server in SERVERS.items():
         (tmp_path / name).mkdir()
         sessions[name] = BoardE2E(board, server, tmp_path / name)
-    yield sessions
-    survivors = [s for session in sessions.values() for s in session.close()]
-    assert not survivors, f"processes left behind after SIGKILL: {survivors}"
+    yield from closing(sessions, *sessions.values())
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ variable, stepped() two while-stepping frames. Both stubs start the program the 
 import difflib
 import re
 
+import shared
 from scenario import TO_MAIN, trace, trace_to, while_stepping
 from board import BoardScenario
 
@@ -30,13 +31,7 @@ def traced_run(arm64) -> tuple[str, str]:
     s = BoardScenario(arm64, PROGRAM, "3")
     define = s.define(
         "tvariable $calls = 7",
-        trace("record_hit", "collect $regs", "collect $args"),
-        trace(
-            s.at("record_return"),
-            "collect $locals",
-            "collect counter, current, table[1]@3, *cursor, *greeting@5",
-            "collect iteration * 100 + scale",
-        ),
+        *shared.record_hit_traces(s),
         trace("other_hit", "teval $calls = $calls * 2", "collect $calls, iteration"),
         trace("stepped", "collect x", while_stepping(2, "collect $pc, $sp, $x0")),
     )

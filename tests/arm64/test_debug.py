@@ -4,7 +4,8 @@ var, threads, and the hardware debug registers (watch, hbreak, awatch).
 
 basic.c: main fills `watched` (3 writes), calls sum_squares(3) (square() of 1, 2, 3), prints
 "sum=14" and exits with `exit_code` (3). traced_threads.c: 4 threads call work(id, round)
-5 times each; then main calls all_done() and prints the results (500 * id + 10 each).
+5 times each; then main calls all_done() and prints the results (500 * id + 10 each). The
+debug-register scenarios are tests/e2e/shared.py's, which tests/e2e runs too.
 """
 
 import re
@@ -12,8 +13,10 @@ import re
 import pytest
 
 from harness import assert_in_order, hex_value
+import shared
 from scenario import TO_MAIN
 from board import BoardScenario
+from shared import AARCH64
 
 V0 = "0x1122334455667788"
 
@@ -117,42 +120,14 @@ def test_thread_pointer(arm64):
 
 @pytest.mark.hw_watchpoint
 def test_watchpoint(arm64, hw_debug):
-    s = BoardScenario(arm64, "basic")
-    loop_line = s.line("watch_loop")
-    write_line = s.line("watch_write")
-    r = s.gdb("break main", "continue", "watch watched", *["continue"] * 3, "delete 2", "continue")
-    assert_in_order(r.of("watch watched"), r"^Hardware watchpoint 2: watched$")
-    for i, (old, new) in enumerate([(0, 10), (10, 20), (20, 30)]):
-        assert_in_order(
-            r.of("continue", i + 1),
-            r"^Hardware watchpoint 2: watched$",
-            rf"^Old value = {old}$",
-            rf"^New value = {new}$",
-            # The trap comes after the store: the rest of its line, or the loop head.
-            rf"^(main \(\) at .*basic\.c:({loop_line}|{write_line})|0x[0-9a-f]+\s+{write_line}\s.*)$",
-        )
-    assert_in_order(r.of("continue", 4), r"exited with code 03\]$")
+    shared.watchpoint_reports_old_and_new_values(BoardScenario(arm64, "basic"), AARCH64)
 
 
 @pytest.mark.hw_watchpoint
 def test_hardware_breakpoint(arm64, hw_debug):
-    r = BoardScenario(arm64, "basic").gdb("hbreak square", "continue", "continue", "delete", "continue")
-    assert_in_order(r.of("hbreak square"), r"^Hardware assisted breakpoint 1 at 0x[0-9a-f]+: file .*basic\.c")
-    assert_in_order(r.of("continue"), r"Breakpoint 1, square \(v=1\)")
-    assert_in_order(r.of("continue", 1), r"Breakpoint 1, square \(v=2\)")
-    assert_in_order(r.of("continue", 2), r"exited with code 03\]$")
+    shared.hardware_breakpoint(BoardScenario(arm64, "basic"))
 
 
 @pytest.mark.hw_watchpoint
 def test_access_watchpoint(arm64, hw_debug):
-    s = BoardScenario(arm64, "basic")
-    r = s.gdb("break sum_squares", "continue", "awatch exit_code", "continue", "continue")
-    assert_in_order(r.of("awatch exit_code"), r"^Hardware access \(read/write\) watchpoint 2: exit_code$")
-    ret = s.line("main_return")
-    assert_in_order(
-        r.of("continue", 1),
-        r"^Hardware access \(read/write\) watchpoint 2: exit_code$",
-        r"^Value = 3$",
-        rf"main \(\) at .*basic\.c:({ret}|{ret + 1})$|^0x[0-9a-f]+\s+{ret}\s",
-    )
-    assert_in_order(r.of("continue", 2), r"exited with code 03\]$")
+    shared.access_watchpoint_sees_a_read(BoardScenario(arm64, "basic"), AARCH64)

@@ -9,8 +9,8 @@ every 10 rounds) until the file exists on the board.
 
 import pytest
 
-from harness import DISCONNECTED, assert_in_order
-from scenario import TO_MAIN, parse_tdump, parse_tfind, parse_tstatus, trace
+import shared
+from scenario import parse_tdump, parse_tfind, parse_tstatus
 from board import BoardScenario
 
 PROGRAM = "traced"
@@ -25,77 +25,20 @@ def looping(arm64) -> tuple[BoardScenario, str]:
 
 
 def test_trace_runs_on_after_detach(arm64):
-    """gdb starts the trace and detaches; the program runs on, unwatched, hitting the
-    tracepoint; a second gdb finds the trace running, stops it and reads its frames."""
-    s, stop = looping(arm64)
-    define = s.define(trace("record_hit", "collect iteration"))
-    first = s.gdb(*TO_MAIN, define, "set disconnected-tracing on", "tstart", "detach")
-    assert_in_order(first.of("detach"), rf"^\[Inferior 1 \(process {s.pid}\) detached\]$")
-
-    # 40 rounds pass with no gdb at all.
-    s.server.wait_for(r"^tick 40$", timeout=TICK_TIMEOUT)
-    r = s.gdb(
-        "tstatus", "info tracepoints", "tstop", "tstatus",
-        "tfind start", "tdump", "tfind 30", "print iteration", "tfind none", stop, "continue",
-    )
-    # Connecting, gdb learns of the running trace and takes over the target's tracepoint.
-    assert_in_order(
-        r.of(s.connect),
-        r"^Trace is already running on the target\.$",
-        r"^Created tracepoint 1 for target's tracepoint 2 at 0x[0-9a-f]+\.$",
-    )
-    running = r.status()
-    assert (running.running, running.on_disconnect) == (True, "continue"), running
-    assert running.collected >= 40
-    assert_in_order(
-        r.of("info tracepoints"),
-        r"^1\s+tracepoint\s+keep y\s+0x[0-9a-f]+ in record_hit at .*traced\.c:\d+$",
-        r"^\s+collect iteration$",
-        r"^\s+installed on target$",
-    )
-    assert r.status(1).stopped == "by a tstop command", r.status(1)
-    r.dumped(1, 0, r"^iteration = 0$")
-    assert r.found("tfind 30") == (30, 1)
-    assert r.value("print iteration") == "30"
-    # The trace is stopped and the program, still whole, runs to its end.
-    s.exited(r.of("continue"), 0)
+    """gdb starts the trace and detaches; a second gdb finds it running and reads it."""
+    shared.trace_runs_on_after_detach(*looping(arm64), tick_timeout=TICK_TIMEOUT)
 
 
 def test_disconnect_stops_the_trace_when_off(arm64):
-    """disconnected-tracing off: the trace stops when gdb disconnects, and frames the
-    program makes afterwards are not recorded."""
-    s = BoardScenario(arm64, PROGRAM)
-    define = s.define(trace("record_hit", "collect iteration"))
-    s.gdb(
-        *TO_MAIN, define, "set disconnected-tracing off", "break halfway", "tstart",
-        "continue",  # record_hit 0..5 traced
-        "disconnect",
-    )
-    s.server.wait_for(DISCONNECTED)
-    r = s.gdb("tstatus", "break finished", "continue", "tstatus", "tfind 5", "print iteration", "tfind")
-    assert "Trace is already running" not in r.of(s.connect)
-    status = r.status()
-    assert (status.stopped, status.collected, status.on_disconnect) == ("because of disconnection", 6, "stop"), status
-    assert_in_order(r.of("continue"), r"Breakpoint 2, finished \(")
-    assert r.status(1).collected == 6, r.status(1)
-    assert r.value("print iteration") == "5"
-    assert r.found("tfind") is None
+    """disconnected-tracing off: the trace stops when gdb disconnects."""
+    shared.disconnect_stops_the_trace_when_off(BoardScenario(arm64, PROGRAM))
 
 
 @pytest.mark.tpagent_only("gdbserver leaves the stopped program stopped when gdb dies")
 def test_trace_survives_gdb_being_killed(arm64):
-    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the program is
-    set running again, keeps tracing with no gdb, and a new gdb finds the trace running."""
-    s, stop = looping(arm64)
-    define = s.define(trace("record_hit", "collect iteration"))
-    s.gdb_killed_after(*TO_MAIN, define, "set disconnected-tracing on", "tstart")
-    s.server.wait_for(DISCONNECTED)
-    s.server.wait_for(r"^tick 30$", timeout=TICK_TIMEOUT)
-    r = s.gdb("tstatus", "tstop", "tfind 20", "print iteration", "tfind none", stop, "continue")
-    assert_in_order(r.of(s.connect), r"^Trace is already running on the target\.$")
-    assert r.status().running, r.status()
-    assert r.value("print iteration") == "20"
-    s.exited(r.of("continue"), 0)
+    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the trace
+    goes on, and a new gdb finds it running."""
+    shared.trace_survives_gdb_being_killed(*looping(arm64), tick_timeout=TICK_TIMEOUT)
 
 
 VIEW = ("tstatus", "info tracepoints", "info tvariables", "tfind 4", "tdump", "info registers pc x0 x1", "tfind end")
@@ -107,8 +50,7 @@ def test_tsave_r_on_the_board(arm64):
     reads it exactly as it reads the file it writes itself with plain tsave."""
     s = BoardScenario(arm64, PROGRAM, "6")
     on_board, theirs = f"/tmp/{s.server.name}.tf", arm64.tmp / "host.tf"
-    collect = ("collect $regs, iteration, current, table[1]@3", "teval $hits = $hits + 1", "collect $hits")
-    define = s.define("tvariable $hits = 100", trace(s.at("record_first"), *collect))
+    define = shared.hits_define(s, registers=True)
     live = s.trace_and_save(define, f"tsave -r {on_board}", f"tsave {theirs}", anchor="record_hit")
     assert live.of(f"tsave -r {on_board}").strip() == "", live.of(f"tsave -r {on_board}")
     ours = arm64.board.fetch_file(on_board, arm64.tmp / "target.tf")

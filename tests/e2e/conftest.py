@@ -1,12 +1,9 @@
 """pytest fixtures for the end-to-end tests; see harness.py for the machinery."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 import harness
-from harness import E2E, Programs
+from harness import E2E, Programs, closing, use_scratch
 
 
 def find_server():
@@ -21,10 +18,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "tpagent_only: checks tpagent's documented behaviour where gdbserver differs")
     config.addinivalue_line("markers", "stress: long-running stress tests (deselect with -m 'not stress')")
     # ctest gives each test file its own scratch directory in the build tree.
-    scratch = os.environ.get("TPAGENT_E2E_SCRATCH")
-    if scratch and not config.option.basetemp:
-        Path(scratch).parent.mkdir(parents=True, exist_ok=True)  # pytest makes only the last level
-        config.option.basetemp = scratch
+    use_scratch(config, "TPAGENT_E2E_SCRATCH")
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +33,7 @@ def programs(tmp_path_factory):
 
 @pytest.fixture
 def e2e(server_bin, programs, tmp_path):
-    session = E2E(server_bin, programs, tmp_path)
-    yield session
-    survivors = session.close()
-    assert not survivors, f"processes left behind after SIGKILL: {survivors}"
+    yield from closing(E2E(server_bin, programs, tmp_path))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -520,6 +520,22 @@ def _clean_terminal_text(text: str) -> str:
 # --------------------------------------------------------------------------- output checks
 
 
+def use_scratch(config, variable: str) -> None:
+    """pytest's temporary directory is $VARIABLE when set (and --basetemp not given)."""
+    scratch = os.environ.get(variable)
+    if scratch and not config.option.basetemp:
+        Path(scratch).parent.mkdir(parents=True, exist_ok=True)  # pytest makes only the last level
+        config.option.basetemp = scratch
+
+
+def closing(value, *sessions: E2E):
+    """A fixture's body: yield VALUE (by default the one session) to the test, then close
+    the SESSIONS, failing the test if any process outlived its SIGKILL."""
+    yield value
+    survivors = [p for session in (sessions or (value,)) for p in session.close()]
+    assert not survivors, f"processes left behind after SIGKILL: {survivors}"
+
+
 def assert_in_order(text: str, *patterns: str) -> list[re.Match]:
     """Each regex must match, in this order, within text."""
     pos, matches = 0, []

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scenario import Scenario, parse_tdump, parse_tfind, parse_tstatus, tpdump, trace
+import shared
+from scenario import Scenario, parse_tdump, parse_tfind, parse_tstatus, tpdump
 
 PROGRAM = "traced"
 
@@ -21,9 +22,7 @@ def skip_on_gdbserver(e2e):
 
 def run_and_save(e2e, *save_commands, options=()):
     s = Scenario(e2e, PROGRAM, "6", options=options)
-    collect = ("collect $regs, iteration, current, table[1]@3", "teval $hits = $hits + 1", "collect $hits")
-    define = s.define("tvariable $hits = 100", trace(s.at("record_first"), *collect))
-    return s, s.trace_and_save(define, *save_commands, anchor="record_hit")
+    return s, s.trace_and_save(shared.hits_define(s, registers=True), *save_commands, anchor="record_hit")
 
 
 VIEW = ("tstatus", "info tracepoints", "info tvariables", "tfind 4", "tdump", "info registers rip", "tfind end")
