@@ -101,6 +101,18 @@ constexpr Field kFpcrFlags[] = {
     {"Len", 16, 18}, {"FZ16", 19, 19}, {"Stride", 20, 21}, {"RMode", 22, 23}, {"FZ", 24, 24},
     {"DN", 25, 25},  {"AHP", 26, 26}};
 
+struct Vector {
+    const char* id;
+    const char* type;
+    int count;
+};
+// The lanes a v register is seen as.
+constexpr Vector kVectors[] = {
+    {"v2d", "ieee_double", 2}, {"v2u", "uint64", 2},  {"v2i", "int64", 2},
+    {"v4f", "ieee_single", 4}, {"v4u", "uint32", 4},  {"v4i", "int32", 4},
+    {"v8u", "uint16", 8},      {"v8i", "int16", 8},   {"v16u", "uint8", 16},
+    {"v16i", "int8", 16},      {"v1u", "uint128", 1}, {"v1i", "int128", 1}};
+
 std::string flags_xml(const char* id, std::span<const Field> fields) {
     std::string xml = fmt::format("    <flags id=\"{}\" size=\"4\">\n", id);
     for (const Field& f : fields)
@@ -236,19 +248,12 @@ std::string target_xml() {
     <reg name="cpsr" bitsize="32" type="cpsr_flags"/>
   </feature>
   <feature name="org.gnu.gdb.aarch64.fpu">
-    <vector id="v2d" type="ieee_double" count="2"/>
-    <vector id="v2u" type="uint64" count="2"/>
-    <vector id="v2i" type="int64" count="2"/>
-    <vector id="v4f" type="ieee_single" count="4"/>
-    <vector id="v4u" type="uint32" count="4"/>
-    <vector id="v4i" type="int32" count="4"/>
-    <vector id="v8u" type="uint16" count="8"/>
-    <vector id="v8i" type="int16" count="8"/>
-    <vector id="v16u" type="uint8" count="16"/>
-    <vector id="v16i" type="int8" count="16"/>
-    <vector id="v1u" type="uint128" count="1"/>
-    <vector id="v1i" type="int128" count="1"/>
-    <union id="vnd"><field name="f" type="v2d"/><field name="u" type="v2u"/><field name="s" type="v2i"/></union>
+)";
+    for (const auto& v : kVectors)
+        xml += fmt::format("    <vector id=\"{}\" type=\"{}\" count=\"{}\"/>\n", v.id, v.type,
+                           v.count);
+    xml +=
+        R"(    <union id="vnd"><field name="f" type="v2d"/><field name="u" type="v2u"/><field name="s" type="v2i"/></union>
     <union id="vns"><field name="f" type="v4f"/><field name="u" type="v4u"/><field name="s" type="v4i"/></union>
     <union id="vnh"><field name="u" type="v8u"/><field name="s" type="v8i"/></union>
     <union id="vnb"><field name="u" type="v16u"/><field name="s" type="v16i"/></union>
