@@ -17,6 +17,17 @@ std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_of
     return std::nullopt;
 }
 
+bool in_relocated(const Relocated& r, std::uint64_t copy, std::uint64_t pc) {
+    return pc >= copy && pc - copy < r.code.size();
+}
+
+std::optional<std::uint64_t> original_address(const Relocated& r, std::uint64_t copy,
+                                              std::uint64_t site, std::uint64_t pc) {
+    if (!in_relocated(r, copy, pc)) return std::nullopt;
+    auto off = from_offset_of(r, pc - copy);
+    return off ? std::optional(site + *off) : std::nullopt;
+}
+
 std::optional<std::string> relocation_mismatch(std::span<const std::uint64_t> original,
                                                std::span<const std::uint64_t> relocated,
                                                std::uint64_t site, std::size_t covered) {

@@ -27,6 +27,11 @@ struct Relocated {
 // an instruction boundary.
 std::optional<std::size_t> pad_offset_of(const Relocated& r, std::size_t from_offset);
 std::optional<std::size_t> from_offset_of(const Relocated& r, std::size_t pad_offset);
+// For a pc inside relocated code placed at `copy`: whether it is inside at all, and the
+// original instruction's address (`site` + its offset) when it stands on a boundary.
+bool in_relocated(const Relocated& r, std::uint64_t copy, std::uint64_t pc);
+std::optional<std::uint64_t> original_address(const Relocated& r, std::uint64_t copy,
+                                              std::uint64_t site, std::uint64_t pc);
 
 // Code relocated by someone else (gdb, qRelocInsn) for an instruction displaced from
 // [site, site + covered): what is wrong with it, given the addresses its pc-relative operands

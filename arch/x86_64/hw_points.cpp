@@ -1,12 +1,9 @@
 #include "arch/hw_points.hpp"
 #include <vector>
-#if defined(__x86_64__)
 #include "arch/x86_64/debug_registers.hpp"
-#endif
 
 namespace tpagent::agent {
 
-#if defined(__x86_64__)
 struct HwPoints::State {
     struct Point {
         int type;
@@ -66,26 +63,5 @@ std::optional<HwHit> HwPoints::triggered(pid_t tid) {
     }
     return HwHit{2, *addr};
 }
-#else
-struct HwPoints::State {};
-HwPoints::HwPoints() : state_(std::make_unique<State>()) {}
-HwPoints::~HwPoints() = default;
-Status HwPoints::insert(int, std::uint64_t, std::uint64_t) {
-    return make_error(ErrorCode::Unsupported, "hardware points not available");
-}
-Status HwPoints::remove(int, std::uint64_t, std::uint64_t) {
-    return make_error(ErrorCode::NotFound, "no such hardware point");
-}
-void HwPoints::clear() {}
-bool HwPoints::any() const {
-    return false;
-}
-Status HwPoints::apply(pid_t) {
-    return ok_status();
-}
-std::optional<HwHit> HwPoints::triggered(pid_t) {
-    return std::nullopt;
-}
-#endif
 
 } // namespace tpagent::agent

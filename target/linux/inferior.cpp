@@ -321,11 +321,7 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
 Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
     std::vector<std::uint8_t> bytes(data.begin(), data.end());
-    struct Rebuild {
-        std::uint64_t addr, collector, argument;
-        bool save_vector_state;
-    };
-    std::vector<Rebuild> rebuild;
+    std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
     const std::uint64_t end = addr + data.size();
     for (const auto& [site_addr, site] : fast_sites_) {
         const std::uint64_t lo = std::max(addr, site_addr);
@@ -336,23 +332,24 @@ Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> 
         const bool same = got && *got == now.size() &&
                           std::equal(now.begin(), now.end(), data.begin() + (lo - addr));
         if (!same) {
-            rebuild.push_back({site_addr, site.collector, site.argument, site.save_vector_state});
+            rebuild.emplace_back(site_addr, site.call);
             continue;
         }
         for (std::size_t i = 0; i < site.patch.size(); ++i)
             if (site_addr + i >= addr && site_addr + i < end)
                 bytes[site_addr + i - addr] = site.patch[i];
     }
-    for (const auto& r : rebuild)
-        remove_fast_site(r.addr);
+    for (const auto& [site_addr, call] : rebuild)
+        remove_fast_site(site_addr);
     Status written = write_under_breakpoints(addr, bytes);
-    for (const auto& r : rebuild) {
-        if (auto again = add_fast_site(r.addr, r.collector, r.argument, r.save_vector_state);
-            !again && written)
+    for (const auto& [site_addr, call] : rebuild) {
+        auto again =
+            add_fast_site(site_addr, call.collector, call.argument, call.save_vector_state);
+        if (!again && written)
             written = make_error(again.error().code,
                                  fmt::format("memory written, but the fast tracepoint at 0x{:x} "
                                              "could not be put back over the new code: {}",
-                                             r.addr, again.error().text));
+                                             site_addr, again.error().text));
     }
     return written;
 }

@@ -119,15 +119,18 @@ class Inferior final : public Target {
         std::uint64_t pad = 0;
         arch::Relocated code;
     };
+    // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
+    struct FastCall {
+        std::uint64_t collector = 0, argument = 0;
+        bool save_vector_state = false;
+    };
     struct FastSite {
         std::uint64_t pad = 0;
         std::size_t relocated_offset = 0;
         arch::Relocated code;
         std::vector<std::uint8_t> original; // the bytes the patch replaced
         std::vector<std::uint8_t> patch;    // the jump written over them
-        // What built it, to rebuild it when gdb writes into its instructions.
-        std::uint64_t collector = 0, argument = 0;
-        bool save_vector_state = false;
+        FastCall call;
     };
     // A pad built and placed, nothing written yet (add_fast_site, begin_fast_site).
     struct FastPad {
@@ -135,11 +138,9 @@ class Inferior final : public Target {
         std::size_t room = 0; // bytes allocated at pad
         arch::EmittedJumpPad emitted;
         std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
-        std::uint64_t collector = 0, argument = 0;
-        bool save_vector_state = false;
+        FastCall call;
     };
-    Result<FastPad> build_fast_pad(std::uint64_t addr, std::uint64_t collector,
-                                   std::uint64_t argument, bool save_vector_state);
+    Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
     // Moves threads out of the displaced bytes, writes built's patch and records the site,
     // whose relocated instructions are laid out as `code` says.
     Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);

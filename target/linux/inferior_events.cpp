@@ -104,15 +104,14 @@ bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
     const FastSite& f = site->second;
     const std::uint64_t pc = arch_.pc(**s);
     const std::uint64_t relocated = f.pad + f.relocated_offset;
-    const bool in_copy = pc >= relocated && pc - relocated < f.code.code.size();
     if (!t.fast_step_in_copy) {
         t.fast_step_in_copy = pc == relocated; // the collector is done; next: the instruction
         return false;
     }
-    if (in_copy) {
-        auto off = arch::from_offset_of(f.code, pc - relocated);
-        if (!off) return false; // within the instructions one original became
-        arch_.set_pc(**s, site->first + *off);
+    if (arch::in_relocated(f.code, relocated, pc)) {
+        auto back = arch::original_address(f.code, relocated, site->first, pc);
+        if (!back) return false; // within the instructions one original became
+        arch_.set_pc(**s, *back);
         if (auto w = arch_.write_general_registers(tid, **s); !w)
             spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
     } // else a branch left the pad: the pc is already the program's
@@ -145,14 +144,14 @@ bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
         t.step_from_site.reset();
         return true;
     }
-    std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
-    if (pc < pad || pc >= pad + site->second.code.code.size()) {
+    const std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
+    if (!arch::in_relocated(site->second.code, pad, pc)) {
         t.step_from_site.reset(); // a branch left the pad: the pc is already in original code
         return true;
     }
-    auto from = arch::from_offset_of(site->second.code, pc - pad);
-    if (!from) return false;
-    arch_.set_pc(**s, site_addr + *from);
+    auto back = arch::original_address(site->second.code, pad, site_addr, pc);
+    if (!back) return false;
+    arch_.set_pc(**s, *back);
     if (auto w = arch_.write_general_registers(tid, **s); !w)
         spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
     t.step_from_site.reset();

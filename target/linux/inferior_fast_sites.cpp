@@ -54,8 +54,7 @@ Inferior::move_threads(std::uint64_t from, std::size_t len,
 void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     auto out = [&](std::uint64_t pc) {
-        auto off = arch::from_offset_of(site.code, pc - relocated);
-        return off ? std::optional(addr + *off) : std::nullopt;
+        return arch::original_address(site.code, relocated, addr, pc);
     };
     if (auto m = move_threads(relocated, site.code.code.size(), out); !m)
         spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
@@ -73,12 +72,9 @@ Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std
     return raw_write(addr, breakpoints_->shadow_write(addr, data));
 }
 
-Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint64_t collector,
-                                                   std::uint64_t argument, bool save_vector_state) {
+Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const FastCall& call) {
     FastPad out;
-    out.collector = collector;
-    out.argument = argument;
-    out.save_vector_state = save_vector_state;
+    out.call = call;
     // Whole instructions covering the jump: it ends within one instruction's length of them.
     out.code.resize(arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     auto got = read_memory(addr, out.code); // breakpoints hidden: the program's own code
@@ -87,10 +83,10 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, std::uint
 
     arch::JumpPadRequest request;
     request.tracepoint_address = addr;
-    request.collector = collector;
-    request.argument = argument;
+    request.collector = call.collector;
+    request.argument = call.argument;
     request.original_code = out.code;
-    request.save_vector_state = save_vector_state;
+    request.save_vector_state = call.save_vector_state;
     // Emit once at a provisional address for the size, then for the real pad.
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);
@@ -131,9 +127,7 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
         std::vector<std::uint8_t>(built.code.begin(),
                                   built.code.begin() + static_cast<std::ptrdiff_t>(patch.size())),
         patch,
-        built.collector,
-        built.argument,
-        built.save_vector_state};
+        built.call};
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     auto into_pad = [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
@@ -154,7 +148,7 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
 Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                                bool save_vector_state) {
     if (fast_sites_.count(addr)) return ok_status();
-    auto built = build_fast_pad(addr, collector, argument, save_vector_state);
+    auto built = build_fast_pad(addr, {collector, argument, save_vector_state});
     if (!built) return built.error();
     if (auto w = raw_write(built->pad, built->emitted.code); !w) return w;
     arch::Relocated code = std::move(built->emitted.relocated);
@@ -171,7 +165,7 @@ Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
     moving_.reset();
     if (fast_sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
-    auto built = build_fast_pad(addr, collector, argument, save_vector_state);
+    auto built = build_fast_pad(addr, {collector, argument, save_vector_state});
     if (!built) return built.error();
     const arch::EmittedJumpPad& emitted = built->emitted;
     const auto own = std::span(emitted.code).first(emitted.relocated_offset);

@@ -198,19 +198,16 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
         const std::uint64_t pc = arch_.pc(**s);
         std::optional<std::uint64_t> back;
         for (const auto& [addr, site] : sites_) {
-            if (pc < site.pad || pc - site.pad >= site.code.code.size()) continue;
-            if (auto off = arch::from_offset_of(site.code, pc - site.pad)) {
-                back = addr + *off;
-                if (*off == 0) t.collected_at = addr; // its hit was collected before the pad
+            if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
+                back = at;
+                if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
             }
         }
         for (const auto& [addr, site] : fast_sites_) {
-            const std::uint64_t copy = site.pad + site.relocated_offset;
-            if (pc < copy || pc - copy >= site.code.code.size()) continue;
-            // At 0 the collector has run and the instruction has not: step it, unless the
-            // thread must not run (back at the jump, it would collect once more).
-            if (auto off = arch::from_offset_of(site.code, pc - copy); off && (*off || has_event))
-                back = addr + *off;
+            // At the site itself the collector has run and the instruction has not: step it,
+            // unless the thread must not run (back at the jump, it would collect once more).
+            auto at = arch::original_address(site.code, site.pad + site.relocated_offset, addr, pc);
+            if (at && (*at != addr || has_event)) back = at;
         }
         if (back) {
             arch_.set_pc(**s, *back);

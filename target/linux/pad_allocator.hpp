@@ -22,10 +22,8 @@ std::vector<MappedRange> parse_maps(std::string_view maps_text);
 // A page-aligned start for `size` free bytes whose whole extent lies within `reach` of `near`,
 // as close to `near` as possible and below `top` (the end of the user address space); nullopt
 // if there is none. Skips the first 64 KiB (mmap_min_addr).
-inline constexpr std::uint64_t kX86_64UserTop = 0x7ffffffff000;
 std::optional<std::uint64_t> find_free_range(const std::vector<MappedRange>& mapped,
                                              std::uint64_t near, std::uint64_t size,
-                                             std::uint64_t reach,
-                                             std::uint64_t top = kX86_64UserTop);
+                                             std::uint64_t reach, std::uint64_t top);
 
 } // namespace tpagent::agent

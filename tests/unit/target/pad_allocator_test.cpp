@@ -3,6 +3,9 @@
 
 using namespace tpagent::agent;
 
+// The end of an x86-64 process's address space (47 bits), where these maps come from.
+constexpr std::uint64_t kTop = 0x7ffffffff000;
+
 TEST_CASE("parse_maps reads the ranges of /proc/PID/maps, sorted", "[pad]") {
     auto maps =
         parse_maps("555555556000-555555557000 r-xp 00001000 08:01 42 /bin/prog\n"
@@ -27,11 +30,11 @@ TEST_CASE("find_free_range picks the gap closest to the code", "[pad]") {
     std::vector<MappedRange> mapped{
         {0x400000, 0x401000}, {0x500000, 0x600000}, {0x601000, 0x700000}};
     // Between the two upper mappings there is exactly one free page, right next to the code.
-    auto at = find_free_range(mapped, 0x600800 - 0x800, 0x1000, 0x7fff0000);
+    auto at = find_free_range(mapped, 0x600800 - 0x800, 0x1000, 0x7fff0000, kTop);
     REQUIRE(at);
     CHECK(*at == 0x600000);
     // Code at 0x400000: the closest free page is just below it.
-    at = find_free_range(mapped, 0x400000, 0x1000, 0x7fff0000);
+    at = find_free_range(mapped, 0x400000, 0x1000, 0x7fff0000, kTop);
     REQUIRE(at);
     CHECK(*at == 0x3ff000);
 }
@@ -39,9 +42,9 @@ TEST_CASE("find_free_range picks the gap closest to the code", "[pad]") {
 TEST_CASE("find_free_range respects the reach and the lowest address", "[pad]") {
     // Everything within reach is mapped: no pad possible.
     std::vector<MappedRange> full{{0x10000, 0x80000000}};
-    CHECK_FALSE(find_free_range(full, 0x40000000, 0x1000, 0x1000000).has_value());
+    CHECK_FALSE(find_free_range(full, 0x40000000, 0x1000, 0x1000000, kTop).has_value());
     // Nothing mapped near address 0x20000: never below 64 KiB.
-    auto at = find_free_range({}, 0x20000, 0x1000, 0x7fff0000);
+    auto at = find_free_range({}, 0x20000, 0x1000, 0x7fff0000, kTop);
     REQUIRE(at);
     CHECK(*at >= 0x10000);
     CHECK(*at + 0x1000 - 0x20000 <= 0x7fff0000);
