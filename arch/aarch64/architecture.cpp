@@ -17,7 +17,7 @@ Error no_fast_tracepoints() {
 }
 } // namespace
 
-Aarch64Architecture::Aarch64Architecture() : target_xml_(aarch64::target_xml()) {}
+Aarch64Architecture::Aarch64Architecture() : target_xml_(aarch64::target_xml(host_layout())) {}
 
 std::span<const RegisterDesc> Aarch64Architecture::registers() const {
     return aarch64::registers();
@@ -38,24 +38,24 @@ std::optional<std::string> Aarch64Architecture::feature_xml(std::string_view ann
 }
 
 Status Aarch64Architecture::read_snapshot(pid_t tid, RegisterSnapshot& out) const {
-    return read_all_regsets(tid, out);
+    return read_all_regsets(host_layout(), tid, out);
 }
 Status Aarch64Architecture::read_general_registers(pid_t tid, RegisterSnapshot& out) const {
     return read_general_regsets(tid, out);
 }
 Status Aarch64Architecture::write_snapshot(pid_t tid, const RegisterSnapshot& in) const {
-    return write_all_regsets(tid, in);
+    return write_all_regsets(host_layout(), tid, in);
 }
 Status Aarch64Architecture::write_general_registers(pid_t tid, const RegisterSnapshot& in) const {
     return write_general_regsets(tid, in);
 }
 void Aarch64Architecture::snapshot_to_g(const RegisterSnapshot& s, std::span<std::uint8_t> g,
                                         std::vector<bool>& available) const {
-    aarch64::snapshot_to_g(s, g, available);
+    aarch64::snapshot_to_g(host_layout(), s, g, available);
 }
 void Aarch64Architecture::g_to_snapshot(std::span<const std::uint8_t> g,
                                         RegisterSnapshot& s) const {
-    aarch64::g_to_snapshot(g, s);
+    aarch64::g_to_snapshot(host_layout(), g, s);
 }
 
 std::uint64_t Aarch64Architecture::pc(const RegisterSnapshot& s) const {

@@ -103,7 +103,11 @@ class Inferior final : public Target {
         std::optional<arch::RegisterSnapshot> regs;
         bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
-        std::uint64_t trace_steps_left = 0;          // while-stepping steps still to collect
+        // Stepping over the lifted breakpoint of a site that has no pad (its instruction could
+        // not be relocated); step_over_resumes: the thread was to run on, not to step.
+        std::optional<std::uint64_t> step_over;
+        bool step_over_resumes = false;
+        std::uint64_t trace_steps_left = 0; // while-stepping steps still to collect
         std::uint64_t trace_site = 0;
         bool user_step = false; // gdb asked this thread to single-step
         // The trap site at the pc whose hit was collected already (the thread stopped there
@@ -116,7 +120,7 @@ class Inferior final : public Target {
         std::uint64_t fast_step_count = 0;
     };
     struct Site {
-        std::uint64_t pad = 0;
+        std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
         arch::Relocated code;
     };
     // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
@@ -189,6 +193,9 @@ class Inferior final : public Target {
     std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
+    void end_step_over(pid_t tid, Thread& t);
+    // A trap site's displaced instruction, relocated into a pad near `addr`.
+    Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, Thread& t, bool step);
     Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
     Result<std::int64_t> inject_syscall(pid_t tid, long number,

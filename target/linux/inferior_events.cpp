@@ -28,7 +28,17 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
             const std::uint64_t pc = arch_.pc(**s);
             if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
             auto site = sites_.find(pc); // the hit may have removed it (the trace stopped)
-            if (site != sites_.end() && !user_breakpoint_at(pc)) {
+            if (site != sites_.end() && site->second.pad == 0 && !user_breakpoint_at(pc)) {
+                // No pad: the instruction runs in place, its breakpoint lifted for one step
+                // (the pc rewound onto it after the hit reaches the thread now).
+                if (auto w = arch_.write_general_registers(tid, **snapshot(tid, false)); !w)
+                    return w;
+                if (auto l = breakpoints_->lift(pc); !l) return l;
+                spdlog::debug("thread {}: stepping over the trap tracepoint at 0x{:x}", tid, pc);
+                t.step_over = pc;
+                t.step_over_resumes = !step;
+                step = true;
+            } else if (site != sites_.end() && !user_breakpoint_at(pc)) {
                 arch::RegisterSnapshot& regs = **snapshot(tid, false);
                 arch_.set_pc(regs, site->second.pad);
                 if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
@@ -61,6 +71,13 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     t.stepping = step;
     t.regs.reset();
     return ok_status();
+}
+
+void Inferior::end_step_over(pid_t tid, Thread& t) {
+    if (auto r = breakpoints_->lower(*t.step_over); !r)
+        spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid,
+                     *t.step_over, r.error().text);
+    t.step_over.reset();
 }
 
 void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
@@ -262,6 +279,8 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             mark_dead();
             return ev;
         }
+        if (auto it = threads_.find(tid); it != threads_.end() && it->second.step_over)
+            end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
         threads_.erase(tid);
         return finish_stop_all();
     }
@@ -288,6 +307,20 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     int event = status >> 16;
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
     bool keep_running = running_ && !stopping_all_ && t.wants_run;
+
+    if (t.step_over && event == PTRACE_EVENT_EXEC) t.step_over.reset(); // that image is gone
+    if (t.step_over) {
+        // Whatever stopped the step (its trap, a signal, an event), the breakpoint goes back.
+        const bool resumes = t.step_over_resumes;
+        end_step_over(tid, t);
+        siginfo_t info{};
+        if (sig == SIGTRAP && event == 0 && resumes &&
+            ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) == 0 && info.si_code == TRAP_TRACE &&
+            !hw_points_.any()) {
+            continue_after_stop(tid, t, false); // the step was tpagent's: run on as asked
+            return finish_stop_all();
+        }
+    }
 
     if (event == PTRACE_EVENT_CLONE) {
         unsigned long new_tid = 0;

@@ -25,6 +25,20 @@ Status SoftwareBreakpoints::remove(std::uint64_t addr) {
     return w;
 }
 
+Status SoftwareBreakpoints::lift(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end()) return make_error(ErrorCode::NotFound, "no breakpoint at that address");
+    if (it->second.lifted++ > 0) return ok_status();
+    return write_(addr, it->second.original);
+}
+
+Status SoftwareBreakpoints::lower(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end() || it->second.lifted == 0) return ok_status(); // removed meanwhile
+    if (--it->second.lifted > 0) return ok_status();
+    return write_(addr, insn_);
+}
+
 void SoftwareBreakpoints::remove_all() {
     // Before detach: a page that cannot be written any more has nothing left to restore.
     for (auto& [addr, site] : sites_)

@@ -22,6 +22,10 @@ class SoftwareBreakpoints {
     Status insert(std::uint64_t addr);
     Status remove(std::uint64_t addr);
     bool inserted_at(std::uint64_t addr) const { return sites_.count(addr) != 0; }
+    // A thread steps over the breakpoint at `addr`: the original instruction is back in memory
+    // until every such step has been lowered again (other threads pass it unseen meanwhile).
+    Status lift(std::uint64_t addr);
+    Status lower(std::uint64_t addr);
     // Takes every breakpoint out of memory (before detach or exec).
     void remove_all();
     // Forgets them without touching memory (the process image is gone).
@@ -37,6 +41,7 @@ class SoftwareBreakpoints {
     struct Site {
         std::vector<std::uint8_t> original;
         int refs = 0;
+        int lifted = 0;
     };
     std::vector<std::uint8_t> insn_;
     RawRead read_;

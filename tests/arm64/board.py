@@ -51,7 +51,7 @@ CROSS_COMPILER = "aarch64-linux-gnu-gcc"
 GDB = "gdb-multiarch"
 # Every program the tests run, built into the payload before the board boots (the payload
 # is part of its initramfs).
-PROGRAMS = ("basic", "traced", "traced_threads", "passcount")
+PROGRAMS = ("basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room")
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model
 # reaches its globals with ADR and the GOT with LDR (literal), where the small one uses ADRP.
 VARIANTS = {"traced_tiny": ("traced", ("-mcmodel=tiny",))}

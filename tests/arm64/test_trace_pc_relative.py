@@ -14,8 +14,10 @@ register, and the program's output and exit status.
 import re
 from collections import Counter
 
+import shared
 from scenario import TO_MAIN, trace, trace_to, tracepoint_address
 from board import BoardScenario
+from shared import AARCH64
 
 PROGRAM = "traced"
 ITERATIONS = 10
@@ -143,3 +145,12 @@ def test_adr_and_ldr_literal_under_tracepoints(arm64):
     expected = sum(4 * i * i + i + 1000 + 5 * i + 2 for i in range(rounds))
     for line in ("tick 0", "tick 10", "tick 20", f"result={expected} counter={rounds}"):
         s.server.wait_for(rf"^{line}$")
+
+
+def test_step_over_in_place(arm64):
+    """No free address within a branch's reach of the code (no_pad_room.c reserves it all):
+    the instruction under the tracepoint is stepped over in place (tpagent says so in
+    --debug), every hit is collected and while-stepping works (gdbserver always steps)."""
+    tpagent = not arm64.is_gdbserver
+    s = BoardScenario(arm64, "no_pad_room", "5", options=("--debug",) if tpagent else ())
+    shared.step_over_in_place(s, AARCH64, debug_says=tpagent)

@@ -514,3 +514,27 @@ def access_watchpoint_sees_a_read(s: Scenario, arch: Arch) -> Result:
     )
     assert_in_order(r.of("continue", 2), EXITED_3)
     return r
+
+
+def step_over_in_place(s: Scenario, arch: Arch, threads: int = 1, debug_says: bool = True) -> Result:
+    """no_pad_room.c 5 [THREADS]: no free address near the code for a pad, so the trap
+    tracepoint's instruction is stepped over in place (said in --debug: S must run the stub
+    with it). Every hit is collected, while-stepping's steps too, and the program is right."""
+    define = s.define(trace("traced", "collect n", while_stepping(2, f"collect ${arch.pc}")))
+    walk = s.walk_available("n")
+    r = s.gdb(*TO_MAIN, define, *trace_to(f"no_pad_room.c:{s.line('main_end')}"), walk, "tfind none", "continue")
+    hits = 5 * threads
+    values = r.available(walk)
+    assert len(values) == r.status().collected, (values, r.status())
+    if threads == 1:
+        assert values == [v for i in range(5) for v in (str(i), "-", "-")], values
+    else:
+        # A hit while another thread steps over the site is not seen; the frames of the
+        # threads interleave. Each hit's frame still comes with its two steps.
+        collected = [v for v in values if v != "-"]
+        assert 0 < len(collected) <= hits and len(values) == 3 * len(collected), values
+        assert set(collected) <= {str(i) for i in range(5)}, values
+    if debug_says:
+        s.server.wait_for(r"trap tracepoint at 0x[0-9a-f]+: .*; stepping over it in place")
+    s.server.wait_for(rf"^hits={hits} total=\d+ sum=\d+ right$")
+    return r
