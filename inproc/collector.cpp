@@ -137,8 +137,13 @@ bool get_tsv(void*, unsigned num, std::int64_t* value) {
     if (!v) return false;
     if (v->timestamp) {
         timespec ts{};
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+        if (v->timestamp == 1) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+        } else {
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+        }
         return true;
     }
     *value = v->value.load(std::memory_order_relaxed);

@@ -65,8 +65,10 @@ struct ReadableRange {
 
 struct Variable {
     std::atomic<std::int64_t> value;
-    std::uint32_t defined;   // 0: no such variable
-    std::uint32_t timestamp; // reads CLOCK_MONOTONIC nanoseconds, never stored
+    std::uint32_t defined; // 0: no such variable
+    // Reads a clock, never stored: 1 CLOCK_REALTIME microseconds ($trace_timestamp, as
+    // gdbserver's), 2 CLOCK_MONOTONIC nanoseconds ($trace_timestamp_ns); 0: the value.
+    std::uint32_t timestamp;
 };
 
 struct Header {

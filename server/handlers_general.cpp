@@ -109,6 +109,9 @@ namespace {
 Result<std::set<int>> parse_signal_list(std::string_view args) {
     std::set<int> out;
     if (args.empty()) return out;
+    // gdb ends every list with ';' (RSP "General Query Packets": QPassSignals).
+    if (args.back() == ';') args.remove_suffix(1);
+    if (args.empty()) return out;
     for (std::string_view field : split(args, ';')) {
         auto n = parse_hex_u64(field);
         if (!n || *n > 255) return make_error(ErrorCode::BadPacket, "bad signal number");

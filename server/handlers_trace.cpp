@@ -44,8 +44,8 @@ std::string start_reply(Session& s, const Status& st) {
 } // namespace
 
 std::string handle_trace_init(Session& s, std::string_view) {
-    if (experiment(s).running())
-        return reply_error_text(make_error(ErrorCode::NotAllowed, "a trace is running"));
+    // tstart during a run ("Start a new run?"): gdb's QTinit ends the old run, as gdbserver's.
+    if (experiment(s).running()) experiment(s).stop(s.live_inferior());
     experiment(s).abandon_relocation(s.live_inferior());
     experiment(s).init();
     s.trace_frame.reset();

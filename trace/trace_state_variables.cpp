@@ -11,7 +11,8 @@ Error bad(std::string text) {
 }
 } // namespace
 
-TraceStateVariables::TraceStateVariables(Clock clock) : clock_(std::move(clock)) {
+TraceStateVariables::TraceStateVariables(Clock micros, Clock nanos)
+    : micros_(std::move(micros)), nanos_(std::move(nanos)) {
     clear();
 }
 
@@ -22,7 +23,9 @@ TraceStateVariables::Variable& TraceStateVariables::install(std::uint32_t number
     Variable& v = vars_[number];
     v.initial = initial;
     v.builtin = builtin;
-    v.timestamp = builtin && name == kTimestampName;
+    v.clock = name == kTimestampNsName            ? ClockKind::Nanos
+              : builtin && name == kTimestampName ? ClockKind::Micros
+                                                  : ClockKind::None;
     v.name = std::move(name);
     v.value.store(initial, std::memory_order_relaxed);
     return v;
@@ -55,13 +58,16 @@ void TraceStateVariables::reset_values() {
 std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number) const {
     auto it = vars_.find(number);
     if (it == vars_.end()) return std::nullopt;
-    if (it->second.timestamp) return clock_ ? clock_() : 0;
+    if (it->second.clock != ClockKind::None) {
+        const Clock& clock = it->second.clock == ClockKind::Micros ? micros_ : nanos_;
+        return clock ? clock() : 0;
+    }
     return it->second.value.load(std::memory_order_relaxed);
 }
 
 bool TraceStateVariables::set(std::uint32_t number, std::int64_t value) {
     auto it = vars_.find(number);
-    if (it == vars_.end() || it->second.timestamp) return false;
+    if (it == vars_.end() || it->second.clock != ClockKind::None) return false;
     it->second.value.store(value, std::memory_order_relaxed);
     return true;
 }
@@ -92,9 +98,9 @@ std::vector<std::uint32_t> TraceStateVariables::numbers() const {
     return out;
 }
 
-bool TraceStateVariables::is_timestamp(std::uint32_t number) const {
+TraceStateVariables::ClockKind TraceStateVariables::clock_kind(std::uint32_t number) const {
     auto it = vars_.find(number);
-    return it != vars_.end() && it->second.timestamp;
+    return it == vars_.end() ? ClockKind::None : it->second.clock;
 }
 
 } // namespace tpagent::trace

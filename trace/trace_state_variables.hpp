@@ -2,8 +2,11 @@
 // reported by qTV and uploaded by qTfV/qTsV.
 //
 // The built-in `trace_timestamp` (number 1, as gdb expects from a stub that offers it) has no
-// stored value: reading it asks the clock given at construction. It is offered again after
-// clear(), so gdb sees it on every connect and re-sends it with QTDV after QTinit.
+// stored value: reading it asks the clock given at construction, microseconds since the epoch
+// as gdbserver's (the qTStatus start and stop times use the same clock). It is offered again
+// after clear(), so gdb sees it on every connect and re-sends it after QTinit. A variable the
+// user names trace_timestamp_ns (`tvariable $trace_timestamp_ns`) reads a monotonic clock in
+// nanoseconds: tpagent's finer clock, not offered, so gdb's listings stay gdbserver's.
 //
 // Values are std::atomic so collectors on several threads may get/set concurrently; defining
 // and clearing are for the packet thread only.
@@ -30,13 +33,15 @@ class TraceStateVariables {
     using Clock = std::function<std::int64_t()>;
     static constexpr std::uint32_t kTimestampNumber = 1;
     static constexpr std::string_view kTimestampName = "trace_timestamp";
+    static constexpr std::string_view kTimestampNsName = "trace_timestamp_ns";
+    // Which clock a variable reads (the in-process agent's table uses the same values).
+    enum class ClockKind : std::uint32_t { None = 0, Micros = 1, Nanos = 2 };
 
-    // clock: the value of $trace_timestamp (gdbserver: microseconds, same clock as the
-    // qTStatus start/stop times).
-    explicit TraceStateVariables(Clock clock);
+    // micros: $trace_timestamp; nanos: $trace_timestamp_ns.
+    TraceStateVariables(Clock micros, Clock nanos);
 
     // QTDV payload `<num>:<value>:<builtin>:<hexname>`. Redefinition replaces. A builtin
-    // variable named trace_timestamp reads the clock, whatever its number.
+    // variable named trace_timestamp, or any named trace_timestamp_ns, reads its clock.
     Status define(std::string_view payload);
     // QTinit: forget every variable but the built-in timestamp.
     void clear();
@@ -50,7 +55,8 @@ class TraceStateVariables {
 
     // Every defined variable's number, ascending; and whether it is the clock.
     std::vector<std::uint32_t> numbers() const;
-    bool is_timestamp(std::uint32_t number) const;
+    bool is_timestamp(std::uint32_t number) const { return clock_kind(number) != ClockKind::None; }
+    ClockKind clock_kind(std::uint32_t number) const;
 
     // qTV reply: `V<value hex>` (two's complement) or `U` for an unknown variable.
     std::string value_reply(std::uint32_t number) const;
@@ -61,13 +67,13 @@ class TraceStateVariables {
     struct Variable {
         std::int64_t initial = 0;
         bool builtin = false;
-        bool timestamp = false;
+        ClockKind clock = ClockKind::None;
         std::string name;
         std::atomic<std::int64_t> value{0};
     };
     Variable& install(std::uint32_t number, std::int64_t initial, bool builtin, std::string name);
 
-    Clock clock_;
+    Clock micros_, nanos_;
     std::map<std::uint32_t, Variable> vars_;
 };
 

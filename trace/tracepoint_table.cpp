@@ -127,8 +127,10 @@ void TracepointTable::record_step(const TracepointKey& key, std::uint64_t frame_
 
 UploadCursor TracepointTable::upload() const {
     std::vector<std::string> pieces;
-    for (const auto& [key, tp] : tracepoints_) {
-        auto more = upload_pieces(tp);
+    // Newest first: gdb prepends each tracepoint it reads (qTfP or a trace file) to its list,
+    // then numbers them in list order, so they get back the order they were defined in.
+    for (auto it = tracepoints_.rbegin(); it != tracepoints_.rend(); ++it) {
+        auto more = upload_pieces(it->second);
         pieces.insert(pieces.end(), std::make_move_iterator(more.begin()),
                       std::make_move_iterator(more.end()));
     }

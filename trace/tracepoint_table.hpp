@@ -69,7 +69,7 @@ class TracepointTable {
     void record_hit(const TracepointKey& key, std::uint64_t frame_bytes);
     void record_step(const TracepointKey& key, std::uint64_t frame_bytes);
 
-    // qTfP: every piece of every tracepoint, ordered by number then address.
+    // qTfP: every piece of every tracepoint, by number then address, the last first.
     UploadCursor upload() const;
 
   private:

@@ -129,11 +129,11 @@ void InprocRegion::clear_variables() {
     }
 }
 
-bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value, bool timestamp) {
+bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value, std::uint32_t clock) {
     if (number >= kMaxVariables) return false;
     Variable& v = at<Variable>(local_, kVariablesOffset)[number];
     v.defined = 1;
-    v.timestamp = timestamp ? 1 : 0;
+    v.timestamp = clock;
     v.value.store(value, std::memory_order_relaxed);
     return true;
 }

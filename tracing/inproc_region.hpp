@@ -51,7 +51,8 @@ class InprocRegion {
     // Trace state variables: all undefined, then defined one by one (false: a number beyond
     // the region's table). A timestamp variable reads the clock.
     void clear_variables();
-    bool define_variable(std::uint32_t number, std::int64_t value, bool timestamp);
+    // clock: trace::TraceStateVariables::ClockKind (0: a stored value).
+    bool define_variable(std::uint32_t number, std::int64_t value, std::uint32_t clock);
     // A defined variable, or null.
     const inproc::Variable* variable(std::uint32_t number) const;
 

@@ -15,7 +15,7 @@ std::int64_t now_us() {
     using namespace std::chrono;
     return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
-// $trace_timestamp: monotonic nanoseconds, so collections can be timed against each other.
+// $trace_timestamp_ns: monotonic nanoseconds, so collections can be timed finely.
 std::int64_t monotonic_ns() {
     using namespace std::chrono;
     return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
@@ -23,8 +23,8 @@ std::int64_t monotonic_ns() {
 } // namespace
 
 TraceExperiment::TraceExperiment(const arch::Architecture& arch)
-    : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())), variables_(monotonic_ns),
-      buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
+    : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())),
+      variables_(now_us, monotonic_ns), buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
 
 void TraceExperiment::attach_to(Target& inferior) {
     inferior.set_site_handlers(
@@ -42,7 +42,7 @@ void TraceExperiment::attach_to(Target& inferior) {
 }
 
 void TraceExperiment::init() {
-    // gdb sends QTinit before a new tstart (never during a run it keeps).
+    // gdb sends QTinit before a new tstart (a run going on was stopped first).
     fast_tps_.clear();
     table_.clear();
     variables_.clear();
@@ -138,9 +138,12 @@ Status TraceExperiment::set_notes(std::string_view payload) {
             user_ = *text;
         else if (name == "notes")
             notes_ = *text;
-        else if (name == "tstop")
+        else if (name == "tstop") {
             stop_notes_ = *text;
-        else
+            // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
+            if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
+                stop_reason_.text = *text;
+        } else
             return make_error(ErrorCode::BadPacket, "unknown note");
     }
     return ok_status();

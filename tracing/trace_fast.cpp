@@ -181,7 +181,8 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     // Trace state variables: current values (reset at start); the clock reads itself.
     inproc_->clear_variables();
     for (std::uint32_t n : variables_.numbers())
-        inproc_->define_variable(n, variables_.get(n).value_or(0), variables_.is_timestamp(n));
+        inproc_->define_variable(n, variables_.get(n).value_or(0),
+                                 static_cast<std::uint32_t>(variables_.clock_kind(n)));
     inproc_->set_readable_ranges(InprocRegion::readable_ranges_of(inferior.pid()));
 
     std::vector<trace::Tracepoint*> fast;

@@ -19,7 +19,7 @@ std::vector<std::string> all_pieces(const TraceStateVariables& vars) {
 
 TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
     std::int64_t now = 0x445583c8;
-    TraceStateVariables vars([&now] { return now; });
+    TraceStateVariables vars([&now] { return now; }, [] { return std::int64_t{7}; });
     // gdbserver's qTfV/qTsV on connect.
     CHECK(all_pieces(vars) ==
           std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70", "l"});
@@ -28,10 +28,17 @@ TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
     CHECK(*vars.get(1) == 0x445583d0);
     CHECK_FALSE(vars.set(1, 5)); // read-only
     CHECK(vars.value_reply(2) == "U");
+
+    // tpagent's nanosecond clock, under the name the user gives a variable of gdb's.
+    REQUIRE(vars.define("2:0:0:74726163655f74696d657374616d705f6e73").ok());
+    CHECK(*vars.get(2) == 7);
+    CHECK_FALSE(vars.set(2, 5));
+    CHECK(vars.clock_kind(2) == TraceStateVariables::ClockKind::Nanos);
+    CHECK(vars.clock_kind(1) == TraceStateVariables::ClockKind::Micros);
 }
 
 TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
-    TraceStateVariables vars([] { return std::int64_t{42}; });
+    TraceStateVariables vars([] { return std::int64_t{42}; }, nullptr);
     for (const auto& p : gdb13::kQtdv1)
         REQUIRE(vars.define(p).ok());
     CHECK(*vars.get(1) == 42); // still the clock after gdb re-sent it
@@ -58,7 +65,7 @@ TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
     CHECK(*vars.get(2) == -16);
 
     // Upload pieces parse back as QTDV.
-    TraceStateVariables again([] { return std::int64_t{42}; });
+    TraceStateVariables again([] { return std::int64_t{42}; }, nullptr);
     auto pieces = all_pieces(vars);
     pieces.pop_back();
     for (const auto& p : pieces)
@@ -71,7 +78,7 @@ TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
 }
 
 TEST_CASE("tsv: rejected QTDV", "[trace][tsv]") {
-    TraceStateVariables vars(nullptr);
+    TraceStateVariables vars(nullptr, nullptr);
     for (std::string_view s :
          {"", "2", "2:5:0", "2:5:0:76:", "0:5:0:76", "100000000:5:0:76", "2:x:0:76",
           "2:10000000000000000:0:76", "2:5:2:76", "2:5::76", "2:5:0:7", "2:5:0:zz"}) {

@@ -255,7 +255,8 @@ TEST_CASE("table: upload equals gdbserver's and round-trips", "[trace][table]") 
     auto pieces = all_pieces(table);
 
     // Same as gdbserver's pieces except: our action pieces keep gdb's packet grouping and
-    // are printed in minimal lower-case hex, and we add V counter pieces.
+    // are printed in minimal lower-case hex, we add V counter pieces, and the last tracepoint
+    // comes first (gdb reverses the list it reads: the numbers then come out as defined).
     std::vector<std::string> expected = {
         "T2:555555555144:E:2:0",
         "A2:555555555144:R07ffffffffffffffffffffffffffffffffffffff",
@@ -269,9 +270,11 @@ TEST_CASE("table: upload equals gdbserver's and round-trips", "[trace][table]") 
     for (std::size_t i = 11; i <= 17; ++i)
         expected.push_back(gdb13::kUpload2[i]);
     expected.push_back("V2:555555555144:0:0");
+    std::vector<std::string> third;
     for (std::size_t i = 18; i <= 22; ++i)
-        expected.push_back(gdb13::kUpload2[i]);
-    expected.push_back("V3:5555555551b1:0:0");
+        third.push_back(gdb13::kUpload2[i]);
+    third.push_back("V3:5555555551b1:0:0");
+    expected.insert(expected.begin(), third.begin(), third.end());
     expected.push_back("l");
     CHECK(pieces == expected);
 
@@ -318,15 +321,17 @@ TEST_CASE("table: upload equals gdbserver's and round-trips", "[trace][table]") 
                     "20:402000:E:0:0:S"},
                    {"1f:401000:cmd:0:10:6c696d697473", "1f:401000:cmd:6:10:3a20616e6420736f6d65"});
         auto p = all_pieces(t);
-        CHECK(p[0] == "T1f:401000:D:3:a:F5:X3,220127");
-        CHECK(p[1] == "A1f:401000:R0300");
-        CHECK(p[2] == "A1f:401000:M6,fffffffffffffff0,8M-1,601000,20000L");
-        CHECK(p[3] == "S1f:401000:R01");
-        CHECK(p[4] == "S1f:401000:M7,8,10");
-        CHECK(p[5] == "Z1f:401000:cmd:0:10:6c696d697473");
-        CHECK(p[6] == "Z1f:401000:cmd:6:10:3a20616e6420736f6d65");
-        CHECK(p[7] == "V1f:401000:0:0");
-        CHECK(p[8] == "T20:402000:E:0:0:S");
+        // 0x20 (the last) first, then 0x1f.
+        CHECK(p[0] == "T20:402000:E:0:0:S");
+        CHECK(p[1] == "V20:402000:0:0");
+        CHECK(p[2] == "T1f:401000:D:3:a:F5:X3,220127");
+        CHECK(p[3] == "A1f:401000:R0300");
+        CHECK(p[4] == "A1f:401000:M6,fffffffffffffff0,8M-1,601000,20000L");
+        CHECK(p[5] == "S1f:401000:R01");
+        CHECK(p[6] == "S1f:401000:M7,8,10");
+        CHECK(p[7] == "Z1f:401000:cmd:0:10:6c696d697473");
+        CHECK(p[8] == "Z1f:401000:cmd:6:10:3a20616e6420736f6d65");
+        CHECK(p[9] == "V1f:401000:0:0");
         TracepointTable again(kRegisterCount);
         for (const auto& def : pieces_to_packets(p))
             define_all(again, def.qtdp, def.qtdpsrc);

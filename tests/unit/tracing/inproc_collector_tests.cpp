@@ -203,8 +203,8 @@ class Config {
         rec.next = region().offset_of(&then);
     }
 
-    void define_variable(unsigned num, std::int64_t value, bool timestamp = false) {
-        REQUIRE(region().define_variable(num, value, timestamp));
+    void define_variable(unsigned num, std::int64_t value, std::uint32_t clock = 0) {
+        REQUIRE(region().define_variable(num, value, clock));
     }
     static std::int64_t variable(unsigned num) { return region().variable(num)->value.load(); }
 
@@ -893,7 +893,7 @@ TEST_CASE("inproc: linear credit does not outlive its run", "[inproc]") {
 TEST_CASE("inproc: setv and getv update trace state variables in the region", "[inproc]") {
     Config config;
     config.define_variable(1, 10);
-    config.define_variable(3, 0, true); // timestamp
+    config.define_variable(3, 0, 2); // $trace_timestamp_ns
     // getv 1; const8 1; add; setv 1; pop; tracev 1; pop; tracev 3; end
     auto increment =
         program({0x2c, 0, 1, 0x22, 1, 0x02, 0x2d, 0, 1, 0x29, 0x2e, 0, 1, 0x29, 0x2e, 0, 3, 0x27});

@@ -1,0 +1,79 @@
+"""gdb behaviours that must match gdbserver's (the tracing conformance list): passed signals,
+tstop notes, tstart during a run, time units."""
+
+import re
+import time
+
+from harness import assert_in_order
+from scenario import TO_MAIN, Scenario, trace, trace_to
+from shared import PROGRAM
+
+
+def test_passed_signals_do_not_stop_the_program(e2e):
+    """gdb ends QPassSignals with ';': accepted, so SIGALRM and SIGCHLD (nostop, pass by
+    default) reach the program without a stop reply each."""
+    s = Scenario(e2e, "alarms", options=("--debug",))
+    r = s.gdb("continue")
+    assert_in_order(r.of("continue"), r"^\[Inferior 1 \(process \d+\) exited normally\]$")
+    s.server.wait_for(r"^alarms=20 children=1$")
+    s.server.wait_for(r"-> W00")
+    log = s.server.output
+    assert re.search(r"<- QPassSignals:[0-9a-f;]*;\n.*-> OK", log), "QPassSignals refused"
+    assert not re.search(r"-> T(0e|11)", log), "a passed SIGALRM or SIGCHLD stopped the program"
+
+
+def test_tstop_note_and_a_new_run_during_a_run(e2e):
+    """`tstop NOTE`: tstatus shows the note. tstart while a trace runs starts a new run (gdb
+    asks first), as with gdbserver: the buffer starts empty."""
+    s = Scenario(e2e, PROGRAM, "3")
+    define = s.define(*trace("record_hit", "collect iteration"))
+    r = s.gdb(
+        *TO_MAIN, define, "break other_hit", "tstart", "continue", "tstatus",
+        "tstart", "tstatus", "tstop because enough", "tstatus",
+    )
+    assert r.status(0).running and r.status(0).collected == 1, r.status(0)
+    assert r.status(1).running and r.status(1).collected == 0, r.status(1)
+    assert_in_order(r.of("tstatus", 2), r"^Trace stopped by a tstop command \(because enough\)\.$")
+
+
+def test_reconnected_gdb_numbers_tracepoints_as_defined(e2e):
+    """A new gdb (or target tfile) makes its tracepoints from the target's list in the order
+    they were defined: record_hit, other_hit, finished become 1, 2, 3 again (gdbserver's list
+    comes out reversed)."""
+    stop_file = e2e.tmp / "stop"
+    s = Scenario(e2e, PROGRAM, "0", str(stop_file))
+    define = s.define(trace("record_hit"), trace("other_hit"), trace("finished"))
+    s.gdb(*TO_MAIN, define, "set disconnected-tracing on", "tstart", "detach")
+    r = s.gdb("info tracepoints", "tstop", f"shell touch {stop_file}", "continue")
+    assert_in_order(
+        r.of("info tracepoints"),
+        r"^1\s+tracepoint\s+keep y\s+0x[0-9a-f]+ in record_hit at ",
+        r"^2\s+tracepoint\s+keep y\s+0x[0-9a-f]+ in other_hit at ",
+        r"^3\s+tracepoint\s+keep y\s+0x[0-9a-f]+ in finished at ",
+    )
+
+
+def test_time_units_are_gdbserver_microseconds(e2e):
+    """$trace_timestamp and tstatus's start/stop times: microseconds since the epoch, one
+    clock, as gdbserver's. tpagent's nanosecond clock is a variable named trace_timestamp_ns."""
+    before = time.time()
+    s = Scenario(e2e, PROGRAM, "2")
+    define = s.define(
+        "tvariable $trace_timestamp_ns",
+        *trace("record_hit", "collect $trace_timestamp", "collect $trace_timestamp_ns"),
+    )
+    r = s.gdb(
+        *TO_MAIN, define, *trace_to("finished"),
+        "tfind 0", "print $trace_timestamp", "print $trace_timestamp_ns",
+        "tfind 1", "print $trace_timestamp", "print $trace_timestamp_ns",
+    )
+    after = time.time()
+    started = re.search(r"^Trace started at (\d+)\.(\d{6}) secs, stopped (\d+)\.(\d{6}) secs later\.$", r.of("tstatus"), re.M)
+    assert started, r.of("tstatus")
+    start = int(started.group(1)) + int(started.group(2)) / 1e6
+    assert before - 1 <= start <= after + 1, (before, start, after)
+    us = [int(r.value("print $trace_timestamp", n)) for n in (0, 1)]
+    ns = [int(r.value("print $trace_timestamp_ns", n)) for n in (0, 1)]
+    assert start * 1e6 - 1e6 <= us[0] <= us[1] <= after * 1e6 + 1e6, (start, us)
+    # The same interval on both clocks (a millisecond's slack).
+    assert abs((ns[1] - ns[0]) / 1000 - (us[1] - us[0])) < 1000, (us, ns)
