@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
         }
     }
     const long n = iterations, runs = threads <= 1 ? 1 : threads;
-    const int right = hits == n * runs && total == runs * n * (n - 1) / 2 &&
-                      sum == 3 * runs * n * (n - 1) / 2;
+    const int right =
+        hits == n * runs && total == runs * n * (n - 1) / 2 && sum == 3 * runs * n * (n - 1) / 2;
     printf("hits=%d total=%ld sum=%ld %s\n", hits, total, sum, right ? "right" : "WRONG");
     return right ? 0 : 1; /* MARK: main_end */
 }
