@@ -64,9 +64,13 @@ Result<TracepointTable::DefineOutcome> TracepointTable::finish(TracepointDefinit
         sources_restart_.insert(key);
         return DefineOutcome{Defined::Identical, key};
     }
-    if (running_)
+    // gdb re-sends a tracepoint whose actions or locations changed (a shared library came or
+    // went) during a run: a trap tracepoint takes the new definition at its next hit. A fast
+    // one's compiled record lives in the program: that waits for the next tstart.
+    if (running_ && (definition.kind == TracepointKind::Fast || old.kind == TracepointKind::Fast))
         return make_error(ErrorCode::BadTracepoint,
-                          fmt::format("tracepoint {} is defined differently and a trace is running",
+                          fmt::format("fast tracepoint {} is defined differently and a trace is "
+                                      "running: tstop, then tstart",
                                       format_key(key)));
     it->second = Tracepoint{std::move(definition), {}, {}};
     sources_restart_.insert(key);
@@ -77,9 +81,9 @@ Status TracepointTable::add_source(std::string_view payload) {
     auto packet = parse_source_packet(payload);
     if (!packet) return packet.error();
     Tracepoint* tp = find(packet->key);
-    if (!tp)
-        return make_error(ErrorCode::NotFound, fmt::format("QTDPsrc for unknown tracepoint {}",
-                                                           format_key(packet->key)));
+    // gdb sends the source of a tracepoint it could not define (an action it failed to
+    // compile): kept nowhere, and no error, as gdbserver.
+    if (!tp) return ok_status();
     if (sources_restart_.erase(packet->key) != 0) tp->sources.clear();
     tp->sources.push_back(std::move(packet->source));
     return ok_status();

@@ -9,9 +9,11 @@
 //  - identical definition (gdb re-sends every location when a shared library loads):
 //    accepted; counters carry over, the enabled flag is taken from the new packet, sources
 //    are replaced by the QTDPsrc packets that follow;
-//  - different definition: replaces the old one while no trace is running (counters reset);
-//    refused with BadTracepoint while one runs, because the installed code and the frames
-//    already collected belong to the old definition.
+//  - different definition: replaces the old one (counters reset); during a run, a trap
+//    tracepoint's next hit collects by the new one (gdb re-sends tracepoints whose locations
+//    or actions changed as libraries come and go); a fast tracepoint's is refused with
+//    BadTracepoint, its compiled record being in the program until the next tstart.
+// Sources (QTDPsrc) of a tracepoint the table does not have are ignored, as gdbserver does.
 #pragma once
 #include "trace/tracepoint.hpp"
 #include "trace/upload_cursor.hpp"

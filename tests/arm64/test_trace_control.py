@@ -105,6 +105,6 @@ def test_disable_enable_and_add_during_the_run(arm64):
 
 
 def test_trace_state_variables(arm64):
-    """teval, tstatus/info tvariables, collected values; $trace_timestamp (tpagent: the
-    board's monotonic clock in nanoseconds)."""
-    shared.trace_state_variables(BoardScenario(arm64, PROGRAM), arm64.board.monotonic_ns)
+    """teval, tstatus/info tvariables, collected values; $trace_timestamp (wall-clock
+    microseconds, as gdbserver's)."""
+    shared.trace_state_variables(BoardScenario(arm64, PROGRAM))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from harness import WAIT_TIMEOUT, DISCONNECTED, assert_in_order, hex_value
 from scenario import TO_MAIN, Result, Scenario, trace, trace_to, tracepoint_address, while_stepping
@@ -327,11 +326,10 @@ def disable_enable_and_add_during_the_run(s: Scenario) -> Result:
     return r
 
 
-def trace_state_variables(s: Scenario, monotonic_ns: Callable[[], int]) -> Result:
+def trace_state_variables(s: Scenario) -> Result:
     """teval updates target-side variables; tstatus/info tvariables show their current
     values, frames hold the collected ones; $trace_timestamp is offered by the target:
-    gdbserver's wall-clock microseconds, tpagent's MONOTONIC_NS clock (the target's
-    monotonic clock in nanoseconds, so hits can be timed)."""
+    wall-clock microseconds, the clock of tstatus's start time, with either stub."""
     define = s.define(
         "tvariable $count = 10",
         "tvariable $last",
@@ -341,7 +339,6 @@ def trace_state_variables(s: Scenario, monotonic_ns: Callable[[], int]) -> Resul
             "collect $count, $last, $trace_timestamp",
         ),
     )
-    before_ns = monotonic_ns()
     r = s.gdb(
         *TO_MAIN, "info tvariables", define, "break halfway", "break finished", "tstart",
         "continue",  # to halfway: 6 hits
@@ -349,7 +346,6 @@ def trace_state_variables(s: Scenario, monotonic_ns: Callable[[], int]) -> Resul
         "tfind 1", "tdump", "print $trace_timestamp", "tfind 2", "print $trace_timestamp",
         "tfind 9", "print $count", "tfind none", "print $last",
     )
-    after_ns = monotonic_ns()
     # The target's own variable, uploaded when gdb connects.
     assert re.search(r"^\$trace_timestamp\s+0\s", r.of("info tvariables"), re.M), r
     assert_in_order(
@@ -363,15 +359,11 @@ def trace_state_variables(s: Scenario, monotonic_ns: Callable[[], int]) -> Resul
     r.dumped(2, 1, r"^\$count = 12$", r"^\$last = 7$", r"^\$trace_timestamp = \d+$")
     stamps = [int(r.value("print $trace_timestamp", n)) for n in (0, 1)]
     assert stamps[0] < stamps[1], stamps
-    if s.e2e.is_gdbserver:
-        # gdbserver: wall-clock microseconds, the clock of tstatus's start time.
-        start, duration = map(
-            float, re.search(r"Trace started at ([\d.]+) secs, stopped ([\d.]+) secs later", r.of("tstatus")).groups()
-        )
-        seconds = [stamp / 1e6 for stamp in stamps]
-        assert start - 0.001 <= seconds[0] <= seconds[1] <= start + duration + 0.001, (start, duration, stamps)
-    else:
-        assert before_ns <= stamps[0] < stamps[1] <= after_ns, (before_ns, stamps, after_ns)
+    start, duration = map(
+        float, re.search(r"Trace started at ([\d.]+) secs, stopped ([\d.]+) secs later", r.of("tstatus")).groups()
+    )
+    seconds = [stamp / 1e6 for stamp in stamps]
+    assert start - 0.001 <= seconds[0] <= seconds[1] <= start + duration + 0.001, (start, duration, stamps)
     assert r.value("print $count", 1) == "20"
     assert r.value("print $last") == "63"
     return r

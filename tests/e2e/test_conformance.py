@@ -5,7 +5,7 @@ import re
 import time
 
 from harness import assert_in_order
-from scenario import TO_MAIN, Scenario, trace, trace_to
+from scenario import TO_MAIN, Scenario, trace, trace_to, tracepoint_rows, tracepoint_table
 from shared import PROGRAM
 
 
@@ -77,3 +77,22 @@ def test_time_units_are_gdbserver_microseconds(e2e):
     assert start * 1e6 - 1e6 <= us[0] <= us[1] <= after * 1e6 + 1e6, (start, us)
     # The same interval on both clocks (a millisecond's slack).
     assert abs((ns[1] - ns[0]) / 1000 - (us[1] - us[0])) < 1000, (us, ns)
+
+
+def test_resent_tracepoints_and_sources_during_a_run(e2e):
+    """gdb re-sends a trap tracepoint with other actions during a run (a library loading moves
+    its locations): accepted, the next hits collect by it. QTDPsrc of a tracepoint gdb could
+    not define (an action it failed to compile) is ignored, as gdbserver does."""
+    with Scenario(e2e, PROGRAM).raw() as rsp:
+        entry = rsp.pc()
+        assert rsp.request("QTinit") == "OK"
+        assert rsp.request(f"QTDP:1:{entry:016x}:E:0:0") == "OK"
+        assert rsp.request("QTStart") == "OK"
+        assert rsp.request(f"QTDP:1:{entry:016x}:E:0:0-") == "OK"
+        assert rsp.request(f"QTDP:-1:{entry:016x}:R01") == "OK"
+        assert rsp.request(f"QTDPsrc:1:{entry:x}:cmd:0:5:6163747320") == "OK"
+        assert rsp.request(f"QTDPsrc:4:{entry + 8:x}:at:0:3:666f6f") == "OK"
+        pieces = tracepoint_table(rsp)
+        assert [p for p in pieces if p.startswith("A1:")] == [f"A1:{entry:x}:R01"], pieces
+        assert [number for number, _, _ in tracepoint_rows(rsp)] == [1], pieces
+        assert rsp.request("QTStop") == "OK"

@@ -6,7 +6,6 @@ runs after record_hit(5). Tracepoints are numbered from 2 (breakpoint 1 took gdb
 Most scenarios are shared.py's, which tests/arm64 runs too.
 """
 
-import time
 
 import pytest
 
@@ -34,9 +33,9 @@ def test_disable_enable_and_add_during_the_run(e2e):
 
 
 def test_trace_state_variables(e2e):
-    """teval, tstatus/info tvariables, collected values; $trace_timestamp (tpagent: the
-    system-wide monotonic clock in nanoseconds)."""
-    shared.trace_state_variables(Scenario(e2e, PROGRAM), time.monotonic_ns)
+    """teval, tstatus/info tvariables, collected values; $trace_timestamp (wall-clock
+    microseconds, as gdbserver's)."""
+    shared.trace_state_variables(Scenario(e2e, PROGRAM))
 
 
 @pytest.mark.tpagent_only("gdbserver answers qTP with decimal numbers, which gdb reads as hex")
