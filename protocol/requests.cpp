@@ -143,6 +143,17 @@ Result<std::vector<ResumeAction>> parse_vcont(std::string_view args) {
         case 't':
             a.kind = ResumeAction::Kind::Stop;
             break;
+        case 'r': { // RSP "vCont": r start,end
+            a.kind = ResumeAction::Kind::Step;
+            auto range = split(action.substr(1), ',');
+            if (range.size() != 2) return bad("bad vCont range");
+            auto start = parse_hex_u64(range[0]);
+            auto end = parse_hex_u64(range[1]);
+            if (!start || !end) return bad("bad vCont range");
+            a.range_start = *start;
+            a.range_end = *end;
+            break;
+        }
         case 'C':
         case 'S': {
             a.kind =

@@ -52,6 +52,8 @@ struct ResumeAction {
     Kind kind = Kind::Continue;
     int signal = 0;                 // 0: none
     std::optional<ThreadId> thread; // none: applies to all threads not otherwise named
+    // `r start,end` (range stepping): a Step that goes on while the pc stays in [start, end).
+    std::uint64_t range_start = 0, range_end = 0;
 };
 // vCont: "action[:thread-id][;action[:thread-id]]..." as classify() returns it; a leading ';'
 // (the raw text after "vCont") is accepted too.

@@ -8,6 +8,8 @@ packages=(
   libboost-dev libfmt-dev libspdlog-dev catch2 libbenchmark-dev
   libzydis-dev libcapstone-dev libunicorn-dev
   python3 python3-pytest python3-pytest-timeout socat valgrind
+  # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
+  gdb-source dejagnu
   # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64
   g++-aarch64-linux-gnu libfmt-dev:arm64 libspdlog-dev:arm64 qemu-system-arm gdb-multiarch cpio
 )

@@ -80,7 +80,7 @@ std::string handle_step_signal(Session& s, std::string_view args) {
 }
 
 std::string handle_vcont_query(Session&, std::string_view) {
-    return "vCont;c;C;s;S;t";
+    return "vCont;c;C;s;S;t;r";
 }
 
 std::string handle_vcont(Session& s, std::string_view args) {
@@ -94,8 +94,8 @@ std::string handle_vcont(Session& s, std::string_view args) {
         for (const auto& a : *actions) {
             if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
             if (a.kind != ResumeAction::Kind::Stop)
-                plan.push_back(
-                    {tid, a.kind == ResumeAction::Kind::Step, gdb_to_host_signal(a.signal)});
+                plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
+                                gdb_to_host_signal(a.signal), a.range_start, a.range_end});
             break;
         }
     }

@@ -57,7 +57,7 @@ std::string handle_trace_define(Session& s, std::string_view args) {
 }
 
 std::string handle_trace_source(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).table().add_source(args));
+    return status_to_reply(experiment(s).add_source(args, s.live_inferior()));
 }
 
 std::string handle_trace_variable(Session& s, std::string_view args) {

@@ -32,6 +32,8 @@ struct ThreadResume {
     pid_t tid = 0;
     bool step = false;
     int signal = 0; // host signal to deliver
+    // Range stepping: steps on while the pc stays in [range_start, range_end) (empty: none).
+    std::uint64_t range_start = 0, range_end = 0;
 };
 
 class Target {

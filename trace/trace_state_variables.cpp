@@ -83,10 +83,14 @@ std::string TraceStateVariables::value_reply(std::uint32_t number) const {
 
 UploadCursor TraceStateVariables::upload() const {
     std::vector<std::string> pieces;
-    for (const auto& [number, v] : vars_)
+    // Newest first, as gdbserver: gdb prepends each one it reads, so its list (and `info
+    // tvariables`) comes out in the order they were defined.
+    for (auto it = vars_.rbegin(); it != vars_.rend(); ++it) {
+        const auto& [number, v] = *it;
         pieces.push_back(fmt::format("{:x}:{:x}:{}:{}", number,
                                      static_cast<std::uint64_t>(v.initial), v.builtin ? 1 : 0,
                                      protocol::to_hex(std::string_view(v.name))));
+    }
     return UploadCursor(std::move(pieces));
 }
 

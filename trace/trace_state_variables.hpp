@@ -60,7 +60,7 @@ class TraceStateVariables {
 
     // qTV reply: `V<value hex>` (two's complement) or `U` for an unknown variable.
     std::string value_reply(std::uint32_t number) const;
-    // qTfV: pieces `<num>:<initial value>:<builtin>:<hexname>`, ordered by number.
+    // qTfV: pieces `<num>:<initial value>:<builtin>:<hexname>`, the highest number first.
     UploadCursor upload() const;
 
   private:

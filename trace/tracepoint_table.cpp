@@ -46,6 +46,15 @@ Result<TracepointTable::DefineOutcome> TracepointTable::define(std::string_view 
     return finish(std::move(header->definition));
 }
 
+Result<std::optional<TracepointTable::DefineOutcome>> TracepointTable::complete_pending() {
+    if (!pending_) return std::optional<DefineOutcome>();
+    TracepointDefinition definition = std::move(pending_->definition);
+    pending_.reset();
+    auto done = finish(std::move(definition));
+    if (!done) return done.error();
+    return std::optional<DefineOutcome>(*done);
+}
+
 Result<TracepointTable::DefineOutcome> TracepointTable::finish(TracepointDefinition definition) {
     const TracepointKey key = definition.key;
     auto it = tracepoints_.find(key);
@@ -65,9 +74,9 @@ Result<TracepointTable::DefineOutcome> TracepointTable::finish(TracepointDefinit
         return DefineOutcome{Defined::Identical, key};
     }
     // gdb re-sends a tracepoint whose actions or locations changed (a shared library came or
-    // went) during a run: a trap tracepoint takes the new definition at its next hit. A fast
-    // one's compiled record lives in the program: that waits for the next tstart.
-    if (running_ && (definition.kind == TracepointKind::Fast || old.kind == TracepointKind::Fast))
+    // went) during a run: it takes the new definition at its next hit, unless its compiled
+    // record lives in the program (a fast tracepoint's jump): that waits for the next tstart.
+    if (running_ && in_program_.count(key))
         return make_error(ErrorCode::BadTracepoint,
                           fmt::format("fast tracepoint {} is defined differently and a trace is "
                                       "running: tstop, then tstart",

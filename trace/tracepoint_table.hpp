@@ -9,10 +9,10 @@
 //  - identical definition (gdb re-sends every location when a shared library loads):
 //    accepted; counters carry over, the enabled flag is taken from the new packet, sources
 //    are replaced by the QTDPsrc packets that follow;
-//  - different definition: replaces the old one (counters reset); during a run, a trap
-//    tracepoint's next hit collects by the new one (gdb re-sends tracepoints whose locations
-//    or actions changed as libraries come and go); a fast tracepoint's is refused with
-//    BadTracepoint, its compiled record being in the program until the next tstart.
+//  - different definition: replaces the old one (counters reset); during a run, the next
+//    hit collects by the new one (gdb re-sends tracepoints whose locations or actions changed
+//    as libraries come and go), except for a fast tracepoint compiled into the program
+//    (mark_in_program): refused with BadTracepoint until the run ends.
 // Sources (QTDPsrc) of a tracepoint the table does not have are ignored, as gdbserver does.
 #pragma once
 #include "trace/tracepoint.hpp"
@@ -43,10 +43,12 @@ class TracepointTable {
         TracepointKey key;
     };
     // One QTDP payload (after "QTDP:"). A first packet while another definition is pending
-    // drops the pending one (gdb never leaves one unfinished).
+    // drops the pending one: complete_pending() first to keep it.
     Result<DefineOutcome> define(std::string_view payload);
     bool has_pending() const { return pending_.has_value(); }
-    void abandon_pending() { pending_.reset(); }
+    // gdb leaves a definition unfinished ("more follows", then nothing) when it cannot compile
+    // the actions: what arrived, all valid, defines the tracepoint, as gdbserver takes it.
+    Result<std::optional<DefineOutcome>> complete_pending();
 
     // One QTDPsrc payload; the first source after a (re)definition replaces the old list.
     Status add_source(std::string_view payload);
@@ -58,7 +60,13 @@ class TracepointTable {
     void clear();
 
     // While a trace runs, a different redefinition of an existing key is refused.
-    void set_running(bool running) { running_ = running; }
+    void set_running(bool running) {
+        running_ = running;
+        if (!running) in_program_.clear();
+    }
+    // A fast tracepoint whose definition the in-process agent holds for this run.
+    void mark_in_program(const TracepointKey& key) { in_program_.insert(key); }
+    void unmark_in_program(const TracepointKey& key) { in_program_.erase(key); }
     bool running() const { return running_; }
 
     Tracepoint* find(const TracepointKey& key);
@@ -83,6 +91,7 @@ class TracepointTable {
 
     unsigned register_count_;
     bool running_ = false;
+    std::set<TracepointKey> in_program_;
     std::optional<Pending> pending_;
     std::map<TracepointKey, Tracepoint> tracepoints_;
     // Keys whose next QTDPsrc starts a fresh source list.

@@ -71,18 +71,80 @@ void TraceExperiment::uninstall_all(Target* inferior) {
 }
 
 Status TraceExperiment::define(std::string_view payload, Target* inferior) {
+    // A new tracepoint's first packet: the one gdb left unfinished before it is complete.
+    if (!payload.empty() && payload.front() != '-')
+        if (auto s = complete_pending(inferior); !s)
+            spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
     auto outcome = table_.define(payload);
     if (!outcome) return outcome.error();
+    return on_defined(*outcome, inferior);
+}
+
+Status TraceExperiment::complete_pending(Target* inferior) {
+    auto done = table_.complete_pending();
+    if (!done) return done.error();
+    return *done ? on_defined(**done, inferior) : ok_status();
+}
+
+Status TraceExperiment::add_source(std::string_view payload, Target* inferior) {
+    if (auto s = complete_pending(inferior); !s)
+        spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
+    return table_.add_source(payload);
+}
+
+Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& outcome,
+                                   Target* inferior) {
     // InstallInTrace: a tracepoint completed during a run goes in at once.
     using D = trace::TracepointTable::Defined;
-    if (running_ && inferior && (outcome->what == D::Added || outcome->what == D::Replaced)) {
-        const auto* tp = table_.find(outcome->key);
-        if (tp && tp->definition.kind == trace::TracepointKind::Fast)
-            return make_error(ErrorCode::NotAllowed,
-                              "a fast tracepoint cannot join a running trace: tstop, then tstart");
-        if (any_enabled_at(outcome->key.address)) return install(*inferior, outcome->key.address);
+    if (running_ && inferior && (outcome.what == D::Added || outcome.what == D::Replaced)) {
+        const auto* tp = table_.find(outcome.key);
+        const std::uint64_t addr = outcome.key.address;
+        // A fast tracepoint joining the run is collected through a trap site: its compiled
+        // record cannot enter the program's configuration while threads use it (where a jump
+        // is already, that one gives way to the trap site).
+        if (tp && tp->definition.kind == trace::TracepointKind::Fast) fast_by_trap_.insert(addr);
+        if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
     return ok_status();
+}
+
+std::set<std::uint64_t> TraceExperiment::fast_needing_traps(const Target& inferior) const {
+    std::set<std::uint64_t> out;
+    const std::uint64_t length = arch_.min_fast_tracepoint_length();
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast) continue;
+        const std::uint64_t addr = key.address;
+        for (const auto& [other, otp] : table_.all())
+            if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
+                other.address >= addr && other.address - addr < length)
+                out.insert(addr);
+        // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
+        // inside it would cut the jump.
+        for (std::uint64_t at = addr + 1; at < addr + length; ++at)
+            if (inferior.user_breakpoint_at(at)) out.insert(addr);
+    }
+    return out;
+}
+
+Status TraceExperiment::install_during_run(Target& inferior, std::uint64_t addr) {
+    auto s = install(inferior, addr);
+    if (s || !inferior.alive()) return s;
+    // A fast tracepoint's jump covers the address: it gives way to a trap site at its own
+    // address, which collects it from now on.
+    for (const auto& [key, tp] : table_.all()) {
+        const std::uint64_t fast = key.address;
+        if (tp.definition.kind != trace::TracepointKind::Fast || fast > addr ||
+            addr - fast >= arch_.min_fast_tracepoint_length() || !inferior.has_fast_site(fast))
+            continue;
+        spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
+        inferior.remove_fast_site(fast);
+        fast_by_trap_.insert(fast);
+        for (const auto& [other, otp] : table_.all())
+            if (other.address == fast) table_.unmark_in_program(other);
+        if (auto t = install(inferior, fast); !t) return t;
+        return addr == fast ? ok_status() : install(inferior, addr);
+    }
+    return s;
 }
 
 Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Target* inferior) {
@@ -163,13 +225,16 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     abandon_relocation(inferior);
     if (!inferior || !inferior->alive())
         return make_error(ErrorCode::NoProcess, "no process to trace");
-    if (table_.has_pending()) table_.abandon_pending();
+    if (auto s = complete_pending(inferior); !s)
+        spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
     buffer_.clear();
     table_.reset_counters();
     variables_.reset_values();
     stepping_.clear();
     attach_to(*inferior);
     if (fast_removal_pending_) remove_fast_sites(inferior);
+    table_.set_running(false); // forgets a failed start's fast tracepoints in the program
+    fast_by_trap_ = fast_needing_traps(*inferior);
     bool any_fast = false;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
@@ -179,14 +244,20 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
                 fmt::format("tracepoint {}: static tracepoints are not supported", key.number));
         if (tp.definition.kind == trace::TracepointKind::Fast) {
             if (auto s = check_fast(tp); !s) return s;
-            any_fast = true;
+            if (fast_by_trap_.count(key.address))
+                spdlog::debug("fast tracepoint {} at 0x{:x}: a trap tracepoint or breakpoint "
+                              "is inside its jump; collected through a trap",
+                              key.number, key.address);
+            else
+                any_fast = true;
         }
     }
     if (any_fast)
         if (auto s = prepare_fast(*inferior); !s) return s;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
-        const bool fast = tp.definition.kind == trace::TracepointKind::Fast;
+        const bool fast =
+            tp.definition.kind == trace::TracepointKind::Fast && !fast_by_trap_.count(key.address);
         if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
             if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
                 gdb_sites_.push_back(key.address);

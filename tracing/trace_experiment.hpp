@@ -11,7 +11,10 @@
 #include "base/result.hpp"
 #include "protocol/trace_status.hpp"
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +41,9 @@ class TraceExperiment {
     bool running() const { return running_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
-    void init();                                               // QTinit
-    Status define(std::string_view payload, Target* inferior); // QTDP
+    void init();                                                   // QTinit
+    Status define(std::string_view payload, Target* inferior);     // QTDP
+    Status add_source(std::string_view payload, Target* inferior); // QTDPsrc
     Status set_enabled(std::string_view payload, bool enabled, Target* inferior);
     Status set_readonly_ranges(std::string_view payload); // QTro
     Status set_notes(std::string_view payload);           // QTNotes
@@ -78,6 +82,13 @@ class TraceExperiment {
 
   private:
     Status install(Target& inferior, std::uint64_t addr);
+    Status complete_pending(Target* inferior);
+    Status on_defined(const trace::TracepointTable::DefineOutcome& outcome, Target* inferior);
+    // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
+    std::set<std::uint64_t> fast_needing_traps(const Target& inferior) const;
+    // During a run: a trap site for `addr`, taking the place of a fast tracepoint's jump that
+    // covers it (that tracepoint is then collected through the trap site too).
+    Status install_during_run(Target& inferior, std::uint64_t addr);
     void uninstall_all(Target* inferior);
     bool any_enabled_at(std::uint64_t addr) const;
     // Runs one tracepoint's actions into a frame; false if the trace had to stop.
@@ -115,6 +126,9 @@ class TraceExperiment {
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
     bool fast_installed_ = false;
     bool fast_removal_pending_ = false;
+    // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
+    // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
+    std::set<std::uint64_t> fast_by_trap_;
     // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;

@@ -187,8 +187,11 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
 
     std::vector<trace::Tracepoint*> fast;
     for (auto& [key, tp] : table_.all())
-        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast)
+        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
+            !fast_by_trap_.count(key.address)) {
             fast.push_back(table_.find(key));
+            table_.mark_in_program(key);
+        }
     RecordWriter writer(*inproc_, inferior);
     auto records = writer.records(fast.size());
     if (!records) return records.error();

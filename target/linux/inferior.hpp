@@ -109,7 +109,8 @@ class Inferior final : public Target {
         bool step_over_resumes = false;
         std::uint64_t trace_steps_left = 0; // while-stepping steps still to collect
         std::uint64_t trace_site = 0;
-        bool user_step = false; // gdb asked this thread to single-step
+        bool user_step = false;                       // gdb asked this thread to single-step
+        std::uint64_t range_start = 0, range_end = 0; // ... on through this range (vCont;r)
         // The trap site at the pc whose hit was collected already (the thread stopped there
         // after its breakpoint); any other stop at a site has not run it yet.
         std::optional<std::uint64_t> collected_at;

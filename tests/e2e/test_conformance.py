@@ -4,8 +4,10 @@ tstop notes, tstart during a run, time units."""
 import re
 import time
 
+import pytest
+
 from harness import assert_in_order
-from scenario import TO_MAIN, Scenario, trace, trace_to, tracepoint_rows, tracepoint_table
+from scenario import TO_MAIN, FastTrace, Scenario, ftrace, trace, trace_to, tracepoint_rows, tracepoint_table
 from shared import PROGRAM
 
 
@@ -96,3 +98,72 @@ def test_resent_tracepoints_and_sources_during_a_run(e2e):
         assert [p for p in pieces if p.startswith("A1:")] == [f"A1:{entry:x}:R01"], pieces
         assert [number for number, _, _ in tracepoint_rows(rsp)] == [1], pieces
         assert rsp.request("QTStop") == "OK"
+
+
+# --------------------------------------------------------------------------- fast tracepoints shared
+
+
+FAST = "ftrace_loop"
+
+
+@pytest.mark.tpagent_only("gdbserver cannot put a trap and a fast tracepoint at one address")
+def test_trap_and_fast_tracepoint_at_one_address(e2e):
+    """trace and ftrace at traced()'s first line: each of 4 hits makes a frame of each (the
+    fast one is collected through the trap then); the program ends right."""
+    s = FastTrace(e2e, FAST, "4")
+    line = f"{FAST}.c:{s.line('traced_entry')}"
+    define = s.define(trace(line, "collect hits"), ftrace(line, "collect n"))
+    walk = s.walk("$tracepoint")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), walk, "tfind none", "delete", "continue")
+    r.trace_stopped("by a tstop command", 8)
+    assert sorted(row[1] for row in r.frames(walk)) == [2] * 4 + [3] * 4
+    s.ends_as_natively(r.of("continue", 2))
+
+
+@pytest.mark.parametrize("always_inserted", ["on", "off"])
+def test_breakpoint_and_fast_tracepoint_at_one_address(e2e, always_inserted):
+    """gdb's breakpoint where a fast tracepoint's jump goes: the breakpoint stops the program
+    at every call, the tracepoint collects once per call, in either order of definition."""
+    s = FastTrace(e2e, FAST, "3")
+    line = f"{FAST}.c:{s.line('traced_entry')}"
+    define = s.define(ftrace(line, "collect n"))
+    walk = s.walk("n")
+    r = s.gdb(
+        *TO_MAIN, f"set breakpoint always-inserted {always_inserted}", f"break {line}", define,
+        "break finished", "tstart", "continue", "continue", "continue", "continue", "tstop", "tstatus",
+        walk, "tfind none", "delete", "continue",
+    )
+    for n in range(3):
+        assert_in_order(r.of("continue", n + 1), rf"^Breakpoint 2, traced \(n={n}, scale=3\)")
+    assert_in_order(r.of("continue", 4), r"^Breakpoint 4, finished \(\)")
+    r.trace_stopped("by a tstop command", 3)
+    assert [row[2] for row in r.frames(walk)] == [0, 1, 2]
+    s.ends_as_natively(r.of("continue", 5))
+
+
+@pytest.mark.tpagent_only("gdbserver 13 refuses the re-sent definition with actions")
+def test_fast_tracepoint_added_during_a_run(e2e):
+    """ftrace defined while a trace runs: gdb sends it at once (before its actions, which
+    stay on the host until the next tstart) and it collects from then on, beside the trap
+    tracepoint already there: a frame at each of the 3 calls after halfway()."""
+    s = FastTrace(e2e, FAST, "6")
+    first = s.define(trace("halfway"))
+    later = s.define(ftrace(f"{FAST}.c:{s.line('traced_entry')}"))
+    walk = s.walk("$tracepoint")
+    r = s.gdb(
+        *TO_MAIN, first, "break halfway", "tstart", "continue", later,
+        "break finished", "continue", "tstop", "tstatus", walk,
+        "tfind none", "delete", "continue",
+    )
+    r.trace_stopped("by a tstop command", 4)
+    assert [row[1] for row in r.frames(walk)] == [2, 4, 4, 4], r.of(walk)
+    s.ends_as_natively(r.of("continue", 3))
+
+
+def test_range_stepping(e2e):
+    """`next` over lines of several instructions: gdb range-steps (vCont;r, offered in
+    vCont?), and the program goes on right."""
+    s = Scenario(e2e, PROGRAM, "2", options=("--debug",))
+    r = s.gdb(*TO_MAIN, "next", "next", "next", "continue")
+    assert re.search(r"<- vCont;r[0-9a-f]+,[0-9a-f]+", s.server.output), "no range stepping"
+    s.ends_as_natively(r.of("continue", 1))

@@ -221,9 +221,17 @@ TEST_CASE("parse_vcont", "[requests]") {
                            {"", ";", ";c;", ";;c", ";cc", ";c1", ";sx:p1.2", ";t0", ";C", ";C100",
                             ";Cxx", ";S", ";c:p1.", ";c:zz", ";c:p1.2:3"});
     }
+    SECTION("range stepping") {
+        auto r = parse_vcont(";r1000,2000:p1.2;c");
+        REQUIRE(r.ok());
+        CHECK((*r)[0].kind == ResumeAction::Kind::Step);
+        CHECK((*r)[0].range_start == 0x1000);
+        CHECK((*r)[0].range_end == 0x2000);
+        CHECK((*r)[1].range_end == 0);
+        check_all_rejected(parse_vcont, {";r1000", ";r1000,", ";r,2", ";rx,2", ";r1,2,3"});
+    }
     SECTION("unknown actions are unsupported, not malformed") {
-        check_all_rejected(parse_vcont, {";r1000,2000:p1.2", ";x", ";c;r1,2"},
-                           ErrorCode::Unsupported);
+        check_all_rejected(parse_vcont, {";x", ";c;y1,2"}, ErrorCode::Unsupported);
     }
 }
 

@@ -53,10 +53,11 @@ TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
     CHECK_FALSE(vars.set(9, 1));
     CHECK_FALSE(vars.get(9));
 
-    // The upload carries initial values, as gdbserver's "2:5:0:76" did after $v changed.
-    CHECK(all_pieces(vars) == std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70",
-                                                       "2:5:0:76", "3:fffffffffffffffd:0:6e6567",
-                                                       "4:0:0:7a", "l"});
+    // The upload carries initial values, as gdbserver's "2:5:0:76" did after $v changed; the
+    // newest first, as gdbserver's list.
+    CHECK(all_pieces(vars) ==
+          std::vector<std::string>{"4:0:0:7a", "3:fffffffffffffffd:0:6e6567", "2:5:0:76",
+                                   "1:0:1:74726163655f74696d657374616d70", "l"});
     vars.reset_values(); // QTStart
     CHECK(*vars.get(2) == 5);
 
