@@ -94,7 +94,7 @@ std::string error_text(const bytecode::Program& program, bytecode::EvalStatus st
 Target::SiteHit TraceExperiment::on_hit(Target& inferior, pid_t tid, std::uint64_t addr) {
     Target::SiteHit result;
     result.consumed = true;
-    if (!running_) return result;
+    if (!running_ || stop_after_steps_) return result;
     for (auto& [key, tp] : table_.all()) {
         if (key.address != addr || !tp.definition.enabled) continue;
         auto* live = table_.find(key);
@@ -102,10 +102,13 @@ Target::SiteHit TraceExperiment::on_hit(Target& inferior, pid_t tid, std::uint64
         const auto& def = live->definition;
         if (def.step_count > 0 && !def.stepping_actions.empty() && running_) {
             result.steps = def.step_count;
-            stepping_[tid] = key;
+            stepping_[tid] = {key, def.step_count};
         }
         if (def.pass_count > 0 && live->counters.hits >= def.pass_count) {
-            stop_with(passcount_reached(key.number), &inferior);
+            if (result.steps > 0)
+                stop_after_steps_ = passcount_reached(key.number);
+            else
+                stop_with(passcount_reached(key.number), &inferior);
             break;
         }
     }
@@ -115,8 +118,13 @@ Target::SiteHit TraceExperiment::on_hit(Target& inferior, pid_t tid, std::uint64
 void TraceExperiment::on_step(Target& inferior, pid_t tid, std::uint64_t) {
     auto it = stepping_.find(tid);
     if (!running_ || it == stepping_.end()) return;
-    auto* tp = table_.find(it->second);
-    if (tp) collect(inferior, tid, *tp, tp->definition.stepping_actions, true);
+    auto* tp = table_.find(it->second.key);
+    if (tp && !collect(inferior, tid, *tp, tp->definition.stepping_actions, true)) return;
+    if (--it->second.left == 0) stepping_.erase(it);
+    if (stop_after_steps_ && stepping_.empty()) {
+        auto reason = std::move(*stop_after_steps_);
+        stop_with(std::move(reason), &inferior);
+    }
 }
 
 bool TraceExperiment::collect(Target& inferior, pid_t tid, trace::Tracepoint& tp,

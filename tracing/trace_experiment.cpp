@@ -231,6 +231,7 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     table_.reset_counters();
     variables_.reset_values();
     stepping_.clear();
+    stop_after_steps_.reset();
     attach_to(*inferior);
     if (fast_removal_pending_) remove_fast_sites(inferior);
     table_.set_running(false); // forgets a failed start's fast tracepoints in the program
@@ -296,6 +297,7 @@ void TraceExperiment::stop_with(TraceStopReason reason, Target* inferior) {
     stop_reason_ = std::move(reason);
     stop_time_ = now_us();
     stepping_.clear();
+    stop_after_steps_.reset();
     spdlog::debug("trace stopped: {}", protocol::encode_stop_reason(stop_reason_));
 }
 

@@ -117,8 +117,16 @@ class TraceExperiment {
     bool disconnected_tracing_ = false;
     TraceStopReason stop_reason_;
     std::string user_, notes_, stop_notes_;
-    std::int64_t start_time_ = 0, stop_time_ = 0;    // microseconds since the epoch
-    std::map<pid_t, trace::TracepointKey> stepping_; // thread -> tracepoint it steps for
+    std::int64_t start_time_ = 0, stop_time_ = 0; // microseconds since the epoch
+    // Thread -> the tracepoint it steps for (while-stepping) and the steps still to collect.
+    struct Stepping {
+        trace::TracepointKey key;
+        std::uint64_t left = 0;
+    };
+    std::map<pid_t, Stepping> stepping_;
+    // A pass count reached by a hit with while-stepping: the trace stops once its steps are
+    // collected (as gdbserver), no other hit collecting meanwhile.
+    std::optional<TraceStopReason> stop_after_steps_;
     // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
     // at each address (what the pad passes), and pads still to take out.
     std::unique_ptr<InprocRegion> inproc_;

@@ -7,7 +7,17 @@ import time
 import pytest
 
 from harness import assert_in_order
-from scenario import TO_MAIN, FastTrace, Scenario, ftrace, trace, trace_to, tracepoint_rows, tracepoint_table
+from scenario import (
+    TO_MAIN,
+    FastTrace,
+    Scenario,
+    ftrace,
+    trace,
+    trace_to,
+    tracepoint_rows,
+    tracepoint_table,
+    while_stepping,
+)
 from shared import PROGRAM
 
 
@@ -167,3 +177,14 @@ def test_range_stepping(e2e):
     r = s.gdb(*TO_MAIN, "next", "next", "next", "continue")
     assert re.search(r"<- vCont;r[0-9a-f]+,[0-9a-f]+", s.server.output), "no range stepping"
     s.ends_as_natively(r.of("continue", 1))
+
+
+def test_while_stepping_with_a_pass_count(e2e):
+    """passcount 2 and while-stepping 4: the trace stops after the second hit's steps are
+    collected, 2 x (1 + 4) frames, as gdbserver."""
+    s = Scenario(e2e, PROGRAM, "5")
+    define = s.define(trace("stepped", "collect x", while_stepping(4, "collect $rip")), "passcount 2 2")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind none", "delete", "continue")
+    assert r.status().stopped == "by tracepoint 2", r.status()  # its pass count
+    assert r.status().collected == 10, r.status()
+    s.ends_as_natively(r.of("continue", 2))
