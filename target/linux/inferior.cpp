@@ -21,7 +21,9 @@ Error sys_error(const std::string& what) {
     return make_error(ErrorCode::SystemError, fmt::format("{}: {}", what, std::strerror(errno)));
 }
 
-constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+// Forks are traced only to clean the child's copy of the code and let it go.
+constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL |
+                                PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE;
 
 std::vector<pid_t> list_tasks(pid_t pid) {
     std::vector<pid_t> out;

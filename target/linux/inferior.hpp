@@ -195,6 +195,15 @@ class Inferior final : public Target {
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
     void end_step_over(pid_t tid, Thread& t);
+    // After a ptrace event stop (fork, vfork done): run on, or on to the stop-all's SIGSTOP.
+    void continue_after_event(pid_t tid, Thread& t, bool keep_running);
+    // A child the program forked: its copy of the code loses every breakpoint and jump, and it
+    // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the
+    // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
+    void release_child(pid_t child, bool vfork);
+    bool is_new_process(pid_t tid) const;
+    std::set<pid_t> children_seen_; // forked children whose first stop came before the event
+    std::vector<std::uint64_t> lifted_for_vfork_;
     // A trap site's displaced instruction, relocated into a pad near `addr`.
     Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, Thread& t, bool step);

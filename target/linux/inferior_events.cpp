@@ -73,6 +73,15 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     return ok_status();
 }
 
+void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
+    if (keep_running) {
+        continue_after_stop(tid, t, t.stepping);
+    } else if (stopping_all_ && resume_thread(tid, t, t.stepping, 0)) {
+        t.stop_requested = true; // an event stop is no place to stay: on to a SIGSTOP
+        tgkill(pid_, tid, SIGSTOP);
+    }
+}
+
 void Inferior::end_step_over(pid_t tid, Thread& t) {
     if (auto r = breakpoints_->lower(*t.step_over); !r)
         spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid,
@@ -288,6 +297,11 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
     }
     if (!WIFSTOPPED(status)) return std::nullopt;
     auto it = threads_.find(tid);
+    if (it == threads_.end() && is_new_process(tid)) {
+        // A forked child's first stop, ahead of its parent's fork event: kept for that.
+        children_seen_.insert(tid);
+        return std::nullopt;
+    }
     if (it == threads_.end()) {
         // A new thread's first stop can arrive before its parent's clone event.
         add_thread(tid, false);
@@ -346,6 +360,21 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
             t.stop_requested = true;
             tgkill(pid_, tid, SIGSTOP);
         }
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
+        unsigned long child = 0;
+        if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0)
+            release_child(static_cast<pid_t>(child), event == PTRACE_EVENT_VFORK);
+        continue_after_event(tid, t, keep_running);
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_VFORK_DONE) {
+        // The vfork child has exec'd or exited: the parent's breakpoints go back.
+        for (std::uint64_t addr : lifted_for_vfork_)
+            (void)breakpoints_->lower(addr);
+        lifted_for_vfork_.clear();
+        continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }
     if (event == PTRACE_EVENT_EXEC) {

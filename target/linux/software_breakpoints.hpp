@@ -31,6 +31,11 @@ class SoftwareBreakpoints {
     // Forgets them without touching memory (the process image is gone).
     void forget_all() { sites_.clear(); }
 
+    // Every breakpoint's address and the bytes it replaced.
+    template <typename F> void for_each_original(F&& f) const {
+        for (const auto& [addr, site] : sites_)
+            f(addr, std::span<const std::uint8_t>(site.original));
+    }
     // Replace breakpoint bytes in `buf` (read from `addr`) with the saved originals.
     void unshadow(std::uint64_t addr, std::span<std::uint8_t> buf) const;
     // For a write of `data` at `addr`: records the new originals under breakpoints and returns

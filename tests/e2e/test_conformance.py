@@ -188,3 +188,17 @@ def test_while_stepping_with_a_pass_count(e2e):
     assert r.status().stopped == "by tracepoint 2", r.status()  # its pass count
     assert r.status().collected == 10, r.status()
     s.ends_as_natively(r.of("continue", 2))
+
+
+@pytest.mark.parametrize("kind", ["trace", "ftrace"])
+def test_forked_children_run_unharmed(e2e, kind):
+    """A program with tracepoints forks (and vforks, then execs): the children run on without
+    tpagent's breakpoints or jumps in their copy of the code, as gdb's detach-on-fork expects;
+    only the parent's 6 calls are collected."""
+    s = (FastTrace if kind == "ftrace" else Scenario)(e2e, "forks")
+    define = s.define((ftrace if kind == "ftrace" else trace)(f"forks.c:{s.line('work_entry')}", "collect x"))
+    walk = s.walk("x")
+    r = s.gdb(*TO_MAIN, define, *trace_to("exit"), walk, "tfind none", "delete", "continue")
+    assert [row[2] for row in r.frames(walk)] == [0, 1, 2, 3, 4, 5], r.of(walk)
+    s.server.wait_for(r"^children: fork 0 vfork 0 parent 30$")
+    s.exited(r.of("continue", 2), 0)

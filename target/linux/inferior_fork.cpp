@@ -1,0 +1,57 @@
+// Children the program forks: tpagent traces neither them nor their tracepoints, but their
+// copy of the code holds tpagent's breakpoints and jumps, which would kill them (SIGTRAP) or
+// send them into a collector that is not theirs. Each is caught at its first stop, cleaned
+// and detached, as gdb does with detach-on-fork.
+#include "base/proc_files.hpp"
+#include "target/linux/inferior.hpp"
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tpagent::agent {
+
+bool Inferior::is_new_process(pid_t tid) const {
+    // A thread of the program has its tgid; a forked child leads a process of its own.
+    const std::string status = read_file(fmt::format("/proc/{}/status", tid));
+    const auto at = status.find("\nTgid:");
+    if (at == std::string::npos) return false;
+    return std::strtol(status.c_str() + at + 6, nullptr, 10) == tid && tid != pid_;
+}
+
+void Inferior::release_child(pid_t child, bool vfork) {
+    if (!children_seen_.erase(child)) {
+        int status = 0;
+        while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
+        }
+    }
+    if (vfork) {
+        // The child runs in the parent's memory until it execs or exits: no breakpoint in it
+        // meanwhile (the parent waits; its hits are not missed).
+        breakpoints_->for_each_original([&](std::uint64_t addr, auto) {
+            if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
+        });
+    } else {
+        const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
+        auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+            if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
+                               static_cast<ssize_t>(bytes.size()))
+                spdlog::warn("forked child {}: cannot restore the code at 0x{:x}", child, addr);
+        };
+        // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
+        // the jump's own original bytes then replace.
+        breakpoints_->for_each_original(put);
+        for (const auto& [addr, site] : fast_sites_)
+            put(addr, site.original);
+        if (mem >= 0) ::close(mem);
+    }
+    if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
+        spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
+    else
+        spdlog::debug("forked child {}: code restored, detached", child);
+}
+
+} // namespace tpagent::agent
