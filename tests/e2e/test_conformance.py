@@ -3,6 +3,7 @@ tstop notes, tstart during a run, time units."""
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +203,25 @@ def test_forked_children_run_unharmed(e2e, kind):
     assert [row[2] for row in r.frames(walk)] == [0, 1, 2, 3, 4, 5], r.of(walk)
     s.server.wait_for(r"^children: fork 0 vfork 0 parent 30$")
     s.exited(r.of("continue", 2), 0)
+
+
+AVX = "avx" in Path("/proc/cpuinfo").read_text().split()
+
+
+@pytest.mark.skipif(not AVX, reason="this CPU has no AVX (ymm registers)")
+def test_avx_pseudo_register_in_frames_and_files(e2e):
+    """`collect $ymm15` in a trap tracepoint (gdb collects xmm15 and ymm15h, raw AVX state):
+    $ymm15 reads back in the frame, in gdb's tsave file and in tpagent's tsave -r file."""
+    s = Scenario(e2e, "avx_regs", pie=False)
+    define = s.define(trace("hit", "collect $ymm15"))
+    host_file, target_file = e2e.tmp / "host.tf", e2e.tmp / "target.tf"
+    lanes = "{0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8}"
+    r = s.gdb(
+        *TO_MAIN, define, *trace_to("printf"), "tfind 1", "print/x $ymm15.v8_int32",
+        f"tsave {host_file}", f"tsave -r {target_file}", "tfind none", "delete", "continue",
+    )
+    assert r.value("print/x $ymm15.v8_int32") == lanes
+    s.exited(r.of("continue", 2), 0)
+    for file in (host_file, target_file):
+        t = s.open_trace_file(file, "tfind 1", "print/x $ymm15.v8_int32")
+        assert t.value("print/x $ymm15.v8_int32") == lanes, (file, t.of("print/x $ymm15.v8_int32"))
