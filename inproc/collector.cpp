@@ -252,6 +252,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
         if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
         return;
     }
+    const std::uint64_t stamp = tpagent_timestamp();
     const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);
     std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
     hit.out = record + kRecordBlocksOffset; // headers written last
@@ -303,6 +304,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     put<std::uint32_t>(
         p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
     put<std::uint64_t>(p, tp->address);
+    put<std::uint64_t>(p, stamp);
     trace::store_frame_header(p, static_cast<std::uint16_t>(tp->number),
                               static_cast<std::uint32_t>(data));
     chunk->committed.store(committed + static_cast<std::uint32_t>(size), std::memory_order_release);

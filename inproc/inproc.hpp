@@ -24,6 +24,8 @@ std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
 extern "C" std::size_t tpagent_fault_recovering_copy(void* dst, const void* src, std::size_t len);
 extern "C" long tpagent_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fault[];
+// A counter every core reads alike (no system call, no shared write): orders frames.
+extern "C" std::uint64_t tpagent_timestamp();
 
 namespace tpagent::inproc {} // namespace tpagent::inproc
 

@@ -30,7 +30,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -148,6 +148,7 @@ struct RecordHeader {
     std::uint32_t size;  // whole record, header included, multiple of 8
     std::uint32_t index; // TracepointRecord index
     std::uint64_t pc;
+    std::uint64_t stamp; // tpagent_timestamp() at the hit: frames of all threads in order
 };
 // Where a record's frame blocks start: after the record header and the frame header.
 inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace::kFrameHeaderSize;

@@ -147,7 +147,7 @@ const Variable* InprocRegion::variable(std::uint32_t number) const {
 void InprocRegion::drain(const RecordSink& take) {
     // A thread's frames must come out in order even when it moves to another chunk during a
     // drain: first note which chunks hold records and in what order they were taken, then
-    // drain them in that order, re-reading each chunk's `committed`. A thread seals a chunk
+    // read them in that order, re-reading each chunk's `committed`. A thread seals a chunk
     // before it takes the next, so once its later chunk was seen, the earlier one is final.
     pending_.clear();
     for (std::size_t i = 0; i < kChunkCount; ++i) {
@@ -160,6 +160,10 @@ void InprocRegion::drain(const RecordSink& take) {
     }
     std::sort(pending_.begin(), pending_.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
+    // Every thread's new records, then all of them in the order they were collected: by
+    // stamp, a thread's own order kept for equal stamps.
+    records_.clear();
+    sealed_.clear();
     for (const auto& [sequence, i] : pending_) {
         ChunkHeader* c = chunk_at(local_, i);
         const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
@@ -176,14 +180,20 @@ void InprocRegion::drain(const RecordSink& take) {
                 c->drained = committed;
                 break;
             }
-            take(rh, std::span(payload + c->drained + sizeof rh, rh.size - sizeof rh));
+            records_.push_back({rh, payload + c->drained + sizeof rh});
             c->drained += rh.size;
         }
-        if (state == ChunkState::Sealed && c->drained >= committed) {
-            c->committed.store(0, std::memory_order_relaxed);
-            c->drained = 0;
-            c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
-        }
+        if (state == ChunkState::Sealed && c->drained >= committed) sealed_.push_back(i);
+    }
+    std::stable_sort(records_.begin(), records_.end(),
+                     [](const auto& a, const auto& b) { return a.header.stamp < b.header.stamp; });
+    for (const auto& r : records_)
+        take(r.header, std::span(r.staged, r.header.size - sizeof(RecordHeader)));
+    for (std::size_t i : sealed_) {
+        ChunkHeader* c = chunk_at(local_, i);
+        c->committed.store(0, std::memory_order_relaxed);
+        c->drained = 0;
+        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
     }
 }
 

@@ -74,6 +74,12 @@ class InprocRegion {
     pid_t pid_;
     void* local_;
     std::vector<std::pair<std::uint64_t, std::size_t>> pending_; // drain order (sequence, chunk)
+    struct StagedRecord {
+        inproc::RecordHeader header;
+        const std::uint8_t* staged; // in the chunk, valid until it is freed
+    };
+    std::vector<StagedRecord> records_; // a drain's records, sorted by stamp
+    std::vector<std::size_t> sealed_;   // chunks to free once drained
 };
 
 // A run's tracepoint records, actions and expression code, allocated one after the other in

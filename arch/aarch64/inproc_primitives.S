@@ -41,4 +41,13 @@ tpagent_copy_fault:
     mov x0, x3
     ret
     .size tpagent_fault_recovering_copy, . - tpagent_fault_recovering_copy
+
+// uint64_t tpagent_timestamp(void): the virtual counter, one clock for every core.
+    .globl tpagent_timestamp
+    .hidden tpagent_timestamp
+    .type tpagent_timestamp, %function
+tpagent_timestamp:
+    mrs x0, cntvct_el0
+    ret
+    .size tpagent_timestamp, . - tpagent_timestamp
     .section .note.GNU-stack, "", %progbits

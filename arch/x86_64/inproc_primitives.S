@@ -49,4 +49,19 @@ tpagent_copy_fault:
     ret
     .cfi_endproc
     .size tpagent_fault_recovering_copy, . - tpagent_fault_recovering_copy
+
+// uint64_t tpagent_timestamp(void)
+// The time-stamp counter: one clock for every core (invariant TSC), no system call, no shared
+// write; it orders the frames of several threads.
+    .globl tpagent_timestamp
+    .hidden tpagent_timestamp
+    .type tpagent_timestamp, @function
+tpagent_timestamp:
+    .cfi_startproc
+    rdtsc
+    shl $32, %rdx
+    or %rdx, %rax
+    ret
+    .cfi_endproc
+    .size tpagent_timestamp, . - tpagent_timestamp
     .section .note.GNU-stack, "", @progbits

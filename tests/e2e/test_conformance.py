@@ -225,3 +225,21 @@ def test_avx_pseudo_register_in_frames_and_files(e2e):
     for file in (host_file, target_file):
         t = s.open_trace_file(file, "tfind 1", "print/x $ymm15.v8_int32")
         assert t.value("print/x $ymm15.v8_int32") == lanes, (file, t.of("print/x $ymm15.v8_int32"))
+
+
+def test_fast_frames_of_several_threads_in_time_order(e2e):
+    """Four threads hit one fast tracepoint, their hits interleaved in time (each call sleeps
+    300 us): frames are numbered in the order they were collected, so $trace_timestamp_ns
+    (collected by each hit) never steps back (but for the few instructions between a hit's
+    start and its clock read)."""
+    s = FastTrace(e2e, "ftrace_threads", "300")
+    define = s.define(
+        "tvariable $trace_timestamp_ns",
+        ftrace(f"ftrace_threads.c:{s.line('work_entry')}", "collect $trace_timestamp_ns"),
+    )
+    walk = s.walk("$trace_timestamp_ns")
+    r = s.gdb(*TO_MAIN, define, *trace_to("all_done"), walk, "tfind none", "delete", "continue")
+    stamps = [row[2] for row in r.frames(walk)]
+    assert len(stamps) == 200, len(stamps)
+    back = [a - b for a, b in zip(stamps, stamps[1:]) if b < a]
+    assert max(back, default=0) < 20_000, sorted(back)[-5:]  # ns
