@@ -10,7 +10,12 @@
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tpagent::agent {
 
@@ -172,11 +177,30 @@ std::string handle_trace_buffer_read(Session& s, std::string_view args) {
     return to_hex(std::span(bytes.data(), got));
 }
 
+namespace {
+// write_trace_file() writes a temporary file beside `path` and renames it into place, and its
+// errors name that file. What keeps it from starting is found here first, in terms of the file
+// gdb asked for (`asked`; `path` is where it goes, inside --save-dir).
+Status can_save_to(const std::string& asked, const std::string& path) {
+    auto refuse = [&](int error) {
+        const std::string shown = asked == path ? asked : fmt::format("{} ({})", asked, path);
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("cannot create {}: {}", shown, std::strerror(error)));
+    };
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return refuse(EISDIR);
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (access(dir.empty() ? "." : dir.c_str(), W_OK | X_OK) != 0) return refuse(errno);
+    return ok_status();
+}
+} // namespace
+
 std::string handle_trace_save(Session& s, std::string_view args) {
     auto name = hex_to_text(args);
     if (!name) return reply_error(name.error());
     auto path = resolve_save_path(*name, s.server().options().save_dir);
     if (!path) return reply_error_text(path.error());
+    if (auto can = can_save_to(*name, *path); !can) return reply_error_text(can.error());
     auto xml = arch::host_architecture().feature_xml("target.xml");
     return status_to_reply(write_trace_file(*path, experiment(s), xml ? *xml : std::string()));
 }

@@ -1,9 +1,14 @@
 #include "server/options.hpp"
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
 #include <iterator>
 #include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tpagent::agent {
 
@@ -50,7 +55,8 @@ std::string usage_text() {
            "  --attach              Attach to running process PID.\n"
            "  --multi               Start server without a specific program, and\n"
            "                        only quit when explicitly commanded.\n"
-           "  --once                Exit after the first connection has closed.\n"
+           "  --once                Exit after the first connection has closed (one that\n"
+           "                        leaves a disconnected trace running does not count).\n"
            "  --help                Print this message and then exit.\n"
            "  --version             Display version information and exit.\n"
            "\n"
@@ -62,7 +68,9 @@ std::string usage_text() {
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
-           "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR.\n"
+           "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR;\n"
+           "                        so does the trace of a program that ends during a\n"
+           "                        disconnected trace (DIR/tpagent-PID-DATE-TIME.tf).\n"
            "  --disable-randomization\n"
            "                        Run PROG with address space randomization disabled (default).\n"
            "  --no-disable-randomization\n"
@@ -127,6 +135,20 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
     if (o.program.empty() && !o.multi)
         return usage_error("no program to debug (PROG, --attach or --multi)");
     return o;
+}
+
+Result<std::string> usable_save_dir(const std::string& dir) {
+    auto refuse = [&](int error) {
+        return make_error(ErrorCode::NotFound,
+                          fmt::format("--save-dir {}: {}", dir, std::strerror(error)));
+    };
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) return refuse(errno);
+    if (!S_ISDIR(st.st_mode)) return refuse(ENOTDIR);
+    if (access(dir.c_str(), W_OK | X_OK) != 0) return refuse(errno);
+    std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
+    if (!path.has_filename() && path.has_relative_path()) path = path.parent_path(); // "d/"
+    return path.string();
 }
 
 } // namespace tpagent::agent

@@ -32,4 +32,8 @@ struct ServerOptions {
 Result<ServerOptions> parse_options(int argc, char** argv);
 std::string usage_text();
 
+// --save-dir must name a directory tpagent can write in, checked at start rather than at the
+// first save. Gives it as an absolute path, so that messages say where files go.
+Result<std::string> usable_save_dir(const std::string& dir);
+
 } // namespace tpagent::agent

@@ -1,12 +1,23 @@
 #include "server/server.hpp"
 #include "target/linux/inferior.hpp"
+#include "target/linux/svr4_libraries.hpp"
+#include "tracing/trace_file_writer.hpp"
+#include "arch/arch.hpp"
 #include "base/proc_files.hpp"
+#include "protocol/hex.hpp"
+#include <cerrno>
 #include <cstdlib>
+#include <ctime>
+#include <elf.h>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <csignal>
 #include <cstring>
 #include <utility>
 #include <cstdio>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -35,7 +46,61 @@ Result<std::string> inproc_library_path(const std::string& given) {
     }
     return path;
 }
+
+// The auxiliary vector without AT_SYSINFO_EHDR: gdb would read the vDSO's image from memory
+// that no longer exists.
+std::string without_vdso(std::string_view auxv) {
+    constexpr std::size_t kEntry = 2 * sizeof(std::uint64_t);
+    std::string out;
+    for (std::size_t at = 0; at + kEntry <= auxv.size(); at += kEntry) {
+        std::uint64_t type = 0;
+        std::memcpy(&type, auxv.data() + at, sizeof type);
+        if (type != AT_SYSINFO_EHDR) out.append(auxv.substr(at, kEntry));
+    }
+    return out;
+}
+
+// The executable mappings of files in a /proc/PID/maps text
+// ("start-end perms offset dev inode path").
+std::vector<ProgramImage::CodeMapping> code_mappings(const std::string& maps) {
+    std::vector<ProgramImage::CodeMapping> out;
+    std::istringstream lines(maps);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream in(line);
+        std::string range, perms, offset, device, path;
+        unsigned long inode = 0;
+        in >> range >> perms >> offset >> device >> inode;
+        std::getline(in >> std::ws, path);
+        const std::size_t dash = range.find('-');
+        if (perms.size() < 3 || perms[0] != 'r' || perms[2] != 'x' || dash == std::string::npos ||
+            !path.starts_with('/') || path.ends_with(" (deleted)"))
+            continue;
+        auto start = protocol::parse_hex_u64(std::string_view(range).substr(0, dash));
+        auto end = protocol::parse_hex_u64(std::string_view(range).substr(dash + 1));
+        auto file_offset = protocol::parse_hex_u64(offset);
+        if (!start || !end || !file_offset || *start >= *end) continue;
+        out.push_back({*start, *end, *file_offset, static_cast<ino_t>(inode), path});
+    }
+    return out;
+}
 } // namespace
+
+std::size_t read_code(const ProgramImage& image, std::uint64_t addr, std::span<std::uint8_t> out) {
+    for (const auto& m : image.code) {
+        if (addr < m.start || addr >= m.end) continue;
+        const int fd = open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        struct stat st {};
+        ssize_t got = -1;
+        if (fstat(fd, &st) == 0 && st.st_ino == m.inode) {
+            const std::size_t n = std::min<std::uint64_t>(out.size(), m.end - addr);
+            got = pread(fd, out.data(), n, static_cast<off_t>(m.offset + (addr - m.start)));
+        }
+        close(fd);
+        return got > 0 ? static_cast<std::size_t>(got) : 0;
+    }
+    return 0;
+}
 
 TargetFactory linux_targets() {
     return {[](const LaunchSpec& spec) -> Result<std::unique_ptr<Target>> {
@@ -87,6 +152,7 @@ Status Server::start_program(const std::vector<std::string>& program) {
     }
     auto inf = targets_.launch(spec);
     if (!inf) return inf.error();
+    exited_.reset(); // a new program takes the place of what an ended one left
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
     fmt::print(stderr, "Process {} created; pid = {}\n", program.front(), inferior_->pid());
@@ -95,8 +161,13 @@ Status Server::start_program(const std::vector<std::string>& program) {
 }
 
 Status Server::attach_to(pid_t pid) {
+    // gdbserver's words for a pid that names no process.
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return make_error(ErrorCode::NoProcess, fmt::format("Cannot attach to process {}: {} ({})",
+                                                            pid, std::strerror(ESRCH), ESRCH));
     auto inf = targets_.attach(pid);
     if (!inf) return inf.error();
+    exited_.reset();
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
     fmt::print(stderr, "Attached; pid = {}\n", pid);
@@ -105,6 +176,7 @@ Status Server::attach_to(pid_t pid) {
 }
 
 Status Server::kill_inferior() {
+    exited_.reset(); // what a program that already ended left: gdb is done with it
     if (!inferior_) return ok_status();
     if (experiment_.running())
         experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
@@ -147,15 +219,65 @@ void Server::on_inferior_event(const StopEvent& ev) {
                    abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
-    if (ev.kind != StopEvent::Kind::Signal && experiment_.running())
+    const bool ended = ev.kind != StopEvent::Kind::Signal;
+    if (ended && experiment_.running())
         experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0},
                              nullptr); // the traced process is gone
-    if (ev.kind == StopEvent::Kind::Signal) experiment_.poll(inferior_.get());
+    if (!ended) experiment_.poll(inferior_.get());
+    if (!ended && running_without_gdb_ && ev.signal != SIGTRAP) {
+        deliver_signal(ev);
+        return;
+    }
     if (session_ && !session_->closed())
         session_->on_stop(ev);
     else
         unreported_ = ev;
-    if (ev.kind != StopEvent::Kind::Signal) forget_inferior();
+    if (!ended) return;
+    const bool was_attached = inferior_ && inferior_->was_attached();
+    forget_inferior();
+    if (running_without_gdb_) keep_exited_program(ev, was_attached);
+}
+
+// The program runs on for a disconnected trace, and gdb is not there to decide about a signal
+// it stopped with: the signal is the program's, delivered as if nobody traced it (as gdbserver
+// does; a SIGTERM ends it). A SIGTRAP (a breakpoint gdb left) waits for the next gdb.
+void Server::deliver_signal(const StopEvent& ev) {
+    std::vector<ThreadResume> all;
+    for (pid_t tid : inferior_->thread_ids())
+        all.push_back({tid, false, tid == ev.tid ? ev.signal : 0});
+    auto resumed = inferior_->resume(all);
+    if (!resumed) {
+        spdlog::warn("signal {} stays undelivered: {}", ev.signal, resumed.error().text);
+        unreported_ = ev;
+        return;
+    }
+    if (*resumed) on_inferior_event(**resumed); // one more event was waiting
+}
+
+// The program ran on for a disconnected trace and ended with no gdb to see it: its trace stays
+// for the next gdb, and goes to a file too when there is a --save-dir (an unattended board may
+// see no gdb before it is switched off).
+void Server::keep_exited_program(const StopEvent& end, bool was_attached) {
+    running_without_gdb_ = false;
+    ExitedProgram gone{end, was_attached, std::nullopt};
+    if (image_ && image_->pid == end.pid) gone.image = std::move(image_);
+    image_.reset();
+    exited_ = std::move(gone);
+    fmt::print(stderr, "Process {} ended during a disconnected trace; the trace is kept for gdb\n",
+               end.pid);
+    std::fflush(stderr);
+    if (options_.save_dir) save_trace_automatically(end.pid);
+}
+
+void Server::save_trace_automatically(pid_t pid) {
+    const std::string path = fmt::format("{}/tpagent-{}-{:%Y%m%d-%H%M%S}.tf", *options_.save_dir,
+                                         pid, fmt::localtime(std::time(nullptr)));
+    auto xml = arch::host_architecture().feature_xml("target.xml");
+    if (auto s = write_trace_file(path, experiment_, xml ? *xml : std::string()); !s)
+        fmt::print(stderr, "Could not save the trace: {}\n", s.error().text);
+    else
+        fmt::print(stderr, "Trace saved to {}\n", path);
+    std::fflush(stderr);
 }
 
 void Server::accept_next() {
@@ -174,6 +296,8 @@ void Server::accept_next() {
                     unreported_ = ev;
             }
         }
+        running_without_gdb_ = false; // gdb is back, and the program stopped for it
+        exited_shown_ = exited_.has_value();
         if (unreported_) session_->last_stop = std::exchange(unreported_, std::nullopt);
         session_->start();
     });
@@ -185,16 +309,21 @@ void Server::session_closed(Session&) {
         std::unique_ptr<Session> old = std::move(session_);
         // A QTStart still waiting for gdb's qRelocInsn answers never started anything.
         experiment_.abandon_relocation(inferior_.get());
-        bool stay = !exit_requested_ && !options_.once &&
-                    listener_->endpoint().kind == Endpoint::Kind::Tcp &&
-                    (options_.multi || (inferior_ && inferior_->alive()));
-        if (!stay) {
+        if (!may_reopen()) {
             shutdown();
             return;
         }
-        // gdb went away without detaching: the program stays, stopped, for the next gdb -
-        // unless a trace is to go on without gdb.
-        if (!keep_tracing_without_gdb()) {
+        // A trace going on without gdb (or kept from a program that ended as this gdb left)
+        // keeps tpagent up even with --once: the trace is worth something only if a gdb can
+        // come back for it (gdbserver --once kills the program here, trace and all). The next
+        // connection is then the one --once counts.
+        const bool tracing_on = keep_tracing_without_gdb();
+        if (options_.once && !tracing_on && !(exited_ && !exited_shown_)) {
+            shutdown();
+            return;
+        }
+        // gdb went away without detaching: the program stays, stopped, for the next gdb.
+        if (!tracing_on) {
             if (experiment_.running())
                 experiment_.stop_for({TraceStopReason::Kind::Disconnected, {}, 0}, inferior_.get());
             if (inferior_ && inferior_->running()) inferior_->interrupt();
@@ -207,16 +336,40 @@ void Server::session_closed(Session&) {
     });
 }
 
+// Another gdb may come: not after `monitor exit` or `kill`, not on stdio or a serial line, and
+// only with something to debug (a program, or the trace of one that ended) or --multi.
+bool Server::may_reopen() const {
+    return !exit_requested_ && listener_->endpoint().kind == Endpoint::Kind::Tcp &&
+           (options_.multi || (inferior_ && inferior_->alive()) || exited_);
+}
+
 bool Server::keep_tracing_without_gdb() {
     if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ ||
         !inferior_->alive())
         return false;
+    remember_image();
     if (!inferior_->running())
         if (auto r = inferior_->resume_all(); !r) {
             spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
             return false;
         }
+    running_without_gdb_ = true;
     return true;
+}
+
+void Server::remember_image() {
+    ProgramImage image;
+    image.pid = inferior_->pid();
+    image.executable = read_link(fmt::format("/proc/{}/exe", image.pid));
+    const std::string auxv = read_file(fmt::format("/proc/{}/auxv", image.pid));
+    image.libraries =
+        svr4_library_list(auxv, [this](std::uint64_t addr, std::span<std::uint8_t> out) {
+            auto got = inferior_->read_memory(addr, out);
+            return got && *got == out.size();
+        });
+    image.auxv = without_vdso(auxv);
+    image.code = code_mappings(read_file(fmt::format("/proc/{}/maps", image.pid)));
+    image_ = std::move(image);
 }
 
 void Server::shutdown() {
@@ -231,30 +384,37 @@ void Server::shutdown() {
     io_.stop();
 }
 
-int Server::run() {
+Status Server::prepare() {
     auto ep = parse_endpoint(options_.comm);
-    if (!ep) {
-        fmt::print(stderr, "{}\n", ep.error().text);
-        return 1;
-    }
-    if (options_.attach_pid) {
-        if (auto s = attach_to(*options_.attach_pid); !s) {
-            fmt::print(stderr, "{}\nExiting\n", s.error().text);
-            return 1;
-        }
-    } else if (!options_.program.empty()) {
-        if (auto s = start_program(options_.program); !s) {
-            fmt::print(stderr, "{}\nExiting\n", s.error().text);
-            return 1;
-        }
+    if (!ep) return ep.error();
+    if (options_.save_dir) {
+        auto dir = usable_save_dir(*options_.save_dir);
+        if (!dir) return dir.error();
+        options_.save_dir = *dir;
     }
     listener_ = std::make_unique<Listener>(io_, *ep, options_.baud);
-    if (auto s = listener_->open(); !s) {
+    return listener_->open();
+}
+
+Status Server::start_first_program() {
+    if (options_.attach_pid) return attach_to(*options_.attach_pid);
+    if (!options_.program.empty()) return start_program(options_.program);
+    return ok_status();
+}
+
+int Server::run() {
+    // The command line is checked, and the port bound, before a program exists: a mistake ends
+    // tpagent with nothing started and left behind.
+    if (auto s = prepare(); !s) {
         fmt::print(stderr, "{}\nExiting\n", s.error().text);
-        if (inferior_)
-            if (auto k = kill_inferior(); !k) spdlog::warn("{}", k.error().text);
         return 1;
     }
+    if (auto s = start_first_program(); !s) {
+        fmt::print(stderr, "{}\nExiting\n", s.error().text);
+        listener_->close();
+        return 1;
+    }
+    listener_->announce_first();
     wait_for_children();
     accept_next();
     // An exception out of an event handler must not end tpagent (the program would die with

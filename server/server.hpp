@@ -12,9 +12,40 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace tpagent::agent {
+
+// What gdb needs to place a program's symbols, taken when the program goes on without gdb: the
+// process may be gone when the next gdb asks.
+struct ProgramImage {
+    pid_t pid = 0;
+    std::string executable; // /proc/PID/exe
+    std::string auxv;      // /proc/PID/auxv, less the vDSO's entry (the vDSO goes with the process)
+    std::string libraries; // the qXfer:libraries-svr4 document
+    // Its executable mappings of files: their bytes are the files' (gdb reads code to analyse
+    // prologues, and places tracepoints by it).
+    struct CodeMapping {
+        std::uint64_t start = 0, end = 0, offset = 0;
+        ino_t inode = 0;
+        std::string path;
+    };
+    std::vector<CodeMapping> code;
+};
+// Reads the code of an image's mappings from their files, as far as one mapping goes; 0 bytes
+// outside them, or when the file is no longer the one mapped.
+std::size_t read_code(const ProgramImage& image, std::uint64_t addr, std::span<std::uint8_t> out);
+
+// A program that ended while it ran on without gdb (disconnected tracing). Its trace stays for
+// the next gdb, which is shown a stopped thread of it to select trace frames on (outside them:
+// no registers but a zero pc, no memory but its code); resuming it reports how it ended.
+struct ExitedProgram {
+    StopEvent end; // Exited or Killed; end.pid is the process it was
+    bool was_attached = false;
+    std::optional<ProgramImage> image;
+};
 
 // How programs are started and attached to: Linux processes over ptrace, or fakes in tests.
 struct TargetFactory {
@@ -41,6 +72,10 @@ class Server {
     Status detach_inferior();
     // Drops an inferior that is gone; remembers its exit for later `?` queries.
     void forget_inferior();
+    // The program that ended while gdb was away, until a gdb resumes, kills or detaches it, or
+    // starts another.
+    const ExitedProgram* exited_program() const { return exited_ ? &*exited_ : nullptr; }
+    void forget_exited_program() { exited_.reset(); }
     void request_exit() { exit_requested_ = true; }
     void session_closed(Session& s);
     void set_debug(bool on);
@@ -59,9 +94,17 @@ class Server {
     bool stdio_transport() const;
 
   private:
+    // What can fail before any program exists: COMM, --save-dir, the listener.
+    Status prepare();
+    Status start_first_program();
     void accept_next();
     void wait_for_children();
     void on_inferior_event(const StopEvent& ev);
+    void deliver_signal(const StopEvent& ev);
+    bool may_reopen() const;
+    void remember_image();
+    void keep_exited_program(const StopEvent& end, bool was_attached);
+    void save_trace_automatically(pid_t pid);
     void shutdown();
 
     boost::asio::io_context& io_;
@@ -76,6 +119,10 @@ class Server {
     TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<StopEvent> unreported_; // what happened while no gdb was connected
+    bool running_without_gdb_ = false;    // the program runs on for a disconnected trace
+    std::optional<ProgramImage> image_;   // of that program
+    std::optional<ExitedProgram> exited_;
+    bool exited_shown_ = false; // a gdb has connected since that program ended
     int exit_status_ = 0;
 };
 

@@ -21,6 +21,7 @@ namespace tpagent::agent {
 
 class Server;
 class Target;
+struct ExitedProgram;
 
 // Largest packet we accept (advertised as PacketSize).
 inline constexpr std::size_t kPacketSize = 0x4000;
@@ -38,8 +39,10 @@ class Session {
     Target* inferior();
     // The inferior while its process lives (nullptr before it starts, or once it has exited).
     Target* live_inferior();
-    // Whether the inferior has thread `tid`.
+    // Whether the inferior has thread `tid` (or had: an exited program's main thread).
     bool has_thread(pid_t tid);
+    // The program that ended while gdb was away (its trace kept), or nullptr.
+    const ExitedProgram* exited_program();
 
     // For resume handlers: the reply is the stop reply sent when the inferior stops.
     void defer_reply() { deferred_ = true; }

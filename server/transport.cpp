@@ -1,6 +1,9 @@
 #include "server/transport.hpp"
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
+#include <netdb.h>
 #include <optional>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -56,8 +59,36 @@ class StdioConnection : public StreamConnection<asio::posix::stream_descriptor> 
 
 } // namespace
 
+namespace {
+// A port is decimal digits, 0 to 65535 (gdbserver would take 99999 as 99999 % 65536).
+std::optional<unsigned short> parse_port(std::string_view text) {
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > 65535)
+        return std::nullopt;
+    return static_cast<unsigned short>(value);
+}
+
+// A host name, resolved as gdbserver does, and its failure in gdbserver's words.
+Result<asio::ip::address> resolve_host(const Endpoint& ep) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (int rc = getaddrinfo(ep.host.c_str(), nullptr, &hints, &found); rc != 0)
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("{}: cannot resolve name: {}", ep.spec, gai_strerror(rc)));
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(found, freeaddrinfo);
+    asio::ip::tcp::endpoint endpoint;
+    std::memcpy(endpoint.data(), found->ai_addr, found->ai_addrlen);
+    endpoint.resize(found->ai_addrlen);
+    return endpoint.address();
+}
+} // namespace
+
 Result<Endpoint> parse_endpoint(const std::string& comm) {
     Endpoint ep;
+    ep.spec = comm;
     if (comm == "-") {
         ep.kind = Endpoint::Kind::Stdio;
         return ep;
@@ -74,27 +105,41 @@ Result<Endpoint> parse_endpoint(const std::string& comm) {
         host = host.substr(1, host.size() - 2);
     // ":PORT" and "localhost:PORT" stay on this machine; other hosts must be named.
     if (host.empty() || host == "localhost") host = "127.0.0.1";
-    char* end = nullptr;
-    unsigned long p = std::strtoul(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || p > 65535)
-        return make_error(ErrorCode::BadPacket, "bad port number in " + comm);
+    auto number = parse_port(port);
+    if (!number)
+        return make_error(
+            ErrorCode::BadPacket,
+            port.empty() ? fmt::format("{}: no port number after ':'", comm)
+                         : fmt::format("{}: invalid port number '{}' (0 to 65535)", comm, port));
     ep.kind = Endpoint::Kind::Tcp;
     ep.host = host;
-    ep.port = static_cast<unsigned short>(p);
+    ep.port = *number;
     return ep;
 }
 
 Status Listener::open() {
-    if (ep_.kind != Endpoint::Kind::Tcp) return ok_status();
+    switch (ep_.kind) {
+    case Endpoint::Kind::Tcp:
+        return bind_tcp();
+    case Endpoint::Kind::Serial: {
+        auto port = open_serial();
+        if (!port) return port.error();
+        serial_ = std::move(*port);
+        return ok_status();
+    }
+    case Endpoint::Kind::Stdio:
+        break;
+    }
+    return ok_status();
+}
+
+Status Listener::bind_tcp() {
     error_code ec;
     auto addr = asio::ip::make_address(ep_.host, ec);
     if (ec) {
-        // A host name: resolve it.
-        asio::ip::tcp::resolver resolver(io_);
-        auto results = resolver.resolve(ep_.host, std::to_string(ep_.port), ec);
-        if (ec || results.empty())
-            return make_error(ErrorCode::SystemError, "Can't resolve host " + ep_.host);
-        addr = results.begin()->endpoint().address();
+        auto resolved = resolve_host(ep_);
+        if (!resolved) return resolved.error();
+        addr = *resolved;
     }
     asio::ip::tcp::endpoint endpoint(addr, ep_.port);
     acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
@@ -108,15 +153,25 @@ Status Listener::open() {
                               "Can't bind address: Address already in use.");
         return make_error(ErrorCode::SystemError, "Can't bind address: " + ec.message() + ".");
     }
-    announce();
-    if (ep_.host == "127.0.0.1" || ep_.host == "::1") {
-        fmt::print(
-            stderr,
-            "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n",
-            acceptor_->local_endpoint().port());
-        std::fflush(stderr);
-    }
     return ok_status();
+}
+
+// gdbserver says "Could not open remote device" (with the wrong reason: it reports EINVAL
+// for a missing device); the device and the real reason help more.
+Result<std::unique_ptr<asio::serial_port>> Listener::open_serial() const {
+    auto port = std::make_unique<asio::serial_port>(io_);
+    error_code ec;
+    port->open(ep_.device, ec);
+    if (ec)
+        return make_error(
+            ErrorCode::SystemError,
+            fmt::format("Could not open remote device {}: {}.", ep_.device, ec.message()));
+    if (baud_ != 0) port->set_option(asio::serial_port::baud_rate(baud_), ec);
+    if (ec)
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("Could not set the speed of {} to {} baud: {}.", ep_.device,
+                                      baud_, ec.message()));
+    return port;
 }
 
 void Listener::announce() const {
@@ -126,6 +181,18 @@ void Listener::announce() const {
     std::fflush(stderr);
 }
 
+void Listener::announce_first() const {
+    announce();
+    if (acceptor_ && (ep_.host == "127.0.0.1" || ep_.host == "::1")) {
+        error_code ec;
+        fmt::print(
+            stderr,
+            "(accepting connections from this machine only; use 0.0.0.0:{} to accept others)\n",
+            acceptor_->local_endpoint(ec).port());
+        std::fflush(stderr);
+    }
+}
+
 void Listener::async_accept(const AcceptHandler& handler) {
     switch (ep_.kind) {
     case Endpoint::Kind::Stdio:
@@ -133,19 +200,20 @@ void Listener::async_accept(const AcceptHandler& handler) {
         return;
     case Endpoint::Kind::Serial:
         asio::post(io_, [this, handler] {
-            asio::serial_port port(io_);
-            error_code ec;
-            port.open(ep_.device, ec);
-            if (ec) {
-                fmt::print(stderr, "Remote communication error: {}: {}.\n", ep_.device,
-                           ec.message());
-                handler(nullptr);
-                return;
+            // The device open() opened first; a later session opens it again.
+            std::unique_ptr<asio::serial_port> port = std::move(serial_);
+            if (!port) {
+                auto reopened = open_serial();
+                if (!reopened) {
+                    fmt::print(stderr, "Remote communication error: {}\n", reopened.error().text);
+                    handler(nullptr);
+                    return;
+                }
+                port = std::move(*reopened);
             }
-            if (baud_ != 0) port.set_option(asio::serial_port::baud_rate(baud_), ec);
             fmt::print(stderr, "Remote debugging using {}\n", ep_.device);
             std::fflush(stderr);
-            handler(std::make_unique<StreamConnection<asio::serial_port>>(std::move(port)));
+            handler(std::make_unique<StreamConnection<asio::serial_port>>(std::move(*port)));
         });
         return;
     case Endpoint::Kind::Tcp:
@@ -171,6 +239,7 @@ void Listener::close() {
         error_code ec;
         acceptor_->close(ec);
     }
+    serial_.reset();
 }
 
 } // namespace tpagent::agent

@@ -27,6 +27,7 @@ struct Endpoint {
     std::string host; // TCP: address to bind
     unsigned short port = 0;
     std::string device; // serial
+    std::string spec;   // COMM as given, for messages
 };
 Result<Endpoint> parse_endpoint(const std::string& comm);
 
@@ -35,20 +36,28 @@ class Listener {
   public:
     Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud)
         : io_(io), ep_(std::move(ep)), baud_(baud) {}
-    // Binds a TCP endpoint and prints "Listening on port N"; no-op for stdio and serial.
+    // Makes the endpoint usable before any program is started, so that a COMM that cannot work
+    // fails tpagent with nothing left behind: binds a TCP endpoint, opens a serial tty (kept for
+    // the first connection). Prints nothing; announce() does.
     Status open();
     // Prints the "Listening on port N" line scripts wait for (again at each reopen, as before).
     void announce() const;
+    // The same at start-up, with a word on who may connect when only this machine may.
+    void announce_first() const;
     using AcceptHandler = std::function<void(std::unique_ptr<Connection>)>;
     void async_accept(const AcceptHandler& handler);
     void close();
     const Endpoint& endpoint() const { return ep_; }
 
   private:
+    Status bind_tcp();
+    Result<std::unique_ptr<boost::asio::serial_port>> open_serial() const;
+
     boost::asio::io_context& io_;
     Endpoint ep_;
     unsigned baud_;
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+    std::unique_ptr<boost::asio::serial_port> serial_; // opened by open(), until gdb uses it
 };
 
 } // namespace tpagent::agent
