@@ -70,7 +70,8 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
                         std::string_view tdesc_xml) {
     std::string tmp = path + ".XXXXXX";
     int fd = mkstemp(tmp.data());
-    if (fd < 0) return io_error("cannot create", tmp);
+    // Errors name the file asked for: the temporary one is ours.
+    if (fd < 0) return io_error("cannot create", path);
     mode_t mask = umask(0); // mkstemp makes 0600; a saved trace is an ordinary file
     umask(mask);
     fchmod(fd, 0666 & ~mask);
@@ -78,7 +79,7 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
     if (!f) {
         close(fd);
         unlink(tmp.c_str());
-        return io_error("cannot open", tmp);
+        return io_error("cannot open", path);
     }
     auto fail = [&](const char* what) {
         Error e = io_error(what, path);

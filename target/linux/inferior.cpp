@@ -189,7 +189,9 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
             found_new = true;
         }
     }
-    if (inf->threads_.empty()) return make_error(ErrorCode::NoProcess, "no threads to attach to");
+    if (inf->threads_.empty())
+        return make_error(ErrorCode::NoProcess,
+                          fmt::format("Cannot attach to process {}: No such process (3)", pid));
     inf->finish_setup();
     return inf;
 }
