@@ -167,9 +167,15 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 } // namespace
 
 std::string handle_insert_point(Session& s, std::string_view args) {
-    return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
-        return bp.type == 0 ? inf.insert_user_breakpoint(bp.addr)
-                            : inf.insert_hw_point(bp.type, bp.addr, bp.kind);
+    return change_point(s, args, [&s](Target& inf, const BreakpointRequest& bp) {
+        if (bp.type != 0) return inf.insert_hw_point(bp.type, bp.addr, bp.kind);
+        Status st = inf.insert_user_breakpoint(bp.addr);
+        // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
+        if (!st && st.error().code == ErrorCode::NotAllowed) {
+            auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
+            if (moved && *moved) st = inf.insert_user_breakpoint(bp.addr);
+        }
+        return st;
     });
 }
 

@@ -129,6 +129,12 @@ std::set<std::uint64_t> TraceExperiment::fast_needing_traps(const Target& inferi
 Status TraceExperiment::install_during_run(Target& inferior, std::uint64_t addr) {
     auto s = install(inferior, addr);
     if (s || !inferior.alive()) return s;
+    auto moved = trap_instead_of_jump(inferior, addr);
+    if (!moved || !*moved) return moved ? s : moved.error();
+    return install(inferior, addr); // a no-op where the jump was at addr itself
+}
+
+Result<bool> TraceExperiment::trap_instead_of_jump(Target& inferior, std::uint64_t addr) {
     // A fast tracepoint's jump covers the address: it gives way to a trap site at its own
     // address, which collects it from now on.
     for (const auto& [key, tp] : table_.all()) {
@@ -141,10 +147,10 @@ Status TraceExperiment::install_during_run(Target& inferior, std::uint64_t addr)
         fast_by_trap_.insert(fast);
         for (const auto& [other, otp] : table_.all())
             if (other.address == fast) table_.unmark_in_program(other);
-        if (auto t = install(inferior, fast); !t) return t;
-        return addr == fast ? ok_status() : install(inferior, addr);
+        if (auto t = install(inferior, fast); !t) return t.error();
+        return true;
     }
-    return s;
+    return false;
 }
 
 Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Target* inferior) {

@@ -44,6 +44,10 @@ class TraceExperiment {
     void init();                                                   // QTinit
     Status define(std::string_view payload, Target* inferior);     // QTDP
     Status add_source(std::string_view payload, Target* inferior); // QTDPsrc
+    // A fast tracepoint's jump covering `addr` gives way to a trap site (the tracepoint is
+    // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
+    // when no jump covers `addr`.
+    Result<bool> trap_instead_of_jump(Target& inferior, std::uint64_t addr);
     Status set_enabled(std::string_view payload, bool enabled, Target* inferior);
     Status set_readonly_ranges(std::string_view payload); // QTro
     Status set_notes(std::string_view payload);           // QTNotes

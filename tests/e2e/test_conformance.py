@@ -243,3 +243,20 @@ def test_fast_frames_of_several_threads_in_time_order(e2e):
     assert len(stamps) == 200, len(stamps)
     back = [a - b for a, b in zip(stamps, stamps[1:]) if b < a]
     assert max(back, default=0) < 20_000, sorted(back)[-5:]  # ns
+
+
+@pytest.mark.tpagent_only("gdbserver's jump breaks: the breakpoint lands inside it")
+def test_breakpoint_inside_a_fast_tracepoint_jump(e2e):
+    """gdb's breakpoint inside the bytes a fast tracepoint's jump replaces (gdb allows fast
+    tracepoints only on instructions of 5 bytes or more, so it is one inside the
+    instruction), inserted after tstart: the jump gives way to a trap site, which runs the
+    instruction from a pad; every call is collected and the program runs right."""
+    s = FastTrace(e2e, FAST, "3")
+    define = s.define(ftrace(f"{FAST}.c:{s.line('traced_entry')}", "collect n"))
+    r = s.gdb(
+        *TO_MAIN, "set breakpoint always-inserted off", define, "info tracepoints 2", "break *($_ + 2)",
+        "break finished", "tstart", "continue", "tstop", "tstatus", "tfind none", "delete", "continue",
+    )
+    assert_in_order(r.of("continue", 1), r"^Breakpoint 4, finished \(\)")
+    r.trace_stopped("by a tstop command", 3)
+    s.ends_as_natively(r.of("continue", 2))
