@@ -28,7 +28,8 @@ void check_xml_matches(const a64::Layout& layout) {
 } // namespace
 
 TEST_CASE("aarch64 g layout: gdbserver's 788 bytes, then tpidr", "[arch][aarch64]") {
-    const auto regs = a64::make_layout(0, false).regs;
+    const auto layout = a64::make_layout(0, false); // its names outlive the checks
+    const auto& regs = layout.regs;
     REQUIRE(regs.size() == 69);
     CHECK(std::string(regs[a64::kPcRegnum].name) == "pc");
     CHECK(regs[a64::kCpsrRegnum].size == 4);
