@@ -1,6 +1,7 @@
 /* Inferior that gets SIGALRM and SIGCHLD, which gdb passes to the program without stopping
- * (QPassSignals): an interval timer fires 20 times and a child exits; the handlers count.
- * Prints "alarms=20 children=1" and exits with 0 when both arrived. */
+ * (QPassSignals): an interval timer fires at least 20 times (one or two more may come before
+ * it is stopped) and a child exits; the handlers count. Prints "alarms>=20 children=1" and
+ * exits with 0 when both arrived. */
 #include <signal.h>
 #include <stdio.h>
 #include <sys/time.h>
@@ -33,6 +34,6 @@ int main(void) {
     while (!children)
         pause();
     waitpid(child, NULL, 0);
-    printf("alarms=%d children=%d\n", alarms, children);
-    return alarms == 20 && children == 1 ? 0 : 1;
+    printf("alarms%s20 children=%d\n", alarms >= 20 ? ">=" : "<", children);
+    return alarms >= 20 && children == 1 ? 0 : 1;
 }
