@@ -72,23 +72,21 @@ void TraceExperiment::uninstall_all(Target* inferior) {
 
 Status TraceExperiment::define(std::string_view payload, Target* inferior) {
     // A new tracepoint's first packet: the one gdb left unfinished before it is complete.
-    if (!payload.empty() && payload.front() != '-')
-        if (auto s = complete_pending(inferior); !s)
-            spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
+    if (!payload.empty() && payload.front() != '-') complete_pending(inferior);
     auto outcome = table_.define(payload);
     if (!outcome) return outcome.error();
     return on_defined(*outcome, inferior);
 }
 
-Status TraceExperiment::complete_pending(Target* inferior) {
+void TraceExperiment::complete_pending(Target* inferior) {
+    // Nobody waits for a reply about it any more: a failure is only logged.
     auto done = table_.complete_pending();
-    if (!done) return done.error();
-    return *done ? on_defined(**done, inferior) : ok_status();
+    Status s = !done ? Status(done.error()) : *done ? on_defined(**done, inferior) : ok_status();
+    if (!s) spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
 }
 
 Status TraceExperiment::add_source(std::string_view payload, Target* inferior) {
-    if (auto s = complete_pending(inferior); !s)
-        spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
+    complete_pending(inferior);
     return table_.add_source(payload);
 }
 
@@ -231,8 +229,7 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     abandon_relocation(inferior);
     if (!inferior || !inferior->alive())
         return make_error(ErrorCode::NoProcess, "no process to trace");
-    if (auto s = complete_pending(inferior); !s)
-        spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
+    complete_pending(inferior);
     buffer_.clear();
     table_.reset_counters();
     variables_.reset_values();

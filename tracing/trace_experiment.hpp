@@ -86,7 +86,7 @@ class TraceExperiment {
 
   private:
     Status install(Target& inferior, std::uint64_t addr);
-    Status complete_pending(Target* inferior);
+    void complete_pending(Target* inferior); // keeps what gdb left unfinished
     Status on_defined(const trace::TracepointTable::DefineOutcome& outcome, Target* inferior);
     // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
     std::set<std::uint64_t> fast_needing_traps(const Target& inferior) const;

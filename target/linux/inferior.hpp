@@ -195,7 +195,8 @@ class Inferior final : public Target {
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
     void end_step_over(pid_t tid, Thread& t);
-    // After a ptrace event stop (fork, vfork done): run on, or on to the stop-all's SIGSTOP.
+    // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's
+    // SIGSTOP.
     void continue_after_event(pid_t tid, Thread& t, bool keep_running);
     // A child the program forked: its copy of the code loses every breakpoint and jump, and it
     // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the

@@ -76,8 +76,11 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
 void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
     if (keep_running) {
         continue_after_stop(tid, t, t.stepping);
-    } else if (stopping_all_ && resume_thread(tid, t, t.stepping, 0)) {
-        t.stop_requested = true; // an event stop is no place to stay: on to a SIGSTOP
+    } else if (stopping_all_) {
+        // An event stop is no place to stay: on to a SIGSTOP, with everyone else.
+        if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
+            spdlog::warn("thread {}: cannot resume after a ptrace event: {}", tid, r.error().text);
+        t.stop_requested = true;
         tgkill(pid_, tid, SIGSTOP);
     }
 }
@@ -348,18 +351,8 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
             threads_[nt].stopped = false; // it is running towards its first SIGSTOP
             threads_[nt].wants_run = true;
         }
-        if (keep_running) {
-            continue_after_stop(tid, t, t.stepping);
-        } else if (stopping_all_) {
-            // On to the SIGSTOP below (the event stop is not a place to stay).
-            if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
-                spdlog::warn("thread {}: cannot resume after a clone: {}", tid, r.error().text);
-        }
-        if (stopping_all_) {
-            // Keep everyone (the new thread too) on the way to a full stop.
-            t.stop_requested = true;
-            tgkill(pid_, tid, SIGSTOP);
-        }
+        // While stopping all, the new thread is on its way to a stop already.
+        continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }
     if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
