@@ -6,7 +6,9 @@ packages=(
   build-essential cmake ninja-build pkg-config clang clang-format clang-tidy
   libclang-rt-14-dev gdb gdbserver
   libboost-dev libfmt-dev libspdlog-dev catch2 libbenchmark-dev
-  libzydis-dev libcapstone-dev libunicorn-dev
+  libzydis-dev libcapstone-dev libunicorn-dev nlohmann-json3-dev libcli11-dev
+  # man pages from --help, the .deb, and the HTML report's test in a headless browser
+  help2man dpkg-dev chromium
   python3 python3-pytest python3-pytest-timeout socat valgrind
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
   gdb-source dejagnu

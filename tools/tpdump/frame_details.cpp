@@ -52,6 +52,26 @@ std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number
     return fmt::format("#{}", number);
 }
 
+std::optional<FrameThread> frame_thread(const tracefile::TraceFile& file,
+                                        const tracefile::Frame& frame) {
+    for (const tracefile::TraceVariable& v : file.variables())
+        if (v.name == "trace_thread")
+            if (auto id = frame.variable(v.number))
+                return FrameThread{static_cast<std::uint64_t>(*id), false};
+    auto block = frame.registers();
+    if (!block || !file.register_layout()) return std::nullopt;
+    for (std::string_view name : {"fs_base", "tpidr"})
+        if (const tracefile::RegisterInfo* reg = file.register_layout()->find(name))
+            if (auto base = tracefile::register_value(*reg, *block); base && *base != 0)
+                return FrameThread{*base, true};
+    return std::nullopt;
+}
+
+std::string thread_label(const FrameThread& thread) {
+    return thread.from_tls_base ? fmt::format("thread @0x{:x}", thread.id)
+                                : fmt::format("thread {}", thread.id);
+}
+
 std::string tracepoint_location(const tracefile::TraceFile& file, std::uint32_t number) {
     if (const trace::Tracepoint* tp = file.find_tracepoint(number))
         for (const trace::SourceString& s : tp->sources)

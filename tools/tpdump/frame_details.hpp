@@ -3,6 +3,8 @@
 #pragma once
 #include "tools/tpdump/options.hpp"
 #include "tools/tracefile/trace_file.hpp"
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +30,18 @@ std::vector<ShownRegister> shown_registers(const tracefile::TraceFile& file,
 
 // "$name" of a variable, or "#<number>" when the file does not define it.
 std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number);
+// The thread that collected `frame`, when the file tells: the value of `$trace_thread` (the
+// collecting thread's id, when the tracepoint collected that variable), else the thread's TLS
+// base from the frame's registers (fs_base on x86-64, tpidr on arm64: unique per live thread).
+struct FrameThread {
+    std::uint64_t id = 0;
+    bool from_tls_base = false; // id is a TLS base address, not a thread id
+};
+std::optional<FrameThread> frame_thread(const tracefile::TraceFile& file,
+                                        const tracefile::Frame& frame);
+// "thread 1234", or "thread @0x7f..." when only the TLS base is known.
+std::string thread_label(const FrameThread& thread);
+
 // The `at` source string of a tracepoint (its location as the user typed it), if present.
 std::string tracepoint_location(const tracefile::TraceFile& file, std::uint32_t number);
 
