@@ -135,24 +135,28 @@ Variable* variable(unsigned num) {
 bool get_tsv(void*, unsigned num, std::int64_t* value) {
     Variable* v = variable(num);
     if (!v) return false;
-    if (v->timestamp) {
-        timespec ts{};
-        if (v->timestamp == 1) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-        } else {
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-        }
+    timespec ts{};
+    switch (v->reading) {
+    case 1:
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+        return true;
+    case 2:
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+        return true;
+    case 3:
+        *value = static_cast<std::int64_t>(syscall(SYS_gettid));
+        return true;
+    default:
+        *value = v->value.load(std::memory_order_relaxed);
         return true;
     }
-    *value = v->value.load(std::memory_order_relaxed);
-    return true;
 }
 
 bool set_tsv(void*, unsigned num, std::int64_t value) {
     Variable* v = variable(num);
-    if (!v || v->timestamp) return false;
+    if (!v || v->reading) return false;
     v->value.store(value, std::memory_order_relaxed);
     return true;
 }

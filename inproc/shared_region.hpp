@@ -30,7 +30,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 3;
+inline constexpr std::uint32_t kVersion = 4;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -66,9 +66,10 @@ struct ReadableRange {
 struct Variable {
     std::atomic<std::int64_t> value;
     std::uint32_t defined; // 0: no such variable
-    // Reads a clock, never stored: 1 CLOCK_REALTIME microseconds ($trace_timestamp, as
-    // gdbserver's), 2 CLOCK_MONOTONIC nanoseconds ($trace_timestamp_ns); 0: the value.
-    std::uint32_t timestamp;
+    // Read, never stored (trace::TraceStateVariables::Reading): 1 CLOCK_REALTIME microseconds
+    // ($trace_timestamp, as gdbserver's), 2 CLOCK_MONOTONIC nanoseconds ($trace_timestamp_ns),
+    // 3 the collecting thread's id ($trace_thread); 0: the stored value.
+    std::uint32_t reading;
 };
 
 struct Header {

@@ -23,9 +23,10 @@ TraceStateVariables::Variable& TraceStateVariables::install(std::uint32_t number
     Variable& v = vars_[number];
     v.initial = initial;
     v.builtin = builtin;
-    v.clock = name == kTimestampNsName            ? ClockKind::Nanos
-              : builtin && name == kTimestampName ? ClockKind::Micros
-                                                  : ClockKind::None;
+    v.reading = name == kTimestampNsName            ? Reading::Nanos
+                : name == kThreadName               ? Reading::ThreadId
+                : builtin && name == kTimestampName ? Reading::Micros
+                                                    : Reading::Stored;
     v.name = std::move(name);
     v.value.store(initial, std::memory_order_relaxed);
     return v;
@@ -55,19 +56,26 @@ void TraceStateVariables::reset_values() {
         v.value.store(v.initial, std::memory_order_relaxed);
 }
 
-std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number) const {
+std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number,
+                                                     std::optional<std::int64_t> thread) const {
     auto it = vars_.find(number);
     if (it == vars_.end()) return std::nullopt;
-    if (it->second.clock != ClockKind::None) {
-        const Clock& clock = it->second.clock == ClockKind::Micros ? micros_ : nanos_;
-        return clock ? clock() : 0;
+    switch (it->second.reading) {
+    case Reading::Stored:
+        return it->second.value.load(std::memory_order_relaxed);
+    case Reading::Micros:
+        return micros_ ? micros_() : 0;
+    case Reading::Nanos:
+        return nanos_ ? nanos_() : 0;
+    case Reading::ThreadId:
+        return thread;
     }
-    return it->second.value.load(std::memory_order_relaxed);
+    return std::nullopt;
 }
 
 bool TraceStateVariables::set(std::uint32_t number, std::int64_t value) {
     auto it = vars_.find(number);
-    if (it == vars_.end() || it->second.clock != ClockKind::None) return false;
+    if (it == vars_.end() || it->second.reading != Reading::Stored) return false;
     it->second.value.store(value, std::memory_order_relaxed);
     return true;
 }
@@ -102,9 +110,9 @@ std::vector<std::uint32_t> TraceStateVariables::numbers() const {
     return out;
 }
 
-TraceStateVariables::ClockKind TraceStateVariables::clock_kind(std::uint32_t number) const {
+TraceStateVariables::Reading TraceStateVariables::reading(std::uint32_t number) const {
     auto it = vars_.find(number);
-    return it == vars_.end() ? ClockKind::None : it->second.clock;
+    return it == vars_.end() ? Reading::Stored : it->second.reading;
 }
 
 } // namespace tpagent::trace

@@ -6,7 +6,9 @@
 // as gdbserver's (the qTStatus start and stop times use the same clock). It is offered again
 // after clear(), so gdb sees it on every connect and re-sends it after QTinit. A variable the
 // user names trace_timestamp_ns (`tvariable $trace_timestamp_ns`) reads a monotonic clock in
-// nanoseconds: tpagent's finer clock, not offered, so gdb's listings stay gdbserver's.
+// nanoseconds: tpagent's finer clock, not offered, so gdb's listings stay gdbserver's. One
+// named trace_thread reads the id (LWP) of the thread that collects it, so a frame can say
+// which thread made it (tpdump's per-thread timelines); read outside a hit it is unknown.
 //
 // Values are std::atomic so collectors on several threads may get/set concurrently; defining
 // and clearing are for the packet thread only.
@@ -34,14 +36,17 @@ class TraceStateVariables {
     static constexpr std::uint32_t kTimestampNumber = 1;
     static constexpr std::string_view kTimestampName = "trace_timestamp";
     static constexpr std::string_view kTimestampNsName = "trace_timestamp_ns";
-    // Which clock a variable reads (the in-process agent's table uses the same values).
-    enum class ClockKind : std::uint32_t { None = 0, Micros = 1, Nanos = 2 };
+    static constexpr std::string_view kThreadName = "trace_thread";
+    // Where a variable's value comes from (the in-process agent's table uses the same values):
+    // its store, a clock, or the collecting thread.
+    enum class Reading : std::uint32_t { Stored = 0, Micros = 1, Nanos = 2, ThreadId = 3 };
 
     // micros: $trace_timestamp; nanos: $trace_timestamp_ns.
     TraceStateVariables(Clock micros, Clock nanos);
 
     // QTDV payload `<num>:<value>:<builtin>:<hexname>`. Redefinition replaces. A builtin
-    // variable named trace_timestamp, or any named trace_timestamp_ns, reads its clock.
+    // variable named trace_timestamp, or any named trace_timestamp_ns, reads its clock; one
+    // named trace_thread reads the collecting thread.
     Status define(std::string_view payload);
     // QTinit: forget every variable but the built-in timestamp.
     void clear();
@@ -49,14 +54,15 @@ class TraceStateVariables {
     void reset_values();
 
     bool contains(std::uint32_t number) const { return vars_.count(number) != 0; }
-    std::optional<std::int64_t> get(std::uint32_t number) const;
-    // False for an unknown variable or the timestamp (read-only).
+    // `thread`: the collecting thread, for $trace_thread (unknown without one).
+    std::optional<std::int64_t> get(std::uint32_t number,
+                                    std::optional<std::int64_t> thread = std::nullopt) const;
+    // False for an unknown variable or one that is read, not stored.
     bool set(std::uint32_t number, std::int64_t value);
 
-    // Every defined variable's number, ascending; and whether it is the clock.
+    // Every defined variable's number, ascending; and where each one's value comes from.
     std::vector<std::uint32_t> numbers() const;
-    bool is_timestamp(std::uint32_t number) const { return clock_kind(number) != ClockKind::None; }
-    ClockKind clock_kind(std::uint32_t number) const;
+    Reading reading(std::uint32_t number) const;
 
     // qTV reply: `V<value hex>` (two's complement) or `U` for an unknown variable.
     std::string value_reply(std::uint32_t number) const;
@@ -67,7 +73,7 @@ class TraceStateVariables {
     struct Variable {
         std::int64_t initial = 0;
         bool builtin = false;
-        ClockKind clock = ClockKind::None;
+        Reading reading = Reading::Stored;
         std::string name;
         std::atomic<std::int64_t> value{0};
     };

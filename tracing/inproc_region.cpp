@@ -124,16 +124,17 @@ void InprocRegion::clear_variables() {
     auto* vars = at<Variable>(local_, kVariablesOffset);
     for (std::size_t i = 0; i < kMaxVariables; ++i) {
         vars[i].defined = 0;
-        vars[i].timestamp = 0;
+        vars[i].reading = 0;
         vars[i].value.store(0, std::memory_order_relaxed);
     }
 }
 
-bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value, std::uint32_t clock) {
+bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value,
+                                   std::uint32_t reading) {
     if (number >= kMaxVariables) return false;
     Variable& v = at<Variable>(local_, kVariablesOffset)[number];
     v.defined = 1;
-    v.timestamp = clock;
+    v.reading = reading;
     v.value.store(value, std::memory_order_relaxed);
     return true;
 }

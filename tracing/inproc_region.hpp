@@ -52,7 +52,7 @@ class InprocRegion {
     // the region's table). A timestamp variable reads the clock.
     void clear_variables();
     // clock: trace::TraceStateVariables::ClockKind (0: a stored value).
-    bool define_variable(std::uint32_t number, std::int64_t value, std::uint32_t clock);
+    bool define_variable(std::uint32_t number, std::int64_t value, std::uint32_t reading);
     // A defined variable, or null.
     const inproc::Variable* variable(std::uint32_t number) const;
 

@@ -16,6 +16,7 @@ namespace {
 // One evaluation's view of the stopped thread, for the bytecode callbacks.
 struct HitContext {
     Target& inferior;
+    pid_t tid; // the collecting thread: $trace_thread
     const arch::Architecture& arch;
     std::span<const std::uint8_t> g;
     const std::vector<bool>& available;
@@ -43,7 +44,8 @@ bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
 }
 
 bool get_tsv(void* user, unsigned num, std::int64_t* value) {
-    auto v = static_cast<HitContext*>(user)->variables.get(num);
+    auto* c = static_cast<HitContext*>(user);
+    auto v = c->variables.get(num, c->tid);
     if (!v) return false;
     *value = *v;
     return true;
@@ -145,7 +147,7 @@ bool TraceExperiment::collect(Target& inferior, pid_t tid, trace::Tracepoint& tp
         stop_with(trace_error(g.error().text, tp.definition.key.number), &inferior);
         return false;
     }
-    HitContext c{inferior, arch_, *g, available, variables_, builder_, {}};
+    HitContext c{inferior, tid, arch_, *g, available, variables_, builder_, {}};
     bytecode::Context ctx = make_context(c);
     const auto number = tp.definition.key.number;
 

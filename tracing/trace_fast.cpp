@@ -182,7 +182,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     inproc_->clear_variables();
     for (std::uint32_t n : variables_.numbers())
         inproc_->define_variable(n, variables_.get(n).value_or(0),
-                                 static_cast<std::uint32_t>(variables_.clock_kind(n)));
+                                 static_cast<std::uint32_t>(variables_.reading(n)));
     inproc_->set_readable_ranges(InprocRegion::readable_ranges_of(inferior.pid()));
 
     std::vector<trace::Tracepoint*> fast;
@@ -304,7 +304,7 @@ void TraceExperiment::drain_fast() {
 void TraceExperiment::pull_fast_variables() {
     if (!inproc_) return;
     for (std::uint32_t n : variables_.numbers())
-        if (const Variable* v = inproc_->variable(n); v && !v->timestamp)
+        if (const Variable* v = inproc_->variable(n); v && !v->reading)
             variables_.set(n, v->value.load(std::memory_order_relaxed));
 }
 

@@ -245,6 +245,30 @@ def test_fast_frames_of_several_threads_in_time_order(e2e):
     assert max(back, default=0) < 20_000, sorted(back)[-5:]  # ns
 
 
+@pytest.mark.tpagent_only("gdbserver has no $trace_thread")
+@pytest.mark.parametrize("command", ["trace", "ftrace"])
+def test_trace_thread_names_the_collecting_thread(e2e, command):
+    """A variable the user names trace_thread reads the id of the thread that collects it, in
+    trap and fast tracepoints: four threads, four ids, none of them the main thread's, each
+    hit 50 times. Outside a frame gdb gets no value for it."""
+    s = FastTrace(e2e, "ftrace_threads")
+    place = trace if command == "trace" else ftrace
+    define = s.define(
+        "tvariable $trace_thread",
+        place(f"ftrace_threads.c:{s.line('work_entry')}", "collect $trace_thread"),
+    )
+    walk = s.walk("$trace_thread")
+    r = s.gdb(*TO_MAIN, "info inferiors", define, *trace_to("all_done"), walk, "tfind none",
+              "print $trace_thread", "delete", "continue")
+    pid = int(re.search(r"process (\d+)", r.of("info inferiors")).group(1))
+    ids = [row[2] for row in r.frames(walk)]
+    assert len(ids) == 200, len(ids)
+    counts = {i: ids.count(i) for i in set(ids)}
+    assert len(counts) == 4 and pid not in counts and all(c == 50 for c in counts.values()), counts
+    assert all(pid < i < pid + 1000 for i in counts), (pid, counts)
+    assert r.value("print $trace_thread") == "void", r.of("print $trace_thread")
+
+
 @pytest.mark.tpagent_only("gdbserver's jump breaks: the breakpoint lands inside it")
 def test_breakpoint_inside_a_fast_tracepoint_jump(e2e):
     """gdb's breakpoint inside the bytes a fast tracepoint's jump replaces (gdb allows fast

@@ -33,8 +33,15 @@ TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
     REQUIRE(vars.define("2:0:0:74726163655f74696d657374616d705f6e73").ok());
     CHECK(*vars.get(2) == 7);
     CHECK_FALSE(vars.set(2, 5));
-    CHECK(vars.clock_kind(2) == TraceStateVariables::ClockKind::Nanos);
-    CHECK(vars.clock_kind(1) == TraceStateVariables::ClockKind::Micros);
+    CHECK(vars.reading(2) == TraceStateVariables::Reading::Nanos);
+    CHECK(vars.reading(1) == TraceStateVariables::Reading::Micros);
+
+    // $trace_thread: the collecting thread's id; unknown when no thread collects it (qTV).
+    REQUIRE(vars.define("3:0:0:74726163655f746872656164").ok());
+    CHECK(vars.reading(3) == TraceStateVariables::Reading::ThreadId);
+    CHECK(*vars.get(3, 4242) == 4242);
+    CHECK(vars.value_reply(3) == "U");
+    CHECK_FALSE(vars.set(3, 5));
 }
 
 TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
