@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (opts->show_version) {
-        fmt::print("tpagent 0.1.0\n");
+        fmt::print("tpagent {}\n", TPAGENT_VERSION);
         return 0;
     }
     auto logger = spdlog::stderr_logger_st("tpagent");

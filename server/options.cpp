@@ -40,9 +40,10 @@ bool parse_number(std::string_view s, long& out) {
 } // namespace
 
 std::string usage_text() {
-    return "Usage:\ttpagent [OPTIONS] COMM PROG [ARGS ...]\n"
-           "\ttpagent [OPTIONS] --attach COMM PID\n"
-           "\ttpagent [OPTIONS] --multi COMM\n"
+    // The `or:` lines are how help2man (the man page) recognises further synopses.
+    return "Usage: tpagent [OPTIONS] COMM PROG [ARGS ...]\n"
+           "  or:  tpagent [OPTIONS] --attach COMM PID\n"
+           "  or:  tpagent [OPTIONS] --multi COMM\n"
            "\n"
            "COMM may either be a tty device (for serial debugging),\n"
            "HOST:PORT to listen for a TCP connection (:PORT listens on 127.0.0.1 only;\n"
@@ -64,7 +65,8 @@ std::string usage_text() {
            "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
            "  --inproc[=LIB]        Preload the in-process agent (fast tracepoints) into\n"
            "                        programs tpagent starts; LIB defaults to\n"
-           "                        libtpagent-inproc.so next to tpagent.\n"
+           "                        libtpagent-inproc.so next to tpagent, else the\n"
+           "                        one installed with it (lib/tpagent/).\n"
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"

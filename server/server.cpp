@@ -26,12 +26,19 @@ namespace tpagent::agent {
 namespace asio = boost::asio;
 
 namespace {
-// --inproc's library: as given, or libtpagent-inproc.so beside the tpagent executable.
+// --inproc's library: as given, or libtpagent-inproc.so beside the tpagent executable (the
+// build tree), or where `cmake --install` puts it relative to tpagent (lib/tpagent/).
 Result<std::string> inproc_library_path(const std::string& given) {
     std::string path = given;
     if (path.empty()) {
         std::string self = read_link("/proc/self/exe");
-        path = self.substr(0, self.rfind('/') + 1) + "libtpagent-inproc.so";
+        std::string bin = self.substr(0, self.rfind('/') + 1);
+        path = bin + "libtpagent-inproc.so";
+#ifdef TPAGENT_INPROC_FROM_BIN
+        if (std::string installed = bin + TPAGENT_INPROC_FROM_BIN "/libtpagent-inproc.so";
+            access(path.c_str(), R_OK) != 0 && access(installed.c_str(), R_OK) == 0)
+            path = installed;
+#endif
     }
     if (access(path.c_str(), R_OK) != 0)
         return make_error(ErrorCode::NotFound,

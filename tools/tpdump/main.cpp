@@ -5,6 +5,7 @@
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include <cstdio>
+#include <string_view>
 #include <fmt/format.h>
 
 namespace {
@@ -16,6 +17,10 @@ constexpr int kExitUsage = 2;
 
 int main(int argc, char** argv) {
     using namespace tpagent;
+    if (argc == 2 && std::string_view(argv[1]) == "--version") {
+        fmt::print("tpdump {}\n", TPAGENT_VERSION);
+        return 0;
+    }
     auto options = tpdump::parse_options(std::span<char* const>(argv + 1, argc - 1));
     if (!options) {
         fmt::print(stderr, "tpdump: {}\n(tpdump --help for usage)\n", options.error().text);
