@@ -59,8 +59,8 @@ int main(void) {
     all_done();
     for (int i = 0; i < 2; i++) {
         const struct stats* st = &sensors[i].stats;
-        printf("%s: count=%d sum=%ld min=%d max=%d\n", sensors[i].name, st->count, st->sum,
-               st->min, st->max);
+        printf("%s: count=%d sum=%ld min=%d max=%d\n", sensors[i].name, st->count, st->sum, st->min,
+               st->max);
     }
     printf("readings=%ld\n", readings_seen);
     return 0;
