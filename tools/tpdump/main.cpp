@@ -1,4 +1,5 @@
 // tpdump: prints a trace file as text, JSON lines or a Perfetto-loadable trace.
+#include "tools/tpdump/html_report.hpp"
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/options.hpp"
 #include "tools/tpdump/perfetto_printer.hpp"
@@ -49,6 +50,9 @@ int main(int argc, char** argv) {
         break;
     case tpdump::OutputFormat::Perfetto:
         tpdump::print_perfetto(*file, *options, stdout);
+        break;
+    case tpdump::OutputFormat::Html:
+        tpdump::print_html(*file, *options, stdout);
         break;
     }
     return std::fflush(stdout) == 0 ? 0 : kExitBadFile;

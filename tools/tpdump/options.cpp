@@ -26,6 +26,8 @@ options:
   --perfetto         Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing:
                      one track per tracepoint, one instant event per frame, timed by
                      $trace_timestamp when it was collected, else by frame order
+  --html             one self-contained HTML page: tracepoints, a timeline of hits, a plot
+                     of each collected value over time; click a hit to see its frame
   -h, --help         this text
 
 exit status: 0 ok, 1 unreadable or malformed file (the message names the byte
@@ -36,6 +38,7 @@ examples:
   tpdump --tracepoint 2 --frames 0-9 trace.tf
   tpdump --json --registers rip,rsp trace.tf | jq .memory
   tpdump --perfetto trace.tf > trace.json      # then open it in ui.perfetto.dev
+  tpdump --html trace.tf > trace.html
 )";
 
 namespace {
@@ -70,7 +73,7 @@ Result<Options> parse_options(std::span<char* const> args) {
     Options options;
     bool format_given = false;
     auto set_format = [&](OutputFormat f) -> Status {
-        if (format_given) return usage("--json and --perfetto exclude each other");
+        if (format_given) return usage("--json, --perfetto and --html exclude each other");
         format_given = true;
         options.format = f;
         return ok_status();
@@ -101,6 +104,8 @@ Result<Options> parse_options(std::span<char* const> args) {
             if (auto s = set_format(OutputFormat::Json); !s) return s.error();
         } else if (arg == "--perfetto") {
             if (auto s = set_format(OutputFormat::Perfetto); !s) return s.error();
+        } else if (arg == "--html") {
+            if (auto s = set_format(OutputFormat::Html); !s) return s.error();
         } else if (arg == "--all-registers") {
             options.all_registers = true;
         } else if (arg == "--disassemble") {

@@ -11,7 +11,7 @@
 
 namespace tpagent::tpdump {
 
-enum class OutputFormat : std::uint8_t { Text, Json, Perfetto };
+enum class OutputFormat : std::uint8_t { Text, Json, Perfetto, Html };
 
 struct Options {
     std::string path;
