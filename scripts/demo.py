@@ -29,7 +29,7 @@ def definitions() -> list[str]:
         "tvariable $trace_thread",
         "trace add_sample",
         "actions",
-        "  collect $regs, $args, *st",
+        "  collect $regs, value, *st, readings_seen",
         "  collect $trace_thread, $trace_timestamp",
         "end",
         f"ftrace demo.c:{marked_line(SOURCE, 'reading')} if value > 40",
