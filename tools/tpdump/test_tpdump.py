@@ -163,3 +163,16 @@ def test_usage_errors_exit_2(args):
 def test_help():
     out = run("--help").stdout
     assert "usage: tpdump" in out and "examples:" in out and "--perfetto" in out
+
+
+def test_fast_tracepoint_written_by_gdb():
+    """fast.tf: gdb's tsave writes the fast tracepoint's `tp T` line with `F0`."""
+    assert b"tp T3:401135:E:0:0:F0\n" in (DATA / "fast.tf").read_bytes()
+    out = run(DATA / "fast.tf").stdout
+    assert "fast tracepoint 3 at 0x401135, enabled" in out
+    assert "location: traced.c:16" in out
+    frames = [l for l in out.splitlines() if l.startswith("frame ")]
+    assert len(frames) == 5
+    assert all("tracepoint 3 (traced.c:16), pc 0x401135" in l for l in frames)
+    lines = run("--json", DATA / "fast.tf").stdout.splitlines()
+    assert [json.loads(l)["frame"] for l in lines] == list(range(5))

@@ -188,3 +188,19 @@ TEST_CASE("empty.tf: no frames, just the end marker") {
     REQUIRE(file.status());
     CHECK(file.status()->frames == 0);
 }
+
+TEST_CASE("fast.tf: gdb writes a fast tracepoint's length as F0") {
+    TraceFile file = load("fast.tf");
+    REQUIRE(file.tracepoints().size() == 1);
+    const trace::TracepointDefinition& def = file.tracepoints()[0].definition;
+    CHECK(def.key == trace::TracepointKey{3, 0x401135});
+    CHECK(def.kind == trace::TracepointKind::Fast);
+    CHECK(def.fast_insn_length == 0); // gdb does not keep it
+    CHECK(def.actions.size() == 5);
+    REQUIRE(file.frames().size() == 5);
+    for (const Frame& frame : file.frames()) {
+        INFO("frame " << frame.number);
+        CHECK(file.frame_pc(frame) == 0x401135);
+        CHECK(reg(file, frame, "rdi") == frame.number); // step
+    }
+}
