@@ -3,6 +3,8 @@ filters and exit codes. Run by ctest as `tools.tpdump`; TPDUMP and TRACEFILES co
 the environment."""
 import json
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -153,16 +155,13 @@ def test_bad_file_exit_1_with_offset(tmp_path):
 
 
 @pytest.mark.parametrize("args", [[], ["--frames", "x"], ["--tracepoint", "0", "f"],
-                                  ["--json", "--perfetto", "f"], ["--nope", "f"], ["a", "b"]])
+                                  ["--json", "--perfetto", "f"], ["--nope", "f"], ["a", "b"],
+                                  ["--frames", "", "f"], ["--registers", ",", "f"],
+                                  ["--tracepoint"]])
 def test_usage_errors_exit_2(args):
     proc = run(*args, check=False)
     assert proc.returncode == 2
     assert "tpdump --help" in proc.stderr
-
-
-def test_help():
-    out = run("--help").stdout
-    assert "usage: tpdump" in out and "examples:" in out and "--perfetto" in out
 
 
 def test_fast_tracepoint_written_by_gdb():
@@ -176,3 +175,32 @@ def test_fast_tracepoint_written_by_gdb():
     assert all("tracepoint 3 (traced.c:16), pc 0x401135" in l for l in frames)
     lines = run("--json", DATA / "fast.tf").stdout.splitlines()
     assert [json.loads(l)["frame"] for l in lines] == list(range(5))
+
+
+def project_version():
+    cmake = (Path(__file__).parents[2] / "CMakeLists.txt").read_text()
+    return re.search(r"project\(tpagent VERSION (\S+)", cmake).group(1)
+
+
+def test_version():
+    assert run("--version").stdout == f"tpdump {project_version()}\n"
+
+
+def test_help():
+    out = run("--help").stdout
+    lines = out.splitlines()
+    assert lines[0] == "Usage: tpdump [OPTIONS] FILE"
+    assert "Examples:" in lines and "Exit status:" in lines
+    for option in ["-h, --help", "--version", "--tracepoint N", "--frames A-B",
+                   "--registers LIST", "--all-registers", "--disassemble", "--json",
+                   "--perfetto"]:
+        assert any(l.startswith(f"  {option}  ") for l in lines), option
+
+
+@pytest.mark.skipif(not shutil.which("help2man"), reason="help2man is not installed")
+def test_help2man_reads_help_and_version():
+    page = subprocess.run(["help2man", "--no-info", "--no-discard-stderr", TPDUMP],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    assert '.TH TPDUMP "1"' in page and f"tpdump {project_version()}" in page
+    assert ".SH SYNOPSIS" in page and ".SH OPTIONS" in page and ".SH EXAMPLES" in page
+    assert "\\fB\\-\\-perfetto\\fR" in page
