@@ -1,4 +1,5 @@
 // tpdump: prints a trace file as text, JSON lines or a Perfetto-loadable trace.
+#include "tools/tpdump/file_options.hpp"
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/options.hpp"
 #include "tools/tpdump/perfetto_printer.hpp"
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
     }
     auto file = tracefile::read_trace_file(options->path);
     if (!file) return file_error(options->path, file.error());
+    if (auto s = tpdump::check_options_against_file(*file, *options); !s)
+        return usage_error(s.error());
     print(*file, *options);
     return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
 }

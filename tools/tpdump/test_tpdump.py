@@ -177,6 +177,20 @@ def test_fast_tracepoint_written_by_gdb():
     assert [json.loads(l)["frame"] for l in lines] == list(range(5))
 
 
+def test_unknown_register_or_tracepoint_is_a_usage_error():
+    proc = run("--registers", "rip,nosuch", DATA / "basic.tf", check=False)
+    assert proc.returncode == 2
+    assert "no register 'nosuch'" in proc.stderr and "tpdump --help" in proc.stderr
+    proc = run("--json", "--registers", "rip", DATA / "stepping.tf", check=False)
+    assert proc.returncode == 0  # stepping.tf has a target description too
+    proc = run("--tracepoint", 9, DATA / "basic.tf", check=False)
+    assert proc.returncode == 2
+    assert "--tracepoint 9: no such tracepoint in the file (it has 3)" in proc.stderr
+    proc = run("--tracepoint", 3, "--tracepoint", 7, DATA / "stepping.tf", check=False)
+    assert proc.returncode == 2 and "--tracepoint 7:" in proc.stderr
+    assert run("--registers", "none", "--tracepoint", 5, DATA / "stepping.tf").returncode == 0
+
+
 def project_version():
     cmake = (Path(__file__).parents[2] / "CMakeLists.txt").read_text()
     return re.search(r"project\(tpagent VERSION (\S+)", cmake).group(1)
