@@ -1,7 +1,8 @@
 #include "tools/tpdump/perfetto_printer.hpp"
 
 #include "tools/tpdump/frame_details.hpp"
-#include "tools/tpdump/json_text.hpp"
+#include "tools/tpdump/json_output.hpp"
+#include <fmt/format.h>
 #include <set>
 
 namespace tpagent::tpdump {
@@ -9,6 +10,11 @@ namespace tpagent::tpdump {
 namespace {
 
 constexpr int kPid = 1;
+
+// A quoted JSON string.
+std::string json_string(const std::string& text) {
+    return json_text(Json(text));
+}
 
 // Event times in microseconds. With $trace_timestamp (gdbserver: microseconds) a frame that
 // did not collect it, such as a while-stepping step, is placed 1 ns after the frame before

@@ -84,7 +84,8 @@ def test_json_lines():
         assert int(frame["registers"]["rdi"], 16) == n  # step
         assert len(frame["registers"]) == 155
         variables = {v["name"]: v["value"] for v in frame["variables"]}
-        assert variables["calls"] == n + 1
+        assert variables["$calls"] == n + 1  # named as gdb spells them
+        assert variables["$trace_timestamp"] > 0
         slot = [m for m in frame["memory"] if int(m["address"], 16) == COUNTERS + 8 * n]
         assert slot, frame["memory"]
         assert slot[0]["length"] == 8
@@ -175,6 +176,36 @@ def test_fast_tracepoint_written_by_gdb():
     assert all("tracepoint 3 (traced.c:16), pc 0x401135" in l for l in frames)
     lines = run("--json", DATA / "fast.tf").stdout.splitlines()
     assert [json.loads(l)["frame"] for l in lines] == list(range(5))
+
+
+def with_variable_name(tmp_path, name_bytes):
+    """A copy of basic.tf whose variable 2 ($calls) is named `name_bytes`."""
+    data = (DATA / "basic.tf").read_bytes()
+    old = b"tsv 2:0:0:" + b"calls".hex().encode() + b"\n"
+    assert data.count(old) == 1
+    path = tmp_path / "renamed.tf"
+    path.write_bytes(data.replace(old, b"tsv 2:0:0:" + name_bytes.hex().encode() + b"\n"))
+    return path
+
+
+def test_utf8_names_come_out_intact(tmp_path):
+    path = with_variable_name(tmp_path, "café".encode())
+    raw = subprocess.run([TPDUMP, "--json", "--frames", "0", path], capture_output=True,
+                         timeout=60, check=True).stdout
+    assert "\"$café\"".encode() in raw  # UTF-8 as it is, not \u escapes of its bytes
+    frame = json.loads(raw)
+    assert {v["name"] for v in frame["variables"]} == {"$trace_timestamp", "$café"}
+    doc = json.loads(run("--perfetto", path).stdout)
+    event = next(e for e in doc["traceEvents"] if e["ph"] == "i")
+    assert event["args"]["$café"] == 1
+    assert "$café = 1" in run("--frames", "0", path).stdout
+
+
+def test_invalid_utf8_still_gives_json(tmp_path):
+    path = with_variable_name(tmp_path, b"bad\xff")
+    frame = json.loads(run("--json", "--frames", "0", path).stdout)
+    assert "$bad\ufffd" in {v["name"] for v in frame["variables"]}
+    json.loads(run("--perfetto", path).stdout)
 
 
 def test_unknown_register_or_tracepoint_is_a_usage_error():
