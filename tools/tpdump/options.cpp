@@ -28,8 +28,9 @@ constexpr std::array kFormatFlags = {
                "registers, memory [{address, length, hex}], variables"},
     FormatFlag{"--perfetto", OutputFormat::Perfetto,
                "Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing:\n"
-               "one track per tracepoint, one instant event per frame, timed by\n"
-               "$trace_timestamp when it was collected, else by frame order"},
+               "one track per tracepoint and one per thread, one instant event per\n"
+               "frame, timed by $trace_timestamp_ns or $trace_timestamp when the\n"
+               "frames collected them, else by frame order"},
 };
 
 constexpr const char* kDescription =

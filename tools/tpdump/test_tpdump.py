@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ TPDUMP = os.environ.get("TPDUMP", "tpdump")
 DATA = Path(os.environ.get("TRACEFILES", Path(__file__).parents[2] / "tests/data/tracefiles"))
 WORK = 0x555555555144
 COUNTERS = 0x555555558060
+THREAD = "thread @0x7ffff7dd0740"  # the TLS base of the one thread of basic.tf and stepping.tf
 
 
 def run(*args, check=True):
@@ -102,6 +104,8 @@ def test_json_register_selection():
 
 
 def perfetto(path):
+    """The document, track names by tid, and the instant events of tracepoint tracks (pid 1)
+    and of thread tracks (pid 2)."""
     doc = json.loads(run("--perfetto", path).stdout)
     assert isinstance(doc["traceEvents"], list)
     names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
@@ -110,34 +114,100 @@ def perfetto(path):
     for e in instants:
         assert {"name", "ts", "pid", "tid", "args"} <= e.keys()
         assert e["tid"] in names
-    return doc, names, instants
+    by_tracepoint = [e for e in instants if e["pid"] == 1]
+    by_thread = [e for e in instants if e["pid"] == 2]
+    assert len(by_tracepoint) + len(by_thread) == len(instants)
+    return doc, names, by_tracepoint, by_thread
 
 
 def test_perfetto_with_timestamps():
-    doc, names, instants = perfetto(DATA / "basic.tf")
-    assert names == {3: "tracepoint 3: work"}
+    doc, names, instants, threads = perfetto(DATA / "basic.tf")
+    assert names == {3: "tracepoint 3: work", 0x10000: THREAD}
     assert len(instants) == 5
-    assert doc["otherData"]["clock"].startswith("$trace_timestamp")
+    assert doc["otherData"]["clock"] == "$trace_timestamp (microseconds)"
     times = [e["ts"] for e in instants]
     assert times == sorted(times) and len(set(times)) == 5
+    # gdbserver's $trace_timestamp is in microseconds: ts is its value.
+    assert [e["ts"] for e in instants] == [e["args"]["$trace_timestamp"] for e in instants]
     assert instants[0]["ts"] == 3446107777
     assert instants[0]["args"]["$calls"] == 1
+    assert instants[0]["args"]["thread"] == THREAD
+    # The one thread's track has the same events.
+    assert [(e["ts"], e["args"]) for e in threads] == [(e["ts"], e["args"]) for e in instants]
+    assert {e["tid"] for e in threads} == {0x10000}
 
 
 def test_perfetto_in_frame_order():
-    doc, names, instants = perfetto(DATA / "stepping.tf")
-    assert set(names) == {3, 4, 5}
+    doc, names, instants, threads = perfetto(DATA / "stepping.tf")
+    assert set(names) == {3, 4, 5, 0x10000}
     assert len(instants) == 14
     assert doc["otherData"]["clock"] == "frame order"
     assert [e["ts"] for e in instants] == list(range(14))
+    # The while-stepping steps' register blocks have no fs_base: no thread track for them.
+    assert len(threads) == sum("thread" in e["args"] for e in instants) == 10
+
+
+def test_perfetto_tpagent_nanosecond_clock_and_threads():
+    """threads.tf (tpagent, tsave -r): two threads, $trace_timestamp (epoch microseconds)
+    and $trace_timestamp_ns (monotonic nanoseconds) in every frame."""
+    path = DATA / "threads.tf"
+    doc, names, instants, threads = perfetto(path)
+    assert doc["otherData"]["clock"] == "$trace_timestamp_ns (nanoseconds)"
+    assert len(instants) == 6
+    # ts is exactly the nanosecond clock in microseconds (read without float rounding).
+    exact = json.loads(run("--perfetto", path).stdout, parse_float=Decimal)
+    for e in (e for e in exact["traceEvents"] if e["ph"] == "i"):
+        assert e["ts"] == Decimal(e["args"]["$trace_timestamp_ns"]) / 1000
+    # The same span as the microsecond clock read with it: not 1000 times longer.
+    span = instants[-1]["ts"] - instants[0]["ts"]
+    span_us = instants[-1]["args"]["$trace_timestamp"] - instants[0]["args"]["$trace_timestamp"]
+    assert span > 0 and 0.5 < span / span_us < 2
+    # One track per thread, three frames each, every frame on its thread's track too.
+    thread_names = {tid: name for tid, name in names.items() if tid >= 0x10000}
+    assert len(thread_names) == 2
+    assert all(name.startswith("thread @0x") for name in thread_names.values())
+    for tid, name in thread_names.items():
+        mine = [e for e in threads if e["tid"] == tid]
+        assert len(mine) == 3
+        assert all(e["args"]["thread"] == name for e in mine)
+    assert sorted((e["ts"], e["args"]["frame"]) for e in threads) == \
+        sorted((e["ts"], e["args"]["frame"]) for e in instants)
+
+
+def test_perfetto_frames_without_a_thread_stay_on_their_tracepoint_track(tmp_path):
+    # basic.tf's thread is known from fs_base only: without its registers it is not.
+    cut = tmp_path / "no-regs.tf"
+    cut.write_bytes(drop_register_blocks((DATA / "basic.tf").read_bytes()))
+    _, names, instants, threads = perfetto(cut)
+    assert set(names) == {3}
+    assert len(instants) == 5 and threads == []
+    assert all("thread" not in e["args"] for e in instants)
+
+
+def drop_register_blocks(data):
+    """basic.tf with its R blocks (0x9c4 bytes each, first in every frame) removed."""
+    size = 0x9c4
+    out = bytearray()
+    text_end = data.index(b"\n\n") + 2  # the empty line that ends the text section
+    out += data[:text_end]
+    pos = text_end
+    while int.from_bytes(data[pos:pos + 2], "little") != 0:
+        length = int.from_bytes(data[pos + 2:pos + 6], "little")
+        body = data[pos + 6:pos + 6 + length]
+        assert body[0:1] == b"R"
+        body = body[1 + size:]
+        out += data[pos:pos + 2] + len(body).to_bytes(4, "little") + body
+        pos += 6 + length
+    out += data[pos:]
+    return bytes(out)
 
 
 def test_empty_file():
     out = run(DATA / "empty.tf").stdout
     assert "0 frames" in out
     assert run("--json", DATA / "empty.tf").stdout == ""
-    _, _, instants = perfetto(DATA / "empty.tf")
-    assert instants == []
+    _, _, instants, threads = perfetto(DATA / "empty.tf")
+    assert instants == [] and threads == []
 
 
 def test_bad_file_exit_1_with_offset(tmp_path):
