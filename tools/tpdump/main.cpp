@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
     if (!file) return file_error(options->path, file.error());
     if (auto s = tpdump::check_options_against_file(*file, *options); !s)
         return usage_error(s.error());
+    // A damaged file: what was read before the damage, then the damage.
     print(*file, *options);
-    return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
+    if (std::fflush(stdout) != 0) return kExitBadFile;
+    if (file->damage()) return file_error(options->path, *file->damage());
+    return 0;
 }

@@ -42,7 +42,8 @@ constexpr const char* kDescription =
 // Two columns, so that help2man keeps one example per paragraph.
 constexpr const char* kFooter = R"(Exit status:
   0  ok
-  1  unreadable or malformed file: the message names the byte offset
+  1  unreadable or malformed file: the message names the byte offset; the frames
+     before the damage are printed first
   2  bad usage
 
 Examples:

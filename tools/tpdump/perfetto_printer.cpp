@@ -119,8 +119,9 @@ void print_perfetto(const tracefile::TraceFile& file, const Options& options, st
         }
         std::fputs(out.c_str(), stream);
     }
-    std::fputs(fmt::format("\n],\"otherData\":{}}}\n", json_text({{"clock", times.clock}})).c_str(),
-               stream);
+    Json other = {{"clock", times.clock}};
+    if (file.damage()) other["damage"] = file.damage()->text;
+    std::fputs(fmt::format("\n],\"otherData\":{}}}\n", json_text(other)).c_str(), stream);
 }
 
 } // namespace tpagent::tpdump

@@ -1,6 +1,6 @@
-"""tpdump on the trace files gdb wrote (tests/data/tracefiles): text, --json, --perfetto,
-filters and exit codes. Run by ctest as `tools.tpdump`; TPDUMP and TRACEFILES come from
-the environment."""
+"""tpdump on the trace files gdb and tpagent wrote (tests/data/tracefiles): text, --json,
+--perfetto, filters, damaged files and exit codes. Run by ctest as `tools.tpdump`; TPDUMP and
+TRACEFILES come from the environment."""
 import json
 import os
 import re
@@ -276,6 +276,35 @@ def test_invalid_utf8_still_gives_json(tmp_path):
     frame = json.loads(run("--json", "--frames", "0", path).stdout)
     assert "$bad\ufffd" in {v["name"] for v in frame["variables"]}
     json.loads(run("--perfetto", path).stdout)
+
+
+def cut_in_frame_3(tmp_path):
+    """basic.tf cut in the middle of frame 3; the offset its error names (the length field)."""
+    whole = (DATA / "basic.tf").read_bytes()
+    offsets = [json.loads(l)["offset"] for l in run("--json", DATA / "basic.tf").stdout.splitlines()]
+    frame_3 = offsets[3]
+    path = tmp_path / "cut.tf"
+    path.write_bytes(whole[:(frame_3 + offsets[4]) // 2])
+    return path, frame_3 + 2
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "perfetto"])
+def test_damaged_file_prints_the_frames_before_the_damage(tmp_path, fmt):
+    path, offset = cut_in_frame_3(tmp_path)
+    proc = run(*([] if fmt == "text" else [f"--{fmt}"]), path, check=False)
+    assert proc.returncode == 1
+    assert f"offset {offset}: frame 3 (tracepoint 3): data length" in proc.stderr
+    if fmt == "text":
+        assert "3 frames before the damage" in proc.stdout
+        frames = [l.split(":")[0] for l in proc.stdout.splitlines() if l.startswith("frame ")]
+        assert frames == ["frame 0", "frame 1", "frame 2"]
+    elif fmt == "json":
+        assert [json.loads(l)["frame"] for l in proc.stdout.splitlines()] == [0, 1, 2]
+    else:
+        doc = json.loads(proc.stdout)
+        frames = [e["args"]["frame"] for e in doc["traceEvents"] if e["ph"] == "i" and e["pid"] == 1]
+        assert frames == [0, 1, 2]
+        assert doc["otherData"]["damage"].startswith(f"offset {offset}:")
 
 
 def test_unknown_register_or_tracepoint_is_a_usage_error():
