@@ -1,7 +1,8 @@
 // Fuzzes the trace-file reader: arbitrary bytes are parsed as a trace file. A file that
 // parses must be self-consistent (frames tile the frame section, blocks lie inside their
-// frame); a file that does not must give an error naming an offset inside it. Seeds: the
-// gdb-written files in tests/data/tracefiles (copied into the corpus at configure time).
+// frame, up to the damage if any); a file that does not, and any damage, must give an error
+// naming an offset inside it. Seeds: the files in tests/data/tracefiles (copied into the
+// corpus at configure time).
 #include "tools/tracefile/trace_file.hpp"
 #include "fuzz/invariant.hpp"
 
@@ -17,6 +18,13 @@ namespace {
 bool inside(std::span<const std::uint8_t> outer, std::span<const std::uint8_t> inner) {
     return inner.empty() || (inner.data() >= outer.data() &&
                              inner.data() + inner.size() <= outer.data() + outer.size());
+}
+
+// The error names an offset in [from, size].
+void check_error(const Error& error, std::size_t size, std::size_t from = 0) {
+    INVARIANT(error.text.rfind("offset ", 0) == 0);
+    const std::size_t offset = std::stoull(error.text.substr(7));
+    INVARIANT(offset >= from && offset <= size);
 }
 
 void check_file(const TraceFile& file, std::span<const std::uint8_t> bytes) {
@@ -39,7 +47,10 @@ void check_file(const TraceFile& file, std::span<const std::uint8_t> bytes) {
                 (void)register_value(r, *regs);
         next = frame.offset + frame.bytes.size();
     }
-    INVARIANT(next + 2 <= bytes.size()); // the end marker's tracepoint number
+    if (file.damage())
+        check_error(*file.damage(), bytes.size(), next); // in the frame after the good ones
+    else
+        INVARIANT(next + 2 <= bytes.size()); // the end marker's tracepoint number
     for (const trace::Tracepoint& tp : file.tracepoints())
         INVARIANT(tp.definition.key.number != 0);
 }
@@ -52,9 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         INVARIANT(file->bytes().size() == size);
         check_file(*file, file->bytes());
     } else {
-        const std::string& text = file.error().text;
-        INVARIANT(text.rfind("offset ", 0) == 0);
-        INVARIANT(std::stoull(text.substr(7)) <= size);
+        check_error(file.error(), size);
     }
     return 0;
 }

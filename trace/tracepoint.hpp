@@ -88,7 +88,8 @@ struct TracepointDefinition {
     std::uint64_t step_count = 0; // while-stepping steps
     std::uint64_t pass_count = 0; // stop the trace after this many hits (0 = never)
     TracepointKind kind = TracepointKind::Trap;
-    std::uint32_t fast_insn_length = 0; // `F<len>`: bytes the jump may replace
+    // `F<len>`: bytes the jump may replace; 0 in trace files gdb wrote (gdb does not keep it).
+    std::uint32_t fast_insn_length = 0;
     std::optional<Expression> condition;
     std::vector<ActionString> actions;          // on each hit
     std::vector<ActionString> stepping_actions; // on each while-stepping step

@@ -148,8 +148,8 @@ Result<ActionString> parse_action_string(std::string_view text, unsigned registe
     return out;
 }
 
-Result<TracepointHeader> parse_tracepoint_header(std::string_view payload,
-                                                 unsigned register_count) {
+Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsigned register_count,
+                                                 HeaderSource source) {
     TracepointHeader out;
     if (!payload.empty() && payload.back() == '-') {
         out.more = true;
@@ -182,7 +182,9 @@ Result<TracepointHeader> parse_tracepoint_header(std::string_view payload,
             }
             auto len = parse_field(f.substr(1), "fast tracepoint length");
             if (!len) return len.error();
-            if (*len == 0 || *len > 0xffff) return bad("QTDP: bad fast tracepoint length");
+            const bool zero_ok = source == HeaderSource::TraceFile;
+            if ((*len == 0 && !zero_ok) || *len > 0xffff)
+                return bad("QTDP: bad fast tracepoint length");
             def.kind = TracepointKind::Fast;
             def.fast_insn_length = static_cast<std::uint32_t>(*len);
         } else if (f[0] == 'X') {

@@ -17,7 +17,12 @@ struct TracepointHeader {
     TracepointDefinition definition;
     bool more = false;
 };
-Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsigned register_count);
+// Where a header was written. gdb's QTDP gives a fast tracepoint the length of the
+// instruction its jump replaces, never 0. The `tp T` line gdb's `tsave` writes gives the
+// length of its uploaded copy, which gdb never fills in: `F0`, read as length unknown (0).
+enum class HeaderSource : std::uint8_t { Qtdp, TraceFile };
+Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsigned register_count,
+                                                 HeaderSource source = HeaderSource::Qtdp);
 
 // Continuation packet: `-<num>:<addr>:[S]<actions>[-]`.
 struct ActionPacket {

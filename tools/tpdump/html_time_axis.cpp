@@ -1,36 +1,15 @@
 #include "tools/tpdump/html_time_axis.hpp"
 
-#include "trace/trace_state_variables.hpp"
+#include "tools/tpdump/frame_times.hpp"
 #include <algorithm>
 
 namespace tpagent::tpdump {
 
-namespace {
-
-std::optional<std::uint32_t> variable_named(const tracefile::TraceFile& file,
-                                            std::string_view name) {
-    for (const tracefile::TraceVariable& v : file.variables())
-        if (v.name == name) return v.number;
-    return std::nullopt;
-}
-
-bool collected(const std::vector<const tracefile::Frame*>& frames, std::uint32_t variable) {
-    return std::any_of(frames.begin(), frames.end(), [&](const tracefile::Frame* f) {
-        return f->variable(variable).has_value();
-    });
-}
-
-} // namespace
-
 TimeAxis time_axis(const tracefile::TraceFile& file,
                    const std::vector<const tracefile::Frame*>& frames) {
     TimeAxis axis;
-    auto ns = variable_named(file, trace::TraceStateVariables::kTimestampNsName);
-    auto us = file.timestamp_variable();
-    if (ns && collected(frames, *ns)) {
-        axis = {"ns", "$trace_timestamp_ns", ns};
-    } else if (us && collected(frames, *us)) {
-        axis = {"us", "$trace_timestamp", us};
+    if (auto clock = frame_clock(file, frames)) {
+        axis = {clock->unit, clock->name, clock->variable};
     } else {
         axis = {"frame", "frame number", std::nullopt};
         if (!frames.empty()) axis.origin = static_cast<std::int64_t>(frames.front()->number);

@@ -1,4 +1,5 @@
-// tpdump: prints a trace file as text, JSON lines or a Perfetto-loadable trace.
+// tpdump: prints a trace file as text, JSON lines, a Perfetto-loadable trace or an HTML report.
+#include "tools/tpdump/file_options.hpp"
 #include "tools/tpdump/html_report.hpp"
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/options.hpp"
@@ -6,54 +7,62 @@
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include <cstdio>
-#include <string_view>
 #include <fmt/format.h>
 
 namespace {
 
+using namespace tpagent;
+
 constexpr int kExitBadFile = 1;
 constexpr int kExitUsage = 2;
+
+int usage_error(const Error& error) {
+    fmt::print(stderr, "tpdump: {}\n(tpdump --help for usage)\n", error.text);
+    return kExitUsage;
+}
+
+int file_error(const std::string& path, const Error& error) {
+    // read errors already name the path; format errors name the offset
+    if (error.text.rfind("offset ", 0) == 0)
+        fmt::print(stderr, "tpdump: {}: {}\n", path, error.text);
+    else
+        fmt::print(stderr, "tpdump: {}\n", error.text);
+    return kExitBadFile;
+}
+
+void print(const tracefile::TraceFile& file, const tpdump::Options& options) {
+    switch (options.format) {
+    case tpdump::OutputFormat::Text:
+        tpdump::print_text(file, options, stdout);
+        break;
+    case tpdump::OutputFormat::Json:
+        tpdump::print_json(file, options, stdout);
+        break;
+    case tpdump::OutputFormat::Perfetto:
+        tpdump::print_perfetto(file, options, stdout);
+        break;
+    case tpdump::OutputFormat::Html:
+        tpdump::print_html(file, options, stdout);
+        break;
+    }
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
-    using namespace tpagent;
-    if (argc == 2 && std::string_view(argv[1]) == "--version") {
-        fmt::print("tpdump {}\n", TPAGENT_VERSION);
-        return 0;
-    }
     auto options = tpdump::parse_options(std::span<char* const>(argv + 1, argc - 1));
-    if (!options) {
-        fmt::print(stderr, "tpdump: {}\n(tpdump --help for usage)\n", options.error().text);
-        return kExitUsage;
-    }
-    if (options->help) {
-        std::fputs(tpdump::kHelp, stdout);
-        return 0;
+    if (!options) return usage_error(options.error());
+    if (options->help || options->version) {
+        std::fputs((options->help ? tpdump::help_text() : tpdump::version_text()).c_str(), stdout);
+        return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
     }
     auto file = tracefile::read_trace_file(options->path);
-    if (!file) {
-        // read errors already name the path; format errors name the offset
-        const std::string& text = file.error().text;
-        if (text.rfind("offset ", 0) == 0)
-            fmt::print(stderr, "tpdump: {}: {}\n", options->path, text);
-        else
-            fmt::print(stderr, "tpdump: {}\n", text);
-        return kExitBadFile;
-    }
-    switch (options->format) {
-    case tpdump::OutputFormat::Text:
-        tpdump::print_text(*file, *options, stdout);
-        break;
-    case tpdump::OutputFormat::Json:
-        tpdump::print_json(*file, *options, stdout);
-        break;
-    case tpdump::OutputFormat::Perfetto:
-        tpdump::print_perfetto(*file, *options, stdout);
-        break;
-    case tpdump::OutputFormat::Html:
-        tpdump::print_html(*file, *options, stdout);
-        break;
-    }
-    return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
+    if (!file) return file_error(options->path, file.error());
+    if (auto s = tpdump::check_options_against_file(*file, *options); !s)
+        return usage_error(s.error());
+    // A damaged file: what was read before the damage, then the damage.
+    print(*file, *options);
+    if (std::fflush(stdout) != 0) return kExitBadFile;
+    if (file->damage()) return file_error(options->path, *file->damage());
+    return 0;
 }

@@ -1,47 +1,128 @@
 #include "tools/tpdump/options.hpp"
 
+#include "protocol/hex.hpp"
+#include <CLI/CLI.hpp>
+#include <array>
 #include <charconv>
 #include <fmt/format.h>
 #include <string_view>
 
+#ifndef TPAGENT_VERSION
+#error "TPAGENT_VERSION (the project version) must be defined"
+#endif
+
 namespace tpagent::tpdump {
 
-const char* const kHelp = R"(usage: tpdump [OPTIONS] FILE
-
-Prints a trace file written by gdb's `tsave` or tpagent's `tsave -r`: status, trace state
-variables, tracepoints with their actions and source, and every frame with its registers
-(named from the file's target description), memory blocks and variable values.
-
-options:
-  --tracepoint N     only tracepoint N and its frames (repeatable)
-  --frames A-B       only frames A to B (frame numbers as gdb's tfind counts them;
-                     also A, A- and -B)
-  --registers LIST   comma-separated register names to show, or `none`
-                     (default: text shows every register of at most 8 bytes and the
-                     wider ones that are not all zero; JSON shows all)
-  --all-registers    text: also show wide registers that are all zero
-  --disassemble      text: show agent expressions instruction by instruction
-  --json             one JSON object per frame per line: frame, tracepoint, offset, pc,
-                     registers, memory [{address, length, hex}], variables
-  --perfetto         Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing:
-                     one track per tracepoint, one instant event per frame, timed by
-                     $trace_timestamp when it was collected, else by frame order
-  --html             one self-contained HTML page: tracepoints, a timeline of hits, a plot
-                     of each collected value over time; click a hit to see its frame
-  -h, --help         this text
-
-exit status: 0 ok, 1 unreadable or malformed file (the message names the byte
-offset), 2 bad usage
-
-examples:
-  tpdump trace.tf
-  tpdump --tracepoint 2 --frames 0-9 trace.tf
-  tpdump --json --registers rip,rsp trace.tf | jq .memory
-  tpdump --perfetto trace.tf > trace.json      # then open it in ui.perfetto.dev
-  tpdump --html trace.tf > trace.html
-)";
-
 namespace {
+
+// The output formats other than text, one flag each; at most one may be given. A new
+// format: its OutputFormat value, an entry here, its printer in main.
+struct FormatFlag {
+    const char* name;
+    OutputFormat format;
+    const char* help;
+};
+constexpr std::array kFormatFlags = {
+    FormatFlag{"--json", OutputFormat::Json,
+               "one JSON object per frame per line: frame, tracepoint, offset, pc,\n"
+               "registers, memory [{address, length, hex}], variables"},
+    FormatFlag{"--perfetto", OutputFormat::Perfetto,
+               "Chrome trace-event JSON for ui.perfetto.dev or chrome://tracing:\n"
+               "one track per tracepoint and one per thread, one instant event per\n"
+               "frame, timed by $trace_timestamp_ns or $trace_timestamp when the\n"
+               "frames collected them, else by frame order"},
+    FormatFlag{"--html", OutputFormat::Html,
+               "one self-contained HTML page: the tracepoints, a timeline of hits per\n"
+               "tracepoint and per thread, a plot of each collected value over time;\n"
+               "click a hit to see its frame"},
+};
+
+constexpr const char* kDescription =
+    "Prints a trace file written by gdb's `tsave` or tpagent's `tsave -r`: status, trace\n"
+    "state variables, tracepoints with their actions and source, and every frame with its\n"
+    "registers (named from the file's target description), memory blocks and variable\n"
+    "values.";
+
+// Two columns, so that help2man keeps one example per paragraph.
+constexpr const char* kFooter = R"(Exit status:
+  0  ok
+  1  unreadable or malformed file: the message names the byte offset; the frames
+     before the damage are printed first
+  2  bad usage
+
+Examples:
+  tpdump trace.tf                              everything in the file
+  tpdump --tracepoint 2 --frames 0-9 trace.tf  tracepoint 2, frames 0 to 9
+  tpdump --json --registers rip,rsp trace.tf   JSON lines with two registers
+  tpdump --perfetto trace.tf > trace.json      then open it in ui.perfetto.dev
+  tpdump --html trace.tf > trace.html          then open it in a browser)";
+
+// GNU layout, as help2man reads it: the usage line first, "-h, --help", option values by
+// name only.
+class GnuFormatter : public CLI::Formatter {
+  public:
+    std::string make_help(const CLI::App* app, std::string name,
+                          CLI::AppFormatMode) const override {
+        std::string options = make_groups(app, CLI::AppFormatMode::Normal);
+        while (options.ends_with("\n\n"))
+            options.pop_back();
+        return fmt::format("Usage: {} [OPTIONS] FILE\n{}\n{}\n{}\n", name, app->get_description(),
+                           options, app->get_footer());
+    }
+    std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+        return CLI::detail::find_and_replace(opt->get_name(positional, true), ",", ", ");
+    }
+    std::string make_option_opts(const CLI::Option* opt) const override {
+        return opt->get_type_size() != 0 ? " " + opt->get_type_name() : std::string();
+    }
+};
+
+// Option values as typed; checked after parsing so that errors name them.
+struct Given {
+    std::vector<std::string> tracepoints;
+    std::string frames;
+    std::string registers;
+    const CLI::Option* frames_option = nullptr; // given at all, even as ""
+    const CLI::Option* registers_option = nullptr;
+    std::vector<std::string> files;
+    std::array<bool, kFormatFlags.size()> formats{};
+};
+
+void define_options(CLI::App& app, Options& options, Given& given) {
+    app.description(kDescription);
+    app.footer(kFooter);
+    app.formatter(std::make_shared<GnuFormatter>());
+    app.get_formatter()->column_width(21);
+    app.set_help_flag();
+    app.add_flag("-h,--help", options.help, "print this help and exit");
+    app.add_flag("--version", options.version, "print the version and exit");
+    app.add_option("--tracepoint", given.tracepoints,
+                   "only tracepoint N and its frames (repeatable)")
+        ->type_name("N")
+        ->expected(1) // one number each time, not the file name after it too
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    given.frames_option =
+        app.add_option("--frames", given.frames,
+                       "only frames A to B (frame numbers as gdb's tfind counts them;\n"
+                       "also A, A- and -B)")
+            ->type_name("A-B")
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    given.registers_option =
+        app.add_option("--registers", given.registers,
+                       "comma-separated register names to show, or `none` (default: text\n"
+                       "shows every register of at most 8 bytes and the wider ones that are\n"
+                       "not all zero; JSON shows all)")
+            ->type_name("LIST")
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_flag("--all-registers", options.all_registers,
+                 "text: also show wide registers that are all zero");
+    app.add_flag("--disassemble", options.disassemble,
+                 "text: show agent expressions instruction by instruction");
+    for (std::size_t i = 0; i < kFormatFlags.size(); ++i)
+        app.add_flag(kFormatFlags[i].name, given.formats[i], kFormatFlags[i].help);
+    app.add_option("FILE", given.files)->group("");
+}
 
 Error usage(std::string text) {
     return make_error(ErrorCode::BadInput, std::move(text));
@@ -67,76 +148,66 @@ Status parse_frames(std::string_view text, Options& options) {
     return ok_status();
 }
 
+// Turns the typed values into `options`.
+Status apply(const Given& given, Options& options) {
+    for (const std::string& text : given.tracepoints) {
+        auto n = parse_count(text);
+        if (!n || *n == 0 || *n > 0xffff)
+            return usage(fmt::format("--tracepoint: expected a number 1..65535, not '{}'", text));
+        options.tracepoints.insert(static_cast<std::uint32_t>(*n));
+    }
+    if (given.frames_option->count())
+        if (auto s = parse_frames(given.frames, options); !s) return s;
+    if (given.registers_option->count()) {
+        for (std::string_view name : protocol::split(given.registers, ','))
+            if (!name.empty()) options.registers.emplace_back(name);
+        if (options.registers.empty()) return usage("--registers: no names given");
+    }
+    const char* format_flag = nullptr;
+    for (std::size_t i = 0; i < kFormatFlags.size(); ++i) {
+        if (!given.formats[i]) continue;
+        if (format_flag)
+            return usage(
+                fmt::format("{} and {} exclude each other", format_flag, kFormatFlags[i].name));
+        format_flag = kFormatFlags[i].name;
+        options.format = kFormatFlags[i].format;
+    }
+    if (given.files.size() > 1)
+        return usage(
+            fmt::format("more than one file given ('{}', '{}')", given.files[0], given.files[1]));
+    if (!given.files.empty()) options.path = given.files[0];
+    return ok_status();
+}
+
 } // namespace
 
 Result<Options> parse_options(std::span<char* const> args) {
     Options options;
-    bool format_given = false;
-    auto set_format = [&](OutputFormat f) -> Status {
-        if (format_given) return usage("--json, --perfetto and --html exclude each other");
-        format_given = true;
-        options.format = f;
-        return ok_status();
-    };
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        std::string_view arg = args[i];
-        std::string_view value;
-        // Options with a value accept `--opt VALUE` and `--opt=VALUE`.
-        auto take_value = [&](std::string_view name) -> bool {
-            if (arg == name) {
-                if (i + 1 >= args.size()) return false;
-                value = args[++i];
-                return true;
-            }
-            if (arg.size() > name.size() && arg.substr(0, name.size()) == name &&
-                arg[name.size()] == '=') {
-                value = arg.substr(name.size() + 1);
-                return true;
-            }
-            return false;
-        };
-        for (std::string_view name : {"--tracepoint", "--frames", "--registers"})
-            if (arg == name && i + 1 >= args.size())
-                return usage(fmt::format("{} needs a value", name));
-        if (arg == "-h" || arg == "--help") {
-            options.help = true;
-        } else if (arg == "--json") {
-            if (auto s = set_format(OutputFormat::Json); !s) return s.error();
-        } else if (arg == "--perfetto") {
-            if (auto s = set_format(OutputFormat::Perfetto); !s) return s.error();
-        } else if (arg == "--html") {
-            if (auto s = set_format(OutputFormat::Html); !s) return s.error();
-        } else if (arg == "--all-registers") {
-            options.all_registers = true;
-        } else if (arg == "--disassemble") {
-            options.disassemble = true;
-        } else if (take_value("--tracepoint")) {
-            auto n = parse_count(value);
-            if (!n || *n == 0 || *n > 0xffff)
-                return usage(
-                    fmt::format("--tracepoint: expected a number 1..65535, not '{}'", value));
-            options.tracepoints.insert(static_cast<std::uint32_t>(*n));
-        } else if (take_value("--frames")) {
-            if (auto s = parse_frames(value, options); !s) return s.error();
-        } else if (take_value("--registers")) {
-            options.registers.clear();
-            std::size_t pos = 0;
-            while (pos <= value.size()) {
-                std::size_t comma = std::min(value.find(',', pos), value.size());
-                if (comma > pos) options.registers.emplace_back(value.substr(pos, comma - pos));
-                pos = comma + 1;
-            }
-            if (options.registers.empty()) return usage("--registers: no names given");
-        } else if (arg.size() > 1 && arg[0] == '-') {
-            return usage(fmt::format("unknown option '{}'", arg));
-        } else if (!options.path.empty()) {
-            return usage("more than one file given");
-        } else {
-            options.path = std::string(arg);
-        }
+    Given given;
+    CLI::App app("", "tpdump");
+    define_options(app, options, given);
+    try {
+        // This form of parse takes the arguments last first.
+        app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    } catch (const CLI::ParseError& e) {
+        return usage(e.what());
     }
-    if (!options.help && options.path.empty()) return usage("no trace file given");
+    if (options.help || options.version) return options;
+    if (auto s = apply(given, options); !s) return s.error();
+    if (options.path.empty()) return usage("no trace file given");
     return options;
+}
+
+std::string help_text() {
+    Options options;
+    Given given;
+    CLI::App app("", "tpdump");
+    define_options(app, options, given);
+    return app.help();
+}
+
+std::string version_text() {
+    return fmt::format("tpdump {}\n", TPAGENT_VERSION);
 }
 
 } // namespace tpagent::tpdump

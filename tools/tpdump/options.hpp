@@ -24,6 +24,7 @@ struct Options {
     bool all_registers = false; // text: also wide registers that are all zero
     bool disassemble = false;   // text: agent expressions as instructions
     bool help = false;
+    bool version = false;
 
     bool tracepoint_selected(std::uint32_t number) const {
         return tracepoints.empty() || tracepoints.count(number) != 0;
@@ -33,7 +34,10 @@ struct Options {
     }
 };
 
+// `args` without the program name. Errors are usage errors, their text names the bad value.
 Result<Options> parse_options(std::span<char* const> args);
-extern const char* const kHelp;
+// --help and --version output, in the GNU layout help2man reads.
+std::string help_text();
+std::string version_text();
 
 } // namespace tpagent::tpdump

@@ -18,8 +18,8 @@ std::string seconds(std::uint64_t microseconds) {
 }
 
 void print_summary(const TraceFile& file, const Options& options, std::string& out) {
-    out += fmt::format("trace file {}: {} bytes, {} frames\n", options.path, file.file_size(),
-                       file.frames().size());
+    out += fmt::format("trace file {}: {} bytes, {} frames{}\n", options.path, file.file_size(),
+                       file.frames().size(), file.damage() ? " before the damage" : "");
     if (const auto& status = file.status()) {
         out += fmt::format("status: {}", status->running ? "running" : "stopped");
         if (!status->stop_reason.empty()) {

@@ -80,31 +80,37 @@ Result<std::vector<trace::FrameBlock>> parse_blocks(std::span<const std::uint8_t
 
 } // namespace
 
-Result<std::vector<Frame>> parse_frame_section(std::span<const std::uint8_t> file,
-                                               std::size_t start,
-                                               std::optional<std::size_t> register_block_size) {
-    std::vector<Frame> frames;
+FrameSection parse_frame_section(std::span<const std::uint8_t> file, std::size_t start,
+                                 std::optional<std::size_t> register_block_size) {
+    FrameSection out;
+    std::vector<Frame>& frames = out.frames;
+    auto damaged = [&](Error error) {
+        out.damage = std::move(error);
+        return std::move(out);
+    };
     std::size_t pos = start;
     for (;;) {
         std::size_t left = file.size() - pos;
         if (left == 0)
-            return file_error(pos, fmt::format("end of file after {} frames without the "
-                                               "end-of-frames marker (tracepoint number 0)",
-                                               frames.size()));
+            return damaged(file_error(pos, fmt::format("end of file after {} frames without the "
+                                                       "end-of-frames marker (tracepoint number 0)",
+                                                       frames.size())));
         if (left < 2)
-            return file_error(pos, fmt::format("frame {}: truncated frame header ({} byte left)",
-                                               frames.size(), left));
+            return damaged(
+                file_error(pos, fmt::format("frame {}: truncated frame header ({} byte left)",
+                                            frames.size(), left)));
         const std::uint16_t tracepoint = frame_tracepoint(file.data() + pos);
-        if (tracepoint == 0) return frames; // gdb pads the marker to 4 bytes; the rest is ignored
+        if (tracepoint == 0) return out; // gdb pads the marker to 4 bytes; the rest is ignored
         if (left < kFrameHeaderSize)
-            return file_error(pos, fmt::format("frame {}: truncated frame header ({} bytes left)",
-                                               frames.size(), left));
+            return damaged(
+                file_error(pos, fmt::format("frame {}: truncated frame header ({} bytes left)",
+                                            frames.size(), left)));
         const std::uint64_t length = frame_length(file.data() + pos);
         if (length > left - kFrameHeaderSize)
-            return file_error(
+            return damaged(file_error(
                 pos + 2, fmt::format("frame {} (tracepoint {}): data length 0x{:x} goes past "
                                      "the end of the file ({} bytes left)",
-                                     frames.size(), tracepoint, length, left - kFrameHeaderSize));
+                                     frames.size(), tracepoint, length, left - kFrameHeaderSize)));
         Frame frame;
         frame.number = frames.size();
         frame.offset = pos;
@@ -112,7 +118,7 @@ Result<std::vector<Frame>> parse_frame_section(std::span<const std::uint8_t> fil
         std::size_t end = pos + kFrameHeaderSize + length;
         frame.bytes = file.subspan(pos, end - pos);
         auto blocks = parse_blocks(file, pos + kFrameHeaderSize, end, frame, register_block_size);
-        if (!blocks) return blocks.error();
+        if (!blocks) return damaged(blocks.error());
         frame.blocks = std::move(*blocks);
         frames.push_back(std::move(frame));
         pos = end;

@@ -78,9 +78,9 @@ class TraceFileParser {
         file.layout_ = std::move(text->layout);
         file.frame_section_offset_ = text->end;
 
-        auto frames = parse_frame_section(data, text->end, file.register_block_size_);
-        if (!frames) return frames.error();
-        file.frames_ = std::move(*frames);
+        FrameSection frames = parse_frame_section(data, text->end, file.register_block_size_);
+        file.frames_ = std::move(frames.frames);
+        file.damage_ = std::move(frames.damage);
         return file;
     }
 };

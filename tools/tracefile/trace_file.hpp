@@ -7,6 +7,8 @@
 //               blocks), until a frame with tracepoint number 0
 // Every length is checked against the bytes that are there; a file that does not follow
 // the format gives an Error whose text starts with "offset N:" (N = byte offset in the file).
+// Damage in the frame section (a file cut short, a bad frame) still gives the TraceFile,
+// with the frames before the damage and the error as damage().
 #pragma once
 #include "trace/trace_frame.hpp"
 #include "trace/tracepoint.hpp"
@@ -69,7 +71,11 @@ class TraceFile {
     // From the target description; nothing if the file has none.
     const std::optional<RegisterLayout>& register_layout() const { return layout_; }
     std::size_t frame_section_offset() const { return frame_section_offset_; }
+    // Every frame, or with damage() those before it.
     const std::vector<Frame>& frames() const { return frames_; }
+    // What stopped the reading of the frame section early ("offset N: ..."); nothing for a
+    // whole file.
+    const std::optional<Error>& damage() const { return damage_; }
 
     // The first location of tracepoint `number`, if defined in the file.
     const trace::Tracepoint* find_tracepoint(std::uint32_t number) const;
@@ -93,9 +99,11 @@ class TraceFile {
     std::optional<RegisterLayout> layout_;
     std::size_t frame_section_offset_ = 0;
     std::vector<Frame> frames_;
+    std::optional<Error> damage_;
 };
 
-// Parses a whole file held in memory (takes the bytes; frames point into them).
+// Parses a file held in memory (takes the bytes; frames point into them). An Error when
+// the header or the text section is bad: nothing in the file can be trusted then.
 Result<TraceFile> parse_trace_file(std::vector<std::uint8_t> bytes);
 // Reads and parses the file at `path`.
 Result<TraceFile> read_trace_file(const std::string& path);

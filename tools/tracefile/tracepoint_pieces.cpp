@@ -36,7 +36,8 @@ Status TracepointPieces::add(std::string_view piece) {
     char letter = piece[0];
     std::string_view body = piece.substr(1);
     if (letter == 'T') {
-        auto header = trace::parse_tracepoint_header(body, register_count_);
+        auto header =
+            trace::parse_tracepoint_header(body, register_count_, trace::HeaderSource::TraceFile);
         if (!header) return header.error();
         if (find(header->definition.key))
             return make_error(ErrorCode::BadTracepoint,

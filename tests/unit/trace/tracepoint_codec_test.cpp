@@ -57,6 +57,27 @@ TEST_CASE("header: every field as gdb 13 sends it", "[trace][codec]") {
     }
 }
 
+TEST_CASE("header: a trace file's fast tracepoint may have length 0", "[trace][codec]") {
+    // gdb's tsave writes `F0`: it does not keep the length of an uploaded tracepoint. QTDP
+    // still needs a real length (gdb always sends one).
+    auto h = parse_tracepoint_header("3:401131:E:0:0:F0", kRegisterCount, HeaderSource::TraceFile);
+    REQUIRE(h.ok());
+    CHECK(h->definition.kind == TracepointKind::Fast);
+    CHECK(h->definition.fast_insn_length == 0);
+    CHECK(format_header(h->definition) == "3:401131:E:0:0:F0");
+    h = parse_tracepoint_header("3:401131:E:0:0:F6", kRegisterCount, HeaderSource::TraceFile);
+    REQUIRE(h.ok());
+    CHECK(h->definition.fast_insn_length == 6);
+    check_rejected(parse_tracepoint_header("3:401131:E:0:0:F0", kRegisterCount),
+                   ErrorCode::BadTracepoint);
+    check_rejected(
+        parse_tracepoint_header("3:401131:E:0:0:F", kRegisterCount, HeaderSource::TraceFile),
+        ErrorCode::BadTracepoint);
+    check_rejected(
+        parse_tracepoint_header("3:401131:E:0:0:F10000", kRegisterCount, HeaderSource::TraceFile),
+        ErrorCode::BadTracepoint);
+}
+
 TEST_CASE("header: rejected", "[trace][codec]") {
     for (std::string_view s : {"",
                                "1",

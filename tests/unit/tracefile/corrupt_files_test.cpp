@@ -1,5 +1,6 @@
 // Every way a trace file can be cut short or lie about a length gives an Error that names
-// the byte offset, never a crash or a huge allocation.
+// the byte offset, never a crash or a huge allocation: damage to the header or the text
+// section fails the parse, damage to the frame section keeps the frames before it.
 #include "tests/unit/tracefile/test_files.hpp"
 #include "tests/unit/test_bytes.hpp"
 
@@ -61,20 +62,40 @@ Bytes file_of(const std::string& text, const Bytes& frames, bool marker = true) 
     return out;
 }
 
+// What is wrong with the file: the parse's error, or the damage the file was read up to.
+Error problem(const Result<TraceFile>& r) {
+    if (!r.ok()) return r.error();
+    REQUIRE(r->damage());
+    return *r->damage();
+}
+
 // The error text begins "offset N:"; returns N.
+std::size_t error_offset(const Error& error) {
+    INFO(error.text);
+    REQUIRE(error.text.rfind("offset ", 0) == 0);
+    return std::stoul(error.text.substr(7));
+}
 std::size_t error_offset(const Result<TraceFile>& r) {
-    REQUIRE_FALSE(r.ok());
-    const std::string& text = r.error().text;
-    INFO(text);
-    REQUIRE(text.rfind("offset ", 0) == 0);
-    return std::stoul(text.substr(7));
+    return error_offset(problem(r));
+}
+
+void check_problem(const Result<TraceFile>& r, std::size_t offset, std::string_view words) {
+    const Error error = problem(r);
+    CHECK(error_offset(error) == offset);
+    INFO(error.text);
+    CHECK(error.text.find(words) != std::string::npos);
 }
 
 void check_error(Bytes bytes, std::size_t offset, std::string_view words) {
+    check_problem(parse_trace_file(std::move(bytes)), offset, words);
+}
+
+// The file parsed, damaged in the frame section after `frames` good frames.
+void check_damage(Bytes bytes, std::size_t frames, std::size_t offset, std::string_view words) {
     auto r = parse_trace_file(std::move(bytes));
-    CHECK(error_offset(r) == offset);
-    INFO(r.error().text);
-    CHECK(r.error().text.find(words) != std::string::npos);
+    REQUIRE(r.ok());
+    CHECK(r->frames().size() == frames);
+    check_problem(r, offset, words);
 }
 
 } // namespace
@@ -108,6 +129,12 @@ TEST_CASE("static tracepoint data blocks are read") {
     REQUIRE(r->frames()[0].blocks.size() == 2);
     CHECK(r->frames()[0].blocks[0].type == 'S');
     CHECK(r->frames()[0].blocks[0].data.size() == 5);
+}
+
+TEST_CASE("header and text section errors fail the parse") {
+    CHECK_FALSE(parse_trace_file({0x7f, 'T', 'R', 'A'}).ok());
+    std::string text = text_section();
+    CHECK_FALSE(parse_trace_file(Bytes(text.begin(), text.end() - 1)).ok());
 }
 
 TEST_CASE("header errors") {
@@ -181,9 +208,19 @@ TEST_CASE("frame section errors") {
     std::string text = text_section();
     const std::size_t start = text.size();
     SECTION("missing end marker") {
-        check_error(file_of(text, {}, false), start, "end-of-frames marker");
+        check_damage(file_of(text, {}, false), 0, start, "end-of-frames marker");
         Bytes one = frame(1, v_block(2, 1));
-        check_error(file_of(text, one, false), start + one.size(), "end-of-frames marker");
+        check_damage(file_of(text, one, false), 1, start + one.size(), "end-of-frames marker");
+    }
+    SECTION("the frames before a bad one are kept") {
+        Bytes good = cat({frame(1, v_block(2, 1)), frame(1, v_block(2, 2))});
+        Bytes bad = frame(1, cat({v_block(2, 3), Bytes{'Q', 0}}));
+        auto r = parse_trace_file(file_of(text, cat({good, bad, frame(1, v_block(2, 4))})));
+        REQUIRE(r.ok());
+        REQUIRE(r->frames().size() == 2);
+        CHECK(r->frames()[1].variable(2) == 2);
+        REQUIRE(r->damage());
+        CHECK(error_offset(*r->damage()) == start + good.size() + 6 + 13);
     }
     SECTION("truncated frame header") {
         Bytes bytes = file_of(text, {}, false);
@@ -225,7 +262,8 @@ TEST_CASE("frame section errors") {
     }
 }
 
-TEST_CASE("every prefix of a gdb file is rejected with an offset inside it") {
+TEST_CASE("every prefix of a gdb file is damaged at an offset inside it, after the frames "
+          "it holds whole") {
     Bytes whole = file_bytes("basic.tf");
     auto full = parse_trace_file(whole);
     REQUIRE(full.ok());
@@ -244,23 +282,42 @@ TEST_CASE("every prefix of a gdb file is rejected with an offset inside it") {
         Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n));
         auto r = parse_trace_file(std::move(cut));
         INFO("prefix " << n);
-        REQUIRE_FALSE(r.ok());
         CHECK(error_offset(r) <= n);
+        if (n < full->frame_section_offset()) {
+            CHECK_FALSE(r.ok());
+            continue;
+        }
+        REQUIRE(r.ok());
+        std::size_t whole_frames = 0;
+        for (const Frame& f : full->frames())
+            if (f.offset + f.bytes.size() <= n) ++whole_frames;
+        CHECK(r->frames().size() == whole_frames);
     }
     // The frames end 4 bytes before the file does; the first two marker bytes are enough.
     Bytes two(whole.begin(), whole.end() - 2);
-    CHECK(parse_trace_file(std::move(two)).ok());
+    auto r = parse_trace_file(std::move(two));
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->damage());
 }
 
-TEST_CASE("cutting inside a frame names that frame's length field") {
+TEST_CASE("cutting inside a frame names that frame's length field, the frames before it "
+          "are kept") {
     Bytes whole = file_bytes("basic.tf");
     auto full = parse_trace_file(whole);
     REQUIRE(full.ok());
-    const Frame& f2 = full->frames()[2];
-    Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(f2.offset + 100));
+    const Frame& f3 = full->frames()[3];
+    Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(f3.offset + 100));
     auto r = parse_trace_file(std::move(cut));
-    CHECK(error_offset(r) == f2.offset + 2);
-    CHECK(r.error().text.find("frame 2 (tracepoint 3)") != std::string::npos);
+    REQUIRE(r.ok());
+    REQUIRE(r->damage());
+    CHECK(error_offset(*r->damage()) == f3.offset + 2);
+    CHECK(r->damage()->text.find("frame 3 (tracepoint 3)") != std::string::npos);
+    REQUIRE(r->frames().size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(r->frames()[i].offset == full->frames()[i].offset);
+        CHECK(r->frames()[i].blocks.size() == full->frames()[i].blocks.size());
+    }
+    CHECK(r->tracepoints().size() == full->tracepoints().size());
 }
 
 TEST_CASE("random byte changes give a file or an error, never a crash") {
@@ -274,9 +331,9 @@ TEST_CASE("random byte changes give a file or an error, never a crash") {
             mutated[at] = static_cast<std::uint8_t>(rng());
         }
         auto r = parse_trace_file(std::move(mutated));
-        if (!r.ok()) {
+        if (!r.ok() || r->damage()) {
             ++errors;
-            CHECK(r.error().text.rfind("offset ", 0) == 0);
+            CHECK(problem(r).text.rfind("offset ", 0) == 0);
         }
     }
     CHECK(errors > 0);

@@ -1,8 +1,11 @@
-// Files written by gdb 13.1's `tsave` from gdbserver 13.1 (tests/data/tracefiles/
-// make_tracefiles.sh). Expected values were read back from the same files with gdb's own
-// `target tfile`.
+// Files written by gdb 13.1's `tsave` from gdbserver 13.1, and one tpagent wrote itself
+// (tests/data/tracefiles/make_tracefiles.sh). Expected values were read back from the same
+// files with gdb's own `target tfile`.
 #include "trace/tracepoint_codec.hpp"
 #include "tests/unit/tracefile/test_files.hpp"
+
+#include <cstdlib>
+#include <set>
 
 using namespace tpagent;
 using namespace tpagent::tracefile;
@@ -187,4 +190,47 @@ TEST_CASE("empty.tf: no frames, just the end marker") {
     CHECK(file.tracepoints()[0].counters.hits == 0);
     REQUIRE(file.status());
     CHECK(file.status()->frames == 0);
+}
+
+TEST_CASE("fast.tf: gdb writes a fast tracepoint's length as F0") {
+    TraceFile file = load("fast.tf");
+    REQUIRE(file.tracepoints().size() == 1);
+    const trace::TracepointDefinition& def = file.tracepoints()[0].definition;
+    CHECK(def.key == trace::TracepointKey{3, 0x401135});
+    CHECK(def.kind == trace::TracepointKind::Fast);
+    CHECK(def.fast_insn_length == 0); // gdb does not keep it
+    CHECK(def.actions.size() == 5);
+    REQUIRE(file.frames().size() == 5);
+    for (const Frame& frame : file.frames()) {
+        INFO("frame " << frame.number);
+        CHECK(file.frame_pc(frame) == 0x401135);
+        CHECK(reg(file, frame, "rdi") == frame.number); // step
+    }
+}
+
+TEST_CASE("threads.tf: tpagent's own file, two threads, both clocks") {
+    TraceFile file = load("threads.tf");
+    REQUIRE(file.variables().size() == 2);
+    const TraceVariable* nanosecond_clock = file.find_variable(2);
+    REQUIRE(nanosecond_clock);
+    CHECK(nanosecond_clock->name == "trace_timestamp_ns");
+    CHECK(file.timestamp_variable() == 1u);
+    REQUIRE(file.frames().size() == 6);
+    std::set<std::uint64_t> threads;
+    for (const Frame& frame : file.frames()) {
+        INFO("frame " << frame.number);
+        auto us = frame.variable(1);
+        auto nanos = frame.variable(2);
+        REQUIRE(us);
+        REQUIRE(nanos);
+        CHECK(*us > *nanos / 1000); // the epoch is older than the monotonic clock's origin
+        threads.insert(reg(file, frame, "fs_base"));
+    }
+    CHECK(threads.size() == 2);
+    const Frame& first = file.frames().front();
+    const Frame& last = file.frames().back();
+    // Read together: the two clocks agree on how long the run took, within a few µs.
+    std::int64_t span_us = *last.variable(1) - *first.variable(1);
+    std::int64_t span_ns = *last.variable(2) - *first.variable(2);
+    CHECK(std::abs(span_us - span_ns / 1000) < 20);
 }

@@ -22,9 +22,11 @@ inline std::vector<std::uint8_t> file_bytes(const std::string& name) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A whole, undamaged file.
 inline tpagent::tracefile::TraceFile load(const std::string& name) {
     auto file = tpagent::tracefile::read_trace_file((data_dir() / name).string());
     if (!file) FAIL(file.error().text);
+    if (file->damage()) FAIL(file->damage()->text);
     return std::move(*file);
 }
 
