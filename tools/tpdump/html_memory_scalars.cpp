@@ -1,7 +1,6 @@
 #include "tools/tpdump/html_memory_scalars.hpp"
 
 #include "tools/tpdump/html_source_items.hpp"
-#include <charconv>
 #include <fmt/format.h>
 #include <optional>
 
@@ -24,18 +23,6 @@ std::int64_t signed_le(std::span<const std::uint8_t> bytes) {
     return static_cast<std::int64_t>(v << unused) >> unused; // sign-extend
 }
 
-std::optional<std::uint64_t> parse_count(std::string_view text) {
-    int base = 10;
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-        text.remove_prefix(2);
-        base = 16;
-    }
-    std::uint64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
 // `a[k]` as a and k, when k is a literal.
 std::optional<std::pair<std::string_view, std::uint64_t>> indexed(std::string_view text) {
     std::size_t open = text.rfind('[');
@@ -46,7 +33,7 @@ std::optional<std::pair<std::string_view, std::uint64_t>> indexed(std::string_vi
         inside.remove_prefix(1);
     while (!inside.empty() && inside.back() == ' ')
         inside.remove_suffix(1);
-    auto k = parse_count(inside);
+    auto k = parse_integer_literal(inside);
     if (!k) return std::nullopt;
     return std::pair(text.substr(0, open), *k);
 }
@@ -64,7 +51,7 @@ std::vector<MemoryScalar> memory_scalars(std::string_view name, std::uint64_t ad
     }
     auto parts = split_top_level(name, '@');
     if (parts.size() == 2) {
-        auto count = parse_count(parts[1]);
+        auto count = parse_integer_literal(parts[1]);
         if (!count || *count == 0 || *count > kMaxArrayElements || bytes.size() % *count != 0)
             return out;
         const std::size_t size = bytes.size() / *count;

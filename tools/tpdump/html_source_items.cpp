@@ -74,18 +74,6 @@ std::string_view strip_parentheses(std::string_view text) {
     return text;
 }
 
-std::optional<std::uint64_t> parse_address(std::string_view text) {
-    int base = 10;
-    if (starts_with_nocase(text, "0x")) {
-        text.remove_prefix(2);
-        base = 16;
-    }
-    std::uint64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
 class ItemReader {
   public:
     explicit ItemReader(const tracefile::TraceFile& file) : file_(file) {}
@@ -114,7 +102,7 @@ class ItemReader {
             std::size_t close = matching_close(text);
             if (close == std::string_view::npos) return std::nullopt;
             SourceItem out = item(SourceItemKind::MemoryAt, text);
-            out.address = parse_address(trim(text.substr(close + 1)));
+            out.address = parse_integer_literal(trim(text.substr(close + 1)));
             return out;
         }
         if (is_identifier(text)) return item(SourceItemKind::Symbol, text);
@@ -133,6 +121,18 @@ class ItemReader {
 };
 
 } // namespace
+
+std::optional<std::uint64_t> parse_integer_literal(std::string_view text) {
+    int base = 10;
+    if (starts_with_nocase(text, "0x")) {
+        text.remove_prefix(2);
+        base = 16;
+    }
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
 
 std::vector<std::string_view> split_top_level(std::string_view text, char separator) {
     std::vector<std::string_view> out;

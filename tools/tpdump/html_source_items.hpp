@@ -44,6 +44,9 @@ struct TracepointSourceItems {
 
 TracepointSourceItems source_items(const trace::Tracepoint& tp, const tracefile::TraceFile& file);
 
+// A C integer literal without suffix: decimal, or hex after 0x/0X.
+std::optional<std::uint64_t> parse_integer_literal(std::string_view text);
+
 // `text` split at commas outside brackets, parentheses, braces and quotes; parts trimmed.
 std::vector<std::string_view> split_top_level(std::string_view text, char separator);
 
