@@ -1,5 +1,6 @@
 #include "tools/tpdump/frame_details.hpp"
 
+#include "trace/trace_state_variables.hpp"
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -55,7 +56,7 @@ std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number
 std::optional<FrameThread> frame_thread(const tracefile::TraceFile& file,
                                         const tracefile::Frame& frame) {
     for (const tracefile::TraceVariable& v : file.variables())
-        if (v.name == "trace_thread")
+        if (v.name == trace::TraceStateVariables::kThreadName)
             if (auto id = frame.variable(v.number))
                 return FrameThread{static_cast<std::uint64_t>(*id), false};
     auto block = frame.registers();

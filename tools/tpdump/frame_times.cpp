@@ -1,5 +1,6 @@
 #include "tools/tpdump/frame_times.hpp"
 
+#include "trace/trace_state_variables.hpp"
 #include <cstdint>
 #include <fmt/format.h>
 #include <optional>
@@ -11,7 +12,7 @@ namespace {
 // tpagent reads any variable named trace_timestamp_ns as its nanosecond clock.
 std::optional<std::uint32_t> nanosecond_variable(const tracefile::TraceFile& file) {
     for (const tracefile::TraceVariable& v : file.variables())
-        if (v.name == "trace_timestamp_ns") return v.number;
+        if (v.name == trace::TraceStateVariables::kTimestampNsName) return v.number;
     return std::nullopt;
 }
 
