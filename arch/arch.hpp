@@ -124,4 +124,8 @@ class Architecture {
 // The architecture tpagent was built for.
 const Architecture& host_architecture();
 
+// The clock the in-process agent stamps frames with (tpagent_timestamp in
+// inproc_primitives.S): tpagent's own frames in a shared buffer take their place by it.
+std::uint64_t frame_stamp();
+
 } // namespace tpagent::arch

@@ -1,8 +1,10 @@
 // A fast-tracepoint hit, on the thread that hit it, called from the jump pad: condition,
-// pass count, then one staged frame in the thread's own chunk. No locks and no shared writes
-// on the common path; the only atomics are the chunk's `committed` (its own cache line), and
-// the pass count or linear budget when those apply.
+// pass count, then one frame written in place in the thread's own chunk of the shared trace
+// buffer (frame_chunks.hpp). No locks and no shared writes on the common path: the chunk's
+// `committed` and the thread's hit counters are its own cache lines; the pass count and the
+// linear budget are shared only when they apply (the budget is claimed 64 KiB at a time).
 #include "inproc/inproc.hpp"
+#include "inproc/frame_chunks.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
 #include <cstring>
@@ -17,70 +19,51 @@ namespace {
 using bytecode::EvalStatus;
 
 struct ThreadState {
-    ChunkHeader* chunk = nullptr;
-    std::uint64_t generation = 0;
-    std::int64_t linear_credit = 0; // budget bytes this thread already claimed
-    bool busy = false;              // a hit nested inside a hit (signal handler) is dropped
+    ChunkWriter writer;
+    HitCounter* counters = nullptr;    // this thread's row, or null: the records' shared ones
+    std::uint64_t counters_generation = 0;
+    bool busy = false; // a hit nested inside a hit (signal handler) is dropped
     bool key_set = false;
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 
-constexpr std::int64_t kCreditClaim = 64 << 10;
-
 pthread_key_t g_exit_key;
 bool g_exit_key_ok = false;
 
-// A thread that ends seals its chunk so tpagent can reuse it.
+// A thread that ends seals its chunk: circular mode can reuse it.
 void on_thread_exit(void*) {
-    if (t_state.chunk && g_region &&
-        t_state.generation == header_of(g_region)->generation.load(std::memory_order_relaxed))
-        t_state.chunk->state.store(static_cast<std::uint32_t>(ChunkState::Sealed),
-                                   std::memory_order_release);
-    t_state.chunk = nullptr;
+    ChunkWriter& w = t_state.writer;
+    if (w.chunk && g_region &&
+        w.generation == header_of(g_region)->generation.load(std::memory_order_relaxed))
+        seal_chunk(g_region, w.chunk);
+    w.chunk = nullptr;
 }
 
 __attribute__((constructor)) void make_exit_key() {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
 
-// The lowest free chunk: chunks tpagent just drained are reused while still in cache, and the
-// rest of the staging area is never touched (no page faults) unless tpagent falls behind.
-ChunkHeader* acquire_chunk(std::uint64_t generation) {
-    for (std::size_t i = 0; i < kChunkCount; ++i) {
-        ChunkHeader* c = chunk_at(g_region, i);
-        std::uint32_t expected = static_cast<std::uint32_t>(ChunkState::Free);
-        if (c->state.load(std::memory_order_relaxed) != expected) continue;
-        if (!c->state.compare_exchange_strong(
-                expected, static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_acquire))
-            continue;
-        c->generation = generation;
-        // Published by the first record's `committed` store (release).
-        c->sequence = header_of(g_region)->chunk_sequence.fetch_add(1, std::memory_order_relaxed);
-        return c;
+// Counts a hit (and later its frame's bytes) of record `index` for this thread.
+HitCounter& counter_for(Header* h, const TracepointRecord* tp, std::uint32_t index) {
+    ThreadState& t = t_state;
+    const std::uint64_t generation = h->generation.load(std::memory_order_relaxed);
+    if (t.counters_generation != generation) {
+        const std::uint32_t slot = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
+        t.counters = slot < kMaxThreadSlots ? counter_row(g_region, slot) : nullptr;
+        t.counters_generation = generation;
     }
-    return nullptr;
+    if (t.counters && index < kMaxCountedRecords) return t.counters[index];
+    return const_cast<TracepointRecord*>(tp)->shared_hits;
 }
 
-// Room for `bound` more bytes in this thread's chunk, taking a new chunk if needed.
-ChunkHeader* chunk_with_room(Header* h, std::uint64_t bound) {
-    const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
-    ThreadState& t = t_state;
-    if (t.generation != generation) { // a new run: old chunk and credit are void
-        t.chunk = nullptr;
-        t.linear_credit = 0;
-    }
-    if (t.chunk && t.chunk->committed.load(std::memory_order_relaxed) + bound <= kChunkPayload)
-        return t.chunk;
-    if (t.chunk)
-        t.chunk->state.store(static_cast<std::uint32_t>(ChunkState::Sealed),
-                             std::memory_order_release);
-    t.chunk = acquire_chunk(generation);
-    t.generation = generation;
-    if (t.chunk && !t.key_set && g_exit_key_ok) {
-        pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
-        t.key_set = true;
-    }
-    return t.chunk;
+// Adds to a counter: plain load and store where the row is the thread's own.
+void bump(HitCounter& c, std::atomic<std::uint64_t> HitCounter::*field, std::uint64_t by,
+          bool own) {
+    if (own)
+        (c.*field).store((c.*field).load(std::memory_order_relaxed) + by,
+                         std::memory_order_relaxed);
+    else
+        (c.*field).fetch_add(by, std::memory_order_relaxed);
 }
 
 void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint64_t status = 0,
@@ -243,22 +226,26 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
         last_pass = n == tp->pass_count;
     }
 
-    ChunkHeader* chunk = chunk_with_room(h, tp->frame_bound);
-    // Staging is full: tpagent frees chunks every few ms. Wait for it (up to ~20 ms) rather
-    // than lose the frame: the program slows to tpagent's pace instead.
-    for (int i = 0; !chunk && i < 400 && h->tracing.load(std::memory_order_relaxed); ++i) {
-        timespec pause{0, 50000};
-        tpagent_syscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0, 0, 0, 0, 0);
-        chunk = chunk_with_room(h, tp->frame_bound);
-    }
-    if (!chunk) {
+    const auto index =
+        static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset));
+    HitCounter& counter = counter_for(h, tp, index);
+    const bool own_counter = &counter != &tp->shared_hits;
+    bump(counter, &HitCounter::hits, 1, own_counter);
+
+    ThreadState& t = t_state;
+    std::uint8_t* record = reserve_record(g_region, t.writer, tp->frame_bound);
+    if (!record) {
+        // No chunk left: every one is owned by a writer (circular) or holds frames (linear).
         h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+        if (!h->circular) stop_tracing(h, StopReason::BufferFull, tp->number);
         if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
         return;
     }
+    if (!t.key_set && g_exit_key_ok) {
+        pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
+        t.key_set = true;
+    }
     const std::uint64_t stamp = tpagent_timestamp();
-    const std::uint32_t committed = chunk->committed.load(std::memory_order_relaxed);
-    std::uint8_t* record = reinterpret_cast<std::uint8_t*>(chunk) + kChunkHeaderBytes + committed;
     hit.out = record + kRecordBlocksOffset; // headers written last
     hit.out_end = record + tp->frame_bound;
 
@@ -288,30 +275,19 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     // Frame header, record header; the record is padded to 8 bytes.
     const std::uint64_t data = static_cast<std::uint64_t>(hit.out - record) - kRecordBlocksOffset;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
-    if (!h->circular) {
-        // tpagent stores the frame as staged (short R block): the record is an upper bound.
-        const auto need = static_cast<std::int64_t>(size);
-        ThreadState& t = t_state;
-        if (t.linear_credit < need) {
-            const std::int64_t claim = need > kCreditClaim ? need : kCreditClaim;
-            const std::int64_t had = h->linear_budget.fetch_sub(claim, std::memory_order_relaxed);
-            if (had < need) {
-                stop_tracing(h, StopReason::BufferFull, tp->number);
-                return;
-            }
-            t.linear_credit += had < claim ? had : claim;
-        }
-        t.linear_credit -= need;
+    if (!h->circular && !claim_linear(h, t.writer, static_cast<std::int64_t>(size))) {
+        stop_tracing(h, StopReason::BufferFull, tp->number);
+        return;
     }
     std::uint8_t* p = record;
     put<std::uint32_t>(p, static_cast<std::uint32_t>(size));
-    put<std::uint32_t>(
-        p, static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset)));
+    put<std::uint32_t>(p, index);
     put<std::uint64_t>(p, tp->address);
     put<std::uint64_t>(p, stamp);
     trace::store_frame_header(p, static_cast<std::uint16_t>(tp->number),
                               static_cast<std::uint32_t>(data));
-    chunk->committed.store(committed + static_cast<std::uint32_t>(size), std::memory_order_release);
+    publish_record(t.writer, static_cast<std::uint32_t>(size));
+    bump(counter, &HitCounter::bytes, size - sizeof(RecordHeader), own_counter);
     if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
 }
 

@@ -8,18 +8,23 @@
 //
 // Who writes what:
 // - tpagent, only while every thread of the program is stopped: the configuration (tracepoint
-//   records, actions, expression code, variables, readable ranges), `tracing`, `generation`.
-// - collectors (program threads, concurrently): their own chunks, pass counts, the linear
-//   budget, variable values, and the stop fields (first stopper wins).
-// - tpagent, concurrently with collectors: drains committed records from chunks and frees
-//   chunks a thread has sealed; refreshes the readable ranges under a seqlock.
+//   records, actions, expression code, variables, readable ranges, chunk geometry), `tracing`,
+//   `generation`.
+// - collectors (program threads, concurrently): frames into their own chunks, their hit
+//   counters, pass counts, the linear budget, variable values, and the stop fields (first
+//   stopper wins).
+// - tpagent, concurrently with collectors: reads complete frames in place (it indexes them and
+//   serves them from here: the chunks ARE the trace buffer of a run with fast tracepoints),
+//   writes its own trap tracepoints' frames into chunks as one more writer, and refreshes the
+//   readable ranges under a seqlock.
 //
-// Frames are staged per thread: a thread owns a chunk and appends records to it with no shared
-// write but the chunk's own `committed` counter, so hits on several threads never contend. A
-// record is [RecordHeader][trace frame in the trace-file format (trace/frame_format.hpp)],
-// except that the R block holds only the first core_register_bytes of the `g` block (the
-// registers the jump pad saves); tpagent widens it to the full block when it moves the frame
-// into its frame buffer, which numbers frames and keeps linear/circular semantics.
+// Frames live in chunks (frame_chunks.hpp): a thread owns a chunk and appends records to it
+// with no shared write but the chunk's own `committed`, so hits on several threads never
+// contend. A record is [RecordHeader][trace frame in the trace-file format
+// (trace/frame_format.hpp)], where a fast tracepoint's R block holds only the first
+// core_register_bytes of the `g` block (the registers the jump pad saves); tpagent widens it
+// when it serves the frame. Each record carries a stamp taken at the hit, so tpagent numbers
+// the frames of all threads in collection order without moving them.
 #pragma once
 #include "bytecode/compiler.hpp"
 #include "trace/frame_format.hpp"
@@ -30,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 4;
+inline constexpr std::uint32_t kVersion = 5;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -41,10 +46,20 @@ inline constexpr std::size_t kRangesOffset = kConfigOffset + kConfigBytes;
 inline constexpr std::size_t kMaxRanges = 8192;
 inline constexpr std::size_t kVariablesOffset = kRangesOffset + kMaxRanges * 16;
 inline constexpr std::size_t kMaxVariables = 4096; // gdb numbers variables from 1, densely
-inline constexpr std::size_t kChunksOffset = 4u << 20;
-inline constexpr std::size_t kChunkBytes = 256u << 10;
-inline constexpr std::size_t kChunkCount = 256; // 64 MiB of staging
-inline constexpr std::size_t kRegionBytes = kChunksOffset + kChunkBytes * kChunkCount;
+// Chunks: their size is chosen per run (Header::chunk_bytes) from the buffer size; the area
+// holds the largest buffer (1 GiB) plus room for the chunks threads are filling.
+inline constexpr std::size_t kMinChunkBytes = 64u << 10;
+inline constexpr std::size_t kMaxChunkBytes = 1u << 20;
+inline constexpr std::size_t kChunkAreaBytes = (1u << 30) + (64u << 20);
+inline constexpr std::size_t kMaxChunks = kChunkAreaBytes / kMinChunkBytes;
+// Sealed chunks in the order they were sealed: the ring circular mode reuses them from.
+inline constexpr std::size_t kSealedOffset = 3u << 20;
+// Hit counters: one row per thread (slot), one column per tracepoint record.
+inline constexpr std::size_t kCountersOffset = 4u << 20;
+inline constexpr std::size_t kMaxThreadSlots = 256;
+inline constexpr std::size_t kMaxCountedRecords = 1024;
+inline constexpr std::size_t kChunksOffset = 8u << 20;
+inline constexpr std::size_t kRegionBytes = kChunksOffset + kChunkAreaBytes;
 
 inline constexpr std::size_t kMaxCoreRegisters = 64;
 
@@ -98,10 +113,13 @@ struct Header {
     std::uint32_t circular;
     std::uint32_t g_size;                  // bytes of a full R block
     std::uint32_t core_register_bytes;     // bytes of the staged R block
-    std::atomic<std::uint64_t> generation; // bumped at each start: drops old thread chunks
+    std::atomic<std::uint64_t> generation; // bumped at each start: threads drop old chunks
     // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
     std::uint16_t register_offset[kMaxCoreRegisters];
     std::uint8_t register_size[kMaxCoreRegisters];
+    // The run's chunks: chunk_count chunks of chunk_bytes from kChunksOffset.
+    std::uint32_t chunk_bytes;
+    std::uint32_t chunk_count;
 
     // Stop (collectors: the first to set stop_reason from None wins).
     std::atomic<std::uint32_t> stop_reason;
@@ -109,15 +127,23 @@ struct Header {
     std::uint64_t stop_status;     // Error: bytecode::EvalStatus
     std::uint64_t stop_address;    // Error: the fault address/register/variable
 
-    // Linear buffer: frame bytes (full-size R blocks) collectors may still use.
+    // Linear buffer: record bytes writers may still use.
     std::atomic<std::int64_t> linear_budget;
-    std::atomic<std::uint64_t> dropped_frames; // no free chunk, or a nested hit
-    std::atomic<std::uint64_t> chunk_sequence; // chunks taken so far: their order
+    std::atomic<std::uint64_t> dropped_frames; // no chunk to write to, or a nested hit
+    // Frames of chunks circular mode reused: created = these + those in chunks now.
+    std::atomic<std::uint64_t> discarded_frames;
+    std::atomic<std::uint32_t> slots_taken; // hit-counter rows handed to threads
 
     // Readable ranges, a seqlock: odd while tpagent rewrites them.
     std::atomic<std::uint64_t> ranges_sequence;
     std::uint32_t range_count;
     std::uint32_t ranges_reserved;
+
+    // Chunk hand-out, each on its own cache line: taken once per chunk, not per hit.
+    alignas(64) std::atomic<std::uint32_t> next_fresh; // chunks never used this run: 0..
+    std::atomic<std::uint64_t> take_count;              // chunks taken so far
+    alignas(64) std::atomic<std::uint64_t> sealed_count;  // seals so far (the ring's tail)
+    alignas(64) std::atomic<std::uint64_t> reused_count;  // reuses so far (the ring's head)
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
 // Part of the layout: a helper more or less is a new kVersion.
@@ -125,34 +151,40 @@ static_assert(sizeof(bytecode::HelperAddresses) == 8 * sizeof(std::uint64_t));
 
 enum class ChunkState : std::uint32_t {
     Free = 0,
-    Owned = 1,  // a thread appends records
-    Sealed = 2, // the owner moved on: tpagent frees it once drained
-    // Owned when a run ended: its owner may have been stopped in the middle of a record, so
-    // the chunk is left alone for one run (the owner drops it at its next hit) and freed at
-    // the start after that.
-    Retired = 3,
+    Owned = 1,  // a writer appends records
+    Sealed = 2, // full, or its writer moved on or ended: in the sealed ring
 };
 
 struct ChunkHeader {
     std::atomic<std::uint32_t> state;
     std::atomic<std::uint32_t> committed; // bytes of complete records after this header
-    std::uint64_t generation;             // Header::generation when taken
-    std::uint64_t sequence; // Header::chunk_sequence when taken: a thread's chunks in order
-    std::uint32_t drained;  // tpagent's read position (bytes after the header)
-    std::uint32_t reserved;
+    // Bumped each time the chunk is taken: a reader that saw the same epoch before and after
+    // copying a frame knows the frame was not overwritten meanwhile.
+    std::atomic<std::uint32_t> epoch;
+    std::atomic<std::uint32_t> frames; // complete records
+    std::uint64_t generation;          // Header::generation when taken
+    std::uint64_t taken;               // Header::take_count when taken: the order of takes
 };
 inline constexpr std::size_t kChunkHeaderBytes = 64; // own cache line
 static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes);
-inline constexpr std::size_t kChunkPayload = kChunkBytes - kChunkHeaderBytes;
+
+// The record index of a frame tpagent itself wrote (a trap tracepoint's): its R block is full.
+inline constexpr std::uint32_t kTrapRecord = 0xffffffff;
 
 struct RecordHeader {
     std::uint32_t size;  // whole record, header included, multiple of 8
-    std::uint32_t index; // TracepointRecord index
+    std::uint32_t index; // TracepointRecord index, or kTrapRecord
     std::uint64_t pc;
     std::uint64_t stamp; // tpagent_timestamp() at the hit: frames of all threads in order
 };
 // Where a record's frame blocks start: after the record header and the frame header.
 inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace::kFrameHeaderSize;
+
+// A thread's hits and frame bytes for one tracepoint record (written by that thread only).
+struct HitCounter {
+    std::atomic<std::uint64_t> hits;
+    std::atomic<std::uint64_t> bytes;
+};
 
 // One action of a fast tracepoint.
 enum class ActionKind : std::uint32_t {
@@ -179,6 +211,9 @@ struct TracepointRecord {
     std::uint64_t address;
     std::uint64_t pass_count; // 0 = never
     std::atomic<std::uint64_t> pass_hits;
+    // Hits of threads without a counter row of their own (more than kMaxThreadSlots threads,
+    // or records beyond kMaxCountedRecords).
+    HitCounter shared_hits;
     std::uint64_t frame_bound; // most bytes one staged record of this tracepoint may take
     std::uint64_t next;        // region offset of the next record at the same address, or 0
     std::uint64_t actions_offset;
@@ -195,7 +230,16 @@ inline Header* header_of(void* region) {
     return static_cast<Header*>(region);
 }
 inline ChunkHeader* chunk_at(void* region, std::size_t i) {
-    return at<ChunkHeader>(region, kChunksOffset + i * kChunkBytes);
+    return at<ChunkHeader>(region, kChunksOffset + i * header_of(region)->chunk_bytes);
+}
+inline std::size_t chunk_payload(const Header& h) {
+    return h.chunk_bytes - kChunkHeaderBytes;
+}
+inline std::atomic<std::uint64_t>* sealed_ring(void* region) {
+    return at<std::atomic<std::uint64_t>>(region, kSealedOffset);
+}
+inline HitCounter* counter_row(void* region, std::size_t slot) {
+    return at<HitCounter>(region, kCountersOffset) + slot * kMaxCountedRecords;
 }
 
 } // namespace tpagent::inproc

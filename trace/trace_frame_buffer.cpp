@@ -27,9 +27,21 @@ void TraceFrameBuffer::clear() {
     index_.clear();
     created_ = 0;
     logical_end_ = 0;
+    shared_ = nullptr;
+}
+
+void TraceFrameBuffer::share(SharedFrameSource* source) {
+    clear();
+    shared_ = source;
+    seen_discards_ = source ? source->discards() : 0;
+}
+
+std::uint64_t TraceFrameBuffer::frames_created() const {
+    return shared_ ? shared_->frames_created() : created_;
 }
 
 std::size_t TraceFrameBuffer::bytes_free() const {
+    if (shared_) return shared_->bytes_free();
     if (index_.empty()) return size_;
     std::size_t head = index_.front().offset;
     std::size_t tail = index_.back().offset + index_.back().size;
@@ -65,16 +77,17 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     if (bytes.size() < kFrameHeaderSize) return Commit::Invalid;
     const std::uint16_t tracepoint = frame_tracepoint(bytes.data());
     if (tracepoint == 0) return Commit::Invalid;
+    if (shared_) return registers_valid ? Commit::Invalid : shared_->append(bytes, pc);
     std::size_t size = bytes.size(), raw = bytes.size();
     if (registers_valid != 0) {
         // A short R block: keep the whole blocks only (bytes may be padded); in the raw stream
         // the R block is full size.
         const FrameView view(bytes, registers_valid);
-        std::size_t pos = kFrameHeaderSize, widening = 0;
-        while (auto b = view.block_at(pos))
-            if (b->type == kRegistersBlock) widening += register_block_size_ - registers_valid;
+        std::size_t pos = kFrameHeaderSize;
+        while (view.block_at(pos)) {
+        }
         size = pos;
-        raw = pos + widening;
+        raw = raw_size_of(bytes.first(pos), registers_valid);
     }
     auto room = append(size, tracepoint, pc, registers_valid, raw);
     if (!room) return Commit::Full;
@@ -83,19 +96,85 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     return Commit::Stored;
 }
 
+std::size_t TraceFrameBuffer::raw_size_of(std::span<const std::uint8_t> frame,
+                                          std::uint32_t registers_valid) const {
+    if (registers_valid == 0) return frame.size();
+    const FrameView view(frame, registers_valid);
+    std::size_t pos = kFrameHeaderSize, widening = 0;
+    while (auto b = view.block_at(pos))
+        if (b->type == kRegistersBlock) widening += register_block_size_ - registers_valid;
+    return pos + widening;
+}
+
 std::optional<std::span<std::uint8_t>>
 TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64_t pc,
                          std::uint32_t registers_valid, std::size_t raw_size) {
     auto offset = reserve(size);
     if (!offset) return std::nullopt;
-    index_.push_back(Entry{*offset, size, logical_end_, pc, tracepoint, registers_valid});
+    std::uint8_t* data = storage_.get() + *offset;
+    index_.push_back(Entry{data, *offset, size, logical_end_, raw_size, pc, tracepoint,
+                           registers_valid, 0, 0, 0});
     logical_end_ += raw_size;
     ++created_;
-    return std::span<std::uint8_t>(storage_.get() + *offset, size);
+    return std::span<std::uint8_t>(data, size);
 }
 
-void TraceFrameBuffer::widen(const Entry& e, std::vector<std::uint8_t>& out) const {
-    const std::uint8_t* frame = storage_.get() + e.offset;
+SharedFrame TraceFrameBuffer::as_shared(const Entry& e) {
+    return SharedFrame{e.data,  static_cast<std::uint32_t>(e.size), e.registers_valid, e.pc,
+                       e.stamp, e.chunk,                            e.epoch};
+}
+
+void TraceFrameBuffer::renumber(std::size_t from) const {
+    std::uint64_t logical = from == 0 ? 0 : index_[from - 1].logical + index_[from - 1].raw;
+    for (std::size_t i = from; i < index_.size(); ++i) {
+        index_[i].logical = logical;
+        logical += index_[i].raw;
+    }
+    logical_end_ = logical;
+}
+
+void TraceFrameBuffer::refresh() const {
+    if (!shared_) return;
+    std::size_t from = index_.size(); // the first entry whose number or offset changed
+    if (const std::uint64_t d = shared_->discards(); d != seen_discards_) {
+        seen_discards_ = d;
+        auto kept = std::stable_partition(index_.begin(), index_.end(), [&](const Entry& e) {
+            return shared_->holds(as_shared(e));
+        });
+        if (kept != index_.end()) {
+            index_.erase(kept, index_.end());
+            from = 0;
+        }
+    }
+    found_.clear();
+    shared_->take_new(found_);
+    const std::size_t first_new = index_.size();
+    for (const SharedFrame& f : found_) {
+        const std::span<const std::uint8_t> bytes(f.bytes, f.size);
+        if (f.size < kFrameHeaderSize || frame_tracepoint(f.bytes) == 0) continue;
+        index_.push_back(Entry{f.bytes, 0, f.size, 0, raw_size_of(bytes, f.registers_valid),
+                               f.pc, frame_tracepoint(f.bytes), f.registers_valid, f.stamp,
+                               f.chunk, f.epoch});
+    }
+    if (first_new < index_.size()) {
+        const auto by_stamp = [](const Entry& a, const Entry& b) { return a.stamp < b.stamp; };
+        const auto mid = index_.begin() + static_cast<std::ptrdiff_t>(first_new);
+        // A writer slower to publish than another: its frames go back among the others.
+        const auto moved = std::upper_bound(index_.begin(), mid, *mid, by_stamp);
+        std::inplace_merge(moved, mid, index_.end(), by_stamp);
+        from = std::min(from, static_cast<std::size_t>(moved - index_.begin()));
+    }
+    if (from < index_.size() || (from == 0 && index_.empty())) renumber(from);
+}
+
+const std::uint8_t* TraceFrameBuffer::bytes_of(const Entry& e,
+                                               std::vector<std::uint8_t>& copy) const {
+    if (!shared_) return e.data;
+    return shared_->copy(as_shared(e), copy) ? copy.data() : nullptr;
+}
+
+void TraceFrameBuffer::widen(const Entry& e, const std::uint8_t* frame,
+                             std::vector<std::uint8_t>& out) const {
     out.assign(frame, frame + kFrameHeaderSize);
     const FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
     std::size_t pos = kFrameHeaderSize;
@@ -113,14 +192,18 @@ FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
 }
 
 std::optional<FrameInfo> TraceFrameBuffer::info(std::size_t number) const {
+    refresh();
     if (number >= index_.size()) return std::nullopt;
     return make_info(number);
 }
 
 std::optional<FrameView> TraceFrameBuffer::frame(std::size_t number) const {
+    refresh();
     if (number >= index_.size()) return std::nullopt;
     const Entry& e = index_[number];
-    return FrameView(std::span<const std::uint8_t>(storage_.get() + e.offset, e.size),
+    const std::uint8_t* bytes = bytes_of(e, served_);
+    if (!bytes) return std::nullopt; // overwritten since the index was brought up to date
+    return FrameView(std::span<const std::uint8_t>(bytes, e.size),
                      e.registers_valid ? e.registers_valid : register_block_size_);
 }
 
@@ -150,6 +233,7 @@ std::optional<FrameInfo> TraceFrameBuffer::find(const FrameQuery& query,
         if (by_number->number < 0) return std::nullopt;
         return info(static_cast<std::size_t>(by_number->number));
     }
+    refresh();
     std::size_t first = current ? *current + 1 : 0;
     for (std::size_t n = first; n < index_.size(); ++n) {
         const Entry& e = index_[n];
@@ -160,11 +244,12 @@ std::optional<FrameInfo> TraceFrameBuffer::find(const FrameQuery& query,
 }
 
 std::uint64_t TraceFrameBuffer::raw_size() const {
+    refresh();
     return index_.empty() ? 0 : logical_end_ - index_.front().logical;
 }
 
 std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const {
-    if (index_.empty() || offset >= raw_size()) return 0;
+    if (offset >= raw_size() || index_.empty()) return 0;
     std::uint64_t want = index_.front().logical + offset;
     // The last frame starting at or before `want`.
     auto it = std::upper_bound(index_.begin(), index_.end(), want,
@@ -172,12 +257,13 @@ std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint
     --it;
     std::size_t done = 0;
     std::size_t skip = want - it->logical;
-    std::vector<std::uint8_t> wide;
+    std::vector<std::uint8_t> copy, wide;
     for (; it != index_.end() && done < out.size(); ++it, skip = 0) {
-        const std::uint8_t* bytes = storage_.get() + it->offset;
+        const std::uint8_t* bytes = bytes_of(*it, copy);
+        if (!bytes) break; // overwritten: the stream ends before it, never with a torn frame
         std::size_t size = it->size;
         if (it->registers_valid != 0) {
-            widen(*it, wide);
+            widen(*it, bytes, wide);
             bytes = wide.data();
             size = wide.size();
         }

@@ -17,12 +17,16 @@
 // offset 0 = the oldest frame's header, without gaps, so gdb's tsave writes a valid frame
 // section.
 //
-// Threads: one writer (the agent thread) for now. commit() is already split into
-// "reserve space" and "copy a finished frame in", so concurrent collectors can later build
-// frames privately and only serialise the reservation.
+// Shared frames (share()): in a run with fast tracepoints the frames live in memory shared
+// with the program, written there by its threads; the buffer indexes them in place, in the
+// order they were collected (by the stamp each carries), and copies a frame only to serve it,
+// checking that it was not overwritten meanwhile (circular mode reuses the oldest chunk of
+// frames). Its own commits go there too. The index is brought up to date lazily, by whatever
+// asks about frames, so a running trace costs tpagent nothing.
 #pragma once
 #include "trace/trace_frame.hpp"
 #include "trace/frame_query.hpp"
+#include "trace/shared_frames.hpp"
 #include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
@@ -64,10 +68,14 @@ class TraceFrameBuffer {
     Status set_size(std::size_t size);
     // QTBuffer:circular; keeps the frames.
     void set_circular(bool circular) { circular_ = circular; }
-    // QTinit / QTStart: discard every frame and reset the counters.
+    // QTStart: discard every frame and reset the counters; frames are kept in the buffer's own
+    // storage again.
     void clear();
+    // From now on the frames are `source`'s (until clear()); discards every frame.
+    void share(SharedFrameSource* source);
+    bool shared() const { return shared_ != nullptr; }
 
-    enum class Commit : std::uint8_t { Stored, Full, Invalid };
+    using Commit = CommitResult;
     // Stores a finished frame with the pc it was collected at. Full: linear buffer without
     // room, or a frame larger than the whole buffer. Invalid: tracepoint number 0 (it would
     // end a trace file).
@@ -78,13 +86,17 @@ class TraceFrameBuffer {
                         std::uint32_t registers_valid = 0);
 
     // qTStatus figures.
-    std::size_t frame_count() const { return index_.size(); }
-    std::uint64_t frames_created() const { return created_; }
+    std::size_t frame_count() const {
+        refresh();
+        return index_.size();
+    }
+    std::uint64_t frames_created() const;
     std::size_t size() const { return size_; }
     std::size_t bytes_free() const;
     bool circular() const { return circular_; }
 
     std::optional<FrameInfo> info(std::size_t number) const;
+    // Shared frames are served from a copy, valid until the next call.
     std::optional<FrameView> frame(std::size_t number) const;
     // QTFrame: FrameByNumber looks the number up (-1 finds nothing); the other queries
     // return the first matching frame after `current` (the selected frame, or from the
@@ -99,12 +111,18 @@ class TraceFrameBuffer {
 
   private:
     struct Entry {
-        std::size_t offset;    // in storage_
-        std::size_t size;      // bytes stored, header included
-        std::uint64_t logical; // raw-stream bytes (R blocks at full size) before this frame
+        const std::uint8_t* data; // the frame's bytes (in storage_, or shared)
+        std::size_t offset;       // in storage_
+        std::size_t size;         // bytes stored, header included
+        std::uint64_t logical;    // raw-stream bytes (R blocks at full size) before this frame
+        std::uint64_t raw;        // its own raw-stream bytes
         std::uint64_t pc;
         std::uint16_t tracepoint;
         std::uint32_t registers_valid;
+        // Shared frames: collection order, and where the frame lies.
+        std::uint64_t stamp;
+        std::uint32_t chunk;
+        std::uint32_t epoch;
     };
     // Where a frame of `size` bytes goes, discarding old frames in circular mode.
     std::optional<std::size_t> reserve(std::size_t size);
@@ -114,16 +132,30 @@ class TraceFrameBuffer {
                                                   std::uint64_t pc, std::uint32_t registers_valid,
                                                   std::size_t raw_size);
     FrameInfo make_info(std::size_t number) const;
+    // Bytes a frame takes in the raw stream, its short R blocks at full size.
+    std::size_t raw_size_of(std::span<const std::uint8_t> frame,
+                            std::uint32_t registers_valid) const;
     // The frame as it appears in the raw stream: short R blocks padded to full size.
-    void widen(const Entry& e, std::vector<std::uint8_t>& out) const;
+    void widen(const Entry& e, const std::uint8_t* frame, std::vector<std::uint8_t>& out) const;
+    // The frame's bytes: in place, or (shared) copied into `copy`; null if it is gone.
+    const std::uint8_t* bytes_of(const Entry& e, std::vector<std::uint8_t>& copy) const;
+    static SharedFrame as_shared(const Entry& e);
+    // Shared frames: drops the discarded ones, indexes the new ones.
+    void refresh() const;
+    void renumber(std::size_t from) const; // logical offsets from entry `from` on
 
     std::size_t register_block_size_;
     std::size_t size_;
     std::unique_ptr<std::uint8_t[]> storage_;
     bool circular_ = false;
-    std::deque<Entry> index_; // oldest first
+    SharedFrameSource* shared_ = nullptr;
+    // The index changes under const queries when shared frames arrive or go.
+    mutable std::deque<Entry> index_; // frame-number order
     std::uint64_t created_ = 0;
-    std::uint64_t logical_end_ = 0;
+    mutable std::uint64_t logical_end_ = 0;
+    mutable std::uint64_t seen_discards_ = 0;
+    mutable std::vector<SharedFrame> found_;
+    mutable std::vector<std::uint8_t> served_; // the copy frame() returns
 };
 
 // QTBuffer payloads after "QTBuffer:": `size:<hex>` (`size:-1` = kDefaultSize) and

@@ -73,34 +73,76 @@ InprocRegion::~InprocRegion() {
     munmap(local_, kRegionBytes);
 }
 
-void InprocRegion::reset_chunks() {
-    for (std::size_t i = 0; i < kChunkCount; ++i) {
-        ChunkHeader* c = chunk_at(local_, i);
-        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
-        if (state == ChunkState::Owned) {
-            c->state.store(static_cast<std::uint32_t>(ChunkState::Retired),
-                           std::memory_order_release);
-            continue;
-        }
-        c->committed.store(0, std::memory_order_relaxed);
-        c->drained = 0;
-        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
-    }
-    header().chunk_sequence.store(0, std::memory_order_relaxed);
-    header().generation.fetch_add(1, std::memory_order_release);
-}
-
 void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget) {
     Header& h = header();
     h.tracing.store(0, std::memory_order_release);
-    reset_chunks();
     h.stop_reason.store(static_cast<std::uint32_t>(StopReason::None), std::memory_order_relaxed);
     h.stop_tracepoint = 0;
     h.stop_status = 0;
     h.stop_address = 0;
     h.dropped_frames.store(0, std::memory_order_relaxed);
+    h.discarded_frames.store(0, std::memory_order_relaxed);
+    // Only the rows threads took are dirty.
+    const std::size_t rows = std::min<std::size_t>(h.slots_taken.load(), kMaxThreadSlots);
+    if (rows) std::memset(static_cast<void*>(counter_row(local_, 0)), 0,
+                          rows * kMaxCountedRecords * sizeof(HitCounter));
+    h.slots_taken.store(0, std::memory_order_relaxed);
     h.circular = circular ? 1 : 0;
     h.linear_budget.store(linear_budget, std::memory_order_relaxed);
+}
+
+Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t largest_record) {
+    Header& h = header();
+    // About 16 chunks per buffer, so circular mode discards a sixteenth at a time, within
+    // 64 KiB .. 1 MiB; larger when one record needs it.
+    std::size_t bytes = kMinChunkBytes;
+    while (bytes < kMaxChunkBytes && bytes * 32 <= buffer_bytes)
+        bytes *= 2;
+    while (bytes < kMaxChunkBytes && bytes - kChunkHeaderBytes < largest_record)
+        bytes *= 2;
+    if (bytes - kChunkHeaderBytes < largest_record)
+        return make_error(ErrorCode::TooLarge,
+                          fmt::format("a fast tracepoint collects up to {} bytes per hit; the "
+                                      "in-process agent takes at most {}",
+                                      largest_record, kMaxChunkBytes - kChunkHeaderBytes));
+    const std::size_t payload = bytes - kChunkHeaderBytes;
+    std::size_t count = (buffer_bytes + payload - 1) / payload;
+    // Linear: the budget is the limit, and the chunks threads are filling come on top.
+    // Circular: at least a few chunks, so a thread finds a sealed one to reuse.
+    count = h.circular ? std::max<std::size_t>(count, 4) : count + 64;
+    count = std::min(count, kChunkAreaBytes / bytes);
+    h.chunk_bytes = static_cast<std::uint32_t>(bytes);
+    h.chunk_count = static_cast<std::uint32_t>(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        ChunkHeader* c = chunk_at(local_, i);
+        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_relaxed);
+        c->committed.store(0, std::memory_order_relaxed);
+        c->frames.store(0, std::memory_order_relaxed);
+        c->epoch.fetch_add(1, std::memory_order_relaxed);
+    }
+    h.next_fresh.store(0, std::memory_order_relaxed);
+    h.take_count.store(0, std::memory_order_relaxed);
+    h.sealed_count.store(0, std::memory_order_relaxed);
+    h.reused_count.store(0, std::memory_order_relaxed);
+    h.generation.fetch_add(1, std::memory_order_release);
+    return ok_status();
+}
+
+InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
+    const Header& h = header();
+    HitTotals t;
+    if (index < kMaxCountedRecords) {
+        const std::size_t rows = std::min<std::size_t>(h.slots_taken.load(), kMaxThreadSlots);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const HitCounter& c = counter_row(local_, r)[index];
+            t.hits += c.hits.load(std::memory_order_relaxed);
+            t.bytes += c.bytes.load(std::memory_order_relaxed);
+        }
+    }
+    const auto& rec = at<const TracepointRecord>(local_, kConfigOffset)[index];
+    t.hits += rec.shared_hits.hits.load(std::memory_order_relaxed);
+    t.bytes += rec.shared_hits.bytes.load(std::memory_order_relaxed);
+    return t;
 }
 
 Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture& arch) {
@@ -143,59 +185,6 @@ const Variable* InprocRegion::variable(std::uint32_t number) const {
     if (number >= kMaxVariables) return nullptr;
     const Variable& v = at<const Variable>(local_, kVariablesOffset)[number];
     return v.defined ? &v : nullptr;
-}
-
-void InprocRegion::drain(const RecordSink& take) {
-    // A thread's frames must come out in order even when it moves to another chunk during a
-    // drain: first note which chunks hold records and in what order they were taken, then
-    // read them in that order, re-reading each chunk's `committed`. A thread seals a chunk
-    // before it takes the next, so once its later chunk was seen, the earlier one is final.
-    pending_.clear();
-    for (std::size_t i = 0; i < kChunkCount; ++i) {
-        ChunkHeader* c = chunk_at(local_, i);
-        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
-        if (state == ChunkState::Free || state == ChunkState::Retired) continue;
-        const std::uint32_t committed = c->committed.load(std::memory_order_acquire);
-        if (committed == 0 && state != ChunkState::Sealed) continue; // no record: no sequence yet
-        pending_.push_back({c->sequence, i});
-    }
-    std::sort(pending_.begin(), pending_.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    // Every thread's new records, then all of them in the order they were collected: by
-    // stamp, a thread's own order kept for equal stamps.
-    records_.clear();
-    sealed_.clear();
-    for (const auto& [sequence, i] : pending_) {
-        ChunkHeader* c = chunk_at(local_, i);
-        const auto state = static_cast<ChunkState>(c->state.load(std::memory_order_acquire));
-        // Sealed was stored after the last commit: read the state first, then committed.
-        const std::uint32_t committed =
-            std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire), kChunkPayload);
-        const auto* payload = reinterpret_cast<const std::uint8_t*>(c) + kChunkHeaderBytes;
-        while (c->drained + sizeof(RecordHeader) <= committed) {
-            RecordHeader rh;
-            std::memcpy(&rh, payload + c->drained, sizeof rh);
-            // Sizes come from the program: a bad one ends this chunk rather than our reads.
-            if (rh.size < kRecordBlocksOffset || rh.size % 8 != 0 ||
-                rh.size > committed - c->drained) {
-                c->drained = committed;
-                break;
-            }
-            records_.push_back({rh, payload + c->drained + sizeof rh});
-            c->drained += rh.size;
-        }
-        if (state == ChunkState::Sealed && c->drained >= committed) sealed_.push_back(i);
-    }
-    std::stable_sort(records_.begin(), records_.end(),
-                     [](const auto& a, const auto& b) { return a.header.stamp < b.header.stamp; });
-    for (const auto& r : records_)
-        take(r.header, std::span(r.staged, r.header.size - sizeof(RecordHeader)));
-    for (std::size_t i : sealed_) {
-        ChunkHeader* c = chunk_at(local_, i);
-        c->committed.store(0, std::memory_order_relaxed);
-        c->drained = 0;
-        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_release);
-    }
 }
 
 void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {

@@ -41,8 +41,8 @@ class InprocRegion {
     // Configuring a run, while every thread of the program is stopped (the tracepoint records
     // go through InprocConfigArea).
     //
-    // First: tracing off, chunks reset (see reset_chunks), the stop fields and the dropped
-    // frame count cleared; the buffer's kind, and the bytes a linear buffer has free.
+    // First: tracing off, the stop fields, frame counts and hit counters cleared; the
+    // buffer's kind, and the bytes a linear buffer has free.
     void begin_configuration(bool circular, std::int64_t linear_budget);
     // The staged R block: the registers the jump pads save (the architecture's fast block, or
     // the whole `g` block when the library does not keep to general registers) and where each
@@ -51,19 +51,21 @@ class InprocRegion {
     // Trace state variables: all undefined, then defined one by one (false: a number beyond
     // the region's table). A timestamp variable reads the clock.
     void clear_variables();
-    // clock: trace::TraceStateVariables::ClockKind (0: a stored value).
+    // reading: trace::TraceStateVariables::Reading (0: a stored value).
     bool define_variable(std::uint32_t number, std::int64_t value, std::uint32_t reading);
     // A defined variable, or null.
     const inproc::Variable* variable(std::uint32_t number) const;
 
-    // Start of a run, every program thread stopped: a new generation; chunks free, except that
-    // chunks still owned (an owner may be stopped mid-record) are retired for one run.
-    void reset_chunks();
-    // Hands every complete staged record to `take` (oldest first per chunk) and frees the
-    // chunks their owners sealed. Safe while program threads collect.
-    using RecordSink =
-        std::function<void(const inproc::RecordHeader&, std::span<const std::uint8_t> frame)>;
-    void drain(const RecordSink& take);
+    // The run's chunks, every program thread stopped: their size from the buffer's (large
+    // enough for `largest_record`), how many, all empty, and a new generation (threads drop
+    // the chunks they held). TooLarge when a record cannot fit any chunk.
+    Status configure_chunks(std::size_t buffer_bytes, std::uint64_t largest_record);
+    // Hits and frame bytes of tracepoint record `index` so far, all threads together.
+    struct HitTotals {
+        std::uint64_t hits = 0;
+        std::uint64_t bytes = 0;
+    };
+    HitTotals hit_totals(std::uint32_t index) const;
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.
@@ -73,13 +75,6 @@ class InprocRegion {
     InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}
     pid_t pid_;
     void* local_;
-    std::vector<std::pair<std::uint64_t, std::size_t>> pending_; // drain order (sequence, chunk)
-    struct StagedRecord {
-        inproc::RecordHeader header;
-        const std::uint8_t* staged; // in the chunk, valid until it is freed
-    };
-    std::vector<StagedRecord> records_; // a drain's records, sorted by stamp
-    std::vector<std::size_t> sealed_;   // chunks to free once drained
 };
 
 // A run's tracepoint records, actions and expression code, allocated one after the other in

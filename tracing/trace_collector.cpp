@@ -138,9 +138,6 @@ bool TraceExperiment::collect(Target& inferior, pid_t tid, trace::Tracepoint& tp
             if (const auto* mask = std::get_if<trace::RegisterMask>(&action);
                 mask && !mask->bytes.empty())
                 all_registers = true;
-    // Fast-tracepoint frames the program staged before this hit come first in the buffer:
-    // frames are numbered in the order they were collected.
-    if (fast_running()) drain_fast();
     std::vector<bool> available;
     auto g = inferior.read_registers(tid, available, all_registers);
     if (!g) {

@@ -33,7 +33,7 @@ void TraceExperiment::attach_to(Target& inferior) {
     // The in-process agent of the old image, its pads and jumps went with it: a new one
     // (the preload survives exec) is looked for at the next tstart.
     inferior.set_exec_handler([this] {
-        if (fast_running()) drain_fast(); // frames staged before the exec still count
+        if (fast_running()) pull_fast_counters(); // the frames stay: the buffer holds the region
         inproc_.reset();
         fast_installed_ = false;
         fast_removal_pending_ = false;

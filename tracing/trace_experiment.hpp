@@ -3,6 +3,7 @@
 // (disconnected tracing) and the next gdb finds it.
 #pragma once
 #include "target/target.hpp"
+#include "tracing/inproc_frames.hpp"
 #include "tracing/inproc_region.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
@@ -71,9 +72,9 @@ class TraceExperiment {
     std::string status_reply() const; // qTStatus
     bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
 
-    // Fast tracepoints: moves frames the in-process agent staged into the buffer and stops the
-    // trace if the agent stopped collecting (buffer full, pass count, error). Cheap when no
-    // fast tracepoint runs. `inferior`, when given and stopped, also lets pads left in place
+    // Fast tracepoints: takes in hit counts and variables and stops the trace if the
+    // in-process agent stopped collecting (buffer full, pass count, error). Cheap; frames stay
+    // where the program wrote them. `inferior`, when given and stopped, also lets pads left in place
     // by a stop during a run be removed.
     void poll(Target* inferior);
     bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
@@ -105,7 +106,7 @@ class TraceExperiment {
     Status prepare_fast(Target& inferior);
     Status install_fast(Target& inferior, std::uint64_t addr);
     Status next_gdb_site(Target& inferior);
-    void drain_fast();
+    void pull_fast_counters();
     void pull_fast_variables();
     void stop_fast(Target* inferior);
     void remove_fast_sites(Target* inferior);
@@ -133,8 +134,11 @@ class TraceExperiment {
     std::optional<TraceStopReason> stop_after_steps_;
     // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
     // at each address (what the pad passes), and pads still to take out.
-    std::unique_ptr<InprocRegion> inproc_;
+    std::shared_ptr<InprocRegion> inproc_;
     std::vector<trace::Tracepoint*> fast_tps_; // nodes of table_, stable until QTinit
+    std::vector<InprocRegion::HitTotals> fast_counted_; // per record: counted into fast_tps_
+    // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
+    std::unique_ptr<InprocFrames> fast_frames_;
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
     bool fast_installed_ = false;
     bool fast_removal_pending_ = false;

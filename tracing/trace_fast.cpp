@@ -95,11 +95,12 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             (*actions)[k++] = *a;
         }
     rec.frame_bound = staged_frame_bound(*actions, core_);
-    if (rec.frame_bound > kChunkPayload)
+    if (rec.frame_bound > kMaxChunkBytes - kChunkHeaderBytes)
         return make_error(ErrorCode::TooLarge,
                           fmt::format("fast tracepoint {} collects up to {} bytes per hit; "
                                       "the in-process agent takes at most {}",
-                                      def.key.number, rec.frame_bound, kChunkPayload));
+                                      def.key.number, rec.frame_bound,
+                                      kMaxChunkBytes - kChunkHeaderBytes));
     return ok_status();
 }
 
@@ -166,6 +167,7 @@ Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
 // Writes every enabled fast tracepoint into the region; nothing is installed yet.
 Status TraceExperiment::prepare_fast(Target& inferior) {
     fast_tps_.clear();
+    fast_counted_.clear();
     fast_first_record_.clear();
     fast_installed_ = false;
     if (!inproc_ || inproc_->pid() != inferior.pid()) {
@@ -175,8 +177,8 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
         inproc_ = std::move(*region);
     }
     inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), inproc_->header()));
-    inproc_->begin_configuration(buffer_.circular(),
-                                 static_cast<std::int64_t>(buffer_.bytes_free()));
+    // The whole buffer: this run's frames, fast and trap alike, go into the region's chunks.
+    inproc_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
     if (auto core = inproc_->describe_registers(arch_); !core) return core.error();
     // Trace state variables: current values (reset at start); the clock reads itself.
     inproc_->clear_variables();
@@ -196,10 +198,13 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     auto records = writer.records(fast.size());
     if (!records) return records.error();
     std::map<std::uint64_t, TracepointRecord*> last_at; // chain records sharing an address
+    std::uint64_t largest = 0;
     for (std::size_t i = 0; i < fast.size(); ++i) {
         TracepointRecord& rec = (*records)[i];
         if (auto s = writer.write(rec, fast[i]->definition); !s) return s;
+        largest = std::max(largest, rec.frame_bound);
         fast_tps_.push_back(fast[i]);
+        fast_counted_.emplace_back();
         const std::uint64_t offset = inproc_->offset_of(&rec);
         if (auto it = last_at.find(rec.address); it != last_at.end())
             it->second->next = offset;
@@ -207,6 +212,9 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
             fast_first_record_[rec.address] = offset;
         last_at[rec.address] = &rec;
     }
+    if (auto s = inproc_->configure_chunks(buffer_.size(), largest); !s) return s;
+    fast_frames_ = std::make_unique<InprocFrames>(inproc_);
+    buffer_.share(fast_frames_.get());
     return ok_status();
 }
 
@@ -280,25 +288,16 @@ void TraceExperiment::abandon_relocation(Target* inferior) {
     uninstall_all(inferior);
 }
 
-void TraceExperiment::drain_fast() {
+void TraceExperiment::pull_fast_counters() {
     if (!inproc_) return;
-    const std::uint32_t core = inproc_->header().core_register_bytes;
-    inproc_->drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
-        if (rh.index >= fast_tps_.size() || !running_) return;
-        // Stored as staged, with its short R block; raw reads (qTBuffer, tsave) widen it.
-        const auto stored = buffer_.commit_bytes(staged, rh.pc, core);
-        if (stored == trace::TraceFrameBuffer::Commit::Full) {
-            inproc_->header().tracing.store(0, std::memory_order_release);
-            std::uint32_t none = 0;
-            inproc_->header().stop_reason.compare_exchange_strong(
-                none, static_cast<std::uint32_t>(StopReason::BufferFull));
-            return;
-        }
-        if (stored != trace::TraceFrameBuffer::Commit::Stored) return;
-        trace::Tracepoint& tp = *fast_tps_[rh.index];
-        ++tp.counters.hits;
-        tp.counters.bytes_used += buffer_.info(buffer_.frame_count() - 1)->size;
-    });
+    for (std::size_t i = 0; i < fast_tps_.size(); ++i) {
+        const auto now = inproc_->hit_totals(static_cast<std::uint32_t>(i));
+        auto& counted = fast_counted_[i];
+        // Differences: a tracepoint that moved to a trap site during the run counts there too.
+        fast_tps_[i]->counters.hits += now.hits - counted.hits;
+        fast_tps_[i]->counters.bytes_used += now.bytes - counted.bytes;
+        counted = now;
+    }
 }
 
 void TraceExperiment::pull_fast_variables() {
@@ -312,7 +311,7 @@ void TraceExperiment::poll(Target* inferior) {
     if (fast_removal_pending_ && inferior && inferior->alive() && !inferior->running())
         remove_fast_sites(inferior);
     if (!fast_running()) return;
-    drain_fast();
+    pull_fast_counters();
     pull_fast_variables();
     const Header& h = inproc_->header();
     const auto why = static_cast<StopReason>(h.stop_reason.load(std::memory_order_acquire));
@@ -336,11 +335,11 @@ void TraceExperiment::poll(Target* inferior) {
     }
 }
 
-// The trace stops: collectors return at once from now on; frames already staged are kept.
+// The trace stops: collectors return at once from now on; their frames stay where they are.
 void TraceExperiment::stop_fast(Target* inferior) {
     if (!inproc_ || !fast_installed_) return;
     inproc_->header().tracing.store(0, std::memory_order_release);
-    drain_fast();
+    pull_fast_counters();
     pull_fast_variables();
     fast_installed_ = false;
     fast_removal_pending_ = true;

@@ -1,9 +1,10 @@
 // The in-process agent (libtpagent-inproc.so) loaded into this test process with dlopen: the
 // collector is called directly with fake register blocks, as a jump pad would call it, while
 // tpagent's side (InprocRegion) maps the same region a second time, configures it (tracepoint
-// records written by hand through the shared_region.hpp structs) and drains what the collector
-// staged.
+// records written by hand through the shared_region.hpp structs) and finds the frames the
+// collector wrote into the chunks (InprocFrames).
 #include "inproc/shared_region.hpp"
+#include "tracing/inproc_frames.hpp"
 #include "tracing/inproc_region.hpp"
 #include "trace/trace_frame.hpp"
 #include "arch/arch.hpp"
@@ -143,6 +144,22 @@ void put_be(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
 }
 
 constexpr std::size_t kRecordSlots = 16;
+constexpr std::size_t kTestBuffer = 64u << 20;
+constexpr std::uint64_t kLargestRecord = 256u << 10;
+
+// tpagent's reader of the run's frames; a new one per run, as tpagent makes.
+std::unique_ptr<agent::InprocFrames>& frames_reader() {
+    static std::unique_ptr<agent::InprocFrames> reader;
+    return reader;
+}
+
+// The run's chunks (a new generation) and a reader for them.
+void configure_chunks(std::size_t buffer_bytes) {
+    REQUIRE(region().configure_chunks(buffer_bytes, kLargestRecord));
+    // Not owned: the region lives as long as the test process.
+    frames_reader() = std::make_unique<agent::InprocFrames>(
+        std::shared_ptr<InprocRegion>(std::shared_ptr<void>{}, &region()));
+}
 
 // One run's configuration, written through InprocRegion as tpagent's prepare_fast writes it
 // (tracing off, chunks reset, registers described, variables and readable ranges cleared),
@@ -150,12 +167,11 @@ constexpr std::size_t kRecordSlots = 16;
 // start() sets tracing.
 class Config {
   public:
-    explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40)
+    explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40,
+                    std::size_t buffer_bytes = kTestBuffer)
         : area_(region()) {
-        // Twice: the first retires the chunks earlier tests' threads still own (tpagent frees
-        // those one run later); no thread of this process is inside the collector now.
         region().begin_configuration(circular, budget);
-        region().begin_configuration(circular, budget);
+        configure_chunks(buffer_bytes);
         auto core = region().describe_registers(host());
         REQUIRE(core);
         REQUIRE(*core == core_bytes());
@@ -184,7 +200,7 @@ class Config {
         rec.actions_offset = region().offset_of(out->data());
         rec.action_count = static_cast<std::uint32_t>(actions.size());
         rec.frame_bound = agent::staged_frame_bound(*out, static_cast<std::uint32_t>(core_bytes()));
-        REQUIRE(rec.frame_bound <= kChunkPayload);
+        REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
 
@@ -304,9 +320,22 @@ std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, 
     return "";
 }
 
+// Hands every frame written since the last call to take, with its record header and the
+// record's bytes after that header.
+void take_frames(
+    const std::function<void(const RecordHeader&, std::span<const std::uint8_t>)>& take) {
+    std::vector<trace::SharedFrame> found;
+    frames_reader()->take_new(found);
+    for (const auto& f : found) {
+        RecordHeader rh;
+        std::memcpy(&rh, f.bytes - sizeof rh, sizeof rh);
+        take(rh, std::span(f.bytes, rh.size - sizeof rh));
+    }
+}
+
 std::vector<Frame> drain() {
     std::vector<Frame> frames;
-    region().drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
+    take_frames([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
         Frame f;
         const std::string problem = parse(rh, staged, f);
         INFO("record " << frames.size() << ": " << problem);
@@ -544,10 +573,10 @@ TEST_CASE("inproc: pass count 5 with four threads: exactly five records", "[inpr
     CHECK(stop_reason() == StopReason::PassCount);
     CHECK(header().stop_tracepoint == 3);
     CHECK(header().tracing.load() == 0);
-    // The threads ended: their chunks were sealed, and drained chunks are free again.
-    for (std::size_t i = 0; i < kChunkCount; ++i)
-        CHECK(chunk_at(region().local(), i)->state.load() ==
-              static_cast<std::uint32_t>(ChunkState::Free));
+    // The threads ended: their chunks were sealed.
+    for (std::size_t i = 0; i < header().chunk_count; ++i)
+        CHECK(chunk_at(region().local(), i)->state.load() !=
+              static_cast<std::uint32_t>(ChunkState::Owned));
 }
 
 namespace {
@@ -575,7 +604,7 @@ ConcurrentRun run_concurrently() {
     std::vector<std::uint64_t> last(kThreads, 0);
     std::vector<bool> any(kThreads, false);
     auto take = [&] {
-        region().drain([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
+        take_frames([&](const RecordHeader& rh, std::span<const std::uint8_t> staged) {
             Frame f;
             const std::string problem = parse(rh, staged, f);
             INFO(problem);
@@ -791,12 +820,12 @@ TEST_CASE("inproc: a new generation drops the old chunks and records still arriv
     hit(rec, block); // the main thread's chunk in the old generation
 
     header().tracing.store(0);
-    region().reset_chunks(); // new generation: both chunks retired for a run, nothing staged
+    configure_chunks(kTestBuffer); // new generation: every chunk empty, nothing to find
     header().tracing.store(1);
     CHECK(drain().empty());
 
     block.set("rax", 2);
-    hit(rec, block); // a new chunk (the lowest free: the other thread's old one, or ours)
+    hit(rec, block); // a new chunk
     phase = 2;
     other.join();
     block.set("rax", 3);
@@ -807,7 +836,7 @@ TEST_CASE("inproc: a new generation drops the old chunks and records still arriv
     CHECK(register_in(frames[1].registers, "rax") == 3);
     // The main thread still owns its chunk: the other thread's exit did not seal it.
     std::size_t owned = 0;
-    for (std::size_t i = 0; i < kChunkCount; ++i) {
+    for (std::size_t i = 0; i < header().chunk_count; ++i) {
         const auto s = static_cast<ChunkState>(chunk_at(region().local(), i)->state.load());
         CHECK(s != ChunkState::Sealed);
         owned += s == ChunkState::Owned;
@@ -820,65 +849,60 @@ TEST_CASE("inproc: a new generation drops the old chunks and records still arriv
     CHECK(register_in(frames[0].registers, "rax") == 4);
 }
 
-TEST_CASE("inproc: with every chunk full hits are dropped and counted", "[inproc]") {
-    // Records of ~250 KB: one per chunk.
+// Records of ~250 KB, two per 512 KiB chunk; a 1 MiB buffer gets 4 chunks.
+TEST_CASE("inproc: circular: a full buffer reuses the chunk sealed longest ago", "[inproc]") {
     std::vector<std::uint8_t> memory(250000, 0x5a);
-    Config config;
+    Config config(true, 0, 1u << 20);
+    REQUIRE(header().chunk_count == 4);
     TracepointRecord& rec =
         config.add(1, 0x1000, {memory_action(address_of(memory.data()), 250000)});
     config.start();
     Block block;
-    for (std::size_t i = 0; i < kChunkCount; ++i)
-        hit(rec, block);
+    hit_numbered(rec, block, "rbx", 8);
+    CHECK(drain().size() == 8);
+    CHECK(frames_reader()->frames_created() == 8);
+    // The first chunk (frames 0 and 1) is reused: its frames are gone, and said so.
+    const std::uint64_t discards = frames_reader()->discards();
+    block.set("rbx", 8);
+    hit(rec, block);
+    CHECK(frames_reader()->discards() == discards + 1);
     CHECK(header().dropped_frames.load() == 0);
-    hit(rec, block);
-    hit(rec, block);
-    CHECK(header().dropped_frames.load() == 2);
+    CHECK(header().discarded_frames.load() == 2);
+    CHECK(frames_reader()->frames_created() == 9);
     auto frames = drain();
-    CHECK(frames.size() == kChunkCount);
-    // Draining freed the chunks: collection resumes.
-    hit(rec, block);
-    frames = drain();
     REQUIRE(frames.size() == 1);
     CHECK(frames[0].memory.size() == 4);
+    CHECK(stop_reason() == StopReason::None);
 }
 
-// The hit that reaches the pass count finds no free chunk: its frame is dropped, but the trace
-// still stops with PassCount (later hits are over the count and would never stop it).
-TEST_CASE("inproc: the last pass stops the trace even when its frame is dropped", "[inproc]") {
+TEST_CASE("inproc: a frame copied while its chunk is reused is refused", "[inproc]") {
     std::vector<std::uint8_t> memory(250000, 0x5a);
-    Config config;
-    TracepointRecord& big =
+    Config config(true, 0, 1u << 20);
+    TracepointRecord& rec =
         config.add(1, 0x1000, {memory_action(address_of(memory.data()), 250000)});
-    TracepointRecord& counted = config.add(2, 0x2000, {registers_action()});
-    counted.pass_count = 1;
     config.start();
     Block block;
-    for (std::size_t i = 0; i <= kChunkCount; ++i) // the last one finds no chunk
-        hit(big, block);
-    hit(counted, block); // no chunk left: dropped
-    CHECK(header().dropped_frames.load() == 2);
-    CHECK(drain().size() == kChunkCount);
-    hit(counted, block);
-    CHECK(stop_reason() == StopReason::PassCount);
-    CHECK(header().tracing.load() == 0);
+    hit(rec, block);
+    std::vector<trace::SharedFrame> found;
+    frames_reader()->take_new(found);
+    REQUIRE(found.size() == 1);
+    std::vector<std::uint8_t> copy;
+    CHECK(frames_reader()->copy(found[0], copy));
+    CHECK(copy.size() == found[0].size);
+    for (int i = 0; i < 8; ++i) // the first chunk comes round again
+        hit(rec, block);
+    CHECK_FALSE(frames_reader()->holds(found[0]));
+    CHECK_FALSE(frames_reader()->copy(found[0], copy));
 }
 
 TEST_CASE("inproc: linear credit does not outlive its run", "[inproc]") {
-    std::vector<std::uint8_t> memory(250000, 0x5a);
     {
         Config config(false);
         TracepointRecord& small = config.add(1, 0x1000, {registers_action()});
-        TracepointRecord& big =
-            config.add(2, 0x2000, {memory_action(address_of(memory.data()), 250000)});
         config.start();
         Block block;
         hit(small, block); // this thread claims budget credit it does not use up
         REQUIRE(drain().size() == 1);
-        // Every chunk fills; the next hit finds none, and the thread is left without one.
-        for (std::size_t i = 0; i <= kChunkCount; ++i)
-            hit(big, block);
-        REQUIRE(header().dropped_frames.load() >= 1);
     }
     // A new run with no room at all: nothing may be staged.
     Config config(false, 0);
@@ -888,6 +912,26 @@ TEST_CASE("inproc: linear credit does not outlive its run", "[inproc]") {
     hit(small, block);
     CHECK(drain().empty());
     CHECK(stop_reason() == StopReason::BufferFull);
+}
+
+TEST_CASE("inproc: hits are counted per thread and summed", "[inproc]") {
+    Config config;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    config.add(2, 0x2000, {registers_action()});
+    config.start();
+    on_threads(3, [&](int) {
+        Block block;
+        for (int i = 0; i < 100; ++i)
+            hit(rec, block);
+    });
+    const auto totals = region().hit_totals(0);
+    CHECK(totals.hits == 300);
+    std::uint64_t bytes = 0;
+    for (const Frame& f : drain())
+        bytes += f.header.size - sizeof(RecordHeader);
+    CHECK(totals.bytes == bytes);
+    CHECK(region().hit_totals(1).hits == 0);
+    CHECK(header().slots_taken.load() == 3);
 }
 
 TEST_CASE("inproc: setv and getv update trace state variables in the region", "[inproc]") {
@@ -936,34 +980,3 @@ TEST_CASE("inproc: setv and getv update trace state variables in the region", "[
     }
 }
 
-// A thread stopped in the middle of a record when a new run starts finishes that record in a
-// chunk tpagent neither drains nor hands to another thread during the new run.
-TEST_CASE("inproc: a chunk owned when a run starts is retired for that run", "[inproc]") {
-    Config config;
-    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
-    config.start();
-    Block block;
-    hit(rec, block);
-    REQUIRE(drain().size() == 1);
-    std::size_t owned_index = kChunkCount;
-    for (std::size_t i = 0; i < kChunkCount; ++i)
-        if (static_cast<ChunkState>(chunk_at(region().local(), i)->state.load()) ==
-            ChunkState::Owned)
-            owned_index = i;
-    REQUIRE(owned_index < kChunkCount);
-    ChunkHeader* old = chunk_at(region().local(), owned_index);
-
-    header().tracing.store(0);
-    region().reset_chunks(); // the next run
-    header().tracing.store(1);
-    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
-    // The old owner's late write lands there and is never drained.
-    old->committed.store(old->committed.load() + 32);
-    hit(rec, block); // this thread drops the retired chunk and takes a free one
-    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Retired);
-    CHECK(drain().size() == 1);
-
-    header().tracing.store(0);
-    region().reset_chunks(); // the run after: retired chunks are free again
-    CHECK(static_cast<ChunkState>(old->state.load()) == ChunkState::Free);
-}

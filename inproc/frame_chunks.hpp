@@ -1,0 +1,126 @@
+// Writing frames into the shared region's chunks: the protocol every writer follows, the
+// program's collecting threads (collector.cpp) and tpagent for its trap tracepoints' frames
+// (tracing/inproc_frames.cpp) alike. Header-only and freestanding: the in-process agent has no
+// C library to lean on.
+//
+// A writer owns one chunk at a time and appends records to it; only `committed` (release)
+// publishes a record. A full chunk is sealed: its index goes into the sealed ring. A writer
+// needing a chunk takes a fresh one (never used this run) and, once none is left, in circular
+// mode the one sealed longest ago, whose frames are thereby discarded: its epoch is bumped
+// before any of its bytes change, so a reader copying a frame out sees whether it was
+// overwritten meanwhile. Linear mode never reuses a chunk: its writers take record bytes from
+// the budget, and the first record that does not fit stops the trace.
+#pragma once
+#include "inproc/shared_region.hpp"
+#include <atomic>
+#include <cstdint>
+
+namespace tpagent::inproc {
+
+// One writer's state for a run.
+struct ChunkWriter {
+    ChunkHeader* chunk = nullptr;
+    std::uint64_t generation = 0;   // the run `chunk` and `linear_credit` belong to
+    std::int64_t linear_credit = 0; // budget bytes this writer already claimed
+};
+
+inline std::uint32_t chunk_index(void* region, const ChunkHeader* c) {
+    const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(c) -
+                                                   static_cast<const std::uint8_t*>(region));
+    return static_cast<std::uint32_t>((offset - kChunksOffset) / header_of(region)->chunk_bytes);
+}
+
+// The ring's entries hold (seal number << 16) | chunk index: a reader can tell an entry its
+// sealer has not written yet from an older one.
+inline constexpr std::uint64_t kSealNumberMask = (std::uint64_t{1} << 48) - 1;
+
+inline void seal_chunk(void* region, ChunkHeader* c) {
+    Header* h = header_of(region);
+    c->state.store(static_cast<std::uint32_t>(ChunkState::Sealed), std::memory_order_release);
+    const std::uint64_t n = h->sealed_count.fetch_add(1, std::memory_order_acq_rel);
+    sealed_ring(region)[n % h->chunk_count].store(((n & kSealNumberMask) << 16) |
+                                                      chunk_index(region, c),
+                                                  std::memory_order_release);
+}
+
+// The chunk sealed longest ago, taken out of the ring; null when none is sealed.
+inline ChunkHeader* reuse_sealed_chunk(void* region) {
+    Header* h = header_of(region);
+    for (int tries = 0; tries < 1000; ++tries) {
+        std::uint64_t head = h->reused_count.load(std::memory_order_acquire);
+        if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
+        const std::uint64_t entry =
+            sealed_ring(region)[head % h->chunk_count].load(std::memory_order_acquire);
+        if ((entry >> 16) != (head & kSealNumberMask)) continue; // its sealer is writing it
+        if (h->reused_count.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel))
+            return chunk_at(region, entry & 0xffff);
+    }
+    return nullptr;
+}
+
+// A chunk for a writer in run `generation`, emptied, or null.
+inline ChunkHeader* take_chunk(void* region, std::uint64_t generation) {
+    Header* h = header_of(region);
+    ChunkHeader* c = nullptr;
+    if (h->next_fresh.load(std::memory_order_relaxed) < h->chunk_count) {
+        const std::uint32_t i = h->next_fresh.fetch_add(1, std::memory_order_relaxed);
+        if (i < h->chunk_count) c = chunk_at(region, i);
+    }
+    if (!c && h->circular) c = reuse_sealed_chunk(region);
+    if (!c) return nullptr;
+    // First the epoch, then the bytes: readers check it around their copies.
+    c->epoch.fetch_add(1, std::memory_order_acq_rel);
+    std::atomic_thread_fence(std::memory_order_release);
+    if (const std::uint32_t gone = c->frames.load(std::memory_order_relaxed))
+        h->discarded_frames.fetch_add(gone, std::memory_order_relaxed);
+    c->frames.store(0, std::memory_order_relaxed);
+    c->committed.store(0, std::memory_order_release);
+    c->generation = generation;
+    c->taken = h->take_count.fetch_add(1, std::memory_order_relaxed);
+    c->state.store(static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_release);
+    return c;
+}
+
+// Where the writer's next record goes, with room for `bound` bytes: in its chunk, else in a
+// new one (the old one sealed). Null when no chunk is to be had.
+inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound) {
+    Header* h = header_of(region);
+    const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
+    if (w.generation != generation) { // a new run: the old chunk and credit are void
+        w.chunk = nullptr;
+        w.linear_credit = 0;
+        w.generation = generation;
+    }
+    if (ChunkHeader* c = w.chunk) {
+        const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
+        if (committed + bound <= chunk_payload(*h))
+            return reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
+        seal_chunk(region, c);
+    }
+    w.chunk = take_chunk(region, generation);
+    return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
+}
+
+// Linear mode: `need` bytes from the budget, claimed 64 KiB at a time so writers seldom meet
+// on it. False when the budget cannot hold them: the buffer is full.
+inline bool claim_linear(Header* h, ChunkWriter& w, std::int64_t need) {
+    constexpr std::int64_t kClaim = 64 << 10;
+    if (w.linear_credit < need) {
+        const std::int64_t claim = need > kClaim ? need : kClaim;
+        const std::int64_t had = h->linear_budget.fetch_sub(claim, std::memory_order_relaxed);
+        if (had < need) return false;
+        w.linear_credit += had < claim ? had : claim;
+    }
+    w.linear_credit -= need;
+    return true;
+}
+
+// Publishes the record of `size` bytes written at the writer's reserved place.
+inline void publish_record(ChunkWriter& w, std::uint32_t size) {
+    ChunkHeader* c = w.chunk;
+    c->frames.store(c->frames.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c->committed.store(c->committed.load(std::memory_order_relaxed) + size,
+                       std::memory_order_release);
+}
+
+} // namespace tpagent::inproc

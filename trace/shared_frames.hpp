@@ -1,0 +1,43 @@
+// Frames a trace buffer serves from memory it does not own: the chunks a run with fast
+// tracepoints writes into, shared with the traced program (tracing/inproc_frames.hpp). The
+// buffer indexes them in place; frames are never copied to be numbered, only to be served.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tpagent::trace {
+
+enum class CommitResult : std::uint8_t { Stored, Full, Invalid };
+
+struct SharedFrame {
+    const std::uint8_t* bytes = nullptr; // frame header and blocks, in place
+    std::uint32_t size = 0;              // bytes of the frame, header included
+    // A short R block (FrameInfo::registers_valid), 0 = full.
+    std::uint32_t registers_valid = 0;
+    std::uint64_t pc = 0;
+    std::uint64_t stamp = 0; // collection order across writers
+    // Where it lies: the chunk, and the chunk's epoch when the frame was found there.
+    std::uint32_t chunk = 0;
+    std::uint32_t epoch = 0;
+};
+
+class SharedFrameSource {
+  public:
+    virtual ~SharedFrameSource() = default;
+    // Appends the frames completed since the last call, in collection order.
+    virtual void take_new(std::vector<SharedFrame>& out) = 0;
+    // Whether the frame is still stored (its chunk not reused since).
+    virtual bool holds(const SharedFrame& frame) const = 0;
+    // Copies the frame into out; false, out unspecified, if it was overwritten meanwhile.
+    virtual bool copy(const SharedFrame& frame, std::vector<std::uint8_t>& out) const = 0;
+    // Changes whenever stored frames were discarded (circular reuse): indexes recheck holds().
+    virtual std::uint64_t discards() const = 0;
+    virtual std::uint64_t frames_created() const = 0;
+    virtual std::size_t bytes_free() const = 0;
+    // Stores a frame written by tpagent itself (a trap tracepoint's), with a full R block.
+    virtual CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) = 0;
+};
+
+} // namespace tpagent::trace
