@@ -1,11 +1,13 @@
 // Fast tracepoint hit cost without gdb: a small function in this process is patched with a real
 // jump pad (arch emit_jump_pad) that calls the real in-process agent (libtpagent-inproc.so,
-// dlopen'ed), configured through the shared region as tpagent configures it, while a thread
-// drains the staged frames as tpagent does. Each benchmark calls the function in a loop; the
-// difference to "untraced" is the cost of a hit. Threads(2): throughput with two threads
+// dlopen'ed), configured through the shared region as tpagent configures it: a 16 MiB circular
+// buffer the threads write their frames into (tpagent reads them in place only when asked, so
+// nothing else runs). Each benchmark calls the function in a loop; the difference to
+// "untraced" is the cost of a hit. Threads(2), Threads(4): throughput with several threads
 // hitting the same tracepoint.
 #include "inproc/shared_region.hpp"
 #include "arch/compiler_backend.hpp"
+#include "tracing/inproc_frames.hpp"
 #include "tracing/inproc_region.hpp"
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
@@ -34,13 +36,12 @@ struct Target {
 };
 
 struct Setup {
-    std::unique_ptr<agent::InprocRegion> region;
+    std::shared_ptr<agent::InprocRegion> region;
     Target target;
-    std::atomic<bool> draining{true};
-    std::atomic<std::uint64_t> drained{0};
-    std::thread drainer;
     alignas(64) std::uint8_t buf[64] = {};
 };
+
+constexpr std::size_t kBufferBytes = 16u << 20;
 
 Setup* g = nullptr;
 
@@ -55,6 +56,8 @@ Setup& setup() {
     Header& h = g->region->header();
     const auto& arch = arch::host_architecture();
     g->region->begin_configuration(true, 0);
+    if (auto c = g->region->configure_chunks(kBufferBytes, 4096); !c)
+        throw std::runtime_error(c.error().text);
     if (auto core = g->region->describe_registers(arch); !core)
         throw std::runtime_error(core.error().text);
     const auto ranges = agent::InprocRegion::readable_ranges_of(getpid());
@@ -90,14 +93,6 @@ Setup& setup() {
     std::memcpy(t.base + 0x1000, t.pad.code.data(), t.pad.code.size());
     std::memcpy(t.base, t.pad.patch.data(), t.pad.patch.size());
 
-    g->drainer = std::thread([] {
-        while (g->draining.load()) {
-            g->region->drain([](const RecordHeader&, std::span<const std::uint8_t>) {
-                g->drained.fetch_add(1, std::memory_order_relaxed);
-            });
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-    });
     return *g;
 }
 
@@ -117,6 +112,8 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
     std::memcpy(at<ActionRecord>(region, rec->actions_offset), actions.data(),
                 actions.size() * sizeof(ActionRecord));
     rec->frame_bound = 4096;
+    if (auto c = s.region->configure_chunks(kBufferBytes, rec->frame_bound); !c)
+        throw std::runtime_error(c.error().text);
     if (condition) {
         rec->condition = *condition;
         rec->has_condition = 1;
@@ -205,20 +202,21 @@ void BM_condition_compiled(benchmark::State& state) {
 
 } // namespace
 
-BENCHMARK(BM_untraced)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_untraced)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_pad_not_tracing)->Threads(1)->UseRealTime();
-BENCHMARK(BM_no_collection)->Threads(1)->Threads(2)->UseRealTime();
-BENCHMARK(BM_regs)->Threads(1)->Threads(2)->UseRealTime();
-BENCHMARK(BM_regs_mem64)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_no_collection)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+BENCHMARK(BM_regs)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+BENCHMARK(BM_regs_mem64)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_condition_compiled)->Threads(1)->UseRealTime();
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     if (g) {
-        g->draining = false;
-        g->drainer.join();
-        std::printf("frames drained: %llu\n", static_cast<unsigned long long>(g->drained.load()));
+        const agent::InprocFrames frames(g->region);
+        std::printf("frames created in the last benchmark: %llu (dropped: %llu)\n",
+                    static_cast<unsigned long long>(frames.frames_created()),
+                    static_cast<unsigned long long>(g->region->header().dropped_frames.load()));
     }
     return 0;
 }
