@@ -20,7 +20,7 @@ using bytecode::EvalStatus;
 
 struct ThreadState {
     ChunkWriter writer;
-    HitCounter* counters = nullptr;    // this thread's row, or null: the records' shared ones
+    HitCounter* counters = nullptr; // this thread's row, or null: the records' shared ones
     std::uint64_t counters_generation = 0;
     bool busy = false; // a hit nested inside a hit (signal handler) is dropped
     bool key_set = false;

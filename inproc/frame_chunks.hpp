@@ -38,9 +38,8 @@ inline void seal_chunk(void* region, ChunkHeader* c) {
     Header* h = header_of(region);
     c->state.store(static_cast<std::uint32_t>(ChunkState::Sealed), std::memory_order_release);
     const std::uint64_t n = h->sealed_count.fetch_add(1, std::memory_order_acq_rel);
-    sealed_ring(region)[n % h->chunk_count].store(((n & kSealNumberMask) << 16) |
-                                                      chunk_index(region, c),
-                                                  std::memory_order_release);
+    sealed_ring(region)[n % h->chunk_count].store(
+        ((n & kSealNumberMask) << 16) | chunk_index(region, c), std::memory_order_release);
 }
 
 // The chunk sealed longest ago, taken out of the ring; null when none is sealed.

@@ -140,10 +140,10 @@ struct Header {
     std::uint32_t ranges_reserved;
 
     // Chunk hand-out, each on its own cache line: taken once per chunk, not per hit.
-    alignas(64) std::atomic<std::uint32_t> next_fresh; // chunks never used this run: 0..
-    std::atomic<std::uint64_t> take_count;              // chunks taken so far
-    alignas(64) std::atomic<std::uint64_t> sealed_count;  // seals so far (the ring's tail)
-    alignas(64) std::atomic<std::uint64_t> reused_count;  // reuses so far (the ring's head)
+    alignas(64) std::atomic<std::uint32_t> next_fresh;   // chunks never used this run: 0..
+    std::atomic<std::uint64_t> take_count;               // chunks taken so far
+    alignas(64) std::atomic<std::uint64_t> sealed_count; // seals so far (the ring's tail)
+    alignas(64) std::atomic<std::uint64_t> reused_count; // reuses so far (the ring's head)
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
 // Part of the layout: a helper more or less is a new kVersion.

@@ -120,8 +120,9 @@ TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64
 }
 
 SharedFrame TraceFrameBuffer::as_shared(const Entry& e) {
-    return SharedFrame{e.data,  static_cast<std::uint32_t>(e.size), e.registers_valid, e.pc,
-                       e.stamp, e.chunk,                            e.epoch};
+    return SharedFrame{
+        e.data, static_cast<std::uint32_t>(e.size), e.registers_valid, e.pc, e.stamp, e.chunk,
+        e.epoch};
 }
 
 void TraceFrameBuffer::renumber(std::size_t from) const {
@@ -152,9 +153,9 @@ void TraceFrameBuffer::refresh() const {
     for (const SharedFrame& f : found_) {
         const std::span<const std::uint8_t> bytes(f.bytes, f.size);
         if (f.size < kFrameHeaderSize || frame_tracepoint(f.bytes) == 0) continue;
-        index_.push_back(Entry{f.bytes, 0, f.size, 0, raw_size_of(bytes, f.registers_valid),
-                               f.pc, frame_tracepoint(f.bytes), f.registers_valid, f.stamp,
-                               f.chunk, f.epoch});
+        index_.push_back(Entry{f.bytes, 0, f.size, 0, raw_size_of(bytes, f.registers_valid), f.pc,
+                               frame_tracepoint(f.bytes), f.registers_valid, f.stamp, f.chunk,
+                               f.epoch});
     }
     if (first_new < index_.size()) {
         const auto by_stamp = [](const Entry& a, const Entry& b) { return a.stamp < b.stamp; };

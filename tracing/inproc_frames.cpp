@@ -38,9 +38,9 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
         Seen& seen = seen_[i];
         const std::uint32_t epoch = c->epoch.load(std::memory_order_acquire);
         if (epoch != seen.epoch) seen = {epoch, 0}; // reused: its records are new ones
-        const std::uint32_t committed = std::min<std::uint32_t>(
-            c->committed.load(std::memory_order_acquire),
-            static_cast<std::uint32_t>(chunk_payload(region_->header())));
+        const std::uint32_t committed =
+            std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire),
+                                    static_cast<std::uint32_t>(chunk_payload(region_->header())));
         const auto* payload = reinterpret_cast<const std::uint8_t*>(c) + kChunkHeaderBytes;
         const std::size_t before = out.size();
         std::uint32_t read = seen.read;
@@ -56,8 +56,8 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
             const std::size_t length = trace::kFrameHeaderSize + trace::frame_length(frame);
             if (length <= rh.size - sizeof rh)
                 out.push_back({frame, static_cast<std::uint32_t>(length),
-                               rh.index == kTrapRecord ? 0 : core_register_bytes_, rh.pc,
-                               rh.stamp, i, epoch});
+                               rh.index == kTrapRecord ? 0 : core_register_bytes_, rh.pc, rh.stamp,
+                               i, epoch});
             read += rh.size;
         }
         // Reused while we read: what we found may be torn; the next call starts it again.

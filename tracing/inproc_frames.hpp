@@ -41,7 +41,7 @@ class InprocFrames final : public trace::SharedFrameSource {
     };
     std::vector<Seen> seen_;
     std::vector<std::pair<std::uint64_t, std::uint32_t>> taken_; // take_new: (order, chunk)
-    inproc::ChunkWriter writer_; // tpagent's frames
+    inproc::ChunkWriter writer_;                                 // tpagent's frames
 };
 
 } // namespace tpagent::agent

@@ -84,8 +84,9 @@ void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget
     h.discarded_frames.store(0, std::memory_order_relaxed);
     // Only the rows threads took are dirty.
     const std::size_t rows = std::min<std::size_t>(h.slots_taken.load(), kMaxThreadSlots);
-    if (rows) std::memset(static_cast<void*>(counter_row(local_, 0)), 0,
-                          rows * kMaxCountedRecords * sizeof(HitCounter));
+    if (rows)
+        std::memset(static_cast<void*>(counter_row(local_, 0)), 0,
+                    rows * kMaxCountedRecords * sizeof(HitCounter));
     h.slots_taken.store(0, std::memory_order_relaxed);
     h.circular = circular ? 1 : 0;
     h.linear_budget.store(linear_budget, std::memory_order_relaxed);

@@ -74,8 +74,8 @@ class TraceExperiment {
 
     // Fast tracepoints: takes in hit counts and variables and stops the trace if the
     // in-process agent stopped collecting (buffer full, pass count, error). Cheap; frames stay
-    // where the program wrote them. `inferior`, when given and stopped, also lets pads left in place
-    // by a stop during a run be removed.
+    // where the program wrote them. `inferior`, when given and stopped, also lets pads left in
+    // place by a stop during a run be removed.
     void poll(Target* inferior);
     bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
 
@@ -135,7 +135,7 @@ class TraceExperiment {
     // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
     // at each address (what the pad passes), and pads still to take out.
     std::shared_ptr<InprocRegion> inproc_;
-    std::vector<trace::Tracepoint*> fast_tps_; // nodes of table_, stable until QTinit
+    std::vector<trace::Tracepoint*> fast_tps_;          // nodes of table_, stable until QTinit
     std::vector<InprocRegion::HitTotals> fast_counted_; // per record: counted into fast_tps_
     // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
     std::unique_ptr<InprocFrames> fast_frames_;

@@ -29,17 +29,16 @@ class FakeSource final : public SharedFrameSource {
         b.add_memory(0x1000, v);
         Bytes bytes(b.bytes().begin(), b.bytes().end());
         if (registers_valid) { // cut the R block short, as a fast tracepoint's
-            bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(kFrameHeaderSize + 1 +
-                                                                    registers_valid),
-                        bytes.begin() +
-                            static_cast<std::ptrdiff_t>(kFrameHeaderSize + 1 + register_bytes));
+            bytes.erase(
+                bytes.begin() + static_cast<std::ptrdiff_t>(kFrameHeaderSize + 1 + registers_valid),
+                bytes.begin() + static_cast<std::ptrdiff_t>(kFrameHeaderSize + 1 + register_bytes));
             set_frame_length(bytes.data(),
                              static_cast<std::uint32_t>(bytes.size() - kFrameHeaderSize));
         }
         store_.push_back(std::move(bytes));
         const Bytes& kept = store_.back();
-        pending_.push_back({kept.data(), static_cast<std::uint32_t>(kept.size()),
-                            registers_valid, 0x400000 + tp, stamp, chunk, epoch_[chunk]});
+        pending_.push_back({kept.data(), static_cast<std::uint32_t>(kept.size()), registers_valid,
+                            0x400000 + tp, stamp, chunk, epoch_[chunk]});
         ++created_;
     }
     void discard(std::uint32_t chunk) {

@@ -979,4 +979,3 @@ TEST_CASE("inproc: setv and getv update trace state variables in the region", "[
         CHECK(header().stop_address == 3);
     }
 }
-
