@@ -20,8 +20,9 @@ using bytecode::EvalStatus;
 
 struct ThreadState {
     ChunkWriter writer;
-    HitCounter* counters = nullptr; // this thread's row, or null: the records' shared ones
-    std::uint64_t counters_generation = 0;
+    ThreadSlot* slot = nullptr;     // this run's slot, or null (slots ran out)
+    HitCounter* counters = nullptr; // the slot's row, or null: the records' shared counters
+    std::uint64_t slot_generation = 0;
     bool busy = false; // a hit nested inside a hit (signal handler) is dropped
     bool key_set = false;
 };
@@ -43,15 +44,26 @@ __attribute__((constructor)) void make_exit_key() {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
 
-// Counts a hit (and later its frame's bytes) of record `index` for this thread.
-HitCounter& counter_for(Header* h, const TracepointRecord* tp, std::uint32_t index) {
+// This thread's slot for the run: taken at its first hit, tid written once.
+ThreadSlot* slot_for(Header* h) {
     ThreadState& t = t_state;
     const std::uint64_t generation = h->generation.load(std::memory_order_relaxed);
-    if (t.counters_generation != generation) {
-        const std::uint32_t slot = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
-        t.counters = slot < kMaxThreadSlots ? counter_row(g_region, slot) : nullptr;
-        t.counters_generation = generation;
+    if (t.slot_generation != generation) {
+        const std::uint32_t n = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
+        t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
+        t.counters = t.slot ? counter_row(g_region, n) : nullptr;
+        if (t.slot)
+            t.slot->tid.store(
+                static_cast<std::int32_t>(tpagent_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0)),
+                std::memory_order_relaxed);
+        t.slot_generation = generation;
     }
+    return t.slot;
+}
+
+// Where a hit (and later its frame's bytes) of record `index` is counted for this thread.
+HitCounter& counter_for(const TracepointRecord* tp, std::uint32_t index) {
+    ThreadState& t = t_state;
     if (t.counters && index < kMaxCountedRecords) return t.counters[index];
     return const_cast<TracepointRecord*>(tp)->shared_hits;
 }
@@ -228,7 +240,7 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
 
     const auto index =
         static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset));
-    HitCounter& counter = counter_for(h, tp, index);
+    HitCounter& counter = counter_for(tp, index);
     const bool own_counter = &counter != &tp->shared_hits;
     bump(counter, &HitCounter::hits, 1, own_counter);
 
@@ -307,9 +319,14 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
         return;
     }
     t.busy = true;
+    // tpagent steps a thread it stops while this is 1 on to the return, even out of the
+    // library (the vDSO's clock): no run starts or ends with a frame half written.
+    ThreadSlot* slot = slot_for(h);
+    if (slot) slot->collecting.store(1, std::memory_order_relaxed);
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
          tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
         if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, tp, block);
+    if (slot) slot->collecting.store(0, std::memory_order_release);
     t.busy = false;
 }

@@ -54,6 +54,8 @@ inline constexpr std::size_t kChunkAreaBytes = (1u << 30) + (64u << 20);
 inline constexpr std::size_t kMaxChunks = kChunkAreaBytes / kMinChunkBytes;
 // Sealed chunks in the order they were sealed: the ring circular mode reuses them from.
 inline constexpr std::size_t kSealedOffset = 3u << 20;
+// Threads that took a slot this run (a hit-counter row): who, and whether inside a collector.
+inline constexpr std::size_t kThreadSlotsOffset = kSealedOffset + (256u << 10);
 // Hit counters: one row per thread (slot), one column per tracepoint record.
 inline constexpr std::size_t kCountersOffset = 4u << 20;
 inline constexpr std::size_t kMaxThreadSlots = 256;
@@ -146,6 +148,7 @@ struct Header {
     alignas(64) std::atomic<std::uint64_t> reused_count; // reuses so far (the ring's head)
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
+static_assert(kSealedOffset + kMaxChunks * 8 <= kThreadSlotsOffset);
 // Part of the layout: a helper more or less is a new kVersion.
 static_assert(sizeof(bytecode::HelperAddresses) == 8 * sizeof(std::uint64_t));
 
@@ -179,6 +182,12 @@ struct RecordHeader {
 };
 // Where a record's frame blocks start: after the record header and the frame header.
 inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace::kFrameHeaderSize;
+
+// A collecting thread's slot, its own cache line.
+struct alignas(64) ThreadSlot {
+    std::atomic<std::int32_t> tid;
+    std::atomic<std::uint32_t> collecting; // 1 from the collector's entry to its return
+};
 
 // A thread's hits and frame bytes for one tracepoint record (written by that thread only).
 struct HitCounter {
@@ -237,6 +246,9 @@ inline std::size_t chunk_payload(const Header& h) {
 }
 inline std::atomic<std::uint64_t>* sealed_ring(void* region) {
     return at<std::atomic<std::uint64_t>>(region, kSealedOffset);
+}
+inline ThreadSlot* thread_slot(void* region, std::size_t slot) {
+    return at<ThreadSlot>(region, kThreadSlotsOffset) + slot;
 }
 inline HitCounter* counter_row(void* region, std::size_t slot) {
     return at<HitCounter>(region, kCountersOffset) + slot * kMaxCountedRecords;

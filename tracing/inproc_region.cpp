@@ -129,6 +129,17 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
+bool InprocRegion::collecting(pid_t tid) const {
+    const std::size_t rows = std::min<std::size_t>(
+        header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const ThreadSlot* slot = thread_slot(local_, r);
+        if (slot->tid.load(std::memory_order_relaxed) == tid)
+            return slot->collecting.load(std::memory_order_acquire) != 0;
+    }
+    return false;
+}
+
 InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
     const Header& h = header();
     HitTotals t;

@@ -19,8 +19,13 @@ using namespace inproc;
 
 // The library's copy routine (faults recovered) and code (threads stepped out of it), from the
 // header and the mappings of the file that holds the collector.
-Target::InprocAgentCode agent_code_of(pid_t pid, const Header& lib) {
-    Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0};
+Target::InprocAgentCode agent_code_of(pid_t pid, const std::shared_ptr<InprocRegion>& region) {
+    const Header& lib = region->header();
+    Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
+    code.collecting = [weak = std::weak_ptr<InprocRegion>(region)](pid_t tid) {
+        const auto r = weak.lock();
+        return r && r->collecting(tid);
+    };
     const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
     auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
         return m.start <= lib.collector && lib.collector < m.end;
@@ -176,7 +181,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
         if (!region) return region.error();
         inproc_ = std::move(*region);
     }
-    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), inproc_->header()));
+    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), inproc_));
     // The whole buffer: this run's frames, fast and trap alike, go into the region's chunks.
     inproc_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
     if (auto core = inproc_->describe_registers(arch_); !core) return core.error();

@@ -230,7 +230,9 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
                 spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
             break;
         }
-        if (!in_tpagent_code(pc) || has_event) break;
+        const bool collecting =
+            agent_code_ && agent_code_->collecting && agent_code_->collecting(tid);
+        if ((!in_tpagent_code(pc) && !collecting) || has_event) break;
         if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
         t.regs.reset();
         int status = 0;
