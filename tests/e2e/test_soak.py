@@ -21,7 +21,12 @@ What must hold, for each cycle:
   condition) = the calls the threads made in the cycle (the program's own count);
 - every frame is the tracepoint's, at its address, from a thread 0..3 (rdi), and the collected
   count is rsi;
-- $trace_timestamp_ns never decreases from one frame to the next;
+- frames are in collection order: tpagent orders them by a time-stamp-counter stamp the
+  collector takes when it reserves the frame, and $trace_timestamp_ns is read a little later,
+  in the actions; a thread preempted in between reads its clock late, so $trace_timestamp_ns
+  may step back at a few frames (under ORDER_SLIPS of them), and never by more than
+  ORDER_SLACK_NS (frames merged by chunk rather than by stamp would step back at every chunk
+  of every thread);
 - each thread's counts are consecutive and end at its last call of the cycle (a circular buffer
   drops the oldest frames only; without a wrap they start at its first call); each thread's
   $trace_thread is one thread id, the same in every file, and no two threads share one;
@@ -37,6 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# How far collection order may seem to step back in $trace_timestamp_ns (see the docstring).
+ORDER_SLIPS = 0.02
+ORDER_SLACK_NS = 100_000_000
 
 from scenario import TO_MAIN, FastTrace, TraceStatus, ftrace, tracepoint_address
 
@@ -142,6 +151,7 @@ def frame_checks(frames: list[dict], address: int, problems: list[str]) -> dict[
     by_thread: dict[int, list[tuple[int, int, int]]] = {}
     wrong: dict[str, list[str]] = {}
     back_in_time: list[str] = []
+    slips: list[int] = []
     last_stamp = None
     for n, frame in enumerate(frames):
         regs = {name: int(value, 16) for name, value in frame.get("registers", {}).items()}
@@ -163,11 +173,12 @@ def frame_checks(frames: list[dict], address: int, problems: list[str]) -> dict[
         stamp = values["$trace_timestamp_ns"]
         if last_stamp is not None and stamp < last_stamp:
             back_in_time.append(f"frame {n}: {stamp} < frame {n - 1}'s {last_stamp}")
+            slips.append(last_stamp - stamp)
         last_stamp = stamp
         by_thread.setdefault(regs["rdi"], []).append((n, regs["rsi"], values["$trace_thread"]))
     for what, found in wrong.items():
         problems.append(f"{what}: {len(found)} frames, the first: {found[0]}")
-    if back_in_time:
+    if len(back_in_time) > ORDER_SLIPS * len(frames) or any(d > ORDER_SLACK_NS for d in slips):
         problems.append(f"$trace_timestamp_ns decreases at {len(back_in_time)} of {len(frames)} frames, "
                         f"the first: {'; '.join(back_in_time[:3])}")
     return by_thread
