@@ -26,9 +26,11 @@ tpagent_syscall:
 //
 // The in-process agent's copy of program memory that tpagent listed as readable. The mapping
 // may have gone since (munmap, mprotect): the fault then stops the thread in tpagent first
-// (it is ptraced), and tpagent, seeing the pc at tpagent_copy_begin, moves it to
-// tpagent_copy_fault instead of delivering the signal. `rep movsb` faults restartably, with
-// rcx holding the bytes not yet copied, so the fault path returns how many were.
+// (it is ptraced), and tpagent, seeing the pc between tpagent_copy_begin and tpagent_copy_end,
+// moves it to tpagent_copy_fault instead of delivering the signal. Throughout, rcx holds the
+// bytes not yet copied (`rep movsb` faults restartably with rcx so; the loop for short copies,
+// which `rep movsb`'s start-up would dominate, keeps it so by hand), so the fault path returns
+// how many were.
     .globl tpagent_fault_recovering_copy
     .hidden tpagent_fault_recovering_copy
     .type tpagent_fault_recovering_copy, @function
@@ -39,9 +41,27 @@ tpagent_fault_recovering_copy:
     mov %rdx, %rcx
     cld
 tpagent_copy_begin:
-    rep movsb
+    cmp $256, %rcx
+    jae 3f
+1:  cmp $8, %rcx
+    jb 2f
+    mov (%rsi), %rax
+    mov %rax, (%rdi)
+    add $8, %rsi
+    add $8, %rdi
+    sub $8, %rcx
+    jmp 1b
+2:  test %rcx, %rcx
+    jz 4f
+    movb (%rsi), %al
+    movb %al, (%rdi)
+    inc %rsi
+    inc %rdi
+    dec %rcx
+    jmp 2b
+3:  rep movsb
 tpagent_copy_end:
-    mov %rdx, %rax
+4:  mov %rdx, %rax
     ret
 tpagent_copy_fault:
     mov %rdx, %rax
