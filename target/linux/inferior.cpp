@@ -391,6 +391,7 @@ void Inferior::forget_image() {
     fast_sites_.clear();
     moving_.reset();
     pad_pages_.clear();
+    placed_code_live_ = false;
     agent_code_.reset();
 }
 

@@ -4,6 +4,7 @@
 #include "arch/arch.hpp"
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
+#include "target/linux/pad_pages.hpp"
 #include "target/linux/software_breakpoints.hpp"
 #include "target/target.hpp"
 #include <cstdint>
@@ -179,11 +180,6 @@ class Inferior final : public Target {
     // Collects a trap site's hit for a thread about to leave its address without having run
     // the breakpoint (it stepped onto it, or was stopped there).
     void collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step);
-    struct PadPage {
-        std::uint64_t base = 0;
-        std::size_t used = 0;
-    };
-
     explicit Inferior(pid_t pid, bool attached);
     Status finish_setup();
     // The cached registers of a stopped thread; `full` also fetches the vector/FP state.
@@ -208,7 +204,14 @@ class Inferior final : public Target {
     // A trap site's displaced instruction, relocated into a pad near `addr`.
     Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, Thread& t, bool step);
+    // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
+    // a run whose code is dead, else in a page mapped by an injected mmap.
     Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
+    // Whether anything installed still uses the current run's pads or placed code.
+    bool pads_in_use() const;
+    // Frees the retired runs' pages that no thread can still be running in or return into;
+    // false if none could be freed.
+    bool reclaim_pads();
     Result<std::int64_t> inject_syscall(pid_t tid, long number,
                                         std::span<const std::uint64_t> args);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
@@ -241,7 +244,10 @@ class Inferior final : public Target {
     std::map<std::uint64_t, FastSite> fast_sites_;
     std::optional<MovingSite> moving_;
     std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
-    std::vector<PadPage> pad_pages_;
+    PadPages pad_pages_;
+    // Code placed (place_code) since the last remove_all_fast_sites: the in-process agent's
+    // records may call it until then.
+    bool placed_code_live_ = false;
     std::optional<InprocAgentCode> agent_code_;
     std::function<void()> on_exec_;
     SiteHitHandler on_site_hit_;

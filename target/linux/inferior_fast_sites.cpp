@@ -241,9 +241,12 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     return std::optional<InstructionMove>();
 }
 
+// Placed code is only ever called by the collector, from the records of the run that placed
+// it: it lives until that run's fast tracepoints are all removed (remove_all_fast_sites).
 Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {
     auto at = allocate_pad(near, code.size());
     if (!at) return at.error();
+    placed_code_live_ = true;
     if (auto w = raw_write(*at, code); !w) return w.error();
     return *at;
 }
@@ -254,10 +257,12 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
     const FastSite& site = it->second;
     if (alive_) {
         // Removal cannot be refused (the trace is over, or the code changed): on a failure
-        // the program keeps the jump, whose pad stays mapped and correct, and threads stay.
+        // the program keeps the jump, whose pad stays mapped and correct (never reused), and
+        // threads stay.
         if (auto w = write_under_breakpoints(addr, site.original); !w) {
             spdlog::warn("fast tracepoint at 0x{:x}: cannot restore the code: {}", addr,
                          w.error().text);
+            pad_pages_.pin(site.pad);
             fast_sites_.erase(it);
             return;
         }
@@ -268,9 +273,12 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
     fast_sites_.erase(it);
 }
 
+// The run is over: its pads and placed code are dead (reused by a later run once no thread
+// can be in them, allocate_pad).
 void Inferior::remove_all_fast_sites() {
     while (!fast_sites_.empty())
         remove_fast_site(fast_sites_.begin()->first);
+    placed_code_live_ = false;
 }
 
 } // namespace tpagent::agent

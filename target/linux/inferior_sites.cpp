@@ -1,26 +1,18 @@
 // Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior, and the system-call injection that maps those pads.
+// inferior, the system-call injection that maps pads (inferior_pads.cpp), and threads
+// stepped out of pads before gdb sees them.
 #include "target/linux/inferior.hpp"
-#include "target/linux/pad_allocator.hpp"
-#include "base/proc_files.hpp"
-#include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 namespace tpagent::agent {
 
 namespace {
-constexpr std::size_t kPadPageSize = 4096;
 // Instructions a thread may take to get out of a pad and the collector (a collector waiting
 // for tpagent to free staging memory could take forever one step at a time).
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
 } // namespace
 
 Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
@@ -93,43 +85,6 @@ Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
     return value;
 }
 
-Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t size) {
-    size = (size + 15) & ~std::size_t{15};
-    const std::uint64_t reach = arch_.pad_reach() - kPadPageSize;
-    for (auto& page : pad_pages_) {
-        std::uint64_t at = page.base + page.used;
-        bool in_reach = (at > near ? at + size - near : near - at) < reach;
-        if (in_reach && page.used + size <= kPadPageSize) {
-            page.used += size;
-            return at;
-        }
-    }
-    auto where = find_free_range(parse_maps(read_file(fmt::format("/proc/{}/maps", pid_))), near,
-                                 kPadPageSize, reach, arch_.user_address_top());
-    if (!where)
-        return make_error(ErrorCode::Unsupported,
-                          fmt::format("no free memory within reach of 0x{:x}", near));
-    pid_t tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
-    const std::uint64_t args[] = {*where,
-                                  kPadPageSize,
-                                  PROT_READ | PROT_EXEC,
-                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                                  static_cast<std::uint64_t>(-1),
-                                  0};
-    auto mapped = inject_syscall(tid, SYS_mmap, args);
-    if (!mapped) return mapped.error();
-    if (*mapped < 0 && *mapped > -4096)
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("mmap in the program failed: {}",
-                                      std::strerror(static_cast<int>(-*mapped))));
-    auto base = static_cast<std::uint64_t>(*mapped);
-    if (base != *where)
-        return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
-    spdlog::debug("pad page at 0x{:x} for code at 0x{:x}", base, near);
-    pad_pages_.push_back({base, size});
-    return base;
-}
-
 Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
                                                  std::span<const std::uint8_t> code) {
     // Relocate once for a provisional address to learn the size, then for the real pad.
@@ -188,9 +143,7 @@ namespace tpagent::agent {
 
 bool Inferior::in_tpagent_code(std::uint64_t pc) const {
     if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
-    return std::any_of(pad_pages_.begin(), pad_pages_.end(), [&](const PadPage& page) {
-        return pc >= page.base && pc - page.base < kPadPageSize;
-    });
+    return pad_pages_.contains(pc);
 }
 
 void Inferior::leave_pads() {
