@@ -44,7 +44,7 @@ __attribute__((constructor)) void make_exit_key() {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
 
-// This thread's slot for the run: taken at its first hit, tid written once.
+// This thread's slot for the run: taken at its first hit.
 ThreadSlot* slot_for(Header* h) {
     ThreadState& t = t_state;
     const std::uint64_t generation = h->generation.load(std::memory_order_relaxed);
@@ -52,10 +52,6 @@ ThreadSlot* slot_for(Header* h) {
         const std::uint32_t n = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
         t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
         t.counters = t.slot ? counter_row(g_region, n) : nullptr;
-        if (t.slot)
-            t.slot->tid.store(
-                static_cast<std::int32_t>(tpagent_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0)),
-                std::memory_order_relaxed);
         t.slot_generation = generation;
     }
     return t.slot;
@@ -322,7 +318,11 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     // tpagent steps a thread it stops while this is 1 on to the return, even out of the
     // library (the vDSO's clock): no run starts or ends with a frame half written.
     ThreadSlot* slot = slot_for(h);
-    if (slot) slot->collecting.store(1, std::memory_order_relaxed);
+    if (slot) {
+        slot->frame.store(reinterpret_cast<std::uint64_t>(__builtin_frame_address(0)),
+                          std::memory_order_relaxed);
+        slot->collecting.store(1, std::memory_order_relaxed);
+    }
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
          tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)

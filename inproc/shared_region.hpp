@@ -185,9 +185,14 @@ inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace:
 
 // A collecting thread's slot, its own cache line.
 struct alignas(64) ThreadSlot {
-    std::atomic<std::int32_t> tid;
     std::atomic<std::uint32_t> collecting; // 1 from the collector's entry to its return
+    std::uint32_t reserved;
+    // The collector's frame address while collecting: a stopped thread whose stack pointer
+    // lies just below it is this thread, inside the call (threads' stacks are apart).
+    std::atomic<std::uint64_t> frame;
 };
+// How far below the collector's frame its callees' frames may reach.
+inline constexpr std::uint64_t kCollectorStackReach = 64u << 10;
 
 // A thread's hits and frame bytes for one tracepoint record (written by that thread only).
 struct HitCounter {

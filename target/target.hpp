@@ -140,10 +140,11 @@ class Target {
     struct InprocAgentCode {
         std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
         std::uint64_t code_begin = 0, code_end = 0;
-        // Whether thread tid is inside a collector call, also where the collector called out
-        // of the library (the vDSO's clock, the C library): such a thread is stepped on until
-        // it leaves, so no run starts or ends with a frame half written.
-        std::function<bool(pid_t)> collecting;
+        // Whether a thread whose stack pointer is `sp` is inside a collector call, also where
+        // the collector called out of the library (the vDSO's clock, the C library): such a
+        // thread is stepped on until it leaves, so no run starts or ends with a frame half
+        // written.
+        std::function<bool(std::uint64_t sp)> collecting;
     };
     virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
     // Called when the process execs: the old image, and everything placed in it, is gone.

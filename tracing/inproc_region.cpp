@@ -129,13 +129,15 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
-bool InprocRegion::collecting(pid_t tid) const {
+bool InprocRegion::collecting(std::uint64_t sp) const {
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
     for (std::size_t r = 0; r < rows; ++r) {
         const ThreadSlot* slot = thread_slot(local_, r);
-        if (slot->tid.load(std::memory_order_relaxed) == tid)
-            return slot->collecting.load(std::memory_order_acquire) != 0;
+        const std::uint64_t frame = slot->frame.load(std::memory_order_relaxed);
+        if (slot->collecting.load(std::memory_order_acquire) && sp <= frame &&
+            frame - sp < kCollectorStackReach)
+            return true;
     }
     return false;
 }

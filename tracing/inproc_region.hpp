@@ -66,8 +66,9 @@ class InprocRegion {
         std::uint64_t bytes = 0;
     };
     HitTotals hit_totals(std::uint32_t index) const;
-    // Whether thread tid is inside a collector call now (it must be stopped to be sure).
-    bool collecting(pid_t tid) const;
+    // Whether the thread whose stack pointer is `sp` is inside a collector call now (it must
+    // be stopped to be sure).
+    bool collecting(std::uint64_t sp) const;
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.

@@ -22,9 +22,9 @@ using namespace inproc;
 Target::InprocAgentCode agent_code_of(pid_t pid, const std::shared_ptr<InprocRegion>& region) {
     const Header& lib = region->header();
     Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
-    code.collecting = [weak = std::weak_ptr<InprocRegion>(region)](pid_t tid) {
+    code.collecting = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
         const auto r = weak.lock();
-        return r && r->collecting(tid);
+        return r && r->collecting(sp);
     };
     const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
     auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {

@@ -184,7 +184,7 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
             break;
         }
         const bool collecting =
-            agent_code_ && agent_code_->collecting && agent_code_->collecting(tid);
+            agent_code_ && agent_code_->collecting && agent_code_->collecting(arch_.sp(**s));
         if ((!in_tpagent_code(pc) && !collecting) || has_event) break;
         if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
         t.regs.reset();
