@@ -2,16 +2,19 @@
 """Cost per hit of a fast tracepoint (gdb `ftrace`), tpagent against GNU gdbserver with its
 in-process agent libinproctrace.so: the same gdb script, the same program, one run.
 
-Usage: bench/ftrace.py [--tpagent PATH] [--tpagent-lib PATH] [--ms MS] [--base-ms MS]
-                       [--repeat R] [--buffer-mib M]
+Usage: bench/ftrace.py [--tpagent PATH] [--tpagent-lib PATH] [--hits N] [--ms MS]
+                       [--base-ms MS] [--threads 1,2,4] [--repeat R] [--buffer-mib M]
 
-programs/ftrace_loop.c runs T threads that call traced() in a loop for --base-ms untraced,
-then, after ready() (where gdb runs `tstart`), for --ms traced; the program counts the calls
-and times both loops itself, in the same process. The loops run for a time rather than a count,
-so a run lasts the same whatever a hit costs.
-Cost per hit = traced loop time / traced calls - untraced loop time / untraced calls;
-throughput = traced calls / traced loop time. The trace buffer is circular, so collection goes
-on for the whole loop; every run prints the frames created, which must equal the traced calls.
+programs/ftrace_loop.c runs T threads (each count in --threads) that call traced() in a loop for
+--base-ms untraced, then, after ready() (where gdb runs `tstart`), traced until they have made
+--hits calls in all (--hits / T each), or for at most --ms; with --hits 0, for --ms. The program
+counts the calls and times both loops itself, in the same process. The untraced loop runs for a
+time rather than a count, so it lasts the same whatever a call costs.
+Cost per hit = traced loop time / traced calls - untraced loop time / untraced calls, in wall
+time: with T threads, that of all of them together (the inverse of the throughput);
+throughput = traced calls / traced loop time, and its T threads / 1 thread ratio says how
+collection scales. The trace buffer is circular, so collection goes on for the whole loop;
+every run prints the frames created, which must equal the traced calls.
 Each figure is the median of R runs.
 
 Columns: gdbserver + libinproctrace on a non-PIE build (its jump pads must be within 2 GiB of
@@ -37,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 IPA = Path("/usr/lib/libinproctrace.so")
 RUN_TIMEOUT = 120
+# --ms's default: the traced loop's length with --hits 0, else the longest it may take.
+TIMED_MS, LONGEST_MS = 400, 20000
 
 
 @dataclass
@@ -44,7 +49,6 @@ class Case:
     label: str
     actions: list[str]
     condition: str | None = None
-    threads: int = 1
 
 
 CASES = {
@@ -52,7 +56,6 @@ CASES = {
     "regs": Case("`collect $regs`", ["collect $regs"]),
     "regs+mem": Case("`collect $regs` + 64 B (`collect $regs, buf`)", ["collect $regs, buf"]),
     "cond": Case("condition `if n >= 0` (always true), no collection", [], "n >= 0"),
-    "regs2": Case("`collect $regs`, 2 threads", ["collect $regs"], threads=2),
 }
 
 
@@ -66,8 +69,9 @@ class Server:
     command: list[str]  # up to and including the wrapper's `--`
     exe: Path
     error: str | None = None  # set when the whole column cannot run
-    results: dict[str, list[dict]] = field(default_factory=dict)
-    failures: dict[str, str] = field(default_factory=dict)
+    # Keyed by (case, threads).
+    results: dict[tuple[str, int], list[dict]] = field(default_factory=dict)
+    failures: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def build(workdir: Path) -> dict[str, Path]:
@@ -91,14 +95,14 @@ def reason(text: str) -> str:
     return (lines[-1] if lines else "no output")[:160]
 
 
-def run(server: Server, case: Case, args, workdir: Path) -> dict:
+def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
     script = workdir / "session.gdb"
     tracepoint = "ftrace traced" + (f" if {case.condition}" if case.condition else "")
     lines = [
         "set sysroot /",
         "set pagination off",
         "set confirm off",
-        f"target remote | {' '.join(server.command)} - {server.exe} {args.ms} {case.threads} {args.base_ms}",
+        f"target remote | {' '.join(server.command)} - {server.exe} {args.ms} {threads} {args.base_ms} {args.hits}",
         "break ready",
         "break done",
         "continue",
@@ -166,36 +170,49 @@ def measure(server: Server, args, workdir: Path) -> None:
     if server.error:
         return
     for key, case in CASES.items():
-        if server.error:  # a timeout: don't wait that long for every cell
-            server.failures[key] = server.error
-            continue
-        runs = []
-        for i in range(args.repeat):
-            try:
-                r = run(server, case, args, workdir)
-            except RunFailed as e:
-                server.failures[key] = f"failed: {e}"
-                print(f"{server.name} | {case.label} | run {i + 1}: failed: {e}", flush=True)
-                if "timed out" in str(e):
-                    server.error = f"skipped after a timeout in {case.label}"
-                break
-            runs.append(r)
-            check = "" if r["frames"] == r["hits"] else "  <-- frames created != hits"
-            print(
-                f"{server.name} | {case.label} | run {i + 1}: untraced {r['base_ns'] / r['base_calls']:.1f} ns/call, "
-                f"traced {r['hits']} hits in {r['traced_ns'] / 1e6:.0f} ms, {per_hit_ns(r):.1f} ns/hit, "
-                f"frames created {r['frames']} ({r['kept']} in the buffer){check}",
-                flush=True,
-            )
-        if len(runs) == args.repeat:
-            server.results[key] = runs
+        for threads in args.threads:
+            cell_key, what = (key, threads), f"{case.label}, {threads_label(threads)}"
+            if server.error:  # a timeout: don't wait that long for every cell
+                server.failures[cell_key] = server.error
+                continue
+            runs = []
+            for i in range(args.repeat):
+                try:
+                    r = run(server, case, threads, args, workdir)
+                except RunFailed as e:
+                    server.failures[cell_key] = f"failed: {e}"
+                    print(f"{server.name} | {what} | run {i + 1}: failed: {e}", flush=True)
+                    if "timed out" in str(e):
+                        server.error = f"skipped after a timeout in {what}"
+                    break
+                runs.append(r)
+                check = "" if r["frames"] == r["hits"] else "  <-- frames created != hits"
+                print(
+                    f"{server.name} | {what} | run {i + 1}: untraced {r['base_ns'] / r['base_calls']:.2f} ns/call, "
+                    f"traced {r['hits']} hits in {r['traced_ns'] / 1e6:.0f} ms, {per_hit_ns(r):.1f} ns/hit, "
+                    f"frames created {r['frames']} ({r['kept']} in the buffer){check}",
+                    flush=True,
+                )
+            if len(runs) == args.repeat:
+                server.results[cell_key] = runs
+
+
+def threads_label(threads: int) -> str:
+    return f"{threads} thread" + ("s" if threads > 1 else "")
+
+
+def thread_counts(text: str) -> list[int]:
+    counts = [int(n) for n in text.split(",")]
+    if not counts or min(counts) < 1 or max(counts) > 16:
+        raise argparse.ArgumentTypeError("thread counts from 1 to 16, comma-separated")
+    return counts
 
 
 def fmt_ns(v: float) -> str:
     return f"{v:.1f} ns" if abs(v) < 100 else f"{v:,.0f} ns"
 
 
-def cell(server: Server, key: str, value) -> tuple[str, float | None]:
+def cell(server: Server, key: tuple[str, int], value) -> tuple[str, float | None]:
     if key in server.failures:
         return server.failures[key], None
     runs = server.results.get(key)
@@ -215,11 +232,18 @@ def main() -> None:
     )
     parser.add_argument("--tpagent", type=Path, default=default_tp, help=f"tpagent binary (default {default_tp})")
     parser.add_argument("--tpagent-lib", type=Path, help="in-process library (default: libtpagent-inproc.so next to tpagent)")
-    parser.add_argument("--ms", type=int, default=400, help="traced loop length in ms (default 400)")
+    parser.add_argument("--hits", type=int, default=1_000_000,
+                        help="calls the traced loop makes, all threads together (default 10^6; 0: run for --ms)")
+    parser.add_argument("--ms", type=int, help=f"traced loop length in ms with --hits 0 (default {TIMED_MS}), "
+                        f"else the longest it may take (default {LONGEST_MS})")
     parser.add_argument("--base-ms", type=int, default=100, help="untraced loop length in ms (default 100)")
+    parser.add_argument("--threads", type=thread_counts, default=[1, 2, 4],
+                        help="thread counts to measure, the first being the base of the ratios (default 1,2,4)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure, median taken (default 5)")
     parser.add_argument("--buffer-mib", type=int, default=16, help="circular trace buffer size (default 16 MiB)")
     args = parser.parse_args()
+    if args.ms is None:
+        args.ms = LONGEST_MS if args.hits else TIMED_MS
 
     tpagent = args.tpagent.resolve()
     tplib = (args.tpagent_lib or tpagent.parent / "libtpagent-inproc.so").resolve()
@@ -245,44 +269,50 @@ def main() -> None:
         for s in servers:
             measure(s, args, workdir)
 
-    def ns_row(key: str, target: str) -> list[str]:
+    def ns_row(key: str, threads: int, target: str) -> list[str]:
         cells, values = [], []
         for s in servers:
-            note, v = cell(s, key, per_hit_ns)
+            note, v = cell(s, (key, threads), per_hit_ns)
             values.append(v)
             cells.append(note if v is None else fmt_ns(v) + note)
         ratio = f"{values[0] / values[1]:.1f}x" if values[0] is not None and values[1] else ""
-        return [CASES[key].label, *cells, ratio, target]
+        return [f"{CASES[key].label}, {threads_label(threads)}", *cells, ratio, target]
 
-    def tput_row(label: str, key: str, target: str) -> tuple[list[str], list[float | None]]:
-        cells, values = [], []
+    def scaling_row(label: str, threads: int, throughput, target: str) -> list[str]:
+        """THROUGHPUT(server, threads) with THREADS over the same with the first thread count."""
+        cells = []
         for s in servers:
-            note, v = cell(s, key, mhits_per_s)
-            values.append(v)
-            cells.append(note if v is None else f"{v:.2f} M/s" + note)
-        ratio = f"{values[1] / values[0]:.1f}x" if values[0] and values[1] is not None else ""
-        return [label, *cells, ratio, target], values
+            a, b = throughput(s, base), throughput(s, threads)
+            cells.append(f"{b / a:.2f}x" if a and b else "n/a")
+        return [f"{label}: {threads_label(threads)} / {threads_label(base)} (throughput)", *cells, "", target]
 
-    rows = [
-        ns_row("none", ""),
-        ns_row("regs", ""),
-        ns_row("regs+mem", "tpagent ≤ 25 ns; gdbserver/tpagent ≥ 3x"),
-        ns_row("cond", ""),
-    ]
-    r1, one = tput_row("`collect $regs`, 1 thread: hits per second", "regs", "")
-    r2, two = tput_row("`collect $regs`, 2 threads: hits per second (both)", "regs2", "")
-    scaling = [f"{b / a:.2f}x" if a and b else "n/a" for a, b in zip(one, two)]
-    rows += [r1, r2, ["2 threads / 1 thread (throughput)", *scaling, "", "≥ 1.8x"]]
-    # The same ratio for the untraced loop: near 2x only if the machine had two idle cores.
-    machine = []
-    for s in servers:
-        a, b = cell(s, "regs", untraced_mcalls_per_s)[1], cell(s, "regs2", untraced_mcalls_per_s)[1]
-        machine.append(f"{b / a:.2f}x" if a and b else "n/a")
-    rows.append(["untraced loop, 2 threads / 1 thread (free cores check)", *machine, "", "≈ 2x"])
+    def traced(key: str):
+        return lambda s, threads: cell(s, (key, threads), mhits_per_s)[1]
+
+    def untraced(s: Server, threads: int) -> float | None:
+        """The untraced loop's throughput, over every case's runs with THREADS."""
+        runs = [r for (_, t), rs in s.results.items() if t == threads for r in rs]
+        return statistics.median(untraced_mcalls_per_s(r) for r in runs) if runs else None
+
+    base = args.threads[0]
+    rows = []
+    for key, case in CASES.items():
+        for threads in args.threads:
+            target = "tpagent ≤ 25 ns; gdbserver/tpagent ≥ 3x" if (key, threads) == ("regs+mem", 1) else ""
+            rows.append(ns_row(key, threads, target))
+        for threads in args.threads[1:]:
+            target = "≥ 1.8x" if (key, base, threads) == ("regs", 1, 2) else ""
+            rows.append(scaling_row(case.label, threads, traced(key), target))
+    # The same ratio for the untraced loop: as many times one thread's as there were idle cores.
+    cores = os.cpu_count() or 1
+    for threads in args.threads[1:]:
+        ideal = min(threads, cores) / min(base, cores)
+        rows.append(scaling_row("untraced loop (free cores check)", threads, untraced, f"≈ {ideal:g}x"))
 
     versions = subprocess.run(["gdb", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print()
-    print(f"fast tracepoint cost per hit, {versions}, circular {args.buffer_mib} MiB trace buffer, "
+    loop = f"{args.hits:,} hits per run (at most {args.ms} ms)" if args.hits else f"{args.ms} ms traced per run"
+    print(f"fast tracepoint cost per hit, {versions}, circular {args.buffer_mib} MiB trace buffer, {loop}, "
           f"median of {args.repeat} runs, {time.monotonic() - started:.0f} s in all")
     print(f"tpagent: {tpagent}, in-process library {tplib}")
     print()

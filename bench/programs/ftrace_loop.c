@@ -1,8 +1,11 @@
 /* Fast-tracepoint benchmark: T threads call traced() in a loop for BASE_MS milliseconds
  * untraced (baseline), then, after ready() returns (gdb starts the trace there), for TRACED_MS
- * milliseconds; done() is called after the traced loop. The loops are timed, not counted, so a
- * run lasts the same whatever a hit costs. Calls and wall times land in globals (gdb prints them
- * at done) and on stdout. Usage: ftrace_loop TRACED_MS [T [BASE_MS]] */
+ * milliseconds, or, given HITS, until they have made HITS calls in all (HITS / T each) with
+ * TRACED_MS as the longest it may take; done() is called after the traced loop. The untraced
+ * loop is timed, not counted, so it lasts the same whatever a call costs. Calls and wall times
+ * land in globals (gdb prints them at done) and on stdout.
+ * Usage: ftrace_loop TRACED_MS [T [BASE_MS [HITS]]] */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@ char buf[64] = "collected by the $regs + 64 B row of bench/ftrace.py";
 __thread long counter;    /* per thread: the threads share no cache line in traced() */
 long base_calls, base_ns; /* read by gdb at done() */
 long traced_calls, traced_ns;
-static long deadline, calls[MAX_THREADS][8]; /* one cache line per thread */
+static long deadline, quota, calls[MAX_THREADS][8]; /* one cache line per thread */
 static pthread_barrier_t start, stop;
 
 /* The fast tracepoint goes on the first instruction, `add %rdi,%fs:counter@tpoff` (9 bytes). */
@@ -41,11 +44,12 @@ static void* worker(void* arg) {
     long* count = arg;
     for (int pass = 0; pass < 2; pass++) {
         pthread_barrier_wait(&start);
+        const long most = pass ? quota : LONG_MAX;
         long i = 0;
         do {
-            for (int j = 0; j < BATCH; j++, i++)
+            for (int j = 0; j < BATCH && i < most; j++, i++)
                 traced(i);
-        } while (now_ns() < deadline);
+        } while (i < most && now_ns() < deadline);
         *count = i;
         pthread_barrier_wait(&stop);
     }
@@ -69,7 +73,9 @@ int main(int argc, char** argv) {
     long traced_ms = argc > 1 ? atol(argv[1]) : 400;
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     long base_ms = argc > 3 ? atol(argv[3]) : 100;
-    if (threads < 1 || threads > MAX_THREADS) return 2;
+    long hits = argc > 4 ? atol(argv[4]) : 0;
+    if (threads < 1 || threads > MAX_THREADS || hits < 0) return 2;
+    quota = hits ? hits / threads : LONG_MAX;
     pthread_t tids[MAX_THREADS];
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     pthread_barrier_init(&stop, NULL, (unsigned)threads + 1);
