@@ -305,7 +305,7 @@ void Session::dispatch(const std::string& payload) {
     }
     deferred_ = false;
     suppressed_ = false;
-    // Fast-tracepoint frames staged in the program come in before anything looks at the trace.
+    // Fast tracepoints' hit counts and stop reasons come in before anything looks at the trace.
     server_.experiment().poll(server_.inferior());
     std::string reply = run_handler(*handler, view);
     server_.watch_fast_trace(); // the packet may have started one

@@ -82,12 +82,9 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     if (registers_valid != 0) {
         // A short R block: keep the whole blocks only (bytes may be padded); in the raw stream
         // the R block is full size.
-        const FrameView view(bytes, registers_valid);
-        std::size_t pos = kFrameHeaderSize;
-        while (view.block_at(pos)) {
-        }
-        size = pos;
-        raw = raw_size_of(bytes.first(pos), registers_valid);
+        const auto [whole, wide] = sizes_of(bytes, registers_valid);
+        size = whole;
+        raw = wide;
     }
     auto room = append(size, tracepoint, pc, registers_valid, raw);
     if (!room) return Commit::Full;
@@ -96,14 +93,15 @@ TraceFrameBuffer::Commit TraceFrameBuffer::commit_bytes(std::span<const std::uin
     return Commit::Stored;
 }
 
-std::size_t TraceFrameBuffer::raw_size_of(std::span<const std::uint8_t> frame,
-                                          std::uint32_t registers_valid) const {
-    if (registers_valid == 0) return frame.size();
+std::pair<std::size_t, std::size_t>
+TraceFrameBuffer::sizes_of(std::span<const std::uint8_t> frame,
+                           std::uint32_t registers_valid) const {
+    if (registers_valid == 0) return {frame.size(), frame.size()};
     const FrameView view(frame, registers_valid);
     std::size_t pos = kFrameHeaderSize, widening = 0;
     while (auto b = view.block_at(pos))
         if (b->type == kRegistersBlock) widening += register_block_size_ - registers_valid;
-    return pos + widening;
+    return {pos, pos + widening};
 }
 
 std::optional<std::span<std::uint8_t>>
@@ -153,8 +151,8 @@ void TraceFrameBuffer::refresh() const {
     for (const SharedFrame& f : found_) {
         const std::span<const std::uint8_t> bytes(f.bytes, f.size);
         if (f.size < kFrameHeaderSize || frame_tracepoint(f.bytes) == 0) continue;
-        index_.push_back(Entry{f.bytes, 0, f.size, 0, raw_size_of(bytes, f.registers_valid), f.pc,
-                               frame_tracepoint(f.bytes), f.registers_valid, f.stamp, f.chunk,
+        index_.push_back(Entry{f.bytes, 0, f.size, 0, sizes_of(bytes, f.registers_valid).second,
+                               f.pc, frame_tracepoint(f.bytes), f.registers_valid, f.stamp, f.chunk,
                                f.epoch});
     }
     if (first_new < index_.size()) {

@@ -35,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -132,9 +133,10 @@ class TraceFrameBuffer {
                                                   std::uint64_t pc, std::uint32_t registers_valid,
                                                   std::size_t raw_size);
     FrameInfo make_info(std::size_t number) const;
-    // Bytes a frame takes in the raw stream, its short R blocks at full size.
-    std::size_t raw_size_of(std::span<const std::uint8_t> frame,
-                            std::uint32_t registers_valid) const;
+    // A frame's whole blocks (what is stored: bytes may be padded) and the bytes they take in
+    // the raw stream, short R blocks at full size.
+    std::pair<std::size_t, std::size_t> sizes_of(std::span<const std::uint8_t> frame,
+                                                 std::uint32_t registers_valid) const;
     // The frame as it appears in the raw stream: short R blocks padded to full size.
     void widen(const Entry& e, const std::uint8_t* frame, std::vector<std::uint8_t>& out) const;
     // The frame's bytes: in place, or (shared) copied into `copy`; null if it is gone.

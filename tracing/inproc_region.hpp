@@ -7,7 +7,6 @@
 #include "bytecode/program.hpp"
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <span>
 #include <sys/types.h>

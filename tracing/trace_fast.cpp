@@ -1,5 +1,5 @@
 // Fast tracepoints, tpagent's side: configuring the in-process agent's shared region at
-// QTStart, installing the jumps, and moving staged frames into the frame buffer.
+// QTStart, installing the jumps; hit counts and variables taken in from the region.
 #include "tracing/trace_experiment.hpp"
 #include "arch/compiler_backend.hpp"
 #include "target/linux/pad_allocator.hpp"

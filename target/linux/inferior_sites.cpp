@@ -11,7 +11,7 @@ namespace tpagent::agent {
 
 namespace {
 // Instructions a thread may take to get out of a pad and the collector (a collector waiting
-// for tpagent to free staging memory could take forever one step at a time).
+// inside a system call or the vDSO could take long one step at a time).
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
 

@@ -38,7 +38,7 @@ class FakeSource final : public SharedFrameSource {
         store_.push_back(std::move(bytes));
         const Bytes& kept = store_.back();
         pending_.push_back({kept.data(), static_cast<std::uint32_t>(kept.size()), registers_valid,
-                            0x400000 + tp, stamp, chunk, epoch_[chunk]});
+                            std::uint64_t{0x400000} + tp, stamp, chunk, epoch_[chunk]});
         ++created_;
     }
     void discard(std::uint32_t chunk) {
