@@ -61,6 +61,13 @@ class ServerBinary:
     def name(self) -> str:
         return "gdbserver" if self.is_gdbserver else "tpagent"
 
+    @property
+    def sanitized(self) -> bool:
+        """Built with ASan: its quarantine and shadow memory make RSS and address-space
+        figures meaningless."""
+        linked = subprocess.run(["ldd", self.path], capture_output=True, text=True, timeout=20).stdout
+        return "libasan" in linked
+
     def common_options(self) -> list[str]:
         return ["--debug"] if os.environ.get("TPAGENT_E2E_DEBUG") == "1" else []
 

@@ -111,7 +111,10 @@ def test_many_runs_keep_memory_flat(e2e):
     (mapped_warm, rss_warm), (mapped_end, rss_end) = figures[WARM_UP], figures[CYCLES]
     print(f"program mapped {mapped_warm} -> {mapped_end}, tpagent rss {rss_warm} -> {rss_end}")
     assert mapped_end - mapped_warm <= MAPPED_SLACK, figures
-    assert rss_end - rss_warm <= RSS_SLACK, figures
+    if e2e.server_bin.sanitized:
+        print("tpagent's RSS is not checked: ASan's quarantine holds freed memory")
+    else:
+        assert rss_end - rss_warm <= RSS_SLACK, figures
     s.ends_as_natively(r.of("continue", 1))
 
 

@@ -5,8 +5,6 @@ buffer. Without the answer, the exception would end tpagent and, through PTRACE_
 the program with it.
 """
 
-import subprocess
-
 import pytest
 
 from harness import pid_alive
@@ -15,14 +13,9 @@ from scenario import Scenario, assert_session_works
 ADDRESS_SPACE_LIMIT = 256 << 20
 
 
-def sanitized(binary: str) -> bool:
-    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=20).stdout
-    return "libasan" in linked
-
-
 @pytest.mark.tpagent_only("gdbserver has no such limit to hit: it answers QTBuffer:size OK")
 def test_out_of_memory_in_a_handler_answers_E_text(e2e):
-    if sanitized(e2e.server_bin.path):
+    if e2e.server_bin.sanitized:
         pytest.skip("ASan's shadow memory does not fit under an address-space limit")
     s = Scenario(e2e, "basic", launcher=("prlimit", f"--as={ADDRESS_SPACE_LIMIT}", "--"))
     with s.raw() as rsp:
