@@ -10,11 +10,23 @@ namespace tpagent::inproc {
 
 namespace {
 
+// The range the thread's last read fell in, valid while the ranges' sequence is the one it was
+// found under: a collector reading the same variables hit after hit skips the search.
+struct LastRange {
+    std::uint64_t sequence = 1; // odd: never a listing's sequence, so empty
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastRange t_last_range;
+
 // Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them.
 bool listed_readable(std::uint64_t addr, std::size_t len) {
     Header* h = header_of(g_region);
     const std::uint64_t seq = h->ranges_sequence.load(std::memory_order_acquire);
     if (seq & 1) return false;
+    LastRange& last = t_last_range;
+    if (last.sequence == seq && addr >= last.start && addr < last.end && len <= last.end - addr)
+        return true;
     const auto* ranges = at<const ReadableRange>(g_region, kRangesOffset);
     const std::uint32_t n = h->range_count < kMaxRanges ? h->range_count : kMaxRanges;
     std::uint32_t lo = 0, hi = n;
@@ -25,9 +37,13 @@ bool listed_readable(std::uint64_t addr, std::size_t len) {
         else
             hi = mid;
     }
-    const bool inside = lo < n && ranges[lo].start <= addr && len <= ranges[lo].end - addr;
+    if (lo >= n) return false;
+    const ReadableRange found = ranges[lo];
     std::atomic_thread_fence(std::memory_order_acquire);
-    return inside && h->ranges_sequence.load(std::memory_order_relaxed) == seq;
+    if (h->ranges_sequence.load(std::memory_order_relaxed) != seq) return false;
+    if (found.start > addr || len > found.end - addr) return false;
+    last = {seq, found.start, found.end};
+    return true;
 }
 
 } // namespace

@@ -29,8 +29,8 @@ tpagent_syscall:
 // (it is ptraced), and tpagent, seeing the pc between tpagent_copy_begin and tpagent_copy_end,
 // moves it to tpagent_copy_fault instead of delivering the signal. Throughout, rcx holds the
 // bytes not yet copied (`rep movsb` faults restartably with rcx so; the loop for short copies,
-// which `rep movsb`'s start-up would dominate, keeps it so by hand), so the fault path returns
-// how many were.
+// which `rep movsb`'s start-up would dominate, keeps it so by hand: a step loads all its words
+// before it stores any), so the fault path returns how many were.
     .globl tpagent_fault_recovering_copy
     .hidden tpagent_fault_recovering_copy
     .type tpagent_fault_recovering_copy, @function
@@ -43,6 +43,20 @@ tpagent_fault_recovering_copy:
 tpagent_copy_begin:
     cmp $256, %rcx
     jae 3f
+5:  cmp $32, %rcx // 32 bytes a step: four loads, then four stores
+    jb 1f
+    mov (%rsi), %rax
+    mov 8(%rsi), %r8
+    mov 16(%rsi), %r9
+    mov 24(%rsi), %r10
+    mov %rax, (%rdi)
+    mov %r8, 8(%rdi)
+    mov %r9, 16(%rdi)
+    mov %r10, 24(%rdi)
+    add $32, %rsi
+    add $32, %rdi
+    sub $32, %rcx
+    jmp 5b
 1:  cmp $8, %rcx
     jb 2f
     mov (%rsi), %rax

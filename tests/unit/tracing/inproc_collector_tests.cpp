@@ -499,6 +499,32 @@ TEST_CASE("inproc: unreadable memory is never read and the readable prefix is co
     CHECK(stop_reason() == StopReason::None);
 }
 
+TEST_CASE("inproc: the range a thread last read from is forgotten when tpagent lists anew",
+          "[inproc]") {
+    Config config;
+    Pages pages(2);
+    const std::size_t page = pages.page;
+    const ReadableRange both[] = {{pages.address(0), pages.address(2 * page)}};
+    region().set_readable_ranges(both);
+    TracepointRecord& rec = config.add(1, 0x1000, {memory_action(pages.address(100), 64)});
+    config.start();
+    Block block;
+    hit(rec, block);
+    // The first page goes PROT_NONE and is listed no more: read directly through the range
+    // remembered from the first hit, it would fault (and end this test).
+    REQUIRE(mprotect(pages.base, page, PROT_NONE) == 0);
+    const ReadableRange second[] = {{pages.address(page), pages.address(2 * page)}};
+    region().set_readable_ranges(second);
+    hit(rec, block);
+    REQUIRE(mprotect(pages.base, page, PROT_READ | PROT_WRITE) == 0);
+    const auto frames = drain();
+    REQUIRE(frames.size() == 2);
+    REQUIRE(frames[0].memory.size() == 1);
+    CHECK(frames[0].memory[0].bytes ==
+          std::vector<std::uint8_t>(pages.base + 100, pages.base + 164));
+    CHECK(frames[1].memory.empty());
+}
+
 TEST_CASE("inproc: expressions read memory safely through the collector", "[inproc]") {
     Pages pages(1);
     const bool listed = GENERATE(false, true);
