@@ -89,6 +89,29 @@ void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint
     h->tracing.store(0, std::memory_order_release);
 }
 
+// Which 64 KiB pieces of the chunk area this process has mapped (whatever the runs' chunk sizes).
+std::atomic<std::uint64_t> g_mapped[kMaxChunks / 64];
+
+// Maps a chunk's pages into this process in one system call, once: touched one by one, each
+// first write to a page of the shared buffer would be a fault of its own in the collecting
+// thread (tpagent has allocated the pages). An older kernel without MADV_POPULATE_WRITE
+// refuses, and the pages fault in as before.
+void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes) {
+    const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(chunk) -
+                                                   static_cast<const std::uint8_t*>(g_region)) -
+                        kChunksOffset;
+    const std::uint64_t first = offset / kMinChunkBytes, end = (offset + bytes) / kMinChunkBytes;
+    bool mapped = true;
+    for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)
+        mapped = mapped && (g_mapped[p / 64].load(std::memory_order_relaxed) >> (p % 64)) & 1;
+    if (mapped) return;
+    constexpr long kPopulateWrite = 23; // MADV_POPULATE_WRITE, Linux 5.14
+    tpagent_syscall(SYS_madvise, reinterpret_cast<long>(chunk), static_cast<long>(bytes),
+                    kPopulateWrite, 0, 0, 0);
+    for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)
+        g_mapped[p / 64].fetch_or(std::uint64_t{1} << (p % 64), std::memory_order_relaxed);
+}
+
 // One hit's view for the bytecode callbacks, and the frame being written.
 struct Hit {
     Header* header;
@@ -262,7 +285,9 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
     bump(counter, &HitCounter::hits, 1, own_counter);
 
     ThreadState& t = t_state;
+    const ChunkHeader* had = t.writer.chunk;
     std::uint8_t* record = reserve_record(g_region, t.writer, tp->frame_bound);
+    if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
     if (!record) {
         // No chunk left: every one is owned by a writer (circular) or holds frames (linear).
         h->dropped_frames.fetch_add(1, std::memory_order_relaxed);

@@ -107,7 +107,8 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
                                       "in-process agent takes at most {}",
                                       largest_record, kMaxChunkBytes - kChunkHeaderBytes));
     const std::size_t payload = bytes - kChunkHeaderBytes;
-    std::size_t count = (buffer_bytes + payload - 1) / payload;
+    const std::size_t filled = (buffer_bytes + payload - 1) / payload;
+    std::size_t count = filled;
     // Linear: the budget is the limit, and the chunks threads are filling come on top.
     // Circular: at least a few chunks, so a thread finds a sealed one to reuse.
     count = h.circular ? std::max<std::size_t>(count, 4) : count + 64;
@@ -121,6 +122,10 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
         c->frames.store(0, std::memory_order_relaxed);
         c->epoch.fetch_add(1, std::memory_order_relaxed);
     }
+    // The buffer's pages are allocated now rather than at the program's first writes, each of
+    // which would be a fault of some microseconds in a collecting thread (the in-process agent
+    // maps them in one call per chunk). Linear mode's spare chunks are left to fault in.
+    madvise(chunk_at(local_, 0), std::min(count, filled) * bytes, MADV_POPULATE_WRITE);
     h.next_fresh.store(0, std::memory_order_relaxed);
     h.take_count.store(0, std::memory_order_relaxed);
     h.sealed_count.store(0, std::memory_order_relaxed);

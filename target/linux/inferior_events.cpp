@@ -425,6 +425,17 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         info.si_code = SI_KERNEL;
     else
         ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    // A single step over a system call instruction is reported by the kernel's system-call
+    // exit as TRAP_BRKPT (x86): a step of ours that stopped where no breakpoint of ours is,
+    // is that step. The collector makes system calls (mapping its buffer, reading memory).
+    if (info.si_code == TRAP_BRKPT && t.stepping) {
+        if (auto s = snapshot(tid, false)) {
+            const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
+            if (!sites_.count(at) && !breakpoints_->inserted_at(at) &&
+                !recently_removed_sites_.count(at))
+                info.si_code = TRAP_TRACE;
+        }
+    }
     bool single_step = info.si_code == TRAP_TRACE;
     if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
         continue_after_stop(tid, t, true); // still inside the displaced code: step on
