@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -105,9 +106,8 @@ void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes) {
     for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)
         mapped = mapped && (g_mapped[p / 64].load(std::memory_order_relaxed) >> (p % 64)) & 1;
     if (mapped) return;
-    constexpr long kPopulateWrite = 23; // MADV_POPULATE_WRITE, Linux 5.14
     tpagent_syscall(SYS_madvise, reinterpret_cast<long>(chunk), static_cast<long>(bytes),
-                    kPopulateWrite, 0, 0, 0);
+                    MADV_POPULATE_WRITE, 0, 0, 0);
     for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)
         g_mapped[p / 64].fetch_or(std::uint64_t{1} << (p % 64), std::memory_order_relaxed);
 }
