@@ -45,26 +45,6 @@ __attribute__((constructor)) void make_exit_key() {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
 
-// This thread's slot for the run: taken at its first hit.
-ThreadSlot* slot_for(Header* h) {
-    ThreadState& t = t_state;
-    const std::uint64_t generation = h->generation.load(std::memory_order_relaxed);
-    if (t.slot_generation != generation) {
-        const std::uint32_t n = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
-        t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
-        t.counters = t.slot ? counter_row(g_region, n) : nullptr;
-        t.slot_generation = generation;
-    }
-    return t.slot;
-}
-
-// Where a hit (and later its frame's bytes) of record `index` is counted for this thread.
-HitCounter& counter_for(const TracepointRecord* tp, std::uint32_t index) {
-    ThreadState& t = t_state;
-    if (t.counters && index < kMaxCountedRecords) return t.counters[index];
-    return const_cast<TracepointRecord*>(tp)->shared_hits;
-}
-
 // Adds to a counter: plain load and store where the row is the thread's own.
 void bump(HitCounter& c, std::atomic<std::uint64_t> HitCounter::*field, std::uint64_t by,
           bool own) {
@@ -121,19 +101,20 @@ struct Hit {
     bool has_registers = false;
 };
 
-template <class T> void put(std::uint8_t*& p, T v) {
-    std::memcpy(p, &v, sizeof v);
-    p += sizeof v;
-}
-
 // Copies register bytes: whole words, 32 bytes a step, then the 4-byte registers one by one as
 // the pad stored them (a load is forwarded from one store, never from two). The library's
 // memcpy goes a word at a time: measured 2-4 ns more per `collect $regs`.
 void copy_registers(std::uint8_t* d, const std::uint8_t* s, std::uint32_t n) {
     for (; n >= 32; n -= 32, d += 32, s += 32) {
-        std::uint64_t w[4];
-        __builtin_memcpy(w, s, 32);
-        __builtin_memcpy(d, w, 32);
+        std::uint64_t w0, w1, w2, w3; // four scalars: an array would go through the stack
+        __builtin_memcpy(&w0, s, 8);
+        __builtin_memcpy(&w1, s + 8, 8);
+        __builtin_memcpy(&w2, s + 16, 8);
+        __builtin_memcpy(&w3, s + 24, 8);
+        __builtin_memcpy(d, &w0, 8);
+        __builtin_memcpy(d + 8, &w1, 8);
+        __builtin_memcpy(d + 16, &w2, 8);
+        __builtin_memcpy(d + 24, &w3, 8);
     }
     for (; n >= 4; n -= 4, d += 4, s += 4) {
         std::uint32_t w;
@@ -148,17 +129,23 @@ bool read_memory(void* /*user*/, std::uint64_t addr, void* out, std::size_t len)
     return safe_read(out, addr, len) == len;
 }
 
-bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
-    const Hit* hit = static_cast<const Hit*>(user);
-    if (regnum >= kMaxCoreRegisters || hit->header->register_size[regnum] == 0) return false;
-    const std::uint8_t* at = hit->block + hit->header->register_offset[regnum];
+// A register the pad staged; false when it did not stage that one.
+bool staged_register(const Header* h, const std::uint8_t* block, unsigned regnum,
+                     std::uint64_t* value) {
+    if (regnum >= kMaxCoreRegisters || h->register_size[regnum] == 0) return false;
+    const std::uint8_t* at = block + h->register_offset[regnum];
     std::uint64_t v = 0;
-    if (hit->header->register_size[regnum] == 8)
+    if (h->register_size[regnum] == 8)
         __builtin_memcpy(&v, at, 8); // the usual base of a memory action: no call
     else
-        std::memcpy(&v, at, hit->header->register_size[regnum]);
+        std::memcpy(&v, at, h->register_size[regnum]);
     *value = v;
     return true;
+}
+
+bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
+    const Hit* hit = static_cast<const Hit*>(user);
+    return staged_register(hit->header, hit->block, regnum, value);
 }
 
 Variable* variable(unsigned num) {
@@ -197,24 +184,41 @@ bool set_tsv(void*, unsigned num, std::int64_t value) {
 }
 
 // M blocks; what does not fit the frame bound, or cannot be read, is left out.
-void collect_range(Hit& hit, std::uint64_t addr, std::uint64_t len) {
+__attribute__((noinline)) std::uint8_t* collect_pieces(std::uint8_t* out, std::uint8_t* out_end,
+                                                       std::uint64_t addr, std::uint64_t len) {
     while (len > 0) {
-        const std::uint64_t room = static_cast<std::uint64_t>(hit.out_end - hit.out);
-        if (room <= trace::kMemoryBlockHeaderSize) return;
+        const auto room = static_cast<std::uint64_t>(out_end - out);
+        if (room <= trace::kMemoryBlockHeaderSize) break;
         std::uint64_t piece = len < trace::kMaxMemoryBlock ? len : trace::kMaxMemoryBlock;
         if (piece > room - trace::kMemoryBlockHeaderSize)
             piece = room - trace::kMemoryBlockHeaderSize;
-        const std::size_t got = safe_read(hit.out + trace::kMemoryBlockHeaderSize, addr, piece);
-        if (got == 0) return;
-        hit.out = trace::store_memory_header(hit.out, addr, static_cast<std::uint16_t>(got)) + got;
-        if (got < piece) return;
+        const std::size_t got = safe_read(out + trace::kMemoryBlockHeaderSize, addr, piece);
+        if (got == 0) break;
+        out = trace::store_memory_header(out, addr, static_cast<std::uint16_t>(got)) + got;
+        if (got < piece) break;
         addr += got;
         len -= got;
     }
+    return out;
+}
+
+// The usual range is one block that fits: read in line; others go piece by piece.
+__attribute__((always_inline)) inline void collect_range(Hit& hit, std::uint64_t addr, std::uint64_t len) {
+    const auto room = static_cast<std::uint64_t>(hit.out_end - hit.out);
+    if (len <= trace::kMaxMemoryBlock && len + trace::kMemoryBlockHeaderSize <= room) {
+        const std::size_t got =
+            len ? safe_read(hit.out + trace::kMemoryBlockHeaderSize, addr, len) : 0;
+        if (got)
+            hit.out =
+                trace::store_memory_header(hit.out, addr, static_cast<std::uint16_t>(got)) + got;
+        return;
+    }
+    hit.out = collect_pieces(hit.out, hit.out_end, addr, len);
 }
 
 bool collect_memory(void* user, std::uint64_t addr, std::uint64_t len) {
-    collect_range(*static_cast<Hit*>(user), addr, len);
+    Hit& hit = *static_cast<Hit*>(user);
+    hit.out = collect_pieces(hit.out, hit.out_end, addr, len);
     return true;
 }
 
@@ -225,7 +229,7 @@ bool collect_tsv(void* user, unsigned num, std::int64_t value) {
     return true;
 }
 
-void collect_registers(Hit& hit) {
+__attribute__((always_inline)) inline void collect_registers(Hit& hit) {
     const std::uint32_t n = hit.header->core_register_bytes;
     if (hit.has_registers ||
         static_cast<std::uint64_t>(hit.out_end - hit.out) < trace::registers_block_size(n))
@@ -259,18 +263,73 @@ EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
                                a.backward_jump_budget, nullptr, ctx, out);
 }
 
-void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
+// Whether the condition lets the hit go on; one that fails stops the trace.
+__attribute__((noinline)) bool condition_holds(Header* h, const TracepointRecord* tp,
+                                               const std::uint8_t* block) {
     Hit hit{h, block, nullptr, nullptr};
-    if (tp->has_condition) {
-        bytecode::EvalOut out;
-        const EvalStatus s = run_expression(tp->condition, make_context(hit, false), out);
-        if (s != EvalStatus::Ok) {
-            stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
-                         out.fault_address);
-            return;
-        }
-        if (out.value == 0) return;
+    bytecode::EvalOut out;
+    const EvalStatus s = run_expression(tp->condition, make_context(hit, false), out);
+    if (s != EvalStatus::Ok) {
+        stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
+                     out.fault_address);
+        return false;
     }
+    return out.value != 0;
+}
+
+// An X action, collecting through its trace opcodes into [out, out_end): where the frame's
+// next byte now is, or null when the action failed (the trace stops). By value, so that the
+// caller's hit never has its address taken and stays in registers.
+__attribute__((noinline)) std::uint8_t* run_collecting(Header* h, const TracepointRecord* tp,
+                                                       const ActionRecord& a,
+                                                       const std::uint8_t* block,
+                                                       std::uint8_t* out, std::uint8_t* out_end) {
+    Hit hit{h, block, out, out_end};
+    bytecode::EvalOut result;
+    const EvalStatus s = run_expression(a, make_context(hit, true), result);
+    if (s == EvalStatus::Ok || s == EvalStatus::MemoryError || s == EvalStatus::CollectError)
+        return hit.out;
+    stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
+                 result.fault_address);
+    return nullptr;
+}
+
+// A new run for this thread: its slot, and its writer emptied (the old chunk is void).
+__attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t generation) {
+    const std::uint32_t n = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
+    t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
+    t.counters = t.slot ? counter_row(g_region, n) : nullptr;
+    t.slot_generation = generation;
+    t.writer.chunk = nullptr;
+    t.writer.linear_credit = 0;
+    t.writer.generation = generation;
+}
+
+// The thread's chunk is full (or it has none): the next one, mapped into the process.
+__attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadState& t,
+                                                             std::uint64_t bound) {
+    const ChunkHeader* had = t.writer.chunk;
+    std::uint8_t* record = reserve_record(g_region, t.writer, bound);
+    if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
+    if (!t.key_set && g_exit_key_ok) {
+        pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
+        t.key_set = true;
+    }
+    return record;
+}
+
+// No chunk left: every one is owned by a writer (circular) or holds frames (linear).
+__attribute__((noinline)) void drop_frame(Header* h, const TracepointRecord* tp, bool last_pass) {
+    h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+    if (!h->circular) stop_tracing(h, StopReason::BufferFull, tp->number);
+    if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
+}
+
+// In line in the collector: the common hit (no condition, registers and ranges) calls nothing
+// but the clock and the memory reads.
+__attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, TracepointRecord* tp,
+                                               const std::uint8_t* block) {
+    if (tp->has_condition && !condition_holds(h, tp, block)) return;
     bool last_pass = false;
     if (tp->pass_count) {
         const std::uint64_t n = tp->pass_hits.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -280,28 +339,24 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
 
     const auto index =
         static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset));
-    HitCounter& counter = counter_for(tp, index);
-    const bool own_counter = &counter != &tp->shared_hits;
+    const bool own_counter = t.counters && index < kMaxCountedRecords;
+    HitCounter& counter = own_counter ? t.counters[index] : tp->shared_hits;
     bump(counter, &HitCounter::hits, 1, own_counter);
 
-    ThreadState& t = t_state;
-    const ChunkHeader* had = t.writer.chunk;
-    std::uint8_t* record = reserve_record(g_region, t.writer, tp->frame_bound);
-    if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
+    const std::uint64_t bound = tp->frame_bound;
+    std::uint8_t* record = nullptr;
+    if (ChunkHeader* c = t.writer.chunk) {
+        const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
+        if (committed + bound <= chunk_payload(*h))
+            record = reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
+    }
+    if (!record) record = reserve_in_new_chunk(h, t, bound);
     if (!record) {
-        // No chunk left: every one is owned by a writer (circular) or holds frames (linear).
-        h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
-        if (!h->circular) stop_tracing(h, StopReason::BufferFull, tp->number);
-        if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
+        drop_frame(h, tp, last_pass);
         return;
     }
-    if (!t.key_set && g_exit_key_ok) {
-        pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
-        t.key_set = true;
-    }
     const std::uint64_t stamp = tpagent_timestamp();
-    hit.out = record + kRecordBlocksOffset; // headers written last
-    hit.out_end = record + tp->frame_bound;
+    Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
     for (std::uint32_t i = 0; i < tp->action_count; ++i) {
@@ -311,18 +366,12 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
         } else if (a.kind == ActionKind::Memory) {
             std::uint64_t base = 0;
             if (a.base_register >= 0 &&
-                !read_register(&hit, static_cast<unsigned>(a.base_register), &base))
+                !staged_register(h, block, static_cast<unsigned>(a.base_register), &base))
                 continue;
             collect_range(hit, base + a.offset, a.length);
         } else if (a.kind == ActionKind::Expression) {
-            bytecode::EvalOut out;
-            const EvalStatus s = run_expression(a, make_context(hit, true), out);
-            if (s != EvalStatus::Ok && s != EvalStatus::MemoryError &&
-                s != EvalStatus::CollectError) {
-                stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
-                             out.fault_address);
-                return;
-            }
+            hit.out = run_collecting(h, tp, a, block, hit.out, hit.out_end);
+            if (!hit.out) return;
         }
     }
 
@@ -333,16 +382,19 @@ void hit(Header* h, TracepointRecord* tp, const std::uint8_t* block) {
         stop_tracing(h, StopReason::BufferFull, tp->number);
         return;
     }
-    std::uint8_t* p = record;
-    put<std::uint32_t>(p, static_cast<std::uint32_t>(size));
-    put<std::uint32_t>(p, index);
-    put<std::uint64_t>(p, tp->address);
-    put<std::uint64_t>(p, stamp);
-    trace::store_frame_header(p, static_cast<std::uint16_t>(tp->number),
+    static_assert(sizeof(RecordHeader) == 24);
+    trace::store_le<std::uint64_t>(record, size | std::uint64_t{index} << 32);
+    trace::store_le<std::uint64_t>(record + 8, tp->address);
+    trace::store_le<std::uint64_t>(record + 16, stamp);
+    trace::store_frame_header(record + 24, static_cast<std::uint16_t>(tp->number),
                               static_cast<std::uint32_t>(data));
     publish_record(t.writer, static_cast<std::uint32_t>(size));
     bump(counter, &HitCounter::bytes, size - sizeof(RecordHeader), own_counter);
     if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
+}
+
+__attribute__((noinline)) void drop_nested_hit(Header* h) {
+    h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
 }
 
 } // namespace
@@ -357,13 +409,15 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     if (!h->tracing.load(std::memory_order_acquire)) return;
     ThreadState& t = t_state;
     if (t.busy) {
-        h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
+        drop_nested_hit(h);
         return;
     }
     t.busy = true;
+    const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
+    if (t.slot_generation != generation) join_run(h, t, generation);
     // tpagent steps a thread it stops while this is 1 on to the return, even out of the
     // library (the vDSO's clock): no run starts or ends with a frame half written.
-    ThreadSlot* slot = slot_for(h);
+    ThreadSlot* slot = t.slot;
     if (slot) {
         slot->frame.store(reinterpret_cast<std::uint64_t>(__builtin_frame_address(0)),
                           std::memory_order_relaxed);
@@ -372,7 +426,7 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
          tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
-        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, tp, block);
+        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, t, tp, block);
     if (slot) slot->collecting.store(0, std::memory_order_release);
     t.busy = false;
 }
