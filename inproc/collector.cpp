@@ -203,7 +203,8 @@ __attribute__((noinline)) std::uint8_t* collect_pieces(std::uint8_t* out, std::u
 }
 
 // The usual range is one block that fits: read in line; others go piece by piece.
-__attribute__((always_inline)) inline void collect_range(Hit& hit, std::uint64_t addr, std::uint64_t len) {
+__attribute__((always_inline)) inline void collect_range(Hit& hit, std::uint64_t addr,
+                                                         std::uint64_t len) {
     const auto room = static_cast<std::uint64_t>(hit.out_end - hit.out);
     if (len <= trace::kMaxMemoryBlock && len + trace::kMemoryBlockHeaderSize <= room) {
         const std::size_t got =
@@ -282,8 +283,8 @@ __attribute__((noinline)) bool condition_holds(Header* h, const TracepointRecord
 // caller's hit never has its address taken and stays in registers.
 __attribute__((noinline)) std::uint8_t* run_collecting(Header* h, const TracepointRecord* tp,
                                                        const ActionRecord& a,
-                                                       const std::uint8_t* block,
-                                                       std::uint8_t* out, std::uint8_t* out_end) {
+                                                       const std::uint8_t* block, std::uint8_t* out,
+                                                       std::uint8_t* out_end) {
     Hit hit{h, block, out, out_end};
     bytecode::EvalOut result;
     const EvalStatus s = run_expression(a, make_context(hit, true), result);
