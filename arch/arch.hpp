@@ -102,6 +102,15 @@ class Architecture {
     virtual bool supports_fast_tracepoints() const { return true; }
     virtual std::size_t min_fast_tracepoint_length() const = 0;
     virtual std::size_t fast_block_bytes() const = 0;
+    // The registers the in-process agent appends to that block, each thread's own and outside
+    // the pad's reach (x86-64: fs_base and gs_base, for TLS in tfind), adjacent in `g`; and
+    // whether it may read them by instruction (else by system call). It reads them once per
+    // thread and run: a thread that moves its own TLS base during a run is not followed.
+    struct FastBlockTail {
+        std::vector<int> regnums;
+        bool by_instruction = false;
+    };
+    virtual FastBlockTail fast_block_tail() const { return {}; }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
     // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the
     // jump at `from` back to `to`, and the absolute addresses the pc-relative operands of the

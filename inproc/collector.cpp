@@ -24,6 +24,9 @@ struct ThreadState {
     ThreadSlot* slot = nullptr;     // this run's slot, or null (slots ran out)
     HitCounter* counters = nullptr; // the slot's row, or null: the records' shared counters
     std::uint64_t slot_generation = 0;
+    // The thread-pointer registers, read when the thread joined the run: read at each hit,
+    // even by instruction, they cost 2.5 ns, and a thread's (glibc's TCB) never changes.
+    std::uint64_t thread_registers[2] = {};
     bool busy = false; // a hit nested inside a hit (signal handler) is dropped
     bool key_set = false;
 };
@@ -230,14 +233,21 @@ bool collect_tsv(void* user, unsigned num, std::int64_t value) {
     return true;
 }
 
-__attribute__((always_inline)) inline void collect_registers(Hit& hit) {
-    const std::uint32_t n = hit.header->core_register_bytes;
-    if (hit.has_registers ||
-        static_cast<std::uint64_t>(hit.out_end - hit.out) < trace::registers_block_size(n))
+// The R block: the registers the pad staged, then the thread-pointer registers.
+__attribute__((always_inline)) inline void collect_registers(Hit& hit, const ThreadState& t) {
+    const std::uint32_t core = hit.header->core_register_bytes;
+    const std::uint32_t tail = hit.header->tail_register_bytes;
+    if (hit.has_registers || tail > sizeof t.thread_registers ||
+        static_cast<std::uint64_t>(hit.out_end - hit.out) <
+            trace::registers_block_size(core + tail))
         return;
     hit.out = trace::store_registers_header(hit.out);
-    copy_registers(hit.out, hit.block, n);
-    hit.out += n;
+    copy_registers(hit.out, hit.block, core);
+    hit.out += core;
+    for (std::uint32_t i = 0; i + 8 <= tail; i += 8) { // 8-byte registers: no memcpy call
+        __builtin_memcpy(hit.out, &t.thread_registers[i / 8], 8);
+        hit.out += 8;
+    }
     hit.has_registers = true;
 }
 
@@ -304,6 +314,8 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     t.writer.chunk = nullptr;
     t.writer.linear_credit = 0;
     t.writer.generation = generation;
+    if (h->tail_register_bytes && h->tail_register_bytes <= sizeof t.thread_registers)
+        tpagent_thread_registers(t.thread_registers, h->tail_by_instruction);
 }
 
 // The thread's chunk is full (or it has none): the next one, mapped into the process.
@@ -363,7 +375,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     for (std::uint32_t i = 0; i < tp->action_count; ++i) {
         const ActionRecord& a = actions[i];
         if (a.kind == ActionKind::Registers) {
-            collect_registers(hit);
+            collect_registers(hit, t);
         } else if (a.kind == ActionKind::Memory) {
             std::uint64_t base = 0;
             if (a.base_register >= 0 &&

@@ -24,6 +24,9 @@ std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
 extern "C" std::size_t tpagent_fault_recovering_copy(void* dst, const void* src, std::size_t len);
 extern "C" long tpagent_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fault[];
+// The thread-pointer registers (Header::tail_register_bytes of them) into out: by instruction
+// when by_instruction, else by system call. Returns the bytes written.
+extern "C" std::size_t tpagent_thread_registers(std::uint64_t* out, long by_instruction);
 // A counter every core reads alike (no system call, no shared write): orders frames.
 extern "C" std::uint64_t tpagent_timestamp();
 

@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 5;
+inline constexpr std::uint32_t kVersion = 6;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -113,8 +113,13 @@ struct Header {
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0
     std::uint32_t circular;
-    std::uint32_t g_size;                  // bytes of a full R block
-    std::uint32_t core_register_bytes;     // bytes of the staged R block
+    std::uint32_t g_size;              // bytes of a full R block
+    std::uint32_t core_register_bytes; // bytes of the R block the pads stage
+    // Bytes the collector appends to a frame's R block after those: the thread-pointer
+    // registers (tpagent_thread_registers), read once per thread and run, by instruction when
+    // tail_by_instruction (else by system call). 0: none.
+    std::uint32_t tail_register_bytes;
+    std::uint32_t tail_by_instruction;
     std::atomic<std::uint64_t> generation; // bumped at each start: threads drop old chunks
     // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
     std::uint16_t register_offset[kMaxCoreRegisters];
@@ -245,6 +250,10 @@ inline Header* header_of(void* region) {
 }
 inline ChunkHeader* chunk_at(void* region, std::size_t i) {
     return at<ChunkHeader>(region, kChunksOffset + i * header_of(region)->chunk_bytes);
+}
+// Bytes of a frame's R block: the staged core, then the tail.
+inline std::uint32_t frame_register_bytes(const Header& h) {
+    return h.core_register_bytes + h.tail_register_bytes;
 }
 inline std::size_t chunk_payload(const Header& h) {
     return h.chunk_bytes - kChunkHeaderBytes;

@@ -32,11 +32,14 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
     auto info = buffer.info(*s.trace_frame);
     if (frame) {
         if (auto regs = frame->registers(); regs && regs->size() <= g.size()) {
-            std::copy(regs->begin(), regs->end(), g.begin());
+            const bool full = !info || info->registers_valid == 0;
+            if (full)
+                std::copy(regs->begin(), regs->end(), g.begin());
+            else
+                info->short_block.place(*regs, g);
             const auto descs = arch.registers();
             for (std::size_t i = 0; i < descs.size(); ++i)
-                available[i] = !info || info->registers_valid == 0 ||
-                               descs[i].g_offset + descs[i].size <= info->registers_valid;
+                available[i] = full || info->short_block.holds(descs[i].g_offset, descs[i].size);
             return g;
         }
     }

@@ -11,6 +11,30 @@ namespace tpagent::trace {
 
 enum class CommitResult : std::uint8_t { Stored, Full, Invalid };
 
+// Where a short R block's bytes (a fast tracepoint's) lie in the full `g` block: its first
+// `prefix` bytes are the g block's first ones (the registers the jump pad saves); the `tail`
+// bytes after them (the thread-pointer registers the collector adds) lie at `tail_offset`.
+struct ShortRegisterBlock {
+    std::uint32_t prefix = 0;
+    std::uint32_t tail_offset = 0;
+    std::uint32_t tail = 0;
+
+    std::uint32_t size() const { return prefix + tail; }
+    // Whether the register at [g_offset, g_offset + bytes) of the g block was collected.
+    bool holds(std::uint32_t g_offset, std::uint32_t bytes) const {
+        return g_offset + bytes <= prefix ||
+               (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail);
+    }
+    // Copies a short block to its places in `g` (a full block); other bytes are left alone.
+    void place(std::span<const std::uint8_t> block, std::span<std::uint8_t> g) const {
+        for (std::size_t i = 0; i < prefix && i < block.size() && i < g.size(); ++i)
+            g[i] = block[i];
+        for (std::size_t i = 0; i < tail && prefix + i < block.size() && tail_offset + i < g.size();
+             ++i)
+            g[tail_offset + i] = block[prefix + i];
+    }
+};
+
 struct SharedFrame {
     const std::uint8_t* bytes = nullptr; // frame header and blocks, in place
     std::uint32_t size = 0;              // bytes of the frame, header included
@@ -36,6 +60,8 @@ class SharedFrameSource {
     virtual std::uint64_t discards() const = 0;
     virtual std::uint64_t frames_created() const = 0;
     virtual std::size_t bytes_free() const = 0;
+    // How the short R blocks of its frames map into the g block.
+    virtual ShortRegisterBlock short_block() const = 0;
     // Stores a frame written by tpagent itself (a trap tracepoint's), with a full R block.
     virtual CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) = 0;
 };

@@ -176,18 +176,34 @@ void TraceFrameBuffer::widen(const Entry& e, const std::uint8_t* frame,
                              std::vector<std::uint8_t>& out) const {
     out.assign(frame, frame + kFrameHeaderSize);
     const FrameView view(std::span<const std::uint8_t>(frame, e.size), e.registers_valid);
+    const ShortRegisterBlock layout = short_block_of(e.registers_valid);
     std::size_t pos = kFrameHeaderSize;
     while (auto b = view.block_at(pos)) {
-        out.insert(out.end(), b->encoded.begin(), b->encoded.end());
-        if (b->type == kRegistersBlock)
-            out.resize(out.size() + (register_block_size_ - e.registers_valid), 0);
+        if (b->type != kRegistersBlock) {
+            out.insert(out.end(), b->encoded.begin(), b->encoded.end());
+            continue;
+        }
+        out.push_back(static_cast<std::uint8_t>(kRegistersBlock));
+        const std::size_t at = out.size();
+        out.resize(at + register_block_size_, 0);
+        layout.place(b->data, std::span(out).subspan(at));
     }
     set_frame_length(out.data(), static_cast<std::uint32_t>(out.size() - kFrameHeaderSize));
 }
 
 FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
     const Entry& e = index_[number];
-    return FrameInfo{number, e.tracepoint, e.pc, e.size, e.registers_valid};
+    return FrameInfo{number, e.tracepoint,      e.pc,
+                     e.size, e.registers_valid, short_block_of(e.registers_valid)};
+}
+
+ShortRegisterBlock TraceFrameBuffer::short_block_of(std::uint32_t registers_valid) const {
+    if (registers_valid == 0) return {};
+    if (shared_) {
+        const ShortRegisterBlock layout = shared_->short_block();
+        if (layout.size() == registers_valid) return layout;
+    }
+    return {registers_valid, 0, 0};
 }
 
 std::optional<FrameInfo> TraceFrameBuffer::info(std::size_t number) const {

@@ -47,10 +47,11 @@ struct FrameInfo {
     std::uint16_t tracepoint = 0;
     std::uint64_t pc = 0;
     std::size_t size = 0; // bytes stored, header included
-    // A short R block: only its first registers_valid bytes were collected (a fast
-    // tracepoint's pad saves only the core registers) and only they are stored; 0 = a full
-    // block. Raw reads (qTBuffer, tsave) see the block padded to full size.
+    // A short R block of registers_valid bytes (a fast tracepoint's pad saves only the core
+    // registers), laid out in the g block as short_block says; 0 = a full block. Raw reads
+    // (qTBuffer, tsave) see the block widened to full size.
     std::uint32_t registers_valid = 0;
+    ShortRegisterBlock short_block;
 };
 
 class TraceFrameBuffer {
@@ -137,7 +138,9 @@ class TraceFrameBuffer {
     // the raw stream, short R blocks at full size.
     std::pair<std::size_t, std::size_t> sizes_of(std::span<const std::uint8_t> frame,
                                                  std::uint32_t registers_valid) const;
-    // The frame as it appears in the raw stream: short R blocks padded to full size.
+    // How an entry's short R block lies in the g block.
+    ShortRegisterBlock short_block_of(std::uint32_t registers_valid) const;
+    // The frame as it appears in the raw stream: short R blocks widened to full size.
     void widen(const Entry& e, const std::uint8_t* frame, std::vector<std::uint8_t>& out) const;
     // The frame's bytes: in place, or (shared) copied into `copy`; null if it is gone.
     const std::uint8_t* bytes_of(const Entry& e, std::vector<std::uint8_t>& copy) const;

@@ -8,7 +8,7 @@ namespace tpagent::agent {
 using namespace inproc;
 
 InprocFrames::InprocFrames(std::shared_ptr<InprocRegion> region)
-    : region_(std::move(region)), core_register_bytes_(region_->header().core_register_bytes),
+    : region_(std::move(region)), register_bytes_(frame_register_bytes(region_->header())),
       seen_(region_->header().chunk_count) {
     for (std::uint32_t i = 0; i < seen_.size(); ++i)
         seen_[i].epoch = chunk(i)->epoch.load(std::memory_order_acquire);
@@ -56,8 +56,8 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
             const std::size_t length = trace::kFrameHeaderSize + trace::frame_length(frame);
             if (length <= rh.size - sizeof rh)
                 out.push_back({frame, static_cast<std::uint32_t>(length),
-                               rh.index == kTrapRecord ? 0 : core_register_bytes_, rh.pc, rh.stamp,
-                               i, epoch});
+                               rh.index == kTrapRecord ? 0 : register_bytes_, rh.pc, rh.stamp, i,
+                               epoch});
             read += rh.size;
         }
         // Reused while we read: what we found may be torn; the next call starts it again.

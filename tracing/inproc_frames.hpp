@@ -23,6 +23,9 @@ class InprocFrames final : public trace::SharedFrameSource {
     std::uint64_t discards() const override;
     std::uint64_t frames_created() const override;
     std::size_t bytes_free() const override;
+    trace::ShortRegisterBlock short_block() const override {
+        return region_->short_register_block();
+    }
     trace::CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) override;
 
   private:
@@ -33,7 +36,7 @@ class InprocFrames final : public trace::SharedFrameSource {
     std::uint32_t chunks_in_use() const;
 
     std::shared_ptr<InprocRegion> region_;
-    std::uint32_t core_register_bytes_;
+    std::uint32_t register_bytes_; // of the frames' R blocks
     // Per chunk: the epoch its records were found in, and how far they were read.
     struct Seen {
         std::uint32_t epoch = 0;

@@ -178,7 +178,32 @@ Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture&
         h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
         h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
     }
-    return h.core_register_bytes;
+    // The tail the collector appends: registers adjacent in g, beyond the core, 16 bytes at
+    // most (the collector's room). Expressions cannot read them: the pad does not stage them.
+    short_block_ = {h.core_register_bytes, 0, 0};
+    h.tail_register_bytes = 0;
+    h.tail_by_instruction = 0;
+    if (h.general_registers_only) {
+        const auto tail = arch.fast_block_tail();
+        std::uint32_t bytes = 0, first = 0;
+        bool adjacent = !tail.regnums.empty();
+        for (int r : tail.regnums) {
+            if (r < 0 || static_cast<std::size_t>(r) >= regs.size()) {
+                adjacent = false;
+                break;
+            }
+            const auto& d = regs[static_cast<std::size_t>(r)];
+            if (bytes == 0) first = d.g_offset;
+            adjacent = adjacent && d.g_offset == first + bytes && d.g_offset >= core;
+            bytes += d.size;
+        }
+        if (adjacent && bytes <= 16 && bytes % 8 == 0 && first + bytes <= arch.g_size()) {
+            h.tail_register_bytes = bytes;
+            h.tail_by_instruction = tail.by_instruction ? 1 : 0;
+            short_block_ = {h.core_register_bytes, first, bytes};
+        }
+    }
+    return frame_register_bytes(h);
 }
 
 void InprocRegion::clear_variables() {
@@ -253,11 +278,11 @@ Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& progr
 }
 
 std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,
-                                 std::uint32_t core_register_bytes) {
+                                 std::uint32_t register_bytes) {
     std::uint64_t bound = kRecordBlocksOffset + 7;
     for (const ActionRecord& a : actions) {
         if (a.kind == ActionKind::Registers)
-            bound += trace::registers_block_size(core_register_bytes);
+            bound += trace::registers_block_size(register_bytes);
         else if (a.kind == ActionKind::Memory)
             bound += trace::memory_blocks_bound(a.length);
         else if (a.kind == ActionKind::Expression)

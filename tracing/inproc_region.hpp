@@ -5,6 +5,7 @@
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "bytecode/program.hpp"
+#include "trace/shared_frames.hpp"
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -45,8 +46,11 @@ class InprocRegion {
     void begin_configuration(bool circular, std::int64_t linear_budget);
     // The staged R block: the registers the jump pads save (the architecture's fast block, or
     // the whole `g` block when the library does not keep to general registers) and where each
-    // register lies in it, for the expressions. Returns its size.
+    // register lies in it, for the expressions; and the registers the collector appends to it
+    // (Architecture::fast_block_tail). Returns the size of a frame's R block.
     Result<std::uint32_t> describe_registers(const arch::Architecture& arch);
+    // Where a frame's R block lies in the g block, as described.
+    const trace::ShortRegisterBlock& short_register_block() const { return short_block_; }
     // Trace state variables: all undefined, then defined one by one (false: a number beyond
     // the region's table). A timestamp variable reads the clock.
     void clear_variables();
@@ -77,6 +81,7 @@ class InprocRegion {
     InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}
     pid_t pid_;
     void* local_;
+    trace::ShortRegisterBlock short_block_;
 };
 
 // A run's tracepoint records, actions and expression code, allocated one after the other in
@@ -109,8 +114,8 @@ class InprocConfigArea {
 inline constexpr std::uint64_t kExpressionAllowance = 8192;
 
 // TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
-// header and blocks (R blocks of core_register_bytes), rounded up to 8 bytes.
+// header and blocks (R blocks of register_bytes), rounded up to 8 bytes.
 std::uint64_t staged_frame_bound(std::span<const inproc::ActionRecord> actions,
-                                 std::uint32_t core_register_bytes);
+                                 std::uint32_t register_bytes);
 
 } // namespace tpagent::agent

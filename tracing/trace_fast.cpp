@@ -51,7 +51,7 @@ class RecordWriter {
   public:
     RecordWriter(InprocRegion& region, Target& inferior)
         : region_(region), area_(region), inferior_(inferior), helpers_(region.helpers()),
-          core_(region.header().core_register_bytes) {
+          core_(inproc::frame_register_bytes(region.header())) {
         helpers_.printf = 0; // never in the program
     }
 

@@ -50,4 +50,16 @@ tpagent_timestamp:
     mrs x0, cntvct_el0
     ret
     .size tpagent_timestamp, . - tpagent_timestamp
+
+// size_t tpagent_thread_registers(uint64_t* out, long by_instruction): tpidr, always by
+// instruction (user mode reads it freely).
+    .globl tpagent_thread_registers
+    .hidden tpagent_thread_registers
+    .type tpagent_thread_registers, %function
+tpagent_thread_registers:
+    mrs x2, tpidr_el0
+    str x2, [x0]
+    mov x0, #8
+    ret
+    .size tpagent_thread_registers, . - tpagent_thread_registers
     .section .note.GNU-stack, "", %progbits

@@ -3,6 +3,7 @@
 #include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/target_xml.hpp"
+#include <sys/auxv.h>
 #include <cpuid.h>
 #include <cstddef>
 #include <cstring>
@@ -128,6 +129,15 @@ std::size_t X86_64Architecture::min_fast_tracepoint_length() const {
 
 std::size_t X86_64Architecture::fast_block_bytes() const {
     return core_block_bytes(layout_);
+}
+
+Architecture::FastBlockTail X86_64Architecture::fast_block_tail() const {
+    const int fs = layout_.find("fs_base"), gs = layout_.find("gs_base");
+    if (fs < 0 || gs < 0) return {};
+    // rdfsbase/rdgsbase work in user mode only where the kernel enabled them (Linux 5.9+);
+    // the agent runs on this machine's kernel.
+    constexpr unsigned long kHwcap2Fsgsbase = 1ul << 1;
+    return {{fs, gs}, (getauxval(AT_HWCAP2) & kHwcap2Fsgsbase) != 0};
 }
 
 Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& request) const {

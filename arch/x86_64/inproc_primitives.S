@@ -98,4 +98,34 @@ tpagent_timestamp:
     ret
     .cfi_endproc
     .size tpagent_timestamp, . - tpagent_timestamp
+
+// size_t tpagent_thread_registers(uint64_t* out, long by_instruction)
+// fs_base and gs_base (gdb's order): by rdfsbase/rdgsbase, which fault unless the kernel
+// enabled them (tpagent tells), or by arch_prctl. Never through %fs:0, which a program that
+// set its own fs base may not have mapped.
+    .globl tpagent_thread_registers
+    .hidden tpagent_thread_registers
+    .type tpagent_thread_registers, @function
+tpagent_thread_registers:
+    .cfi_startproc
+    test %rsi, %rsi
+    jz 1f
+    rdfsbase %rax
+    mov %rax, (%rdi)
+    rdgsbase %rax
+    mov %rax, 8(%rdi)
+    mov $16, %eax
+    ret
+1:  mov %rdi, %rsi       // arch_prctl(ARCH_GET_FS, out); rsi survives the system call
+    mov $0x1003, %edi
+    mov $158, %eax
+    syscall
+    add $8, %rsi         // arch_prctl(ARCH_GET_GS, out + 1)
+    mov $0x1004, %edi
+    mov $158, %eax
+    syscall
+    mov $16, %eax
+    ret
+    .cfi_endproc
+    .size tpagent_thread_registers, . - tpagent_thread_registers
     .section .note.GNU-stack, "", @progbits

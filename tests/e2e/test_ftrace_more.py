@@ -364,3 +364,34 @@ def test_frame_count_grows_while_running(e2e):
     assert r.value("print n") == "2004"
     assert r.found("tfind") is None
     s.exits_as_natively(r.of("continue", 4))
+
+
+# --------------------------------------------------------------------------- thread-pointer registers
+
+
+@pytest.mark.tpagent_only("gdbserver's fast frames leave fs_base and gs_base unavailable")
+def test_fast_frames_hold_each_threads_thread_pointer(e2e):
+    """Four threads hit a fast tracepoint collecting $regs: every frame holds the fs_base of
+    the thread that hit it (glibc's pthread_self()), so thread-local variables resolve under
+    tfind; gs_base too. tsave -r writes them into the trace file where gdb reads them back."""
+    threads, rounds = 4, 5
+    s = FastTrace(e2e, "ftrace_tls")
+    define = s.define(ftrace("work", "collect $regs"))
+    walk = s.walk("$rdi", "$rsi", "$fs_base", "$gs_base")
+    saved = e2e.tmp / "target.tf"
+    r = s.gdb(
+        *TO_MAIN, "print/x $gs_base", define, *trace_to("all_done"), "print/x self_of", walk,
+        f"tsave -r {saved}",
+    )
+    r.trace_stopped("by a tstop command", threads * rounds)
+    selves = [int(v, 16) for v in re.findall(r"0x[0-9a-f]+", r.value("print/x self_of"))]
+    assert len(selves) == threads and len(set(selves)) == threads and 0 not in selves, selves
+    gs = int(r.value("print/x $gs_base"), 16)
+    rows = r.frames(walk)
+    assert len(rows) == threads * rounds, r.of(walk)
+    assert all(fs == selves[tid] and g == gs for _, _, tid, _, fs, g in rows), (selves, rows)
+    assert sorted(row[2:4] for row in rows) == [(t, n) for t in range(threads) for n in range(rounds)]
+
+    # The file's tracepoint is gdb's number 1 (it numbers them afresh); the rest is the same.
+    read_back = s.open_trace_file(saved, walk)
+    assert [(f, *v) for f, _, *v in read_back.frames(walk)] == [(f, *v) for f, _, *v in rows]

@@ -16,6 +16,8 @@ namespace {
 // chunk's epoch changes when the test discards it.
 class FakeSource final : public SharedFrameSource {
   public:
+    ShortRegisterBlock layout; // of the short R blocks (size 0: the prefix is the whole block)
+    ShortRegisterBlock short_block() const override { return layout; }
     // A frame for tracepoint tp with one 8-byte memory block holding `value`, found at the
     // next take_new() with this stamp, in `chunk`.
     void add(std::uint16_t tp, std::uint64_t value, std::uint64_t stamp, std::uint32_t chunk,
@@ -197,4 +199,31 @@ TEST_CASE("shared frames: tpagent's own frames go to the source; clear() takes t
     CHECK(src.appended.size() == 1);
     CHECK(buf.frame_count() == 1);
     CHECK(buf.frames_created() == 1);
+}
+
+TEST_CASE("shared frames: a short R block's tail goes to its place in the g block",
+          "[trace][shared]") {
+    TraceFrameBuffer buf(40);
+    FakeSource src;
+    src.layout = {12, 24, 8}; // 12 bytes of core; 8 bytes that belong at g offset 24
+    buf.share(&src);
+    src.add(1, 7, 1, 0, 20, 40); // a 20-byte R block of 0x11
+    REQUIRE(buf.frame_count() == 1);
+    const auto info = buf.info(0);
+    CHECK(info->registers_valid == 20);
+    CHECK(info->short_block.holds(0, 8));
+    CHECK(info->short_block.holds(24, 8));
+    CHECK_FALSE(info->short_block.holds(12, 8)); // between the core and the tail
+    CHECK_FALSE(info->short_block.holds(32, 8));
+    CHECK(buf.raw_size() == info->size + 20);
+    Bytes all(buf.raw_size());
+    REQUIRE(buf.read_raw(0, all) == all.size());
+    const std::uint8_t* g = all.data() + kFrameHeaderSize + 1;
+    CHECK(all[kFrameHeaderSize] == 'R');
+    CHECK(Bytes(g, g + 12) == Bytes(12, 0x11));
+    CHECK(Bytes(g + 12, g + 24) == Bytes(12, 0));
+    CHECK(Bytes(g + 24, g + 32) == Bytes(8, 0x11));
+    CHECK(Bytes(g + 32, g + 40) == Bytes(8, 0));
+    // The memory block after it is intact.
+    CHECK(all[kFrameHeaderSize + 1 + 40] == 'M');
 }

@@ -80,6 +80,10 @@ const arch::Architecture& host() {
 std::size_t core_bytes() {
     return host().fast_block_bytes();
 }
+// A frame's R block: the core, then the thread-pointer registers the collector appends.
+std::size_t frame_block_bytes() {
+    return frame_register_bytes(region().header());
+}
 const arch::RegisterDesc& reg(std::string_view name) {
     for (const auto& r : host().registers())
         if (name == r.name) return r;
@@ -174,7 +178,7 @@ class Config {
         configure_chunks(buffer_bytes);
         auto core = region().describe_registers(host());
         REQUIRE(core);
-        REQUIRE(*core == core_bytes());
+        REQUIRE(*core == frame_block_bytes());
         region().clear_variables();
         // No ranges: an empty span with a non-null data() (set_readable_ranges memcpy()s
         // from it even when it is empty, which UBSan reports for null).
@@ -199,7 +203,8 @@ class Config {
         std::copy(actions.begin(), actions.end(), out->begin());
         rec.actions_offset = region().offset_of(out->data());
         rec.action_count = static_cast<std::uint32_t>(actions.size());
-        rec.frame_bound = agent::staged_frame_bound(*out, static_cast<std::uint32_t>(core_bytes()));
+        rec.frame_bound =
+            agent::staged_frame_bound(*out, static_cast<std::uint32_t>(frame_block_bytes()));
         REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
@@ -278,7 +283,8 @@ struct Frame {
     RecordHeader header{};
     std::uint16_t number = 0;
     bool has_registers = false;
-    std::vector<std::uint8_t> registers;
+    std::vector<std::uint8_t> registers; // the core, as the pad staged it
+    std::vector<std::uint8_t> tail;      // the thread-pointer registers after it
     struct Memory {
         std::uint64_t address;
         std::vector<std::uint8_t> bytes;
@@ -302,14 +308,16 @@ std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, 
     const std::size_t end = trace::kFrameHeaderSize + trace::frame_length(staged.data());
     if (end > staged.size()) return "frame length beyond the record";
     if (staged.size() - end >= 8) return "more than 7 bytes of padding";
-    const trace::FrameView view(staged.first(end), core_bytes());
+    const trace::FrameView view(staged.first(end), frame_block_bytes());
     f.number = view.tracepoint();
     std::size_t pos = trace::kFrameHeaderSize;
     while (auto b = view.block_at(pos)) {
         if (b->type == trace::kRegistersBlock) {
             if (f.has_registers) return "two R blocks";
             f.has_registers = true;
-            f.registers.assign(b->data.begin(), b->data.end());
+            const auto core = static_cast<std::ptrdiff_t>(core_bytes());
+            f.registers.assign(b->data.begin(), b->data.begin() + core);
+            f.tail.assign(b->data.begin() + core, b->data.end());
         } else if (b->type == trace::kMemoryBlock) {
             f.memory.push_back({b->address, {b->data.begin(), b->data.end()}});
         } else if (b->type == trace::kVariableBlock) {
@@ -708,7 +716,7 @@ TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]
         TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
         size = hit_once(config, rec).header.size;
     }
-    const std::uint64_t widened = size + host().g_size() - core_bytes();
+    const std::uint64_t widened = size + host().g_size() - frame_block_bytes();
 
     SECTION("one thread: the frames the budget holds, then nothing") {
         const std::uint64_t budget = 10 * size + size / 2; // below one claim (64 KiB)
@@ -1005,3 +1013,37 @@ TEST_CASE("inproc: setv and getv update trace state variables in the region", "[
         CHECK(header().stop_address == 3);
     }
 }
+
+#if defined(__x86_64__)
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+
+TEST_CASE("inproc: the R block ends with the thread's fs_base and gs_base", "[inproc]") {
+    std::uint64_t fs = 0, gs = 0;
+    REQUIRE(syscall(SYS_arch_prctl, ARCH_GET_FS, &fs) == 0);
+    REQUIRE(syscall(SYS_arch_prctl, ARCH_GET_GS, &gs) == 0);
+    std::vector<std::uint8_t> expected(16);
+    std::memcpy(expected.data(), &fs, 8);
+    std::memcpy(expected.data() + 8, &gs, 8);
+    const bool by_instruction = host().fast_block_tail().by_instruction;
+    // Read by instruction where the kernel allows it, and by system call always (a new run
+    // reads them again: the thread joins it).
+    for (const std::uint32_t instruction : {0u, by_instruction ? 1u : 0u}) {
+        Config config;
+        REQUIRE(header().tail_register_bytes == 16);
+        CHECK(header().tail_by_instruction == (by_instruction ? 1u : 0u));
+        header().tail_by_instruction = instruction;
+        TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+        const Frame f = hit_once(config, rec);
+        INFO("by instruction: " << instruction);
+        CHECK(f.registers == Block().bytes);
+        CHECK(f.tail == expected);
+    }
+    // tpagent puts them where gdb's g block has them.
+    const auto& layout = region().short_register_block();
+    CHECK(layout.prefix == core_bytes());
+    CHECK(layout.tail_offset == reg("fs_base").g_offset);
+    CHECK(layout.tail == 16);
+    CHECK(reg("gs_base").g_offset == reg("fs_base").g_offset + 8);
+}
+#endif
