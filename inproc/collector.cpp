@@ -311,9 +311,7 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
     t.counters = t.slot ? counter_row(g_region, n) : nullptr;
     t.slot_generation = generation;
-    t.writer.chunk = nullptr;
-    t.writer.linear_credit = 0;
-    t.writer.generation = generation;
+    join_generation(t.writer, generation);
     if (h->tail_register_bytes && h->tail_register_bytes <= sizeof t.thread_registers)
         tpagent_thread_registers(t.thread_registers, h->tail_by_instruction);
 }
@@ -357,12 +355,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     bump(counter, &HitCounter::hits, 1, own_counter);
 
     const std::uint64_t bound = tp->frame_bound;
-    std::uint8_t* record = nullptr;
-    if (ChunkHeader* c = t.writer.chunk) {
-        const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
-        if (committed + bound <= chunk_payload(*h))
-            record = reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
-    }
+    std::uint8_t* record = room_in_chunk(*h, t.writer, bound);
     if (!record) record = reserve_in_new_chunk(h, t, bound);
     if (!record) {
         drop_frame(h, tp, last_pass);

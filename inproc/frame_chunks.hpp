@@ -80,22 +80,31 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation) {
     return c;
 }
 
+// A new run for the writer: the chunk and credit it held are void.
+inline void join_generation(ChunkWriter& w, std::uint64_t generation) {
+    w.chunk = nullptr;
+    w.linear_credit = 0;
+    w.generation = generation;
+}
+
+// Where the writer's next record goes in the chunk it holds, with room for `bound` bytes; null
+// when it holds none or that one is too full.
+inline std::uint8_t* room_in_chunk(const Header& h, const ChunkWriter& w, std::uint64_t bound) {
+    ChunkHeader* c = w.chunk;
+    if (!c) return nullptr;
+    const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
+    if (committed + bound > chunk_payload(h)) return nullptr;
+    return reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
+}
+
 // Where the writer's next record goes, with room for `bound` bytes: in its chunk, else in a
 // new one (the old one sealed). Null when no chunk is to be had.
 inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound) {
     Header* h = header_of(region);
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
-    if (w.generation != generation) { // a new run: the old chunk and credit are void
-        w.chunk = nullptr;
-        w.linear_credit = 0;
-        w.generation = generation;
-    }
-    if (ChunkHeader* c = w.chunk) {
-        const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
-        if (committed + bound <= chunk_payload(*h))
-            return reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
-        seal_chunk(region, c);
-    }
+    if (w.generation != generation) join_generation(w, generation);
+    if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
+    if (w.chunk) seal_chunk(region, w.chunk);
     w.chunk = take_chunk(region, generation);
     return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
 }
