@@ -102,6 +102,11 @@ struct Hit {
     std::uint8_t* out;         // next frame byte
     std::uint8_t* out_end;     // the tracepoint's frame bound
     bool has_registers = false;
+    // Collecting: the frame's stamp, taken again right before the first clock an expression
+    // reads, so that frames in stamp order hold $trace_timestamp values in order too.
+    bool collecting = false;
+    bool clock_read = false;
+    std::uint64_t stamp = 0;
 };
 
 // Copies register bytes: whole words, 32 bytes a step, then the 4-byte registers one by one as
@@ -157,10 +162,17 @@ Variable* variable(unsigned num) {
     return v->defined ? v : nullptr;
 }
 
-bool get_tsv(void*, unsigned num, std::int64_t* value) {
+bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     Variable* v = variable(num);
     if (!v) return false;
     timespec ts{};
+    if (v->reading == 1 || v->reading == 2) {
+        Hit& hit = *static_cast<Hit*>(user);
+        if (hit.collecting && !hit.clock_read) {
+            hit.clock_read = true;
+            hit.stamp = tpagent_timestamp();
+        }
+    }
     switch (v->reading) {
     case 1:
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -289,20 +301,26 @@ __attribute__((noinline)) bool condition_holds(Header* h, const TracepointRecord
 }
 
 // An X action, collecting through its trace opcodes into [out, out_end): where the frame's
-// next byte now is, or null when the action failed (the trace stops). By value, so that the
-// caller's hit never has its address taken and stays in registers.
-__attribute__((noinline)) std::uint8_t* run_collecting(Header* h, const TracepointRecord* tp,
-                                                       const ActionRecord& a,
-                                                       const std::uint8_t* block, std::uint8_t* out,
-                                                       std::uint8_t* out_end) {
+// next byte now is (null when the action failed: the trace stops), and its stamp. By value,
+// so that the caller's hit never has its address taken and stays in registers.
+struct Collected {
+    std::uint8_t* out;
+    std::uint64_t stamp;
+};
+__attribute__((noinline)) Collected run_collecting(Header* h, const TracepointRecord* tp,
+                                                   const ActionRecord& a, const std::uint8_t* block,
+                                                   std::uint8_t* out, std::uint8_t* out_end,
+                                                   std::uint64_t stamp) {
     Hit hit{h, block, out, out_end};
+    hit.collecting = true;
+    hit.stamp = stamp;
     bytecode::EvalOut result;
     const EvalStatus s = run_expression(a, make_context(hit, true), result);
     if (s == EvalStatus::Ok || s == EvalStatus::MemoryError || s == EvalStatus::CollectError)
-        return hit.out;
+        return {hit.out, hit.stamp};
     stop_tracing(h, StopReason::Error, tp->number, static_cast<std::uint64_t>(s),
                  result.fault_address);
-    return nullptr;
+    return {nullptr, stamp};
 }
 
 // A new run for this thread: its slot, and its writer emptied (the old chunk is void).
@@ -361,7 +379,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         drop_frame(h, tp, last_pass);
         return;
     }
-    const std::uint64_t stamp = tpagent_timestamp();
+    std::uint64_t stamp = tpagent_timestamp();
     Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
@@ -376,8 +394,10 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
                 continue;
             collect_range(hit, base + a.offset, a.length);
         } else if (a.kind == ActionKind::Expression) {
-            hit.out = run_collecting(h, tp, a, block, hit.out, hit.out_end);
-            if (!hit.out) return;
+            const Collected c = run_collecting(h, tp, a, block, hit.out, hit.out_end, stamp);
+            if (!c.out) return;
+            hit.out = c.out;
+            stamp = c.stamp;
         }
     }
 
@@ -427,6 +447,8 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     if (slot) {
         slot->frame.store(reinterpret_cast<std::uint64_t>(__builtin_frame_address(0)),
                           std::memory_order_relaxed);
+        slot->return_to.store(reinterpret_cast<std::uint64_t>(__builtin_return_address(0)),
+                              std::memory_order_relaxed);
         slot->collecting.store(1, std::memory_order_relaxed);
     }
     // Tracepoints sharing an address share the pad: their records are chained.

@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 6;
+inline constexpr std::uint32_t kVersion = 7;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -195,6 +195,9 @@ struct alignas(64) ThreadSlot {
     // The collector's frame address while collecting: a stopped thread whose stack pointer
     // lies just below it is this thread, inside the call (threads' stacks are apart).
     std::atomic<std::uint64_t> frame;
+    // Where that call returns to (in a pad): tpagent runs a thread it stopped inside the call
+    // to there with one breakpoint, not thousands of single steps.
+    std::atomic<std::uint64_t> return_to;
 };
 // How far below the collector's frame its callees' frames may reach.
 inline constexpr std::uint64_t kCollectorStackReach = 64u << 10;

@@ -140,11 +140,11 @@ class Target {
     struct InprocAgentCode {
         std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
         std::uint64_t code_begin = 0, code_end = 0;
-        // Whether a thread whose stack pointer is `sp` is inside a collector call, also where
-        // the collector called out of the library (the vDSO's clock, the C library): such a
-        // thread is stepped on until it leaves, so no run starts or ends with a frame half
-        // written.
-        std::function<bool(std::uint64_t sp)> collecting;
+        // If a thread whose stack pointer is `sp` is inside a collector call, also where the
+        // collector called out of the library (the vDSO's clock, the C library), where the
+        // call returns to: such a thread runs on to there, and is stepped on out of the pad,
+        // so no run starts or ends with a frame half written.
+        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_return;
     };
     virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
     // Called when the process execs: the old image, and everything placed in it, is gone.

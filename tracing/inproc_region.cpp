@@ -134,7 +134,7 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
-bool InprocRegion::collecting(std::uint64_t sp) const {
+std::optional<std::uint64_t> InprocRegion::collector_return(std::uint64_t sp) const {
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -142,9 +142,9 @@ bool InprocRegion::collecting(std::uint64_t sp) const {
         const std::uint64_t frame = slot->frame.load(std::memory_order_relaxed);
         if (slot->collecting.load(std::memory_order_acquire) && sp <= frame &&
             frame - sp < kCollectorStackReach)
-            return true;
+            return slot->return_to.load(std::memory_order_relaxed);
     }
-    return false;
+    return std::nullopt;
 }
 
 InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {

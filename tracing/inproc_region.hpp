@@ -7,6 +7,7 @@
 #include "bytecode/program.hpp"
 #include "trace/shared_frames.hpp"
 #include <cstdint>
+#include <optional>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -69,9 +70,9 @@ class InprocRegion {
         std::uint64_t bytes = 0;
     };
     HitTotals hit_totals(std::uint32_t index) const;
-    // Whether the thread whose stack pointer is `sp` is inside a collector call now (it must
-    // be stopped to be sure).
-    bool collecting(std::uint64_t sp) const;
+    // If the thread whose stack pointer is `sp` is inside a collector call now (it must be
+    // stopped to be sure), where that call returns to.
+    std::optional<std::uint64_t> collector_return(std::uint64_t sp) const;
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.

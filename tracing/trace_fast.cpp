@@ -22,9 +22,9 @@ using namespace inproc;
 Target::InprocAgentCode agent_code_of(pid_t pid, const std::shared_ptr<InprocRegion>& region) {
     const Header& lib = region->header();
     Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
-    code.collecting = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
+    code.collector_return = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
         const auto r = weak.lock();
-        return r && r->collecting(sp);
+        return r ? r->collector_return(sp) : std::nullopt;
     };
     const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
     auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {

@@ -172,10 +172,13 @@ class Inferior final : public Target {
     const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
     bool finish_fast_step(pid_t tid, Thread& t);
     bool recover_collector_fault(pid_t tid);
-    // Threads stopped inside pads or the collector run (one instruction at a time) until
-    // they are back at the program's own instructions, so gdb never sees tpagent's code.
+    // Threads stopped inside pads or the collector run (to the collector's return, then one
+    // instruction at a time) until they are back at the program's own instructions, so gdb
+    // never sees tpagent's code.
     void leave_pads();
     void leave_pads(pid_t tid, Thread& t);
+    bool run_to(pid_t tid, Thread& t, std::uint64_t addr);
+    int wait_own_resume(pid_t tid, Thread& t);
     bool in_tpagent_code(std::uint64_t pc) const;
     // Collects a trap site's hit for a thread about to leave its address without having run
     // the breakpoint (it stepped onto it, or was stopped there).

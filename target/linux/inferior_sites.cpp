@@ -156,8 +156,56 @@ void Inferior::leave_pads() {
 // a time, to the next instruction boundary of the program's own code: what it was doing
 // anyway. A thread with an event of its own (a signal it got there) is only moved back if it
 // stands on an instruction boundary; running it could raise the signal again.
+// Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
+// thread killed from outside takes its status with it; its process's end is still seen
+// through the main thread). Any signal but SIGTRAP came meanwhile: the thread's event for
+// later.
+int Inferior::wait_own_resume(pid_t tid, Thread& t) {
+    t.regs.reset();
+    int status = 0;
+    if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
+    const int sig = WSTOPSIG(status);
+    if (sig != SIGTRAP && sig != SIGSTOP) {
+        StopEvent ev;
+        ev.pid = pid_;
+        ev.tid = tid;
+        ev.signal = sig;
+        t.pending = ev;
+    }
+    return sig;
+}
+
+// Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
+bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
+    if (auto s = breakpoints_->insert(addr); !s) return false;
+    bool arrived = false;
+    for (;;) {
+        if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
+        const int sig = wait_own_resume(tid, t);
+        // The collector's copy faulting on memory unmapped meanwhile: it reads short, and on.
+        if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+            t.pending.reset();
+            continue;
+        }
+        if (sig == SIGTRAP) {
+            auto s = snapshot(tid, false);
+            if (s && arch_.pc(**s) == arch_.pc_after_breakpoint(addr)) {
+                arch_.set_pc(**s, addr);
+                arrived = static_cast<bool>(arch_.write_general_registers(tid, **s));
+            }
+        }
+        break;
+    }
+    t.regs.reset();
+    if (auto s = breakpoints_->remove(addr); !s)
+        spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
+                     s.error().text);
+    return arrived;
+}
+
 void Inferior::leave_pads(pid_t tid, Thread& t) {
     const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
+    bool ran_to_return = false;
     for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
         auto s = snapshot(tid, false);
         if (!s) return;
@@ -183,26 +231,20 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
                 spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
             break;
         }
-        const bool collecting =
-            agent_code_ && agent_code_->collecting && agent_code_->collecting(arch_.sp(**s));
-        if ((!in_tpagent_code(pc) && !collecting) || has_event) break;
-        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
-        t.regs.reset();
-        int status = 0;
-        // A thread that dies here (SIGKILL from outside) takes its status with it; its
-        // process's end is still seen through the main thread.
-        if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) break;
-        if (WSTOPSIG(status) != SIGTRAP) {
-            // A signal that came meanwhile is the thread's event for later.
-            if (WSTOPSIG(status) != SIGSTOP) {
-                StopEvent ev;
-                ev.pid = pid_;
-                ev.tid = tid;
-                ev.signal = WSTOPSIG(status);
-                t.pending = ev;
-            }
-            break;
+        std::optional<std::uint64_t> collector_return;
+        if (agent_code_ && agent_code_->collector_return)
+            collector_return = agent_code_->collector_return(arch_.sp(**s));
+        if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
+        if (collector_return && *collector_return && !ran_to_return) {
+            // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a
+            // thread stamped but not yet at its clock would read it that late.
+            ran_to_return = true;
+            if (!run_to(tid, t, *collector_return)) break;
+            spdlog::debug("thread {}: ran out of the collector to 0x{:x}", tid, *collector_return);
+            continue;
         }
+        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
+        if (wait_own_resume(tid, t) != SIGTRAP) break;
     }
     t.step_from_site.reset(); // a gdb step it was in the middle of has been done
     t.fast_step.reset();

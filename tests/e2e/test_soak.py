@@ -22,11 +22,11 @@ What must hold, for each cycle:
 - every frame is the tracepoint's, at its address, from a thread 0..3 (rdi), and the collected
   count is rsi;
 - frames are in collection order: tpagent orders them by a time-stamp-counter stamp the
-  collector takes when it reserves the frame, and $trace_timestamp_ns is read a little later,
-  in the actions; a thread preempted in between reads its clock late, so $trace_timestamp_ns
-  may step back at a few frames (under ORDER_SLIPS of them), and never by more than
-  ORDER_SLACK_NS (frames merged by chunk rather than by stamp would step back at every chunk
-  of every thread);
+  collector takes again right before an action reads a clock; a thread preempted between
+  the two reads its clock late, so $trace_timestamp_ns may step back at a few frames (under
+  ORDER_SLIPS of them), and never by more than ORDER_SLACK_NS (frames merged by chunk rather
+  than by stamp would step back at every chunk of every thread; a thread tpagent stopped
+  inside the collector is run out of it at once, not stepped for tens of milliseconds);
 - each thread's counts are consecutive and end at its last call of the cycle (a circular buffer
   drops the oldest frames only; without a wrap they start at its first call); each thread's
   $trace_thread is one thread id, the same in every file, and no two threads share one;
