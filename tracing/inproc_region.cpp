@@ -254,8 +254,8 @@ std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
     return out;
 }
 
-Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes) {
-    const std::uint64_t at = (used_ + 7) & ~std::uint64_t{7};
+Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes, std::size_t align) {
+    const std::uint64_t at = (used_ + align - 1) / align * align;
     if (at + bytes > kConfigBytes)
         return make_error(ErrorCode::TooLarge,
                           "fast tracepoints: too many actions for the in-process agent");

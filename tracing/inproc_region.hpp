@@ -90,11 +90,15 @@ class InprocRegion {
 // index is its position.
 class InprocConfigArea {
   public:
-    explicit InprocConfigArea(InprocRegion& region) : region_(region) {}
+    // `used`: bytes already taken (a record added during a run goes after the run's others).
+    explicit InprocConfigArea(InprocRegion& region, std::uint64_t used = 0)
+        : region_(region), used_(used) {}
+    std::uint64_t used() const { return used_; }
 
-    // `count` zeroed objects; TooLarge when the area is full.
-    template <class T> Result<std::span<T>> take(std::size_t count) {
-        auto offset = take_bytes(count * sizeof(T));
+    // `count` zeroed objects, at a multiple of `align` bytes from the area's start; TooLarge
+    // when the area is full.
+    template <class T> Result<std::span<T>> take(std::size_t count, std::size_t align = 8) {
+        auto offset = take_bytes(count * sizeof(T), align);
         if (!offset) return offset.error();
         auto* first = inproc::at<T>(region_.local(), *offset);
         std::memset(static_cast<void*>(first), 0, count * sizeof(T));
@@ -105,7 +109,7 @@ class InprocConfigArea {
     Result<inproc::ActionRecord> expression(const bytecode::Program& program);
 
   private:
-    Result<std::uint64_t> take_bytes(std::size_t bytes);
+    Result<std::uint64_t> take_bytes(std::size_t bytes, std::size_t align);
 
     InprocRegion& region_;
     std::uint64_t used_ = 0;

@@ -43,7 +43,7 @@ void TraceExperiment::attach_to(Target& inferior) {
 
 void TraceExperiment::init() {
     // gdb sends QTinit before a new tstart (a run going on was stopped first).
-    fast_tps_.clear();
+    fast_records_.clear();
     table_.clear();
     variables_.clear();
     readonly_.clear();
@@ -95,12 +95,21 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
     // InstallInTrace: a tracepoint completed during a run goes in at once.
     using D = trace::TracepointTable::Defined;
     if (running_ && inferior && (outcome.what == D::Added || outcome.what == D::Replaced)) {
-        const auto* tp = table_.find(outcome.key);
+        auto* tp = table_.find(outcome.key);
         const std::uint64_t addr = outcome.key.address;
-        // A fast tracepoint joining the run is collected through a trap site: its compiled
-        // record cannot enter the program's configuration while threads use it (where a jump
-        // is already, that one gives way to the trap site).
-        if (tp && tp->definition.kind == trace::TracepointKind::Fast) fast_by_trap_.insert(addr);
+        // A fast tracepoint joining the run gets a jump of its own, or (the run has no
+        // in-process agent, a trap tracepoint is in the way, a replaced definition) a trap
+        // site (where a jump is already, that one gives way to the trap site).
+        if (tp && tp->definition.kind == trace::TracepointKind::Fast) {
+            if (outcome.what == D::Added && tp->definition.enabled) {
+                auto s = add_fast_during_run(*inferior, *tp);
+                if (s) return s;
+                spdlog::debug("fast tracepoint {} at 0x{:x}, defined during the run: {}; "
+                              "collected through a trap",
+                              outcome.key.number, addr, s.error().text);
+            }
+            fast_by_trap_.insert(addr);
+        }
         if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
     return ok_status();
@@ -108,20 +117,24 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
 
 std::set<std::uint64_t> TraceExperiment::fast_needing_traps(const Target& inferior) const {
     std::set<std::uint64_t> out;
-    const std::uint64_t length = arch_.min_fast_tracepoint_length();
-    for (const auto& [key, tp] : table_.all()) {
-        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast) continue;
-        const std::uint64_t addr = key.address;
-        for (const auto& [other, otp] : table_.all())
-            if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
-                other.address >= addr && other.address - addr < length)
-                out.insert(addr);
-        // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
-        // inside it would cut the jump.
-        for (std::uint64_t at = addr + 1; at < addr + length; ++at)
-            if (inferior.user_breakpoint_at(at)) out.insert(addr);
-    }
+    for (const auto& [key, tp] : table_.all())
+        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
+            jump_blocked(inferior, key.address))
+            out.insert(key.address);
     return out;
+}
+
+bool TraceExperiment::jump_blocked(const Target& inferior, std::uint64_t addr) const {
+    const std::uint64_t length = arch_.min_fast_tracepoint_length();
+    for (const auto& [other, otp] : table_.all())
+        if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
+            other.address >= addr && other.address - addr < length)
+            return true;
+    // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
+    // inside it would cut the jump.
+    for (std::uint64_t at = addr + 1; at < addr + length; ++at)
+        if (inferior.user_breakpoint_at(at)) return true;
+    return false;
 }
 
 Status TraceExperiment::install_during_run(Target& inferior, std::uint64_t addr) {
@@ -157,11 +170,11 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Targ
     if (auto s = table_.set_enabled(*key, enabled); !s) return s;
     if (!running_ || !inferior || !inferior->alive()) return ok_status();
     // A fast tracepoint stays installed; its record says whether it collects.
-    for (std::size_t i = 0; i < fast_tps_.size(); ++i)
-        if (fast_tps_[i]->definition.key == *key && inproc_) {
+    for (const FastRecord& f : fast_records_)
+        if (f.tp->definition.key == *key && inproc_) {
             auto* records =
                 inproc::at<inproc::TracepointRecord>(inproc_->local(), inproc::kConfigOffset);
-            __atomic_store_n(&records[i].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
+            __atomic_store_n(&records[f.index].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return ok_status();
         }
     if (any_enabled_at(key->address)) return install(*inferior, key->address);

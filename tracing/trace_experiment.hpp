@@ -91,6 +91,7 @@ class TraceExperiment {
     Status on_defined(const trace::TracepointTable::DefineOutcome& outcome, Target* inferior);
     // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
     std::set<std::uint64_t> fast_needing_traps(const Target& inferior) const;
+    bool jump_blocked(const Target& inferior, std::uint64_t addr) const;
     // During a run: a trap site for `addr`, taking the place of a fast tracepoint's jump that
     // covers it (that tracepoint is then collected through the trap site too).
     Status install_during_run(Target& inferior, std::uint64_t addr);
@@ -105,6 +106,9 @@ class TraceExperiment {
     Status check_fast(const trace::Tracepoint& tp) const;
     Status prepare_fast(Target& inferior);
     Status install_fast(Target& inferior, std::uint64_t addr);
+    // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
+    // own; an error leaves it to a trap site.
+    Status add_fast_during_run(Target& inferior, trace::Tracepoint& tp);
     Status next_gdb_site(Target& inferior);
     void pull_fast_counters();
     void pull_fast_variables();
@@ -135,8 +139,13 @@ class TraceExperiment {
     // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
     // at each address (what the pad passes), and pads still to take out.
     std::shared_ptr<InprocRegion> inproc_;
-    std::vector<trace::Tracepoint*> fast_tps_;          // nodes of table_, stable until QTinit
-    std::vector<InprocRegion::HitTotals> fast_counted_; // per record: counted into fast_tps_
+    struct FastRecord {
+        trace::Tracepoint* tp = nullptr; // a node of table_, stable until QTinit
+        std::uint32_t index = 0;         // its TracepointRecord's
+        InprocRegion::HitTotals counted; // its hits and bytes counted into tp so far
+    };
+    std::vector<FastRecord> fast_records_;
+    std::uint64_t fast_config_used_ = 0; // bytes of the region's configuration taken
     // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
     std::unique_ptr<InprocFrames> fast_frames_;
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset

@@ -49,15 +49,20 @@ bool uses_printf(const bytecode::Program& p) {
 // described), with their actions and expression code.
 class RecordWriter {
   public:
-    RecordWriter(InprocRegion& region, Target& inferior)
-        : region_(region), area_(region), inferior_(inferior), helpers_(region.helpers()),
+    RecordWriter(InprocRegion& region, Target& inferior, std::uint64_t used = 0)
+        : region_(region), area_(region, used), inferior_(inferior), helpers_(region.helpers()),
           core_(inproc::frame_register_bytes(region.header())) {
         helpers_.printf = 0; // never in the program
     }
+    std::uint64_t used() const { return area_.used(); }
 
-    // One record per tracepoint, taken before anything else: a record's index is its position.
+    // Records: a record's index is its position in the area, counted in records.
     Result<std::span<TracepointRecord>> records(std::size_t count) {
-        return area_.take<TracepointRecord>(count);
+        return area_.take<TracepointRecord>(count, sizeof(TracepointRecord));
+    }
+    std::uint32_t index_of(const TracepointRecord& rec) const {
+        return static_cast<std::uint32_t>((region_.offset_of(&rec) - inproc::kConfigOffset) /
+                                          sizeof(TracepointRecord));
     }
     Status write(TracepointRecord& rec, const trace::TracepointDefinition& def);
 
@@ -171,8 +176,7 @@ Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
 
 // Writes every enabled fast tracepoint into the region; nothing is installed yet.
 Status TraceExperiment::prepare_fast(Target& inferior) {
-    fast_tps_.clear();
-    fast_counted_.clear();
+    fast_records_.clear();
     fast_first_record_.clear();
     fast_installed_ = false;
     if (!inproc_ || inproc_->pid() != inferior.pid()) {
@@ -208,8 +212,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
         TracepointRecord& rec = (*records)[i];
         if (auto s = writer.write(rec, fast[i]->definition); !s) return s;
         largest = std::max(largest, rec.frame_bound);
-        fast_tps_.push_back(fast[i]);
-        fast_counted_.emplace_back();
+        fast_records_.push_back({fast[i], writer.index_of(rec), {}});
         const std::uint64_t offset = inproc_->offset_of(&rec);
         if (auto it = last_at.find(rec.address); it != last_at.end())
             it->second->next = offset;
@@ -217,6 +220,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
             fast_first_record_[rec.address] = offset;
         last_at[rec.address] = &rec;
     }
+    fast_config_used_ = writer.used();
     if (auto s = inproc_->configure_chunks(buffer_.size(), largest); !s) return s;
     fast_frames_ = std::make_unique<InprocFrames>(inproc_);
     buffer_.share(fast_frames_.get());
@@ -233,6 +237,42 @@ Status TraceExperiment::install_fast(Target& inferior, std::uint64_t addr) {
         return make_error(s.error().code,
                           fmt::format("fast tracepoint at 0x{:x}: {}", addr, s.error().text));
     return s;
+}
+
+Status TraceExperiment::add_fast_during_run(Target& inferior, trace::Tracepoint& tp) {
+    const trace::TracepointKey key = tp.definition.key;
+    if (!fast_running() || inferior.running())
+        return make_error(ErrorCode::NotAllowed, "the run has no fast tracepoints of its own");
+    if (fast_by_trap_.count(key.address) || jump_blocked(inferior, key.address))
+        return make_error(ErrorCode::NotAllowed, "a trap tracepoint or breakpoint is in the way");
+    if (auto s = check_fast(tp); !s) return s;
+    // Threads are stopped, and reach a record only through a jump or the chain of the
+    // records at its address, both written last.
+    RecordWriter writer(*inproc_, inferior, fast_config_used_);
+    auto records = writer.records(1);
+    if (!records) return records.error();
+    TracepointRecord& rec = records->front();
+    if (auto s = writer.write(rec, tp.definition); !s) return s;
+    if (rec.frame_bound > inproc::chunk_payload(inproc_->header()))
+        return make_error(ErrorCode::TooLarge, "its frames do not fit the run's chunks");
+    fast_config_used_ = writer.used();
+    const std::uint64_t offset = inproc_->offset_of(&rec);
+    if (auto first = fast_first_record_.find(key.address); first != fast_first_record_.end()) {
+        auto* last = inproc::at<TracepointRecord>(inproc_->local(), first->second);
+        while (last->next)
+            last = inproc::at<TracepointRecord>(inproc_->local(), last->next);
+        __atomic_store_n(&last->next, offset, __ATOMIC_RELEASE);
+    } else {
+        fast_first_record_[key.address] = offset;
+        if (auto s = install_fast(inferior, key.address); !s) {
+            fast_first_record_.erase(key.address);
+            return s;
+        }
+    }
+    fast_records_.push_back({&tp, writer.index_of(rec), {}});
+    table_.mark_in_program(key);
+    spdlog::debug("fast tracepoint {} at 0x{:x} joins the run", key.number, key.address);
+    return ok_status();
 }
 
 // QTStart with gdb relocating: the next site's pad, or, with none left, the trace runs.
@@ -295,13 +335,12 @@ void TraceExperiment::abandon_relocation(Target* inferior) {
 
 void TraceExperiment::pull_fast_counters() {
     if (!inproc_) return;
-    for (std::size_t i = 0; i < fast_tps_.size(); ++i) {
-        const auto now = inproc_->hit_totals(static_cast<std::uint32_t>(i));
-        auto& counted = fast_counted_[i];
+    for (FastRecord& f : fast_records_) {
+        const auto now = inproc_->hit_totals(f.index);
         // Differences: a tracepoint that moved to a trap site during the run counts there too.
-        fast_tps_[i]->counters.hits += now.hits - counted.hits;
-        fast_tps_[i]->counters.bytes_used += now.bytes - counted.bytes;
-        counted = now;
+        f.tp->counters.hits += now.hits - f.counted.hits;
+        f.tp->counters.bytes_used += now.bytes - f.counted.bytes;
+        f.counted = now;
     }
 }
 

@@ -108,6 +108,12 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
         if (sites_.count(addr + i))
             return make_error(ErrorCode::NotAllowed,
                               fmt::format("a trap tracepoint is installed at 0x{:x}", addr + i));
+    // Two jumps never share a byte.
+    for (const auto& [other, site] : fast_sites_)
+        if (other != addr && other < addr + covered && addr < other + site.code.covered)
+            return make_error(
+                ErrorCode::NotAllowed,
+                fmt::format("the fast tracepoint at 0x{:x} has its jump there", other));
     for (std::size_t i = 1; i < covered; ++i)
         if (breakpoints_->inserted_at(addr + i))
             return make_error(

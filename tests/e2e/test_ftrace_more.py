@@ -1,7 +1,7 @@
 """More fast tracepoints (ftrace): a thread stopped inside the bytes the jump replaces,
-enabling and disabling during a run, a full linear buffer, fast and trap tracepoints
-together, two fast tracepoints at one address, repeated tstart/tstop with threads,
-disconnected tracing, and frames reaching the server while the trace runs.
+enabling, disabling and adding them during a run, a full linear buffer, fast and trap
+tracepoints together, two fast tracepoints at one address, repeated tstart/tstop with
+threads, disconnected tracing, and frames reaching the server while the trace runs.
 
 The programs are built and started as in test_ftrace.py (scenario.FastTrace: gdbserver
 runs non-PIE programs with libinproctrace.so).
@@ -88,6 +88,27 @@ def test_thread_stopped_inside_the_replaced_bytes(e2e, inside):
     s.ends_as_natively(r.of("continue", 3))
 
 
+@pytest.mark.tpagent_only("gdb refuses ftrace on instructions shorter than the jump: raw packets")
+def test_overlapping_jumps_are_refused(e2e):
+    """Fast tracepoints at step's first and second instructions: the first one's jump covers
+    the second, whose jump would overwrite part of it. QTStart is refused with a message,
+    nothing is left patched, and the program runs as natively."""
+    s = FastTrace(e2e, PHASES, "1", "3")
+    listing = s.gdb("x/2i step", connect=False).of("x/2i step")
+    second = [int(o or 0) for o in re.findall(r"^\s*0x[0-9a-f]+ <step(?:\+(\d+))?>:", listing, re.M)][1]
+    sent = (
+        "maint packet QTinit",
+        f'eval "maint packet QTDP:1:%lx:E:0:0:F{second:x}", &step',
+        f'eval "maint packet QTDP:2:%lx:E:0:0:F3", (char*)&step + {second}',
+        "maint packet QTStart",
+    )
+    r = s.gdb(*TO_MAIN, *sent, *TO_THE_END)
+    replies = r.replies(*sent)
+    assert replies[:3] == ["OK"] * 3, replies
+    assert re.fullmatch(r"E\..*has its jump there.*", replies[3]), replies
+    s.ends_as_natively(r.of("continue", 1))
+
+
 # --------------------------------------------------------------------------- 2. disable and enable while tracing
 
 
@@ -120,6 +141,50 @@ def test_disable_and_enable_during_the_run(e2e):
     ]
     assert r.frames(walk) == expected, r.of(walk)
     s.ends_as_natively(r.of("continue", 5))
+
+
+@pytest.mark.tpagent_only(
+    "gdbserver's in-process agent makes two frames at every hit of a fast tracepoint added"
+    " during the run at an address that has one"
+)
+def test_fast_tracepoints_added_during_the_run(e2e):
+    """ftrace during a run (InstallInTrace): a new address gets its jump at once, and a second
+    tracepoint at an address that has one joins it. From the next phase on, every call makes
+    a frame for each, in the order of the hits, with each one's own data; tpagent's are fast
+    frames (the registers the pad saves: no $xmm0, which a trap site's frame would hold)."""
+    calls = 3
+    s = FastTrace(e2e, PHASES, "3", str(calls))
+    step_body, tally_body = s.at("step_body"), s.at("tally_body")
+    define = s.define(ftrace(step_body, "collect n, p"))
+    order = s.walk()
+    tally, second = s.walk("hits", "tallies", tracepoint=4), s.walk("hits", "tallies", tracepoint=5)
+    r = s.gdb(
+        *TO_MAIN, define, "break phase_done", "tstart",
+        "continue",  # phase 0: tracepoint 2 only
+        "set default-collect hits, tallies, $regs", f"ftrace {tally_body}", f"ftrace {step_body}",
+        "info tracepoints",
+        "continue",  # phase 1: 2, 5 and 4 at every call
+        "continue",  # phase 2
+        "tstop", "tstatus", order, tally, second,
+        "tfind tracepoint 4", "print $pc", "print $xmm0.uint128", *TO_THE_END,
+    )
+    assert_in_order(
+        r.of("info tracepoints"),
+        r"^4\s+fast tracepoint\s+keep y\s+0x[0-9a-f]+ in tally at ",
+        r"^5\s+fast tracepoint\s+keep y\s+0x[0-9a-f]+ in step at ",
+    )
+    for k in range(3):
+        r.stopped_at(1 + k, rf"Breakpoint 3, phase_done \(p={k}\)")
+    assert r.status().collected == calls + 2 * 3 * calls, r.status()
+    assert [row[1] for row in r.frames(order)] == [2] * calls + [2, 5, 4] * 2 * calls, r.of(order)
+    later = range(calls, 3 * calls)  # the calls of phases 1 and 2, counted from 0
+    assert [row[2:] for row in r.frames(tally)] == [(c + 1, c) for c in later], r.of(tally)
+    assert [row[2:] for row in r.frames(second)] == [(c, c) for c in later], r.of(second)
+    address = tracepoint_address(r.of(f"ftrace {tally_body}"), 4, fast=True, source=PHASES)
+    assert hex_value(r.of("print $pc"), r"0x([0-9a-f]+)") == address, r.of("print $pc")
+    if not e2e.is_gdbserver:
+        assert r.value("print $xmm0.uint128") == "<unavailable>", r.of("print $xmm0.uint128")
+    s.ends_as_natively(r.of("continue", 4))
 
 
 # --------------------------------------------------------------------------- 3. a full linear buffer
