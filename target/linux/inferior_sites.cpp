@@ -152,10 +152,6 @@ void Inferior::leave_pads() {
         leave_pads(tid, t);
 }
 
-// A thread stopped by all-stop inside a pad or the collector runs on alone, one instruction at
-// a time, to the next instruction boundary of the program's own code: what it was doing
-// anyway. A thread with an event of its own (a signal it got there) is only moved back if it
-// stands on an instruction boundary; running it could raise the signal again.
 // Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
 // thread killed from outside takes its status with it; its process's end is still seen
 // through the main thread). Any signal but SIGTRAP came meanwhile: the thread's event for
@@ -203,6 +199,11 @@ bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
     return arrived;
 }
 
+// A thread stopped by all-stop inside a pad or the collector runs on alone, to the collector's
+// return with a breakpoint, then one instruction at a time, to the next instruction boundary
+// of the program's own code: what it was doing anyway. A thread with an event of its own (a
+// signal it got there) is only moved back if it stands on an instruction boundary; running it
+// could raise the signal again.
 void Inferior::leave_pads(pid_t tid, Thread& t) {
     const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
     bool ran_to_return = false;
