@@ -366,8 +366,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         last_pass = n == tp->pass_count;
     }
 
-    const auto index =
-        static_cast<std::uint32_t>(tp - at<TracepointRecord>(g_region, kConfigOffset));
+    const std::uint32_t index = record_index(g_region, tp);
     const bool own_counter = t.counters && index < kMaxCountedRecords;
     HitCounter& counter = own_counter ? t.counters[index] : tp->shared_hits;
     bump(counter, &HitCounter::hits, 1, own_counter);

@@ -270,5 +270,13 @@ inline ThreadSlot* thread_slot(void* region, std::size_t slot) {
 inline HitCounter* counter_row(void* region, std::size_t slot) {
     return at<HitCounter>(region, kCountersOffset) + slot * kMaxCountedRecords;
 }
+// Tracepoint record `index` lies at kConfigOffset + index * sizeof(TracepointRecord): tpagent
+// takes records at such offsets only, also after a run's others (added during the run).
+inline TracepointRecord* tracepoint_record(void* region, std::uint32_t index) {
+    return at<TracepointRecord>(region, kConfigOffset) + index;
+}
+inline std::uint32_t record_index(void* region, const TracepointRecord* rec) {
+    return static_cast<std::uint32_t>(rec - tracepoint_record(region, 0));
+}
 
 } // namespace tpagent::inproc

@@ -158,7 +158,7 @@ InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
             t.bytes += c.bytes.load(std::memory_order_relaxed);
         }
     }
-    const auto& rec = at<const TracepointRecord>(local_, kConfigOffset)[index];
+    const TracepointRecord& rec = *tracepoint_record(local_, index);
     t.hits += rec.shared_hits.hits.load(std::memory_order_relaxed);
     t.bytes += rec.shared_hits.bytes.load(std::memory_order_relaxed);
     return t;

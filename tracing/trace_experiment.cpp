@@ -172,9 +172,8 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Targ
     // A fast tracepoint stays installed; its record says whether it collects.
     for (const FastRecord& f : fast_records_)
         if (f.tp->definition.key == *key && inproc_) {
-            auto* records =
-                inproc::at<inproc::TracepointRecord>(inproc_->local(), inproc::kConfigOffset);
-            __atomic_store_n(&records[f.index].enabled, enabled ? 1u : 0u, __ATOMIC_RELEASE);
+            __atomic_store_n(&inproc::tracepoint_record(inproc_->local(), f.index)->enabled,
+                             enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return ok_status();
         }
     if (any_enabled_at(key->address)) return install(*inferior, key->address);

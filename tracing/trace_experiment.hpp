@@ -109,6 +109,9 @@ class TraceExperiment {
     // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
     // own; an error leaves it to a trap site.
     Status add_fast_during_run(Target& inferior, trace::Tracepoint& tp);
+    // Links a written record after the others at its address (what the pad passes is the
+    // first); true when it is the first there, whose jump is still to install.
+    bool chain_record(inproc::TracepointRecord& rec);
     Status next_gdb_site(Target& inferior);
     void pull_fast_counters();
     void pull_fast_variables();

@@ -56,13 +56,9 @@ class RecordWriter {
     }
     std::uint64_t used() const { return area_.used(); }
 
-    // Records: a record's index is its position in the area, counted in records.
+    // Records, where inproc::tracepoint_record finds them by index.
     Result<std::span<TracepointRecord>> records(std::size_t count) {
         return area_.take<TracepointRecord>(count, sizeof(TracepointRecord));
-    }
-    std::uint32_t index_of(const TracepointRecord& rec) const {
-        return static_cast<std::uint32_t>((region_.offset_of(&rec) - inproc::kConfigOffset) /
-                                          sizeof(TracepointRecord));
     }
     Status write(TracepointRecord& rec, const trace::TracepointDefinition& def);
 
@@ -206,19 +202,13 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     RecordWriter writer(*inproc_, inferior);
     auto records = writer.records(fast.size());
     if (!records) return records.error();
-    std::map<std::uint64_t, TracepointRecord*> last_at; // chain records sharing an address
     std::uint64_t largest = 0;
     for (std::size_t i = 0; i < fast.size(); ++i) {
         TracepointRecord& rec = (*records)[i];
         if (auto s = writer.write(rec, fast[i]->definition); !s) return s;
         largest = std::max(largest, rec.frame_bound);
-        fast_records_.push_back({fast[i], writer.index_of(rec), {}});
-        const std::uint64_t offset = inproc_->offset_of(&rec);
-        if (auto it = last_at.find(rec.address); it != last_at.end())
-            it->second->next = offset;
-        else
-            fast_first_record_[rec.address] = offset;
-        last_at[rec.address] = &rec;
+        fast_records_.push_back({fast[i], inproc::record_index(inproc_->local(), &rec), {}});
+        chain_record(rec);
     }
     fast_config_used_ = writer.used();
     if (auto s = inproc_->configure_chunks(buffer_.size(), largest); !s) return s;
@@ -239,10 +229,25 @@ Status TraceExperiment::install_fast(Target& inferior, std::uint64_t addr) {
     return s;
 }
 
+bool TraceExperiment::chain_record(TracepointRecord& rec) {
+    const std::uint64_t offset = inproc_->offset_of(&rec);
+    auto first = fast_first_record_.find(rec.address);
+    if (first == fast_first_record_.end()) {
+        fast_first_record_[rec.address] = offset;
+        return true;
+    }
+    auto* last = inproc::at<TracepointRecord>(inproc_->local(), first->second);
+    while (last->next)
+        last = inproc::at<TracepointRecord>(inproc_->local(), last->next);
+    __atomic_store_n(&last->next, offset, __ATOMIC_RELEASE);
+    return false;
+}
+
 Status TraceExperiment::add_fast_during_run(Target& inferior, trace::Tracepoint& tp) {
     const trace::TracepointKey key = tp.definition.key;
-    if (!fast_running() || inferior.running())
+    if (!fast_running())
         return make_error(ErrorCode::NotAllowed, "the run has no fast tracepoints of its own");
+    if (inferior.running()) return make_error(ErrorCode::NotAllowed, "the program is running");
     if (fast_by_trap_.count(key.address) || jump_blocked(inferior, key.address))
         return make_error(ErrorCode::NotAllowed, "a trap tracepoint or breakpoint is in the way");
     if (auto s = check_fast(tp); !s) return s;
@@ -256,20 +261,13 @@ Status TraceExperiment::add_fast_during_run(Target& inferior, trace::Tracepoint&
     if (rec.frame_bound > inproc::chunk_payload(inproc_->header()))
         return make_error(ErrorCode::TooLarge, "its frames do not fit the run's chunks");
     fast_config_used_ = writer.used();
-    const std::uint64_t offset = inproc_->offset_of(&rec);
-    if (auto first = fast_first_record_.find(key.address); first != fast_first_record_.end()) {
-        auto* last = inproc::at<TracepointRecord>(inproc_->local(), first->second);
-        while (last->next)
-            last = inproc::at<TracepointRecord>(inproc_->local(), last->next);
-        __atomic_store_n(&last->next, offset, __ATOMIC_RELEASE);
-    } else {
-        fast_first_record_[key.address] = offset;
+    if (chain_record(rec)) {
         if (auto s = install_fast(inferior, key.address); !s) {
             fast_first_record_.erase(key.address);
             return s;
         }
     }
-    fast_records_.push_back({&tp, writer.index_of(rec), {}});
+    fast_records_.push_back({&tp, inproc::record_index(inproc_->local(), &rec), {}});
     table_.mark_in_program(key);
     spdlog::debug("fast tracepoint {} at 0x{:x} joins the run", key.number, key.address);
     return ok_status();

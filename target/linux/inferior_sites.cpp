@@ -10,6 +10,8 @@
 namespace tpagent::agent {
 
 namespace {
+// wait_own_resume: the thread stopped on a fault of the collector's copy, now recovered.
+constexpr int kRecoveredFault = -1;
 // Instructions a thread may take to get out of a pad and the collector (a collector waiting
 // inside a system call or the vDSO could take long one step at a time).
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
@@ -154,13 +156,18 @@ void Inferior::leave_pads() {
 
 // Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
 // thread killed from outside takes its status with it; its process's end is still seen
-// through the main thread). Any signal but SIGTRAP came meanwhile: the thread's event for
-// later.
+// through the main thread). A fault of the collector's copy is recovered (the thread goes on
+// from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
+// for later.
 int Inferior::wait_own_resume(pid_t tid, Thread& t) {
     t.regs.reset();
     int status = 0;
     if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
     const int sig = WSTOPSIG(status);
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+        t.regs.reset();
+        return kRecoveredFault;
+    }
     if (sig != SIGTRAP && sig != SIGSTOP) {
         StopEvent ev;
         ev.pid = pid_;
@@ -178,11 +185,7 @@ bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
     for (;;) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
         const int sig = wait_own_resume(tid, t);
-        // The collector's copy faulting on memory unmapped meanwhile: it reads short, and on.
-        if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
-            t.pending.reset();
-            continue;
-        }
+        if (sig == kRecoveredFault) continue; // the copy read short; on to the return
         if (sig == SIGTRAP) {
             auto s = snapshot(tid, false);
             if (s && arch_.pc(**s) == arch_.pc_after_breakpoint(addr)) {
@@ -245,7 +248,8 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
             continue;
         }
         if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
-        if (wait_own_resume(tid, t) != SIGTRAP) break;
+        if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
+            break;
     }
     t.step_from_site.reset(); // a gdb step it was in the middle of has been done
     t.fast_step.reset();
