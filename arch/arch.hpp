@@ -2,6 +2,7 @@
 // Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
 #pragma once
 #include "arch/relocation.hpp"
+#include "arch/sdt_arguments.hpp"
 #include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
@@ -121,6 +122,12 @@ class Architecture {
                                                               std::uint64_t to) const = 0;
     virtual Result<std::vector<std::uint64_t>>
     pc_relative_targets(std::span<const std::uint8_t> code, std::uint64_t address) const = 0;
+
+    // An SDT marker argument's operand, the part after "N@" ("%eax", "-16(%rbp)", "[sp, 8]"):
+    // Kind::Unknown where this ISA's assembler syntax is not understood. Size and sign are
+    // the caller's (parse_sdt_arguments).
+    virtual SdtArgument parse_sdt_operand(std::string_view operand,
+                                          const SdtSymbolResolver& symbol) const = 0;
 
     // Running a system call in a stopped thread (to map pad memory in the inferior): the
     // instruction, placing number and arguments in a snapshot, and reading the result.

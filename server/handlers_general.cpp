@@ -36,7 +36,8 @@ std::string handle_supported(Session& s, std::string_view args) {
         "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
         "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
         "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
-        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;{}{}{}{}",
+        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
+        "qXfer:statictrace:read+;{}{}{}{}",
         kPacketSize,
         arch::host_architecture().supports_fast_tracepoints() ? "FastTracepoints+;" : "",
         s.multiprocess ? "multiprocess+;" : "", s.gdb_supports_swbreak ? "swbreak+;" : "",

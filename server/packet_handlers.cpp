@@ -53,6 +53,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qXfer:threads:read", handle_xfer_threads},
         {"qXfer:libraries-svr4:read", handle_xfer_libraries_svr4},
         {"qXfer:traceframe-info:read", handle_xfer_traceframe_info},
+        {"qXfer:statictrace:read", handle_xfer_static_trace_data},
         // Tracepoints
         {"QEnvironmentHexEncoded", handle_environment_set},
         {"QEnvironmentUnset", handle_environment_unset},
@@ -76,6 +77,9 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qTsP", handle_tracepoints_next},
         {"qTfV", handle_trace_variables_first},
         {"qTsV", handle_trace_variables_next},
+        {"qTfSTM", handle_static_markers_first},
+        {"qTsSTM", handle_static_markers_next},
+        {"qTSTMat", handle_static_marker_at},
         {"QTFrame", handle_trace_frame},
         {"qTBuffer", handle_trace_buffer_read},
         {"QTSave", handle_trace_save},

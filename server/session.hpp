@@ -72,7 +72,7 @@ class Session {
     bool exit_after_reply = false;
     HostIoState host_io;
     std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
-    trace::UploadCursor tracepoint_upload, variable_upload;
+    trace::UploadCursor tracepoint_upload, variable_upload, marker_upload;
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();

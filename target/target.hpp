@@ -4,6 +4,7 @@
 // every other thread is stopped before the event is handed out.
 #pragma once
 #include "base/result.hpp"
+#include "target/static_marker.hpp"
 #include "target/stop_event.hpp"
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,8 @@ class Target {
     virtual bool alive() const = 0;
     virtual bool running() const = 0;
     virtual const std::string& executable() const = 0;
+    // The SDT markers of the executable and the libraries mapped now, by address.
+    virtual std::vector<StaticMarker> static_markers() const { return {}; }
 
     virtual std::vector<pid_t> thread_ids() const = 0;
     virtual bool has_thread(pid_t tid) const = 0;

@@ -8,7 +8,8 @@
 //   'R' + register block (the `g` packet layout, fixed size per target)
 //   'M' + 8-byte address + 2-byte length + bytes
 //   'V' + 4-byte variable number + 8-byte signed value
-// (gdbserver also writes 'S' + 2-byte length + static tracepoint data; tpagent never does.)
+//   'S' + 2-byte length + static tracepoint data (`$_sdata`, gdbserver's block: gdb 13's
+//       trace-file reader does not know it)
 // Tracepoint number 0 ends a file's frames. Multi-byte fields are little-endian (the byte
 // order of every target tpagent supports).
 //
@@ -68,7 +69,7 @@ inline std::uint8_t* store_frame_header(std::uint8_t* frame, std::uint16_t trace
 inline constexpr char kRegistersBlock = 'R';
 inline constexpr char kMemoryBlock = 'M';
 inline constexpr char kVariableBlock = 'V';
-inline constexpr char kStaticDataBlock = 'S'; // read, never written
+inline constexpr char kStaticDataBlock = 'S';
 
 // The store_* functions write a block's type and fixed fields at p and return where its
 // bytes (R, M) or the next block (V) go.
@@ -115,8 +116,13 @@ inline constexpr auto store_variable_block = &VariableBlock::store;
 
 // S: the type, the length (2 bytes), then the data.
 inline constexpr std::size_t kStaticDataBlockHeaderSize = 1 + 2;
+inline constexpr std::size_t kMaxStaticData = 0xffff;
 inline std::uint16_t static_data_block_length(const std::uint8_t* block) {
     return load_le<std::uint16_t>(block + 1);
+}
+inline std::uint8_t* store_static_data_header(std::uint8_t* p, std::uint16_t length) {
+    *p = static_cast<std::uint8_t>(kStaticDataBlock);
+    return store_le<std::uint16_t>(p + 1, length);
 }
 
 } // namespace tpagent::trace

@@ -53,6 +53,13 @@ void FrameBuilder::add_variable(std::uint32_t number, std::int64_t value) {
     store_variable_block(append(kVariableBlockSize), number, value);
 }
 
+void FrameBuilder::add_static_data(std::span<const std::uint8_t> data) {
+    const std::size_t n = std::min(data.size(), kMaxStaticData);
+    std::uint8_t* p = append(kStaticDataBlockHeaderSize + n);
+    p = store_static_data_header(p, static_cast<std::uint16_t>(n));
+    if (n) std::memcpy(p, data.data(), n);
+}
+
 std::uint16_t FrameView::tracepoint() const {
     return frame_tracepoint(frame_.data());
 }
@@ -90,6 +97,12 @@ std::optional<FrameBlock> FrameView::block_at(std::size_t& pos) const {
         if (left < size) return std::nullopt;
         b.variable = variable_block_number(block);
         b.value = variable_block_value(block);
+    } else if (b.type == kStaticDataBlock) {
+        if (left < kStaticDataBlockHeaderSize) return std::nullopt;
+        const std::size_t n = static_data_block_length(block);
+        size = kStaticDataBlockHeaderSize + n;
+        if (left < size) return std::nullopt;
+        b.data = frame_.subspan(pos + kStaticDataBlockHeaderSize, n);
     } else {
         return std::nullopt;
     }
@@ -135,6 +148,12 @@ std::size_t FrameView::read_memory(std::uint64_t address, std::span<std::uint8_t
         done = std::max(done, end);
     }
     return static_cast<std::size_t>(done);
+}
+
+std::span<const std::uint8_t> FrameView::static_data() const {
+    for (const FrameBlock& b : blocks())
+        if (b.type == kStaticDataBlock) return b.data;
+    return {};
 }
 
 std::optional<std::int64_t> FrameView::variable(std::uint32_t number) const {

@@ -25,6 +25,8 @@ class FrameBuilder {
     // Ranges longer than kMaxMemoryBlock become several consecutive M blocks.
     void add_memory(std::uint64_t address, std::span<const std::uint8_t> bytes);
     void add_variable(std::uint32_t number, std::int64_t value);
+    // An S block; data beyond kMaxStaticData bytes is cut off.
+    void add_static_data(std::span<const std::uint8_t> data);
 
     std::uint16_t tracepoint() const;
     // Header and blocks, ready to store.
@@ -42,9 +44,9 @@ class FrameBuilder {
 
 // One block of a stored frame; `data` points into the frame.
 struct FrameBlock {
-    char type = 0;                         // 'R', 'M' or 'V'
+    char type = 0;                         // 'R', 'M', 'V' or 'S'
     std::uint64_t address = 0;             // M
-    std::span<const std::uint8_t> data;    // R: register block, M: memory bytes
+    std::span<const std::uint8_t> data;    // R: register block, M: memory bytes, S: the data
     std::uint32_t variable = 0;            // V
     std::int64_t value = 0;                // V
     std::span<const std::uint8_t> encoded; // the whole block as stored, type byte included
@@ -71,6 +73,8 @@ class FrameView {
     // leading bytes were available: reading stops at the first byte no M block covers (0 =
     // nothing collected at address). Where blocks overlap the latest collected one wins.
     std::size_t read_memory(std::uint64_t address, std::span<std::uint8_t> out) const;
+    // The (first) static tracepoint data block's bytes, `$_sdata`; empty if none.
+    std::span<const std::uint8_t> static_data() const;
     // The (last) collected value of a trace state variable.
     std::optional<std::int64_t> variable(std::uint32_t number) const;
     // qXfer:traceframe-info:read document: one <memory> per run of adjacent M blocks, one

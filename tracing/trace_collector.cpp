@@ -172,6 +172,18 @@ bool TraceExperiment::collect(Target& inferior, pid_t tid, trace::Tracepoint& tp
                     !read_register(&c, static_cast<unsigned>(range->base_register), &base))
                     continue;
                 collect_range(c, base + range->offset, range->length);
+            } else if (std::holds_alternative<trace::StaticData>(action)) {
+                // `collect $_sdata`: the marker's arguments (static tracepoints only, as gdb
+                // documents: ignored for the others)
+                if (tp.definition.kind != trace::TracepointKind::Static) continue;
+                const auto data = static_data(
+                    tp.definition.key.address,
+                    [&](int regnum, std::uint64_t* value) {
+                        return regnum >= 0 &&
+                               read_register(&c, static_cast<unsigned>(regnum), value);
+                    },
+                    inferior);
+                if (!data.empty()) builder_.add_static_data(data);
             } else if (const auto* expr = std::get_if<trace::Expression>(&action)) {
                 bytecode::EvalOut out;
                 auto status = bytecode::run(expr->program, ctx, out);

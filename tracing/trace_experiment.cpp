@@ -68,6 +68,7 @@ void TraceExperiment::uninstall_all(Target* inferior) {
         inferior->remove_all_sites();
         if (!inferior->running()) inferior->remove_all_fast_sites();
     }
+    lower_semaphores(inferior);
 }
 
 Status TraceExperiment::define(std::string_view payload, Target* inferior) {
@@ -110,6 +111,8 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
             }
             fast_by_trap_.insert(addr);
         }
+        if (tp && tp->definition.kind == trace::TracepointKind::Static && tp->definition.enabled)
+            if (auto s = probe_marker(*inferior, *tp); !s) return s;
         if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
     return ok_status();
@@ -255,9 +258,10 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
         if (tp.definition.kind == trace::TracepointKind::Static)
-            return make_error(
-                ErrorCode::Unsupported,
-                fmt::format("tracepoint {}: static tracepoints are not supported", key.number));
+            if (auto s = probe_marker(*inferior, tp); !s) {
+                lower_semaphores(inferior);
+                return s;
+            }
         if (tp.definition.kind == trace::TracepointKind::Fast) {
             if (auto s = check_fast(tp); !s) return s;
             if (fast_by_trap_.count(key.address))

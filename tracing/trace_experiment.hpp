@@ -12,6 +12,7 @@
 #include "base/result.hpp"
 #include "protocol/trace_status.hpp"
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -117,6 +118,15 @@ class TraceExperiment {
     void pull_fast_variables();
     void stop_fast(Target* inferior);
     void remove_fast_sites(Target* inferior);
+    // trace_static.cpp: a static tracepoint probes the SDT marker at its address (an error
+    // when there is none) and raises the marker's semaphore for the run; stop lowers them.
+    Status probe_marker(Target& inferior, const trace::Tracepoint& tp);
+    void lower_semaphores(Target* inferior);
+    // `$_sdata` for a hit at the marker probed at `addr`: its arguments as text.
+    std::vector<std::uint8_t>
+    static_data(std::uint64_t addr,
+                const std::function<bool(int regnum, std::uint64_t* value)>& read_register,
+                Target& inferior) const;
 
     const arch::Architecture& arch_;
     trace::TracepointTable table_;
@@ -161,6 +171,10 @@ class TraceExperiment {
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;
     std::optional<Target::InstructionMove> gdb_move_;
+    // Static tracepoints: address -> the marker probed there this run; the semaphores raised
+    // (one entry per raise).
+    std::map<std::uint64_t, StaticMarker> probed_markers_;
+    std::vector<std::uint64_t> raised_semaphores_;
 };
 
 } // namespace tpagent::agent

@@ -163,9 +163,6 @@ Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
         for (const auto& action : string.actions) {
             if (const auto* e = std::get_if<trace::Expression>(&action))
                 if (auto s = check_expr(*e); !s) return s;
-            if (std::holds_alternative<trace::StaticData>(action))
-                return make_error(ErrorCode::Unsupported,
-                                  "static tracepoint data ($_sdata) is not supported");
         }
     return ok_status();
 }

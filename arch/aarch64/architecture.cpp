@@ -1,6 +1,7 @@
 #include "arch/aarch64/architecture.hpp"
 #include "arch/aarch64/registers.hpp"
 #include "arch/aarch64/relocator.hpp"
+#include "arch/aarch64/sdt_operand.hpp"
 #include <cstring>
 
 namespace tpagent::arch::aarch64 {
@@ -97,6 +98,11 @@ Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint
 Result<std::vector<std::uint64_t>>
 Aarch64Architecture::pc_relative_targets(std::span<const std::uint8_t>, std::uint64_t) const {
     return no_fast_tracepoints();
+}
+
+SdtArgument Aarch64Architecture::parse_sdt_operand(std::string_view operand,
+                                                   const SdtSymbolResolver& symbol) const {
+    return aarch64::parse_sdt_operand(operand, symbol);
 }
 
 std::span<const std::uint8_t> Aarch64Architecture::syscall_instruction() const {

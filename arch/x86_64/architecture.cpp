@@ -3,6 +3,7 @@
 #include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/target_xml.hpp"
+#include "arch/x86_64/sdt_operand.hpp"
 #include <sys/auxv.h>
 #include <cpuid.h>
 #include <cstddef>
@@ -97,6 +98,11 @@ Result<Relocated> X86_64Architecture::relocate(std::span<const std::uint8_t> cod
                                                std::uint64_t from, std::uint64_t to,
                                                std::size_t min_bytes) const {
     return x86_64::relocate(code, from, to, min_bytes);
+}
+
+SdtArgument X86_64Architecture::parse_sdt_operand(std::string_view operand,
+                                                  const SdtSymbolResolver& symbol) const {
+    return x86_64::parse_sdt_operand(operand, symbol);
 }
 
 std::span<const std::uint8_t> X86_64Architecture::syscall_instruction() const {

@@ -50,6 +50,8 @@ class X86_64Architecture final : public Architecture {
                                                       std::uint64_t to) const override;
     Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> code,
                                                            std::uint64_t address) const override;
+    SdtArgument parse_sdt_operand(std::string_view operand,
+                                  const SdtSymbolResolver& symbol) const override;
     std::span<const std::uint8_t> syscall_instruction() const override;
     void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                      std::uint64_t pc) const override;

@@ -1,5 +1,6 @@
 #include "target/linux/inferior.hpp"
 #include "target/linux/child_events.hpp"
+#include "target/linux/sdt_markers.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
 #include <cerrno>
@@ -215,6 +216,11 @@ std::string Inferior::thread_name(pid_t tid) const {
     while (!name.empty() && name.back() == '\n')
         name.pop_back();
     return name;
+}
+
+std::vector<StaticMarker> Inferior::static_markers() const {
+    if (!alive()) return {};
+    return sdt_markers_of_process(pid_, arch_);
 }
 
 Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {

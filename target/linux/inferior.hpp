@@ -34,6 +34,7 @@ class Inferior final : public Target {
     bool alive() const override { return alive_; }
     bool running() const override { return running_; }
     const std::string& executable() const override { return executable_; }
+    std::vector<StaticMarker> static_markers() const override;
 
     std::vector<pid_t> thread_ids() const override;
     bool has_thread(pid_t tid) const override { return threads_.count(tid) != 0; }

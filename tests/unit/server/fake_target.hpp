@@ -16,6 +16,7 @@ class FakeTarget final : public Target {
     static constexpr pid_t kPid = 4242;
 
     std::map<std::uint64_t, std::uint8_t> memory; // readable bytes
+    std::vector<StaticMarker> markers;
     std::vector<std::uint8_t> registers =
         std::vector<std::uint8_t>(arch::host_architecture().g_size());
     std::set<std::uint64_t> breakpoints;
@@ -27,6 +28,7 @@ class FakeTarget final : public Target {
     bool alive() const override { return alive_; }
     bool running() const override { return running_; }
     const std::string& executable() const override { return executable_; }
+    std::vector<StaticMarker> static_markers() const override { return markers; }
     std::vector<pid_t> thread_ids() const override { return {kPid}; }
     bool has_thread(pid_t tid) const override { return tid == kPid; }
     std::string thread_name(pid_t) const override { return "fake"; }

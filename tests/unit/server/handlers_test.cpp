@@ -118,3 +118,32 @@ TEST_CASE("a handler that throws answers E.text and the session goes on", "[serv
     f.target->throw_on_memory_read = false;
     CHECK(f.request("m1000,1") == reply("11"));
 }
+
+TEST_CASE("qTfSTM/qTsSTM list the markers, qTSTMat finds one by address", "[server]") {
+    Fixture f;
+    StaticMarker step;
+    step.address = 0x401126;
+    step.id = "app:step";
+    step.arguments = "-4@%eax";
+    StaticMarker bare;
+    bare.address = 0x401200;
+    bare.id = "app:bare";
+    f.target->markers = {step, bare};
+    // address:hex(id):hex(arguments), comma-separated; "l" once all were sent
+    CHECK(f.request("qTfSTM") ==
+          reply("m401126:6170703a73746570:2d344025656178,401200:6170703a62617265:"));
+    CHECK(f.request("qTsSTM") == reply("l"));
+    CHECK(f.request("qTSTMat:401200") == reply("m401200:6170703a62617265:"));
+    CHECK(f.request("qTSTMat:401201") == reply("l"));
+    CHECK(f.request("qTSTMat:zz") == reply("E01"));
+    f.target->markers.clear();
+    CHECK(f.request("qTfSTM") == reply("l"));
+}
+
+TEST_CASE("qXfer:statictrace:read needs a trace frame", "[server]") {
+    Fixture f;
+    CHECK(f.request("qXfer:statictrace:read::0,100").rfind("+$E", 0) == 0);
+    const std::string supported = f.request("qSupported:xmlRegisters=i386");
+    CHECK(supported.find(";StaticTracepoints+;") != std::string::npos);
+    CHECK(supported.find(";qXfer:statictrace:read+;") != std::string::npos);
+}

@@ -1,0 +1,70 @@
+// Static tracepoint markers (SDT probes) as gdb lists and probes them: qTfSTM/qTsSTM,
+// qTSTMat (GDB manual, "Tracepoint Packets"), and the static data a frame collected for
+// `$_sdata` (qXfer:statictrace:read, the object the manual calls sdata).
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "target/target.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+
+// address:hex(id):hex(extra), the extra being the argument description gdb shows as "Data".
+std::string marker_definition(const StaticMarker& m) {
+    return fmt::format("{:x}:{}:{}", m.address, to_hex(m.id), to_hex(m.arguments));
+}
+
+} // namespace
+
+std::string handle_static_markers_first(Session& s, std::string_view) {
+    std::vector<std::string> replies;
+    if (Target* inferior = s.live_inferior()) {
+        std::string reply;
+        for (const StaticMarker& m : inferior->static_markers()) {
+            std::string one = marker_definition(m);
+            if (!reply.empty() && reply.size() + 1 + one.size() > kPacketSize / 2) {
+                replies.push_back(std::move(reply));
+                reply.clear();
+            }
+            reply += reply.empty() ? "m" : ",";
+            reply += one;
+        }
+        if (!reply.empty()) replies.push_back(std::move(reply));
+    }
+    s.marker_upload = trace::UploadCursor(std::move(replies));
+    return s.marker_upload.next();
+}
+
+std::string handle_static_markers_next(Session& s, std::string_view) {
+    return s.marker_upload.next();
+}
+
+std::string handle_static_marker_at(Session& s, std::string_view args) {
+    auto address = parse_hex_u64(args);
+    if (!address) return reply_error(address.error());
+    if (Target* inferior = s.live_inferior())
+        for (const StaticMarker& m : inferior->static_markers())
+            if (m.address == *address) return "m" + marker_definition(m);
+    return "l";
+}
+
+std::string handle_xfer_static_trace_data(Session& s, std::string_view args) {
+    auto req = parse_xfer_read(args);
+    if (!req) return reply_error(req.error());
+    if (!s.trace_frame)
+        return reply_error_text(make_error(ErrorCode::NotAllowed, "no trace frame selected"));
+    auto frame = s.server().experiment().buffer().frame(*s.trace_frame);
+    if (!frame) return reply_error(ErrorCode::NotFound);
+    const auto data = frame->static_data();
+    return xfer_reply(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()),
+                      req->offset, std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));
+}
+
+} // namespace tpagent::agent
