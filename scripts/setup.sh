@@ -10,6 +10,8 @@ packages=(
   # man pages from --help, the .deb, and the HTML report's test in a headless browser
   help2man dpkg-dev chromium
   python3 python3-pytest python3-pytest-timeout socat valgrind
+  # <sys/sdt.h>: the static tracepoint tests' programs carry SDT markers
+  systemtap-sdt-dev
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
   gdb-source dejagnu
   # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64

@@ -257,6 +257,23 @@ class Programs:
                 )
             return self._built["ftrace_shlib", True]
 
+    def with_sdt_markers(self) -> tuple[Path, Path]:
+        """sdt_markers (PIE, linked with libstdc++ for its markers) and libsdt_lib.so
+        (sdt_lib.c), which it loads with dlopen when given the library's path."""
+        with self._lock:
+            if ("sdt_markers", True) not in self._built:
+                compile_program(
+                    self.source("sdt_lib"), self._outdir / "libsdt_lib.so", "-fPIC", "-shared",
+                    compiler=self._compiler,
+                )
+                self._built["sdt_markers", True] = compile_program(
+                    self.source("sdt_markers"),
+                    self._outdir / "sdt_markers",
+                    link=("-Wl,--no-as-needed", "-lstdc++", "-ldl"),
+                    compiler=self._compiler,
+                )
+            return self._built["sdt_markers", True], self._outdir / "libsdt_lib.so"
+
     def line(self, name: str, mark: str) -> int:
         """Line number of the source line tagged with the comment 'MARK: <mark>'."""
         return marked_line(self.source(name), mark)

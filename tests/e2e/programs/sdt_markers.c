@@ -1,7 +1,7 @@
 /* Inferior for the static tracepoint tests: SystemTap SDT markers (<sys/sdt.h>).
  *
  * main calls step(i) for i = 0 .. ITERATIONS-1. step() has the marker tpagent_test:step with
- * the arguments i (int), i * 10^12 (long), &total (a pointer), the global `counter` (a
+ * the arguments i (int), i * 1234567890123 (long), &total (a pointer), the global `counter` (a
  * memory operand naming a symbol) and the constant 7; and tpagent_test:guarded, which fires
  * only while its semaphore is raised (counted in guarded_fired). Then, with LIBRARY given, it
  * dlopen()s it (libsdt_lib.so, sdt_lib.c) and calls its lib_step(i) ITERATIONS times. The
@@ -24,7 +24,7 @@ int counter;
 int guarded_fired;
 
 void step(int i) {
-    long big = (long)i * 1000000000000L;
+    long big = (long)i * 1234567890123L;
     counter += 2;
     total += i;
     STAP_PROBE5(tpagent_test, step, i, big, &total, counter, 7); /* MARK: step */
