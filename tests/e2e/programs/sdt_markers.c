@@ -34,8 +34,7 @@ void step(int i) {
     }
 }
 
-void finished(void) {
-}
+void finished(void) {}
 
 int main(int argc, char** argv) {
     int iterations = argc > 1 ? atoi(argv[1]) : 5;
