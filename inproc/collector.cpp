@@ -326,7 +326,7 @@ __attribute__((always_inline)) inline void collect_range(Hit& hit, std::uint64_t
     const auto room = static_cast<std::uint64_t>(hit.out_end - hit.out);
     if (len <= trace::kMaxMemoryBlock && len + trace::kMemoryBlockHeaderSize <= room) {
         const std::size_t got =
-            len ? safe_read(hit.out + trace::kMemoryBlockHeaderSize, addr, len) : 0;
+            safe_read_in_line(hit.out + trace::kMemoryBlockHeaderSize, addr, len);
         if (got)
             hit.out =
                 trace::store_memory_header(hit.out, addr, static_cast<std::uint16_t>(got)) + got;
@@ -359,10 +359,10 @@ __attribute__((always_inline)) inline void collect_registers(Hit& hit, const Thr
     hit.out = trace::store_registers_header(hit.out);
     copy_registers(hit.out, hit.block, core);
     hit.out += core;
-    for (std::uint32_t i = 0; i + 8 <= tail; i += 8) { // 8-byte registers: no memcpy call
-        __builtin_memcpy(hit.out, &t.thread_registers[i / 8], 8);
-        hit.out += 8;
-    }
+    // 8-byte registers, at most two (checked above): no loop, no memcpy call
+    if (tail >= 8) __builtin_memcpy(hit.out, &t.thread_registers[0], 8);
+    if (tail >= 16) __builtin_memcpy(hit.out + 8, &t.thread_registers[1], 8);
+    hit.out += tail;
     hit.has_registers = true;
 }
 

@@ -8,16 +8,9 @@
 
 namespace tpagent::inproc {
 
-namespace {
-
-// The range the thread's last read fell in, valid while the ranges' sequence is the one it was
-// found under: a collector reading the same variables hit after hit skips the search.
-struct LastRange {
-    std::uint64_t sequence = 1; // odd: never a listing's sequence, so empty
-    std::uint64_t start = 0;
-    std::uint64_t end = 0;
-};
 __attribute__((tls_model("initial-exec"))) thread_local LastRange t_last_range;
+
+namespace {
 
 // Whether [addr, addr+len) lies inside [start, end).
 bool covers(std::uint64_t start, std::uint64_t end, std::uint64_t addr, std::size_t len) {
