@@ -182,6 +182,10 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Targ
                              enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return ok_status();
         }
+    // A static tracepoint disabled at tstart probes its marker from now on.
+    if (const auto* tp = table_.find(*key);
+        enabled && tp && tp->definition.kind == trace::TracepointKind::Static)
+        if (auto s = probe_marker(*inferior, *tp); !s) return s;
     if (any_enabled_at(key->address)) return install(*inferior, key->address);
     inferior->remove_site(key->address);
     return ok_status();

@@ -133,3 +133,21 @@ def test_a_static_tracepoint_needs_a_marker_at_its_address(e2e):
         assert rsp.request("QTStart") == "OK"
         assert rsp.request("QTStop") == "OK"
         assert_session_works(rsp)
+
+
+def test_a_static_tracepoint_enabled_during_the_run_probes_its_marker(e2e):
+    """A static tracepoint disabled at tstart and enabled during the run: its marker's
+    semaphore goes up then, and its hits collect $_sdata."""
+    iterations = 4
+    s = scenario(e2e, str(iterations))
+    define = s.define(strace("-m tpagent_test:guarded", "collect $_sdata"), "disable 2")
+    r = s.gdb(
+        *TO_MAIN, define, "break finished", "tstart", "print tpagent_test_guarded_semaphore",
+        "enable 2", "print tpagent_test_guarded_semaphore", "continue", "tstop", "tstatus",
+        "tfind 3", "print $_sdata", "tfind none", "print tpagent_test_guarded_semaphore",
+    )
+    assert r.value("print tpagent_test_guarded_semaphore") == "0"
+    assert r.value("print tpagent_test_guarded_semaphore", 1) == "1"
+    r.trace_stopped("by a tstop command", iterations)
+    assert r.value("print $_sdata") == '"arg1=3"'
+    assert r.value("print tpagent_test_guarded_semaphore", 2) == "0"
