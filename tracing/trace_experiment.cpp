@@ -59,6 +59,12 @@ bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {
 }
 
 Status TraceExperiment::install(Target& inferior, std::uint64_t addr) {
+    // The site of an enabled static tracepoint probes the marker there (at tstart, when one
+    // is added or enabled during a run).
+    for (const auto& [key, tp] : table_.all())
+        if (key.address == addr && tp.definition.enabled &&
+            tp.definition.kind == trace::TracepointKind::Static)
+            if (auto probed = probe_marker(inferior, tp); !probed) return probed;
     auto s = inferior.add_site(addr);
     if (!s)
         return make_error(s.error().code,
@@ -114,8 +120,6 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
             }
             fast_by_trap_.insert(addr);
         }
-        if (tp && tp->definition.kind == trace::TracepointKind::Static && tp->definition.enabled)
-            if (auto s = probe_marker(*inferior, *tp); !s) return s;
         if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
     return ok_status();
@@ -182,10 +186,6 @@ Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, Targ
                              enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return ok_status();
         }
-    // A static tracepoint disabled at tstart probes its marker from now on.
-    if (const auto* tp = table_.find(*key);
-        enabled && tp && tp->definition.kind == trace::TracepointKind::Static)
-        if (auto s = probe_marker(*inferior, *tp); !s) return s;
     if (any_enabled_at(key->address)) return install(*inferior, key->address);
     inferior->remove_site(key->address);
     return ok_status();
@@ -264,11 +264,6 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
     bool any_fast = false;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
-        if (tp.definition.kind == trace::TracepointKind::Static)
-            if (auto s = probe_marker(*inferior, tp); !s) {
-                lower_semaphores(inferior);
-                return s;
-            }
         if (tp.definition.kind == trace::TracepointKind::Fast) {
             if (auto s = check_fast(tp); !s) return s;
             if (fast_by_trap_.count(key.address))

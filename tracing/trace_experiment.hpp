@@ -118,8 +118,9 @@ class TraceExperiment {
     void pull_fast_variables();
     void stop_fast(Target* inferior);
     void remove_fast_sites(Target* inferior);
-    // trace_static.cpp: a static tracepoint probes the SDT marker at its address (an error
-    // when there is none) and raises the marker's semaphore for the run; stop lowers them.
+    // trace_static.cpp: a static tracepoint's site (install) probes the SDT marker at its
+    // address (an error when there is none) and raises the marker's semaphore for the run;
+    // uninstall_all lowers them.
     Status probe_marker(Target& inferior, const trace::Tracepoint& tp);
     void lower_semaphores(Target* inferior);
     // `$_sdata` for a hit at the marker probed at `addr`: its arguments as text.
