@@ -25,13 +25,17 @@ std::vector<MappedRange> parse_maps(std::string_view text) {
         // Columns: range perms offset dev inode [pathname]; the pathname may hold spaces.
         std::string_view rest = line.substr(space + 1);
         const bool readable = rest.starts_with('r');
+        std::uint64_t offset = 0;
         for (int column = 0; column < 4 && !rest.empty(); ++column) {
             const std::size_t next = rest.find(' ');
+            if (column == 1)
+                if (auto v = protocol::parse_hex_u64(rest.substr(0, next))) offset = *v;
             rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next + 1);
         }
         const std::size_t name = rest.find_first_not_of(' ');
         out.push_back({*start, *end, readable,
-                       std::string(name == std::string_view::npos ? "" : rest.substr(name))});
+                       std::string(name == std::string_view::npos ? "" : rest.substr(name)),
+                       offset});
     }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
     return out;

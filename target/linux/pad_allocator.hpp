@@ -12,8 +12,9 @@ namespace tpagent::agent {
 struct MappedRange {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
-    bool readable = false; // perms start with 'r'
-    std::string name;      // the pathname column: a file, "[stack]", "/memfd:x (deleted)"...
+    bool readable = false;    // perms start with 'r'
+    std::string name;         // the pathname column: a file, "[stack]", "/memfd:x (deleted)"...
+    std::uint64_t offset = 0; // into the file
 };
 
 // Every mapping of a /proc/PID/maps text, sorted by start.

@@ -1,12 +1,13 @@
 #include "target/linux/sdt_markers.hpp"
+#include "target/linux/pad_allocator.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
 #include <cstring>
 #include <elf.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,13 +169,10 @@ std::uint64_t load_le64(const std::uint8_t* p) {
     return v;
 }
 
-} // namespace
-
-std::vector<StaticMarker> sdt_markers_of_file(const std::string& path, std::uint64_t bias,
-                                              const arch::Architecture& arch) {
+// The markers of an opened image; `object` names it in them.
+std::vector<StaticMarker> markers_of_image(const ElfImage& elf, const std::string& object,
+                                           std::uint64_t bias, const arch::Architecture& arch) {
     std::vector<StaticMarker> out;
-    ElfImage elf(path);
-    if (!elf.valid()) return out;
     const Sections sections = sections_of(elf);
     const Elf64_Shdr* notes = sections.named(".note.stapsdt");
     if (!notes || notes->sh_type != SHT_NOTE) return out;
@@ -220,30 +218,29 @@ std::vector<StaticMarker> sdt_markers_of_file(const std::string& path, std::uint
         if (strings.size() == 3) m.arguments = strings[2];
         m.semaphore = semaphore ? semaphore + delta + bias : 0;
         m.decoded = arch::parse_sdt_arguments(m.arguments, arch, resolve);
-        m.object = path;
+        m.object = object;
         out.push_back(std::move(m));
     }
     return out;
 }
 
+} // namespace
+
+std::vector<StaticMarker> sdt_markers_of_file(const std::string& path, std::uint64_t bias,
+                                              const arch::Architecture& arch) {
+    ElfImage elf(path);
+    if (!elf.valid()) return {};
+    return markers_of_image(elf, path, bias, arch);
+}
+
 std::vector<StaticMarker> sdt_markers_of_process(pid_t pid, const arch::Architecture& arch) {
-    // Each file's mapping at offset 0 is where its first loadable segment went.
+    // Each file's mapping at offset 0 is where its first loadable segment went; the maps are
+    // sorted, so the first one is the lowest.
     std::map<std::string, std::uint64_t> starts;
-    std::istringstream maps(read_file("/proc/" + std::to_string(pid) + "/maps"));
-    std::string line;
-    while (std::getline(maps, line)) {
-        std::istringstream fields(line);
-        std::string range, perms, offset, device, inode, path;
-        fields >> range >> perms >> offset >> device >> inode;
-        std::getline(fields >> std::ws, path);
-        if (path.empty() || path.front() != '/' || inode == "0" ||
-            std::strtoull(offset.c_str(), nullptr, 16) != 0)
-            continue;
-        const std::uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
-        starts.emplace(path, start); // maps are sorted: the first is the lowest
-    }
+    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid))))
+        if (m.offset == 0 && m.name.starts_with('/')) starts.emplace(m.name, m.start);
     std::vector<StaticMarker> out;
-    const std::string root = "/proc/" + std::to_string(pid) + "/root";
+    const std::string root = fmt::format("/proc/{}/root", pid);
     for (const auto& [path, start] : starts) {
         // Through the process's root, for a process in another mount namespace.
         std::string file = root + path;
@@ -252,9 +249,7 @@ std::vector<StaticMarker> sdt_markers_of_process(pid_t pid, const arch::Architec
         if (!elf.valid()) continue;
         const auto base = link_base(elf);
         if (!base) continue;
-        auto markers = sdt_markers_of_file(file, start - *base, arch);
-        for (auto& m : markers)
-            m.object = path;
+        auto markers = markers_of_image(elf, path, start - *base, arch);
         out.insert(out.end(), std::make_move_iterator(markers.begin()),
                    std::make_move_iterator(markers.end()));
         if (out.size() > kMaxMarkers) break;
