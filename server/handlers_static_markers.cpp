@@ -1,13 +1,11 @@
 // Static tracepoint markers (SDT probes) as gdb lists and probes them: qTfSTM/qTsSTM,
-// qTSTMat (GDB manual, "Tracepoint Packets"), and the static data a frame collected for
-// `$_sdata` (qXfer:statictrace:read, the object the manual calls sdata).
+// qTSTMat (GDB manual, "Tracepoint Packets"). The data a frame collected for `$_sdata` is
+// read with the other trace-frame objects (handlers_trace.cpp).
 #include "server/packet_handlers.hpp"
-#include "server/server.hpp"
 #include "server/session.hpp"
 #include "target/target.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
-#include "protocol/requests.hpp"
 #include <fmt/format.h>
 
 namespace tpagent::agent {
@@ -53,18 +51,6 @@ std::string handle_static_marker_at(Session& s, std::string_view args) {
         for (const StaticMarker& m : inferior->static_markers())
             if (m.address == *address) return "m" + marker_definition(m);
     return "l";
-}
-
-std::string handle_xfer_static_trace_data(Session& s, std::string_view args) {
-    auto req = parse_xfer_read(args);
-    if (!req) return reply_error(req.error());
-    if (!s.trace_frame)
-        return reply_error_text(make_error(ErrorCode::NotAllowed, "no trace frame selected"));
-    auto frame = s.server().experiment().buffer().frame(*s.trace_frame);
-    if (!frame) return reply_error(ErrorCode::NotFound);
-    const auto data = frame->static_data();
-    return xfer_reply(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()),
-                      req->offset, std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));
 }
 
 } // namespace tpagent::agent

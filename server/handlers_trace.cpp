@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,15 +206,32 @@ std::string handle_trace_save(Session& s, std::string_view args) {
     return status_to_reply(write_trace_file(*path, experiment(s), xml ? *xml : std::string()));
 }
 
-std::string handle_xfer_traceframe_info(Session& s, std::string_view args) {
+namespace {
+// qXfer:<object>:read of the selected trace frame: `part` gives the object's bytes.
+std::string xfer_frame_object(Session& s, std::string_view args,
+                              const std::function<std::string(const trace::FrameView&)>& part) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
     if (!s.trace_frame)
         return reply_error_text(make_error(ErrorCode::NotAllowed, "no trace frame selected"));
     auto frame = experiment(s).buffer().frame(*s.trace_frame);
     if (!frame) return reply_error(ErrorCode::NotFound);
-    return xfer_reply(frame->traceframe_info(), req->offset,
+    return xfer_reply(part(*frame), req->offset,
                       std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));
+}
+} // namespace
+
+std::string handle_xfer_traceframe_info(Session& s, std::string_view args) {
+    return xfer_frame_object(s, args,
+                             [](const trace::FrameView& f) { return f.traceframe_info(); });
+}
+
+// `$_sdata`: the frame's static tracepoint data (the object the manual calls sdata).
+std::string handle_xfer_static_trace_data(Session& s, std::string_view args) {
+    return xfer_frame_object(s, args, [](const trace::FrameView& f) {
+        const auto data = f.static_data();
+        return std::string(data.begin(), data.end());
+    });
 }
 
 } // namespace tpagent::agent

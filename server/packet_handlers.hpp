@@ -37,10 +37,9 @@ Handler handle_trace_init, handle_trace_define, handle_trace_source, handle_trac
     handle_trace_variable_value, handle_tracepoints_first, handle_tracepoints_next,
     handle_trace_variables_first, handle_trace_variables_next, handle_trace_frame,
     handle_trace_buffer_read, handle_trace_save, handle_xfer_traceframe_info,
-    handle_min_fast_tracepoint_length;
+    handle_xfer_static_trace_data, handle_min_fast_tracepoint_length;
 // handlers_static_markers.cpp
-Handler handle_static_markers_first, handle_static_markers_next, handle_static_marker_at,
-    handle_xfer_static_trace_data;
+Handler handle_static_markers_first, handle_static_markers_next, handle_static_marker_at;
 // handlers_hostio.cpp
 Handler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vfile_pread,
     handle_vfile_pwrite, handle_vfile_fstat, handle_vfile_unlink, handle_vfile_readlink;
