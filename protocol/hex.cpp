@@ -1,4 +1,5 @@
 #include "protocol/hex.hpp"
+#include <cctype>
 
 namespace tpagent::protocol {
 
@@ -80,6 +81,14 @@ std::string hex_u64(std::uint64_t value) {
         value >>= 4;
     } while (value != 0);
     return std::string(std::make_reverse_iterator(buf + n), std::make_reverse_iterator(buf));
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+        text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
+    return text;
 }
 
 std::vector<std::string_view> split(std::string_view text, char sep) {

@@ -29,5 +29,7 @@ int hex_digit_value(char c); // -1 if not a hex digit
 
 // Splits on every `sep`; empty fields are kept.
 std::vector<std::string_view> split(std::string_view text, char sep);
+// Without leading and trailing white space.
+std::string_view trim(std::string_view text);
 
 } // namespace tpagent::protocol

@@ -1,20 +1,14 @@
 #include "arch/aarch64/sdt_operand.hpp"
-#include <cctype>
+#include "protocol/hex.hpp"
 #include <optional>
 
 namespace tpagent::arch::aarch64 {
 
+using protocol::trim;
+
 namespace {
 
 constexpr std::int16_t kSp = 31; // gdb's regnum; x0..x30 are 0..30
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-        s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-        s.remove_suffix(1);
-    return s;
-}
 
 std::optional<std::int16_t> parse_register(std::string_view name) {
     if (name == "sp" || name == "wsp") return kSp;

@@ -1,4 +1,5 @@
 #include "tools/tpdump/html_source_items.hpp"
+#include "protocol/hex.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,15 +7,9 @@
 
 namespace tpagent::tpdump {
 
-namespace {
+using protocol::trim;
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-        text.remove_prefix(1);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-        text.remove_suffix(1);
-    return text;
-}
+namespace {
 
 bool starts_with_nocase(std::string_view text, std::string_view prefix) {
     return text.size() >= prefix.size() &&

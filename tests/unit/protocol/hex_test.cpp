@@ -113,3 +113,10 @@ TEST_CASE("split keeps empty fields", "[hex]") {
     CHECK(split("abc", ',') == V{"abc"});
     CHECK(split("a;b,c", ';') == V{"a", "b,c"});
 }
+
+TEST_CASE("trim drops white space at both ends only", "[hex]") {
+    CHECK(trim("  a b\t\n") == "a b");
+    CHECK(trim("ab") == "ab");
+    CHECK(trim(" \t ").empty());
+    CHECK(trim("").empty());
+}
