@@ -12,18 +12,12 @@ __attribute__((tls_model("initial-exec"))) thread_local LastRange t_last_range;
 
 namespace {
 
-// Whether [addr, addr+len) lies inside [start, end).
-bool covers(std::uint64_t start, std::uint64_t end, std::uint64_t addr, std::size_t len) {
-    return start <= addr && addr < end && len <= end - addr;
-}
-
 // Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them.
 bool listed_readable(std::uint64_t addr, std::size_t len) {
     Header* h = header_of(g_region);
     const std::uint64_t seq = h->ranges_sequence.load(std::memory_order_acquire);
     if (seq & 1) return false;
-    LastRange& last = t_last_range;
-    if (last.sequence == seq && covers(last.start, last.end, addr, len)) return true;
+    if (in_last_range(seq, addr, len)) return true;
     const auto* ranges = at<const ReadableRange>(g_region, kRangesOffset);
     const std::uint32_t n = h->range_count < kMaxRanges ? h->range_count : kMaxRanges;
     std::uint32_t lo = 0, hi = n;
@@ -39,7 +33,7 @@ bool listed_readable(std::uint64_t addr, std::size_t len) {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (h->ranges_sequence.load(std::memory_order_relaxed) != seq) return false;
     if (!covers(found.start, found.end, addr, len)) return false;
-    last = {seq, found.start, found.end};
+    t_last_range = {seq, found.start, found.end};
     return true;
 }
 
