@@ -241,38 +241,26 @@ class Programs:
                 self._built[name, pie] = compile_program(self.source(name), output, *flags, compiler=self._compiler)
             return self._built[name, pie]
 
+    def _with_shared_library(self, program: str, library: str, link: tuple[str, ...]) -> tuple[Path, Path]:
+        """PROGRAM (PIE) linked with LINK, and lib<LIBRARY>.so built from LIBRARY.c beside it."""
+        with self._lock:
+            shared = self._outdir / f"lib{library}.so"
+            if (program, True) not in self._built:
+                compile_program(self.source(library), shared, "-fPIC", "-shared", compiler=self._compiler)
+                self._built[program, True] = compile_program(
+                    self.source(program), self._outdir / program, link=link, compiler=self._compiler
+                )
+            return self._built[program, True], shared
+
     def with_library(self) -> Path:
         """ftrace_shlib (PIE) calling lib_traced() in libftrace_lib.so."""
-        with self._lock:
-            if ("ftrace_shlib", True) not in self._built:
-                compile_program(
-                    self.source("ftrace_lib"), self._outdir / "libftrace_lib.so", "-fPIC", "-shared",
-                    compiler=self._compiler,
-                )
-                self._built["ftrace_shlib", True] = compile_program(
-                    self.source("ftrace_shlib"),
-                    self._outdir / "ftrace_shlib",
-                    link=(f"-L{self._outdir}", "-lftrace_lib", f"-Wl,-rpath,{self._outdir}"),
-                    compiler=self._compiler,
-                )
-            return self._built["ftrace_shlib", True]
+        link = (f"-L{self._outdir}", "-lftrace_lib", f"-Wl,-rpath,{self._outdir}")
+        return self._with_shared_library("ftrace_shlib", "ftrace_lib", link)[0]
 
     def with_sdt_markers(self) -> tuple[Path, Path]:
         """sdt_markers (PIE, linked with libstdc++ for its markers) and libsdt_lib.so
         (sdt_lib.c), which it loads with dlopen when given the library's path."""
-        with self._lock:
-            if ("sdt_markers", True) not in self._built:
-                compile_program(
-                    self.source("sdt_lib"), self._outdir / "libsdt_lib.so", "-fPIC", "-shared",
-                    compiler=self._compiler,
-                )
-                self._built["sdt_markers", True] = compile_program(
-                    self.source("sdt_markers"),
-                    self._outdir / "sdt_markers",
-                    link=("-Wl,--no-as-needed", "-lstdc++", "-ldl"),
-                    compiler=self._compiler,
-                )
-            return self._built["sdt_markers", True], self._outdir / "libsdt_lib.so"
+        return self._with_shared_library("sdt_markers", "sdt_lib", ("-Wl,--no-as-needed", "-lstdc++", "-ldl"))
 
     def line(self, name: str, mark: str) -> int:
         """Line number of the source line tagged with the comment 'MARK: <mark>'."""
