@@ -112,6 +112,20 @@ class Architecture {
         bool by_instruction = false;
     };
     virtual FastBlockTail fast_block_tail() const { return {}; }
+    // What the pad leaves out of that block for the collector to fill in, only when a hit
+    // reads registers (its stores are most of a pad's cost): the pc (the tracepoint address),
+    // the stack pointer and flags, found from the anchor the pad passes (4th argument of the
+    // collector call: sp = anchor + sp_bias, the flags at the anchor), and registers that are
+    // the same at every hit of a thread, which tpagent_thread_constants writes (x86-64: the
+    // segment selectors). Offsets into `g`; a size of 0 leaves that part to the pad.
+    struct FastBlockCompletion {
+        std::uint32_t pc_offset = 0, pc_size = 0;
+        std::uint32_t sp_offset = 0, sp_size = 0;
+        std::int32_t sp_bias = 0;
+        std::uint32_t flags_offset = 0, flags_size = 0;
+        std::uint32_t constants_offset = 0, constants_size = 0;
+    };
+    virtual FastBlockCompletion fast_block_completion() const { return {}; }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
     // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the
     // jump at `from` back to `to`, and the absolute addresses the pc-relative operands of the
@@ -139,9 +153,5 @@ class Architecture {
 
 // The architecture tpagent was built for.
 const Architecture& host_architecture();
-
-// The clock the in-process agent stamps frames with (tpagent_timestamp in
-// inproc_primitives.S): tpagent's own frames in a shared buffer take their place by it.
-std::uint64_t frame_stamp();
 
 } // namespace tpagent::arch

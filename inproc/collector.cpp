@@ -5,6 +5,7 @@
 // linear budget are shared only when they apply (the budget is claimed 64 KiB at a time).
 #include "inproc/inproc.hpp"
 #include "inproc/frame_chunks.hpp"
+#include "arch/frame_clock.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
 #include <cstring>
@@ -27,6 +28,9 @@ struct ThreadState {
     // The thread-pointer registers, read when the thread joined the run: read at each hit,
     // even by instruction, they cost 2.5 ns, and a thread's (glibc's TCB) never changes.
     std::uint64_t thread_registers[2] = {};
+    // The registers the pads leave out as the same at every hit (tpagent_thread_constants),
+    // read when the thread joined the run.
+    alignas(8) std::uint8_t thread_constants[kMaxThreadConstants] = {};
     bool busy = false; // a hit nested inside a hit (signal handler) is dropped
     bool key_set = false;
 };
@@ -273,7 +277,7 @@ bool get_tsv(void* user, unsigned num, std::int64_t* value) {
         Hit& hit = *static_cast<Hit*>(user);
         if (hit.collecting && !hit.clock_read) {
             hit.clock_read = true;
-            hit.stamp = tpagent_timestamp();
+            hit.stamp = arch::frame_clock();
         }
     }
     switch (v->reading) {
@@ -435,6 +439,26 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     join_generation(t.writer, generation);
     if (h->tail_register_bytes && h->tail_register_bytes <= sizeof t.thread_registers)
         tpagent_thread_registers(t.thread_registers, h->tail_by_instruction);
+    if (h->completion.constants_size) tpagent_thread_constants(t.thread_constants);
+}
+
+// Fills in what the pad left out of the staged block (Header::completion), for a hit that
+// reads registers.
+void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std::uint8_t* block,
+                    const std::uint8_t* anchor) {
+    const BlockCompletion& c = h->completion;
+    if (c.pc_size == 8) __builtin_memcpy(block + c.pc_offset, &pc, 8);
+    if (c.sp_size == 8) {
+        const std::uint64_t sp = reinterpret_cast<std::uint64_t>(anchor) + c.sp_bias;
+        __builtin_memcpy(block + c.sp_offset, &sp, 8);
+    }
+    if (c.flags_size == 4) __builtin_memcpy(block + c.flags_offset, anchor, 4);
+    if (c.flags_size == 8) __builtin_memcpy(block + c.flags_offset, anchor, 8);
+    std::uint32_t i = 0;
+    for (; i + 8 <= c.constants_size; i += 8)
+        __builtin_memcpy(block + c.constants_offset + i, t.thread_constants + i, 8);
+    if (i + 4 <= c.constants_size)
+        __builtin_memcpy(block + c.constants_offset + i, t.thread_constants + i, 4);
 }
 
 // The thread's chunk is full (or it has none): the next one, mapped into the process.
@@ -460,7 +484,8 @@ __attribute__((noinline)) void drop_frame(Header* h, const TracepointRecord* tp,
 // In line in the collector: the common hit (no condition, registers and ranges) calls nothing
 // but the clock and the memory reads.
 __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, TracepointRecord* tp,
-                                               const std::uint8_t* block) {
+                                               std::uint8_t* block, const std::uint8_t* anchor) {
+    if (tp->complete_block) complete_block(h, t, tp->address, block, anchor);
     if (tp->has_condition && !condition_holds(h, tp, block)) return;
     bool last_pass = false;
     if (tp->pass_count) {
@@ -481,7 +506,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         drop_frame(h, tp, last_pass);
         return;
     }
-    std::uint64_t stamp = tpagent_timestamp();
+    std::uint64_t stamp = arch::frame_clock();
     Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
@@ -531,7 +556,7 @@ __attribute__((noinline)) void drop_nested_hit(Header* h) {
 using namespace tpagent::inproc;
 
 extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block,
-                                       const std::uint8_t*) {
+                                       std::uint64_t frame, const std::uint8_t* anchor) {
     if (!g_region || g_forked) return;
     Header* h = header_of(g_region);
     if (!h->tracing.load(std::memory_order_acquire)) return;
@@ -543,20 +568,14 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     t.busy = true;
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     if (t.slot_generation != generation) join_run(h, t, generation);
-    // tpagent steps a thread it stops while this is 1 on to the return, even out of the
+    // tpagent runs a thread it stops while this is set on to the return, even out of the
     // library (the vDSO's clock): no run starts or ends with a frame half written.
     ThreadSlot* slot = t.slot;
-    if (slot) {
-        slot->frame.store(reinterpret_cast<std::uint64_t>(__builtin_frame_address(0)),
-                          std::memory_order_relaxed);
-        slot->return_to.store(reinterpret_cast<std::uint64_t>(__builtin_return_address(0)),
-                              std::memory_order_relaxed);
-        slot->collecting.store(1, std::memory_order_relaxed);
-    }
+    if (slot) slot->frame.store(frame, std::memory_order_relaxed);
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
          tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
-        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, t, tp, block);
-    if (slot) slot->collecting.store(0, std::memory_order_release);
+        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, t, tp, block, anchor);
+    if (slot) slot->frame.store(0, std::memory_order_release);
     t.busy = false;
 }

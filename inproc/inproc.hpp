@@ -48,8 +48,9 @@ extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fau
 // The thread-pointer registers (Header::tail_register_bytes of them) into out: by instruction
 // when by_instruction, else by system call. Returns the bytes written.
 extern "C" std::size_t tpagent_thread_registers(std::uint64_t* out, long by_instruction);
-// A counter every core reads alike (no system call, no shared write): orders frames.
-extern "C" std::uint64_t tpagent_timestamp();
+// The registers the pads leave out of the staged block as the same at every hit of a thread
+// (Header::completion.constants_size bytes, at most kMaxThreadConstants) into out.
+extern "C" std::size_t tpagent_thread_constants(std::uint8_t* out);
 
 namespace tpagent::inproc {
 
@@ -67,4 +68,5 @@ inline std::size_t safe_read_in_line(void* dst, std::uint64_t addr, std::size_t 
 
 // The jump pads' call target.
 extern "C" __attribute__((visibility("default"))) void
-tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block, const std::uint8_t* state);
+tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block, std::uint64_t frame,
+                       const std::uint8_t* anchor);

@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 7;
+inline constexpr std::uint32_t kVersion = 8;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -89,6 +89,20 @@ struct Variable {
     std::uint32_t reading;
 };
 
+// Offsets in the staged block; a size of 0 leaves that part alone.
+struct BlockCompletion {
+    std::uint16_t pc_offset;        // 8 bytes: the tracepoint's address
+    std::uint16_t sp_offset;        // 8 bytes: the anchor plus sp_bias
+    std::uint16_t flags_offset;     // flags_size bytes copied from the anchor
+    std::uint16_t constants_offset; // constants_size bytes: tpagent_thread_constants
+    std::uint8_t pc_size;
+    std::uint8_t sp_size;
+    std::uint8_t flags_size;
+    std::uint8_t constants_size;
+    std::int32_t sp_bias;
+};
+inline constexpr std::size_t kMaxThreadConstants = 32;
+
 struct Header {
     // Written once by the library.
     std::uint64_t magic;
@@ -124,6 +138,10 @@ struct Header {
     // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
     std::uint16_t register_offset[kMaxCoreRegisters];
     std::uint8_t register_size[kMaxCoreRegisters];
+    // What the pads leave out of the staged block and the collector fills in when a hit reads
+    // registers (TracepointRecord::complete_block; arch::FastBlockCompletion): the pc, the
+    // stack pointer and flags from the pad's anchor, the thread's constant registers.
+    BlockCompletion completion;
     // The run's chunks: chunk_count chunks of chunk_bytes from kChunksOffset.
     std::uint32_t chunk_bytes;
     std::uint32_t chunk_count;
@@ -183,21 +201,18 @@ struct RecordHeader {
     std::uint32_t size;  // whole record, header included, multiple of 8
     std::uint32_t index; // TracepointRecord index, or kTrapRecord
     std::uint64_t pc;
-    std::uint64_t stamp; // tpagent_timestamp() at the hit: frames of all threads in order
+    std::uint64_t stamp; // arch::frame_clock() at the hit: frames of all threads in order
 };
 // Where a record's frame blocks start: after the record header and the frame header.
 inline constexpr std::size_t kRecordBlocksOffset = sizeof(RecordHeader) + trace::kFrameHeaderSize;
 
 // A collecting thread's slot, its own cache line.
 struct alignas(64) ThreadSlot {
-    std::atomic<std::uint32_t> collecting; // 1 from the collector's entry to its return
-    std::uint32_t reserved;
-    // The collector's frame address while collecting: a stopped thread whose stack pointer
-    // lies just below it is this thread, inside the call (threads' stacks are apart).
+    // From the collector's entry to its return (else 0): the stack pointer the pad called it
+    // with, the address of the return address (in the pad) plus 8. A stopped thread whose stack
+    // pointer lies just below it is this thread, inside the call (threads' stacks are apart):
+    // tpagent runs it to that return address with one breakpoint, not thousands of steps.
     std::atomic<std::uint64_t> frame;
-    // Where that call returns to (in a pad): tpagent runs a thread it stopped inside the call
-    // to there with one breakpoint, not thousands of single steps.
-    std::atomic<std::uint64_t> return_to;
 };
 // How far below the collector's frame its callees' frames may reach.
 inline constexpr std::uint64_t kCollectorStackReach = 64u << 10;
@@ -242,6 +257,10 @@ struct TracepointRecord {
     std::uint32_t action_count;
     std::uint32_t has_condition;
     ActionRecord condition; // kind Expression when has_condition
+    // 1: a hit reads registers the pad leaves to the collector (Header::completion): the
+    // condition, `$regs`, an expression, or a range based on one of them.
+    std::uint32_t complete_block;
+    std::uint32_t reserved;
 };
 
 // Offsets -> pointers in whichever process maps the region.
@@ -277,6 +296,17 @@ inline TracepointRecord* tracepoint_record(void* region, std::uint32_t index) {
 }
 inline std::uint32_t record_index(void* region, const TracepointRecord* rec) {
     return static_cast<std::uint32_t>(rec - tracepoint_record(region, 0));
+}
+// Whether the collector, not the pad, stages gdb register `regnum`.
+inline bool completed_by_collector(const Header& h, unsigned regnum) {
+    if (regnum >= kMaxCoreRegisters || h.register_size[regnum] == 0) return false;
+    const BlockCompletion& c = h.completion;
+    const std::uint32_t at = h.register_offset[regnum];
+    const auto in = [at](std::uint32_t offset, std::uint32_t size) {
+        return size != 0 && at >= offset && at < offset + size;
+    };
+    return in(c.pc_offset, c.pc_size) || in(c.sp_offset, c.sp_size) ||
+           in(c.flags_offset, c.flags_size) || in(c.constants_offset, c.constants_size);
 }
 
 } // namespace tpagent::inproc

@@ -13,8 +13,8 @@ ALLOWED = {
     "arch": {"base", "protocol", "bytecode"},
     "trace": {"base", "protocol", "bytecode"},
     "target": {"base", "protocol", "arch"},
-    # the library loaded into programs: its ABI, the interpreter and the frame format
-    "inproc": {"bytecode", "trace/frame_format.hpp"},
+    # the library loaded into programs: its ABI, the interpreter, the frame format and clock
+    "inproc": {"bytecode", "trace/frame_format.hpp", "arch/frame_clock.hpp"},
     "tracing": {"base", "protocol", "bytecode", "arch", "trace", "target", "inproc"},
     "server": {"base", "protocol", "bytecode", "arch", "trace", "target", "tracing"},
     "tools": {"base", "protocol", "bytecode", "trace"},

@@ -144,10 +144,11 @@ class Target {
         std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
         std::uint64_t code_begin = 0, code_end = 0;
         // If a thread whose stack pointer is `sp` is inside a collector call, also where the
-        // collector called out of the library (the vDSO's clock, the C library), where the
-        // call returns to: such a thread runs on to there, and is stepped on out of the pad,
-        // so no run starts or ends with a frame half written.
-        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_return;
+        // collector called out of the library (the vDSO's clock, the C library), the stack
+        // pointer the pad called with: the call returns to the address just below it. Such a
+        // thread runs on to there, and is stepped on out of the pad, so no run starts or
+        // ends with a frame half written.
+        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_frame;
     };
     virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
     // Called when the process execs: the old image, and everything placed in it, is gone.

@@ -1,5 +1,5 @@
 #include "tracing/inproc_frames.hpp"
-#include "arch/arch.hpp"
+#include "arch/frame_clock.hpp"
 #include <algorithm>
 #include <cstring>
 
@@ -117,7 +117,7 @@ trace::CommitResult InprocFrames::append(std::span<const std::uint8_t> frame, st
     if (!record) return trace::CommitResult::Full;
     if (!h->circular && !claim_linear(h, writer_, static_cast<std::int64_t>(size)))
         return trace::CommitResult::Full;
-    const RecordHeader rh{static_cast<std::uint32_t>(size), kTrapRecord, pc, arch::frame_stamp()};
+    const RecordHeader rh{static_cast<std::uint32_t>(size), kTrapRecord, pc, arch::frame_clock()};
     std::memcpy(record, &rh, sizeof rh);
     std::memcpy(record + sizeof rh, frame.data(), frame.size());
     std::memset(record + sizeof rh + frame.size(), 0, size - sizeof rh - frame.size());

@@ -134,15 +134,12 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
-std::optional<std::uint64_t> InprocRegion::collector_return(std::uint64_t sp) const {
+std::optional<std::uint64_t> InprocRegion::collector_frame(std::uint64_t sp) const {
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
     for (std::size_t r = 0; r < rows; ++r) {
-        const ThreadSlot* slot = thread_slot(local_, r);
-        const std::uint64_t frame = slot->frame.load(std::memory_order_relaxed);
-        if (slot->collecting.load(std::memory_order_acquire) && sp <= frame &&
-            frame - sp < kCollectorStackReach)
-            return slot->return_to.load(std::memory_order_relaxed);
+        const std::uint64_t frame = thread_slot(local_, r)->frame.load(std::memory_order_acquire);
+        if (frame != 0 && sp < frame && frame - sp < kCollectorStackReach) return frame;
     }
     return std::nullopt;
 }
@@ -178,6 +175,26 @@ Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture&
         h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
         h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
     }
+    // What the pads leave for the collector to fill in: inside the core, in sizes it copies.
+    const auto c = arch.fast_block_completion();
+    const auto fits = [core](std::uint32_t offset, std::uint32_t size, std::uint32_t max) {
+        return size == 0 || (size <= max && offset + size <= core);
+    };
+    if (!fits(c.pc_offset, c.pc_size, 8) || (c.pc_size != 0 && c.pc_size != 8) ||
+        !fits(c.sp_offset, c.sp_size, 8) || (c.sp_size != 0 && c.sp_size != 8) ||
+        !fits(c.flags_offset, c.flags_size, 8) || c.flags_size % 4 != 0 ||
+        !fits(c.constants_offset, c.constants_size, kMaxThreadConstants) ||
+        c.constants_size % 4 != 0)
+        return make_error(ErrorCode::Unsupported, "fast tracepoints: bad block completion");
+    h.completion = {static_cast<std::uint16_t>(c.pc_offset),
+                    static_cast<std::uint16_t>(c.sp_offset),
+                    static_cast<std::uint16_t>(c.flags_offset),
+                    static_cast<std::uint16_t>(c.constants_offset),
+                    static_cast<std::uint8_t>(c.pc_size),
+                    static_cast<std::uint8_t>(c.sp_size),
+                    static_cast<std::uint8_t>(c.flags_size),
+                    static_cast<std::uint8_t>(c.constants_size),
+                    c.sp_bias};
     // The tail the collector appends: registers adjacent in g, beyond the core, 16 bytes at
     // most (the collector's room). Expressions cannot read them: the pad does not stage them.
     short_block_ = {h.core_register_bytes, 0, 0};
@@ -275,6 +292,16 @@ Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& progr
     a.backward_jump_budget = program.backward_jump_budget();
     a.compiled = 0;
     return a;
+}
+
+bool reads_completed_registers(const Header& h, std::span<const ActionRecord> actions,
+                               bool has_condition) {
+    bool reads = has_condition;
+    for (const ActionRecord& a : actions)
+        reads = reads || a.kind == ActionKind::Registers || a.kind == ActionKind::Expression ||
+                (a.kind == ActionKind::Memory && a.base_register >= 0 &&
+                 completed_by_collector(h, static_cast<unsigned>(a.base_register)));
+    return reads;
 }
 
 std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,

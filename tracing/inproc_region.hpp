@@ -71,8 +71,8 @@ class InprocRegion {
     };
     HitTotals hit_totals(std::uint32_t index) const;
     // If the thread whose stack pointer is `sp` is inside a collector call now (it must be
-    // stopped to be sure), where that call returns to.
-    std::optional<std::uint64_t> collector_return(std::uint64_t sp) const;
+    // stopped to be sure), the stack pointer the pad called with (ThreadSlot::frame).
+    std::optional<std::uint64_t> collector_frame(std::uint64_t sp) const;
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.
@@ -120,6 +120,10 @@ inline constexpr std::uint64_t kExpressionAllowance = 8192;
 
 // TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
 // header and blocks (R blocks of register_bytes), rounded up to 8 bytes.
+// Whether a hit of a tracepoint with these actions reads registers the pads leave to the
+// collector (TracepointRecord::complete_block).
+bool reads_completed_registers(const inproc::Header& h,
+                               std::span<const inproc::ActionRecord> actions, bool has_condition);
 std::uint64_t staged_frame_bound(std::span<const inproc::ActionRecord> actions,
                                  std::uint32_t register_bytes);
 

@@ -22,9 +22,9 @@ using namespace inproc;
 Target::InprocAgentCode agent_code_of(pid_t pid, const std::shared_ptr<InprocRegion>& region) {
     const Header& lib = region->header();
     Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
-    code.collector_return = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
+    code.collector_frame = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
         const auto r = weak.lock();
-        return r ? r->collector_return(sp) : std::nullopt;
+        return r ? r->collector_frame(sp) : std::nullopt;
     };
     const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
     auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
@@ -100,6 +100,7 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             if (!a) return a.error();
             (*actions)[k++] = *a;
         }
+    rec.complete_block = reads_completed_registers(region_.header(), *actions, rec.has_condition);
     rec.frame_bound = staged_frame_bound(*actions, core_);
     if (rec.frame_bound > kMaxChunkBytes - kChunkHeaderBytes)
         return make_error(ErrorCode::TooLarge,

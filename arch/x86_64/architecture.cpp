@@ -146,6 +146,10 @@ Architecture::FastBlockTail X86_64Architecture::fast_block_tail() const {
     return {{fs, gs}, (getauxval(AT_HWCAP2) & kHwcap2Fsgsbase) != 0};
 }
 
+Architecture::FastBlockCompletion X86_64Architecture::fast_block_completion() const {
+    return block_completion(layout_);
+}
+
 Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
     JumpPadSpec spec;
     spec.pad_address = request.pad_address;

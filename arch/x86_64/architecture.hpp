@@ -45,6 +45,7 @@ class X86_64Architecture final : public Architecture {
     std::size_t min_fast_tracepoint_length() const override;
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
+    FastBlockCompletion fast_block_completion() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;

@@ -84,21 +84,6 @@ tpagent_copy_fault:
     .cfi_endproc
     .size tpagent_fault_recovering_copy, . - tpagent_fault_recovering_copy
 
-// uint64_t tpagent_timestamp(void)
-// The time-stamp counter: one clock for every core (invariant TSC), no system call, no shared
-// write; it orders the frames of several threads.
-    .globl tpagent_timestamp
-    .hidden tpagent_timestamp
-    .type tpagent_timestamp, @function
-tpagent_timestamp:
-    .cfi_startproc
-    rdtsc
-    shl $32, %rdx
-    or %rdx, %rax
-    ret
-    .cfi_endproc
-    .size tpagent_timestamp, . - tpagent_timestamp
-
 // size_t tpagent_thread_registers(uint64_t* out, long by_instruction)
 // fs_base and gs_base (gdb's order): by rdfsbase/rdgsbase, which fault unless the kernel
 // enabled them (tpagent tells), or by arch_prctl. Never through %fs:0, which a program that
@@ -128,4 +113,29 @@ tpagent_thread_registers:
     ret
     .cfi_endproc
     .size tpagent_thread_registers, . - tpagent_thread_registers
+
+// size_t tpagent_thread_constants(uint8_t* out): the registers the jump pads leave out of
+// the staged block as the same at every hit of a thread (arch::FastBlockCompletion): the
+// segment selectors cs, ss, ds, es, fs, gs, 4 bytes each, in gdb's order. Returns 24.
+    .globl tpagent_thread_constants
+    .hidden tpagent_thread_constants
+    .type tpagent_thread_constants, @function
+tpagent_thread_constants:
+    .cfi_startproc
+    mov %cs, %eax
+    mov %eax, 0(%rdi)
+    mov %ss, %eax
+    mov %eax, 4(%rdi)
+    mov %ds, %eax
+    mov %eax, 8(%rdi)
+    mov %es, %eax
+    mov %eax, 12(%rdi)
+    mov %fs, %eax
+    mov %eax, 16(%rdi)
+    mov %gs, %eax
+    mov %eax, 20(%rdi)
+    mov $24, %eax
+    ret
+    .cfi_endproc
+    .size tpagent_thread_constants, . - tpagent_thread_constants
     .section .note.GNU-stack, "", @progbits

@@ -40,19 +40,7 @@ void lea_rsp(Assembler& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keep
     a.modrm_mem(RSP, Mem{RSP, delta});
 }
 
-void load32(Assembler& a, Reg dst, Mem m) {
-    a.rex(false, dst, m.base);
-    a.byte(0x8b);
-    a.modrm_mem(dst, m);
-}
-
-void store32(Assembler& a, Mem m, Reg src) {
-    a.rex(false, src, m.base);
-    a.byte(0x89);
-    a.modrm_mem(src, m);
-}
-
-// The g offsets the pad writes, checked against the layout rather than assumed.
+// The core's g offsets, checked against the layout rather than assumed.
 struct CoreOffsets {
     std::uint32_t rip = 0;
     std::uint32_t eflags = 0;
@@ -131,6 +119,26 @@ std::size_t core_block_bytes(const RegisterLayout& layout) {
     return off ? core_end(*off) : 0;
 }
 
+Architecture::FastBlockCompletion block_completion(const RegisterLayout& layout) {
+    auto off = core_offsets(layout);
+    if (!off) return {};
+    // tpagent_thread_constants writes cs, ss, ds, es, fs, gs in that order (gdb's).
+    static constexpr unsigned kOrder[6] = {1, 2, 3, 0, 4, 5}; // sreg numbers
+    for (unsigned i = 1; i < 6; ++i)
+        if (off->segment[kOrder[i]] != off->segment[kOrder[0]] + 4 * i) return {};
+    Architecture::FastBlockCompletion c;
+    c.pc_offset = off->rip;
+    c.pc_size = 8;
+    c.sp_offset = 7 * 8;
+    c.sp_size = 8;
+    c.sp_bias = static_cast<std::int32_t>(8 + kRedZone); // the anchor is the pushed rflags
+    c.flags_offset = off->eflags;
+    c.flags_size = 4;
+    c.constants_offset = off->segment[kOrder[0]];
+    c.constants_size = 6 * 4;
+    return c;
+}
+
 Result<std::array<std::uint8_t, kJumpLength>> encode_jump(std::uint64_t from, std::uint64_t to) {
     const auto d = static_cast<std::int64_t>(to - (from + kJumpLength));
     if (!fits_rel32(d))
@@ -165,6 +173,8 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     if (!jump) return jump.error();
     auto offsets = core_offsets(*spec.layout);
     if (!offsets) return offsets.error();
+    if (block_completion(*spec.layout).pc_size == 0)
+        return make_error(ErrorCode::Unsupported, "register layout: segments not in gdb's order");
     if (auto st = check_state_save(spec.state_save); !st) return st.error();
     const CoreOffsets& off = *offsets;
     const StateSave& save = spec.state_save;
@@ -181,23 +191,13 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     lea_rsp(a, -i32(kRedZone)); // first: leaf code keeps live data below rsp
     a.byte(0x9c);               // pushfq, before anything below changes a flag
     lea_rsp(a, -i32(upper));
-    for (Reg r : {R15, R14, R13, R12, R11, R10, R9, R8, RSP, RBP, RDI, RSI, RDX, RCX, RBX, RAX})
-        a.push(r); // `push rsp` stores rsp as it was before that push: fixed below
-
-    // Core of the g block at B = rsp; rax is free now.
-    a.rex(true, RAX, RSP); // lea rax, [rsp + 264 + T]: the rsp of the thread at the tracepoint
-    a.byte(0x8d);
-    a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 8 + kRedZone)});
-    a.store(Mem{RSP, 7 * 8}, RAX);
-    a.mov_imm(RAX, spec.tracepoint_address);
-    a.store(Mem{RSP, i32(off.rip)}, RAX);
-    load32(a, RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
-    store32(a, Mem{RSP, i32(off.eflags)}, RAX);
-    for (unsigned s = 0; s < 6; ++s) {
-        a.byte(0x8c); // mov eax, sreg (zero-extends)
-        a.byte(static_cast<std::uint8_t>(0xc0 | (s << 3)));
-        store32(a, Mem{RSP, i32(off.segment[s])}, RAX);
-    }
+    // The general registers at B = rsp but rsp, which the collector derives from the anchor
+    // with the rest of the core (block_completion): the pad's stores are most of its cost.
+    for (Reg r : {R15, R14, R13, R12, R11, R10, R9, R8})
+        a.push(r);
+    lea_rsp(a, -8);
+    for (Reg r : {RBP, RDI, RSI, RDX, RCX, RBX, RAX})
+        a.push(r);
 
     // State save area at A, 64-byte aligned below the block.
     a.mov(RBX, RSP);
@@ -224,9 +224,10 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     a.mov_imm(RDI, spec.argument);
     a.mov(RSI, RBX);
-    a.rex(true, RDX, RSP); // lea rdx, [rsp + 16]
+    a.mov(RDX, RSP);       // the frame: the return address goes at rdx - 8
+    a.rex(true, RCX, RBX); // lea rcx, [rbx + 128 + T]: the anchor, the pushed rflags
     a.byte(0x8d);
-    a.modrm_mem(RDX, Mem{RSP, 16});
+    a.modrm_mem(RCX, Mem{RBX, i32(kGprBytes + upper)});
     a.mov_imm(RAX, spec.collector);
     a.call(RAX);
     const std::size_t return_offset = a.pos();

@@ -5,14 +5,20 @@
 // No locks, no system calls: all state lives on the stack of the thread that hit.
 //
 // The collector is called as
-//     void collector(std::uint64_t argument, std::uint8_t* block, const std::uint8_t* state);
-// block: the first RegisterLayout::g_size() bytes of a `g` block. The pad fills the core
-//        part (rax..r15, rip = the tracepoint address, eflags, cs, ss, ds, es, fs, gs); the
-//        rest (x87, SSE, AVX..., orig_rax, fs_base, gs_base) is left for the collector, which
-//        converts it from `state`. Bytes 0..127 are also what the pad restores the general
-//        registers from: the collector must not change them.
-// state: the XSAVE area (standard, non-compacted format, XSTATE_BV valid, 64-byte aligned)
-//        or the 512-byte FXSAVE area, per JumpPadSpec::state_save.
+//     void collector(std::uint64_t argument, std::uint8_t* block, std::uint64_t frame,
+//                    const std::uint8_t* anchor);
+// block: the first RegisterLayout::g_size() bytes of a `g` block. The pad stores only what
+//        changes at every hit, rax..r15 but rsp; the rest of the core part is the collector's
+//        to fill when a hit reads registers (block_completion(): rip = the tracepoint address,
+//        rsp = anchor + 136, eflags = the 4 bytes at the anchor, the segment selectors, the
+//        same at every hit of a thread), as are the FP/vector part (x87, SSE, AVX...,
+//        converted from the save area at frame + 16) and orig_rax, fs_base, gs_base. Bytes
+//        0..127 are also what the pad restores the general registers from: the collector must
+//        not change them.
+// frame: the rsp the pad calls with: the return address is at frame - 8.
+// anchor: where the pad pushed rflags.
+// The save area: XSAVE (standard, non-compacted format, XSTATE_BV valid, 64-byte aligned) or
+//        the 512-byte FXSAVE area, per JumpPadSpec::state_save.
 //
 // Stack of the thread while the collector runs (O = the thread's rsp at the tracepoint;
 // addresses grow upwards; T = round_up(g_size, 8) - 128):
@@ -20,20 +26,20 @@
 //     O                 +---------------------------+
 //                       | red zone, 128 bytes       |  untouched
 //     O-128             +---------------------------+
-//                       | rflags (pushfq)           |  restored with popfq
+//                       | rflags (pushfq)           |  <- rcx (anchor); restored from here
 //     O-136             +---------------------------+
-//                       | g block bytes 128..g_size |  rip, eflags, segments (pad);
-//                       |  (T bytes)                |  FP/vector part (collector)
+//                       | g block bytes 128..g_size |  rip, eflags, segments, FP/vector
+//                       |  (T bytes)                |  part (collector)
 //     B+128             +---------------------------+
-//                       | g block bytes 0..127      |  pushed r15..r8, rsp (then set to O),
-//                       |  rax..r15                 |  rbp, rdi, rsi, rdx, rcx, rbx, rax
+//                       | g block bytes 0..127      |  pushed r15..r8, (rsp slot), rbp,
+//                       |  rax..r15                 |  rdi, rsi, rdx, rcx, rbx, rax
 //     B = O-264-T       +---------------------------+  <- rsi
 //                       | 0..63 bytes of alignment  |
 //     A                 +---------------------------+  64-byte aligned
-//                       | XSAVE / FXSAVE area       |  <- rdx
+//                       | XSAVE / FXSAVE area       |
 //                       +---------------------------+
 //                       | B (restore pointer)       |
-//     A-16              | (unused)                  |  16-byte aligned: `call` pushes below
+//     A-16              | (unused)                  |  <- rdx (frame); `call` pushes below
 //                       +---------------------------+
 //
 // Before the call the pad clears DF (the ABI requires it; a tracepoint inside `std ... cld`
@@ -41,6 +47,7 @@
 // executes vzeroupper (the collector's SSE code would pay for dirty upper halves). The x87
 // stack and MXCSR are left as the program had them: the collector does no floating point.
 #pragma once
+#include "arch/arch.hpp"
 #include "arch/relocation.hpp"
 #include "arch/x86_64/cpu_features.hpp"
 #include "arch/x86_64/registers.hpp"
@@ -102,9 +109,13 @@ struct JumpPadSpec {
 // Whether this CPU has lahf/sahf in 64-bit mode.
 bool has_lahf_sahf();
 
-// Bytes of the `g` block the pad itself fills (rax..r15, rip, eflags, segments); 0 if the
-// layout does not have them where the pad expects.
+// Bytes of the `g` block's core (rax..r15, rip, eflags, segments); 0 if the layout does not
+// have them where the pad expects.
 std::size_t core_block_bytes(const RegisterLayout& layout);
+
+// What the collector fills into the core (the pad leaves it): see the header comment. Empty
+// when the layout does not have the core where the pad expects.
+Architecture::FastBlockCompletion block_completion(const RegisterLayout& layout);
 
 struct JumpPad {
     // Bytes for pad_address: the pad's own code, then at relocated_offset the displaced

@@ -236,8 +236,13 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
             break;
         }
         std::optional<std::uint64_t> collector_return;
-        if (agent_code_ && agent_code_->collector_return)
-            collector_return = agent_code_->collector_return(arch_.sp(**s));
+        if (agent_code_ && agent_code_->collector_frame)
+            if (auto frame = agent_code_->collector_frame(arch_.sp(**s))) {
+                std::uint64_t back = 0;
+                auto got =
+                    read_memory(*frame - 8, std::span(reinterpret_cast<std::uint8_t*>(&back), 8));
+                collector_return = got && *got == 8 ? back : 0;
+            }
         if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
         if (collector_return && *collector_return && !ran_to_return) {
             // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a

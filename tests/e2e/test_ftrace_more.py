@@ -460,3 +460,43 @@ def test_fast_frames_hold_each_threads_thread_pointer(e2e):
     # The file's tracepoint is gdb's number 1 (it numbers them afresh); the rest is the same.
     read_back = s.open_trace_file(saved, walk)
     assert [(f, *v) for f, _, *v in read_back.frames(walk)] == [(f, *v) for f, _, *v in rows]
+
+
+# --------------------------------------------------------------------------- every register of a fast frame
+
+# What the jump pad leaves for the collector to fill in (the pc, the stack pointer, the flags,
+# the segment selectors), then registers the pad stores itself.
+SHOWN_REGISTERS = "rip rsp eflags cs ss ds es fs gs fs_base gs_base rbp rdi rsi"
+
+
+@pytest.mark.tpagent_only("gdbserver's fast frames leave fs_base and gs_base unavailable")
+def test_fast_frame_registers_are_the_trap_frames(e2e):
+    """collect $regs at step's first line, through a trap tracepoint in phase 0, then through
+    a fast one in phase 1: the first call of each phase comes from the same place in main
+    with the same stack, so `info registers` shows the same pc, stack pointer, flags,
+    segment selectors, thread pointer and frame pointer in both frames (the arguments n and
+    the phase differ by a phase), as the live thread has them."""
+    s = FastTrace(e2e, PHASES, "2", "3")
+    at = s.at("step_body")
+    show = f"info registers {SHOWN_REGISTERS}"
+    r = s.gdb(
+        *TO_MAIN, f"break {at}", "continue", show, "delete",
+        s.define(trace(at, "collect $regs")), "break phase_done", "tstart", "continue", "tstop",
+        "tfind 0", show, "tfind none", "delete",
+        s.define(ftrace(at, "collect $regs")), "break phase_done", "tstart", "continue", "tstop",
+        "tfind 0", show, *TO_THE_END,
+    )
+
+    def registers(nth: int) -> dict[str, str]:
+        return dict(re.findall(r"^(\w+)\s+(0x[0-9a-f]+)", r.of(show, nth), re.M))
+
+    live, trap, fast = registers(0), registers(1), registers(2)
+    assert set(live) == set(SHOWN_REGISTERS.split()), r.of(show, 0)
+    assert trap == live, (trap, live)
+    arguments = ("rdi", "rsi")
+    assert {k: v for k, v in fast.items() if k not in arguments} == {
+        k: v for k, v in trap.items() if k not in arguments
+    }, (fast, trap)
+    assert int(fast["rdi"], 16) == int(trap["rdi"], 16) + 1000, (fast, trap)  # n
+    assert int(fast["rsi"], 16) == int(trap["rsi"], 16) + 1, (fast, trap)  # the phase
+    s.ends_as_natively(r.of("continue", 4))

@@ -120,21 +120,40 @@ void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
     const Machine now = read_machine(uc);
     const Machine& at = o.at_tracepoint;
     const std::uint64_t rsp = now.gpr[7];
-    const std::uint64_t block = now.gpr[4]; // rsi
-    const std::uint64_t state = now.gpr[3]; // rdx
+    const std::uint64_t block = now.gpr[4];  // rsi
+    const std::uint64_t frame = now.gpr[3];  // rdx
+    const std::uint64_t anchor = now.gpr[2]; // rcx
+    const std::uint64_t state = frame + 16;  // the save area, above the restore pointer
     note(o, rsp % 16 == 8, "rsp not 16-aligned before the call: " + hex(rsp));
+    note(o, frame == rsp + 8, "frame is not the rsp the pad called with: " + hex(frame));
     note(o, load<std::uint64_t>(read_mem(uc, rsp, 8), 0) == kPad + o.pad->return_offset,
          "return address");
     note(o, now.gpr[5] == kArg, "rdi is not the argument");
     note(o, state % 64 == 0, "state area not 64-aligned: " + hex(state));
     note(o, (now.rflags & kDF) == 0, "DF set at the call");
     const std::uint64_t orig_rsp = at.gpr[7];
-    note(o, state < orig_rsp - 128 && block < orig_rsp - 128, "pad data in the red zone");
+    note(o, state < orig_rsp - 128 && block < orig_rsp - 128 && anchor + 8 <= orig_rsp - 128,
+         "pad data in the red zone");
     note(o, rsp >= orig_rsp - o.pad->stack_bytes, "stack use beyond stack_bytes");
     note(o, read_mem(uc, orig_rsp - 128, 128) == o.red_zone_at_tracepoint, "red zone changed");
 
-    // The g block: every GPR, rip, eflags and segment as the thread had them.
-    const Bytes g = read_mem(uc, block, o.layout->g_size());
+    // The g block: every GPR, rip, eflags and segment as the thread had them, once the
+    // collector filled in what the pad leaves to it (block_completion), from the anchor, the
+    // tracepoint address and the thread's segment selectors (cs, ss, ds, es, fs, gs).
+    Bytes g = read_mem(uc, block, o.layout->g_size());
+    const auto c = x86::block_completion(*o.layout);
+    REQUIRE(c.pc_size == 8);
+    REQUIRE(c.constants_size == 24);
+    const std::uint64_t sp = anchor + static_cast<std::uint64_t>(c.sp_bias);
+    std::memcpy(g.data() + c.pc_offset, &o.tracepoint, 8);
+    std::memcpy(g.data() + c.sp_offset, &sp, 8);
+    const Bytes saved_flags = read_mem(uc, anchor, c.flags_size);
+    std::memcpy(g.data() + c.flags_offset, saved_flags.data(), c.flags_size);
+    static constexpr int kConstantOrder[6] = {1, 2, 3, 0, 4, 5}; // es, cs, ss, ds, fs, gs
+    for (int i = 0; i < 6; ++i) {
+        const auto v = static_cast<std::uint32_t>(at.segment[kConstantOrder[i]]);
+        std::memcpy(g.data() + c.constants_offset + 4 * i, &v, 4);
+    }
     const auto regs = o.layout->registers();
     for (int i = 0; i < 16; ++i) {
         const auto v = load<std::uint64_t>(g, regs[i].g_offset);
@@ -549,13 +568,13 @@ TEST_CASE("the XSAVE form: mask in edx:eax, header zeroed, area aligned", "[jump
     CHECK(insns[restore].ops[0].mem.base == ZYDIS_REGISTER_RSP);
     CHECK(insns[restore].ops[0].mem.disp.value == 16);
     CHECK(find(ZYDIS_MNEMONIC_FXSAVE64) == insns.size());
-    // The collector's third argument is the same area.
-    bool rdx_is_area = false;
+    // The collector's third argument is the rsp it is called with: the area is 16 above it.
+    bool rdx_is_rsp = false;
     for (std::size_t k = save; k < call; ++k)
-        rdx_is_area |= insns[k].i.mnemonic == ZYDIS_MNEMONIC_LEA &&
-                       insns[k].ops[0].reg.value == ZYDIS_REGISTER_RDX &&
-                       insns[k].ops[1].mem.disp.value == 16;
-    CHECK(rdx_is_area);
+        rdx_is_rsp |= insns[k].i.mnemonic == ZYDIS_MNEMONIC_MOV &&
+                      insns[k].ops[0].reg.value == ZYDIS_REGISTER_RDX &&
+                      insns[k].ops[1].reg.value == ZYDIS_REGISTER_RSP;
+    CHECK(rdx_is_rsp);
     CHECK(pad->stack_bytes >= 128 + 8 + (layout.g_size() + 7) / 8 * 8 + 2688 + 16);
 }
 
@@ -600,17 +619,25 @@ struct NativeSeen {
     std::vector<std::string> problems;
     Bytes block;
     Bytes state;
+    std::uint64_t sp = 0; // the rsp at the tracepoint, from the anchor
     const x86::RegisterLayout* layout = nullptr;
 };
 NativeSeen g_native;
 
-extern "C" void native_collector(std::uint64_t arg, std::uint8_t* block,
-                                 const std::uint8_t* state) {
+extern "C" void native_collector(std::uint64_t arg, std::uint8_t* block, std::uint64_t frame,
+                                 const std::uint8_t* anchor) {
     NativeSeen& n = g_native;
     ++n.calls;
     if (arg != kArg) n.problems.push_back("argument");
+    const auto* state = reinterpret_cast<const std::uint8_t*>(frame + 16);
     if (reinterpret_cast<std::uintptr_t>(state) % 64 != 0) n.problems.push_back("state alignment");
+    if (load<std::uint64_t>(Bytes(reinterpret_cast<const std::uint8_t*>(frame - 8),
+                                  reinterpret_cast<const std::uint8_t*>(frame)),
+                            0) != reinterpret_cast<std::uint64_t>(__builtin_return_address(0)))
+        n.problems.push_back("frame - 8 is not the return address");
     n.block.assign(block, block + n.layout->g_size());
+    n.sp = reinterpret_cast<std::uint64_t>(anchor) +
+           static_cast<std::uint64_t>(x86::block_completion(*n.layout).sp_bias);
     n.state.assign(state, state + x86::kXsaveHeaderEnd);
     // Clobber what the ABI lets a callee clobber.
     __asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n\t"
@@ -729,10 +756,9 @@ TEST_CASE("the XSAVE pad runs natively and restores vector state", "[jump_pad][n
     CHECK(load<std::uint64_t>(g_native.block, 5 * 8) == arg); // rdi
     CHECK(load<std::uint64_t>(g_native.block, 8 * 8) ==
           load<std::uint64_t>(Bytes(in.begin(), in.end()), 512)); // r8
-    CHECK(load<std::uint64_t>(g_native.block, layout.registers()[x86::kRipRegnum].g_offset) ==
-          addr);
-    // rsp: this thread's stack, as the callee saw it (the call's alignment is the compiler's).
-    const std::uint64_t rsp = load<std::uint64_t>(g_native.block, 7 * 8);
+    // rsp, as the collector finds it from the anchor: this thread's stack, as the callee saw
+    // it (the call's alignment is the compiler's).
+    const std::uint64_t rsp = g_native.sp;
     const auto here = reinterpret_cast<std::uint64_t>(__builtin_frame_address(0));
     CHECK(rsp % 8 == 0);
     CHECK(rsp < here);

@@ -37,7 +37,8 @@ using namespace tpagent;
 using namespace tpagent::inproc;
 using agent::InprocRegion;
 
-using CollectFn = void (*)(std::uint64_t record, std::uint8_t* block, const std::uint8_t* state);
+using CollectFn = void (*)(std::uint64_t record, std::uint8_t* block, std::uint64_t frame,
+                           const std::uint8_t* anchor);
 
 // The library, loaded once (its constructor creates the memfd region), and tpagent's mapping.
 struct Agent {
@@ -94,12 +95,47 @@ unsigned regnum(std::string_view name) {
     return static_cast<unsigned>(&reg(name) - host().registers().data());
 }
 
-// A fake register block as a pad saves it: the first core_bytes() of the `g` block.
+// The registers the pads leave to the collector as the same at every hit of a thread, read
+// here as the library reads them (tpagent_thread_constants).
+std::vector<std::uint8_t> thread_constants() {
+    std::vector<std::uint8_t> out;
+#if defined(__x86_64__)
+    std::uint16_t sel[6];
+    asm("mov %%cs, %0" : "=r"(sel[0]));
+    asm("mov %%ss, %0" : "=r"(sel[1]));
+    asm("mov %%ds, %0" : "=r"(sel[2]));
+    asm("mov %%es, %0" : "=r"(sel[3]));
+    asm("mov %%fs, %0" : "=r"(sel[4]));
+    asm("mov %%gs, %0" : "=r"(sel[5]));
+    for (std::uint32_t v : sel)
+        for (int i = 0; i < 4; ++i)
+            out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+#endif
+    return out;
+}
+
+// A fake register block as a pad saves it: the first core_bytes() of the `g` block, and the
+// anchor the pad passes along (the saved flags).
 struct Block {
     std::vector<std::uint8_t> bytes;
+    alignas(8) std::uint8_t anchor[8] = {0x46, 0x02, 0, 0, 0, 0, 0, 0};
     Block() : bytes(core_bytes()) {
         for (std::size_t i = 0; i < bytes.size(); ++i)
             bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    }
+    // The block as a hit at `pc` that reads registers sees it: what the pad left out filled
+    // in (arch::FastBlockCompletion).
+    std::vector<std::uint8_t> completed(std::uint64_t pc) const {
+        std::vector<std::uint8_t> out = bytes;
+        const auto c = host().fast_block_completion();
+        const std::uint64_t sp = reinterpret_cast<std::uint64_t>(anchor) + c.sp_bias;
+        std::memcpy(out.data() + c.pc_offset, &pc, c.pc_size);
+        std::memcpy(out.data() + c.sp_offset, &sp, c.sp_size);
+        std::memcpy(out.data() + c.flags_offset, anchor, c.flags_size);
+        const auto constants = thread_constants();
+        if (c.constants_size == constants.size())
+            std::memcpy(out.data() + c.constants_offset, constants.data(), constants.size());
+        return out;
     }
     void set(std::string_view name, std::uint64_t v) {
         const auto& r = reg(name);
@@ -205,6 +241,7 @@ class Config {
         rec.action_count = static_cast<std::uint32_t>(actions.size());
         rec.frame_bound =
             agent::staged_frame_bound(*out, static_cast<std::uint32_t>(frame_block_bytes()));
+        rec.complete_block = agent::reads_completed_registers(header(), *out, false);
         REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
@@ -218,6 +255,7 @@ class Config {
     void condition(TracepointRecord& rec, const ActionRecord& a) {
         rec.condition = a;
         rec.has_condition = 1;
+        rec.complete_block = 1;
     }
     // Records at the same address share a pad: rec's hits run `then` after it.
     void chain(TracepointRecord& rec, const TracepointRecord& then) {
@@ -244,7 +282,7 @@ class Config {
 
 // A hit of rec's pad on the calling thread.
 void hit(const TracepointRecord& rec, Block& block) {
-    agent().collect(Config::remote(rec), block.bytes.data(), nullptr);
+    agent().collect(Config::remote(rec), block.bytes.data(), 0, block.anchor);
 }
 
 // `count` hits of rec's pad on the calling thread, with register `name` = 0, 1, 2, ...
@@ -354,10 +392,10 @@ std::vector<Frame> drain() {
 }
 
 // Starts the run, hits rec once, and returns the one record that hit staged.
-Frame hit_once(Config& config, const TracepointRecord& rec) {
+Frame hit_once(Config& config, const TracepointRecord& rec, Block* with = nullptr) {
     config.start();
-    Block block;
-    hit(rec, block);
+    Block own;
+    hit(rec, with ? *with : own);
     auto frames = drain();
     REQUIRE(frames.size() == 1);
     return frames[0];
@@ -413,7 +451,7 @@ TEST_CASE("inproc: R and M actions stage one record per hit", "[inproc]") {
     CHECK(f.header.index == 0);
     CHECK(f.number == 7);
     REQUIRE(f.has_registers);
-    CHECK(f.registers == block.bytes);
+    CHECK(f.registers == block.completed(address));
     REQUIRE(f.memory.size() == 2);
     CHECK(f.memory[0].address == address_of(memory.data()));
     CHECK(f.memory[0].bytes == memory);
@@ -797,7 +835,7 @@ bytecode::EvalStatus nested_condition(const bytecode::Context* ctx, bytecode::Ev
     std::uint64_t word = 0;
     g_condition_guard_read =
         ctx->read_memory(ctx->user, address_of(g_condition_pages->guard()), &word, sizeof word);
-    agent().collect(g_nested_record, g_nested_block->bytes.data(), nullptr);
+    agent().collect(g_nested_record, g_nested_block->bytes.data(), 0, g_nested_block->anchor);
     out->value = 1;
     return bytecode::EvalStatus::Ok;
 }
@@ -1034,9 +1072,10 @@ TEST_CASE("inproc: the R block ends with the thread's fs_base and gs_base", "[in
         CHECK(header().tail_by_instruction == (by_instruction ? 1u : 0u));
         header().tail_by_instruction = instruction;
         TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
-        const Frame f = hit_once(config, rec);
+        Block block;
+        const Frame f = hit_once(config, rec, &block);
         INFO("by instruction: " << instruction);
-        CHECK(f.registers == Block().bytes);
+        CHECK(f.registers == block.completed(0x1000));
         CHECK(f.tail == expected);
     }
     // tpagent puts them where gdb's g block has them.
