@@ -446,19 +446,32 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
 // reads registers.
 void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std::uint8_t* block,
                     const std::uint8_t* anchor) {
-    const BlockCompletion& c = h->completion;
+    const BlockCompletion c = h->completion; // a local: the stores below may alias the header
     if (c.pc_size == 8) __builtin_memcpy(block + c.pc_offset, &pc, 8);
     if (c.sp_size == 8) {
         const std::uint64_t sp = reinterpret_cast<std::uint64_t>(anchor) + c.sp_bias;
         __builtin_memcpy(block + c.sp_offset, &sp, 8);
     }
+    const std::uint8_t* from = t.thread_constants;
+    if (c.flags_size == 4 && c.flags_offset % 8 == 0 && c.constants_offset == c.flags_offset + 4 &&
+        c.constants_size == 24) {
+        // x86-64: eflags and the six selectors, stored as the words the copy of the block
+        // loads (a load forwarded from two stores waits for them to retire: +1.5 ns a hit).
+        std::uint8_t* to = block + c.flags_offset;
+        std::uint32_t flags, first;
+        __builtin_memcpy(&flags, anchor, 4);
+        __builtin_memcpy(&first, from, 4);
+        const std::uint64_t w = flags | std::uint64_t{first} << 32;
+        __builtin_memcpy(to, &w, 8);
+        __builtin_memcpy(to + 8, from + 4, 8);
+        __builtin_memcpy(to + 16, from + 12, 8);
+        __builtin_memcpy(to + 24, from + 20, 4);
+        return;
+    }
     if (c.flags_size == 4) __builtin_memcpy(block + c.flags_offset, anchor, 4);
     if (c.flags_size == 8) __builtin_memcpy(block + c.flags_offset, anchor, 8);
-    std::uint32_t i = 0;
-    for (; i + 8 <= c.constants_size; i += 8)
-        __builtin_memcpy(block + c.constants_offset + i, t.thread_constants + i, 8);
-    if (i + 4 <= c.constants_size)
-        __builtin_memcpy(block + c.constants_offset + i, t.thread_constants + i, 4);
+    for (std::uint32_t i = 0; i + 4 <= c.constants_size; i += 4)
+        __builtin_memcpy(block + c.constants_offset + i, from + i, 4);
 }
 
 // The thread's chunk is full (or it has none): the next one, mapped into the process.

@@ -255,13 +255,13 @@ struct TracepointRecord {
     std::uint64_t next;        // region offset of the next record at the same address, or 0
     std::uint64_t actions_offset;
     std::uint32_t action_count;
-    std::uint32_t has_condition;
+    std::uint16_t has_condition;
+    // 1: a hit reads registers the pads leave to the collector (Header::completion): `$regs`,
+    // an expression that reads one, or a range based on one.
+    std::uint16_t complete_block;
     ActionRecord condition; // kind Expression when has_condition
-    // 1: a hit reads registers the pad leaves to the collector (Header::completion): the
-    // condition, `$regs`, an expression, or a range based on one of them.
-    std::uint32_t complete_block;
-    std::uint32_t reserved;
 };
+static_assert(sizeof(TracepointRecord) == 128); // a power of two: an index is a shift
 
 // Offsets -> pointers in whichever process maps the region.
 template <class T> T* at(void* region, std::uint64_t offset) {

@@ -294,14 +294,19 @@ Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& progr
     return a;
 }
 
-bool reads_completed_registers(const Header& h, std::span<const ActionRecord> actions,
-                               bool has_condition) {
-    bool reads = has_condition;
-    for (const ActionRecord& a : actions)
-        reads = reads || a.kind == ActionKind::Registers || a.kind == ActionKind::Expression ||
-                (a.kind == ActionKind::Memory && a.base_register >= 0 &&
-                 completed_by_collector(h, static_cast<unsigned>(a.base_register)));
-    return reads;
+bool reads_completed_register(const Header& h, const bytecode::Program& expression) {
+    return std::ranges::any_of(expression.insns(), [&](const bytecode::Insn& i) {
+        return i.reachable && i.op == bytecode::Op::Reg &&
+               completed_by_collector(h, static_cast<unsigned>(i.imm));
+    });
+}
+
+bool reads_completed_register(const Header& h, std::span<const ActionRecord> actions) {
+    return std::ranges::any_of(actions, [&](const ActionRecord& a) {
+        return a.kind == ActionKind::Registers ||
+               (a.kind == ActionKind::Memory && a.base_register >= 0 &&
+                completed_by_collector(h, static_cast<unsigned>(a.base_register)));
+    });
 }
 
 std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,

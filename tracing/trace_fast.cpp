@@ -100,7 +100,14 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             if (!a) return a.error();
             (*actions)[k++] = *a;
         }
-    rec.complete_block = reads_completed_registers(region_.header(), *actions, rec.has_condition);
+    const Header& h = region_.header();
+    bool reads = reads_completed_register(h, std::span<const ActionRecord>(*actions)) ||
+                 (def.condition && reads_completed_register(h, def.condition->program));
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions)
+            if (const auto* e = std::get_if<trace::Expression>(&action))
+                reads = reads || reads_completed_register(h, e->program);
+    rec.complete_block = reads ? 1 : 0;
     rec.frame_bound = staged_frame_bound(*actions, core_);
     if (rec.frame_bound > kMaxChunkBytes - kChunkHeaderBytes)
         return make_error(ErrorCode::TooLarge,

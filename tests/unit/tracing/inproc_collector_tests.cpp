@@ -241,7 +241,12 @@ class Config {
         rec.action_count = static_cast<std::uint32_t>(actions.size());
         rec.frame_bound =
             agent::staged_frame_bound(*out, static_cast<std::uint32_t>(frame_block_bytes()));
-        rec.complete_block = agent::reads_completed_registers(header(), *out, false);
+        // Expressions here are built from ActionRecords, without their programs: any of them
+        // may read any register.
+        rec.complete_block =
+            agent::reads_completed_register(header(), std::span<const ActionRecord>(*out)) ||
+            std::ranges::any_of(
+                actions, [](const ActionRecord& a) { return a.kind == ActionKind::Expression; });
         REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
