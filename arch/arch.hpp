@@ -29,16 +29,24 @@ struct RegisterSnapshot {
     std::vector<std::uint8_t> xstate; // x86-64: NT_X86_XSTATE (or NT_PRFPREG's 512 bytes)
 };
 
+// What a fast tracepoint's pad saves, from what its tracepoints collect.
+struct FastPadOptions {
+    // false: the collector uses general registers only; the pad saves no FP/vector state and
+    // the block holds only the core registers (fast_block_bytes()).
+    bool save_vector_state = true;
+    // true: the pad stores the whole core itself, what it otherwise leaves to the collector
+    // (fast_block_completion()): cheaper for tracepoints that collect `$regs`.
+    bool stage_full_core = false;
+};
+
 // A fast tracepoint's jump pad: what to build and what comes out (see arch/<isa>/jump_pad).
 struct JumpPadRequest {
     std::uint64_t pad_address = 0;        // where EmittedJumpPad::code goes
     std::uint64_t tracepoint_address = 0; // where EmittedJumpPad::patch goes
-    std::uint64_t collector = 0;          // called as collector(argument, block, state)
+    std::uint64_t collector = 0;          // called as collector(argument, block, frame, anchor)
     std::uint64_t argument = 0;
     std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
-    // false: the collector uses general registers only; the pad saves no FP/vector state and
-    // the block holds only the core registers (fast_block_bytes()).
-    bool save_vector_state = true;
+    FastPadOptions options;
 };
 struct EmittedJumpPad {
     std::vector<std::uint8_t> code; // pad code, then the relocated instructions at relocated_offset

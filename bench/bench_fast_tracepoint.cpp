@@ -12,6 +12,7 @@
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
+#include <algorithm>
 #include <atomic>
 #include <benchmark/benchmark.h>
 #include <chrono>
@@ -53,7 +54,6 @@ Setup& setup() {
     auto region = agent::InprocRegion::open(getpid());
     if (!region) throw std::runtime_error(region.error().text);
     g->region = std::move(*region);
-    Header& h = g->region->header();
     const auto& arch = arch::host_architecture();
     g->region->begin_configuration(true, 0);
     if (auto c = g->region->configure_chunks(kBufferBytes, 4096); !c)
@@ -68,7 +68,6 @@ Setup& setup() {
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     Target& t = g->target;
     t.base = static_cast<std::uint8_t*>(mem);
-    const auto addr = reinterpret_cast<std::uint64_t>(t.base);
     const auto disp = static_cast<std::uint32_t>(0x800 - 11);
     t.original = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05};
     for (int i = 0; i < 4; ++i)
@@ -80,20 +79,28 @@ Setup& setup() {
     std::memcpy(t.base + 0x800, &constant, 8);
     t.fn = reinterpret_cast<std::uint64_t (*)(std::uint64_t)>(t.base);
 
+    return *g;
+}
+
+// The pad, as tpagent builds it for the tracepoint's actions: one that collects `$regs`
+// stages the whole core, else the collector fills in what a hit reads.
+void install_pad(bool stage_full_core) {
+    Setup& s = setup();
+    Target& t = s.target;
+    const auto addr = reinterpret_cast<std::uint64_t>(t.base);
     arch::JumpPadRequest request;
     request.pad_address = addr + 0x1000;
     request.tracepoint_address = addr;
-    request.collector = h.collector;
-    request.argument = g->region->remote(kConfigOffset);
+    request.collector = s.region->header().collector;
+    request.argument = s.region->remote(kConfigOffset);
     request.original_code = t.original;
-    request.save_vector_state = false;
-    auto pad = arch.emit_jump_pad(request);
+    request.options.save_vector_state = false;
+    request.options.stage_full_core = stage_full_core;
+    auto pad = arch::host_architecture().emit_jump_pad(request);
     if (!pad) throw std::runtime_error(pad.error().text);
     t.pad = std::move(*pad);
     std::memcpy(t.base + 0x1000, t.pad.code.data(), t.pad.code.size());
     std::memcpy(t.base, t.pad.patch.data(), t.pad.patch.size());
-
-    return *g;
 }
 
 // One tracepoint record at kConfigOffset with the given actions (and condition).
@@ -118,6 +125,12 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
         rec->condition = *condition;
         rec->has_condition = 1;
     }
+    // The condition below reads rdi only, which the pad stages.
+    const bool full = std::any_of(actions.begin(), actions.end(), [](const ActionRecord& a) {
+        return a.kind == ActionKind::Registers;
+    });
+    rec->complete_block = !full && agent::reads_completed_register(h, std::span(actions));
+    install_pad(full);
 }
 
 void run(benchmark::State& state, bool tracing) {

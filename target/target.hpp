@@ -3,6 +3,7 @@
 // tests drive their handlers against fakes. All-stop: when one thread has something to report,
 // every other thread is stopped before the event is handed out.
 #pragma once
+#include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "target/static_marker.hpp"
 #include "target/stop_event.hpp"
@@ -91,11 +92,11 @@ class Target {
     virtual bool has_site(std::uint64_t addr) const = 0;
 
     // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
-    // collector(argument, block, state) in the program (see arch::JumpPadRequest). All threads
-    // must be stopped; a thread stopped inside the displaced bytes is moved into the pad, and
-    // out again on removal. Pads are never unmapped: a thread may still be running one.
+    // collector(argument, block, frame, anchor) in the program (see arch::JumpPadRequest). All
+    // threads must be stopped; a thread stopped inside the displaced bytes is moved into the pad,
+    // and out again on removal. Pads are never unmapped: a thread may still be running one.
     virtual Status add_fast_site(std::uint64_t addr, std::uint64_t collector,
-                                 std::uint64_t argument, bool save_vector_state) = 0;
+                                 std::uint64_t argument, arch::FastPadOptions options) = 0;
     virtual void remove_fast_site(std::uint64_t addr) = 0;
     // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
     // at a time: begin writes the pad's own code and says where the first instruction goes;
@@ -107,7 +108,7 @@ class Target {
     };
     virtual Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
                                                     std::uint64_t argument,
-                                                    bool save_vector_state) = 0;
+                                                    arch::FastPadOptions options) = 0;
     virtual Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) = 0;
     virtual void abandon_fast_site() = 0;
     // Executable code for the program (compiled agent expressions), in pad memory near `near`.

@@ -113,6 +113,9 @@ class TraceExperiment {
     // Links a written record after the others at its address (what the pad passes is the
     // first); true when it is the first there, whose jump is still to install.
     bool chain_record(inproc::TracepointRecord& rec);
+    // How the pad at addr is built, from the records chained there: one that collects `$regs`
+    // has the pad stage the whole core, and then no record there has the collector fill it in.
+    arch::FastPadOptions fast_pad_options(std::uint64_t addr);
     Status next_gdb_site(Target& inferior);
     void pull_fast_counters();
     void pull_fast_variables();
@@ -163,6 +166,7 @@ class TraceExperiment {
     // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
     std::unique_ptr<InprocFrames> fast_frames_;
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
+    std::set<std::uint64_t> fast_full_core_; // addresses whose pads stage the whole core
     bool fast_installed_ = false;
     bool fast_removal_pending_ = false;
     // Fast tracepoint addresses collected through a trap site this run instead of a jump: a

@@ -179,6 +179,7 @@ Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
 Status TraceExperiment::prepare_fast(Target& inferior) {
     fast_records_.clear();
     fast_first_record_.clear();
+    fast_full_core_.clear();
     fast_installed_ = false;
     if (!inproc_ || inproc_->pid() != inferior.pid()) {
         inproc_.reset();
@@ -227,11 +228,32 @@ Status TraceExperiment::install_fast(Target& inferior, std::uint64_t addr) {
     if (first == fast_first_record_.end()) return ok_status();
     const Header& h = inproc_->header();
     auto s = inferior.add_fast_site(addr, h.collector, inproc_->remote(first->second),
-                                    h.general_registers_only == 0);
+                                    fast_pad_options(addr));
     if (!s)
         return make_error(s.error().code,
                           fmt::format("fast tracepoint at 0x{:x}: {}", addr, s.error().text));
     return s;
+}
+
+arch::FastPadOptions TraceExperiment::fast_pad_options(std::uint64_t addr) {
+    arch::FastPadOptions options;
+    options.save_vector_state = inproc_->header().general_registers_only == 0;
+    auto first = fast_first_record_.find(addr);
+    std::vector<TracepointRecord*> chain;
+    for (std::uint64_t at = first == fast_first_record_.end() ? 0 : first->second; at;
+         at = chain.back()->next)
+        chain.push_back(inproc::at<TracepointRecord>(inproc_->local(), at));
+    for (const TracepointRecord* rec : chain) {
+        const auto* actions = inproc::at<const ActionRecord>(inproc_->local(), rec->actions_offset);
+        for (std::uint32_t i = 0; i < rec->action_count; ++i)
+            options.stage_full_core |= actions[i].kind == ActionKind::Registers;
+    }
+    if (options.stage_full_core) {
+        fast_full_core_.insert(addr);
+        for (TracepointRecord* rec : chain)
+            rec->complete_block = 0;
+    }
+    return options;
 }
 
 bool TraceExperiment::chain_record(TracepointRecord& rec) {
@@ -244,6 +266,8 @@ bool TraceExperiment::chain_record(TracepointRecord& rec) {
     auto* last = inproc::at<TracepointRecord>(inproc_->local(), first->second);
     while (last->next)
         last = inproc::at<TracepointRecord>(inproc_->local(), last->next);
+    // Joining a pad that stages the whole core: nothing to fill in.
+    if (fast_full_core_.count(rec.address)) rec.complete_block = 0;
     __atomic_store_n(&last->next, offset, __ATOMIC_RELEASE);
     return false;
 }
@@ -292,7 +316,7 @@ Status TraceExperiment::next_gdb_site(Target& inferior) {
         make_error(ErrorCode::NotFound, "no record for it in the in-process agent");
     if (first != fast_first_record_.end())
         move = inferior.begin_fast_site(addr, h.collector, inproc_->remote(first->second),
-                                        h.general_registers_only == 0);
+                                        fast_pad_options(addr));
     if (!move) {
         gdb_sites_.clear();
         uninstall_all(&inferior);

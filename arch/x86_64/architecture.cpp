@@ -158,10 +158,11 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.argument = request.argument;
     spec.original_code = request.original_code;
     spec.layout = &layout_;
-    spec.core_block_only = !request.save_vector_state;
+    spec.core_block_only = !request.options.save_vector_state;
+    spec.stage_full_core = request.options.stage_full_core;
     spec.flags_by_sahf = has_lahf_sahf();
-    spec.state_save =
-        request.save_vector_state ? detect_state_save() : StateSave{StateSave::Kind::None, 0, 0};
+    spec.state_save = request.options.save_vector_state ? detect_state_save()
+                                                        : StateSave{StateSave::Kind::None, 0, 0};
     auto pad = x86_64::emit_jump_pad(spec);
     if (!pad) return pad.error();
     return EmittedJumpPad{std::move(pad->code), pad->relocated_offset, std::move(pad->relocated),

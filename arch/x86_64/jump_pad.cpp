@@ -40,6 +40,18 @@ void lea_rsp(Assembler& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keep
     a.modrm_mem(RSP, Mem{RSP, delta});
 }
 
+void load32(Assembler& a, Reg dst, Mem m) {
+    a.rex(false, dst, m.base);
+    a.byte(0x8b);
+    a.modrm_mem(dst, m);
+}
+
+void store32(Assembler& a, Mem m, Reg src) {
+    a.rex(false, src, m.base);
+    a.byte(0x89);
+    a.modrm_mem(src, m);
+}
+
 // The core's g offsets, checked against the layout rather than assumed.
 struct CoreOffsets {
     std::uint32_t rip = 0;
@@ -198,6 +210,21 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     lea_rsp(a, -8);
     for (Reg r : {RBP, RDI, RSI, RDX, RCX, RBX, RAX})
         a.push(r);
+    if (spec.stage_full_core) { // rax is free now
+        a.rex(true, RAX, RSP);  // lea rax, [rsp + 264 + T]: the rsp of the thread
+        a.byte(0x8d);
+        a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 8 + kRedZone)});
+        a.store(Mem{RSP, 7 * 8}, RAX);
+        a.mov_imm(RAX, spec.tracepoint_address);
+        a.store(Mem{RSP, i32(off.rip)}, RAX);
+        load32(a, RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
+        store32(a, Mem{RSP, i32(off.eflags)}, RAX);
+        for (unsigned s = 0; s < 6; ++s) {
+            a.byte(0x8c); // mov eax, sreg (zero-extends)
+            a.byte(static_cast<std::uint8_t>(0xc0 | (s << 3)));
+            store32(a, Mem{RSP, i32(off.segment[s])}, RAX);
+        }
+    }
 
     // State save area at A, 64-byte aligned below the block.
     a.mov(RBX, RSP);

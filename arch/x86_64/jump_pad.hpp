@@ -96,6 +96,9 @@ struct JumpPadSpec {
     std::span<const std::uint8_t> original_code;
     const RegisterLayout* layout = nullptr; // `g` offsets and size
     StateSave state_save;
+    // Store the whole core (rsp, rip, eflags, the segments) in the pad rather than leave it to
+    // the collector (block_completion()).
+    bool stage_full_core = false;
     // Reserve only the core of the `g` block (core_block_bytes()) instead of all of it: for a
     // collector that converts no FP/vector state, so the pad touches less stack.
     bool core_block_only = false;

@@ -353,8 +353,7 @@ Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> 
         remove_fast_site(site_addr);
     Status written = write_under_breakpoints(addr, bytes);
     for (const auto& [site_addr, call] : rebuild) {
-        auto again =
-            add_fast_site(site_addr, call.collector, call.argument, call.save_vector_state);
+        auto again = add_fast_site(site_addr, call.collector, call.argument, call.options);
         if (!again && written)
             written = make_error(again.error().code,
                                  fmt::format("memory written, but the fast tracepoint at 0x{:x} "

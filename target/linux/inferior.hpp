@@ -66,11 +66,11 @@ class Inferior final : public Target {
     bool has_site(std::uint64_t addr) const override { return sites_.count(addr) != 0; }
 
     Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                         bool save_vector_state) override;
+                         arch::FastPadOptions options) override;
     void remove_fast_site(std::uint64_t addr) override;
     Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
                                             std::uint64_t argument,
-                                            bool save_vector_state) override;
+                                            arch::FastPadOptions options) override;
     Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) override;
     void abandon_fast_site() override { moving_.reset(); }
     Result<std::uint64_t> place_code(std::uint64_t near,
@@ -129,7 +129,7 @@ class Inferior final : public Target {
     // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
     struct FastCall {
         std::uint64_t collector = 0, argument = 0;
-        bool save_vector_state = false;
+        arch::FastPadOptions options;
     };
     struct FastSite {
         std::uint64_t pad = 0;

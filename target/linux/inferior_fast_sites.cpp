@@ -86,7 +86,7 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
     request.collector = call.collector;
     request.argument = call.argument;
     request.original_code = out.code;
-    request.save_vector_state = call.save_vector_state;
+    request.options = call.options;
     // Emit once at a provisional address for the size, then for the real pad.
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);
@@ -152,9 +152,9 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
 }
 
 Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                               bool save_vector_state) {
+                               arch::FastPadOptions options) {
     if (fast_sites_.count(addr)) return ok_status();
-    auto built = build_fast_pad(addr, {collector, argument, save_vector_state});
+    auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
     if (auto w = raw_write(built->pad, built->emitted.code); !w) return w;
     arch::Relocated code = std::move(built->emitted.relocated);
@@ -167,11 +167,11 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std:
 Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
                                                             std::uint64_t collector,
                                                             std::uint64_t argument,
-                                                            bool save_vector_state) {
+                                                            arch::FastPadOptions options) {
     moving_.reset();
     if (fast_sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
-    auto built = build_fast_pad(addr, {collector, argument, save_vector_state});
+    auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
     const arch::EmittedJumpPad& emitted = built->emitted;
     const auto own = std::span(emitted.code).first(emitted.relocated_offset);

@@ -100,6 +100,7 @@ struct Observed {
     const x86::RegisterLayout* layout = nullptr;
     Machine at_tracepoint;
     Bytes red_zone_at_tracepoint;
+    bool full_core = false; // the pad stages the whole core: nothing to fill in
     int calls = 0;
     std::vector<std::string> problems;
 };
@@ -144,15 +145,17 @@ void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
     const auto c = x86::block_completion(*o.layout);
     REQUIRE(c.pc_size == 8);
     REQUIRE(c.constants_size == 24);
-    const std::uint64_t sp = anchor + static_cast<std::uint64_t>(c.sp_bias);
-    std::memcpy(g.data() + c.pc_offset, &o.tracepoint, 8);
-    std::memcpy(g.data() + c.sp_offset, &sp, 8);
-    const Bytes saved_flags = read_mem(uc, anchor, c.flags_size);
-    std::memcpy(g.data() + c.flags_offset, saved_flags.data(), c.flags_size);
-    static constexpr int kConstantOrder[6] = {1, 2, 3, 0, 4, 5}; // es, cs, ss, ds, fs, gs
-    for (int i = 0; i < 6; ++i) {
-        const auto v = static_cast<std::uint32_t>(at.segment[kConstantOrder[i]]);
-        std::memcpy(g.data() + c.constants_offset + 4 * i, &v, 4);
+    if (!o.full_core) {
+        const std::uint64_t sp = anchor + static_cast<std::uint64_t>(c.sp_bias);
+        std::memcpy(g.data() + c.pc_offset, &o.tracepoint, 8);
+        std::memcpy(g.data() + c.sp_offset, &sp, 8);
+        const Bytes saved_flags = read_mem(uc, anchor, c.flags_size);
+        std::memcpy(g.data() + c.flags_offset, saved_flags.data(), c.flags_size);
+        static constexpr int kConstantOrder[6] = {1, 2, 3, 0, 4, 5}; // es, cs, ss, ds, fs, gs
+        for (int i = 0; i < 6; ++i) {
+            const auto v = static_cast<std::uint32_t>(at.segment[kConstantOrder[i]]);
+            std::memcpy(g.data() + c.constants_offset + 4 * i, &v, 4);
+        }
     }
     const auto regs = o.layout->registers();
     for (int i = 0; i < 16; ++i) {
@@ -383,8 +386,10 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
         GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF,
                  0x202u | kOF, 0x202u | kDF | kZF | kOF);
     const bool sahf = GENERATE(false, true);
+    const bool full = GENERATE(false, true);
     auto spec = fxsave_spec(code, tp_offset);
     spec.flags_by_sahf = sahf;
+    spec.stage_full_core = full;
     auto pad = x86::emit_jump_pad(spec);
     REQUIRE(pad.ok());
     CHECK(pad->patch.size() == pad->relocated.covered);
@@ -396,8 +401,9 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
     s.rflags = rflags;
     s.tp_offset = tp_offset;
     Observed seen;
+    seen.full_core = full;
     INFO("tracepoint +" << tp_offset << " rsp " << hex(s.rsp) << " rflags " << hex(rflags)
-                        << (sahf ? " sahf" : " popfq"));
+                        << (sahf ? " sahf" : " popfq") << (full ? " full core" : ""));
     CHECK(compare_runs(s, *pad, seen) == "");
     CHECK(seen.calls == 1);
     for (const auto& p : seen.problems)

@@ -83,12 +83,13 @@ class FakeTarget final : public Target {
     void remove_site(std::uint64_t) override {}
     void remove_all_sites() override {}
     bool has_site(std::uint64_t) const override { return false; }
-    Status add_fast_site(std::uint64_t, std::uint64_t, std::uint64_t, bool) override {
+    Status add_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
+                         arch::FastPadOptions) override {
         return unsupported();
     }
     void remove_fast_site(std::uint64_t) override {}
     Result<InstructionMove> begin_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
-                                            bool) override {
+                                            arch::FastPadOptions) override {
         return unsupported();
     }
     Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t) override {
