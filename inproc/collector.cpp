@@ -88,6 +88,7 @@ void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes) {
     const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(chunk) -
                                                    static_cast<const std::uint8_t*>(g_region)) -
                         kChunksOffset;
+    if (offset + bytes <= header_of(g_region)->mapped_chunk_bytes) return;
     const std::uint64_t first = offset / kMinChunkBytes, end = (offset + bytes) / kMinChunkBytes;
     bool mapped = true;
     for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)

@@ -115,6 +115,12 @@ class Target {
     virtual Result<std::uint64_t> place_code(std::uint64_t near,
                                              std::span<const std::uint8_t> code) = 0;
     virtual void remove_all_fast_sites() = 0;
+    // Maps [addr, addr + length) of a shared mapping of the program into its page tables now
+    // (all threads stopped), so that its threads do not fault page by page on their first
+    // writes. A target that cannot leaves them to fault.
+    virtual Status map_now(std::uint64_t /*addr*/, std::uint64_t /*length*/) {
+        return make_error(ErrorCode::Unsupported, "not supported by this target");
+    }
     virtual bool has_fast_site(std::uint64_t addr) const = 0;
 
     // Installs hardware watchpoints/breakpoints (Z1..Z4).

@@ -125,7 +125,9 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     // The buffer's pages are allocated now rather than at the program's first writes, each of
     // which would be a fault of some microseconds in a collecting thread (the in-process agent
     // maps them in one call per chunk). Linear mode's spare chunks are left to fault in.
-    madvise(chunk_at(local_, 0), std::min(count, filled) * bytes, MADV_POPULATE_WRITE);
+    populated_bytes_ = std::min(count, filled) * bytes;
+    madvise(chunk_at(local_, 0), populated_bytes_, MADV_POPULATE_WRITE);
+    h.mapped_chunk_bytes = 0; // until the program maps them too (set_mapped_in_program)
     h.next_fresh.store(0, std::memory_order_relaxed);
     h.take_count.store(0, std::memory_order_relaxed);
     h.sealed_count.store(0, std::memory_order_relaxed);

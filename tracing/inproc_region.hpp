@@ -73,6 +73,11 @@ class InprocRegion {
     // If the thread whose stack pointer is `sp` is inside a collector call now (it must be
     // stopped to be sure), the stack pointer the pad called with (ThreadSlot::frame).
     std::optional<std::uint64_t> collector_frame(std::uint64_t sp) const;
+    // The chunks configure_chunks allocated (from chunks_address()), which the program should
+    // map at tstart; set_mapped_in_program says it did.
+    std::uint64_t chunks_address() const { return remote(inproc::kChunksOffset); }
+    std::uint64_t populated_bytes() const { return populated_bytes_; }
+    void set_mapped_in_program() { header().mapped_chunk_bytes = populated_bytes_; }
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.
@@ -83,6 +88,7 @@ class InprocRegion {
     pid_t pid_;
     void* local_;
     trace::ShortRegisterBlock short_block_;
+    std::uint64_t populated_bytes_ = 0;
 };
 
 // A run's tracepoint records, actions and expression code, allocated one after the other in

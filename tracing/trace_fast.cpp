@@ -218,6 +218,12 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     }
     fast_config_used_ = writer.used();
     if (auto s = inproc_->configure_chunks(buffer_.size(), largest); !s) return s;
+    // Mapped into the program now, while it is stopped: else each chunk's first writer maps it
+    // (about 16 us a 64 KiB chunk here, 1-4 ns a hit over the first pass of a 10^6-hit run).
+    if (auto m = inferior.map_now(inproc_->chunks_address(), inproc_->populated_bytes()); m)
+        inproc_->set_mapped_in_program();
+    else
+        spdlog::debug("trace buffer left for the program to map: {}", m.error().text);
     fast_frames_ = std::make_unique<InprocFrames>(inproc_);
     buffer_.share(fast_frames_.get());
     return ok_status();

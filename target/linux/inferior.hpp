@@ -73,6 +73,7 @@ class Inferior final : public Target {
                                             arch::FastPadOptions options) override;
     Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) override;
     void abandon_fast_site() override { moving_.reset(); }
+    Status map_now(std::uint64_t addr, std::uint64_t length) override;
     Result<std::uint64_t> place_code(std::uint64_t near,
                                      std::span<const std::uint8_t> code) override;
     void remove_all_fast_sites() override;
