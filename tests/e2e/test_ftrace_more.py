@@ -500,3 +500,24 @@ def test_fast_frame_registers_are_the_trap_frames(e2e):
     assert int(fast["rdi"], 16) == int(trap["rdi"], 16) + 1000, (fast, trap)  # n
     assert int(fast["rsi"], 16) == int(trap["rsi"], 16) + 1, (fast, trap)  # the phase
     s.ends_as_natively(r.of("continue", 4))
+
+
+@pytest.mark.tpagent_only("the buffer shared with tpagent's in-process agent")
+def test_the_buffer_is_mapped_into_the_program_at_tstart(e2e):
+    """At tstart tpagent has the stopped program map the run's trace buffer (the memfd it
+    shares with the in-process agent) into its page tables, so that no collecting thread
+    faults or maps it later: right after tstart, before any hit, the mapping's resident size
+    in the program's /proc/PID/smaps holds the whole 4 MiB buffer."""
+    s = FastTrace(e2e, PHASES, "1", "3")
+    rss = (
+        f"shell awk '/tpagent-inproc/ {{m = 1}} m && /^Rss:/ {{print \"rss\", $2; m = 0}}' "
+        f"/proc/{s.pid}/smaps"
+    )
+    r = s.gdb(
+        *TO_MAIN, "set trace-buffer-size 4194304", rss,
+        s.define(ftrace(s.at("step_body"), "collect n")), "tstart", rss, "tstop", *TO_THE_END,
+    )
+    before = int(re.search(r"^rss (\d+)$", r.of(rss, 0), re.M).group(1))
+    after = int(re.search(r"^rss (\d+)$", r.of(rss, 1), re.M).group(1))
+    assert after >= 4096 > before, (before, after)  # kB
+    s.ends_as_natively(r.of("continue", 1))
