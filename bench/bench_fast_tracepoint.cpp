@@ -12,7 +12,6 @@
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
-#include <algorithm>
 #include <atomic>
 #include <benchmark/benchmark.h>
 #include <chrono>
@@ -126,9 +125,7 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
         rec->has_condition = 1;
     }
     // The condition below reads rdi only, which the pad stages.
-    const bool full = std::any_of(actions.begin(), actions.end(), [](const ActionRecord& a) {
-        return a.kind == ActionKind::Registers;
-    });
+    const bool full = agent::collects_registers(actions);
     rec->complete_block = !full && agent::reads_completed_register(h, std::span(actions));
     install_pad(full);
 }

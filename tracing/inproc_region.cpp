@@ -303,12 +303,16 @@ bool reads_completed_register(const Header& h, const bytecode::Program& expressi
     });
 }
 
+bool collects_registers(std::span<const ActionRecord> actions) {
+    return std::ranges::any_of(
+        actions, [](const ActionRecord& a) { return a.kind == ActionKind::Registers; });
+}
+
 bool reads_completed_register(const Header& h, std::span<const ActionRecord> actions) {
-    return std::ranges::any_of(actions, [&](const ActionRecord& a) {
-        return a.kind == ActionKind::Registers ||
-               (a.kind == ActionKind::Memory && a.base_register >= 0 &&
-                completed_by_collector(h, static_cast<unsigned>(a.base_register)));
-    });
+    return collects_registers(actions) || std::ranges::any_of(actions, [&](const ActionRecord& a) {
+               return a.kind == ActionKind::Memory && a.base_register >= 0 &&
+                      completed_by_collector(h, static_cast<unsigned>(a.base_register));
+           });
 }
 
 std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,

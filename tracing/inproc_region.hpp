@@ -124,13 +124,15 @@ class InprocConfigArea {
 // Room a collecting expression (trace opcodes) may fill in one frame.
 inline constexpr std::uint64_t kExpressionAllowance = 8192;
 
-// TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
-// header and blocks (R blocks of register_bytes), rounded up to 8 bytes.
+// Whether these actions collect `$regs` (a pad for them stages the whole core).
+bool collects_registers(std::span<const inproc::ActionRecord> actions);
 // Whether a hit reads registers the pads leave to the collector (TracepointRecord::
 // complete_block): an expression that reads one (`reg`); `$regs` or a range based on one.
 bool reads_completed_register(const inproc::Header& h, const bytecode::Program& expression);
 bool reads_completed_register(const inproc::Header& h,
                               std::span<const inproc::ActionRecord> actions);
+// TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
+// header and blocks (R blocks of register_bytes), rounded up to 8 bytes.
 std::uint64_t staged_frame_bound(std::span<const inproc::ActionRecord> actions,
                                  std::uint32_t register_bytes);
 

@@ -249,11 +249,12 @@ arch::FastPadOptions TraceExperiment::fast_pad_options(std::uint64_t addr) {
     for (std::uint64_t at = first == fast_first_record_.end() ? 0 : first->second; at;
          at = chain.back()->next)
         chain.push_back(inproc::at<TracepointRecord>(inproc_->local(), at));
-    for (const TracepointRecord* rec : chain) {
-        const auto* actions = inproc::at<const ActionRecord>(inproc_->local(), rec->actions_offset);
-        for (std::uint32_t i = 0; i < rec->action_count; ++i)
-            options.stage_full_core |= actions[i].kind == ActionKind::Registers;
-    }
+    for (const TracepointRecord* rec : chain)
+        options.stage_full_core =
+            options.stage_full_core ||
+            collects_registers(
+                std::span(inproc::at<const ActionRecord>(inproc_->local(), rec->actions_offset),
+                          rec->action_count));
     if (options.stage_full_core) {
         fast_full_core_.insert(addr);
         for (TracepointRecord* rec : chain)

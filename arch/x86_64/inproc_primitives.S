@@ -120,20 +120,18 @@ tpagent_thread_registers:
     .globl tpagent_thread_constants
     .hidden tpagent_thread_constants
     .type tpagent_thread_constants, @function
+    .macro store_selector sreg, offset
+    mov %\sreg, %eax
+    mov %eax, \offset(%rdi)
+    .endm
 tpagent_thread_constants:
     .cfi_startproc
-    mov %cs, %eax
-    mov %eax, 0(%rdi)
-    mov %ss, %eax
-    mov %eax, 4(%rdi)
-    mov %ds, %eax
-    mov %eax, 8(%rdi)
-    mov %es, %eax
-    mov %eax, 12(%rdi)
-    mov %fs, %eax
-    mov %eax, 16(%rdi)
-    mov %gs, %eax
-    mov %eax, 20(%rdi)
+    store_selector cs, 0
+    store_selector ss, 4
+    store_selector ds, 8
+    store_selector es, 12
+    store_selector fs, 16
+    store_selector gs, 20
     mov $24, %eax
     ret
     .cfi_endproc

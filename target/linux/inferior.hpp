@@ -204,6 +204,11 @@ class Inferior final : public Target {
     // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
     void release_child(pid_t child, bool vfork);
     bool is_new_process(pid_t tid) const;
+    // The thread that speaks for the process: its leader while it lives, else another; 0 with
+    // none.
+    pid_t lead_thread() const {
+        return threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
+    }
     std::set<pid_t> children_seen_; // forked children whose first stop came before the event
     std::vector<std::uint64_t> lifted_for_vfork_;
     // A trap site's displaced instruction, relocated into a pad near `addr`.

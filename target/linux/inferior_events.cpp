@@ -237,7 +237,7 @@ std::optional<StopEvent> Inferior::stop_all_now() {
     if (!alive_ || !running_) return std::nullopt;
     StopEvent quiet;
     quiet.pid = pid_;
-    quiet.tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    quiet.tid = lead_thread();
     quiet.signal = 0;
     chosen_ = quiet;
     stopping_all_ = true;

@@ -95,7 +95,8 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));
-    pid_t tid = threads_.count(pid_) ? pid_ : threads_.begin()->first;
+    const pid_t tid = lead_thread();
+    if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to map a pad page with");
     const std::uint64_t args[] = {*where,
                                   length,
                                   PROT_READ | PROT_EXEC,
