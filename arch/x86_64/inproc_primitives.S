@@ -39,7 +39,7 @@ tpagent_syscall:
 tpagent_fault_recovering_copy:
     .cfi_startproc
     mov %rdx, %rcx
-    cld
+    // no cld: the pad called the collector with DF clear, and the ABI keeps it so
 tpagent_copy_begin:
     cmp $256, %rcx
     jae 3f

@@ -244,7 +244,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     }
     a.push(RBX);    // [A-8] = B, the only way back (the collector may break the ABI)
     lea_rsp(a, -8); // rsp = A-16: 16-byte aligned for the call
-    a.byte(0xfc);   // cld
+    // cld only where DF was set (almost never): a cld is 3 cycles even when DF is clear.
+    a.byte(0xf6); // test byte [rbx + 128 + T + 1], 4: DF of the pushed rflags
+    a.modrm_mem(0, Mem{RBX, i32(kGprBytes + upper + 1)});
+    a.byte(0x04);
+    a.byte(0x74), a.byte(0x01); // jz +1
+    a.byte(0xfc);               // cld
     if (xsave && (save.mask & (1u << kAvx))) {
         a.byte(0xc5), a.byte(0xf8), a.byte(0x77); // vzeroupper
     }
