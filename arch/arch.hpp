@@ -157,6 +157,18 @@ class Architecture {
     virtual void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                              std::uint64_t pc) const = 0;
     virtual std::int64_t syscall_result(const RegisterSnapshot& s) const = 0;
+
+    // Calling a function in a stopped thread (to load the in-process agent into a program that
+    // was started without it): arguments in their registers, the stack pointer at `stack`
+    // (16-aligned; everything below it is free), and `return_address`, where the thread goes
+    // when the function returns. Returns the bytes to store at the snapshot's stack pointer
+    // (x86-64's pushed return address; none on AArch64, where it is a register). No system
+    // call restart meanwhile. The result is read with call_result.
+    virtual std::vector<std::uint8_t> set_call(RegisterSnapshot& s, std::uint64_t function,
+                                               std::span<const std::uint64_t> args,
+                                               std::uint64_t stack,
+                                               std::uint64_t return_address) const = 0;
+    virtual std::uint64_t call_result(const RegisterSnapshot& s) const = 0;
 };
 
 // The architecture tpagent was built for.

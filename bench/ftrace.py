@@ -20,7 +20,9 @@ Each figure is the median of R runs.
 Columns: gdbserver + libinproctrace on a non-PIE build (its jump pads must be within 2 GiB of
 the code), tpagent on the same build, tpagent on a PIE build. Both servers start the program
 through `--wrapper env LD_PRELOAD=<in-process library> --`; tpagent's library is
-libtpagent-inproc.so next to the tpagent binary unless --tpagent-lib says otherwise.
+libtpagent-inproc.so next to the tpagent binary unless --tpagent-lib says otherwise. Last,
+tpagent attached to the PIE build started on its own, without the library, which tpagent then
+loads into it at tstart (--attach; --inproc=LIB names the library).
 A column or a cell that fails prints "failed: <reason>".
 """
 
@@ -69,6 +71,9 @@ class Server:
     command: list[str]  # up to and including the wrapper's `--`
     exe: Path
     error: str | None = None  # set when the whole column cannot run
+    # The program is started without the agent and waits; the server attaches to it
+    # (command: up to --attach) and loads the agent at tstart.
+    attach: bool = False
     # Keyed by (case, threads).
     results: dict[tuple[str, int], list[dict]] = field(default_factory=dict)
     failures: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -98,11 +103,23 @@ def reason(text: str) -> str:
 def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
     script = workdir / "session.gdb"
     tracepoint = "ftrace traced" + (f" if {case.condition}" if case.condition else "")
+    program = [str(server.exe), str(args.ms), str(threads), str(args.base_ms), str(args.hits)]
+    attached = None
+    if server.attach:
+        attached = subprocess.Popen(program, env={**os.environ, "FTRACE_LOOP_WAIT": "1"}, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, text=True, start_new_session=True)
+        if attached.stdout.readline().strip() != "waiting":
+            attached.kill()
+            attached.wait()
+            raise RunFailed("the program to attach to did not start")
+        connect = [f"target remote | {' '.join(server.command)} - {attached.pid}", "set var waiting = 0"]
+    else:
+        connect = [f"target remote | {' '.join(server.command)} - {' '.join(program)}"]
     lines = [
         "set sysroot /",
         "set pagination off",
         "set confirm off",
-        f"target remote | {' '.join(server.command)} - {server.exe} {args.ms} {threads} {args.base_ms} {args.hits}",
+        *connect,
         "break ready",
         "break done",
         "continue",
@@ -134,6 +151,11 @@ def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)  # gdb's own session: gdb, the server, the program
         proc.communicate()
         raise RunFailed(f"timed out after {RUN_TIMEOUT} s")
+    finally:
+        if attached:  # gdb's kill ended it, unless something failed first
+            if attached.poll() is None:
+                os.killpg(attached.pid, signal.SIGKILL)
+            attached.wait()
     if m := re.search(r"warning: .*(regular tracepoint|fast tracepoint).*", text):
         raise RunFailed(m.group(0)[:160])
     m = re.search(r"base_calls=(\d+) base_ns=(\d+) traced_calls=(\d+) traced_ns=(\d+)", text)
@@ -260,12 +282,14 @@ def main() -> None:
         tp_cmd = [str(tpagent), "--wrapper", "env", f"LD_PRELOAD={tplib}", "--"]
         tp = Server("tpagent", tp_cmd, exes["nopie"])
         tp_pie = Server("tpagent PIE", tp_cmd, exes["pie"])
-        for s in (tp, tp_pie):
+        tp_attached = Server("tpagent PIE attached", [str(tpagent), f"--inproc={tplib}", "--attach"], exes["pie"],
+                             attach=True)
+        for s in (tp, tp_pie, tp_attached):
             if not tpagent.exists():
                 s.error = f"failed: {tpagent} not found"
             elif not tplib.exists():
                 s.error = f"failed: {tplib.name} not found next to tpagent"
-        servers = [gs, tp, tp_pie]
+        servers = [gs, tp, tp_pie, tp_attached]
         for s in servers:
             measure(s, args, workdir)
 
@@ -316,7 +340,8 @@ def main() -> None:
           f"median of {args.repeat} runs, {time.monotonic() - started:.0f} s in all")
     print(f"tpagent: {tpagent}, in-process library {tplib}")
     print()
-    header = ["", "gdbserver + libinproctrace", "tpagent", "tpagent, PIE", "gdbserver / tpagent", "target"]
+    header = ["", "gdbserver + libinproctrace", "tpagent", "tpagent, PIE", "tpagent, PIE, attached",
+              "gdbserver / tpagent", "target"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:

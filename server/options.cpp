@@ -29,6 +29,7 @@ constexpr Switch kSwitches[] = {
     {"--multi", &ServerOptions::multi, true},
     {"--once", &ServerOptions::once, true},
     {"--relocate-with-gdb", &ServerOptions::relocate_with_gdb, true},
+    {"--no-inject", &ServerOptions::inject, false},
     {"--disable-randomization", &ServerOptions::disable_randomization, true},
     {"--no-disable-randomization", &ServerOptions::disable_randomization, false},
 };
@@ -67,6 +68,10 @@ std::string usage_text() {
            "                        programs tpagent starts; LIB defaults to\n"
            "                        libtpagent-inproc.so next to tpagent, else the\n"
            "                        one installed with it (lib/tpagent/).\n"
+           "  --no-inject           Never load the in-process agent into a program that\n"
+           "                        runs without it (by default, the first fast\n"
+           "                        tracepoint in such a program, e.g. one attached to,\n"
+           "                        loads it with the program's own dlopen).\n"
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"

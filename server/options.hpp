@@ -20,6 +20,7 @@ struct ServerOptions {
     bool once = false;
     bool debug = false;
     bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
+    bool inject = true; // load the in-process agent into a program without it (--no-inject)
     bool disable_randomization = true;
     std::optional<std::string> save_dir; // QTSave writes only here when given
     std::optional<std::string>

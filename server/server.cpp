@@ -124,7 +124,16 @@ TargetFactory linux_targets() {
 
 Server::Server(asio::io_context& io, ServerOptions options, TargetFactory targets)
     : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
-      trace_poll_timer_(io), experiment_(arch::host_architecture()) {}
+      trace_poll_timer_(io), experiment_(arch::host_architecture()) {
+    // A program without the in-process agent gets it when a fast tracepoint needs it.
+    if (options_.inject) {
+        if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)
+            experiment_.set_agent_library(*lib);
+        else
+            spdlog::warn("fast tracepoints only in programs started with the in-process agent: {}",
+                         lib.error().text);
+    }
+}
 
 void Server::watch_fast_trace() {
     if (trace_poll_armed_ || !experiment_.fast_running()) return;

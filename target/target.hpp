@@ -121,6 +121,10 @@ class Target {
     virtual Status map_now(std::uint64_t /*addr*/, std::uint64_t /*length*/) {
         return make_error(ErrorCode::Unsupported, "not supported by this target");
     }
+    // Loads a shared library into the program (its own dlopen; all threads stopped).
+    virtual Status load_library(const std::string& /*path*/) {
+        return make_error(ErrorCode::Unsupported, "not supported by this target");
+    }
     virtual bool has_fast_site(std::uint64_t addr) const = 0;
 
     // Installs hardware watchpoints/breakpoints (Z1..Z4).

@@ -56,6 +56,9 @@ class TraceExperiment {
     Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
     void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
     bool disconnected_tracing() const { return disconnected_tracing_; }
+    // The in-process agent loaded into a program that does not have it when a fast
+    // tracepoint needs it (nullopt: never, --no-inject).
+    void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
     // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
     // start() then returns with the first of its requests pending (relocation_request()) and
     // the trace runs once relocated() has had the answer to the last one.
@@ -106,6 +109,7 @@ class TraceExperiment {
     // trace_fast.cpp
     Status check_fast(const trace::Tracepoint& tp) const;
     Status prepare_fast(Target& inferior);
+    Result<std::unique_ptr<InprocRegion>> open_agent(Target& inferior) const;
     Status install_fast(Target& inferior, std::uint64_t addr);
     // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
     // own; an error leaves it to a trap site.
@@ -156,6 +160,7 @@ class TraceExperiment {
     // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
     // at each address (what the pad passes), and pads still to take out.
     std::shared_ptr<InprocRegion> inproc_;
+    std::optional<std::string> agent_library_;
     struct FastRecord {
         trace::Tracepoint* tp = nullptr; // a node of table_, stable until QTinit
         std::uint32_t index = 0;         // its TracepointRecord's

@@ -175,6 +175,18 @@ Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
     return ok_status();
 }
 
+// The program's in-process agent: the one it has, else the library loaded into it now.
+Result<std::unique_ptr<InprocRegion>> TraceExperiment::open_agent(Target& inferior) const {
+    auto region = InprocRegion::open(inferior.pid());
+    if (region || region.error().code != ErrorCode::NotFound || !agent_library_) return region;
+    if (auto s = inferior.load_library(*agent_library_); !s)
+        return make_error(s.error().code,
+                          fmt::format("cannot load the in-process agent ({}) into the program: {}",
+                                      *agent_library_, s.error().text));
+    spdlog::info("in-process agent loaded into process {}: {}", inferior.pid(), *agent_library_);
+    return InprocRegion::open(inferior.pid());
+}
+
 // Writes every enabled fast tracepoint into the region; nothing is installed yet.
 Status TraceExperiment::prepare_fast(Target& inferior) {
     fast_records_.clear();
@@ -183,7 +195,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     fast_installed_ = false;
     if (!inproc_ || inproc_->pid() != inferior.pid()) {
         inproc_.reset();
-        auto region = InprocRegion::open(inferior.pid());
+        auto region = open_agent(inferior);
         if (!region) return region.error();
         inproc_ = std::move(*region);
     }

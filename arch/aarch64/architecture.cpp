@@ -122,6 +122,22 @@ void Aarch64Architecture::set_syscall(RegisterSnapshot& s, long number,
 std::int64_t Aarch64Architecture::syscall_result(const RegisterSnapshot& s) const {
     return static_cast<std::int64_t>(x(s, 0));
 }
+std::vector<std::uint8_t> Aarch64Architecture::set_call(RegisterSnapshot& s, std::uint64_t function,
+                                                        std::span<const std::uint64_t> args,
+                                                        std::uint64_t stack,
+                                                        std::uint64_t return_address) const {
+    for (std::size_t i = 0; i < args.size() && i < 8; ++i)
+        set_x(s, static_cast<int>(i), args[i]);
+    set_x(s, 30, return_address); // lr
+    set_x(s, kSpRegnum, stack);
+    set_x(s, kPcRegnum, function);
+    const std::int32_t none = -1; // no restart of a system call the thread was stopped in
+    std::memcpy(s.gpr.data() + kSyscallNoOffset, &none, sizeof none);
+    return {};
+}
+std::uint64_t Aarch64Architecture::call_result(const RegisterSnapshot& s) const {
+    return x(s, 0);
+}
 
 } // namespace tpagent::arch::aarch64
 

@@ -129,6 +129,31 @@ std::int64_t X86_64Architecture::syscall_result(const RegisterSnapshot& s) const
     return static_cast<std::int64_t>(gpr_field(s, offsetof(user_regs_struct, rax)));
 }
 
+std::vector<std::uint8_t> X86_64Architecture::set_call(RegisterSnapshot& s, std::uint64_t function,
+                                                       std::span<const std::uint64_t> args,
+                                                       std::uint64_t stack,
+                                                       std::uint64_t return_address) const {
+    if (s.gpr.size() < sizeof(user_regs_struct)) s.gpr.resize(sizeof(user_regs_struct), 0);
+    user_regs_struct r;
+    std::memcpy(&r, s.gpr.data(), sizeof r);
+    unsigned long long* slots[] = {&r.rdi, &r.rsi, &r.rdx, &r.rcx, &r.r8, &r.r9};
+    for (std::size_t i = 0; i < args.size() && i < 6; ++i)
+        *slots[i] = args[i];
+    r.rax = 0; // no vector arguments (al), should the function be variadic
+    r.orig_rax = static_cast<unsigned long long>(-1);
+    r.eflags &= ~0x500ull; // DF and TF clear, as at any call
+    r.rsp = stack - 8;     // as right after a call: the return address pushed
+    r.rip = function;
+    std::memcpy(s.gpr.data(), &r, sizeof r);
+    std::vector<std::uint8_t> pushed(8);
+    std::memcpy(pushed.data(), &return_address, 8);
+    return pushed;
+}
+
+std::uint64_t X86_64Architecture::call_result(const RegisterSnapshot& s) const {
+    return gpr_field(s, offsetof(user_regs_struct, rax));
+}
+
 std::size_t X86_64Architecture::min_fast_tracepoint_length() const {
     return min_insn_len();
 }

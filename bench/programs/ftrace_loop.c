@@ -4,12 +4,13 @@
  * TRACED_MS as the longest it may take; done() is called after the traced loop. The untraced
  * loop is timed, not counted, so it lasts the same whatever a call costs. Calls and wall times
  * land in globals (gdb prints them at done) and on stdout.
- * Usage: ftrace_loop TRACED_MS [T [BASE_MS [HITS]]] */
+ * Usage: ftrace_loop TRACED_MS [T [BASE_MS [HITS]]] (see `waiting` for attaching to it) */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_THREADS 16
 #define BATCH 1024 /* calls between two looks at the clock */
@@ -20,6 +21,9 @@ long base_calls, base_ns; /* read by gdb at done() */
 long traced_calls, traced_ns;
 static long deadline, quota, calls[MAX_THREADS][8]; /* one cache line per thread */
 static pthread_barrier_t start, stop;
+/* With FTRACE_LOOP_WAIT set, the program says "waiting" and waits for a debugger to attach and
+ * clear this before it starts its threads (the "attached" column: no agent preloaded). */
+volatile int waiting;
 
 /* The fast tracepoint goes on the first instruction, `add %rdi,%fs:counter@tpoff` (9 bytes). */
 __attribute__((noipa)) void traced(long n) {
@@ -76,6 +80,13 @@ int main(int argc, char** argv) {
     long hits = argc > 4 ? atol(argv[4]) : 0;
     if (threads < 1 || threads > MAX_THREADS || hits < 0) return 2;
     quota = hits ? hits / threads : LONG_MAX;
+    if (getenv("FTRACE_LOOP_WAIT")) {
+        waiting = 1;
+        puts("waiting");
+        fflush(stdout);
+        while (waiting)
+            usleep(1000);
+    }
     pthread_t tids[MAX_THREADS];
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     pthread_barrier_init(&stop, NULL, (unsigned)threads + 1);

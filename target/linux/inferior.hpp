@@ -74,6 +74,7 @@ class Inferior final : public Target {
     Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) override;
     void abandon_fast_site() override { moving_.reset(); }
     Status map_now(std::uint64_t addr, std::uint64_t length) override;
+    Status load_library(const std::string& path) override;
     Result<std::uint64_t> place_code(std::uint64_t near,
                                      std::span<const std::uint8_t> code) override;
     void remove_all_fast_sites() override;
@@ -224,6 +225,10 @@ class Inferior final : public Target {
     bool reclaim_pads();
     Result<std::int64_t> inject_syscall(pid_t tid, long number,
                                         std::span<const std::uint64_t> args);
+    // Calls function(args) in a stopped thread, which returns onto a breakpoint at `landing`;
+    // the thread's registers are put back after. The function's result.
+    Result<std::uint64_t> inject_call(pid_t tid, std::uint64_t function,
+                                      std::span<const std::uint64_t> args, std::uint64_t landing);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
     // report() without finishing: the event is chosen (or held back) and the others stopped.
     void choose(pid_t tid, Thread& t, StopEvent ev);

@@ -620,8 +620,8 @@ class E2E:
     def serve_multi(self) -> Server:
         return self._listening(self.start_server("--multi", ":0"))
 
-    def serve_attach(self, pid: int) -> Server:
-        return self._listening(self.start_server("--attach", ":0", str(pid)))
+    def serve_attach(self, pid: int, *options: str) -> Server:
+        return self._listening(self.start_server(*options, "--attach", ":0", str(pid)))
 
     def pty_pair(self) -> tuple[str, str]:
         """Two connected pseudo-terminals, like a null-modem cable between two serial ports."""
