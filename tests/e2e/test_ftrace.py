@@ -326,15 +326,31 @@ def test_tsave_r_reads_like_gdbs_own_file(e2e):
 
 
 def test_without_the_agent_library(e2e):
-    """A program started without the library: tstart refuses the fast tracepoint, and the
-    session goes on (the program runs to its end, untraced)."""
-    s = Scenario(e2e, PROGRAM, "4", pie=False)
+    """A program started without the library (and tpagent told not to load it): tstart
+    refuses the fast tracepoint, and the session goes on (the program runs to its end,
+    untraced)."""
+    options = () if e2e.is_gdbserver else ("--no-inject",)
+    s = Scenario(e2e, PROGRAM, "4", pie=False, options=options)
     define = s.define(ftrace("traced", "collect n"))
     r = s.gdb(*TO_MAIN, define, "tstart", "tstatus", "info registers rip", "continue")
     assert re.search(r"in-process agent", r.of("tstart"), re.I), r.of("tstart")
     assert not r.status().running, r.status()
     assert re.search(r"^rip\s+0x[0-9a-f]+\s+0x[0-9a-f]+ <main\+\d+>$", r.of("info registers rip"), re.M), r
     s.exits_as_natively(r.of("continue", 1))
+
+
+@pytest.mark.tpagent_only("gdbserver traces fast only in a program started with its library")
+def test_without_the_agent_library_tpagent_loads_it(e2e):
+    """A program started without the library: tstart loads it into the program (its own
+    dlopen), every call is a frame, and the program ends as natively."""
+    s = Scenario(e2e, PROGRAM, "4")
+    define = s.define(ftrace("traced", "collect n"))
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 3", "print n", "tfind none", "continue")
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    r.trace_stopped("by a tstop command", 4)
+    assert r.found("tfind 3") == (3, 2)
+    assert r.value("print n") == "3"
+    s.exits_as_natively(r.of("continue", 2))
 
 
 @pytest.mark.tpagent_only("gdbserver silently ignores while-stepping on fast tracepoints")

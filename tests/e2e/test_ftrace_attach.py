@@ -19,7 +19,7 @@ from scenario import Scenario, ftrace, tracepoint_address
 
 PROGRAM = "ftrace_attachee"
 LIBRARY = "libtpagent-inproc.so"
-GOOD_REPORT = 'sums ok, reader got 4 bytes "wake", ticks ok\n'
+GOOD_REPORT = 'sums ok, reader got 4 bytes "wake", 0 sleeps broken, ticks ok\n'
 
 pytestmark = pytest.mark.tpagent_only(
     "gdbserver traces fast only in a program started with libinproctrace.so preloaded"
