@@ -363,6 +363,9 @@ bool Server::keep_tracing_without_gdb() {
     if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ ||
         !inferior_->alive())
         return false;
+    // Already so since gdb's detach: the image was taken then, from the stopped program; now
+    // it runs, and may be ending (its /proc/PID/exe already gone).
+    if (running_without_gdb_) return true;
     remember_image();
     if (!inferior_->running())
         if (auto r = inferior_->resume_all(); !r) {
