@@ -223,13 +223,23 @@ class Inferior final : public Target {
     // Frees the retired runs' pages that no thread can still be running in or return into;
     // false if none could be freed.
     bool reclaim_pads();
-    Result<std::int64_t> inject_syscall(pid_t tid, long number,
-                                        std::span<const std::uint64_t> args);
+    // Runs a system call in a stopped thread; its -errno result is an error "WHAT: reason".
+    Result<std::uint64_t> inject_syscall(pid_t tid, long number,
+                                         std::span<const std::uint64_t> args,
+                                         std::string_view what);
     // Calls function(args) in a stopped thread, which returns onto a breakpoint at `landing`;
     // the thread's registers are put back after. The function's result.
     Result<std::uint64_t> inject_call(pid_t tid, std::uint64_t function,
                                       std::span<const std::uint64_t> args, std::uint64_t landing);
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
+    // A thread of the program stopped by signal `sig`.
+    StopEvent signal_event(pid_t tid, int sig) const {
+        StopEvent ev;
+        ev.pid = pid_;
+        ev.tid = tid;
+        ev.signal = sig;
+        return ev;
+    }
     // report() without finishing: the event is chosen (or held back) and the others stopped.
     void choose(pid_t tid, Thread& t, StopEvent ev);
     // Forgets everything placed in the process image (exec, death): nothing is written back.

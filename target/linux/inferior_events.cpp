@@ -403,11 +403,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (pass_signals_.count(sig) && (!t.stepping || t.fast_step) && !stopping_all_ && running_) {
         if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
     }
-    StopEvent ev;
-    ev.pid = pid_;
-    ev.tid = tid;
-    ev.signal = sig;
-    return report(tid, t, ev);
+    return report(tid, t, signal_event(tid, sig));
 }
 
 std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {

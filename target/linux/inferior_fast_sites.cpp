@@ -266,12 +266,8 @@ Status Inferior::map_now(std::uint64_t addr, std::uint64_t length) {
     const pid_t tid = lead_thread();
     if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to run it");
     const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
-    auto r = inject_syscall(tid, SYS_madvise, args);
+    auto r = inject_syscall(tid, SYS_madvise, args, "madvise in the program");
     if (!r) return r.error();
-    if (*r < 0)
-        return make_error(
-            ErrorCode::SystemError,
-            fmt::format("madvise in the program: {}", std::strerror(static_cast<int>(-*r))));
     return ok_status();
 }
 

@@ -5,6 +5,7 @@
 // would have.
 #include "target/linux/elf_image.hpp"
 #include "target/linux/inferior.hpp"
+#include "target/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
 #include <cerrno>
 #include <chrono>
@@ -32,18 +33,6 @@ constexpr std::uint64_t kStackSkip = 1024;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 constexpr std::size_t kMaxErrorText = 512;
 constexpr std::uint64_t kPage = 4096;
-
-// AT_BASE, where the dynamic loader is: 0 in a statically linked program.
-std::uint64_t loader_base(pid_t pid) {
-    const std::string auxv = read_file(fmt::format("/proc/{}/auxv", pid));
-    for (std::size_t off = 0; off + 16 <= auxv.size(); off += 16) {
-        std::uint64_t type = 0, value = 0;
-        std::memcpy(&type, auxv.data() + off, 8);
-        std::memcpy(&value, auxv.data() + off + 8, 8);
-        if (type == AT_BASE) return value;
-    }
-    return 0;
-}
 
 struct LoaderFunctions {
     std::uint64_t dlopen = 0;
@@ -92,8 +81,7 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
     std::uint64_t value = 0;
     Thread& t = threads_[tid];
     const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
-    bool resume = static_cast<bool>(result);
-    while (resume) {
+    while (result) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
             result = make_error(ErrorCode::SystemError,
                                 fmt::format("cannot run thread {}: {}", tid, std::strerror(errno)));
@@ -107,13 +95,11 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
         if (got == 0) {
             // Taken back where it waits; what it holds by now stays held.
             syscall(SYS_tgkill, pid_, tid, SIGSTOP);
-            got = waitpid(tid, &status, __WALL);
+            waitpid(tid, &status, __WALL);
             result = make_error(ErrorCode::SystemError,
                                 "the call did not return within 10 s: another thread of the "
                                 "program may hold a lock it needs");
-            if (got != tid || !WIFSTOPPED(status)) break;
-            resume = false;
-            continue;
+            break;
         }
         if (got != tid || !WIFSTOPPED(status)) {
             result = make_error(ErrorCode::SystemError, "the thread ended during the call");
@@ -138,13 +124,7 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
             break;
         }
         // A signal for the program: kept for later, as an injected system call keeps one.
-        if (!t.pending) {
-            StopEvent ev;
-            ev.pid = pid_;
-            ev.tid = tid;
-            ev.signal = sig;
-            t.pending = ev;
-        }
+        if (!t.pending) t.pending = signal_event(tid, sig);
     }
     // The registers as they were; if they cannot be, the thread must not run on.
     Status restored = arch_.write_snapshot(tid, saved);
@@ -160,7 +140,8 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
 Status Inferior::load_library(const std::string& path) {
     const pid_t tid = lead_thread();
     if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to run it");
-    if (loader_base(pid_) == 0)
+    // AT_BASE, where the dynamic loader is: 0 in a statically linked program.
+    if (auxv_value(read_file(fmt::format("/proc/{}/auxv", pid_)), AT_BASE) == 0)
         return make_error(ErrorCode::Unsupported,
                           "the program is statically linked: it has no dynamic loader");
     const auto loader = loader_functions(pid_);
@@ -178,13 +159,9 @@ Status Inferior::load_library(const std::string& path) {
                                       MAP_PRIVATE | MAP_ANONYMOUS,
                                       static_cast<std::uint64_t>(-1),
                                       0};
-    auto page = inject_syscall(tid, SYS_mmap, map_args);
+    auto page = inject_syscall(tid, SYS_mmap, map_args, "cannot map a page in the program");
     if (!page) return page.error();
-    if (*page < 0 && *page > -4096)
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("cannot map a page in the program: {}",
-                                      std::strerror(static_cast<int>(-*page))));
-    const auto landing = static_cast<std::uint64_t>(*page);
+    const std::uint64_t landing = *page;
     std::vector<std::uint8_t> bytes(16, 0);
     const auto brk = arch_.breakpoint_instruction();
     std::copy(brk.begin(), brk.end(), bytes.begin());
@@ -214,7 +191,7 @@ Status Inferior::load_library(const std::string& path) {
         }
     }
     const std::uint64_t unmap_args[] = {landing, kPage, 0, 0, 0, 0};
-    if (auto u = inject_syscall(tid, SYS_munmap, unmap_args); !u || *u != 0)
+    if (!inject_syscall(tid, SYS_munmap, unmap_args, "munmap"))
         spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
                      landing);
     return status;

@@ -103,13 +103,9 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
                                   static_cast<std::uint64_t>(-1),
                                   0};
-    auto mapped = inject_syscall(tid, SYS_mmap, args);
+    auto mapped = inject_syscall(tid, SYS_mmap, args, "mmap in the program failed");
     if (!mapped) return mapped.error();
-    if (*mapped < 0 && *mapped > -4096)
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("mmap in the program failed: {}",
-                                      std::strerror(static_cast<int>(-*mapped))));
-    auto base = static_cast<std::uint64_t>(*mapped);
+    const std::uint64_t base = *mapped;
     if (base != *where)
         return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
     pad_pages_.add(base, length, size);

@@ -36,8 +36,9 @@ Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
     return breakpoints_->remove(addr);
 }
 
-Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
-                                              std::span<const std::uint64_t> args) {
+Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
+                                               std::span<const std::uint64_t> args,
+                                               std::string_view what) {
     auto cur = snapshot(tid);
     if (!cur) return cur.error();
     const arch::RegisterSnapshot saved = **cur;
@@ -63,13 +64,8 @@ Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
                 break;
             }
             if (WSTOPSIG(status) == SIGTRAP) break;
-            if (WSTOPSIG(status) != SIGSTOP) {
-                StopEvent ev;
-                ev.pid = pid_;
-                ev.tid = tid;
-                ev.signal = WSTOPSIG(status);
-                threads_[tid].pending = ev;
-            }
+            if (WSTOPSIG(status) != SIGSTOP)
+                threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
         }
         arch::RegisterSnapshot after;
         if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
@@ -84,7 +80,10 @@ Result<std::int64_t> Inferior::inject_syscall(pid_t tid, long number,
         return restored.error();
     }
     if (!result) return result.error();
-    return value;
+    if (value < 0 && value > -4096) // the kernel's -errno
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("{}: {}", what, std::strerror(static_cast<int>(-value))));
+    return static_cast<std::uint64_t>(value);
 }
 
 Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
@@ -168,13 +167,7 @@ int Inferior::wait_own_resume(pid_t tid, Thread& t) {
         t.regs.reset();
         return kRecoveredFault;
     }
-    if (sig != SIGTRAP && sig != SIGSTOP) {
-        StopEvent ev;
-        ev.pid = pid_;
-        ev.tid = tid;
-        ev.signal = sig;
-        t.pending = ev;
-    }
+    if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
     return sig;
 }
 

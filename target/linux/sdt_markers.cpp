@@ -1,16 +1,8 @@
 #include "target/linux/sdt_markers.hpp"
 #include "target/linux/elf_image.hpp"
-#include "target/linux/pad_allocator.hpp"
-#include "base/proc_files.hpp"
 #include <algorithm>
 #include <cstring>
 #include <elf.h>
-#include <fmt/format.h>
-#include <fcntl.h>
-#include <map>
-#include <optional>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace tpagent::agent {
 

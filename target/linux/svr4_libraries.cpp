@@ -26,16 +26,7 @@ std::string read_string(const MemoryReader& read, std::uint64_t addr) {
 
 // Address of r_debug from DT_DEBUG in the main program's dynamic section; 0 if not there yet.
 std::uint64_t find_r_debug(std::string_view auxv, const MemoryReader& read) {
-    std::uint64_t phdr = 0, phnum = 0;
-    for (std::size_t off = 0; off + 16 <= auxv.size(); off += 16) {
-        std::uint64_t type, value;
-        std::memcpy(&type, auxv.data() + off, 8);
-        std::memcpy(&value, auxv.data() + off + 8, 8);
-        if (type == AT_PHDR)
-            phdr = value;
-        else if (type == AT_PHNUM)
-            phnum = value;
-    }
+    const std::uint64_t phdr = auxv_value(auxv, AT_PHDR), phnum = auxv_value(auxv, AT_PHNUM);
     if (phdr == 0 || phnum == 0 || phnum > 256) return 0;
     std::uint64_t base = 0, dynamic = 0;
     for (std::uint64_t i = 0; i < phnum; ++i) {
@@ -56,6 +47,16 @@ std::uint64_t find_r_debug(std::string_view auxv, const MemoryReader& read) {
     return 0;
 }
 } // namespace
+
+std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type) {
+    for (std::size_t off = 0; off + 16 <= auxv.size(); off += 16) {
+        std::uint64_t t = 0, value = 0;
+        std::memcpy(&t, auxv.data() + off, 8);
+        std::memcpy(&value, auxv.data() + off + 8, 8);
+        if (t == type) return value;
+    }
+    return 0;
+}
 
 std::string svr4_library_list(std::string_view auxv, const MemoryReader& read) {
     std::uint64_t r_debug_addr = find_r_debug(auxv, read);

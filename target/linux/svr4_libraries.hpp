@@ -15,4 +15,7 @@ using MemoryReader = std::function<bool(std::uint64_t addr, std::span<std::uint8
 // `auxv` is the raw /proc/PID/auxv of a 64-bit process.
 std::string svr4_library_list(std::string_view auxv, const MemoryReader& read);
 
+// The value of an auxv entry (AT_BASE, AT_PHDR...); 0 where there is none.
+std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type);
+
 } // namespace tpagent::agent
