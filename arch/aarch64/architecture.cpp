@@ -1,4 +1,5 @@
 #include "arch/aarch64/architecture.hpp"
+#include "arch/aarch64/jump_pad.hpp"
 #include "arch/aarch64/registers.hpp"
 #include "arch/aarch64/relocator.hpp"
 #include "arch/aarch64/sdt_operand.hpp"
@@ -11,11 +12,6 @@ constexpr std::uint8_t kBrk0[] = {0x00, 0x00, 0x20, 0xd4}; // brk #0, as gdb's o
 constexpr std::uint8_t kSvc0[] = {0x01, 0x00, 0x00, 0xd4}; // svc #0
 // A pad must be reachable by B from its code, and its own branches too: keep a page's slack.
 constexpr std::uint64_t kPadReach = static_cast<std::uint64_t>(kBranchReach) - (1u << 20);
-
-Error no_fast_tracepoints() {
-    return make_error(ErrorCode::Unsupported,
-                      "fast tracepoints are not available on arm64 yet: use trace");
-}
 } // namespace
 
 Aarch64Architecture::Aarch64Architecture() : target_xml_(aarch64::target_xml(host_layout())) {}
@@ -84,8 +80,26 @@ std::uint64_t Aarch64Architecture::pad_reach() const {
     return kPadReach;
 }
 
-Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest&) const {
-    return no_fast_tracepoints();
+std::size_t Aarch64Architecture::fast_block_bytes() const {
+    const auto& cpsr = host_layout().regs[kCpsrRegnum];
+    return cpsr.g_offset + cpsr.size == kCoreBlockBytes ? kCoreBlockBytes : 0;
+}
+
+// tpidr, for TLS variables in tfind: EL0 reads it with an mrs.
+Architecture::FastBlockTail Aarch64Architecture::fast_block_tail() const {
+    return {{static_cast<int>(host_layout().tpidr_regnum)}, true};
+}
+
+// The pad saves general registers only (FastPadOptions::save_vector_state is not honoured:
+// the collector is built without FP/SIMD, and frames hold no vector registers).
+Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
+    JumpPadSpec spec;
+    spec.pad_address = request.pad_address;
+    spec.tracepoint_address = request.tracepoint_address;
+    spec.collector = request.collector;
+    spec.argument = request.argument;
+    spec.original_code = request.original_code;
+    return aarch64::emit_jump_pad(spec);
 }
 Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,
                                                                        std::uint64_t to) const {
@@ -97,7 +111,11 @@ Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint
 }
 Result<std::vector<std::uint64_t>>
 Aarch64Architecture::pc_relative_targets(std::span<const std::uint8_t>, std::uint64_t) const {
-    return no_fast_tracepoints();
+    // gdb rebuilds arm64 pc-relative instructions as other sequences (ADR as moves, for one):
+    // comparing targets cannot check them.
+    return make_error(ErrorCode::Unsupported,
+                      "gdb's relocation of arm64 instructions cannot be checked: fast tracepoints "
+                      "on arm64 use tpagent's relocator (without --relocate-with-gdb)");
 }
 
 SdtArgument Aarch64Architecture::parse_sdt_operand(std::string_view operand,

@@ -1,5 +1,5 @@
 // Architecture for AArch64 GNU/Linux: gdb's aarch64 core and fpu registers, `brk #0`, trap
-// tracepoint pads with relocated instructions. Fast tracepoints are not built for it yet.
+// tracepoint pads with relocated instructions, fast tracepoint jump pads (jump_pad.hpp).
 #pragma once
 #include "arch/arch.hpp"
 #include <string>
@@ -39,9 +39,9 @@ class Aarch64Architecture final : public Architecture {
                                std::uint64_t to, std::size_t min_bytes) const override;
     std::uint64_t pad_reach() const override;
 
-    bool supports_fast_tracepoints() const override { return false; }
     std::size_t min_fast_tracepoint_length() const override { return 4; }
-    std::size_t fast_block_bytes() const override { return 0; }
+    std::size_t fast_block_bytes() const override;
+    FastBlockTail fast_block_tail() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;

@@ -1,4 +1,5 @@
 #include "arch/aarch64/relocator.hpp"
+#include "arch/aarch64/emitter.hpp"
 #include <cstring>
 #include <optional>
 #include <fmt/format.h>
@@ -12,37 +13,6 @@ std::int64_t sign_extend(std::uint64_t value, unsigned bits) {
     const std::uint64_t m = std::uint64_t{1} << (bits - 1);
     return static_cast<std::int64_t>((value ^ m) - m);
 }
-
-// The pad's code, one instruction at a time.
-class Emitter {
-  public:
-    explicit Emitter(std::uint64_t at) : at_(at) {}
-    std::uint64_t pc() const { return at_ + bytes_.size(); }
-    void put(std::uint32_t insn) {
-        std::uint8_t b[4];
-        std::memcpy(b, &insn, 4); // little-endian, as the program runs
-        bytes_.insert(bytes_.end(), b, b + 4);
-    }
-    // Xd = value: MOVZ then MOVK for each further non-zero half-word.
-    void move_wide(unsigned rd, std::uint64_t value) {
-        put(0xd2800000 | static_cast<std::uint32_t>(value & 0xffff) << 5 | rd);
-        for (unsigned hw = 1; hw < 4; ++hw) {
-            const auto half = static_cast<std::uint32_t>((value >> (16 * hw)) & 0xffff);
-            if (half) put(0xf2800000 | hw << 21 | half << 5 | rd);
-        }
-    }
-    Status branch(std::uint64_t target) {
-        auto b = encode_branch(pc(), target);
-        if (!b) return b.error();
-        put(*b);
-        return ok_status();
-    }
-    std::vector<std::uint8_t> take() { return std::move(bytes_); }
-
-  private:
-    std::uint64_t at_;
-    std::vector<std::uint8_t> bytes_;
-};
 
 // A conditional branch to `target` from the pad: the same test, over a hop, then a B.
 // `hop` is the instruction with its offset field set to +8 (two instructions on).

@@ -51,7 +51,9 @@ CROSS_COMPILER = "aarch64-linux-gnu-gcc"
 GDB = "gdb-multiarch"
 # Every program the tests run, built into the payload before the board boots (the payload
 # is part of its initramfs).
-PROGRAMS = ("basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room")
+PROGRAMS = ("basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads")
+# Programs also built -fno-pie -no-pie (NAME-nopie).
+NON_PIE = ("ftrace_loop",)
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model
 # reaches its globals with ADR and the GOT with LDR (literal), where the small one uses ADRP.
 VARIANTS = {"traced_tiny": ("traced", ("-mcmodel=tiny",))}
@@ -102,8 +104,16 @@ class Board:
         """The programs and their variants, cross-compiled into the payload."""
         for name in PROGRAMS:
             self.programs.path(name)
+        for name in NON_PIE:
+            self.programs.path(name, pie=False)
         for name, (program, flags) in VARIANTS.items():
             compile_program(Programs.source(program), self.payload / name, *flags, compiler=CROSS_COMPILER)
+        # ftrace_shlib against libftrace_lib.so, which the board finds in /payload.
+        compile_program(
+            Programs.source("ftrace_lib"), self.payload / "libftrace_lib.so", "-fPIC", "-shared", compiler=CROSS_COMPILER
+        )
+        link = (f"-L{self.payload}", "-lftrace_lib", "-Wl,-rpath,/payload")
+        compile_program(Programs.source("ftrace_shlib"), self.payload / "ftrace_shlib", link=link, compiler=CROSS_COMPILER)
 
     def fetch(self) -> None:
         """The kernel, userland and host tools, unless CACHE holds them already."""
@@ -304,3 +314,16 @@ class BoardScenario(Scenario):
     @functools.cached_property
     def reference(self) -> subprocess.CompletedProcess:
         return self.e2e.board.native_run(self.program, *self.args)
+
+
+class BoardFastTrace(BoardScenario):
+    """scenario.FastTrace on the board: tpagent's in-process agent preloaded from /payload
+    (the arm64 build of libtpagent-inproc.so, next to tpagent), PIE unless pie=False."""
+
+    quiet_tstart = True
+
+    def __init__(self, e2e: BoardE2E, name: str, *args: str, options: tuple[str, ...] = (), **kwargs) -> None:
+        library = e2e.board.payload / "libtpagent-inproc.so"
+        assert library.is_file(), f"no arm64 in-process agent at {library} (cmake --build --preset arm64 builds it)"
+        options = ("--wrapper", "env", f"LD_PRELOAD=/payload/{library.name}", "--", *options)
+        super().__init__(e2e, name, *args, options=options, **kwargs)

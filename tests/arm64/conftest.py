@@ -69,6 +69,10 @@ def board(tmp_path_factory):
     the_board.build_payload()
     if "tpagent" in selected_servers():
         shutil.copy2(tpagent_binary(), payload / "tpagent")
+        # The in-process agent for fast tracepoints, next to tpagent as `--inproc` expects.
+        agent = tpagent_binary().parent / "libtpagent-inproc.so"
+        if agent.is_file():
+            shutil.copy2(agent, payload / agent.name)
     the_board.fetch()
     the_board.start()
     BOOTED.append(the_board)

@@ -1,0 +1,49 @@
+// AArch64 fast-tracepoint jump pads: the code a tracepoint's `B` leads to. It saves the
+// thread's general registers on the thread's own stack in gdb's `g` layout, calls the
+// in-process collector, restores them and NZCV, runs the displaced instruction (relocate(),
+// placed right after the pad's own code) and branches back. No locks, no system calls.
+//
+// The collector is called as
+//     void collector(std::uint64_t argument, std::uint8_t* block, std::uint64_t frame,
+//                    const std::uint8_t* anchor);
+// block: the core of a `g` block, all of it stored by the pad: x0..x30, sp (the thread's, as
+//        at the tracepoint), pc (the tracepoint address), cpsr (NZCV: what EL0 can read).
+//        The collector must not change it: the pad restores the registers from it.
+// frame: block's address; the pad's return address is at frame - 8 (where tpagent looks for
+//        it to run a thread it stopped inside the collector to its return).
+// anchor: block's address too (the pad leaves nothing for the collector to complete).
+//
+// Stack of the thread while the collector runs (O = the thread's sp at the tracepoint; no red
+// zone on AArch64: sp moves first, a signal may be delivered at any instruction):
+//
+//     O                 +---------------------------+
+//                       | core block (272 bytes)    |  x0..x30, sp, pc, cpsr, padding
+//     S+16 = frame      +---------------------------+  <- x1, x2, x3
+//                       | return address            |
+//                       | (unused)                  |
+//     S = O - 288       +---------------------------+  <- sp at the call (16-byte aligned)
+//
+// The collector uses general registers only (built so), so no FP/SIMD or SVE state is saved.
+#pragma once
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace tpagent::arch::aarch64 {
+
+// Bytes of the core of gdb's aarch64 `g` block: x0..x30, sp, pc (8 each) and cpsr (4).
+inline constexpr std::size_t kCoreBlockBytes = 33 * 8 + 4;
+
+struct JumpPadSpec {
+    std::uint64_t pad_address = 0;               // where EmittedJumpPad::code will be written
+    std::uint64_t tracepoint_address = 0;        // where EmittedJumpPad::patch will be written
+    std::uint64_t collector = 0;                 // absolute address of the collector function
+    std::uint64_t argument = 0;                  // its first argument (the tracepoint's record)
+    std::span<const std::uint8_t> original_code; // at least the 4 bytes at tracepoint_address
+};
+
+Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);
+
+} // namespace tpagent::arch::aarch64

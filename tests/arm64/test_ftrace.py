@@ -1,0 +1,150 @@
+"""Fast tracepoints (ftrace) on the arm64 board: a B to a pad near the code, which saves the
+registers and calls the collector of tpagent's in-process agent (preloaded from /payload), runs
+the displaced instruction rebuilt for the pad and branches back. tpagent only: Debian's arm64
+libinproctrace.so crashes every program it is preloaded into (../../shared facts: its
+constructor runs before a static initialiser it needs), so gdbserver has no fast tracepoint
+to compare with here.
+
+The programs are the x86-64 ftrace tests' own (tests/e2e/programs): ftrace_loop.c,
+ftrace_threads.c, ftrace_shlib.c with libftrace_lib.so; every collected value follows from
+the iteration, so a frame's values say which call it holds, and each program must end as it
+does untraced.
+"""
+
+import re
+
+import pytest
+
+from board import BoardFastTrace
+from scenario import TO_MAIN, TO_THE_END, ftrace, trace_to, tracepoint_address
+
+pytestmark = pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
+
+PROGRAM = "ftrace_loop"
+
+
+def mix(v: int) -> int:
+    """ftrace_loop.c's mix() (v is never negative here)."""
+    return v ^ (v >> 3)
+
+
+@pytest.mark.parametrize("pie", [True, False], ids=["pie", "non_pie"])
+def test_registers_and_globals(arm64, pie):
+    """ftrace traced: each of 5 hits records the registers (x0 = the iteration, x1 = 3, pc =
+    the tracepoint, sp as the thread had it) and the globals as the previous call left them;
+    registers the pad does not save (FP/SIMD) are unavailable, tpidr (TLS) is there."""
+    s = BoardFastTrace(arm64, PROGRAM, "5", pie=pie)
+    define = s.define(ftrace("traced", "collect $regs", "collect hits, current"))
+    walk = s.walk("$x0", "$x1", "$pc", "hits", "current.id", "current.square")
+    r = s.gdb(
+        *TO_MAIN, "print/x $tpidr", define, *trace_to("finished"),
+        "tfind start", "tdump", "print untouched", "print $v0.d.u[0]", "print/x $tpidr",
+        "print $sp == (unsigned long) $x29", "tfind 3", "print $x0", "print current",
+        walk, *TO_THE_END,
+    )
+    tp = tracepoint_address(r.of(define), 2, fast=True, source=PROGRAM)
+    r.stopped_at(1, r"Breakpoint 3, finished \(\)")
+    r.trace_stopped("by a tstop command", 5)
+    assert r.found("tfind start") == (0, 2)
+    r.dumped(
+        2, 0,
+        r"^x0\s+0x0\s+0$",
+        r"^x1\s+0x3\s+3$",
+        rf"^pc\s+0x{tp:x}\s+0x{tp:x} <traced\+\d+>$",
+        r"^hits = 0$",
+        r'^current = \{id = 0, square = 0, tag = "ftrace\\000"\}$',
+    )
+    assert r.value("print untouched") == "<unavailable>"
+    assert r.value("print $v0.d.u[0]") == "<unavailable>"
+    # tpidr: the thread's TLS base, as the live thread had it.
+    assert r.value("print/x $tpidr", 1) == r.value("print/x $tpidr", 0) != "0x0"
+    # At -O0, traced() has set x29 = sp by its first line.
+    assert r.value("print $sp == (unsigned long) $x29") == "1"
+    assert r.found("tfind 3") == (3, 2)
+    assert r.value("print $x0") == "3"
+    assert r.value("print current") == '{id = 2, square = 4, tag = "ftrace\\000"}'
+    expected = [(k, 2, k, 3, tp, k, max(k - 1, 0), max(k - 1, 0) ** 2) for k in range(5)]
+    assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_shared_library(arm64):
+    """ftrace in a function of a shared library (its pad within a B's reach of the library,
+    not of the executable); the program then runs to its end with the right sum."""
+    s = BoardFastTrace(arm64, "ftrace_shlib", "6", program=arm64.board.payload / "ftrace_shlib")
+    define = s.define(ftrace("lib_traced", "collect $regs", "collect lib_hits, lib_last"))
+    walk = s.walk("$x0", "lib_hits", "lib_last")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 2", "tdump", walk, *TO_THE_END)
+    tp = tracepoint_address(r.of(define), 2, fast=True, source="ftrace_lib")
+    r.stopped_at(1, r"Breakpoint 3, finished \(")
+    assert r.status().collected == 6, r.status()
+    r.dumped(
+        2, 2,
+        r"^x0\s+0x14\s+20$",
+        rf"^pc\s+0x{tp:x}\s+0x{tp:x} <lib_traced\+\d+>$",
+        r"^lib_hits = 2$",
+        r"^lib_last = 10$",
+    )
+    expected = [(k, 2, 10 * k, k, 10 * (k - 1) if k else -1) for k in range(6)]
+    assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_condition_locals_and_memory(arm64):
+    """ftrace LINE if n % 3 == 0 (the condition interpreted in the program): only the
+    matching hits make frames, each with the locals, an array slice and a struct."""
+    s = BoardFastTrace(arm64, PROGRAM, "10")
+    define = s.define(
+        ftrace(f"{s.at('traced_late')} if n % 3 == 0", "collect $locals, n", "collect bytes[4]@8, current")
+    )
+    walk = s.walk("n", "squared", "product", "current.id", "current.square", "bytes[4]", "bytes[11]")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 1", "print bytes[3]", walk, *TO_THE_END)
+    assert r.status().collected == 4, r.status()
+    assert r.value("print bytes[3]") == "<unavailable>"
+    expected = [
+        (k, 2, n, n * n, mix(3 * n * n), n, n * n, (n * 16 + 4) & 0xFF, (n * 16 + 11) & 0xFF)
+        for k, n in enumerate((0, 3, 6, 9))
+    ]
+    assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_four_threads(arm64):
+    """Four threads hit one fast tracepoint together, 50 times each: every hit is a frame
+    holding its own thread's arguments and locals, numbered in collection order."""
+    threads, rounds = 4, 50
+    s = BoardFastTrace(arm64, "ftrace_threads")
+    define = s.define(ftrace("work", "collect $x0, $x1, id, round"))
+    walk = s.walk("id", "round", "$x0", "$x1")
+    r = s.gdb(
+        *TO_MAIN, define, "set trace-buffer-size 4194304", "set circular-trace-buffer off",
+        *trace_to("all_done"), walk, *TO_THE_END,
+    )
+    r.stopped_at(1, r"Breakpoint 3, all_done \(\)")
+    r.trace_stopped("by a tstop command", threads * rounds)
+    rows = r.frames(walk)
+    assert [row[0] for row in rows] == list(range(threads * rounds)), r.of(walk)
+    assert all(row[2:4] == row[4:6] for row in rows), [row for row in rows if row[2:4] != row[4:6]]
+    for tid in range(threads):
+        assert [rnd for _, _, t, rnd, _, _ in rows if t == tid] == list(range(rounds)), (tid, rows)
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_function_entry_min_length_and_the_jump_hidden(arm64):
+    """ftrace *traced: the function's first instruction (stp x29, x30, [sp, #-N]!, which
+    moves sp) runs from the pad. qTMinFTPILen is 4 (one instruction); while the trace runs,
+    reading the code gives the program's instruction, not the B that replaced it."""
+    s = BoardFastTrace(arm64, PROGRAM, "4")
+    define = s.define(ftrace("*traced", "collect $sp, $x0"))
+    read_code = 'python gdb.execute("maint packet m%x,4" % int(gdb.parse_and_eval("(unsigned long) traced")))'
+    walk = s.walk("$x0")
+    r = s.gdb(
+        *TO_MAIN, "maint packet qTMinFTPILen", read_code, define, "break halfway", "tstart", "continue",
+        read_code, "tstop", "tstatus", walk, *TO_THE_END,
+    )
+    assert re.search(r'received: "4"', r.of("maint packet qTMinFTPILen")), r.of("maint packet qTMinFTPILen")
+    before, during = (re.search(r'received: "([0-9a-f]{8})"', r.of(read_code, n)).group(1) for n in (0, 1))
+    assert before == during
+    r.trace_stopped("by a tstop command", 2)
+    assert [row[2] for row in r.frames(walk)] == [0, 1], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))

@@ -1,0 +1,218 @@
+// The AArch64 fast-tracepoint pad, run in Unicorn like the x86-64 one: code patched with the
+// tracepoint's B must end in the same state as the original code (registers, NZCV, the stack
+// the code uses), and the collector -- a `ret` with a hook that checks what it was given and
+// then clobbers every register it may -- must see the thread's registers in the `g` block.
+#include "arch/aarch64/jump_pad.hpp"
+
+#include <catch2/catch.hpp>
+#include <unicorn/unicorn.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace a64 = tpagent::arch::aarch64;
+
+namespace {
+
+constexpr std::uint64_t kCode = 0x10000000;
+constexpr std::uint64_t kPad = 0x17f00000;         // 127 MiB above: within a B's reach
+constexpr std::uint64_t kCollector = 0x7f00000000; // absolute: far from everything
+constexpr std::uint64_t kStack = 0x30000000;
+constexpr std::uint64_t kRegion = 0x10000;
+constexpr std::uint64_t kArg = 0x5eed5eed12345678;
+constexpr std::uint32_t kRet = 0xd65f03c0;
+
+// adds x0, x0, x1; ldr x2, <kCode+0x800>; b.eq +8; add x3, x3, #1;
+// stp x0, x1, [sp, #-16]!; ldr x4, [sp]; add sp, sp, #16; (end)
+constexpr std::array<std::uint32_t, 7> kTraced = {0xab010000, 0x58003fe2, 0x54000040, 0x91000463,
+                                                  0xa9bf07e0, 0xf94003e4, 0x910043ff};
+constexpr std::uint64_t kEnd = kCode + 4 * kTraced.size();
+
+int xreg(int n) {
+    return n == 29 ? UC_ARM64_REG_X29 : n == 30 ? UC_ARM64_REG_X30 : UC_ARM64_REG_X0 + n;
+}
+
+struct Machine {
+    std::array<std::uint64_t, 31> x{};
+    std::uint64_t sp = 0, pc = 0, nzcv = 0;
+};
+
+Machine read_machine(uc_engine* uc) {
+    Machine m;
+    for (int r = 0; r <= 30; ++r)
+        uc_reg_read(uc, xreg(r), &m.x[static_cast<std::size_t>(r)]);
+    uc_reg_read(uc, UC_ARM64_REG_SP, &m.sp);
+    uc_reg_read(uc, UC_ARM64_REG_PC, &m.pc);
+    uc_reg_read(uc, UC_ARM64_REG_NZCV, &m.nzcv);
+    return m;
+}
+
+template <typename T> T load(const std::vector<std::uint8_t>& b, std::size_t at) {
+    T v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    return v;
+}
+
+struct Observed {
+    Machine at_tracepoint;
+    std::uint64_t return_address = 0; // after the pad's blr
+    int calls = 0;
+    std::vector<std::string> problems;
+};
+
+void note(Observed& o, bool ok, const std::string& what) {
+    if (!ok) o.problems.push_back(what);
+}
+
+void tracepoint_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    static_cast<Observed*>(user)->at_tracepoint = read_machine(uc);
+}
+
+void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    auto& o = *static_cast<Observed*>(user);
+    ++o.calls;
+    const Machine m = read_machine(uc);
+    note(o, m.x[0] == kArg, "x0 is the argument");
+    note(o, m.x[1] == m.x[2] && m.x[2] == m.x[3], "block, frame and anchor are one address");
+    note(o, m.sp % 16 == 0 && m.sp < m.x[1], "sp is aligned and below the block");
+    note(o, m.x[30] == o.return_address, "the return address is after the blr");
+    std::uint64_t slot = 0;
+    uc_mem_read(uc, m.x[2] - 8, &slot, 8);
+    note(o, slot == m.x[30], "frame - 8 holds the return address");
+    std::vector<std::uint8_t> block(a64::kCoreBlockBytes);
+    uc_mem_read(uc, m.x[1], block.data(), block.size());
+    const Machine& t = o.at_tracepoint;
+    for (int r = 0; r <= 30; ++r)
+        note(o, load<std::uint64_t>(block, 8 * r) == t.x[static_cast<std::size_t>(r)],
+             "x" + std::to_string(r) + " in the block");
+    note(o, load<std::uint64_t>(block, 248) == t.sp, "sp in the block");
+    note(o, load<std::uint64_t>(block, 256) == t.pc, "pc in the block");
+    note(o, load<std::uint32_t>(block, 264) == (t.nzcv & 0xf0000000), "cpsr in the block");
+    // Clobber all the collector may (and the callee-saved ones too), and the stack below.
+    for (int r = 0; r < 30; ++r) {
+        const std::uint64_t junk = 0xdead000000000000 | static_cast<std::uint64_t>(r);
+        uc_reg_write(uc, xreg(r), &junk);
+    }
+    const std::uint64_t nzcv = t.nzcv ^ 0xf0000000;
+    uc_reg_write(uc, UC_ARM64_REG_NZCV, &nzcv);
+    std::vector<std::uint8_t> junk(512, 0xa5);
+    uc_mem_write(uc, m.sp - junk.size(), junk.data(), junk.size());
+}
+
+struct Run {
+    Machine end;
+    std::vector<std::uint8_t> stack; // the part the traced code uses: [sp - 16, sp + 64)
+    Observed observed;
+};
+
+Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
+        const tpagent::arch::EmittedJumpPad* pad, std::size_t tp_offset) {
+    uc_engine* uc = nullptr;
+    REQUIRE(uc_open(UC_ARCH_ARM64, UC_MODE_ARM, &uc) == UC_ERR_OK);
+    for (std::uint64_t base : {kCode, kPad & ~(kRegion - 1), kCollector, kStack})
+        REQUIRE(uc_mem_map(uc, base, kRegion, UC_PROT_ALL) == UC_ERR_OK);
+    std::vector<std::uint8_t> code(4 * kTraced.size());
+    std::memcpy(code.data(), kTraced.data(), code.size());
+    uc_mem_write(uc, kCode, code.data(), code.size());
+    const std::uint64_t literal = 0x1122334455667788;
+    uc_mem_write(uc, kCode + 0x800, &literal, 8);
+    uc_mem_write(uc, kCollector, &kRet, 4);
+    Run out;
+    uc_hook h1{}, h2{};
+    if (pad) {
+        uc_mem_write(uc, kPad, pad->code.data(), pad->code.size());
+        uc_mem_write(uc, kCode + tp_offset, pad->patch.data(), pad->patch.size());
+        uc_hook_add(uc, &h1, UC_HOOK_CODE, reinterpret_cast<void*>(tracepoint_hook), &out.observed,
+                    kCode + tp_offset, kCode + tp_offset);
+        uc_hook_add(uc, &h2, UC_HOOK_CODE, reinterpret_cast<void*>(collector_hook), &out.observed,
+                    kCollector, kCollector);
+        // The return address: the instruction after the pad's only blr.
+        for (std::size_t at = 0; at < pad->relocated_offset; at += 4)
+            if (load<std::uint32_t>(pad->code, at) == 0xd63f0200)
+                out.observed.return_address = kPad + at + 4;
+    }
+    for (int r = 0; r <= 30; ++r) {
+        const std::uint64_t v = 0x1000 * static_cast<std::uint64_t>(r) + 7;
+        uc_reg_write(uc, xreg(r), &v);
+    }
+    uc_reg_write(uc, UC_ARM64_REG_X0, &x0);
+    uc_reg_write(uc, UC_ARM64_REG_X1, &x1);
+    const std::uint64_t sp = kStack + kRegion / 2;
+    uc_reg_write(uc, UC_ARM64_REG_SP, &sp);
+    uc_reg_write(uc, UC_ARM64_REG_NZCV, &nzcv);
+    REQUIRE(uc_emu_start(uc, kCode, kEnd, 0, 10000) == UC_ERR_OK);
+    out.end = read_machine(uc);
+    out.stack.resize(80);
+    uc_mem_read(uc, sp - 16, out.stack.data(), out.stack.size());
+    uc_close(uc);
+    return out;
+}
+
+a64::JumpPadSpec spec_at(std::size_t tp_offset, std::span<const std::uint8_t> original) {
+    a64::JumpPadSpec spec;
+    spec.pad_address = kPad;
+    spec.tracepoint_address = kCode + tp_offset;
+    spec.collector = kCollector;
+    spec.argument = kArg;
+    spec.original_code = original;
+    return spec;
+}
+
+} // namespace
+
+TEST_CASE("aarch64 jump pad: the program ends as without it, the collector sees the registers",
+          "[arch][aarch64]") {
+    struct Start {
+        std::uint64_t x0, x1, nzcv;
+        const char* what;
+    };
+    const Start starts[] = {{5, 7, 0, "b.eq not taken"},
+                            {5, ~std::uint64_t{4}, 0, "b.eq taken (x0 + x1 == 0)"},
+                            {~std::uint64_t{0}, 1, 0x30000000, "carry out, C and V set before"}};
+    for (const Start& s : starts) {
+        const Run want = run(s.x0, s.x1, s.nzcv, nullptr, 0);
+        for (std::size_t tp = 0; tp < 4 * kTraced.size(); tp += 4) {
+            INFO(s.what << ", tracepoint at +" << tp);
+            std::uint8_t original[4];
+            std::memcpy(original, &kTraced[tp / 4], 4);
+            auto pad = a64::emit_jump_pad(spec_at(tp, original));
+            REQUIRE(pad);
+            CHECK(pad->patch.size() == 4);
+            CHECK(pad->relocated.covered == 4);
+            const Run got = run(s.x0, s.x1, s.nzcv, &*pad, tp);
+            // b.eq taken jumps over the tracepoint at +12.
+            const bool skipped = tp == 12 && s.x0 + s.x1 == 0;
+            CHECK(got.observed.calls == (skipped ? 0 : 1));
+            for (const auto& p : got.observed.problems)
+                FAIL_CHECK(p);
+            CHECK(got.end.pc == want.end.pc);
+            CHECK(got.end.sp == want.end.sp);
+            CHECK(got.end.nzcv == want.end.nzcv);
+            for (std::size_t r = 0; r < want.end.x.size(); ++r) {
+                INFO("x" << r);
+                CHECK(got.end.x[r] == want.end.x[r]);
+            }
+            CHECK(got.stack == want.stack);
+        }
+    }
+}
+
+TEST_CASE("aarch64 jump pad: what it refuses", "[arch][aarch64]") {
+    const std::uint32_t stlxr = 0xc80bfc0a; // stlxr w11, x10, [x0]
+    std::uint8_t original[4];
+    std::memcpy(original, &stlxr, 4);
+    auto refused = a64::emit_jump_pad(spec_at(0, original));
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().text.find("store-exclusive") != std::string::npos);
+
+    std::memcpy(original, &kTraced[0], 4);
+    auto far = spec_at(0, original);
+    far.pad_address = kCode + (std::uint64_t{1} << 27); // just beyond B's +128 MiB
+    CHECK_FALSE(a64::emit_jump_pad(far));
+    auto ldaxr_ok = spec_at(0, original);
+    const std::uint32_t ldaxr = 0xc85ffc0a; // ldaxr x10, [x0]: the load may move
+    std::memcpy(original, &ldaxr, 4);
+    CHECK(a64::emit_jump_pad(ldaxr_ok));
+}
