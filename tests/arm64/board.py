@@ -51,7 +51,10 @@ CROSS_COMPILER = "aarch64-linux-gnu-gcc"
 GDB = "gdb-multiarch"
 # Every program the tests run, built into the payload before the board boots (the payload
 # is part of its initramfs).
-PROGRAMS = ("basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads")
+PROGRAMS = (
+    "basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads",
+    "a64_pc_relative",
+)
 # Programs also built -fno-pie -no-pie (NAME-nopie).
 NON_PIE = ("ftrace_loop",)
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model

@@ -1,10 +1,12 @@
-"""Trap tracepoints on arm64's PC-relative instructions, against each stub: B, B.cond (taken
-and not), BL, ADRP, ADR and LDR (literal) under a tracepoint must do exactly what they do
-untraced (tpagent runs the displaced instruction from a pad, rebuilt for the pad's address;
-gdbserver steps it in place). traced.c's main and record_hit (gcc -O0) have the branches and
+"""Trap and fast tracepoints on arm64's PC-relative instructions, against each stub: B, B.cond
+(taken and not), BL, ADRP, ADR and LDR (literal) under a tracepoint must do exactly what they
+do untraced (tpagent runs the displaced instruction from a pad, rebuilt for the pad's address,
+after a trap or after its fast pad collected; gdbserver steps it in place, and has no working
+fast tracepoints here). test_every_class covers the rest (CBZ/CBNZ, TBZ/TBNZ, SIMD&FP and
+LDRSW literals, PRFM) with a64_pc_relative.c's hand-written instructions. traced.c's main and record_hit (gcc -O0) have the branches and
 ADRP; built -mcmodel=tiny (traced_tiny) they reach globals with ADR and the GOT with LDR
 (literal). The instructions are found in gdb's disassembly, so the test follows the
-compiler. (No CBZ/CBNZ, TBZ/TBNZ here: gcc -O0 does not emit them for these programs.)
+compiler. (gcc -O0 emits no CBZ/CBNZ, TBZ/TBNZ for these programs.)
 
 Checked: each tracepoint's hits (frames), each frame's pc, the return address BL leaves in
 x30 (the original call site's, not the pad's), the address ADRP/ADR/LDR leave in their
@@ -14,12 +16,29 @@ register, and the program's output and exit status.
 import re
 from collections import Counter
 
+import pytest
+
 import shared
-from scenario import TO_MAIN, trace, trace_to, tracepoint_address
-from board import BoardScenario
+from scenario import TO_MAIN, ftrace, trace, trace_to, tracepoint_address
+from board import BoardFastTrace, BoardScenario
 from shared import AARCH64
 
 PROGRAM = "traced"
+# Each test with trap tracepoints, and with fast ones (tpagent's: a B to a pad that runs the
+# rebuilt instruction after collecting; Debian's arm64 in-process agent crashes programs).
+KINDS = pytest.mark.parametrize(
+    "kind",
+    ["trace", pytest.param("ftrace", marks=pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes programs"))],
+)
+
+
+def scenario(arm64, kind: str, *args: str, **kwargs) -> BoardScenario:
+    """The program under the stub; for ftrace with the in-process agent preloaded."""
+    return (BoardFastTrace if kind == "ftrace" else BoardScenario)(arm64, PROGRAM, *args, **kwargs)
+
+
+def define_one(kind: str, where: str, *actions: str) -> tuple[str, ...]:
+    return (ftrace if kind == "ftrace" else trace)(where, *actions)
 ITERATIONS = 10
 # "   0x0000000000000a98 <+44>:\tbl\t0x760 <atoi@plt>"
 INSTRUCTION = re.compile(r"^\s+0x([0-9a-f]+) <\+(\d+)>:\t(\S+)(?:\t(.*))?$", re.M)
@@ -46,8 +65,9 @@ def disassembled(s: BoardScenario) -> tuple[list, list]:
     return instructions(code.of("disassemble main")), instructions(code.of("disassemble record_hit"))
 
 
-def test_branches_and_adrp_under_tracepoints(arm64):
-    s = BoardScenario(arm64, PROGRAM, str(ITERATIONS))
+@KINDS
+def test_branches_and_adrp_under_tracepoints(arm64, kind):
+    s = scenario(arm64, kind, str(ITERATIONS))
     main, record = disassembled(s)
 
     call_record = first(main, "bl", r"0x[0-9a-f]+ <record_hit>")
@@ -77,7 +97,7 @@ def test_branches_and_adrp_under_tracepoints(arm64):
         (f"*(record_hit + {after_adrp[1]})", "collect $pc, $x0", ITERATIONS),
         ("*record_hit", "collect $pc, $x30", ITERATIONS),
     ]
-    define = s.define(*(trace(where, action) for where, action, _ in sites))
+    define = s.define(*(define_one(kind, where, action) for where, action, _ in sites))
     walk = s.walk("$pc")
     r = s.gdb(
         *TO_MAIN, define, *trace_to("finished"), walk,
@@ -86,7 +106,7 @@ def test_branches_and_adrp_under_tracepoints(arm64):
         "tfind none", "tfind tracepoint 10", "print/x $x30", "tfind none", "continue",
     )
     numbers = range(2, 2 + len(sites))
-    addresses = {n: tracepoint_address(r.of(define), n) for n in numbers}
+    addresses = {n: tracepoint_address(r.of(define), n, fast=kind == "ftrace") for n in numbers}
     frames = r.frames(walk)
     # Every hit made a frame, at its tracepoint's address.
     assert Counter(tp for _, tp, _ in frames) == {n: hits for n, (_, _, hits) in zip(numbers, sites)}, frames
@@ -103,13 +123,14 @@ def test_branches_and_adrp_under_tracepoints(arm64):
     s.ends_as_natively(r.of("continue", 2))
 
 
-def test_adr_and_ldr_literal_under_tracepoints(arm64):
+@KINDS
+def test_adr_and_ldr_literal_under_tracepoints(arm64, kind):
     """traced.c in the tiny code model: record_hit reaches counter with ADR; main's tick
     path (a stop file given, 0 counted iterations: a tick every 10 rounds) loads stdout's GOT
     entry with LDR (literal). A breakpoint in round 25 creates the stop file: 26 rounds, ticks
     0, 10 and 20."""
     stop_file = f"/tmp/{arm64.board.spawn_name()}.stop"
-    s = BoardScenario(arm64, PROGRAM, "0", stop_file, program=arm64.board.payload / "traced_tiny")
+    s = scenario(arm64, kind, "0", stop_file, program=arm64.board.payload / "traced_tiny")
     main, record = disassembled(s)
     adr = first(record, "adr", r"(x\d+), 0x[0-9a-f]+ <counter>")
     ldr = first(main, "ldr", r"(x\d+), 0x[0-9a-f]+")  # no brackets: the literal form
@@ -121,10 +142,10 @@ def test_adr_and_ldr_literal_under_tracepoints(arm64):
     rounds = 26
 
     define = s.define(
-        trace(f"*(record_hit + {adr[1]})", "collect $pc"),
-        trace(f"*(record_hit + {after_adr[1]})", f"collect ${adr_register}"),
-        trace(f"*(main + {ldr[1]})", "collect $pc"),
-        trace(f"*(main + {after_ldr[1]})", f"collect ${ldr_register}"),
+        define_one(kind, f"*(record_hit + {adr[1]})", "collect $pc"),
+        define_one(kind, f"*(record_hit + {after_adr[1]})", f"collect ${adr_register}"),
+        define_one(kind, f"*(main + {ldr[1]})", "collect $pc"),
+        define_one(kind, f"*(main + {after_ldr[1]})", f"collect ${ldr_register}"),
     )
     walk = s.walk("$pc")
     r = s.gdb(
@@ -145,6 +166,35 @@ def test_adr_and_ldr_literal_under_tracepoints(arm64):
     expected = sum(4 * i * i + i + 1000 + 5 * i + 2 for i in range(rounds))
     for line in ("tick 0", "tick 10", "tick 20", f"result={expected} counter={rounds}"):
         s.server.wait_for(rf"^{line}$")
+
+
+CLASSES = (
+    "cbz", "cbnz", "tbz", "tbnz", "b_cond", "ldrsw", "ldr_w", "ldr_x", "ldr_s", "ldr_d", "ldr_q", "prfm",
+    "adr", "adrp", "bl", "b",
+)
+
+
+@KINDS
+def test_every_class(arm64, kind):
+    """a64_pc_relative.c: a tracepoint on one instruction of each pc-relative class (CBZ/CBNZ,
+    TBZ/TBNZ, B.cond, LDR/LDRSW literal into general and SIMD&FP registers, PRFM literal,
+    ADR, ADRP, BL, B), all at once: every hit is a frame at its address with that call's n,
+    and the program, which folds what each instruction did into its sum, ends as untraced."""
+    iterations = 6
+    s = BoardScenario(arm64, "a64_pc_relative", str(iterations)) if kind == "trace" else BoardFastTrace(
+        arm64, "a64_pc_relative", str(iterations)
+    )
+    define = s.define(*(define_one(kind, f"*at_{c}", "collect $x9, $pc") for c in CLASSES))
+    walk = s.walk("$x9", "$pc")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), walk, "tfind none", "delete", "continue")
+    numbers = range(2, 2 + len(CLASSES))
+    addresses = {n: tracepoint_address(r.of(define), n, fast=kind == "ftrace") for n in numbers}
+    r.trace_stopped("by a tstop command", iterations * len(CLASSES))
+    frames = r.frames(walk)
+    for n in numbers:
+        mine = [(x9, pc) for _, tp, x9, pc in frames if tp == n]
+        assert mine == [(i, addresses[n]) for i in range(iterations)], (CLASSES[n - 2], mine)
+    s.ends_as_natively(r.of("continue", 2))
 
 
 def test_step_over_in_place(arm64):
