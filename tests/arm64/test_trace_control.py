@@ -14,7 +14,7 @@ import pytest
 
 import shared
 from scenario import TO_MAIN, trace, trace_to
-from board import BoardScenario
+from board import BoardFastTrace, BoardScenario
 
 PROGRAM = "traced"
 
@@ -102,6 +102,13 @@ def test_full_buffer_stops_the_trace(arm64):
 def test_disable_enable_and_add_during_the_run(arm64):
     """disable/enable act at once; a tracepoint set during the run is installed at once."""
     shared.disable_enable_and_add_during_the_run(BoardScenario(arm64, PROGRAM))
+
+
+@pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
+def test_fast_disable_enable_and_add_during_the_run(arm64):
+    """The same with fast tracepoints: QTDisable/QTEnable reach the in-process agent, and a
+    fast tracepoint set during the run gets its pad and jump at once."""
+    shared.disable_enable_and_add_during_the_run(BoardFastTrace(arm64, PROGRAM), fast=True)
 
 
 def test_trace_state_variables(arm64):

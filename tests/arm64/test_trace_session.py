@@ -11,22 +11,33 @@ import pytest
 
 import shared
 from scenario import parse_tdump, parse_tfind, parse_tstatus
-from board import BoardScenario
+from board import BoardFastTrace, BoardScenario
 
 PROGRAM = "traced"
 # tick lines come every 10 rounds: on the emulated board, each costs a tracepoint hit or so.
 TICK_TIMEOUT = 60
 
 
-def looping(arm64) -> tuple[BoardScenario, str]:
-    """The looping traced.c, and the gdb command that creates its stop file on the board."""
+def looping(arm64, fast: bool = False) -> tuple[BoardScenario, str]:
+    """The looping traced.c (the in-process agent preloaded with FAST), and the gdb command
+    that creates its stop file on the board."""
     stop_file = f"/tmp/{arm64.board.spawn_name()}.stop"
-    return BoardScenario(arm64, PROGRAM, "0", stop_file), arm64.board_command(f"touch {stop_file}")
+    scenario = BoardFastTrace if fast else BoardScenario
+    return scenario(arm64, PROGRAM, "0", stop_file), arm64.board_command(f"touch {stop_file}")
+
+FAST_ONLY = pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
 
 
 def test_trace_runs_on_after_detach(arm64):
     """gdb starts the trace and detaches; a second gdb finds it running and reads it."""
     shared.trace_runs_on_after_detach(*looping(arm64), tick_timeout=TICK_TIMEOUT)
+
+
+@FAST_ONLY
+def test_fast_trace_runs_on_after_detach(arm64):
+    """The same with a fast tracepoint: the in-process agent collects with no gdb and no
+    stop, and the second gdb reads its frames."""
+    shared.trace_runs_on_after_detach(*looping(arm64, fast=True), tick_timeout=TICK_TIMEOUT, fast=True)
 
 
 def test_disconnect_stops_the_trace_when_off(arm64):
@@ -45,12 +56,14 @@ VIEW = ("tstatus", "info tracepoints", "info tvariables", "tfind 4", "tdump", "i
 
 
 @pytest.mark.tpagent_only("gdbserver does not implement QTSave: 'Target does not support this command.'")
-def test_tsave_r_on_the_board(arm64):
+@pytest.mark.parametrize("fast", [False, True], ids=["trap", "fast"])
+def test_tsave_r_on_the_board(arm64, fast):
     """tsave -r: tpagent writes the trace file on the board; fetched to the host, gdb-multiarch
-    reads it exactly as it reads the file it writes itself with plain tsave."""
-    s = BoardScenario(arm64, PROGRAM, "6")
+    reads it exactly as it reads the file it writes itself with plain tsave. With a fast
+    tracepoint too: its frames' register blocks are the core the pad saved plus tpidr."""
+    s = (BoardFastTrace if fast else BoardScenario)(arm64, PROGRAM, "6")
     on_board, theirs = f"/tmp/{s.server.name}.tf", arm64.tmp / "host.tf"
-    define = shared.hits_define(s, registers=True)
+    define = shared.hits_define(s, registers=True, fast=fast)
     live = s.trace_and_save(define, f"tsave -r {on_board}", f"tsave {theirs}", anchor="record_hit")
     assert live.of(f"tsave -r {on_board}").strip() == "", live.of(f"tsave -r {on_board}")
     ours = arm64.board.fetch_file(on_board, arm64.tmp / "target.tf")

@@ -17,7 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import WAIT_TIMEOUT, DISCONNECTED, assert_in_order, hex_value
-from scenario import TO_MAIN, Result, Scenario, trace, trace_to, tracepoint_address, while_stepping
+from scenario import TO_MAIN, Result, Scenario, ftrace, trace, trace_to, tracepoint_address, while_stepping
+
+
+def tracer(fast: bool):
+    """scenario.ftrace or scenario.trace: the helpers below define either kind."""
+    return ftrace if fast else trace
+
+
+def kind_name(fast: bool, capital: bool = False) -> str:
+    """How gdb names a tracepoint of that kind ("fast tracepoint", "Tracepoint")."""
+    name = "fast tracepoint" if fast else "tracepoint"
+    return name[0].upper() + name[1:] if capital else name
 
 
 @dataclass(frozen=True)
@@ -181,13 +192,16 @@ def while_stepping_frames(s: Scenario, arch: Arch) -> Result:
     return r
 
 
-def hits_define(s: Scenario, registers: bool = False) -> str:
+def hits_define(s: Scenario, registers: bool = False, fast: bool = False) -> str:
     """The definition a trace file holds: $hits counted from 100 at record_hit's first line,
     collecting iteration, a struct, an array slice ($regs too with REGISTERS) and $hits. The
-    tracepoint is set by line so that the file's tracepoint resolves to the same address
-    without a live process."""
+    tracepoint (a fast one with FAST) is set by line so that the file's tracepoint resolves
+    to the same address without a live process."""
     collect = f"collect {'$regs, ' if registers else ''}iteration, current, table[1]@3"
-    return s.define("tvariable $hits = 100", trace(s.at("record_first"), collect, "teval $hits = $hits + 1", "collect $hits"))
+    return s.define(
+        "tvariable $hits = 100",
+        tracer(fast)(s.at("record_first"), collect, "teval $hits = $hits + 1", "collect $hits"),
+    )
 
 
 def tsave_and_tfile(s: Scenario, trace_file: Path, registers: Arch | None = None) -> Result:
@@ -302,23 +316,24 @@ def passcount_stops_the_trace(s: Scenario) -> Result:
     return r
 
 
-def disable_enable_and_add_during_the_run(s: Scenario) -> Result:
+def disable_enable_and_add_during_the_run(s: Scenario, fast: bool = False) -> Result:
     """disable/enable act at once (QTDisable/QTEnable); a tracepoint set during the run is
     installed at once. Its actions come from default-collect: an actions list typed after
-    the tracepoint exists is not sent until the next tstart."""
-    define = s.define(trace("record_hit", "collect iteration"))
+    the tracepoint exists is not sent until the next tstart. FAST: fast tracepoints."""
+    define = s.define(tracer(fast)("record_hit", "collect iteration"))
     walk = s.walk("iteration")
     r = s.gdb(
         *TO_MAIN, define, "break halfway", "break stepped if x == 7", "break finished", "tstart",
         "continue",  # to halfway: record_hit 0..5 traced
-        "disable 2", "set default-collect iteration", "trace other_hit",
+        "disable 2", "set default-collect iteration", f"{'ftrace' if fast else 'trace'} other_hit",
         "continue",  # to stepped(7): other_hit 5..7 traced
         "enable 2",
         "continue",  # to finished: record_hit and other_hit 8, 9
         "tstop", "tstatus", walk,
     )
     r.stopped_at(1, r"Breakpoint 3, halfway \(\)")
-    assert_in_order(r.of("trace other_hit"), r"^Tracepoint 6 at 0x[0-9a-f]+: file .*traced\.c, line \d+\.$")
+    added = r.of(f"{'ftrace' if fast else 'trace'} other_hit")
+    assert_in_order(added, rf"^{kind_name(fast, True)} 6 at 0x[0-9a-f]+: file .*traced\.c, line \d+\.$")
     r.stopped_at(2, r"Breakpoint 4, stepped \(x=7\)")
     assert r.status().collected == 13, r.status()
     expected = [(2, i) for i in range(6)] + [(6, 5), (6, 6), (6, 7), (2, 8), (6, 8), (2, 9), (6, 9)]
@@ -375,10 +390,13 @@ def trace_state_variables(s: Scenario) -> Result:
 # long a tick may take.
 
 
-def trace_runs_on_after_detach(s: Scenario, stop: str, tick_timeout: float = WAIT_TIMEOUT) -> Result:
+def trace_runs_on_after_detach(
+    s: Scenario, stop: str, tick_timeout: float = WAIT_TIMEOUT, fast: bool = False
+) -> Result:
     """gdb starts the trace and detaches; the program runs on, unwatched, hitting the
-    tracepoint; a second gdb finds the trace running, stops it and reads its frames."""
-    define = s.define(trace("record_hit", "collect iteration"))
+    tracepoint (a fast one with FAST); a second gdb finds the trace running, stops it and
+    reads its frames."""
+    define = s.define(tracer(fast)("record_hit", "collect iteration"))
     first = s.gdb(*TO_MAIN, define, "set disconnected-tracing on", "tstart", "detach")
     assert_in_order(first.of("detach"), rf"^\[Inferior 1 \(process {s.pid}\) detached\]$")
 
@@ -399,7 +417,7 @@ def trace_runs_on_after_detach(s: Scenario, stop: str, tick_timeout: float = WAI
     assert running.collected >= 40
     assert_in_order(
         r.of("info tracepoints"),
-        r"^1\s+tracepoint\s+keep y\s+0x[0-9a-f]+ in record_hit at .*traced\.c:\d+$",
+        rf"^1\s+{kind_name(fast)}\s+keep y\s+0x[0-9a-f]+ in record_hit at .*traced\.c:\d+$",
         r"^\s+collect iteration$",
         r"^\s+installed on target$",
     )
