@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from board import BoardFastTrace
+from board import BoardFastTrace, BoardScenario
 from scenario import TO_MAIN, TO_THE_END, ftrace, trace_to, tracepoint_address
 
 pytestmark = pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
@@ -147,4 +147,35 @@ def test_function_entry_min_length_and_the_jump_hidden(arm64):
     assert before == during
     r.trace_stopped("by a tstop command", 2)
     assert [row[2] for row in r.frames(walk)] == [0, 1], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_in_the_c_library(arm64):
+    """ftrace atoi: a pad within a B's reach of the board's libc (mapped far from the
+    executable), collecting the registers at main's one call, atoi(argv[1]); the string
+    itself (on the stack) was not collected. The program ends as untraced."""
+    s = BoardFastTrace(arm64, PROGRAM, "3")
+    define = s.define(ftrace("atoi", "collect $regs"))
+    r = s.gdb(
+        *TO_MAIN, define, *trace_to("finished"), "tfind 0", "info registers pc", "x/s $x0", *TO_THE_END,
+    )
+    tp = tracepoint_address(r.of(define), 2, fast=True)
+    assert r.status().collected == 1, r.status()
+    shown = r.of("info registers pc")
+    assert re.search(rf"^pc\s+0x{tp:x}\s+0x{tp:x} <atoi\+\d+>$", shown, re.M), shown
+    assert "Cannot access memory" in r.of("x/s $x0"), r.of("x/s $x0")
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_agent_loaded_at_tstart(arm64):
+    """A program started without the in-process agent: at tstart tpagent loads it with the
+    program's own dlopen, called in a stopped thread (arm64's calling convention: arguments
+    in x0.., the return to a brk in lr), then puts the thread back as it was."""
+    s = BoardScenario(arm64, PROGRAM, "4")
+    define = s.define(ftrace("traced", "collect n"))
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 3", "print n", *TO_THE_END)
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    r.trace_stopped("by a tstop command", 4)
+    assert r.found("tfind 3") == (3, 2)
+    assert r.value("print n") == "3"
     s.ends_as_natively(r.of("continue", 2))
