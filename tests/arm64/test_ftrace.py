@@ -179,3 +179,21 @@ def test_agent_loaded_at_tstart(arm64):
     assert r.found("tfind 3") == (3, 2)
     assert r.value("print n") == "3"
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_passcount_and_state_variables(arm64):
+    """teval and a pass count on a fast tracepoint: each frame holds the variables as that hit
+    left them, and the fourth hit stops the trace in the program at once."""
+    s = BoardFastTrace(arm64, PROGRAM, "8")
+    define = s.define(
+        "tvariable $calls = 0",
+        "tvariable $sum = 100",
+        ftrace("traced", "teval $calls = $calls + 1", "teval $sum = $sum + n", "collect $calls, $sum"),
+        "passcount 4 2",
+    )
+    walk = s.walk("$calls", "$sum")
+    r = s.gdb(*TO_MAIN, define, "break finished", "tstart", "continue", "tstatus", "info tvariables", walk, *TO_THE_END)
+    r.trace_stopped("by tracepoint 2", 4)
+    assert re.search(r"^\$calls\s+0\s+4\s*$", r.of("info tvariables"), re.M), r.of("info tvariables")
+    assert r.frames(walk) == [(k, 2, k + 1, 100 + k * (k + 1) // 2) for k in range(4)], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
