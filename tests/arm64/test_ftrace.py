@@ -197,3 +197,34 @@ def test_passcount_and_state_variables(arm64):
     assert re.search(r"^\$calls\s+0\s+4\s*$", r.of("info tvariables"), re.M), r.of("info tvariables")
     assert r.frames(walk) == [(k, 2, k + 1, 100 + k * (k + 1) // 2) for k in range(4)], r.of(walk)
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_breakpoint_stepi_and_write_at_a_fast_tracepoint(arm64):
+    """A breakpoint at the fast tracepoint's address stops each pass there; stepi from it runs
+    the program's instruction (an ADRP: x0 gets hits' page) to the next one; a write of the
+    instruction's own word during the run reads back as the program's instruction, never the
+    B; every pass makes exactly one frame and the program ends as untraced."""
+    passes = 4
+    s = BoardFastTrace(arm64, PROGRAM, str(passes))
+    define = s.define(ftrace("traced", "collect n"))
+    read_word = 'python gdb.execute("maint packet m%x,4" % int(gdb.parse_and_eval("$tp")))'
+    walk = s.walk("n")
+    r = s.gdb(
+        *TO_MAIN, define, "break traced", "tstart", "continue", "set $tp = $pc", read_word,
+        "set var *(unsigned int *) $tp = *(unsigned int *) $tp", read_word,
+        "stepi", "print $pc - $tp", "print/x $tp", "print/x $x0 == ((unsigned long) &hits & ~0xfff)",
+        *["continue"] * (passes - 1), "delete", "break finished", "continue", "tstop", "tstatus",
+        walk, *TO_THE_END,
+    )
+    tp = tracepoint_address(r.of(define), 2, fast=True)
+    for k in range(passes):
+        assert re.search(rf"Breakpoint 3, traced \(n={k}, scale=3\)", r.of("continue", 1 + k)), r.of("continue", 1 + k)
+    words = [re.search(r'received: "([0-9a-f]{8})"', r.of(read_word, n)).group(1) for n in (0, 1)]
+    # The program's instruction (little-endian ADRP: top byte 0x90..0xf0 with bit 7 set), twice.
+    assert words[0] == words[1] and int(words[0][6:], 16) & 0x9F == 0x90, words
+    assert r.value("print $pc - $tp") == "4"
+    assert r.value("print/x $x0 == ((unsigned long) &hits & ~0xfff)") == "0x1"
+    r.trace_stopped("by a tstop command", passes)
+    assert r.frames(walk) == [(k, 2, k) for k in range(passes)], r.of(walk)
+    assert r.value("print/x $tp") == f"0x{tp:x}"
+    s.ends_as_natively(r.of("continue", passes + 2))
