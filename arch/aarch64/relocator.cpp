@@ -98,6 +98,22 @@ Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t fro
             const std::uint32_t load = opc == 0 ? 0xb9400000 : opc == 1 ? 0xf9400000 : 0xb9800000;
             e.put(load | rt << 5 | rt); // LDR Wt | LDR Xt | LDRSW Xt, [Xt]
         }
+    } else if ((insn & 0xfffffc1f) == 0xd63f0000 || (insn & 0xfffff81f) == 0xd63f081f ||
+               (insn & 0xfffff800) == 0xd73f0800) {
+        // BLR, BLRAAZ/BLRABZ, BLRAA/BLRAB: the link register gets the original's return
+        // address, so the call goes through x17 (IP1: callers never rely on it across a
+        // call; and a BTI c landing pad accepts a BR from it). BR(AAZ|ABZ|AA|AB) x17.
+        const unsigned n = (insn >> 5) & 31, m = insn & 31;
+        const bool modifier = (insn & 0x01000000) != 0;
+        if (modifier && (m == 30 || m == 17))
+            return make_error(ErrorCode::Unsupported,
+                              fmt::format("0x{:x}: an authenticated call with x{} as modifier "
+                                          "cannot be moved",
+                                          from, m));
+        if (n != 17) e.put(0xaa0003f1 | n << 16); // mov x17, xn
+        e.move_wide(30, from + 4);
+        e.put((insn & ~0x00200000u & ~(31u << 5)) | 17u << 5); // the same branch, without link
+        falls_through = false;
     } else {
         e.put(insn); // no pc in it
     }

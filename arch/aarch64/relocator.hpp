@@ -1,7 +1,7 @@
 // AArch64 displaced instructions: one 4-byte instruction rewritten to run from a pad and branch
 // back. PC-relative forms (B, BL, B.cond, CBZ/CBNZ, TBZ/TBNZ, ADR, ADRP, LDR/LDRSW/PRFM
-// literal, SIMD&FP LDR literal) are rebuilt from their absolute targets; the rest run as
-// they are.
+// literal, SIMD&FP LDR literal) are rebuilt from their absolute targets, and register calls
+// (BLR, BLRAA...) from their return address; the rest run as they are.
 #pragma once
 #include "arch/relocation.hpp"
 #include "base/result.hpp"
