@@ -20,6 +20,12 @@ class Emitter {
     }
     // Overwrites the instruction at byte offset `at` (a forward reference, once known).
     void patch(std::size_t at, std::uint32_t insn) { std::memcpy(bytes_.data() + at, &insn, 4); }
+    // Sets bits of the instruction at `at` (an offset field left 0 when it was put).
+    void patch_or(std::size_t at, std::uint32_t bits) {
+        std::uint32_t insn = 0;
+        std::memcpy(&insn, bytes_.data() + at, 4);
+        patch(at, insn | bits);
+    }
     // Xd = value: MOVZ then MOVK for each further non-zero half-word.
     void move_wide(unsigned rd, std::uint64_t value) {
         put(0xd2800000 | static_cast<std::uint32_t>(value & 0xffff) << 5 | rd);

@@ -228,3 +228,15 @@ def test_breakpoint_stepi_and_write_at_a_fast_tracepoint(arm64):
     assert r.frames(walk) == [(k, 2, k) for k in range(passes)], r.of(walk)
     assert r.value("print/x $tp") == f"0x{tp:x}"
     s.ends_as_natively(r.of("continue", passes + 2))
+
+
+def test_condition_runs_as_native_arm64_code(arm64):
+    """A fast tracepoint's condition is compiled to arm64 code placed in the program (tpagent
+    --debug says when it falls back to the interpreter: it must not), and selects the hits."""
+    s = BoardFastTrace(arm64, PROGRAM, "9", options=("--debug",))
+    define = s.define(ftrace("traced if n % 3 == 0 && n > 2", "collect n"))
+    walk = s.walk("n")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), walk, *TO_THE_END)
+    assert "expression interpreted" not in s.server.refresh()
+    assert r.frames(walk) == [(0, 2, 3), (1, 2, 6)], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
