@@ -14,8 +14,10 @@ packages=(
   systemtap-sdt-dev
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
   gdb-source dejagnu
-  # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64
+  # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64, and
+  # qemu user mode for the arm64 build's own unit tests
   g++-aarch64-linux-gnu libfmt-dev:arm64 libspdlog-dev:arm64 qemu-system-arm gdb-multiarch cpio
+  qemu-user-static
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
