@@ -47,6 +47,9 @@ struct JumpPadRequest {
     std::uint64_t argument = 0;
     std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
     FastPadOptions options;
+    // The code is in a branch-target-guarded mapping (arm64 BTI): a landing pad there must
+    // stay (an indirect branch onto the jump would fault).
+    bool branch_target_guarded = false;
 };
 struct EmittedJumpPad {
     std::vector<std::uint8_t> code; // pad code, then the relocated instructions at relocated_offset

@@ -99,6 +99,7 @@ Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& 
     spec.collector = request.collector;
     spec.argument = request.argument;
     spec.original_code = request.original_code;
+    spec.branch_target_guarded = request.branch_target_guarded;
     return aarch64::emit_jump_pad(spec);
 }
 Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,

@@ -53,6 +53,11 @@ bool store_exclusive(std::uint32_t insn) {
     return (insn & 0x3fc00000) == 0x08000000;
 }
 
+// BTI (any of its forms) and PACIASP/PACIBSP, which BTI also accepts as landing pads.
+bool landing_pad(std::uint32_t insn) {
+    return (insn & 0xffffff3f) == 0xd503241f || insn == 0xd503233f || insn == 0xd503237f;
+}
+
 } // namespace
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
@@ -64,6 +69,13 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         return make_error(ErrorCode::Unsupported,
                           fmt::format("0x{:x} is a store-exclusive: collecting between it and "
                                       "its load-exclusive would make it fail every time",
+                                      spec.tracepoint_address));
+    if (spec.branch_target_guarded && landing_pad(insn))
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("0x{:x} is a branch-target landing pad (BTI or PACIASP) in "
+                                      "BTI-guarded code: an indirect call landing on the jump "
+                                      "would fault; put the fast tracepoint on the next "
+                                      "instruction",
                                       spec.tracepoint_address));
     auto jump = encode_branch(spec.tracepoint_address, spec.pad_address);
     if (!jump) return jump.error();

@@ -42,6 +42,7 @@ struct JumpPadSpec {
     std::uint64_t collector = 0;                 // absolute address of the collector function
     std::uint64_t argument = 0;                  // its first argument (the tracepoint's record)
     std::span<const std::uint8_t> original_code; // at least the 4 bytes at tracepoint_address
+    bool branch_target_guarded = false;          // the code is in a PROT_BTI mapping
 };
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);

@@ -4,6 +4,7 @@
 // half-written jump; the one hazard left is a thread stopped inside the bytes the jump
 // replaces, which is moved to the same instruction's copy in the pad.
 #include "target/linux/inferior.hpp"
+#include "target/linux/guarded_pages.hpp"
 #include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -90,6 +91,7 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
     request.argument = call.argument;
     request.original_code = out.code;
     request.options = call.options;
+    request.branch_target_guarded = branch_target_guarded(pid_, addr);
     // Emit once at a provisional address for the size, then for the real pad.
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);

@@ -117,6 +117,12 @@ class Board:
         )
         link = (f"-L{self.payload}", "-lftrace_lib", "-Wl,-rpath,/payload")
         compile_program(Programs.source("ftrace_shlib"), self.payload / "ftrace_shlib", link=link, compiler=CROSS_COMPILER)
+        # a64_bti against liba64_bti_lib.so, BTI-marked: no start files (Debian's are not marked,
+        # and a marked object must be so throughout).
+        bti = ("-fPIC", "-shared", "-nostartfiles", "-mbranch-protection=standard")
+        compile_program(Programs.source("a64_bti_lib"), self.payload / "liba64_bti_lib.so", *bti, compiler=CROSS_COMPILER)
+        link = (f"-L{self.payload}", "-la64_bti_lib", "-Wl,-rpath,/payload")
+        compile_program(Programs.source("a64_bti"), self.payload / "a64_bti", link=link, compiler=CROSS_COMPILER)
 
     def fetch(self) -> None:
         """The kernel, userland and host tools, unless CACHE holds them already."""

@@ -240,3 +240,22 @@ def test_condition_runs_as_native_arm64_code(arm64):
     assert "expression interpreted" not in s.server.refresh()
     assert r.frames(walk) == [(0, 2, 3), (1, 2, 6)], r.of(walk)
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_landing_pads_in_bti_guarded_code(arm64):
+    """liba64_bti_lib.so is BTI-guarded (its code's smaps VmFlags say bt where the CPU has BTI):
+    a fast tracepoint on called()'s first instruction, the `bti c` its indirect calls land on,
+    is refused at tstart naming the reason (the jump would make the call fault); one on its
+    body collects every call, and the program ends as untraced."""
+    s = BoardFastTrace(arm64, "a64_bti", "5", program=arm64.board.payload / "a64_bti")
+    s.quiet_tstart = False  # the first tstart is refused on purpose
+    flags = arm64.board_command(f"grep -A25 'r-xp.*liba64_bti_lib' /proc/{s.pid}/smaps | grep -m1 VmFlags")
+    refused = s.define(ftrace("*called", "collect v"))
+    body = s.define(ftrace(f"a64_bti_lib.c:{arm64.line('a64_bti_lib', 'called_body')}", "collect v"))
+    walk = s.walk("v")
+    r = s.gdb(*TO_MAIN, flags, refused, "tstart", "delete 2", body, *trace_to("finished"), walk, *TO_THE_END)
+    if " bt" not in r.of(flags):
+        pytest.skip(f"the board does not guard liba64_bti_lib's code (no BTI): {r.of(flags).strip()}")
+    assert re.search(r"landing pad .*BTI", r.of("tstart")), r.of("tstart")
+    assert r.frames(walk) == [(k, 3, k) for k in range(5)], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))

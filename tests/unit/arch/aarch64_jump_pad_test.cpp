@@ -215,4 +215,21 @@ TEST_CASE("aarch64 jump pad: what it refuses", "[arch][aarch64]") {
     const std::uint32_t ldaxr = 0xc85ffc0a; // ldaxr x10, [x0]: the load may move
     std::memcpy(original, &ldaxr, 4);
     CHECK(a64::emit_jump_pad(ldaxr_ok));
+
+    // Landing pads stay where BTI is enforced: bti, bti c, bti jc, paciasp, pacibsp.
+    for (std::uint32_t pad : {0xd503241fu, 0xd503245fu, 0xd50324dfu, 0xd503233fu, 0xd503237fu}) {
+        INFO(std::hex << pad);
+        std::memcpy(original, &pad, 4);
+        auto spec = spec_at(0, original);
+        CHECK(a64::emit_jump_pad(spec)); // not guarded: a hint like any other
+        spec.branch_target_guarded = true;
+        auto guarded = a64::emit_jump_pad(spec);
+        REQUIRE_FALSE(guarded);
+        CHECK(guarded.error().text.find("landing pad") != std::string::npos);
+    }
+    const std::uint32_t nop = 0xd503201f; // a hint that is no landing pad
+    std::memcpy(original, &nop, 4);
+    auto spec = spec_at(0, original);
+    spec.branch_target_guarded = true;
+    CHECK(a64::emit_jump_pad(spec));
 }
