@@ -110,6 +110,8 @@ class TraceExperiment {
     Status check_fast(const trace::Tracepoint& tp) const;
     Status prepare_fast(Target& inferior);
     Result<std::unique_ptr<InprocRegion>> open_agent(Target& inferior) const;
+    // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
+    std::string fast_site_name(std::uint64_t addr) const;
     Status install_fast(Target& inferior, std::uint64_t addr);
     // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
     // own; an error leaves it to a trap site.

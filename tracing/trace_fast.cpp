@@ -9,6 +9,7 @@
 #include "protocol/hex.hpp"
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace tpagent::agent {
@@ -241,6 +242,16 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     return ok_status();
 }
 
+std::string TraceExperiment::fast_site_name(std::uint64_t addr) const {
+    std::vector<std::uint32_t> numbers;
+    for (const auto& [key, tp] : table_.all())
+        if (key.address == addr && tp.definition.kind == trace::TracepointKind::Fast)
+            numbers.push_back(key.number);
+    if (numbers.empty()) return fmt::format("fast tracepoint at 0x{:x}", addr);
+    return fmt::format("fast tracepoint{} {} at 0x{:x}", numbers.size() > 1 ? "s" : "",
+                       fmt::join(numbers, ", "), addr);
+}
+
 Status TraceExperiment::install_fast(Target& inferior, std::uint64_t addr) {
     auto first = fast_first_record_.find(addr);
     if (first == fast_first_record_.end()) return ok_status();
@@ -249,7 +260,7 @@ Status TraceExperiment::install_fast(Target& inferior, std::uint64_t addr) {
                                     fast_pad_options(addr));
     if (!s)
         return make_error(s.error().code,
-                          fmt::format("fast tracepoint at 0x{:x}: {}", addr, s.error().text));
+                          fmt::format("{}: {}", fast_site_name(addr), s.error().text));
     return s;
 }
 
@@ -340,7 +351,7 @@ Status TraceExperiment::next_gdb_site(Target& inferior) {
         gdb_sites_.clear();
         uninstall_all(&inferior);
         return make_error(move.error().code,
-                          fmt::format("fast tracepoint at 0x{:x}: {}", addr, move.error().text));
+                          fmt::format("{}: {}", fast_site_name(addr), move.error().text));
     }
     gdb_move_ = *move;
     return ok_status();
@@ -352,7 +363,7 @@ Status TraceExperiment::relocated(Target* inferior, std::optional<std::uint64_t>
     const std::uint64_t from = gdb_move_->from;
     auto fail = [&](const Error& e) -> Status {
         abandon_relocation(inferior);
-        return make_error(e.code, fmt::format("fast tracepoint at 0x{:x}: {}", addr, e.text));
+        return make_error(e.code, fmt::format("{}: {}", fast_site_name(addr), e.text));
     };
     if (!inferior || !inferior->alive())
         return fail(make_error(ErrorCode::NoProcess, "the process is gone"));

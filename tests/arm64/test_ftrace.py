@@ -259,3 +259,16 @@ def test_landing_pads_in_bti_guarded_code(arm64):
     assert re.search(r"landing pad .*BTI", r.of("tstart")), r.of("tstart")
     assert r.frames(walk) == [(k, 3, k) for k in range(5)], r.of(walk)
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_no_room_for_a_pad(arm64):
+    """no_pad_room.c reserves every free address within a B's reach of its code: tstart
+    refuses the fast tracepoint with a message naming it and why, the session goes on, and
+    the program, untouched, ends as untraced."""
+    s = BoardFastTrace(arm64, "no_pad_room", "5")
+    s.quiet_tstart = False  # tstart is refused on purpose
+    define = s.define(ftrace("traced", "collect n"))
+    r = s.gdb(*TO_MAIN, define, "tstart", "tstatus", "continue")
+    assert re.search(r"fast tracepoint 2 at 0x[0-9a-f]+: no free memory within reach", r.of("tstart")), r.of("tstart")
+    assert "Trace is running" not in r.of("tstatus"), r.of("tstatus")
+    s.server.wait_for(r"^hits=5 total=\d+ sum=\d+ right$")

@@ -118,7 +118,7 @@ def test_gdb_error_answer(e2e):
     assert re.search(r"Sending packet: \$E01#", failed), failed
     assert_in_order(
         failed,
-        rf"^Target returns error code .*fast tracepoint at 0x{riprel:x}: gdb could not relocate the "
+        rf"^Target returns error code .*fast tracepoint \d+ at 0x{riprel:x}: gdb could not relocate the "
         rf"instruction at 0x{riprel:x}",
     )
     assert not r.status().running, r.status()
@@ -145,7 +145,7 @@ def test_relocation_that_goes_astray_is_refused(e2e):
     # jne rel8 at site_short + 3 goes to site_short + 11 (see the program).
     assert_in_order(
         failed,
-        rf"^Target returns error code .*fast tracepoint at 0x{short:x}: gdb's relocation of the "
+        rf"^Target returns error code .*fast tracepoint \d+ at 0x{short:x}: gdb's relocation of the "
         rf"instruction at 0x{short:x} \(to 0x[0-9a-f]+\) reaches \[0x[0-9a-f]+\] where the "
         rf"original reaches \[0x{short + 11:x}\]",
     )
