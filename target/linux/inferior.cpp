@@ -160,7 +160,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     std::unique_ptr<Inferior> inf(new Inferior(child, false));
     inf->add_thread(child, false);
     inf->finish_setup();
-    spdlog::debug("launched {} as pid {}", argv_s.back(), child);
+    spdlog::debug("launched {} as pid {}", spec.program.front(), child);
     return inf;
 }
 

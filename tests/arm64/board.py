@@ -55,6 +55,8 @@ PROGRAMS = (
     "basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads",
     "a64_pc_relative",
 )
+# Built with -ldl (glibc 2.36 has dlopen in libc; the flag keeps older ones working).
+DLOPEN_PROGRAMS = ("ftrace_dlopen",)
 # Programs also built -fno-pie -no-pie (NAME-nopie).
 NON_PIE = ("ftrace_loop",)
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model
@@ -109,6 +111,8 @@ class Board:
             self.programs.path(name)
         for name in NON_PIE:
             self.programs.path(name, pie=False)
+        for name in DLOPEN_PROGRAMS:
+            compile_program(Programs.source(name), self.payload / name, link=("-ldl",), compiler=CROSS_COMPILER)
         for name, (program, flags) in VARIANTS.items():
             compile_program(Programs.source(program), self.payload / name, *flags, compiler=CROSS_COMPILER)
         # ftrace_shlib against libftrace_lib.so, which the board finds in /payload.

@@ -272,3 +272,28 @@ def test_no_room_for_a_pad(arm64):
     assert re.search(r"fast tracepoint 2 at 0x[0-9a-f]+: no free memory within reach", r.of("tstart")), r.of("tstart")
     assert "Trace is running" not in r.of("tstatus"), r.of("tstatus")
     s.server.wait_for(r"^hits=5 total=\d+ sum=\d+ right$")
+
+
+def test_library_loaded_during_the_run(arm64):
+    """A fast tracepoint pending in libftrace_lib.so, which the program dlopen()s halfway
+    through a run with another fast tracepoint (in the executable): when the library loads,
+    gdb sends the tracepoint and it gets a jump and a pad within reach of the library at once;
+    every later call is a frame, and the program ends as untraced."""
+    s = BoardFastTrace(
+        arm64, "ftrace_dlopen", "8", "/payload/libftrace_lib.so",
+        program=arm64.board.payload / "ftrace_dlopen", options=("--debug",),
+    )
+    define = s.define(
+        ftrace("loaded"),
+        "set breakpoint pending on",
+        ftrace("lib_traced", "collect $regs", "collect lib_hits"),
+    )
+    walk = s.walk("$x0", "lib_hits", tracepoint=3)
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "info tracepoints", walk, *TO_THE_END)
+    assert re.search(r"in lib_traced at .*ftrace_lib\.c", r.of("info tracepoints")), r.of("info tracepoints")
+    assert [row[1:] for row in r.frames(walk)] == [(3, 10 * (4 + k), k) for k in range(4)], r.of(walk)
+    # A jump and a pad (--debug says so), not a trap standing in for them.
+    log = s.server.refresh()
+    assert len(re.findall(r"fast tracepoint at 0x[0-9a-f]+: pad 0x[0-9a-f]+, 4 bytes replaced", log)) == 2, log[-3000:]
+    assert "collected through a trap" not in log
+    s.ends_as_natively(r.of("continue", 2))
