@@ -145,6 +145,9 @@ class Architecture {
     // `to` is out of reach or `code` is not whole instructions.
     virtual Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                               std::uint64_t to) const = 0;
+    // Whether gdb can relocate this ISA's instructions (qRelocInsn): gdb 13 implements it for
+    // x86 only, and asserts (an internal error) when asked for another.
+    virtual bool gdb_relocates_instructions() const { return true; }
     virtual Result<std::vector<std::uint64_t>>
     pc_relative_targets(std::span<const std::uint8_t> code, std::uint64_t address) const = 0;
 

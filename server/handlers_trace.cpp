@@ -90,7 +90,11 @@ std::string handle_trace_notes(Session& s, std::string_view args) {
 
 std::string handle_trace_start(Session& s, std::string_view) {
     s.trace_frame.reset();
-    const bool gdb_relocates = s.server().options().relocate_with_gdb && s.gdb_supports_reloc_insn;
+    // gdb relocates x86 instructions only; elsewhere --relocate-with-gdb is ignored (told at
+    // start-up) and tpagent's own relocator moves them.
+    const bool gdb_relocates = s.server().options().relocate_with_gdb &&
+                               s.gdb_supports_reloc_insn &&
+                               arch::host_architecture().gdb_relocates_instructions();
     return start_reply(s, experiment(s).start(s.live_inferior(), gdb_relocates));
 }
 

@@ -133,6 +133,9 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
             spdlog::warn("fast tracepoints only in programs started with the in-process agent: {}",
                          lib.error().text);
     }
+    if (options_.relocate_with_gdb && !arch::host_architecture().gdb_relocates_instructions())
+        spdlog::warn("--relocate-with-gdb is ignored here: gdb relocates x86 instructions only "
+                     "(tpagent relocates these itself)");
 }
 
 void Server::watch_fast_trace() {

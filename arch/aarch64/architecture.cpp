@@ -112,11 +112,8 @@ Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint
 }
 Result<std::vector<std::uint64_t>>
 Aarch64Architecture::pc_relative_targets(std::span<const std::uint8_t>, std::uint64_t) const {
-    // gdb rebuilds arm64 pc-relative instructions as other sequences (ADR as moves, for one):
-    // comparing targets cannot check them.
-    return make_error(ErrorCode::Unsupported,
-                      "gdb's relocation of arm64 instructions cannot be checked: fast tracepoints "
-                      "on arm64 use tpagent's relocator (without --relocate-with-gdb)");
+    // Never asked: gdb does not relocate arm64 instructions (gdb_relocates_instructions()).
+    return make_error(ErrorCode::Unsupported, "gdb does not relocate arm64 instructions");
 }
 
 SdtArgument Aarch64Architecture::parse_sdt_operand(std::string_view operand,

@@ -45,6 +45,7 @@ class Aarch64Architecture final : public Architecture {
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;
+    bool gdb_relocates_instructions() const override { return false; }
     Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> code,
                                                            std::uint64_t address) const override;
 

@@ -297,3 +297,18 @@ def test_library_loaded_during_the_run(arm64):
     assert len(re.findall(r"fast tracepoint at 0x[0-9a-f]+: pad 0x[0-9a-f]+, 4 bytes replaced", log)) == 2, log[-3000:]
     assert "collected through a trap" not in log
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_relocate_with_gdb_is_ignored(arm64):
+    """--relocate-with-gdb on arm64: gdb 13 relocates x86 instructions only (asked for an arm64
+    one it stops with an internal error), so tpagent says at start-up that it ignores the
+    option, never sends qRelocInsn, and relocates the instructions itself."""
+    s = BoardFastTrace(arm64, PROGRAM, "3", options=("--relocate-with-gdb",))
+    s.quiet_tstart = False  # remote debugging output
+    define = s.define(ftrace("traced", "collect n"))
+    walk = s.walk("n")
+    r = s.gdb(*TO_MAIN, "set debug remote 1", define, *trace_to("finished"), "set debug remote 0", walk, *TO_THE_END)
+    assert "--relocate-with-gdb is ignored here" in s.server.refresh()
+    assert "qRelocInsn:" not in r.output
+    assert r.frames(walk) == [(k, 2, k) for k in range(3)], r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
