@@ -41,6 +41,20 @@ for name in "${built[@]}"; do
   grep -E "^(Done|stat::number_of_executed_units)" "$log" || true
 done
 echo "fuzz.sh: ${#built[@]} target(s) ran ${seconds}s each without a crash"
+# The arm64 compiler backend: the same differential target, built by the arm64 preset without
+# libFuzzer (tests/board_unit/fuzz_driver.cpp), run under qemu user mode on the corpus above
+# and then on random inputs for as long.
+arm64_fuzz="$top/build/arm64/tests/fuzz_ax_differential"
+if [ -x "$arm64_fuzz" ] && command -v qemu-aarch64-static >/dev/null; then
+  echo "== fuzz_ax_differential on arm64 (qemu user mode): ${seconds}s"
+  if ! (cd "$build/artifacts" && qemu-aarch64-static "$arm64_fuzz" --seconds "$seconds" \
+    "$build/corpus/fuzz_ax_differential"); then
+    echo "fuzz.sh: the arm64 backend differs from the interpreter; input in $build/artifacts/crash-input.bin" >&2
+    exit 1
+  fi
+else
+  echo "fuzz.sh: arm64 backend not fuzzed: no $arm64_fuzz (cmake --build --preset arm64) or no qemu-aarch64-static" >&2
+fi
 if ((${#broken[@]})); then
   echo "fuzz.sh: not built: ${broken[*]}" >&2
   exit 1
