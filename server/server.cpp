@@ -292,7 +292,8 @@ void Server::save_trace_automatically(pid_t pid) {
     const std::string path = fmt::format("{}/tpagent-{}-{:%Y%m%d-%H%M%S}.tf", *options_.save_dir,
                                          pid, fmt::localtime(std::time(nullptr)));
     auto xml = arch::host_architecture().feature_xml("target.xml");
-    if (auto s = write_trace_file(path, experiment_, xml ? *xml : std::string()); !s)
+    if (auto s = write_trace_file(path, experiment_, xml ? *xml : std::string(), options_.save_dir);
+        !s)
         fmt::print(stderr, "Could not save the trace: {}\n", s.error().text);
     else
         fmt::print(stderr, "Trace saved to {}\n", path);

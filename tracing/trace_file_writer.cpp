@@ -2,6 +2,10 @@
 #include "tracing/trace_experiment.hpp"
 #include <cerrno>
 #include <cstdio>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <random>
+#include <sys/syscall.h>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -66,25 +70,88 @@ Result<std::string> resolve_save_path(std::string_view name,
     return path.lexically_normal().string();
 }
 
+namespace {
+
+// The folder a trace file goes in, open, and the file's name in it. Inside a save directory
+// the folder is resolved beneath it (openat2 RESOLVE_BENEATH): a symbolic link there that
+// leads out of it is refused, not followed.
+struct Destination {
+    int dir = -1;
+    std::string name;
+    Destination() = default;
+    Destination(const Destination&) = delete;
+    Destination& operator=(const Destination&) = delete;
+    ~Destination() {
+        if (dir >= 0) close(dir);
+    }
+};
+
+Status open_destination(const std::string& path, const std::optional<std::string>& confine_to,
+                        Destination& d) {
+    const fs::path file(path);
+    d.name = file.filename().string();
+    if (!confine_to) {
+        const std::string dir = file.parent_path().string();
+        d.dir = open(dir.empty() ? "." : dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return d.dir < 0 ? Status(io_error("cannot create", path)) : ok_status();
+    }
+    const int top = open(confine_to->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (top < 0) return io_error("cannot create", path);
+    const fs::path rel =
+        file.parent_path().lexically_relative(fs::path(*confine_to).lexically_normal());
+    const std::string sub = rel.empty() ? "." : rel.string();
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    d.dir = static_cast<int>(syscall(SYS_openat2, top, sub.c_str(), &how, sizeof how));
+    const int error = errno;
+    close(top);
+    if (d.dir >= 0) return ok_status();
+    if (error == EXDEV)
+        return make_error(
+            ErrorCode::NotAllowed,
+            fmt::format("cannot create {}: a symbolic link leads out of {}", path, *confine_to));
+    errno = error;
+    return io_error("cannot create", path);
+}
+
+// A new file `name`.XXXXXX in the folder, never through a link.
+int create_temporary(int dir, const std::string& name, std::string& tmp) {
+    std::random_device random;
+    static constexpr char kChars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        tmp = name + ".";
+        for (int i = 0; i < 6; ++i)
+            tmp += kChars[random() % (sizeof kChars - 1)];
+        const int fd =
+            openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0666); // less the umask: a saved trace is an ordinary file
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+} // namespace
+
 Status write_trace_file(const std::string& path, TraceExperiment& experiment,
-                        std::string_view tdesc_xml) {
-    std::string tmp = path + ".XXXXXX";
-    int fd = mkstemp(tmp.data());
+                        std::string_view tdesc_xml, const std::optional<std::string>& confine_to) {
+    Destination d;
+    if (auto s = open_destination(path, confine_to, d); !s) return s;
+    std::string tmp;
+    const int fd = create_temporary(d.dir, d.name, tmp);
     // Errors name the file asked for: the temporary one is ours.
     if (fd < 0) return io_error("cannot create", path);
-    mode_t mask = umask(0); // mkstemp makes 0600; a saved trace is an ordinary file
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
     FILE* f = fdopen(fd, "wb");
     if (!f) {
         close(fd);
-        unlink(tmp.c_str());
+        unlinkat(d.dir, tmp.c_str(), 0);
         return io_error("cannot open", path);
     }
     auto fail = [&](const char* what) {
         Error e = io_error(what, path);
         std::fclose(f);
-        unlink(tmp.c_str());
+        unlinkat(d.dir, tmp.c_str(), 0);
         return e;
     };
     std::string text = text_section(experiment, tdesc_xml);
@@ -102,12 +169,13 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
     if (std::fwrite(end, 1, sizeof end, f) != sizeof end) return fail("cannot write");
     if (std::fflush(f) != 0 || fsync(fileno(f)) != 0) return fail("cannot write");
     if (std::fclose(f) != 0) {
-        unlink(tmp.c_str());
+        unlinkat(d.dir, tmp.c_str(), 0);
         return io_error("cannot write", path);
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    // A link already under the name is replaced, never followed.
+    if (renameat(d.dir, tmp.c_str(), d.dir, d.name.c_str()) != 0) {
         Error e = io_error("cannot rename into", path);
-        unlink(tmp.c_str());
+        unlinkat(d.dir, tmp.c_str(), 0);
         return e;
     }
     return ok_status();

@@ -16,8 +16,11 @@ Result<std::string> resolve_save_path(std::string_view name,
                                       const std::optional<std::string>& save_dir);
 
 // Writes to a temporary file beside `path` and renames it into place, so a crash never leaves a
-// half-written trace file under the requested name.
+// half-written trace file under the requested name. With `confine_to` (the save directory,
+// `path` inside it), the folder is resolved beneath it: a symbolic link leading out of it is
+// refused; a link under the file's own name is replaced, never followed.
 Status write_trace_file(const std::string& path, TraceExperiment& experiment,
-                        std::string_view tdesc_xml);
+                        std::string_view tdesc_xml,
+                        const std::optional<std::string>& confine_to = std::nullopt);
 
 } // namespace tpagent::agent

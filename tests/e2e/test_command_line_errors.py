@@ -116,3 +116,34 @@ def test_tsave_r_errors_in_the_save_dir_name_the_file_asked_for(e2e):
         said, rf"cannot create sub/trace\.tf \({re.escape(str(save_dir))}/sub/trace\.tf\): No such file or directory"
     )
     assert not TEMPORARY_NAME.search(said), said
+
+
+@pytest.mark.tpagent_only("gdbserver does not implement QTSave (tsave -r)")
+def test_tsave_r_in_the_save_dir_follows_no_link_out_of_it(e2e):
+    """--save-dir confines tsave -r against symbolic links too: a folder link leading out of
+    the directory is refused (nothing written outside), a link under the file's own name is
+    replaced by the trace file (its target untouched), and a relative link that stays inside
+    works."""
+    save_dir, outside = e2e.tmp / "saved", e2e.tmp / "outside"
+    save_dir.mkdir()
+    outside.mkdir()
+    (save_dir / "escape").symlink_to(outside)
+    (save_dir / "sub").mkdir()
+    (save_dir / "inner").symlink_to("sub")  # relative: an absolute link counts as leading out
+    target = outside / "target.tf"
+    target.write_text("keep")
+    (save_dir / "linked.tf").symlink_to(target)
+    r = saved_with_errors(
+        e2e, "tsave -r escape/trace.tf", "tsave -r linked.tf", "tsave -r inner/trace.tf",
+        options=("--save-dir", str(save_dir)),
+    )
+    said = r.of("tsave -r escape/trace.tf")
+    assert_in_order(said, rf"cannot create {re.escape(str(save_dir))}/escape/trace\.tf: a symbolic link leads out of")
+    assert not list(outside.glob("trace.tf*")), list(outside.iterdir())
+    assert r.of("tsave -r linked.tf").strip() == "", r.of("tsave -r linked.tf")
+    assert not (save_dir / "linked.tf").is_symlink()
+    assert (save_dir / "linked.tf").read_bytes().startswith(b"\x7fTRACE0\n")
+    assert target.read_text() == "keep"
+    assert r.of("tsave -r inner/trace.tf").strip() == "", r.of("tsave -r inner/trace.tf")
+    assert (save_dir / "sub" / "trace.tf").read_bytes().startswith(b"\x7fTRACE0\n")
+    assert not list(save_dir.rglob("*.tf.*")), "a temporary file was left behind"
