@@ -1,4 +1,5 @@
 #include "server/options.hpp"
+#include "server/address_filter.hpp"
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -75,6 +76,9 @@ std::string usage_text() {
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
+           "  --allow LIST          Accept TCP connections only from these hosts: a comma-\n"
+           "                        separated list of addresses and ADDRESS/PREFIX networks\n"
+           "                        (IPv4 or IPv6); may be repeated. Others are refused.\n"
            "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR;\n"
            "                        so does the trace of a program that ends during a\n"
            "                        disconnected trace (DIR/tpagent-PID-DATE-TIME.tf).\n"
@@ -114,6 +118,12 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
             if (v.empty()) return usage_error("--save-dir needs a directory");
             o.save_dir = std::string(v);
+        } else if (a == "--allow" || a.starts_with("--allow=")) {
+            std::string_view v = a == "--allow" ? (i + 1 < argc ? argv[++i] : "") : a.substr(8);
+            if (v.empty()) return usage_error("--allow needs ADDRESS[/PREFIX][,...]");
+            AddressFilter check;
+            if (auto s = check.add(v); !s) return usage_error(s.error().text);
+            o.allow.emplace_back(v);
         } else if (a == "--inproc" || a.starts_with("--inproc=")) {
             o.inproc = std::string(a == "--inproc" ? "" : a.substr(9));
         } else if (a == "--wrapper") {

@@ -23,6 +23,7 @@ struct ServerOptions {
     bool inject = true; // load the in-process agent into a program without it (--no-inject)
     bool disable_randomization = true;
     std::optional<std::string> save_dir; // QTSave writes only here when given
+    std::vector<std::string> allow;      // --allow lists: who may connect over TCP (all if none)
     std::optional<std::string>
         inproc;        // --inproc[=LIB]: preload the in-process agent ("" = default)
     unsigned baud = 0; // serial line speed; 0 = leave as is

@@ -415,7 +415,10 @@ Status Server::prepare() {
         if (!dir) return dir.error();
         options_.save_dir = *dir;
     }
-    listener_ = std::make_unique<Listener>(io_, *ep, options_.baud);
+    AddressFilter allowed;
+    for (const auto& list : options_.allow)
+        if (auto a = allowed.add(list); !a) return a; // checked when parsed: not expected
+    listener_ = std::make_unique<Listener>(io_, *ep, options_.baud, std::move(allowed));
     return listener_->open();
 }
 

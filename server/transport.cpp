@@ -217,14 +217,24 @@ void Listener::async_accept(const AcceptHandler& handler) {
         });
         return;
     case Endpoint::Kind::Tcp:
-        acceptor_->async_accept([handler](const error_code& ec, asio::ip::tcp::socket socket) {
+        acceptor_->async_accept([this, handler](const error_code& ec,
+                                                asio::ip::tcp::socket socket) {
             if (ec) {
                 handler(nullptr);
                 return;
             }
             error_code e2;
-            socket.set_option(asio::ip::tcp::no_delay(true), e2);
             auto remote = socket.remote_endpoint(e2);
+            if (!allowed_.empty() && (e2 || !allowed_.allows(remote.address()))) {
+                // Not a session: closed at once, and the port listens on.
+                fmt::print(stderr, "Refused a connection from host {}, port {}: not in --allow\n",
+                           e2 ? "?" : remote.address().to_string(), e2 ? 0 : remote.port());
+                std::fflush(stderr);
+                socket.close(e2);
+                async_accept(handler);
+                return;
+            }
+            socket.set_option(asio::ip::tcp::no_delay(true), e2);
             fmt::print(stderr, "Remote debugging from host {}, port {}\n",
                        remote.address().to_string(), remote.port());
             std::fflush(stderr);

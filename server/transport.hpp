@@ -2,6 +2,7 @@
 // waits for the inferior); writes are short and synchronous.
 #pragma once
 #include "base/asio.hpp"
+#include "server/address_filter.hpp"
 #include "base/result.hpp"
 #include <functional>
 #include <memory>
@@ -34,8 +35,8 @@ Result<Endpoint> parse_endpoint(const std::string& comm);
 // Waits for gdb on an endpoint: binds once, hands out one connection at a time.
 class Listener {
   public:
-    Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud)
-        : io_(io), ep_(std::move(ep)), baud_(baud) {}
+    Listener(boost::asio::io_context& io, Endpoint ep, unsigned baud, AddressFilter allowed = {})
+        : io_(io), ep_(std::move(ep)), baud_(baud), allowed_(std::move(allowed)) {}
     // Makes the endpoint usable before any program is started, so that a COMM that cannot work
     // fails tpagent with nothing left behind: binds a TCP endpoint, opens a serial tty (kept for
     // the first connection). Prints nothing; announce() does.
@@ -56,6 +57,7 @@ class Listener {
     boost::asio::io_context& io_;
     Endpoint ep_;
     unsigned baud_;
+    AddressFilter allowed_; // empty: everyone who reaches the port
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
     std::unique_ptr<boost::asio::serial_port> serial_; // opened by open(), until gdb uses it
 };
