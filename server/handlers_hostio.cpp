@@ -6,10 +6,14 @@
 #include "protocol/framing.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/requests.hpp"
+#include "server/server.hpp"
 #include <cerrno>
 #include <fcntl.h>
+#include <filesystem>
 #include <fmt/format.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -102,6 +106,55 @@ std::string resolve(const HostIoState& st, const std::string& name) {
     return fmt::format("/proc/{}/root{}", st.fs_pid, name);
 }
 
+// With --hostio-dir DIR, names resolve inside DIR (in the setfs process's view) as if it were
+// the root: absolute names, `..` and symbolic links alike stay in it (openat2
+// RESOLVE_IN_ROOT). Each call returns what the system call would, -1 with errno set.
+class ConfinedRoot {
+  public:
+    ConfinedRoot(const HostIoState& st, const std::string& dir) {
+        const std::string base = st.fs_pid ? fmt::format("/proc/{}/root/{}", st.fs_pid, dir) : dir;
+        fd_ = ::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    ConfinedRoot(const ConfinedRoot&) = delete;
+    ConfinedRoot& operator=(const ConfinedRoot&) = delete;
+    ~ConfinedRoot() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int open(const std::string& name, int flags, mode_t mode) const {
+        return at(relative(name), flags, mode);
+    }
+    // The folder holding `name`, open, and its last component: for unlink and readlink.
+    int parent(const std::string& name, std::string& last) const {
+        const std::filesystem::path p(relative(name));
+        last = p.filename().string();
+        if (last.empty() || last == "." || last == "..") {
+            errno = EINVAL;
+            return -1;
+        }
+        const std::string dir = p.parent_path().string();
+        return at(dir.empty() ? "." : dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+    }
+
+  private:
+    static std::string relative(const std::string& name) {
+        const auto first = name.find_first_not_of('/');
+        return first == std::string::npos ? "." : name.substr(first);
+    }
+    int at(const std::string& rel, int flags, mode_t mode) const {
+        if (fd_ < 0) return -1; // errno from the constructor's open
+        open_how how{};
+        how.flags = static_cast<std::uint64_t>(flags);
+        how.mode = (flags & O_CREAT) ? mode : 0;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        return static_cast<int>(syscall(SYS_openat2, fd_, rel.c_str(), &how, sizeof how));
+    }
+    int fd_ = -1;
+};
+
+const std::optional<std::string>& hostio_dir(Session& s) {
+    return s.server().options().hostio_dir;
+}
+
 Result<int> parse_fd(const HostIoState& st, std::string_view text) {
     auto fd = parse_hex_u64(text);
     if (!fd || !st.fds.count(static_cast<int>(*fd)))
@@ -133,8 +186,10 @@ std::string handle_vfile_open(Session& s, std::string_view args) {
     int host_flags = host_open_flags(*flags);
     if (host_flags < 0) return fail(EINVAL);
     if (s.host_io.fds.size() >= HostIoState::kMaxOpenFiles) return fail(EMFILE);
-    int fd =
-        ::open(resolve(s.host_io, *name).c_str(), host_flags, static_cast<mode_t>(*mode & 0777));
+    const auto m = static_cast<mode_t>(*mode & 0777);
+    const auto& dir = hostio_dir(s);
+    int fd = dir ? ConfinedRoot(s.host_io, *dir).open(*name, host_flags, m)
+                 : ::open(resolve(s.host_io, *name).c_str(), host_flags, m);
     if (fd < 0) return fail(errno);
     s.host_io.fds.insert(fd);
     return fmt::format("F{:x}", fd);
@@ -202,6 +257,16 @@ std::string handle_vfile_fstat(Session& s, std::string_view args) {
 std::string handle_vfile_unlink(Session& s, std::string_view args) {
     auto name = hex_to_text(args);
     if (!name) return fail(EINVAL);
+    if (const auto& dir = hostio_dir(s)) {
+        std::string last;
+        ConfinedRoot root(s.host_io, *dir);
+        const int parent = root.parent(*name, last);
+        if (parent < 0) return fail(errno);
+        const int r = ::unlinkat(parent, last.c_str(), 0);
+        const int error = errno;
+        ::close(parent);
+        return r == 0 ? "F0" : fail(error);
+    }
     return ::unlink(resolve(s.host_io, *name).c_str()) == 0 ? "F0" : fail(errno);
 }
 
@@ -209,7 +274,19 @@ std::string handle_vfile_readlink(Session& s, std::string_view args) {
     auto name = hex_to_text(args);
     if (!name) return fail(EINVAL);
     char buf[4096];
-    ssize_t n = ::readlink(resolve(s.host_io, *name).c_str(), buf, sizeof buf);
+    ssize_t n = -1;
+    if (const auto& dir = hostio_dir(s)) {
+        std::string last;
+        ConfinedRoot root(s.host_io, *dir);
+        const int parent = root.parent(*name, last);
+        if (parent < 0) return fail(errno);
+        n = ::readlinkat(parent, last.c_str(), buf, sizeof buf);
+        const int error = errno;
+        ::close(parent);
+        errno = error;
+    } else {
+        n = ::readlink(resolve(s.host_io, *name).c_str(), buf, sizeof buf);
+    }
     if (n < 0) return fail(errno);
     return fmt::format("F{:x};", n) +
            escape_binary(std::string_view(buf, static_cast<std::size_t>(n)));

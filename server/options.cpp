@@ -76,6 +76,8 @@ std::string usage_text() {
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"
+           "  --hostio-dir DIR      gdb's file requests (vFile) see DIR as the root: no file\n"
+           "                        outside it can be read or written.\n"
            "  --allow LIST          Accept TCP connections only from these hosts: a comma-\n"
            "                        separated list of addresses and ADDRESS/PREFIX networks\n"
            "                        (IPv4 or IPv6); may be repeated. Others are refused.\n"
@@ -118,6 +120,11 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
             if (v.empty()) return usage_error("--save-dir needs a directory");
             o.save_dir = std::string(v);
+        } else if (a == "--hostio-dir" || a.starts_with("--hostio-dir=")) {
+            std::string_view v =
+                a == "--hostio-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(13);
+            if (v.empty()) return usage_error("--hostio-dir needs a directory");
+            o.hostio_dir = std::string(v);
         } else if (a == "--allow" || a.starts_with("--allow=")) {
             std::string_view v = a == "--allow" ? (i + 1 < argc ? argv[++i] : "") : a.substr(8);
             if (v.empty()) return usage_error("--allow needs ADDRESS[/PREFIX][,...]");

@@ -22,8 +22,9 @@ struct ServerOptions {
     bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
     bool inject = true; // load the in-process agent into a program without it (--no-inject)
     bool disable_randomization = true;
-    std::optional<std::string> save_dir; // QTSave writes only here when given
-    std::vector<std::string> allow;      // --allow lists: who may connect over TCP (all if none)
+    std::optional<std::string> save_dir;   // QTSave writes only here when given
+    std::vector<std::string> allow;        // --allow lists: who may connect over TCP (all if none)
+    std::optional<std::string> hostio_dir; // vFile names resolve inside it, as the root
     std::optional<std::string>
         inproc;        // --inproc[=LIB]: preload the in-process agent ("" = default)
     unsigned baud = 0; // serial line speed; 0 = leave as is

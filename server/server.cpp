@@ -10,6 +10,7 @@
 #include <ctime>
 #include <elf.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -414,6 +415,14 @@ Status Server::prepare() {
         auto dir = usable_save_dir(*options_.save_dir);
         if (!dir) return dir.error();
         options_.save_dir = *dir;
+    }
+    if (options_.hostio_dir) {
+        struct stat st {};
+        if (stat(options_.hostio_dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return make_error(ErrorCode::NotFound,
+                              fmt::format("--hostio-dir {}: {}", *options_.hostio_dir,
+                                          std::strerror(errno ? errno : ENOTDIR)));
+        options_.hostio_dir = std::filesystem::absolute(*options_.hostio_dir).lexically_normal();
     }
     AddressFilter allowed;
     for (const auto& list : options_.allow)

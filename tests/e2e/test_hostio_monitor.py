@@ -37,6 +37,38 @@ def test_remote_put_get_delete(e2e):
     assert re.search(r"No such file or directory", r.of(get_gone)), r
 
 
+@pytest.mark.tpagent_only("gdbserver has no --hostio-dir")
+def test_hostio_dir_is_the_root_of_every_file_request(e2e):
+    """--hostio-dir DIR: gdb's vFile names resolve inside DIR as if it were / (absolute names,
+    `..` and symbolic links alike): files in DIR are read, written and deleted, nothing
+    outside it can be reached."""
+    root, outside = e2e.tmp / "root", e2e.tmp / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "hello.txt").write_text("inside")
+    (outside / "secret.txt").write_text("outside")
+    (root / "escape").symlink_to(outside / "secret.txt")  # absolute: taken inside the root
+    (root / "up").symlink_to("../outside/secret.txt")
+    local = e2e.tmp / "local.bin"
+    local.write_bytes(b"put")
+    gets = {
+        name: f"remote get {name} {e2e.tmp / ('got-' + str(n))}"
+        for n, name in enumerate(("/hello.txt", "hello.txt", f"{outside}/secret.txt", "../outside/secret.txt",
+                                  "/escape", "/up"))
+    }
+    s = Scenario(e2e, PROGRAM, options=("--hostio-dir", str(root)))
+    r = s.gdb(*gets.values(), f"remote put {local} /made.bin", "remote delete /hello.txt")
+    assert (e2e.tmp / "got-0").read_text() == "inside"
+    assert (e2e.tmp / "got-1").read_text() == "inside"
+    for n, name in enumerate(gets):
+        if n >= 2:
+            assert not (e2e.tmp / f"got-{n}").exists(), name
+            assert re.search(r"No such file or directory", r.of(gets[name])), r.of(gets[name])
+    assert (root / "made.bin").read_bytes() == b"put"
+    assert not (root / "hello.txt").exists()
+    assert (outside / "secret.txt").read_text() == "outside"
+
+
 def test_monitor_commands(e2e):
     if e2e.is_gdbserver:
         pytest.skip("tpagent's monitor text")
