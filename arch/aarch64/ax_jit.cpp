@@ -5,7 +5,9 @@
 // {value, status} in x0:x1. Constants are folded; the rest is straight code.
 #include "arch/aarch64/ax_jit.hpp"
 #include "arch/aarch64/emitter.hpp"
+#include "arch/aarch64/encoding.hpp"
 #include "arch/compiler_backend.hpp"
+#include "bytecode/constant_folding.hpp"
 #include "bytecode/semantics.hpp"
 #include <cstddef>
 #include <optional>
@@ -21,17 +23,15 @@ using bytecode::Insn;
 using bytecode::Op;
 using bytecode::Program;
 namespace sem = bytecode::sem;
+using namespace enc;
 
 constexpr unsigned kCtx = 19, kOut = 20, kFirstHome = 21, kRegHomes = 8;
-constexpr unsigned kA = 9, kB = 10, kT = 11, kU = 12, kSp = 31, kZr = 31;
+constexpr unsigned kA = 9, kB = 10, kT = 11, kU = 12;
 constexpr std::uint32_t kSaveBytes = 96; // x29, x30, x19..x28
 
 enum Cond : std::uint32_t { EQ = 0, NE = 1, HS = 2, LO = 3, HI = 8, LT = 11 };
 
 // --- encodings ---
-std::uint32_t mov_reg(unsigned d, unsigned m) { // orr xd, xzr, xm
-    return 0xaa0003e0 | m << 16 | d;
-}
 std::uint32_t alu_reg(std::uint32_t base, unsigned d, unsigned n, unsigned m) {
     return base | m << 16 | n << 5 | d;
 }
@@ -60,15 +60,6 @@ std::uint32_t ubfm(unsigned d, unsigned n, unsigned immr, unsigned imms) {
 std::uint32_t sbfm(unsigned d, unsigned n, unsigned immr, unsigned imms) {
     return 0x93400000 | immr << 16 | imms << 10 | n << 5 | d;
 }
-std::uint32_t ldr_x(unsigned t, unsigned n, std::uint32_t offset) {
-    return 0xf9400000 | (offset / 8) << 10 | n << 5 | t;
-}
-std::uint32_t str_x(unsigned t, unsigned n, std::uint32_t offset) {
-    return 0xf9000000 | (offset / 8) << 10 | n << 5 | t;
-}
-std::uint32_t str_w(unsigned t, unsigned n, std::uint32_t offset) {
-    return 0xb9000000 | (offset / 4) << 10 | n << 5 | t;
-}
 // ldr{b,h,w,x} t, [n, m]: zero-extending loads of 1, 2, 4, 8 bytes.
 std::uint32_t load_indexed(unsigned size, unsigned t, unsigned n, unsigned m) {
     const std::uint32_t sz = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
@@ -82,20 +73,7 @@ std::uint32_t ldp_post(unsigned a, unsigned b, std::int32_t offset) { // ldp a, 
     return 0xa8c00000 | (static_cast<std::uint32_t>(offset / 8) & 0x7f) << 15 | b << 10 | kSp << 5 |
            a;
 }
-std::uint32_t stp_off(unsigned a, unsigned b, std::uint32_t offset) {
-    return 0xa9000000 | (offset / 8) << 15 | b << 10 | kSp << 5 | a;
-}
-std::uint32_t ldp_off(unsigned a, unsigned b, std::uint32_t offset) {
-    return 0xa9400000 | (offset / 8) << 15 | b << 10 | kSp << 5 | a;
-}
-std::uint32_t add_imm(unsigned d, unsigned n, std::uint32_t imm12) {
-    return 0x91000000 | imm12 << 10 | n << 5 | d;
-}
-std::uint32_t sub_imm(unsigned d, unsigned n, std::uint32_t imm12) {
-    return 0xd1000000 | imm12 << 10 | n << 5 | d;
-}
 constexpr std::uint32_t kRet = 0xd65f03c0;
-constexpr std::uint32_t kBlrX16 = 0xd63f0200;
 constexpr std::uint32_t kMvn = 0xaa2003e0; // orn xd, xzr, xm
 
 // Forward branches, patched once their target is known.
@@ -196,7 +174,7 @@ class Translator {
     void epilogue() {
         if (frame_bytes_) e_.put(add_imm(kSp, kSp, frame_bytes_));
         for (unsigned r = 19, at = 16; r < 29; r += 2, at += 16)
-            e_.put(ldp_off(r, r + 1, at));
+            e_.put(ldp(r, r + 1, kSp, at));
         e_.put(ldp_post(29, 30, static_cast<std::int32_t>(kSaveBytes)));
         e_.put(kRet);
     }
@@ -241,47 +219,7 @@ void Translator::binary(const Insn& insn) {
     const unsigned d = static_cast<unsigned>(vs_.size());
     const Slot a = vs_[d - 2], b = vs_[d - 1];
     if (a.is_const && b.is_const) {
-        std::uint64_t r = 0;
-        switch (insn.op) {
-        case Op::Add:
-            r = a.k + b.k;
-            break;
-        case Op::Sub:
-            r = a.k - b.k;
-            break;
-        case Op::Mul:
-            r = a.k * b.k;
-            break;
-        case Op::Lsh:
-            r = sem::lsh(a.k, b.k);
-            break;
-        case Op::RshSigned:
-            r = sem::rsh_signed(a.k, b.k);
-            break;
-        case Op::RshUnsigned:
-            r = sem::rsh_unsigned(a.k, b.k);
-            break;
-        case Op::BitAnd:
-            r = a.k & b.k;
-            break;
-        case Op::BitOr:
-            r = a.k | b.k;
-            break;
-        case Op::BitXor:
-            r = a.k ^ b.k;
-            break;
-        case Op::Equal:
-            r = a.k == b.k;
-            break;
-        case Op::LessSigned:
-            r = sem::less_signed(a.k, b.k);
-            break;
-        case Op::LessUnsigned:
-            r = a.k < b.k;
-            break;
-        default:
-            break;
-        }
+        const std::uint64_t r = bytecode::fold_binary(insn.op, a.k, b.k);
         vs_.pop_back();
         vs_.back() = Slot{true, r};
         return;
@@ -347,11 +285,8 @@ void Translator::divrem(const Insn& insn) {
         return;
     }
     if (a.is_const && b.is_const) {
-        const std::uint64_t r =
-            is_signed ? (is_rem ? sem::rem_signed(a.k, b.k) : sem::div_signed(a.k, b.k))
-                      : (is_rem ? sem::rem_unsigned(a.k, b.k) : sem::div_unsigned(a.k, b.k));
         vs_.pop_back();
-        vs_.back() = Slot{true, r};
+        vs_.back() = Slot{true, bytecode::fold_divrem(insn.op, a.k, b.k)};
         return;
     }
     load(d - 2, kA);
@@ -380,11 +315,7 @@ void Translator::extend(const Insn& insn) {
         return;
     }
     if (n >= 64) return;
-    if (n == 0 && insn.op == Op::Ext) {
-        vs_[i] = Slot{true, 0};
-        return;
-    }
-    if (n == 0) {
+    if (n == 0) { // ext 0 and zero_ext 0 alike give 0
         vs_[i] = Slot{true, 0};
         return;
     }
@@ -623,7 +554,7 @@ std::vector<std::uint8_t> Translator::run() {
     e_.put(stp_pre(29, 30, -static_cast<std::int32_t>(kSaveBytes)));
     e_.put(add_imm(29, kSp, 0));
     for (unsigned r = 19, at = 16; r < 29; r += 2, at += 16)
-        e_.put(stp_off(r, r + 1, at));
+        e_.put(stp(r, r + 1, kSp, at));
     const unsigned depth = p_.max_depth();
     mem_slots_ = depth > kRegHomes ? depth - kRegHomes : 0;
     frame_bytes_ = (8 * (mem_slots_ + (has_backward ? 1 : 0)) + 15) / 16 * 16;

@@ -1,5 +1,6 @@
 #include "arch/aarch64/jump_pad.hpp"
 #include "arch/aarch64/emitter.hpp"
+#include "arch/aarch64/encoding.hpp"
 #include "arch/aarch64/relocator.hpp"
 #include <cstring>
 #include <fmt/format.h>
@@ -7,7 +8,8 @@
 namespace tpagent::arch::aarch64 {
 namespace {
 
-constexpr std::uint32_t kSp = 31;                                      // as a base register
+using namespace enc;
+
 constexpr std::uint32_t kBlockAt = 16;                                 // block offset from sp
 constexpr std::uint32_t kBlockRoom = (kCoreBlockBytes + 15) / 16 * 16; // 272
 constexpr std::uint32_t kFrameBytes = kBlockAt + kBlockRoom;           // 288, 16-byte multiple
@@ -15,37 +17,12 @@ constexpr std::uint32_t kSpSlot = kBlockAt + 31 * 8;
 constexpr std::uint32_t kPcSlot = kBlockAt + 32 * 8;
 constexpr std::uint32_t kCpsrSlot = kBlockAt + 33 * 8;
 
-std::uint32_t stp(unsigned t1, unsigned t2, std::uint32_t offset) { // stp Xt1, Xt2, [sp, #off]
-    return 0xa9000000 | (offset / 8) << 15 | t2 << 10 | kSp << 5 | t1;
-}
-std::uint32_t ldp(unsigned t1, unsigned t2, std::uint32_t offset) {
-    return 0xa9400000 | (offset / 8) << 15 | t2 << 10 | kSp << 5 | t1;
-}
-std::uint32_t str_x(unsigned t, std::uint32_t offset) { // str Xt, [sp, #off]
-    return 0xf9000000 | (offset / 8) << 10 | kSp << 5 | t;
-}
-std::uint32_t ldr_x(unsigned t, std::uint32_t offset) {
-    return 0xf9400000 | (offset / 8) << 10 | kSp << 5 | t;
-}
-std::uint32_t str_w(unsigned t, std::uint32_t offset) {
-    return 0xb9000000 | (offset / 4) << 10 | kSp << 5 | t;
-}
-std::uint32_t ldr_w(unsigned t, std::uint32_t offset) {
-    return 0xb9400000 | (offset / 4) << 10 | kSp << 5 | t;
-}
-std::uint32_t add_sp_imm(unsigned d, std::uint32_t imm) { // add Xd|sp, sp, #imm (flags kept)
-    return 0x91000000 | imm << 10 | kSp << 5 | d;
-}
-std::uint32_t sub_sp_imm(std::uint32_t imm) { // sub sp, sp, #imm
-    return 0xd1000000 | imm << 10 | kSp << 5 | kSp;
-}
 std::uint32_t adr(unsigned d, std::int64_t delta) {
     const auto imm = static_cast<std::uint32_t>(delta) & 0x1fffff;
     return 0x10000000 | (imm & 3) << 29 | (imm >> 2) << 5 | d;
 }
 constexpr std::uint32_t kMrsNzcvX0 = 0xd53b4200;
 constexpr std::uint32_t kMsrNzcvX0 = 0xd51b4200;
-constexpr std::uint32_t kBlrX16 = 0xd63f0200;
 
 // STXR, STLXR, STXP, STLXP: the collector's own atomics between it and its load-exclusive
 // clear the monitor, so the store would fail at every try and its loop never end.
@@ -81,33 +58,33 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     if (!jump) return jump.error();
 
     Emitter e(spec.pad_address);
-    e.put(sub_sp_imm(kFrameBytes)); // first: below sp is anybody's (signal frames)
+    e.put(sub_imm(kSp, kSp, kFrameBytes)); // first: below sp is anybody's (signal frames)
     for (unsigned r = 0; r < 30; r += 2)
-        e.put(stp(r, r + 1, kBlockAt + r * 8));
-    e.put(str_x(30, kBlockAt + 30 * 8));
-    e.put(add_sp_imm(0, kFrameBytes)); // the thread's sp
-    e.put(str_x(0, kSpSlot));
+        e.put(stp(r, r + 1, kSp, kBlockAt + r * 8));
+    e.put(str_x(30, kSp, kBlockAt + 30 * 8));
+    e.put(add_imm(0, kSp, kFrameBytes)); // the thread's sp
+    e.put(str_x(0, kSp, kSpSlot));
     e.move_wide(0, spec.tracepoint_address);
-    e.put(str_x(0, kPcSlot));
+    e.put(str_x(0, kSp, kPcSlot));
     e.put(kMrsNzcvX0);
-    e.put(str_w(0, kCpsrSlot));
+    e.put(str_w(0, kSp, kCpsrSlot));
     const std::size_t return_slot_adr = e.size();
     e.put(0); // adr x0, <return>: patched below
-    e.put(str_x(0, kBlockAt - 8));
+    e.put(str_x(0, kSp, kBlockAt - 8));
     e.move_wide(0, spec.argument);
-    e.put(add_sp_imm(1, kBlockAt)); // block
-    e.put(add_sp_imm(2, kBlockAt)); // frame
-    e.put(add_sp_imm(3, kBlockAt)); // anchor
+    e.put(add_imm(1, kSp, kBlockAt)); // block
+    e.put(add_imm(2, kSp, kBlockAt)); // frame
+    e.put(add_imm(3, kSp, kBlockAt)); // anchor
     e.move_wide(16, spec.collector);
     e.put(kBlrX16);
     e.patch(return_slot_adr, adr(0, static_cast<std::int64_t>(e.size() - return_slot_adr)));
 
-    e.put(ldr_w(0, kCpsrSlot));
+    e.put(ldr_w(0, kSp, kCpsrSlot));
     e.put(kMsrNzcvX0);
     for (unsigned r = 0; r < 30; r += 2)
-        e.put(ldp(r, r + 1, kBlockAt + r * 8));
-    e.put(ldr_x(30, kBlockAt + 30 * 8));
-    e.put(add_sp_imm(kSp, kFrameBytes));
+        e.put(ldp(r, r + 1, kSp, kBlockAt + r * 8));
+    e.put(ldr_x(30, kSp, kBlockAt + 30 * 8));
+    e.put(add_imm(kSp, kSp, kFrameBytes));
 
     EmittedJumpPad pad;
     pad.relocated_offset = e.size();

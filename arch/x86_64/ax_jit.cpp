@@ -1,6 +1,7 @@
 #include "arch/x86_64/ax_jit.hpp"
 #include "arch/compiler_backend.hpp"
 #include "arch/x86_64/ax_jit_asm.hpp"
+#include "bytecode/constant_folding.hpp"
 #include "bytecode/semantics.hpp"
 #include <cstddef>
 #include <optional>
@@ -284,47 +285,7 @@ void Translator::binary(const Insn& insn) {
     const unsigned d = static_cast<unsigned>(vs_.size());
     const Slot a = vs_[d - 2], b = vs_[d - 1];
     if (a.is_const && b.is_const) {
-        std::uint64_t r = 0;
-        switch (insn.op) {
-        case Op::Add:
-            r = a.k + b.k;
-            break;
-        case Op::Sub:
-            r = a.k - b.k;
-            break;
-        case Op::Mul:
-            r = a.k * b.k;
-            break;
-        case Op::Lsh:
-            r = sem::lsh(a.k, b.k);
-            break;
-        case Op::RshSigned:
-            r = sem::rsh_signed(a.k, b.k);
-            break;
-        case Op::RshUnsigned:
-            r = sem::rsh_unsigned(a.k, b.k);
-            break;
-        case Op::BitAnd:
-            r = a.k & b.k;
-            break;
-        case Op::BitOr:
-            r = a.k | b.k;
-            break;
-        case Op::BitXor:
-            r = a.k ^ b.k;
-            break;
-        case Op::Equal:
-            r = a.k == b.k;
-            break;
-        case Op::LessSigned:
-            r = sem::less_signed(a.k, b.k);
-            break;
-        case Op::LessUnsigned:
-            r = a.k < b.k;
-            break;
-        default:
-            break;
-        }
+        const std::uint64_t r = bytecode::fold_binary(insn.op, a.k, b.k);
         vs_.pop_back();
         vs_.back() = Slot{true, r};
         return;
@@ -393,10 +354,7 @@ void Translator::divrem(const Insn& insn) {
         return;
     }
     if (a.is_const && b.is_const) {
-        const std::uint64_t r =
-            is_signed ? (is_rem ? sem::rem_signed(a.k, b.k) : sem::div_signed(a.k, b.k))
-                      : (is_rem ? a.k % b.k : a.k / b.k);
-        vs_.back() = Slot{true, r};
+        vs_.back() = Slot{true, bytecode::fold_divrem(insn.op, a.k, b.k)};
         return;
     }
     vs_.push_back(b); // keep indices valid for load_slot
