@@ -17,6 +17,9 @@ struct MappedRange {
     std::uint64_t offset = 0; // into the file
 };
 
+// One line of /proc/PID/maps (also the first line of each mapping in /proc/PID/smaps); nullopt
+// for any other line.
+std::optional<MappedRange> parse_maps_line(std::string_view line);
 // Every mapping of a /proc/PID/maps text, sorted by start.
 std::vector<MappedRange> parse_maps(std::string_view maps_text);
 
