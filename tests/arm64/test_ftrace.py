@@ -15,17 +15,13 @@ import re
 
 import pytest
 
+import shared
 from board import BoardFastTrace, BoardScenario
 from scenario import TO_MAIN, TO_THE_END, ftrace, trace_to, tracepoint_address
 
 pytestmark = pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
 
 PROGRAM = "ftrace_loop"
-
-
-def mix(v: int) -> int:
-    """ftrace_loop.c's mix() (v is never negative here)."""
-    return v ^ (v >> 3)
 
 
 @pytest.mark.parametrize("pie", [True, False], ids=["pie", "non_pie"])
@@ -69,65 +65,19 @@ def test_registers_and_globals(arm64, pie):
 
 
 def test_shared_library(arm64):
-    """ftrace in a function of a shared library (its pad within a B's reach of the library,
-    not of the executable); the program then runs to its end with the right sum."""
-    s = BoardFastTrace(arm64, "ftrace_shlib", "6", program=arm64.board.payload / "ftrace_shlib")
-    define = s.define(ftrace("lib_traced", "collect $regs", "collect lib_hits, lib_last"))
-    walk = s.walk("$x0", "lib_hits", "lib_last")
-    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 2", "tdump", walk, *TO_THE_END)
-    tp = tracepoint_address(r.of(define), 2, fast=True, source="ftrace_lib")
-    r.stopped_at(1, r"Breakpoint 3, finished \(")
-    assert r.status().collected == 6, r.status()
-    r.dumped(
-        2, 2,
-        r"^x0\s+0x14\s+20$",
-        rf"^pc\s+0x{tp:x}\s+0x{tp:x} <lib_traced\+\d+>$",
-        r"^lib_hits = 2$",
-        r"^lib_last = 10$",
+    shared.fast_shared_library(
+        BoardFastTrace(arm64, "ftrace_shlib", "6", program=arm64.board.payload / "ftrace_shlib"), shared.AARCH64
     )
-    expected = [(k, 2, 10 * k, k, 10 * (k - 1) if k else -1) for k in range(6)]
-    assert r.frames(walk) == expected, r.of(walk)
-    s.ends_as_natively(r.of("continue", 2))
 
 
 def test_condition_locals_and_memory(arm64):
-    """ftrace LINE if n % 3 == 0 (the condition interpreted in the program): only the
-    matching hits make frames, each with the locals, an array slice and a struct."""
-    s = BoardFastTrace(arm64, PROGRAM, "10")
-    define = s.define(
-        ftrace(f"{s.at('traced_late')} if n % 3 == 0", "collect $locals, n", "collect bytes[4]@8, current")
-    )
-    walk = s.walk("n", "squared", "product", "current.id", "current.square", "bytes[4]", "bytes[11]")
-    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 1", "print bytes[3]", walk, *TO_THE_END)
-    assert r.status().collected == 4, r.status()
-    assert r.value("print bytes[3]") == "<unavailable>"
-    expected = [
-        (k, 2, n, n * n, mix(3 * n * n), n, n * n, (n * 16 + 4) & 0xFF, (n * 16 + 11) & 0xFF)
-        for k, n in enumerate((0, 3, 6, 9))
-    ]
-    assert r.frames(walk) == expected, r.of(walk)
-    s.ends_as_natively(r.of("continue", 2))
+    """The condition interpreted or compiled in the program (test_condition_runs_as_native_arm64_code
+    checks which)."""
+    shared.fast_condition_locals_and_memory(BoardFastTrace(arm64, PROGRAM, "10"))
 
 
 def test_four_threads(arm64):
-    """Four threads hit one fast tracepoint together, 50 times each: every hit is a frame
-    holding its own thread's arguments and locals, numbered in collection order."""
-    threads, rounds = 4, 50
-    s = BoardFastTrace(arm64, "ftrace_threads")
-    define = s.define(ftrace("work", "collect $x0, $x1, id, round"))
-    walk = s.walk("id", "round", "$x0", "$x1")
-    r = s.gdb(
-        *TO_MAIN, define, "set trace-buffer-size 4194304", "set circular-trace-buffer off",
-        *trace_to("all_done"), walk, *TO_THE_END,
-    )
-    r.stopped_at(1, r"Breakpoint 3, all_done \(\)")
-    r.trace_stopped("by a tstop command", threads * rounds)
-    rows = r.frames(walk)
-    assert [row[0] for row in rows] == list(range(threads * rounds)), r.of(walk)
-    assert all(row[2:4] == row[4:6] for row in rows), [row for row in rows if row[2:4] != row[4:6]]
-    for tid in range(threads):
-        assert [rnd for _, _, t, rnd, _, _ in rows if t == tid] == list(range(rounds)), (tid, rows)
-    s.ends_as_natively(r.of("continue", 2))
+    shared.fast_four_threads(BoardFastTrace(arm64, "ftrace_threads"), shared.AARCH64)
 
 
 def test_function_entry_min_length_and_the_jump_hidden(arm64):

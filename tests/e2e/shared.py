@@ -46,6 +46,8 @@ class Arch:
     instruction_size: int | None = None
     # A data trap may stop mid-line (gdb then prints "0xADDR LINE ...").
     mid_line_traps: bool = False
+    # The registers of a function's first two integer arguments.
+    argument_registers: tuple[str, str] = ("rdi", "rsi")
 
     def arguments(self, iteration: int) -> list[str]:
         """tdump's lines for record_hit(ITERATION, 3)'s argument registers."""
@@ -59,6 +61,7 @@ AARCH64 = Arch(
     after_pc=(r"^cpsr\s+0x[0-9a-f]+\s+\[ ",),
     instruction_size=4,
     mid_line_traps=True,
+    argument_registers=("x0", "x1"),
 )
 
 PROGRAM = "traced"
@@ -547,4 +550,102 @@ def step_over_in_place(s: Scenario, arch: Arch, threads: int = 1, debug_says: bo
     if debug_says:
         s.server.wait_for(r"trap tracepoint at 0x[0-9a-f]+: .*; stepping over it in place")
     s.server.wait_for(rf"^hits={hits} total=\d+ sum=\d+ right$")
+    return r
+
+
+# --------------------------------------------------------------------------- fast tracepoints
+# The scenario is a FastTrace (tests/e2e) or BoardFastTrace (tests/arm64): the in-process agent
+# preloaded. ftrace_loop.c's traced(i, 3) and leaf(i); ftrace_threads.c's work(id, round) in four
+# threads; ftrace_shlib.c calling lib_traced(10 * i) in libftrace_lib.so.
+
+
+def ftrace_mix(v: int) -> int:
+    """ftrace_loop.c's mix() (v is never negative here)."""
+    return v ^ (v >> 3)
+
+
+def fast_shared_library(s: Scenario, arch: Arch) -> Result:
+    """ftrace in a function of a shared library the program is linked against (its pad within
+    reach of the library, not of the executable); the program then runs to its end with the
+    right sum."""
+    first = arch.argument_registers[0]
+    define = s.define(ftrace("lib_traced", "collect $regs", "collect lib_hits, lib_last"))
+    walk = s.walk(f"${first}", "lib_hits", "lib_last")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 2", "tdump", walk, "tfind none", "delete", "continue")
+    tp = tracepoint_address(r.of(define), 2, fast=True, source="ftrace_lib")
+    r.stopped_at(1, r"Breakpoint 3, finished \(")
+    assert r.status().collected == 6, r.status()
+    r.dumped(
+        2, 2,
+        rf"^{first}\s+0x14\s+20$",
+        rf"^{arch.pc}\s+0x{tp:x}\s+0x{tp:x} <lib_traced\+\d+>$",
+        r"^lib_hits = 2$",
+        r"^lib_last = 10$",
+    )
+    # Frame k: lib_traced(10 * k), after lib_traced(10 * (k - 1)).
+    expected = [(k, 2, 10 * k, k, 10 * (k - 1) if k else -1) for k in range(6)]
+    assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+    return r
+
+
+def fast_condition_locals_and_memory(s: Scenario) -> Result:
+    """ftrace_loop.c 10, ftrace LINE if n % 3 == 0: only the matching hits make frames, each
+    with the locals, an array slice and a struct as traced(n) left them at that line."""
+    define = s.define(
+        ftrace(f"{s.at('traced_late')} if n % 3 == 0", "collect $locals, n", "collect bytes[4]@8, current")
+    )
+    walk = s.walk("n", "squared", "product", "current.id", "current.square", "bytes[4]", "bytes[11]")
+    r = s.gdb(
+        *TO_MAIN, define, *trace_to("finished"), "info tracepoints 2",
+        "tfind 1", "tdump", "print bytes[3]", "print bytes[12]", walk, "tfind none", "delete", "continue",
+    )
+    assert_in_order(
+        r.of("info tracepoints 2"),
+        r"^2\s+fast tracepoint\s+keep y\s+0x[0-9a-f]+ in traced at .*ftrace_loop\.c:\d+$",
+        r"^\s+trace only if n % 3 == 0$",
+    )
+    assert r.status().collected == 4, r.status()
+    r.dumped(
+        2, 1,
+        r"^squared = 9$",
+        rf"^product = {ftrace_mix(27)}$",
+        r"^n = 3$",
+        r'^bytes\[4\]@8 = "456789:;"$',
+        r'^current = \{id = 3, square = 9, tag = "ftrace\\000"\}$',
+    )
+    # Only bytes[4..11] were collected.
+    assert r.value("print bytes[3]") == "<unavailable>"
+    assert r.value("print bytes[12]") == "<unavailable>"
+    expected = [
+        (k, 2, n, n * n, ftrace_mix(3 * n * n), n, n * n, (n * 16 + 4) & 0xFF, (n * 16 + 11) & 0xFF)
+        for k, n in enumerate((0, 3, 6, 9))
+    ]
+    assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+    return r
+
+
+def fast_four_threads(s: Scenario, arch: Arch) -> Result:
+    """ftrace_threads.c: four threads hit one fast tracepoint together, 50 times each: every
+    hit is a frame holding its own thread's arguments, registers and locals, numbered in
+    collection order."""
+    threads, rounds = 4, 50
+    first, second = arch.argument_registers
+    define = s.define(ftrace("work", f"collect ${first}, ${second}, id, round"))
+    walk = s.walk("id", "round", f"${first}", f"${second}")
+    r = s.gdb(
+        *TO_MAIN, define, "set trace-buffer-size 4194304", "set circular-trace-buffer off",
+        *trace_to("all_done"), walk, "tfind none", "delete", "continue",
+    )
+    r.stopped_at(1, r"Breakpoint 3, all_done \(\)")
+    r.trace_stopped("by a tstop command", threads * rounds)
+    rows = r.frames(walk)
+    assert [row[0] for row in rows] == list(range(threads * rounds)), r.of(walk)
+    # The registers are the hitting thread's: the two arguments are work()'s id and round.
+    assert all(row[2:4] == row[4:6] for row in rows), [row for row in rows if row[2:4] != row[4:6]]
+    # Each thread's rounds appear once each, in order (a thread's own hits are in order).
+    for tid in range(threads):
+        assert [rnd for _, _, t, rnd, _, _ in rows if t == tid] == list(range(rounds)), (tid, rows)
+    s.ends_as_natively(r.of("continue", 2))
     return r

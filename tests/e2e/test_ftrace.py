@@ -16,6 +16,7 @@ import re
 
 import pytest
 
+import shared
 from harness import assert_in_order, hex_value
 from scenario import (
     TO_MAIN,
@@ -31,11 +32,6 @@ from scenario import (
 )
 
 PROGRAM = "ftrace_loop"
-
-
-def mix(v: int) -> int:
-    """ftrace_loop.c's mix() (v is never negative here)."""
-    return v ^ (v >> 3)
 
 
 # --------------------------------------------------------------------------- registers and globals
@@ -88,65 +84,14 @@ def test_registers_and_globals_pie(e2e):
 
 @pytest.mark.tpagent_only("gdbserver's jump pads are too far from shared libraries")
 def test_shared_library(e2e):
-    """ftrace in a function of a shared library the program is linked against; the
-    program then runs to its end with the right sum."""
-    s = FastTrace(e2e, "ftrace_shlib", "6", program=e2e.programs.with_library())
-    define = s.define(ftrace("lib_traced", "collect $regs", "collect lib_hits, lib_last"))
-    walk = s.walk("$rdi", "lib_hits", "lib_last")
-    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 2", "tdump", walk, *TO_THE_END)
-    tp = tracepoint_address(r.of(define), 2, fast=True, source="ftrace_lib")
-    r.stopped_at(1, r"Breakpoint 3, finished \(")
-    assert r.status().collected == 6, r.status()
-    r.dumped(
-        2, 2,
-        r"^rdi\s+0x14\s+20$",
-        rf"^rip\s+0x{tp:x}\s+0x{tp:x} <lib_traced\+\d+>$",
-        r"^lib_hits = 2$",
-        r"^lib_last = 10$",
-    )
-    # Frame k: lib_traced(10 * k), after lib_traced(10 * (k - 1)).
-    expected = [(k, 2, 10 * k, k, 10 * (k - 1) if k else -1) for k in range(6)]
-    assert r.frames(walk) == expected, r.of(walk)
-    s.ends_as_natively(r.of("continue", 2))
+    shared.fast_shared_library(FastTrace(e2e, "ftrace_shlib", "6", program=e2e.programs.with_library()), shared.X86_64)
 
 
 # --------------------------------------------------------------------------- what is collected, when
 
 
 def test_condition_locals_and_memory(e2e):
-    """ftrace LINE if n % 3 == 0: only the matching hits make frames, each with the
-    locals, an array slice and a struct as traced(n) left them at that line."""
-    s = FastTrace(e2e, PROGRAM, "10")
-    define = s.define(
-        ftrace(f"{s.at('traced_late')} if n % 3 == 0", "collect $locals, n", "collect bytes[4]@8, current")
-    )
-    walk = s.walk("n", "squared", "product", "current.id", "current.square", "bytes[4]", "bytes[11]")
-    r = s.gdb(
-        *TO_MAIN, define, *trace_to("finished"), "info tracepoints 2",
-        "tfind 1", "tdump", "print bytes[3]", "print bytes[12]", walk,
-    )
-    assert_in_order(
-        r.of("info tracepoints 2"),
-        r"^2\s+fast tracepoint\s+keep y\s+0x[0-9a-f]+ in traced at .*ftrace_loop\.c:\d+$",
-        r"^\s+trace only if n % 3 == 0$",
-    )
-    assert r.status().collected == 4, r.status()
-    r.dumped(
-        2, 1,
-        r"^squared = 9$",
-        rf"^product = {mix(27)}$",
-        r"^n = 3$",
-        r'^bytes\[4\]@8 = "456789:;"$',
-        r'^current = \{id = 3, square = 9, tag = "ftrace\\000"\}$',
-    )
-    # Only bytes[4..11] were collected.
-    assert r.value("print bytes[3]") == "<unavailable>"
-    assert r.value("print bytes[12]") == "<unavailable>"
-    expected = [
-        (k, 2, n, n * n, mix(3 * n * n), n, n * n, (n * 16 + 4) & 0xFF, (n * 16 + 11) & 0xFF)
-        for k, n in enumerate((0, 3, 6, 9))
-    ]
-    assert r.frames(walk) == expected, r.of(walk)
+    shared.fast_condition_locals_and_memory(FastTrace(e2e, PROGRAM, "10"))
 
 
 @pytest.mark.tpagent_only("gdbserver's in-process agent leaves trace state variables at their initial values")
@@ -204,25 +149,7 @@ def test_leaf_function_red_zone(e2e):
 
 
 def test_four_threads(e2e):
-    """Four threads hit one fast tracepoint together, 50 times each: every hit is a frame
-    holding its own thread's arguments, registers and locals."""
-    threads, rounds = 4, 50
-    s = FastTrace(e2e, "ftrace_threads")
-    define = s.define(ftrace("work", "collect $rdi, $rsi, id, round"))
-    walk = s.walk("id", "round", "$rdi", "$rsi")
-    r = s.gdb(
-        *TO_MAIN, define, "set trace-buffer-size 4194304", "set circular-trace-buffer off",
-        *trace_to("all_done"), walk,
-    )
-    r.stopped_at(1, r"Breakpoint 3, all_done \(\)")
-    r.trace_stopped("by a tstop command", threads * rounds)
-    rows = r.frames(walk)
-    assert [row[0] for row in rows] == list(range(threads * rounds)), r.of(walk)
-    # The registers are the hitting thread's: rdi, rsi are work()'s arguments id, round.
-    assert all(row[2:4] == row[4:6] for row in rows), [row for row in rows if row[2:4] != row[4:6]]
-    # Each thread's rounds appear once each, in order (a thread's own hits are in order).
-    for tid in range(threads):
-        assert [rnd for _, _, t, rnd, _, _ in rows if t == tid] == list(range(rounds)), (tid, rows)
+    shared.fast_four_threads(FastTrace(e2e, "ftrace_threads"), shared.X86_64)
 
 
 # --------------------------------------------------------------------------- the program's code afterwards
@@ -293,7 +220,7 @@ def check_view(r) -> None:
         1, 3,
         r"^rip\s+0x[0-9a-f]+\s+0x[0-9a-f]+ <traced\+\d+>$",
         r"^squared = 9$",
-        rf"^product = {mix(27)}$",
+        rf"^product = {shared.ftrace_mix(27)}$",
         r"^n = 3$",
         r'^current = \{id = 3, square = 9, tag = "ftrace\\000"\}$',
         r'^bytes = "0123456789:;<=>\?"$',
