@@ -48,7 +48,8 @@ struct JumpPadRequest {
     std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
     FastPadOptions options;
     // The code is in a branch-target-guarded mapping (arm64 BTI): a landing pad there must
-    // stay (an indirect branch onto the jump would fault).
+    // stay (an indirect branch onto the jump would fault). Looked up only for code that
+    // starts with a landing pad (Architecture::branch_target_landing_pad).
     bool branch_target_guarded = false;
 };
 struct EmittedJumpPad {
@@ -138,6 +139,9 @@ class Architecture {
     };
     virtual FastBlockCompletion fast_block_completion() const { return {}; }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
+    // Whether `code` starts with an instruction indirect branches may have to land on where
+    // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.
+    virtual bool branch_target_landing_pad(std::span<const std::uint8_t>) const { return false; }
     // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the
     // jump at `from` back to `to`, and the absolute addresses the pc-relative operands of the
     // whole instructions in `code` (at `address`) reach, in order (branch targets, pc-relative

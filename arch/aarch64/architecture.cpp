@@ -102,6 +102,13 @@ Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& 
     spec.branch_target_guarded = request.branch_target_guarded;
     return aarch64::emit_jump_pad(spec);
 }
+bool Aarch64Architecture::branch_target_landing_pad(std::span<const std::uint8_t> code) const {
+    std::uint32_t insn = 0;
+    if (code.size() < 4) return false;
+    std::memcpy(&insn, code.data(), 4);
+    return aarch64::landing_pad(insn);
+}
+
 Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,
                                                                        std::uint64_t to) const {
     auto b = encode_branch(from, to);

@@ -43,6 +43,7 @@ class Aarch64Architecture final : public Architecture {
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
+    bool branch_target_landing_pad(std::span<const std::uint8_t> code) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;
     bool gdb_relocates_instructions() const override { return false; }

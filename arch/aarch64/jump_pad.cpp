@@ -30,12 +30,11 @@ bool store_exclusive(std::uint32_t insn) {
     return (insn & 0x3fc00000) == 0x08000000;
 }
 
-// BTI (any of its forms) and PACIASP/PACIBSP, which BTI also accepts as landing pads.
+} // namespace
+
 bool landing_pad(std::uint32_t insn) {
     return (insn & 0xffffff3f) == 0xd503241f || insn == 0xd503233f || insn == 0xd503237f;
 }
-
-} // namespace
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     if (spec.original_code.size() < 4 || spec.tracepoint_address % 4 != 0)

@@ -47,4 +47,7 @@ struct JumpPadSpec {
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);
 
+// BTI (any of its forms) and PACIASP/PACIBSP, which BTI also accepts as landing pads.
+bool landing_pad(std::uint32_t insn);
+
 } // namespace tpagent::arch::aarch64

@@ -91,7 +91,9 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
     request.argument = call.argument;
     request.original_code = out.code;
     request.options = call.options;
-    request.branch_target_guarded = branch_target_guarded(pid_, addr);
+    // smaps is read only where it can matter: a landing pad (never on x86-64).
+    request.branch_target_guarded =
+        arch_.branch_target_landing_pad(out.code) && branch_target_guarded(pid_, addr);
     // Emit once at a provisional address for the size, then for the real pad.
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);
