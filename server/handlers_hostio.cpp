@@ -7,13 +7,12 @@
 #include "protocol/hex.hpp"
 #include "protocol/requests.hpp"
 #include "server/server.hpp"
+#include "base/openat2.hpp"
 #include <cerrno>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -142,11 +141,7 @@ class ConfinedRoot {
     }
     int at(const std::string& rel, int flags, mode_t mode) const {
         if (fd_ < 0) return -1; // errno from the constructor's open
-        open_how how{};
-        how.flags = static_cast<std::uint64_t>(flags);
-        how.mode = (flags & O_CREAT) ? mode : 0;
-        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        return static_cast<int>(syscall(SYS_openat2, fd_, rel.c_str(), &how, sizeof how));
+        return openat2_fd(fd_, rel.c_str(), flags, mode, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
     }
     int fd_ = -1;
 };

@@ -1,11 +1,10 @@
 #include "tracing/trace_file_writer.hpp"
 #include "tracing/trace_experiment.hpp"
+#include "base/openat2.hpp"
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <random>
-#include <sys/syscall.h>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -100,10 +99,8 @@ Status open_destination(const std::string& path, const std::optional<std::string
     const fs::path rel =
         file.parent_path().lexically_relative(fs::path(*confine_to).lexically_normal());
     const std::string sub = rel.empty() ? "." : rel.string();
-    open_how how{};
-    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    d.dir = static_cast<int>(syscall(SYS_openat2, top, sub.c_str(), &how, sizeof how));
+    d.dir = openat2_fd(top, sub.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                       RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
     const int error = errno;
     close(top);
     if (d.dir >= 0) return ok_status();
