@@ -31,6 +31,10 @@ Options:
   --compare-only      don't run anything: compare the results saved in the results folder
   -h, --help          this message
 
+A test that passes with gdbserver but not with tpagent is run again against tpagent, and if it
+keeps failing, against gdbserver in tpagent's folder: one that fails there too is racy, not a
+regression (TPAGENT_GDBSUITE_RETRIES: how many times each, default 4).
+
 Exit status: 0 when both stubs have results for every board and nothing that passes with
 gdbserver fails with tpagent; 1 otherwise; 2 on a usage or setup error.
 Needs the Debian packages gdb, gdb-source, dejagnu and gdbserver (scripts/setup.sh).
@@ -181,8 +185,8 @@ log_timeouts() {  # log_timeouts GDB.LOG
     }' "$1"
 }
 
-run_one() {  # run_one STUB BOARD
-  local s="$1" board="$2" dir="$results/$1-$2" bin ipa obj rc=0
+run_one() {  # run_one STUB BOARD [FOLDER]: FOLDER defaults to <results>/STUB-BOARD
+  local s="$1" board="$2" dir="${3:-$results/$1-$2}" bin ipa obj rc=0
   bin="$(stub_binary "$s")"
   ipa="$(stub_ipa "$s")"
   # The testsuite's build folder: programs the ftrace tests build link
@@ -228,8 +232,8 @@ tsv_of() {  # tsv_of STUB BOARD: the run's results, normalized (empty when it ne
 
 # Prints the table, totals and regressions of one board; returns 1 when there are regressions or
 # a stub has no results.
-compare_board() {  # compare_board BOARD
-  local board="$1" tp gs
+compare_board() {  # compare_board BOARD [REGRESSIONS-FILE]: that file gets ".exp <TAB> name" lines
+  local board="$1" regout="${2:-/dev/null}" racy="$results/tpagent-$1/racy.tsv" tp gs
   tp="$(mktemp)"
   gs="$(mktemp)"
   tsv_of tpagent "$board" >"$tp"
@@ -245,8 +249,12 @@ compare_board() {  # compare_board BOARD
     fi
   done
   local status=0
-  awk -F'\t' -v tpf="$tp" '
-    BEGIN { nstat = split("PASS FAIL XFAIL KFAIL XPASS KPASS UNRESOLVED UNTESTED UNSUPPORTED ERROR DUPLICATE PATH", stats, " ") }
+  [ -f "$racy" ] || racy=/dev/null
+  awk -F'\t' -v tpf="$tp" -v regout="$regout" -v racyf="$racy" '
+    BEGIN {
+      nstat = split("PASS FAIL XFAIL KFAIL XPASS KPASS UNRESOLVED UNTESTED UNSUPPORTED ERROR DUPLICATE PATH", stats, " ")
+      while ((getline line < racyf) > 0) { split(line, f, "\t"); isracy[f[1] SUBSEP f[2]] = 1 }
+    }
     { side = (FILENAME == tpf) ? "tp" : "gs"; file = $1; st = $2; name = $3
       if (!(file in seen)) { seen[file] = 1; order[++nexp] = file }
       have[side] = 1
@@ -286,18 +294,28 @@ compare_board() {  # compare_board BOARD
           printf "  %-38s %10d %10d\n", stats[j], total["tp", stats[j]], total["gs", stats[j]]
       if (!have["tp"] || !have["gs"]) { print "\nno comparison: a stub has no results for this board"; exit 1 }
       # A name can repeat within an .exp: a regression is a name with fewer passes with tpagent.
-      nreg = 0
+      nreg = 0; nracy = 0
       for (i = 1; i <= nname; i++) {
         key = names[i]
-        if (passes["gs", key] + 0 > passes["tp", key] + 0) reg[++nreg] = key
+        if (passes["gs", key] + 0 <= passes["tp", key] + 0) continue
+        if (key in isracy) racylist[++nracy] = key
+        else reg[++nreg] = key
       }
       printf "\nregressions (PASS with gdbserver, not with tpagent): %d\n", nreg
       cur = ""
       for (i = 1; i <= nreg; i++) {
         split(reg[i], part, SUBSEP)
+        print part[1] "\t" part[2] > regout
         if (part[1] != cur) { cur = part[1]; print "  " cur }
         got = last["tp", reg[i]]; if (got == "") got = "missing"
         printf "    %s  [tpagent: %s]\n", part[2], got
+      }
+      if (nracy) {
+        printf "\nracy: %d (failed with tpagent every time, and with gdbserver too when run in tpagent'"'"'s folder)\n", nracy
+        for (i = 1; i <= nracy; i++) {
+          split(racylist[i], part, SUBSEP)
+          printf "  %s\n", part[2]
+        }
       }
       exit nreg ? 1 : 0
     }' "$tp" "$gs" || status=1
@@ -318,34 +336,104 @@ if [ -z "$compare_only" ]; then
   done
 fi
 
-# A regression may be a race in the test itself (gdb's MI tests match output chunks as expect
-# reads them, and a faster stub changes the chunking): each .exp with regressions runs once more
-# against tpagent, and its results replace the first run's. The first run is kept in
-# gdb.sum.first-run, and the .exp files that passed the second time are listed as flaky.
-retry_regressions() {  # retry_regressions BOARD
-  local board="$1" dir="$results/tpagent-$1" exps
-  # (compare_board fails when there are regressions: that is the case here)
-  exps=$( (compare_board "$board" 2>/dev/null || true) | awk '/^regressions/ { on = 1; next } on && /^  [^ ]/ { print $1 }')
-  [ -n "$exps" ] || return 0
-  local saved=("${tests[@]}")
-  # shellcheck disable=SC2206
-  tests=($exps)
-  cp "$dir/gdb.sum" "$dir/gdb.sum.first-run"
-  cp "$dir/gdb.log" "$dir/gdb.log.first-run"
-  echo "gdb-testsuite: running again against tpagent, for their regressions: ${tests[*]}"
-  run_one tpagent "$board"
-  local again="$dir/gdb.sum"
-  mv "$again" "$dir/gdb.sum.retry"
-  # The first run's lines for every other .exp, then the second run's.
+# A regression may be a race in the test itself: gdb's MI tests match output chunks as expect
+# reads them, so how the output of two commands is split (which depends on timing, and even on
+# the length of the folder names) decides some results, with either stub. Each .exp with
+# regressions runs again against tpagent, up to $retries times, until its regressions are gone;
+# the latest run's results replace the earlier ones (the first run stays in gdb.sum.first-run).
+# A test that still fails then runs against gdbserver in tpagent's own folder (the same paths and
+# programs), up to $retries times: if gdbserver fails it there too, the test is listed as racy
+# (in <results>/tpagent-BOARD/racy.tsv) and not as a regression.
+retries="${TPAGENT_GDBSUITE_RETRIES:-4}"
+
+regression_exps() {  # regression_exps BOARD: the .exp files with regressions
+  local names
+  names="$(mktemp)"
+  (compare_board "$1" "$names" >/dev/null 2>&1 || true)
+  cut -f1 "$names" | sort -u
+  rm -f "$names"
+}
+
+# Replaces, in DIR's gdb.sum, the results of the .exp files EXPS with those of the run in NEW.
+merge_sum() {  # merge_sum DIR NEW-SUM EXPS
+  local dir="$1" new="$2" exps="$3"
   awk -v retried="$exps" '
     BEGIN { n = split(retried, r, " "); for (i = 1; i <= n; i++) skip[r[i]] = 1 }
     match($0, /^[A-Z]+: [^ :]+\.exp/) { split(substr($0, RSTART, RLENGTH), f, ": "); if (f[2] in skip) next }
-    { print }' "$dir/gdb.sum.first-run" >"$again"
-  grep -E '^(Running .*\.exp \.\.\.$|[A-Z]+: )' "$dir/gdb.sum.retry" >>"$again" || true
-  mv "$dir/gdb.log" "$dir/gdb.log.retry"
-  cat "$dir/gdb.log.first-run" "$dir/gdb.log.retry" >"$dir/gdb.log"
+    { print }' "$dir/gdb.sum" >"$dir/gdb.sum.merged"
+  grep -E '^(Running .*\.exp \.\.\.$|[A-Z]+: )' "$new" >>"$dir/gdb.sum.merged" || true
+  mv "$dir/gdb.sum.merged" "$dir/gdb.sum"
+}
+
+retry_regressions() {  # retry_regressions BOARD
+  local board="$1" dir="$results/tpagent-$1" exps attempt
+  rm -f "$dir/racy.tsv"
+  exps="$(regression_exps "$board" | tr '\n' ' ')"
+  [ -n "${exps// /}" ] || return 0
+  local saved=("${tests[@]}") first="$exps"
+  cp "$dir/gdb.sum" "$dir/gdb.sum.first-run"
+  cp "$dir/gdb.log" "$dir/gdb.log.first-run"
+  local sum="$dir/gdb.sum.kept" log="$dir/gdb.log.kept"
+  for ((attempt = 1; attempt <= retries; attempt++)); do
+    # shellcheck disable=SC2206
+    tests=($exps)
+    echo "gdb-testsuite: running again against tpagent ($attempt of $retries), for their regressions: $exps"
+    mv "$dir/gdb.sum" "$sum"
+    mv "$dir/gdb.log" "$log"
+    run_one tpagent "$board"
+    mv "$dir/gdb.sum" "$dir/gdb.sum.retry"
+    mv "$sum" "$dir/gdb.sum"
+    merge_sum "$dir" "$dir/gdb.sum.retry" "$exps"
+    cat "$dir/gdb.log" >>"$log"
+    mv "$log" "$dir/gdb.log"
+    exps="$(regression_exps "$board" | tr '\n' ' ')"
+    [ -n "${exps// /}" ] || break
+  done
+  flaky_note+=$'\n'"  $board: ran again $((attempt > retries ? retries : attempt)) time(s): $first"
+  if [ -n "${exps// /}" ]; then
+    check_racy "$board" "$exps"
+  fi
   tests=("${saved[@]}")
-  flaky_note+=$'\n'"  $board: ran again: $exps"
+}
+
+# The tests still failing with tpagent, run against gdbserver in tpagent's folder: those that
+# fail with gdbserver there too go to racy.tsv.
+check_racy() {  # check_racy BOARD EXPS
+  local board="$1" dir="$results/tpagent-$1" exps="$2" attempt left racy
+  [[ " ${stubs[*]} " == *" gdbserver "* ]] || return 0
+  left="$(mktemp)"
+  racy="$dir/racy.tsv"
+  : >"$racy"
+  (compare_board "$board" "$left" >/dev/null 2>&1 || true)
+  mkdir -p "$dir/kept"
+  for ((attempt = 1; attempt <= retries; attempt++)); do
+    # shellcheck disable=SC2206
+    tests=($exps)
+    echo "gdb-testsuite: is it the test? gdbserver in tpagent's folder ($attempt of $retries): $exps"
+    mv "$dir/gdb.sum" "$dir/gdb.log" "$dir/run.info" "$dir/kept/"
+    run_one gdbserver "$board" "$dir"
+    mv "$dir/gdb.sum" "$dir/gdb.sum.gdbserver-$attempt"
+    mv "$dir/gdb.log" "$dir/gdb.log.gdbserver-$attempt"
+    mv "$dir/run.info" "$dir/run.info.gdbserver-$attempt"
+    mv "$dir/kept/gdb.sum" "$dir/kept/gdb.log" "$dir/kept/run.info" "$dir/"
+    # A name gdbserver does not pass there, as often as it repeats, is racy.
+    normalize_sum "$dir/gdb.sum.gdbserver-$attempt" >"$left.gs"
+    awk -F'\t' '
+      FILENAME == ARGV[1] { want[$1 SUBSEP $2] = 1; next }
+      $2 == "PASS" { pass[$1 SUBSEP $3] = 1 }
+      END { for (k in want) if (!(k in pass)) { split(k, p, SUBSEP); print p[1] "\t" p[2] } }
+    ' "$left" "$left.gs" >>"$racy"
+    rm -f "$left.gs"
+    sort -u -o "$racy" "$racy"
+    # Left: what gdbserver has passed every time so far.
+    awk -F'\t' 'FILENAME == ARGV[1] { r[$1 SUBSEP $2] = 1; next } !(($1 SUBSEP $2) in r)' "$racy" "$left" >"$left.new"
+    mv "$left.new" "$left"
+    [ -s "$left" ] || break
+    exps="$(cut -f1 "$left" | sort -u | tr '\n' ' ')"
+  done
+  rmdir "$dir/kept" 2>/dev/null || true
+  rm -f "$left"
+  [ -s "$racy" ] || rm -f "$racy"
 }
 
 flaky_note=""
@@ -356,8 +444,8 @@ for board in "${boards[@]}"; do
 done
 if [ -n "$flaky_note" ]; then
   echo
-  echo "run a second time against tpagent (their first run is in gdb.sum.first-run; the"
-  echo "regressions above, if any, failed both times):$flaky_note"
+  echo "run again against tpagent (their first run is in gdb.sum.first-run; the regressions"
+  echo "above, if any, failed every time):$flaky_note"
 fi
 timeouts_note() {
   local board s
