@@ -12,6 +12,9 @@ extern void* g_region;
 // mapping, but its frames would not belong to the trace.
 extern bool g_forked;
 
+// Takes over SIGTRAP for breakpoints tpagent leaves behind when it dies (orphan_traps.cpp).
+void catch_orphan_traps();
+
 // Copies len bytes of the program's memory at addr into dst without ever faulting; returns
 // how many leading bytes could be read.
 std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);

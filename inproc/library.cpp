@@ -55,6 +55,7 @@ __attribute__((constructor)) void load() {
     h->copy_end = reinterpret_cast<std::uint64_t>(tpagent_copy_end);
     h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
     pthread_atfork(nullptr, nullptr, on_fork_child);
+    catch_orphan_traps();
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
     g_region = region;
 }

@@ -14,7 +14,7 @@ ALLOWED = {
     "trace": {"base", "protocol", "bytecode"},
     "target": {"base", "protocol", "arch"},
     # the library loaded into programs: its ABI, the interpreter, the frame format and clock
-    "inproc": {"bytecode", "trace/frame_format.hpp", "arch/frame_clock.hpp"},
+    "inproc": {"bytecode", "trace/frame_format.hpp", "arch/frame_clock.hpp", "arch/inproc_trap.hpp"},
     "tracing": {"base", "protocol", "bytecode", "arch", "trace", "target", "inproc"},
     "server": {"base", "protocol", "bytecode", "arch", "trace", "target", "tracing"},
     "tools": {"base", "protocol", "bytecode", "trace"},

@@ -2,6 +2,7 @@
 #include "base/asio.hpp"
 #include "server/options.hpp"
 #include "server/server.hpp"
+#include "target/linux/code_guard.hpp"
 #include <csignal>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -28,6 +29,9 @@ int main(int argc, char** argv) {
     spdlog::set_level(opts->debug ? spdlog::level::debug : spdlog::level::warn);
     // A vanished gdb must show up as a write error, not kill us.
     std::signal(SIGPIPE, SIG_IGN);
+    // Before any program is started or attached: if tpagent is killed, the programs it traced
+    // get their code back.
+    code_guard::start();
 
     try {
         boost::asio::io_context io;

@@ -1,4 +1,5 @@
 #include "target/linux/inferior.hpp"
+#include "target/linux/code_guard.hpp"
 #include "target/linux/child_events.hpp"
 #include "target/linux/sdt_markers.hpp"
 #include "base/proc_files.hpp"
@@ -23,8 +24,13 @@ Error sys_error(const std::string& what) {
 }
 
 // Forks are traced only to clean the child's copy of the code and let it go.
-constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL |
-                                PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE;
+// A program tpagent started dies with it: through the code guard's watchdog when it runs
+// (which keeps a traced program alive instead), else by PTRACE_O_EXITKILL.
+constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
+                                PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE;
+long launch_ptrace_options() {
+    return kPtraceOptions | (code_guard::running() ? 0 : PTRACE_O_EXITKILL);
+}
 
 std::vector<pid_t> list_tasks(pid_t pid) {
     std::vector<pid_t> out;
@@ -61,13 +67,43 @@ Inferior::Inferior(pid_t pid, bool attached)
             return s;
         },
         [this](std::uint64_t a, std::span<const std::uint8_t> d) { return raw_write(a, d); });
+    breakpoints_->on_change([this] { publish_code_patches(); });
 }
 
 Inferior::~Inferior() {
+    code_guard::forget(pid_);
     if (mem_fd_ >= 0) close(mem_fd_);
 }
 
+// What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
+// on a fast tracepoint's jump saved a byte of the jump, whose own saved bytes are the program's.
+void Inferior::publish_code_patches() const {
+    if (!alive_) return;
+    std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
+    for (const auto& [addr, site] : fast_sites_)
+        for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)
+            bytes[addr + i] = {site.original[i], site.patch[i]};
+    const auto insn = arch_.breakpoint_instruction();
+    breakpoints_->for_each_site(
+        [&](std::uint64_t addr, std::span<const std::uint8_t> original, bool in_memory) {
+            for (std::size_t i = 0; i < original.size() && i < insn.size(); ++i) {
+                auto it = bytes.try_emplace(addr + i, original[i], original[i]).first;
+                it->second.second = in_memory ? insn[i] : original[i];
+            }
+        });
+    std::vector<CodePatch> patches;
+    for (const auto& [addr, pair] : bytes) {
+        if (patches.empty() || patches.back().addr + patches.back().clean.size() != addr)
+            patches.push_back({addr, {}, {}});
+        patches.back().clean.push_back(pair.first);
+        patches.back().current.push_back(pair.second);
+    }
+    // A program tpagent started dies with it, as gdbserver's do, unless a trace runs in it.
+    code_guard::publish(pid_, patches, !attached_ && sites_.empty() && fast_sites_.empty());
+}
+
 Status Inferior::finish_setup() {
+    publish_code_patches();
     reopen_memory();
     executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
     return ok_status();
@@ -140,7 +176,8 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     }
     if (!wait_for_stop(child, status))
         return make_error(ErrorCode::SystemError, "program exited during start-up");
-    if (ptrace(PTRACE_SETOPTIONS, child, nullptr, reinterpret_cast<void*>(kPtraceOptions)) != 0) {
+    if (ptrace(PTRACE_SETOPTIONS, child, nullptr,
+               reinterpret_cast<void*>(launch_ptrace_options())) != 0) {
         // Without them its threads and execs would go unseen: better not to run it at all.
         Error e = sys_error("PTRACE_SETOPTIONS");
         ::kill(child, SIGKILL);
@@ -182,8 +219,8 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
             }
             int status = 0;
             if (!wait_for_stop(tid, status)) continue;
-            if (ptrace(PTRACE_SETOPTIONS, tid, nullptr,
-                       reinterpret_cast<void*>(kPtraceOptions & ~PTRACE_O_EXITKILL)) != 0)
+            if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(kPtraceOptions)) !=
+                0)
                 spdlog::warn("thread {}: PTRACE_SETOPTIONS: {}: its new threads go unseen", tid,
                              std::strerror(errno));
             inf->add_thread(tid, false);
@@ -398,6 +435,7 @@ void Inferior::forget_image() {
     pad_pages_.clear();
     placed_code_live_ = false;
     agent_code_.reset();
+    publish_code_patches();
 }
 
 void Inferior::mark_dead() {
@@ -406,6 +444,7 @@ void Inferior::mark_dead() {
     stopping_all_ = false;
     threads_.clear();
     forget_image();
+    code_guard::forget(pid_); // gone or let go: nothing for the watchdog to do with it
 }
 
 Status Inferior::kill() {

@@ -171,6 +171,7 @@ class Inferior final : public Target {
     // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
     // instructions stay, their saved bytes change).
     Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
+    void publish_code_patches() const;
     // The fast site whose displaced instructions include addr, if any.
     const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
     bool finish_fast_step(pid_t tid, Thread& t);

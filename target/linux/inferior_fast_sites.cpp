@@ -147,14 +147,17 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
         return off ? std::optional(relocated + *off) : std::nullopt;
     };
     if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) return m;
+    fast_sites_[addr] = site;
+    publish_code_patches(); // known before it is in memory
     if (auto w = write_under_breakpoints(addr, patch); !w) {
         // Nothing patched: threads moved into the pad go back to the same instructions.
+        fast_sites_.erase(addr);
+        publish_code_patches();
         move_out_of_copy(addr, site);
         return w;
     }
     spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
                   patch.size());
-    fast_sites_[addr] = std::move(site);
     return ok_status();
 }
 
@@ -288,6 +291,7 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
                          w.error().text);
             pad_pages_.pin(site.pad);
             fast_sites_.erase(it);
+            publish_code_patches();
             return;
         }
         // Threads in the relocated copy go back to the original instruction; threads in the
@@ -295,6 +299,7 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
         move_out_of_copy(addr, site);
     }
     fast_sites_.erase(it);
+    publish_code_patches();
 }
 
 // The run is over: its pads and placed code are dead (reused by a later run once no thread

@@ -121,6 +121,7 @@ Status Inferior::add_site(std::uint64_t addr) {
     if (auto b = breakpoints_->insert(addr); !b) return b;
     sites_[addr] = std::move(*pad);
     recently_removed_sites_.erase(addr);
+    publish_code_patches();
     return ok_status();
 }
 

@@ -10,9 +10,14 @@ Status SoftwareBreakpoints::insert(std::uint64_t addr) {
     Site site;
     site.original.resize(insn_.size());
     if (auto r = read_(addr, site.original); !r) return r;
-    if (auto w = write_(addr, insn_); !w) return w;
     site.refs = 1;
     sites_.emplace(addr, std::move(site));
+    changed(); // known before it is in memory
+    if (auto w = write_(addr, insn_); !w) {
+        sites_.erase(addr);
+        changed();
+        return w;
+    }
     return ok_status();
 }
 
@@ -22,6 +27,7 @@ Status SoftwareBreakpoints::remove(std::uint64_t addr) {
     if (--it->second.refs > 0) return ok_status();
     auto w = write_(addr, it->second.original);
     sites_.erase(it);
+    changed();
     return w;
 }
 
@@ -29,13 +35,16 @@ Status SoftwareBreakpoints::lift(std::uint64_t addr) {
     auto it = sites_.find(addr);
     if (it == sites_.end()) return make_error(ErrorCode::NotFound, "no breakpoint at that address");
     if (it->second.lifted++ > 0) return ok_status();
-    return write_(addr, it->second.original);
+    auto w = write_(addr, it->second.original);
+    changed();
+    return w;
 }
 
 Status SoftwareBreakpoints::lower(std::uint64_t addr) {
     auto it = sites_.find(addr);
     if (it == sites_.end() || it->second.lifted == 0) return ok_status(); // removed meanwhile
     if (--it->second.lifted > 0) return ok_status();
+    changed(); // known before it is in memory
     return write_(addr, insn_);
 }
 
@@ -44,6 +53,7 @@ void SoftwareBreakpoints::remove_all() {
     for (auto& [addr, site] : sites_)
         (void)write_(addr, site.original);
     sites_.clear();
+    changed();
 }
 
 void SoftwareBreakpoints::unshadow(std::uint64_t addr, std::span<std::uint8_t> buf) const {
@@ -72,6 +82,7 @@ std::vector<std::uint8_t> SoftwareBreakpoints::shadow_write(std::uint64_t addr,
             }
         }
     }
+    changed();
     return out;
 }
 

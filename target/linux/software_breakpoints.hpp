@@ -29,8 +29,19 @@ class SoftwareBreakpoints {
     // Takes every breakpoint out of memory (before detach or exec).
     void remove_all();
     // Forgets them without touching memory (the process image is gone).
-    void forget_all() { sites_.clear(); }
+    void forget_all() {
+        sites_.clear();
+        changed();
+    }
 
+    // Called after each change of what is in memory or of the saved bytes (a new breakpoint:
+    // before it is written), for the code guard's table.
+    void on_change(std::function<void()> f) { changed_ = std::move(f); }
+    // Every breakpoint: its address, the bytes it replaced, whether it is in memory (not lifted).
+    template <typename F> void for_each_site(F&& f) const {
+        for (const auto& [addr, site] : sites_)
+            f(addr, std::span<const std::uint8_t>(site.original), site.lifted == 0);
+    }
     // Every breakpoint's address and the bytes it replaced.
     template <typename F> void for_each_original(F&& f) const {
         for (const auto& [addr, site] : sites_)
@@ -52,6 +63,10 @@ class SoftwareBreakpoints {
     RawRead read_;
     RawWrite write_;
     std::map<std::uint64_t, Site> sites_;
+    std::function<void()> changed_;
+    void changed() const {
+        if (changed_) changed_();
+    }
 };
 
 } // namespace tpagent::agent

@@ -1,0 +1,160 @@
+#include "target/linux/code_guard_table.hpp"
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <string>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace tpagent::agent::code_guard {
+namespace {
+
+std::string proc_status(pid_t tid) {
+    std::string path = "/proc/" + std::to_string(tid) + "/status";
+    std::string text;
+    if (FILE* f = std::fopen(path.c_str(), "re")) {
+        char buf[4096];
+        std::size_t n = 0;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+            text.append(buf, n);
+        std::fclose(f);
+    }
+    return text;
+}
+
+// A field of /proc/TID/status ("TracerPid", "State"), "" when the thread is gone.
+std::string status_field(const std::string& status, const char* name) {
+    const std::string key = std::string("\n") + name + ":";
+    const auto at = status.find(key);
+    if (at == std::string::npos) return "";
+    auto from = status.find_first_not_of(" \t", at + key.size());
+    auto to = status.find('\n', from);
+    return status.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
+std::vector<pid_t> threads_of(pid_t pid) {
+    std::vector<pid_t> tids;
+    const std::string path = "/proc/" + std::to_string(pid) + "/task";
+    if (DIR* dir = opendir(path.c_str())) {
+        while (dirent* e = readdir(dir))
+            if (e->d_name[0] != '.') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+        closedir(dir);
+    }
+    return tids;
+}
+
+// tpagent's ptrace hold ends a moment after its pipe closes (the kernel closes files first):
+// false if the process is gone or still traced after that.
+bool wait_untraced(pid_t pid) {
+    for (int i = 0; i < 5000; ++i) {
+        const std::string status = proc_status(pid);
+        const std::string state = status_field(status, "State");
+        if (state.empty() || state[0] == 'Z' || state[0] == 'X') return false;
+        if (status_field(status, "TracerPid") == "0") return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+}
+
+// Every thread held still by a ptrace interrupt (threads started meanwhile too); each maps to
+// the signal to hand back when it is let go.
+std::map<pid_t, int> hold_threads(pid_t pid) {
+    std::map<pid_t, int> held;
+    for (bool added = true; added;) {
+        added = false;
+        for (pid_t tid : threads_of(pid)) {
+            if (held.count(tid)) continue;
+            if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) continue;
+            ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+            held[tid] = 0;
+            added = true;
+        }
+    }
+    for (auto it = held.begin(); it != held.end();) {
+        int status = 0;
+        pid_t r = 0;
+        while ((r = waitpid(it->first, &status, __WALL)) < 0 && errno == EINTR) {
+        }
+        if (r != it->first || !WIFSTOPPED(status)) {
+            it = held.erase(it); // gone
+            continue;
+        }
+        // A signal that arrived first is passed on when the thread is let go.
+        if ((status >> 16) != PTRACE_EVENT_STOP) it->second = WSTOPSIG(status);
+        ++it;
+    }
+    return held;
+}
+
+// Writes the program's bytes back where tpagent's still are; how many places changed.
+std::size_t restore_bytes(pid_t pid, const GuardTable::Side& side) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/mem";
+    const int mem = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (mem < 0) return 0;
+    std::size_t restored = 0;
+    for (std::uint32_t i = 0; i < side.count; ++i) {
+        const GuardEntry& e = side.entries[i];
+        if (e.pid != pid || e.length == 0 || e.length > GuardEntry::kBytes) continue;
+        std::uint8_t now[GuardEntry::kBytes];
+        const auto off = static_cast<off_t>(e.addr);
+        if (pread(mem, now, e.length, off) != static_cast<ssize_t>(e.length)) continue;
+        // Byte by byte: only what is still tpagent's (the program may have changed its code
+        // since, or the place may be clean already).
+        bool changed = false;
+        for (std::uint32_t b = 0; b < e.length; ++b)
+            if (now[b] == e.current[b] && now[b] != e.clean[b]) {
+                now[b] = e.clean[b];
+                changed = true;
+            }
+        if (changed && pwrite(mem, now, e.length, off) == static_cast<ssize_t>(e.length))
+            ++restored;
+    }
+    close(mem);
+    return restored;
+}
+
+} // namespace
+
+void restore_left_patches(const GuardTable& table) {
+    const GuardTable::Side& side = table.sides[table.active.load(std::memory_order_acquire) & 1];
+    std::vector<pid_t> pids;
+    for (std::uint32_t i = 0; i < side.count && i < GuardTable::kCapacity; ++i) {
+        const GuardEntry& e = side.entries[i];
+        if (e.length != 0 || e.pid <= 0) continue;
+        if (e.flags & GuardEntry::kKillWithTpagent) {
+            kill(e.pid, SIGKILL);
+        } else {
+            // Stopped at once, before tpagent's hold ends: a SIGSTOP sent while it is traced
+            // waits for the tracer, whose end lets it through (a group stop), so that no thread
+            // runs into a breakpoint meanwhile. A thread that had stopped at a breakpoint
+            // tpagent had not handled yet still gets its SIGTRAP then.
+            kill(e.pid, SIGSTOP);
+            pids.push_back(e.pid);
+        }
+    }
+    for (pid_t pid : pids) {
+        if (!wait_untraced(pid)) continue;
+        auto held = hold_threads(pid);
+        const std::size_t restored = restore_bytes(pid, side);
+        for (const auto& [tid, sig] : held)
+            ptrace(PTRACE_DETACH, tid, nullptr,
+                   reinterpret_cast<void*>(static_cast<long>(sig == SIGSTOP ? 0 : sig)));
+        kill(pid, SIGCONT);
+        if (restored > 0)
+            dprintf(2,
+                    "tpagent-guard: tpagent ended with its breakpoints or jumps in process %d: "
+                    "%zu place(s) restored; the process runs on\n",
+                    pid, restored);
+    }
+}
+
+} // namespace tpagent::agent::code_guard
