@@ -18,7 +18,7 @@ struct sigaction g_previous;
 
 // /proc/self/status's TracerPid is not 0 (open and read are async-signal-safe); when that
 // cannot be told, as if traced: the trap goes on as before.
-bool traced() {
+bool tracer_present() {
     const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return true;
     char buf[4096];
@@ -42,7 +42,7 @@ bool traced() {
 
 void on_trap(int sig, siginfo_t* info, void* context) {
     namespace trap = arch::inproc_trap;
-    if ((trap::breakpoint_trap(info) || trap::step_trap(info)) && !traced()) {
+    if ((trap::breakpoint_trap(info) || trap::step_trap(info)) && !tracer_present()) {
         if (trap::step_trap(info)) return; // the step is done; nobody wants to hear of it
         const std::uint64_t at = trap::breakpoint_address(context);
         // The watchdog may be at it now: up to 2 s.

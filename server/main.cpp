@@ -27,8 +27,10 @@ int main(int argc, char** argv) {
     logger->set_pattern("[%H:%M:%S.%f] %v");
     spdlog::set_default_logger(logger);
     spdlog::set_level(opts->debug ? spdlog::level::debug : spdlog::level::warn);
-    // A vanished gdb must show up as a write error, not kill us.
+    // A vanished gdb must show up as a write error, not kill us; so must a file size limit
+    // (tsave -r).
     std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGXFSZ, SIG_IGN);
     // Before any program is started or attached: if tpagent is killed, the programs it traced
     // get their code back.
     code_guard::start();
