@@ -1,4 +1,6 @@
 #include "base/proc_files.hpp"
+#include <cstdlib>
+#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -16,6 +18,19 @@ std::string read_link(const std::string& path) {
     char buf[4096];
     ssize_t n = readlink(path.c_str(), buf, sizeof buf);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::vector<pid_t> list_tasks(pid_t pid) {
+    std::vector<pid_t> out;
+    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d)) {
+            if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+            out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+        }
+        closedir(d);
+    }
+    return out;
 }
 
 } // namespace tpagent::agent

@@ -1,6 +1,8 @@
 // Small reads of the kernel's per-process files (/proc/PID/...).
 #pragma once
 #include <string>
+#include <sys/types.h>
+#include <vector>
 
 namespace tpagent::agent {
 
@@ -8,5 +10,7 @@ namespace tpagent::agent {
 std::string read_file(const std::string& path);
 // The target of a symbolic link; empty if it cannot be read.
 std::string read_link(const std::string& path);
+// The threads of process `pid` (/proc/PID/task); empty if it is gone.
+std::vector<pid_t> list_tasks(pid_t pid);
 
 } // namespace tpagent::agent

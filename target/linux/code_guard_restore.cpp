@@ -1,11 +1,10 @@
 #include "target/linux/code_guard_table.hpp"
+#include "base/proc_files.hpp"
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <string>
@@ -19,16 +18,7 @@ namespace tpagent::agent::code_guard {
 namespace {
 
 std::string proc_status(pid_t tid) {
-    std::string path = "/proc/" + std::to_string(tid) + "/status";
-    std::string text;
-    if (FILE* f = std::fopen(path.c_str(), "re")) {
-        char buf[4096];
-        std::size_t n = 0;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-            text.append(buf, n);
-        std::fclose(f);
-    }
-    return text;
+    return read_file("/proc/" + std::to_string(tid) + "/status");
 }
 
 // A field of /proc/TID/status ("TracerPid", "State"), "" when the thread is gone.
@@ -39,17 +29,6 @@ std::string status_field(const std::string& status, const char* name) {
     auto from = status.find_first_not_of(" \t", at + key.size());
     auto to = status.find('\n', from);
     return status.substr(from, to == std::string::npos ? std::string::npos : to - from);
-}
-
-std::vector<pid_t> threads_of(pid_t pid) {
-    std::vector<pid_t> tids;
-    const std::string path = "/proc/" + std::to_string(pid) + "/task";
-    if (DIR* dir = opendir(path.c_str())) {
-        while (dirent* e = readdir(dir))
-            if (e->d_name[0] != '.') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-        closedir(dir);
-    }
-    return tids;
 }
 
 // tpagent's ptrace hold ends a moment after its pipe closes (the kernel closes files first):
@@ -71,7 +50,7 @@ std::map<pid_t, int> hold_threads(pid_t pid) {
     std::map<pid_t, int> held;
     for (bool added = true; added;) {
         added = false;
-        for (pid_t tid : threads_of(pid)) {
+        for (pid_t tid : list_tasks(pid)) {
             if (held.count(tid)) continue;
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) continue;
             ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);

@@ -32,19 +32,6 @@ long launch_ptrace_options() {
     return kPtraceOptions | (code_guard::running() ? 0 : PTRACE_O_EXITKILL);
 }
 
-std::vector<pid_t> list_tasks(pid_t pid) {
-    std::vector<pid_t> out;
-    std::string dir = fmt::format("/proc/{}/task", pid);
-    if (DIR* d = opendir(dir.c_str())) {
-        while (dirent* e = readdir(d)) {
-            if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-            out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-        }
-        closedir(d);
-    }
-    return out;
-}
-
 // Waits for `tid` to stop; false if it exited instead.
 bool wait_for_stop(pid_t tid, int& status) {
     while (true) {
