@@ -20,6 +20,17 @@ std::string read_link(const std::string& path) {
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
+std::string status_field(pid_t tid, const char* name) {
+    const std::string status = read_file("/proc/" + std::to_string(tid) + "/status");
+    const std::string key = std::string("\n") + name + ":";
+    const auto at = status.find(key);
+    if (at == std::string::npos) return "";
+    const auto from = status.find_first_not_of(" \t", at + key.size());
+    if (from == std::string::npos) return "";
+    const auto to = status.find('\n', from);
+    return status.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
 std::vector<pid_t> list_tasks(pid_t pid) {
     std::vector<pid_t> out;
     const std::string dir = "/proc/" + std::to_string(pid) + "/task";

@@ -10,6 +10,9 @@ namespace tpagent::agent {
 std::string read_file(const std::string& path);
 // The target of a symbolic link; empty if it cannot be read.
 std::string read_link(const std::string& path);
+// A field of /proc/TID/status ("TracerPid", "State", "Tgid"), its value without the leading
+// blanks; empty if the thread is gone or has no such field.
+std::string status_field(pid_t tid, const char* name);
 // The threads of process `pid` (/proc/PID/task); empty if it is gone.
 std::vector<pid_t> list_tasks(pid_t pid);
 

@@ -17,28 +17,13 @@
 namespace tpagent::agent::code_guard {
 namespace {
 
-std::string proc_status(pid_t tid) {
-    return read_file("/proc/" + std::to_string(tid) + "/status");
-}
-
-// A field of /proc/TID/status ("TracerPid", "State"), "" when the thread is gone.
-std::string status_field(const std::string& status, const char* name) {
-    const std::string key = std::string("\n") + name + ":";
-    const auto at = status.find(key);
-    if (at == std::string::npos) return "";
-    auto from = status.find_first_not_of(" \t", at + key.size());
-    auto to = status.find('\n', from);
-    return status.substr(from, to == std::string::npos ? std::string::npos : to - from);
-}
-
 // tpagent's ptrace hold ends a moment after its pipe closes (the kernel closes files first):
 // false if the process is gone or still traced after that.
 bool wait_untraced(pid_t pid) {
     for (int i = 0; i < 5000; ++i) {
-        const std::string status = proc_status(pid);
-        const std::string state = status_field(status, "State");
+        const std::string state = status_field(pid, "State");
         if (state.empty() || state[0] == 'Z' || state[0] == 'X') return false;
-        if (status_field(status, "TracerPid") == "0") return true;
+        if (status_field(pid, "TracerPid") == "0") return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return false;

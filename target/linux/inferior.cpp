@@ -65,7 +65,7 @@ Inferior::~Inferior() {
 // What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
 // on a fast tracepoint's jump saved a byte of the jump, whose own saved bytes are the program's.
 void Inferior::publish_code_patches() const {
-    if (!alive_) return;
+    if (!alive_ || !code_guard::running()) return;
     std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
     for (const auto& [addr, site] : fast_sites_)
         for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)

@@ -16,10 +16,9 @@ namespace tpagent::agent {
 
 bool Inferior::is_new_process(pid_t tid) const {
     // A thread of the program has its tgid; a forked child leads a process of its own.
-    const std::string status = read_file(fmt::format("/proc/{}/status", tid));
-    const auto at = status.find("\nTgid:");
-    if (at == std::string::npos) return false;
-    return std::strtol(status.c_str() + at + 6, nullptr, 10) == tid && tid != pid_;
+    const std::string tgid = status_field(tid, "Tgid");
+    if (tgid.empty()) return false;
+    return std::strtol(tgid.c_str(), nullptr, 10) == tid && tid != pid_;
 }
 
 void Inferior::release_child(pid_t child, bool vfork) {

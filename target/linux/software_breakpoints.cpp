@@ -72,6 +72,7 @@ std::vector<std::uint8_t> SoftwareBreakpoints::shadow_write(std::uint64_t addr,
                                                             std::span<const std::uint8_t> data) {
     std::vector<std::uint8_t> out(data.begin(), data.end());
     std::uint64_t end = addr + data.size();
+    bool under_a_breakpoint = false;
     auto it = sites_.lower_bound(addr >= insn_.size() ? addr - insn_.size() + 1 : 0);
     for (; it != sites_.end() && it->first < end; ++it) {
         for (std::size_t i = 0; i < it->second.original.size(); ++i) {
@@ -79,10 +80,11 @@ std::vector<std::uint8_t> SoftwareBreakpoints::shadow_write(std::uint64_t addr,
             if (a >= addr && a < end) {
                 it->second.original[i] = data[a - addr];
                 out[a - addr] = insn_[i];
+                under_a_breakpoint = true;
             }
         }
     }
-    changed();
+    if (under_a_breakpoint) changed(); // a write elsewhere leaves the guard's table as it is
     return out;
 }
 
