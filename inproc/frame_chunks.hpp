@@ -61,7 +61,14 @@ inline ChunkHeader* reuse_sealed_chunk(void* region) {
 inline ChunkHeader* take_chunk(void* region, std::uint64_t generation) {
     Header* h = header_of(region);
     ChunkHeader* c = nullptr;
-    if (h->next_fresh.load(std::memory_order_relaxed) < h->chunk_count) {
+    // Circular: once the ring holds what the buffer's size asks for, its oldest chunk is reused
+    // before a fresh one is taken. Fresh chunks are for more writers, not for more frames: each
+    // writer gets a chunk however many write at once, and the newest frames of all are kept.
+    if (h->circular && h->sealed_count.load(std::memory_order_acquire) -
+                               h->reused_count.load(std::memory_order_acquire) >
+                           h->circular_keep)
+        c = reuse_sealed_chunk(region);
+    if (!c && h->next_fresh.load(std::memory_order_relaxed) < h->chunk_count) {
         const std::uint32_t i = h->next_fresh.fetch_add(1, std::memory_order_relaxed);
         if (i < h->chunk_count) c = chunk_at(region, i);
     }

@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 9;
+inline constexpr std::uint32_t kVersion = 10;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -145,6 +145,10 @@ struct Header {
     // The run's chunks: chunk_count chunks of chunk_bytes from kChunksOffset.
     std::uint32_t chunk_bytes;
     std::uint32_t chunk_count;
+    // Circular: the sealed chunks kept before the oldest is reused (the buffer's size); the
+    // rest of chunk_count are for the chunks writers are filling, one each.
+    std::uint32_t circular_keep;
+    std::uint32_t chunks_reserved;
     // Bytes of chunks from kChunksOffset that tpagent had the program map at tstart: a
     // collector need not map those itself.
     std::uint64_t mapped_chunk_bytes;

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Builds the `fuzz` preset's fuzz_* targets and runs each for SECONDS seconds.
+# Builds the `fuzz` preset's fuzz_* targets and runs each for SECONDS seconds, or, with `long`,
+# for RUNS executions each (default 10^7). Each starts from its working corpus in
+# build/fuzz/corpus/ and the checked-in seeds in fuzz/corpus/ (fuzz/make_seeds.py).
 # Fails as soon as a target crashes (the reproducer is left in build/fuzz/artifacts/).
-# Usage: scripts/fuzz.sh SECONDS
+# The figures (target, executions, seconds, result) go to build/fuzz/figures.tsv, which
+# scripts/reliability.py puts in the README.
+# Usage: scripts/fuzz.sh SECONDS | scripts/fuzz.sh long [RUNS]
 set -euo pipefail
-seconds=${1:?usage: scripts/fuzz.sh SECONDS-PER-TARGET}
+usage="usage: scripts/fuzz.sh SECONDS-PER-TARGET | scripts/fuzz.sh long [RUNS-PER-TARGET]"
+if [ "${1:-}" = long ]; then
+  runs=${2:-10000000}
+  limit=(-runs="$runs")
+  seconds=${FUZZ_ARM64_SECONDS:-600} # the arm64 backend's random run, which counts no executions
+else
+  seconds=${1:?$usage}
+  limit=(-max_total_time="$seconds")
+fi
 top=$(cd "$(dirname "$0")/.." && pwd)
 build="$top/build/fuzz"
 names=()
@@ -26,32 +38,45 @@ for name in "${names[@]}"; do
   fi
 done
 mkdir -p "$build/artifacts" "$build/corpus"
+figures="$build/figures.tsv"
+printf 'target\texecutions\tseconds\tresult\n' >"$figures"
 for name in "${built[@]}"; do
   bin=$(find "$build" -type f -name "$name" -perm -u+x | head -n 1)
   corpus="$build/corpus/$name"
   log="$build/artifacts/$name.log"
+  seeds=()
+  [ -d "$top/fuzz/corpus/$name" ] && seeds=("$top/fuzz/corpus/$name")
   mkdir -p "$corpus"
-  echo "== $name: ${seconds}s"
-  if ! "$bin" -max_total_time="$seconds" -artifact_prefix="$build/artifacts/$name-" \
-    -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+  echo "== $name: ${limit[*]}"
+  start=$SECONDS
+  if ! "$bin" "${limit[@]}" -artifact_prefix="$build/artifacts/$name-" \
+    -print_final_stats=1 "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
+    printf '%s\t\t%s\tcrash\n' "$name" $((SECONDS - start)) >>"$figures"
     echo "fuzz.sh: $name failed; log $log, reproducer in $build/artifacts/" >&2
     exit 1
   fi
-  grep -E "^(Done|stat::number_of_executed_units)" "$log" || true
+  executions=$(sed -n 's/^stat::number_of_executed_units: //p' "$log")
+  printf '%s\t%s\t%s\tno crash\n' "$name" "$executions" $((SECONDS - start)) >>"$figures"
+  echo "$executions executions in $((SECONDS - start)) s"
 done
-echo "fuzz.sh: ${#built[@]} target(s) ran ${seconds}s each without a crash"
+echo "fuzz.sh: ${#built[@]} target(s) ran (${limit[*]}) without a crash; figures in $figures"
 # The arm64 compiler backend: the same differential target, built by the arm64 preset without
 # libFuzzer (tests/board_unit/fuzz_driver.cpp), run under qemu user mode on the corpus above
 # and then on random inputs for as long.
 arm64_fuzz="$top/build/arm64/tests/fuzz_ax_differential"
 if [ -x "$arm64_fuzz" ] && command -v qemu-aarch64-static >/dev/null; then
   echo "== fuzz_ax_differential on arm64 (qemu user mode): ${seconds}s"
+  start=$SECONDS
   if ! (cd "$build/artifacts" && qemu-aarch64-static "$arm64_fuzz" --seconds "$seconds" \
-    "$build/corpus/fuzz_ax_differential"); then
+    "$build/corpus/fuzz_ax_differential" | tee "$build/artifacts/arm64.log"); then
     echo "fuzz.sh: the arm64 backend differs from the interpreter; input in $build/artifacts/crash-input.bin" >&2
     exit 1
   fi
+  inputs=$(sed -n 's/^fuzz driver: \([0-9]*\) corpus inputs, \([0-9]*\) random inputs.*/\1 + \2/p' \
+    "$build/artifacts/arm64.log")
+  printf 'fuzz_ax_differential, arm64 backend (qemu)\t%s\t%s\tno mismatch\n' \
+    $((inputs)) $((SECONDS - start)) >>"$figures"
 else
   echo "fuzz.sh: arm64 backend not fuzzed: no $arm64_fuzz (cmake --build --preset arm64) or no qemu-aarch64-static" >&2
 fi

@@ -41,7 +41,8 @@ std::uint64_t TraceFrameBuffer::frames_created() const {
 }
 
 std::size_t TraceFrameBuffer::bytes_free() const {
-    if (shared_) return shared_->bytes_free();
+    // A shared buffer's chunks are whole, so it can hold more than the size asked for.
+    if (shared_) return std::min(shared_->bytes_free(), size_);
     if (index_.empty()) return size_;
     std::size_t head = index_.front().offset;
     std::size_t tail = index_.back().offset + index_.back().size;

@@ -104,7 +104,7 @@ std::size_t InprocFrames::bytes_free() const {
     std::size_t used = 0;
     for (std::uint32_t i = 0; i < chunks_in_use(); ++i)
         used += chunk(i)->committed.load(std::memory_order_relaxed);
-    const std::size_t capacity = std::size_t{h.chunk_count} * chunk_payload(h);
+    const std::size_t capacity = std::size_t{h.circular_keep} * chunk_payload(h);
     return capacity > used ? capacity - used : 0;
 }
 

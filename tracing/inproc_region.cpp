@@ -108,13 +108,14 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
                                       largest_record, kMaxChunkBytes - kChunkHeaderBytes));
     const std::size_t payload = bytes - kChunkHeaderBytes;
     const std::size_t filled = (buffer_bytes + payload - 1) / payload;
-    std::size_t count = filled;
-    // Linear: the budget is the limit, and the chunks threads are filling come on top.
-    // Circular: at least a few chunks, so a thread finds a sealed one to reuse.
-    count = h.circular ? std::max<std::size_t>(count, 4) : count + 64;
-    count = std::min(count, kChunkAreaBytes / bytes);
+    // The chunks threads are filling come on top of those the size asks for: in linear mode
+    // the budget is the limit; in circular mode the ring keeps `filled` sealed chunks, and
+    // each writer (up to kWriterChunks at once) has a chunk of its own besides.
+    constexpr std::size_t kWriterChunks = 64;
+    const std::size_t count = std::min(filled + kWriterChunks, kChunkAreaBytes / bytes);
     h.chunk_bytes = static_cast<std::uint32_t>(bytes);
     h.chunk_count = static_cast<std::uint32_t>(count);
+    h.circular_keep = static_cast<std::uint32_t>(std::min(filled, count - 1));
     for (std::size_t i = 0; i < count; ++i) {
         ChunkHeader* c = chunk_at(local_, i);
         c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_relaxed);

@@ -16,6 +16,7 @@ scenario (which program, which gdb commands, what must come out) and none of the
   command's output (`r.status()`, `r.found("tfind 3")`, `r.dump()`, `r.frames(walk)`).
 - How a program must end: `native_run()` (the run without a debugger), `exited_with()`,
   `Scenario.ends_as_natively()`.
+- `record_reliability()`: a fault test's figures for the README's Reliability table.
 - The raw protocol: `STOP_REPLY`, `assert_session_works()`, the tracepoint table
   (`tracepoint_table()`, `tracepoint_rows()`), `run_to()`, the program's memory and symbols
   (`program_bytes()`, `symbol_addresses()`).
@@ -259,6 +260,17 @@ def exited_with(text: str, pid: int, code: int) -> None:
 
 
 # --------------------------------------------------------------------------- scenarios
+
+
+def record_reliability(fault: str, times: int, frames: int = 0) -> None:
+    """A fault test's figures for the README's Reliability table (scripts/reliability.py):
+    FAULT was survived TIMES times, with FRAMES trace frames checked intact afterwards. Call it
+    after the test's assertions, so a failed test records nothing. Appended as a JSON line to
+    $TPAGENT_RELIABILITY_LOG when it is set (the script sets it); else nothing happens."""
+    log = os.environ.get("TPAGENT_RELIABILITY_LOG")
+    if log:
+        with open(log, "a") as out:
+            out.write(json.dumps({"fault": fault, "times": times, "frames": frames}) + "\n")
 
 
 def agent_library(e2e: E2E) -> str:

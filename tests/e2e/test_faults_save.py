@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from scenario import TO_MAIN, Scenario, trace, trace_to
+from scenario import TO_MAIN, Scenario, record_reliability, trace, trace_to
 
 pytestmark = pytest.mark.tpagent_only("gdbserver does not implement QTSave (tsave -r)")
 
@@ -30,3 +30,4 @@ def test_a_file_too_large_is_an_error_and_leaves_the_old_file(e2e):
     assert r.value("print iteration") == "29"
     assert 0 < small.stat().st_size <= FILE_SIZE_LIMIT
     assert s.server.running
+    record_reliability("File size limit (RLIMIT_FSIZE) hit during `tsave -r`", 1, 30)

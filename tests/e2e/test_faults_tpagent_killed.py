@@ -12,11 +12,15 @@ import subprocess
 import pytest
 
 from harness import pid_alive, wait_until
-from scenario import TO_MAIN, FastTrace, Scenario, agent_library, ftrace, program_bytes, symbol_addresses, trace
+from scenario import (
+    TO_MAIN, FastTrace, Scenario, agent_library, ftrace, program_bytes, record_reliability, symbol_addresses, trace
+)
 
 pytestmark = pytest.mark.tpagent_only("the watchdog restoring the code is tpagent's")
 
 GUARD_LINE = r"^tpagent-guard: tpagent ended with its breakpoints or jumps in process (\d+): (\d+) place\(s\) restored; the process runs on$"
+
+KILLED = "tpagent killed (SIGKILL) with a trace running: the program runs on, its code restored"
 
 
 def looping(e2e, scenario=Scenario, **kwargs):
@@ -82,6 +86,7 @@ def test_a_traced_program_outlives_a_killed_tpagent(e2e, fast):
     stop.touch()
     s.server.wait_for(r"^result=-?\d+ counter=\d+$")
     assert wait_until(lambda: not pid_alive(pid))
+    record_reliability(KILLED, 1)
 
 
 def test_a_program_tracing_nothing_ends_with_tpagent(e2e):
@@ -114,6 +119,7 @@ def test_an_attached_program_outlives_a_killed_tpagent(e2e):
     assert code_now(s, ["finished"], target.pid) == before
     stop.touch()
     assert target.wait(timeout=20) == 0
+    record_reliability(KILLED, 1)
 
 
 def test_the_agent_runs_a_breakpoint_left_behind(e2e):

@@ -4,6 +4,7 @@
 
 #include "protocol/hex.hpp"
 #include "tools/tpdump/frame_details.hpp"
+#include "tools/tpdump/json_output.hpp"
 #include <fmt/format.h>
 #include <map>
 
@@ -77,7 +78,7 @@ nlohmann::json frames_json(const tracefile::TraceFile& file, const Options& opti
         nlohmann::json contents;
         if (detail_text < kMaxDetailText) {
             contents = frame_contents(file, options, f, shown.block_names[i]);
-            detail_text += contents.dump().size();
+            detail_text += json_text(contents).size();
         } else {
             ++left_out;
         }

@@ -10,8 +10,9 @@ using Json = nlohmann::ordered_json;
 
 // Compact JSON text. Names in a trace file are not always valid UTF-8: a bad byte becomes
 // U+FFFD rather than an exception.
-inline std::string json_text(const Json& value) {
-    return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+// (Also for the HTML report's nlohmann::json values.)
+template <class AnyJson = Json> std::string json_text(const AnyJson& value) {
+    return value.dump(-1, ' ', false, AnyJson::error_handler_t::replace);
 }
 
 } // namespace tpagent::tpdump

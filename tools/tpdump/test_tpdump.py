@@ -271,11 +271,12 @@ def test_utf8_names_come_out_intact(tmp_path):
     assert "$café = 1" in run("--frames", "0", path).stdout
 
 
-def test_invalid_utf8_still_gives_json(tmp_path):
+def test_invalid_utf8_still_gives_json_and_html(tmp_path):
     path = with_variable_name(tmp_path, b"bad\xff")
     frame = json.loads(run("--json", "--frames", "0", path).stdout)
     assert "$bad\ufffd" in {v["name"] for v in frame["variables"]}
     json.loads(run("--perfetto", path).stdout)
+    assert "<html" in run("--html", path).stdout  # the page's frame details too (found by fuzz_tpdump)
 
 
 def cut_in_frame_3(tmp_path):
