@@ -5,12 +5,14 @@
 # Fails as soon as a target crashes (the reproducer is left in build/fuzz/artifacts/).
 # The figures (target, executions, seconds, result) go to build/fuzz/figures.tsv, which
 # scripts/reliability.py puts in the README.
-# Usage: scripts/fuzz.sh SECONDS | scripts/fuzz.sh long [RUNS]
+# Usage: scripts/fuzz.sh SECONDS | [FUZZ_MAX_SECONDS=S] scripts/fuzz.sh long [RUNS]
 set -euo pipefail
 usage="usage: scripts/fuzz.sh SECONDS-PER-TARGET | scripts/fuzz.sh long [RUNS-PER-TARGET]"
 if [ "${1:-}" = long ]; then
   runs=${2:-10000000}
   limit=(-runs="$runs")
+  # FUZZ_MAX_SECONDS: stop a target there even if it has not made RUNS executions yet.
+  [ -n "${FUZZ_MAX_SECONDS:-}" ] && limit+=(-max_total_time="$FUZZ_MAX_SECONDS")
   seconds=${FUZZ_ARM64_SECONDS:-600} # the arm64 backend's random run, which counts no executions
 else
   seconds=${1:?$usage}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates the README's "Reliability" section from measured figures.
 
-1. Runs the fault suite (`ctest -L faults` in build/default) in its full form
+1. Runs the fault and load suites (tests/e2e/test_faults_*.py, test_load_*.py) against
+   build/default in their full form
    (TPAGENT_FAULTS_FULL=1); each fault test records what it survived and how many trace frames
    it found intact afterwards (scenario.record_reliability) in a JSON-lines log.
 2. Reads the fuzzers' figures from build/fuzz/figures.tsv, as `scripts/fuzz.sh long` left
@@ -46,10 +47,22 @@ FUZZ_INPUTS = {
 
 
 def run_faults(log: Path, full: bool) -> None:
+    """The fault and load suites through pytest (not ctest, whose per-test timeout is meant
+    for their short forms), with the environment ctest gives them."""
     log.unlink(missing_ok=True)
-    env = dict(os.environ, TPAGENT_RELIABILITY_LOG=str(log), TPAGENT_FAULTS_FULL="1" if full else "0")
-    ctest = ["ctest", "--test-dir", str(BUILD), "-L", "faults", "--output-on-failure"]
-    if subprocess.run(ctest, env=env).returncode != 0:
+    env = dict(
+        os.environ,
+        TPAGENT_RELIABILITY_LOG=str(log),
+        TPAGENT_FAULTS_FULL="1" if full else "0",
+        TPAGENT_BIN=str(BUILD / "bin" / "tpagent"),
+        TPAGENT_INPROC_LIB=str(BUILD / "bin" / "libtpagent-inproc.so"),
+        TPAGENT_BUILD_DIR=str(BUILD),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    env.pop("TPAGENT_E2E_SERVER", None)
+    e2e = TOP / "tests" / "e2e"
+    files = sorted(str(f) for pattern in ("test_faults_*.py", "test_load_*.py") for f in e2e.glob(pattern))
+    if subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", *files], cwd=e2e, env=env).returncode != 0:
         sys.exit("reliability.py: the fault suite failed; the README is left as it was")
 
 
