@@ -1,9 +1,16 @@
 #include "server/transport.hpp"
+#include "protocol/framing.hpp"
+#include <array>
+#include <chrono>
+#include <memory>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <optional>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -60,6 +67,33 @@ class StdioConnection : public StreamConnection<asio::posix::stream_descriptor> 
 } // namespace
 
 namespace {
+// A gdb whose host vanished (a cable pulled, the host powered off or frozen) sends no FIN or RST:
+// without a probe the session would wait for it forever, the program stopped for it and, with
+// disconnected tracing on, its trace out of any other gdb's reach. Keepalive probes after 10 s
+// of silence, 3 of them 5 s apart, and a 25 s bound on data left unacknowledged (TCP_USER_TIMEOUT)
+// make that a disconnect within about 25 s. A live gdb's system answers the probes, however long
+// gdb itself stays silent, stopped or not. (gdbserver sets SO_KEEPALIVE with the system's timing:
+// two hours by default.)
+constexpr int kKeepIdleSeconds = 10;
+constexpr int kKeepIntervalSeconds = 5;
+constexpr int kKeepProbes = 3;
+constexpr unsigned kUserTimeoutMs = 25000;
+
+void detect_vanished_peer(asio::ip::tcp::socket& socket) {
+    error_code ec;
+    socket.set_option(asio::socket_base::keep_alive(true), ec);
+    const int fd = socket.native_handle();
+    auto set = [fd](int option, auto value) {
+        if (setsockopt(fd, IPPROTO_TCP, option, &value, sizeof value) != 0)
+            spdlog::warn("TCP option {} on the connection to gdb: {}", option,
+                         std::strerror(errno));
+    };
+    set(TCP_KEEPIDLE, kKeepIdleSeconds);
+    set(TCP_KEEPINTVL, kKeepIntervalSeconds);
+    set(TCP_KEEPCNT, kKeepProbes);
+    set(TCP_USER_TIMEOUT, kUserTimeoutMs);
+}
+
 // A port is decimal digits, 0 to 65535 (gdbserver would take 99999 as 99999 % 65536).
 std::optional<unsigned short> parse_port(std::string_view text) {
     unsigned value = 0;
@@ -217,31 +251,78 @@ void Listener::async_accept(const AcceptHandler& handler) {
         });
         return;
     case Endpoint::Kind::Tcp:
-        acceptor_->async_accept([this, handler](const error_code& ec,
-                                                asio::ip::tcp::socket socket) {
-            if (ec) {
-                handler(nullptr);
-                return;
-            }
-            error_code e2;
-            auto remote = socket.remote_endpoint(e2);
-            if (!allowed_.empty() && (e2 || !allowed_.allows(remote.address()))) {
-                // Not a session: closed at once, and the port listens on.
-                fmt::print(stderr, "Refused a connection from host {}, port {}: not in --allow\n",
-                           e2 ? "?" : remote.address().to_string(), e2 ? 0 : remote.port());
-                std::fflush(stderr);
-                socket.close(e2);
-                async_accept(handler);
-                return;
-            }
-            socket.set_option(asio::ip::tcp::no_delay(true), e2);
-            fmt::print(stderr, "Remote debugging from host {}, port {}\n",
-                       remote.address().to_string(), remote.port());
-            std::fflush(stderr);
-            handler(std::make_unique<TcpConnection>(std::move(socket)));
-        });
+        handler_ = handler;
+        serving_.clear();
+        if (!accepting_) accept_tcp();
         return;
     }
+}
+
+void Listener::accept_tcp() {
+    accepting_ = true;
+    acceptor_->async_accept([this](const error_code& ec, asio::ip::tcp::socket socket) {
+        accepting_ = false;
+        if (ec) {
+            // Closed (tpagent ending) or failed: only a wait for a session needs to know.
+            if (serving_.empty() && ec != asio::error::operation_aborted) handler_(nullptr);
+            return;
+        }
+        error_code e2;
+        auto remote = socket.remote_endpoint(e2);
+        const std::string from =
+            e2 ? "host ?, port 0"
+               : fmt::format("host {}, port {}", remote.address().to_string(), remote.port());
+        if (!allowed_.empty() && (e2 || !allowed_.allows(remote.address()))) {
+            // Not a session: closed at once, and the port listens on.
+            fmt::print(stderr, "Refused a connection from {}: not in --allow\n", from);
+            std::fflush(stderr);
+            socket.close(e2);
+        } else if (!serving_.empty()) {
+            turn_away(std::move(socket), from);
+        } else {
+            socket.set_option(asio::ip::tcp::no_delay(true), e2);
+            detect_vanished_peer(socket);
+            fmt::print(stderr, "Remote debugging from {}\n", from);
+            std::fflush(stderr);
+            serving_ = from;
+            handler_(std::make_unique<TcpConnection>(std::move(socket)));
+        }
+        if (acceptor_ && acceptor_->is_open()) accept_tcp();
+    });
+}
+
+// A second gdb: its first packet (qSupported) is acknowledged and answered with an error that
+// gdb prints ("Remote failure reply: E.tpagent is serving another gdb ..."), then the
+// connection is closed. Answering before it has sent anything could lose the reply to the
+// reset that closing a socket with unread data causes; a client that sends nothing within a
+// few seconds is simply closed.
+void Listener::turn_away(asio::ip::tcp::socket socket, const std::string& from) {
+    fmt::print(stderr, "Refused a connection from {}: tpagent is serving another gdb ({})\n", from,
+               serving_);
+    std::fflush(stderr);
+    struct Refusal {
+        asio::ip::tcp::socket socket;
+        asio::steady_timer timer;
+        std::array<char, 512> buffer{};
+        std::string reply;
+    };
+    auto r = std::make_shared<Refusal>(
+        Refusal{std::move(socket),
+                asio::steady_timer(io_),
+                {},
+                "+" + protocol::frame_packet(
+                          fmt::format("E.tpagent is serving another gdb ({})", serving_))});
+    r->timer.expires_after(std::chrono::seconds(5));
+    r->timer.async_wait([r](const error_code&) {
+        error_code ignored;
+        r->socket.close(ignored);
+    });
+    r->socket.async_read_some(asio::buffer(r->buffer), [r](const error_code& ec, std::size_t) {
+        error_code ignored;
+        if (!ec) asio::write(r->socket, asio::buffer(r->reply), ignored);
+        r->socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        r->timer.cancel();
+    });
 }
 
 void Listener::close() {

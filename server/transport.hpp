@@ -46,12 +46,18 @@ class Listener {
     // The same at start-up, with a word on who may connect when only this machine may.
     void announce_first() const;
     using AcceptHandler = std::function<void(std::unique_ptr<Connection>)>;
+    // The next session's connection goes to `handler` (nullptr: the endpoint failed). Until
+    // async_accept is called again, a TCP endpoint keeps accepting and turns every other gdb
+    // away at once, with an error reply naming the one served, instead of leaving it to time
+    // out in the backlog and have its stale packets run when the session ends.
     void async_accept(const AcceptHandler& handler);
     void close();
     const Endpoint& endpoint() const { return ep_; }
 
   private:
     Status bind_tcp();
+    void accept_tcp();
+    void turn_away(boost::asio::ip::tcp::socket socket, const std::string& from);
     Result<std::unique_ptr<boost::asio::serial_port>> open_serial() const;
 
     boost::asio::io_context& io_;
@@ -60,6 +66,9 @@ class Listener {
     AddressFilter allowed_; // empty: everyone who reaches the port
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
     std::unique_ptr<boost::asio::serial_port> serial_; // opened by open(), until gdb uses it
+    AcceptHandler handler_;  // TCP: where the next session's connection goes
+    bool accepting_ = false; // TCP: an accept is pending
+    std::string serving_;    // TCP: "host H, port P" of the gdb served; empty: none
 };
 
 } // namespace tpagent::agent
