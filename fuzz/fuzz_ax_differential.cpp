@@ -67,7 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     RandomProgram<ByteChooser> gen(chooser);
     const std::vector<std::uint8_t> bytes = gen.make();
     auto program = validate(bytes, 58, limits);
-    if (!program) std::abort(); // the generator only makes valid programs
+    if (!program) { // the generator only makes valid programs
+        std::fprintf(stderr, "generated program rejected: %s\n", program.error().text.c_str());
+        std::abort();
+    }
     compare(*program, random_target(chooser));
     return 0;
 }

@@ -24,8 +24,13 @@ Result<std::uint64_t> parse_field(std::string_view digits, std::string_view what
 Result<TracepointKey> parse_key_fields(std::string_view num, std::string_view addr) {
     auto n = parse_field(num, "tracepoint number");
     if (!n) return n.error();
-    if (*n == 0 || *n > kMaxTracepointNumber)
-        return bad(fmt::format("tracepoint number {:x} outside 1..{:x}", *n, kMaxTracepointNumber));
+    if (*n == 0) return bad("tracepoint number 0");
+    // gdb numbers breakpoints and tracepoints from one count per session, never reused; a trace
+    // frame (qTBuffer, trace files) holds the number in 16 bits.
+    if (*n > kMaxTracepointNumber)
+        return bad(fmt::format("tracepoint {} is numbered above {}, the most a trace frame can "
+                               "record (a new gdb session numbers from 1 again)",
+                               *n, kMaxTracepointNumber));
     auto a = parse_field(addr, "tracepoint address");
     if (!a) return a.error();
     return TracepointKey{static_cast<std::uint32_t>(*n), *a};

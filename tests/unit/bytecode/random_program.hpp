@@ -84,9 +84,12 @@ template <typename Chooser> class RandomProgram {
         if (c_.pick(2)) return values[c_.pick(sizeof values / sizeof values[0])];
         return c_.value();
     }
-    // An address: mostly inside the image, sometimes just past it or wild.
-    void address() {
-        switch (c_.pick(8)) {
+    // An address: mostly inside the image, sometimes just past it or wild. A computed one holds
+    // an expression of less than `depth`, so that an address within an address within... ends
+    // (unbounded, the fuzzer's choices once made the stack deeper than the validator allows).
+    void address(unsigned depth) {
+        const unsigned kind = c_.pick(8);
+        switch (kind == 2 && depth == 0 ? 3 : kind) {
         case 0:
             constant(c_.pick(4) ? kRandomMemoryBase + c_.pick(8) : c_.value());
             break;
@@ -95,7 +98,7 @@ template <typename Chooser> class RandomProgram {
             break;
         case 2: // computed: base + (e & 0x7f)
             constant(kRandomMemoryBase);
-            expr(1);
+            expr(depth - 1);
             constant(0x7f);
             op(Op::BitAnd);
             op(Op::Add);
@@ -118,7 +121,7 @@ template <typename Chooser> class RandomProgram {
             break;
         case 1: {
             static constexpr Op refs[] = {Op::Ref8, Op::Ref16, Op::Ref32, Op::Ref64};
-            address();
+            address(depth);
             op(refs[c_.pick(4)]);
             break;
         }
@@ -186,7 +189,7 @@ template <typename Chooser> class RandomProgram {
             expr(depth - 1), op(Op::Setv), be(variable(), 2);
             break;
         case 15:
-            address();
+            address(depth - 1);
             if (c_.pick(2))
                 op(Op::TraceQuick), be(c_.pick(40), 1);
             else
@@ -205,7 +208,7 @@ template <typename Chooser> class RandomProgram {
     void statement() {
         switch (c_.pick(4)) {
         case 0:
-            address(), constant(c_.pick(64)), op(c_.pick(2) ? Op::Trace : Op::Tracenz);
+            address(2), constant(c_.pick(64)), op(c_.pick(2) ? Op::Trace : Op::Tracenz);
             break;
         case 1: {
             // printf("%d %x|%s", a, b, s)

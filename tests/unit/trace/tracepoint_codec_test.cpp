@@ -111,6 +111,12 @@ TEST_CASE("header: rejected", "[trace][codec]") {
                    ErrorCode::BadBytecode);
     check_rejected(parse_tracepoint_header("1:1000:E:0:0:X4,2600a027", kRegisterCount),
                    ErrorCode::BadBytecode);
+    // A number a frame cannot record: the reason, in decimal as gdb numbers (65535 is the last).
+    CHECK(parse_tracepoint_header("ffff:1000:E:0:0", kRegisterCount));
+    auto above = parse_tracepoint_header("10000:1000:E:0:0", kRegisterCount);
+    REQUIRE(!above);
+    CHECK(above.error().text == "tracepoint 65536 is numbered above 65535, the most a trace frame "
+                                "can record (a new gdb session numbers from 1 again)");
 }
 
 TEST_CASE("actions: R masks of any length", "[trace][codec]") {
