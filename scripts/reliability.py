@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates the README's "Reliability" section from measured figures.
 
-1. Runs the fault and load suites (tests/e2e/test_faults_*.py, test_load_*.py) against
-   build/default in their full form
-   (TPAGENT_FAULTS_FULL=1); each fault test records what it survived and how many trace frames
-   it found intact afterwards (scenario.record_reliability) in a JSON-lines log.
+1. Runs the fault and load suites (tests/e2e/test_faults_*.py, test_load_*.py, and the soak,
+   test_soak.py) against build/default in their full form (TPAGENT_FAULTS_FULL=1,
+   TPAGENT_SOAK_FULL=1); each test records what it survived and how many trace frames it
+   found intact afterwards (scenario.record_reliability) in a JSON-lines log.
 2. Reads the fuzzers' figures from build/fuzz/figures.tsv, as `scripts/fuzz.sh long` left
    them (with --fuzz, runs it first).
 3. Writes both tables between the README's reliability markers, with the date.
@@ -54,6 +54,7 @@ def run_faults(log: Path, full: bool) -> None:
         os.environ,
         TPAGENT_RELIABILITY_LOG=str(log),
         TPAGENT_FAULTS_FULL="1" if full else "0",
+        TPAGENT_SOAK_FULL="1" if full else "0",
         TPAGENT_BIN=str(BUILD / "bin" / "tpagent"),
         TPAGENT_INPROC_LIB=str(BUILD / "bin" / "libtpagent-inproc.so"),
         TPAGENT_BUILD_DIR=str(BUILD),
@@ -61,7 +62,7 @@ def run_faults(log: Path, full: bool) -> None:
     )
     env.pop("TPAGENT_E2E_SERVER", None)
     e2e = TOP / "tests" / "e2e"
-    files = sorted(str(f) for pattern in ("test_faults_*.py", "test_load_*.py") for f in e2e.glob(pattern))
+    files = sorted(str(f) for pattern in ("test_faults_*.py", "test_load_*.py", "test_soak.py") for f in e2e.glob(pattern))
     if subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", *files], cwd=e2e, env=env).returncode != 0:
         sys.exit("reliability.py: the fault suite failed; the README is left as it was")
 
@@ -74,7 +75,7 @@ def faults_table(log: Path) -> str:
         rows[entry["fault"]] = [times + entry["times"], frames + entry["frames"]]
     if not rows:
         sys.exit(f"reliability.py: no fault recorded in {log}")
-    lines = ["| Fault | Times | Survived | Trace frames checked after | Frames lost |", "|---|---:|---:|---:|---:|"]
+    lines = ["| Fault or load | Times | Survived | Trace frames checked after | Frames lost |", "|---|---:|---:|---:|---:|"]
     for fault, (times, frames) in rows.items():
         lines.append(f"| {fault} | {times:,} | {times:,} | {frames:,} | 0 |")
     return "\n".join(lines)
@@ -103,7 +104,7 @@ def main() -> None:
         run_faults(log, full=not args.short)
     if args.fuzz:
         subprocess.run(["bash", str(TOP / "scripts" / "fuzz.sh"), "long"], check=True)
-    form = "short form (as CI runs it)" if args.short else "full form (`TPAGENT_FAULTS_FULL=1`)"
+    form = "short form (as CI runs it)" if args.short else "full form (`TPAGENT_FAULTS_FULL=1`, `TPAGENT_SOAK_FULL=1`)"
     section = "\n".join([
         BEGIN,
         f"Measured on {datetime.date.today().isoformat()} on a 2-core VM: the fault suite in its {form},",

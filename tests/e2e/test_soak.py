@@ -1,9 +1,9 @@
-"""Soak: four threads hit one fast tracepoint hundreds of thousands of times (tens of millions
-with TPAGENT_SOAK_FULL=1) into a circular trace buffer, while gdb, at a breakpoint every so
+"""Soak: four threads hit one fast tracepoint hundreds of thousands of times (eight threads ten
+million times each with TPAGENT_SOAK_FULL=1) into a circular trace buffer, while gdb, at a breakpoint every so
 often, stops the trace, has tpagent save it (tsave -r) and starts it again. Every saved file
 must hold exactly what tstatus said, in time order, each thread's hits complete.
 
-programs/soak.c: threads 0..3 each call traced(thread, count) for count = 0 .. HITS - 1; main
+programs/soak.c: threads 0..THREADS-1 each call traced(thread, count) for count = 0 .. HITS - 1; main
 calls checkpoint(k) for k = 1 .. CHECKPOINTS while they run (by their progress, not by the
 clock), then finished() once they are joined. The traced line's own instruction counts each
 thread's calls, so at any stop gdb reads (calls_of[]) exactly how many calls passed the
@@ -30,8 +30,10 @@ What must hold, for each cycle:
 - each thread's counts are consecutive and end at its last call of the cycle (a circular buffer
   drops the oldest frames only; without a wrap they start at its first call); each thread's
   $trace_thread is one thread id, the same in every file, and no two threads share one;
-and the program runs to its end, printing what a native run prints, gdb reports no signal and
-tpagent's output holds no sanitizer report. Every violated check is listed in one failure.
+tpagent's RSS at the last stop is within RSS_SLACK of what it was at the first (frames are read
+where the program wrote them, and a circular buffer's size bounds them: nothing may grow with the
+hits); and the program runs to its end, printing what a native run prints, gdb reports no signal
+and tpagent's output holds no sanitizer report. Every violated check is listed in one failure.
 """
 
 import json
@@ -47,13 +49,16 @@ import pytest
 ORDER_SLIPS = 0.02
 ORDER_SLACK_NS = 100_000_000
 
-from scenario import TO_MAIN, FastTrace, TraceStatus, ftrace, tracepoint_address
+from scenario import TO_MAIN, FastTrace, TraceStatus, ftrace, record_reliability, tracepoint_address
 
 PROGRAM = "soak"
 FULL = os.environ.get("TPAGENT_SOAK_FULL") == "1"
 HITS = 10_000_000 if FULL else 200_000  # per thread
 CHECKPOINTS = 9 if FULL else 3  # cycles: one more
-THREADS = 4
+THREADS = 8 if FULL else 4  # soak.c's third argument
+# tpagent's RSS may grow this much from the first stop to the last (the buffer's pages, mapped
+# in tpagent too, are all touched by the first wrap; what is left is tpdump-sized bookkeeping).
+RSS_SLACK = 8 << 20
 BUFFER_BYTES = 4 << 20  # some 20,000 of these frames: every cycle wraps it
 TRACEPOINT = 2  # TO_MAIN's breakpoint is gone
 # No timing is checked: these only bound a hung run, generously for a loaded machine or a
@@ -61,7 +66,7 @@ TRACEPOINT = 2  # TO_MAIN's breakpoint is gone
 GDB_SECONDS = 2400 if FULL else 300
 TEST_SECONDS = 3300 if FULL else 540
 TPDUMP_SECONDS = 60
-CALLS = 'printf "calls %ld %ld %ld %ld\\n", *calls_of[0], *calls_of[1], *calls_of[2], *calls_of[3]'
+CALLS = 'printf "calls{}\\n"{}'.format(" %ld" * THREADS, "".join(f", *calls_of[{t}]" for t in range(THREADS)))
 SIGNAL_REPORTS = re.compile(r"Program received signal|Program terminated with signal")
 SANITIZER_REPORTS = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: \w+Sanitizer")
 
@@ -83,9 +88,10 @@ class Cycle:
         return self.after.created is not None and self.after.created > self.after.frames
 
 
-def cycle_commands(trace_file: Path) -> tuple[str, ...]:
-    """At a stop: the program's calls, the trace's status and hits, then the trace saved."""
-    return (CALLS, "tstatus", f"info tracepoints {TRACEPOINT}", "tstop", "tstatus", f"tsave -r {trace_file}")
+def cycle_commands(trace_file: Path, rss: str) -> tuple[str, ...]:
+    """At a stop: the program's calls, the trace's status and hits, then the trace saved, and
+    tpagent's RSS (the command RSS)."""
+    return (CALLS, "tstatus", f"info tracepoints {TRACEPOINT}", "tstop", "tstatus", f"tsave -r {trace_file}", rss)
 
 
 def hits_of(info_tracepoints: str) -> int:
@@ -94,7 +100,7 @@ def hits_of(info_tracepoints: str) -> int:
 
 
 def calls_of(text: str) -> list[int]:
-    found = re.fullmatch(r"calls (\d+) (\d+) (\d+) (\d+)", text.strip())
+    found = re.fullmatch(r"calls" + r" (\d+)" * THREADS, text.strip())
     assert found, f"not the program's calls: {text!r}"
     return [int(n) for n in found.groups()]
 
@@ -240,7 +246,8 @@ def check_cycle(cycle: Cycle, tool: Path, address: int, thread_ids: dict[int, in
 @pytest.mark.tpagent_only("tsave -r (QTSave) and $trace_timestamp_ns are tpagent's")
 @pytest.mark.timeout(TEST_SECONDS)
 def test_soak(e2e):
-    s = FastTrace(e2e, PROGRAM, str(HITS), str(CHECKPOINTS))
+    s = FastTrace(e2e, PROGRAM, str(HITS), str(CHECKPOINTS), str(THREADS))
+    rss = f"shell grep VmRSS /proc/{s.server.pid}/status"
     define = s.define(
         "tvariable $trace_timestamp_ns",
         "tvariable $trace_thread",
@@ -252,7 +259,7 @@ def test_soak(e2e):
         "break checkpoint", "break finished", "tstart",
     ]
     for k, trace_file in enumerate(files):
-        commands += ["continue", *cycle_commands(trace_file), *(["tstart"] if k < CHECKPOINTS else [])]
+        commands += ["continue", *cycle_commands(trace_file, rss), *(["tstart"] if k < CHECKPOINTS else [])]
     commands += ["delete", "continue"]
     r = s.gdb(*commands, timeout=GDB_SECONDS)
 
@@ -289,6 +296,9 @@ def test_soak(e2e):
             kept = cycle.trace_file
         else:
             cycle.trace_file.unlink(missing_ok=True)
+    rss_kib = [int(re.search(r"VmRSS:\s+(\d+) kB", r.of(rss, k)).group(1)) for k in range(len(files))]
+    if (rss_kib[-1] - rss_kib[0]) * 1024 > RSS_SLACK:
+        problems.append(f"tpagent's RSS grew from {rss_kib[0]} to {rss_kib[-1]} KiB over the cycles: {rss_kib}")
     if not any(cycle.wrapped for cycle in cycles):
         problems.append(f"no cycle wrapped the {BUFFER_BYTES}-byte circular buffer: the test misses its point")
 
@@ -308,3 +318,6 @@ def test_soak(e2e):
     assert not problems, (
         f"soak: {len(problems)} violated checks ({THREADS} threads x {HITS} hits, {len(cycles)} cycles"
         f"{f'; {kept} kept' if kept else ''}):\n{summary}")
+    print(f"tpagent's RSS at each stop (KiB): {rss_kib}")
+    record_reliability(f"Soak: {THREADS} threads x {HITS:,} fast-tracepoint hits, circular buffer, tstart/tstop/tsave -r"
+                       f" {len(cycles)} times", 1, sum(c.after.frames or 0 for c in cycles))
