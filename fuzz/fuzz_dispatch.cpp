@@ -1,11 +1,14 @@
 // Arbitrary bytes from "gdb" through framing, classification and the packet handlers of a
-// session with no inferior. Packets that touch the host (files, starting or attaching to
-// processes, exiting) are left out: the fuzzer must not delete files or spawn programs.
+// session with no inferior. Packets that start or attach to processes or end the session are
+// left out: the fuzzer must not spawn programs. Host I/O (vFile) goes through, confined by
+// --hostio-dir to a directory of its own (created once, under /tmp).
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <spdlog/spdlog.h>
 #include <string_view>
 
@@ -19,8 +22,8 @@ class NullConnection : public tpagent::agent::Connection {
 
 bool host_touching(std::string_view payload) {
     auto name = tpagent::protocol::classify(payload).name;
-    return name.starts_with("vFile") || name == "vRun" || name == "vAttach" || name == "qRcmd" ||
-           name == "k" || name == "D" || name == "vKill";
+    return name == "vRun" || name == "vAttach" || name == "qRcmd" || name == "k" || name == "D" ||
+           name == "vKill";
 }
 } // namespace
 
@@ -28,7 +31,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace tpagent;
     spdlog::set_level(spdlog::level::off);
     static boost::asio::io_context io;
-    static agent::Server server(io, agent::ServerOptions{});
+    static agent::Server server(io, [] {
+        agent::ServerOptions options;
+        char dir[] = "/tmp/tpagent-fuzz-hostio-XXXXXX";
+        if (!mkdtemp(dir)) std::abort();
+        options.hostio_dir = dir;
+        static const std::string made = dir;
+        std::atexit([] { std::filesystem::remove_all(made); });
+        return options;
+    }());
     agent::Session session(server, std::make_unique<NullConnection>());
     // Decode once to filter, then feed the accepted packets framed again.
     protocol::PacketDecoder decoder(agent::kPacketSize);

@@ -36,8 +36,8 @@ def frame(payload: bytes) -> bytes:
     return b"$" + bytes(escaped) + b"#" + checksum(bytes(escaped))
 
 
-# A tracing session's packets, as gdb 13 sends them to a stub (no process-starting, killing or
-# file packets: fuzz_dispatch leaves those out, and they would not be seeds for it).
+# A tracing session's packets, as gdb 13 sends them to a stub (no process-starting or killing
+# packets: fuzz_dispatch leaves those out, and they would not be seeds for it).
 SESSION = [
     b"qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;"
     b"exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+",
@@ -59,6 +59,11 @@ SESSION = [
     b"X404028,4:\x01\x02\x03\x04", b"P10=0011223344556677", b"qTfSTM", b"qTsSTM",
     b"qTSTMat:401136", b"QPassSignals:e;10;14;17", b"QProgramSignals:0;1", b"qGetTLSAddr:1,0,0",
     b"qRelocInsn:4", b"E01",
+    # Host I/O, confined by fuzz_dispatch to a directory of its own: create, write, read, stat,
+    # close, readlink, unlink (file names in hex; flags O_CREAT|O_TRUNC|O_RDWR, mode 0644).
+    b"vFile:setfs:0", b"vFile:open:6a6f6b65,602,1a4", b"vFile:pwrite:3,0,abc", b"vFile:pread:3,100,0",
+    b"vFile:fstat:3", b"vFile:close:3", b"vFile:readlink:6a6f6b65", b"vFile:unlink:6a6f6b65",
+    b"vFile:open:2e2e2f2e2e2f6574632f706173737764,0,0",
 ]
 
 # fuzz_requests: the first byte picks the parser (see fuzz_requests.cpp's switch).

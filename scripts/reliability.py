@@ -35,7 +35,7 @@ END = "<!-- reliability: end -->"
 # What each fuzz target feeds, for the table.
 FUZZ_INPUTS = {
     "fuzz_packet_decoder": "RSP framing: split, escaped, run-length and corrupt byte streams",
-    "fuzz_dispatch": "framing + every packet handler of a live session (no process)",
+    "fuzz_dispatch": "framing + every packet handler of a session with no process (vFile confined to a directory)",
     "fuzz_requests": "every request parser (m/M/X, Z, H/T thread ids, vCont, c/C, qXfer, qRelocInsn, "
     "QTDP, QTDPsrc, QTEnable/qTP keys, QTFrame, QTBuffer, printf formats, qTStatus)",
     "fuzz_ax_validate_interp": "agent-expression validator + interpreter",
