@@ -292,37 +292,68 @@ void Listener::accept_tcp() {
 }
 
 // A second gdb: its first packet (qSupported) is acknowledged and answered with an error that
-// gdb prints ("Remote failure reply: E.tpagent is serving another gdb ..."), then the
-// connection is closed. Answering before it has sent anything could lose the reply to the
-// reset that closing a socket with unread data causes; a client that sends nothing within a
-// few seconds is simply closed.
+// gdb prints ("Remote failure reply: E.tpagent is serving another gdb ..."); then tpagent stops
+// writing and reads on until gdb gives up or a few seconds pass. Answering before the packet is
+// whole, or closing while gdb still writes, resets the connection, and gdb would show only
+// "Broken pipe".
+namespace {
+class Refusal : public std::enable_shared_from_this<Refusal> {
+  public:
+    Refusal(asio::ip::tcp::socket socket, std::string reply)
+        : socket_(std::move(socket)), timer_(socket_.get_executor()), reply_(std::move(reply)) {}
+    void start() {
+        timer_.expires_after(std::chrono::seconds(5));
+        timer_.async_wait([self = shared_from_this()](const error_code&) {
+            error_code ignored;
+            self->socket_.close(ignored);
+        });
+        read();
+    }
+
+  private:
+    void read() {
+        socket_.async_read_some(asio::buffer(buffer_),
+                                [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                                    self->on_read(ec, n);
+                                });
+    }
+    void on_read(const error_code& ec, std::size_t n) {
+        error_code ignored;
+        if (ec) { // gdb gave up, or the timer closed the socket
+            socket_.close(ignored);
+            timer_.cancel();
+            return;
+        }
+        if (!answered_) {
+            seen_.append(buffer_.data(), std::min(n, kMaxSeen - std::min(kMaxSeen, seen_.size())));
+            const auto hash = seen_.find('#');
+            if (hash != std::string::npos && seen_.size() >= hash + 3) {
+                asio::write(socket_, asio::buffer(reply_), ignored);
+                socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+                answered_ = true;
+            }
+        }
+        read();
+    }
+
+    static constexpr std::size_t kMaxSeen = 4096;
+    asio::ip::tcp::socket socket_;
+    asio::steady_timer timer_;
+    std::array<char, 512> buffer_{};
+    std::string seen_;
+    std::string reply_;
+    bool answered_ = false;
+};
+} // namespace
+
 void Listener::turn_away(asio::ip::tcp::socket socket, const std::string& from) {
     fmt::print(stderr, "Refused a connection from {}: tpagent is serving another gdb ({})\n", from,
                serving_);
     std::fflush(stderr);
-    struct Refusal {
-        asio::ip::tcp::socket socket;
-        asio::steady_timer timer;
-        std::array<char, 512> buffer{};
-        std::string reply;
-    };
-    auto r = std::make_shared<Refusal>(
-        Refusal{std::move(socket),
-                asio::steady_timer(io_),
-                {},
-                "+" + protocol::frame_packet(
-                          fmt::format("E.tpagent is serving another gdb ({})", serving_))});
-    r->timer.expires_after(std::chrono::seconds(5));
-    r->timer.async_wait([r](const error_code&) {
-        error_code ignored;
-        r->socket.close(ignored);
-    });
-    r->socket.async_read_some(asio::buffer(r->buffer), [r](const error_code& ec, std::size_t) {
-        error_code ignored;
-        if (!ec) asio::write(r->socket, asio::buffer(r->reply), ignored);
-        r->socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        r->timer.cancel();
-    });
+    std::make_shared<Refusal>(std::move(socket),
+                              "+" + protocol::frame_packet(fmt::format(
+                                        "E.tpagent is serving another gdb ({})", serving_)))
+        ->start();
 }
 
 void Listener::close() {
