@@ -104,12 +104,13 @@ def main() -> None:
         run_faults(log, full=not args.short)
     if args.fuzz:
         subprocess.run(["bash", str(TOP / "scripts" / "fuzz.sh"), "long"], check=True)
-    form = "short form (as CI runs it)" if args.short else "full form (`TPAGENT_FAULTS_FULL=1`, `TPAGENT_SOAK_FULL=1`)"
+    form = "short forms (as CI runs them)" if args.short else "full forms (`TPAGENT_FAULTS_FULL=1`, `TPAGENT_SOAK_FULL=1`)"
     section = "\n".join([
         BEGIN,
-        f"Measured on {datetime.date.today().isoformat()} on a 2-core VM: the fault suite in its {form},",
-        "every test asserting the program, the session and every trace frame intact; then each fuzz",
-        "target with ASan+UBSan from its seeds (`scripts/fuzz.sh long`).",
+        f"Measured on {datetime.date.today().isoformat()} on a 2-core VM. The fault and load suites in their",
+        f"{form}, every test asserting the program, the session and every trace frame",
+        "intact; then each fuzz target with ASan+UBSan from its seeds (`scripts/fuzz.sh long`: 10^7",
+        "executions, or fewer where `FUZZ_MAX_SECONDS` stopped it first).",
         "",
         faults_table(log),
         "",
