@@ -121,8 +121,9 @@ std::optional<std::span<const std::uint8_t>> FrameView::registers() const {
 std::size_t FrameView::read_memory(std::uint64_t address, std::span<std::uint8_t> out) const {
     // Copy every block's part of the request in frame order, so later blocks overwrite
     // earlier ones, and remember which parts were covered.
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> covered; // offsets [begin, end)
     const std::uint64_t want = out.size();
+    if (want == 0) return 0; // (an empty span's data() may be null: no memcpy to it)
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> covered; // offsets [begin, end)
     for (const FrameBlock& b : blocks()) {
         if (b.type != kMemoryBlock || b.data.empty()) continue;
         // Offsets relative to `address`, in unsigned arithmetic so wrap-around is handled.

@@ -119,6 +119,9 @@ TEST_CASE("frame: same bytes as gdbserver's, and read back", "[trace][frame]") {
     CHECK(frame->read_memory(0x555555558020, out) == 4);
     CHECK(frame->read_memory(0x55555555801f, out) == 0);
     CHECK(frame->read_memory(0x555555558024, out) == 0);
+    // Nothing asked (`m ADDR,0`) inside a block: nothing read, and no copy to a null span
+    // (UBSan's report killed a sanitized tpagent here; found by test_faults_hostile_packets).
+    CHECK(frame->read_memory(0x555555558031, std::span<std::uint8_t>()) == 0);
 
     auto step_view = buf.frame(1);
     REQUIRE(step_view);
