@@ -15,6 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VECTORS = HERE.parent / "tests" / "vectors" / "ax" / "vectors.txt"
+TRACEFILES = HERE.parent / "tests" / "data" / "tracefiles"
 CORPUS = HERE / "corpus"
 
 
@@ -90,6 +91,29 @@ REQUESTS = {
 }
 
 
+def short_tracefiles() -> list[bytes]:
+    """Each trace file without its target description, and with only its first feature's
+    registers (they then no longer cover the whole `R` block: the reader must cope)."""
+    out = []
+    for path in sorted(TRACEFILES.glob("*.tf")):
+        data = path.read_bytes()
+        end = data.index(b"\n\n") + 1  # the text section ends at an empty line
+        lines, rest = data[:end].split(b"\n")[:-1], data[end:]
+        tdesc = [i for i, line in enumerate(lines) if line.startswith(b"tdesc")]
+        first, last = tdesc[0], tdesc[-1]
+        core = []
+        for line in lines[first : last + 1]:
+            xml = line[len(b"tdesc") :].strip()
+            if not xml.startswith((b"<flags", b"</flags", b"<field")):
+                core.append(line)
+            if xml.startswith(b"</feature"):
+                break
+        core.append(b"tdesc </target>")
+        for kept in ([], core):
+            out.append(b"\n".join(lines[:first] + kept + lines[last + 1 :]) + b"\n" + rest)
+    return out
+
+
 def write(target: str, inputs: list[bytes]) -> None:
     folder = CORPUS / target
     shutil.rmtree(folder, ignore_errors=True)
@@ -107,6 +131,9 @@ def main() -> None:
     write("fuzz_dispatch", [frame(p) for p in session] + [b"".join(frame(p) for p in SESSION)])
     write("fuzz_packet_decoder", [frame(p) for p in SESSION] + [b"+$g#67-\x03$?#3f", b"$m0,4*!#00"])
     write("fuzz_requests", [bytes([k]) + v for k, values in REQUESTS.items() for v in values])
+    short = short_tracefiles()
+    write("fuzz_tracefile_reader", short)
+    write("fuzz_tpdump", short)
 
 
 if __name__ == "__main__":

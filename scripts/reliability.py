@@ -84,12 +84,14 @@ def faults_table(log: Path) -> str:
 def fuzz_table() -> str:
     if not FIGURES.exists():
         sys.exit(f"reliability.py: no {FIGURES.relative_to(TOP)}: run scripts/fuzz.sh long (or --fuzz)")
-    rows = [line.split("\t") for line in FIGURES.read_text().splitlines()[1:] if line.strip()]
-    lines = ["| Fuzz target | What it feeds | Executions | Seconds | Result |", "|---|---|---:|---:|---|"]
-    for name, executions, seconds, result in rows:
+    rows = sorted(line.split("\t") for line in FIGURES.read_text().splitlines()[1:] if line.strip())
+    lines = ["| Fuzz target | What it feeds | Executions | Seconds | Result | Run on |",
+             "|---|---|---:|---:|---|---|"]
+    for name, executions, seconds, result, *date in rows:
         if result not in ("no crash", "no mismatch"):
             sys.exit(f"reliability.py: {name}: {result}")
-        lines.append(f"| `{name}` | {FUZZ_INPUTS.get(name, '')} | {int(executions):,} | {int(seconds):,} | {result} |")
+        lines.append(f"| `{name}` | {FUZZ_INPUTS.get(name, '')} | {int(executions):,} | {int(seconds):,} | {result} "
+                     f"| {date[0] if date else ''} |")
     return "\n".join(lines)
 
 
@@ -110,7 +112,7 @@ def main() -> None:
         f"Measured on {datetime.date.today().isoformat()} on a 2-core VM. The fault and load suites in their",
         f"{form}, every test asserting the program, the session and every trace frame",
         "intact; then each fuzz target with ASan+UBSan from its seeds (`scripts/fuzz.sh long`: 10^7",
-        "executions, or fewer where `FUZZ_MAX_SECONDS` stopped it first).",
+        "executions, or fewer where `FUZZ_MAX_SECONDS` stopped it first), on the day its row shows.",
         "",
         faults_table(log),
         "",
