@@ -1,7 +1,8 @@
 // Arbitrary bytes from "gdb" through framing, classification and the packet handlers of a
 // session with no inferior. Packets that start or attach to processes or end the session are
 // left out: the fuzzer must not spawn programs. Host I/O (vFile) goes through, confined by
-// --hostio-dir to a directory of its own (created once, under /tmp).
+// --hostio-dir to a directory of its own (created once, under /tmp). Each input gets a new
+// server and session.
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "protocol/framing.hpp"
@@ -25,21 +26,31 @@ bool host_touching(std::string_view payload) {
     return name == "vRun" || name == "vAttach" || name == "qRcmd" || name == "k" || name == "D" ||
            name == "vKill";
 }
+
+// Host I/O's directory: made once, removed at exit (kept in static storage that outlives the
+// exit handlers).
+const char* hostio_dir() {
+    static char dir[] = "/tmp/tpagent-fuzz-hostio-XXXXXX";
+    static const bool made = [] {
+        if (!mkdtemp(dir)) std::abort();
+        std::atexit([] { std::filesystem::remove_all(dir); });
+        return true;
+    }();
+    return made ? dir : nullptr;
+}
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace tpagent;
     spdlog::set_level(spdlog::level::off);
-    static boost::asio::io_context io;
-    static agent::Server server(io, [] {
-        agent::ServerOptions options;
-        char dir[] = "/tmp/tpagent-fuzz-hostio-XXXXXX";
-        if (!mkdtemp(dir)) std::abort();
-        options.hostio_dir = dir;
-        static const std::string made = dir;
-        std::atexit([] { std::filesystem::remove_all(made); });
-        return options;
-    }());
+    // A server of its own for each input, so that an input does what it does whatever ran
+    // before it (files in the Host I/O directory aside): a crash reproduces from its input
+    // alone, and libFuzzer's leak check, run whenever an input's allocations outlive it, stays
+    // rare.
+    boost::asio::io_context io;
+    agent::ServerOptions options;
+    options.hostio_dir = hostio_dir();
+    agent::Server server(io, options);
     agent::Session session(server, std::make_unique<NullConnection>());
     // Decode once to filter, then feed the accepted packets framed again.
     protocol::PacketDecoder decoder(agent::kPacketSize);

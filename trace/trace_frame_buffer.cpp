@@ -2,6 +2,7 @@
 
 #include "protocol/hex.hpp"
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -16,8 +17,13 @@ Status TraceFrameBuffer::set_size(std::size_t size) {
     if (size == 0 || size > kMaxSize)
         return make_error(ErrorCode::TooLarge,
                           fmt::format("trace buffer size {:#x} outside 1..{:#x}", size, kMaxSize));
-    // Left uninitialised: pages are only touched as frames arrive.
-    if (size != size_) storage_.reset(new std::uint8_t[size]);
+    if (size != size_) {
+        MappedBytes storage(size); // pages become resident only as frames arrive
+        if (!storage.data())
+            return make_error(ErrorCode::SystemError, fmt::format("trace buffer of {:#x} bytes: {}",
+                                                                  size, std::strerror(errno)));
+        storage_ = std::move(storage);
+    }
     size_ = size;
     clear();
     return ok_status();
@@ -110,7 +116,7 @@ TraceFrameBuffer::append(std::size_t size, std::uint16_t tracepoint, std::uint64
                          std::uint32_t registers_valid, std::size_t raw_size) {
     auto offset = reserve(size);
     if (!offset) return std::nullopt;
-    std::uint8_t* data = storage_.get() + *offset;
+    std::uint8_t* data = storage_.data() + *offset;
     index_.push_back(Entry{data, *offset, size, logical_end_, raw_size, pc, tracepoint,
                            registers_valid, 0, 0, 0});
     logical_end_ += raw_size;

@@ -27,11 +27,11 @@
 #include "trace/trace_frame.hpp"
 #include "trace/frame_query.hpp"
 #include "trace/shared_frames.hpp"
+#include "base/mapped_bytes.hpp"
 #include "base/result.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -151,7 +151,7 @@ class TraceFrameBuffer {
 
     std::size_t register_block_size_;
     std::size_t size_;
-    std::unique_ptr<std::uint8_t[]> storage_;
+    MappedBytes storage_;
     bool circular_ = false;
     SharedFrameSource* shared_ = nullptr;
     // The index changes under const queries when shared frames arrive or go.

@@ -2,9 +2,15 @@
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 
+#include <csignal>
 #include <deque>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace tpagent;
 using namespace tpagent::trace;
@@ -355,6 +361,54 @@ TEST_CASE("buffer: many frames, direct lookups", "[trace][buffer]") {
     Bytes out(19);
     REQUIRE(buf.read_raw(buf.raw_size() - 19, out) == 19);
     CHECK(out == frame_bytes(b));
+}
+
+// Runs `body` in a child process; its exit status, or 128 + the signal that ended it.
+template <typename Body> int in_child(Body body) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        std::signal(SIGSEGV, SIG_DFL); // a sanitizer's handler would turn the fault into exit 1
+        _exit(body());
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_CASE("buffer storage: its own mapping, with a guard page past the end", "[trace][buffer]") {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    MappedBytes bytes(page + 1);
+    REQUIRE(bytes.data() != nullptr);
+    std::fill_n(bytes.data(), 2 * page, std::uint8_t{0xa5}); // the size rounded up to pages
+    CHECK(bytes.data()[2 * page - 1] == 0xa5);
+    MappedBytes moved(std::move(bytes));
+    CHECK(bytes.data() == nullptr);
+    CHECK(moved.data()[0] == 0xa5);
+    // Past the end, and before the start, is a fault, not another allocation's memory.
+    CHECK(in_child([&] { return moved.data()[2 * page] = 1; }) == 128 + SIGSEGV);
+    CHECK(in_child([&] { return moved.data()[-1] = 1; }) == 128 + SIGSEGV);
+}
+
+TEST_CASE("buffer: a size the system cannot give is refused, and the frames are kept",
+          "[trace][buffer]") {
+    // A child whose address space may grow by 256 MiB more asks for a 1 GiB buffer.
+    CHECK(in_child([] {
+              std::ifstream status("/proc/self/status");
+              std::string line;
+              std::size_t vm_kib = 0;
+              while (std::getline(status, line))
+                  if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stoull(line.substr(7));
+              const rlim_t limit = (vm_kib << 10) + (rlim_t{256} << 20);
+              const rlimit as{limit, limit};
+              if (vm_kib == 0 || setrlimit(RLIMIT_AS, &as) != 0) return 10;
+              TraceFrameBuffer buf(8, 0x1000);
+              if (buf.commit(sized_frame(1, 20, 7), 0) != Commit::Stored) return 11;
+              auto refused = buf.set_size(TraceFrameBuffer::kMaxSize);
+              if (refused.ok() || refused.error().code != ErrorCode::SystemError) return 12;
+              if (refused.error().text.find("trace buffer of 0x40000000 bytes") != 0) return 13;
+              if (buf.size() != 0x1000 || buf.frame_count() != 1) return 14;
+              return 0;
+          }) == 0);
 }
 
 TEST_CASE("buffer: size and settings", "[trace][buffer]") {
