@@ -1,5 +1,6 @@
 // Connection set-up and general queries.
 #include "target/target.hpp"
+#include "server/debug_output.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
@@ -8,6 +9,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <fmt/format.h>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -151,35 +153,60 @@ std::string handle_non_stop(Session&, std::string_view args) {
     return reply_error_text(make_error(ErrorCode::Unsupported, "non-stop mode is not supported"));
 }
 
+namespace {
+constexpr std::string_view kMonitorHelp = "The following monitor commands are supported:\n"
+                                          "  set debug <0|1>\n"
+                                          "    Enable or disable logging of every packet and "
+                                          "ptrace event\n"
+                                          "  set remote-debug <0|1>\n"
+                                          "    Enable or disable logging of every packet\n"
+                                          "  set debug-format option1[,option2,...]\n"
+                                          "    What each line of debug output starts with\n"
+                                          "    Options: all, none, timestamp\n"
+                                          "  exit\n"
+                                          "    Quit tpagent\n"
+                                          "  help\n"
+                                          "    Print this message\n";
+
+// `set NAME <0|1>`'s value, if `command` is that.
+std::optional<bool> switch_value(std::string_view command, std::string_view name) {
+    if (!command.starts_with(name)) return std::nullopt;
+    std::string_view v = command.substr(name.size());
+    if (v == "1" || v == "on") return true;
+    if (v == "0" || v == "off") return false;
+    return std::nullopt;
+}
+} // namespace
+
 std::string handle_monitor(Session& s, std::string_view args) {
     auto cmd = hex_to_text(args);
     if (!cmd) return reply_error(cmd.error());
-    std::string text;
-    if (*cmd == "help") {
-        text = "The following monitor commands are supported:\n"
-               "  set debug <0|1>\n"
-               "    Enable or disable logging of every packet and ptrace event\n"
-               "  exit\n"
-               "    Quit tpagent\n"
-               "  help\n"
-               "    Print this message\n";
-    } else if (*cmd == "exit") {
+    const std::string_view command = *cmd;
+    if (command == "help") return to_hex(kMonitorHelp);
+    if (command == "exit") {
         s.server().request_exit();
         s.exit_after_reply = true;
         return reply_ok();
-    } else if (cmd->starts_with("set debug ")) {
-        std::string v = cmd->substr(10);
-        bool on = v == "1" || v == "on";
-        if (!on && v != "0" && v != "off")
-            text = "Usage: set debug <0|1>\n";
-        else {
-            s.server().set_debug(on);
-            text = on ? "Debug output enabled.\n" : "Debug output disabled.\n";
-        }
-    } else {
-        text = "Unknown monitor command.\n\n";
     }
-    return to_hex(text);
+    if (auto on = switch_value(command, "set debug ")) {
+        debug_output::set_debug(*on);
+        return to_hex(*on ? "Debug output enabled.\n" : "Debug output disabled.\n");
+    }
+    if (auto on = switch_value(command, "set remote-debug ")) {
+        debug_output::set_remote_debug(*on);
+        return to_hex(*on ? "Protocol debug output enabled.\n"
+                          : "Protocol debug output disabled.\n");
+    }
+    std::string unknown = "Unknown monitor command.\n\n";
+    if (command.starts_with("set debug-format ") && command.size() > 17) {
+        auto answer = debug_output::set_format(command.substr(17));
+        if (answer.known) return to_hex(answer.said);
+        unknown = answer.said;
+    }
+    // gdbserver's answer to anything else, `monitor` alone included: the help, then an error,
+    // so that a script with a mistyped command stops there.
+    s.send_console(unknown + std::string(kMonitorHelp));
+    return reply_error(ErrorCode::BadPacket);
 }
 
 } // namespace tpagent::agent

@@ -1,6 +1,7 @@
 // tpagent: a GDB remote-protocol tracepoint agent.
 #include "base/asio.hpp"
 #include "server/options.hpp"
+#include "server/debug_output.hpp"
 #include "server/server.hpp"
 #include "target/linux/code_guard.hpp"
 #include <csignal>
@@ -23,10 +24,7 @@ int main(int argc, char** argv) {
         fmt::print("tpagent {}\n", TPAGENT_VERSION);
         return 0;
     }
-    auto logger = spdlog::stderr_logger_st("tpagent");
-    logger->set_pattern("[%H:%M:%S.%f] %v");
-    spdlog::set_default_logger(logger);
-    spdlog::set_level(opts->debug ? spdlog::level::debug : spdlog::level::warn);
+    debug_output::start(opts->debug, opts->remote_debug, opts->debug_timestamps);
     // A vanished gdb must show up as a write error, not kill us; so must a file size limit
     // (tsave -r).
     std::signal(SIGPIPE, SIG_IGN);

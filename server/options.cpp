@@ -1,5 +1,6 @@
 #include "server/options.hpp"
 #include "server/address_filter.hpp"
+#include "protocol/hex.hpp"
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -90,7 +91,13 @@ std::string usage_text() {
            "                        Don't disable address space randomization.\n"
            "\n"
            "Debug options:\n"
-           "  --debug               Log every packet and ptrace event to stderr.\n";
+           "  --debug               Log every packet and ptrace event to stderr.\n"
+           "  --remote-debug        Log every packet to stderr.\n"
+           "  --debug-format=OPT1[,OPT2,...]\n"
+           "                        What each line of debug output starts with.\n"
+           "                          Options:\n"
+           "                            all, timestamp  the time (the default)\n"
+           "                            none            nothing\n";
 }
 
 Result<ServerOptions> parse_options(int argc, char** argv) {
@@ -109,7 +116,15 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             o.*(sw->flag) = sw->value;
         else if (a == "--debug" || a.starts_with("--debug="))
             o.debug = true;
-        else if (a == "--attach")
+        else if (a == "--remote-debug")
+            o.remote_debug = true;
+        else if (a.starts_with("--debug-format=")) {
+            for (std::string_view f : protocol::split(a.substr(15), ',')) {
+                if (f != "all" && f != "none" && f != "timestamp")
+                    return usage_error(fmt::format("unknown --debug-format option \"{}\"", f));
+                o.debug_timestamps = f != "none";
+            }
+        } else if (a == "--attach")
             o.attach_pid = 0; // PID comes after COMM
         else if (a == "--baud" || a.starts_with("--baud=")) {
             std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);

@@ -19,6 +19,8 @@ struct ServerOptions {
     bool multi = false;
     bool once = false;
     bool debug = false;
+    bool remote_debug = false;      // --remote-debug: the packets alone
+    bool debug_timestamps = true;   // --debug-format=none turns them off
     bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
     bool inject = true; // load the in-process agent into a program without it (--no-inject)
     bool disable_randomization = true;

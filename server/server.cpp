@@ -154,10 +154,6 @@ bool Server::stdio_transport() const {
     return options_.comm == "-";
 }
 
-void Server::set_debug(bool on) {
-    spdlog::set_level(on ? spdlog::level::debug : spdlog::level::warn);
-}
-
 Status Server::start_program(const std::vector<std::string>& program) {
     LaunchSpec spec;
     spec.program = program;

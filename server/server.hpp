@@ -78,7 +78,6 @@ class Server {
     void forget_exited_program() { exited_.reset(); }
     void request_exit() { exit_requested_ = true; }
     void session_closed(Session& s);
-    void set_debug(bool on);
     // Fast tracepoints fill the buffer with no event tpagent would see: while a fast trace
     // runs, a timer looks every few ms (armed here after a packet started one; it stops by
     // itself when the trace does).

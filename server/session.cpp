@@ -1,4 +1,5 @@
 #include "server/session.hpp"
+#include "server/debug_output.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "target/linux/signals.hpp"
@@ -265,11 +266,11 @@ void Session::handle(const FrameEvent& ev) {
         if (!last_frame_.empty()) conn_->write(last_frame_);
         return;
     case FrameEvent::Kind::Interrupt:
-        spdlog::debug("<- ^C");
+        debug_output::packets().debug("<- ^C");
         if (auto* inf = inferior()) inf->interrupt();
         return;
     case FrameEvent::Kind::BadChecksum:
-        spdlog::debug("<- bad checksum: {}", ev.payload);
+        debug_output::packets().debug("<- bad checksum: {}", ev.payload);
         if (!no_ack) {
             conn_->write("-");
             return;
@@ -278,7 +279,7 @@ void Session::handle(const FrameEvent& ev) {
         dispatch(ev.payload);
         return;
     case FrameEvent::Kind::Oversize:
-        spdlog::debug("<- packet longer than PacketSize");
+        debug_output::packets().debug("<- packet longer than PacketSize");
         if (!no_ack) conn_->write("+");
         send_packet(protocol::reply_error(ErrorCode::TooLarge));
         return;
@@ -290,7 +291,8 @@ void Session::handle(const FrameEvent& ev) {
 }
 
 void Session::dispatch(const std::string& payload) {
-    spdlog::debug("<- {}", payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
+    debug_output::packets().debug("<- {}",
+                                  payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
     if (reloc_answer_ && protocol::is_reloc_insn_answer(payload)) {
         AnswerHandler next = std::exchange(reloc_answer_, nullptr);
         send_packet(next(*this, payload));
@@ -339,8 +341,13 @@ std::string Session::run_handler(const protocol::PacketTable<Session>::Handler& 
     }
 }
 
+void Session::send_console(std::string_view text) {
+    send_packet("O" + protocol::to_hex(text));
+}
+
 void Session::send_packet(const std::string& payload) {
-    spdlog::debug("-> {}", payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
+    debug_output::packets().debug("-> {}",
+                                  payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
     bool plain = std::all_of(payload.begin(), payload.end(),
                              [](char c) { return protocol::hex_digit_value(c) >= 0 || c == 'x'; });
     last_frame_ = protocol::frame_packet(plain ? protocol::run_length_encode(payload) : payload);

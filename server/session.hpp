@@ -48,6 +48,8 @@ class Session {
     void defer_reply() { deferred_ = true; }
     // For packets gdb expects no answer to (`k`).
     void suppress_reply() { suppressed_ = true; }
+    // Text for gdb's console before the reply (an `O` packet: qRcmd's output).
+    void send_console(std::string_view text);
     // For a handler whose reply is a request to gdb ("qRelocInsn:FROM;TO" while QTStart waits):
     // gdb's answer ("qRelocInsn:LEN" or "E01") goes to `next`, whose return value is sent in
     // turn; every other packet is handled as usual meanwhile.

@@ -230,7 +230,11 @@ void Listener::announce_first() const {
 void Listener::async_accept(const AcceptHandler& handler) {
     switch (ep_.kind) {
     case Endpoint::Kind::Stdio:
-        asio::post(io_, [this, handler] { handler(std::make_unique<StdioConnection>(io_)); });
+        asio::post(io_, [this, handler] {
+            fmt::print(stderr, "Remote debugging using stdio\n"); // gdbserver's line
+            std::fflush(stderr);
+            handler(std::make_unique<StdioConnection>(io_));
+        });
         return;
     case Endpoint::Kind::Serial:
         asio::post(io_, [this, handler] {

@@ -76,9 +76,49 @@ def test_monitor_commands(e2e):
     r = s.gdb(
         "monitor help", "monitor set debug 1", "print 1", "monitor set debug 0", "monitor frobnicate", "monitor exit"
     )
-    assert_in_order(r.of("monitor help"), r"set debug <0\|1>", r"exit", r"help")
+    assert_in_order(r.of("monitor help"), r"set debug <0\|1>", r"set remote-debug <0\|1>", r"set debug-format",
+                    r"exit", r"help")
     assert "Debug output enabled." in r.of("monitor set debug 1")
     # With debugging on, the server logged the packets of `print 1`'s neighbours.
     s.server.wait_for(r"<- ")
     assert "Unknown monitor command." in r.of("monitor frobnicate")
     assert s.server.wait_exit() == 0
+
+
+# What gdbserver prints for each (its own help text aside), and what the server's stderr shows.
+MONITOR_LIKE_GDBSERVER = [
+    ("monitor", ["Unknown monitor command.", "The following monitor commands are supported:",
+                 "set remote-debug <0|1>", "set debug-format option1[,option2,...]", "Protocol error with Rcmd"]),
+    ("monitor set remote-debug 2", ["Unknown monitor command.", "The following monitor", "Protocol error with Rcmd"]),
+    ("monitor set remote-debug 1", ["Protocol debug output enabled."]),
+    ("maint flush register-cache", []),  # so that the next command asks for the registers again
+    ("print $pc != 0", ["$1 = 1"]),
+    ("monitor set remote-debug 0", ["Protocol debug output disabled."]),
+    ("monitor set debug-format none", ["All extra debug format options disabled."]),
+    ("monitor set debug-format timestamp,all",
+     ["Timestamps will be added to debug output.", "All extra debug format options enabled."]),
+    ("monitor set debug-format bogus", ['Unknown debug-format argument: "bogus"', "The following monitor",
+                                        "Protocol error with Rcmd"]),
+    ("monitor set debug-format none", ["All extra debug format options disabled."]),
+    ("monitor set debug 1", ["Debug output enabled."]),
+    ("flushregs", []),
+    ("print $sp != 0", ["$2 = 1"]),
+    ("monitor set debug 0", ["Debug output disabled."]),
+]
+
+
+def test_monitor_commands_as_gdbserver_answers_them(e2e):
+    """`monitor` alone, remote-debug and debug-format: gdbserver's words, and its error for a
+    command it does not know (so that a script with a typo stops). Runs against both."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(*(command for command, _ in MONITOR_LIKE_GDBSERVER))
+    for command, expected in MONITOR_LIKE_GDBSERVER:
+        assert_in_order(r.of(command), *(re.escape(text) for text in expected))
+    if e2e.is_gdbserver:
+        return
+    # remote-debug: the packets only, with timestamps; debug-format none: no timestamps.
+    packets = [line for line in s.server.output.splitlines() if re.search(r"(<-|->) ", line)]
+    stamped = [line for line in packets if re.match(r"\[\d\d:\d\d:\d\d\.\d+\] (<-|->) ", line)]
+    plain = [line for line in packets if re.match(r"(<-|->) ", line)]
+    assert any(line.endswith("<- g") for line in stamped), packets  # remote-debug, as it starts
+    assert any(line == "<- g" for line in plain), packets  # debug, after debug-format none
