@@ -154,7 +154,22 @@ bool Server::stdio_transport() const {
     return options_.comm == "-";
 }
 
-Status Server::start_program(const std::vector<std::string>& program) {
+namespace {
+// gdbserver's rule for a program named without a directory: a regular file of that name in
+// the current directory is that file (it would not be run from PATH); any other such name
+// is looked up in PATH when it is run.
+std::string program_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return name;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(name, ec)) return name;
+    auto absolute = std::filesystem::absolute(name, ec);
+    return ec ? name : absolute.string();
+}
+} // namespace
+
+Status Server::start_program(const std::vector<std::string>& named) {
+    std::vector<std::string> program = named;
+    if (!program.empty()) program.front() = program_path(program.front());
     LaunchSpec spec;
     spec.program = program;
     spec.wrapper = options_.wrapper;

@@ -158,8 +158,11 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     int status = 0;
     if (n == sizeof exec_errno) {
         waitpid(child, &status, 0);
+        // gdbserver's words, its last line included (scripts wait for it).
         return make_error(ErrorCode::SystemError,
-                          fmt::format("Cannot exec {}: {}.", argv_s[0], std::strerror(exec_errno)));
+                          fmt::format("Cannot exec {}: {}.\nDuring startup program exited with "
+                                      "code 127.",
+                                      argv_s[0], std::strerror(exec_errno)));
     }
     if (!wait_for_stop(child, status))
         return make_error(ErrorCode::SystemError, "program exited during start-up");

@@ -147,3 +147,18 @@ def test_tsave_r_in_the_save_dir_follows_no_link_out_of_it(e2e):
     assert r.of("tsave -r inner/trace.tf").strip() == "", r.of("tsave -r inner/trace.tf")
     assert (save_dir / "sub" / "trace.tf").read_bytes().startswith(b"\x7fTRACE0\n")
     assert not list(save_dir.rglob("*.tf.*")), "a temporary file was left behind"
+
+
+def test_program_that_does_not_exist(e2e):
+    """gdbserver's last words before `Exiting`, which scripts wait for."""
+    out = refused(e2e, ":0", str(e2e.tmp / "no-such-program"))
+    assert_in_order(out, r"^During startup program exited with code 127\.$", r"^Exiting$")
+
+
+def test_program_named_without_a_directory_is_the_one_in_the_current_directory(e2e):
+    """As gdbserver does: `tpagent :0 prog` runs ./prog if it is there (not in PATH), and
+    names it by its absolute path."""
+    program = e2e.program(PROGRAM)
+    server = e2e.start_server(":0", program.name, launcher=("env", "-C", str(program.parent)))
+    server.wait_for(rf"^Process {re.escape(str(program))} created; pid = \d+$")
+    e2e._listening(server)
