@@ -1,4 +1,5 @@
 #include "target/linux/inferior.hpp"
+#include "target/linux/terminal.hpp"
 #include "target/linux/code_guard.hpp"
 #include "target/linux/child_events.hpp"
 #include "target/linux/sdt_markers.hpp"
@@ -124,7 +125,9 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     if (child == 0) {
         close(fds[0]);
         unblock_child_signal();
-        setpgid(0, 0); // Ctrl-C on our terminal must not reach the program; we forward it.
+        // A group of its own: tpagent hands it the terminal (terminal.hpp), and interrupts it
+        // as a group.
+        setpgid(0, 0);
         if (spec.stdio_is_protocol) {
             int null_fd = open("/dev/null", O_RDONLY);
             if (null_fd >= 0) dup2(null_fd, 0);
@@ -184,6 +187,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
             if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) break;
         }
     }
+    if (!spec.stdio_is_protocol) terminal::give_to(child); // its group is its own (setpgid)
     std::unique_ptr<Inferior> inf(new Inferior(child, false));
     inf->add_thread(child, false);
     inf->finish_setup();

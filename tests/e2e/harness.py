@@ -13,11 +13,13 @@ check that nothing is left.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import signal
 import subprocess
+import termios
 import threading
 import time
 from dataclasses import dataclass, field
@@ -298,20 +300,54 @@ class Server:
     The inferior's own output usually lands here too (it inherits the server's stdout).
     """
 
-    def __init__(self, argv: list[str], reaper: Reaper) -> None:
+    def __init__(self, argv: list[str], reaper: Reaper, tty: bool = False) -> None:
+        """With tty=True the server runs in a session of its own on a fresh pseudo-terminal,
+        its controlling terminal, as if started from a shell: type() types on it."""
         self.argv = argv
         self.port: int | None = None
         self.inferior_pids: list[int] = []
         self._reaper = reaper
         self._lines: list[str] = []
         self._cond = threading.Condition()
-        self.proc = start_process(argv)
+        self._master: int | None = None
+        if tty:
+            self._master, slave = os.openpty()
+            self.proc = subprocess.Popen(
+                argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+            )
+            os.close(slave)
+        else:
+            self.proc = start_process(argv)
         reaper.track_popen(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
+    def type(self, keys: bytes) -> None:
+        assert self._master is not None, "the server was not started on a tty"
+        os.write(self._master, keys)
+
+    def _raw_lines(self):
+        if self._master is None:
+            yield from self.proc.stdout
+            return
+        pending = b""
+        while True:
+            try:
+                data = os.read(self._master, 4096)
+            except OSError:  # EIO once the last holder of the terminal is gone
+                break
+            if not data:
+                break
+            pending += data.replace(b"\r\n", b"\n")
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line + b"\n"
+        if pending:
+            yield pending
+
     def _read(self) -> None:
-        for raw in self.proc.stdout:
+        for raw in self._raw_lines():
             line = raw.decode(errors="replace").rstrip("\n")
             created = INFERIOR_CREATED.search(line)
             if created:
@@ -597,11 +633,12 @@ class E2E:
 
     # servers
 
-    def start_server(self, *args: str, launcher: tuple[str, ...] = ()) -> Server:
+    def start_server(self, *args: str, launcher: tuple[str, ...] = (), tty: bool = False) -> Server:
         """[LAUNCHER] SERVER [common options] ARGS..., without waiting for anything
-        (LAUNCHER: a command that runs the server, e.g. prlimit with its options and --)."""
+        (LAUNCHER: a command that runs the server, e.g. prlimit with its options and --;
+        tty: on a terminal of its own, see Server)."""
         argv = [*launcher, self.server_bin.path, *self.server_bin.common_options(), *args]
-        server = Server(argv, self.reaper)
+        server = Server(argv, self.reaper, tty=tty)
         self.servers.append(server)
         return server
 
@@ -610,10 +647,11 @@ class E2E:
         return server
 
     def serve(
-        self, program: Path, *args: str, options: tuple[str, ...] = (), launcher: tuple[str, ...] = ()
+        self, program: Path, *args: str, options: tuple[str, ...] = (), launcher: tuple[str, ...] = (),
+        tty: bool = False,
     ) -> Server:
         """Server on an ephemeral TCP port with PROG created and stopped at its entry."""
-        server = self.start_server(*options, ":0", str(program), *args, launcher=launcher)
+        server = self.start_server(*options, ":0", str(program), *args, launcher=launcher, tty=tty)
         server.wait_for(INFERIOR_CREATED)
         return self._listening(server)
 
