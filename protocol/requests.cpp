@@ -205,6 +205,16 @@ Result<XferRead> parse_xfer_read(std::string_view args) {
     return XferRead{std::string(args.substr(0, colon)), range->addr, range->length};
 }
 
+Result<XferWrite> parse_xfer_write(std::string_view args) {
+    std::size_t annex_end = args.find(':');
+    if (annex_end == std::string_view::npos) return bad("expected annex:offset:data");
+    std::size_t offset_end = args.find(':', annex_end + 1);
+    if (offset_end == std::string_view::npos) return bad("expected annex:offset:data");
+    auto offset = parse_hex_u64(args.substr(annex_end + 1, offset_end - annex_end - 1));
+    if (!offset) return bad("bad offset");
+    return XferWrite{std::string(args.substr(0, annex_end)), *offset, args.substr(offset_end + 1)};
+}
+
 std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length) {
     if (offset >= data.size()) return "l";
     std::string_view chunk = data.substr(offset, length);

@@ -72,6 +72,14 @@ struct XferRead {
     std::uint64_t length = 0;
 };
 Result<XferRead> parse_xfer_read(std::string_view args);
+// qXfer:OBJECT:write:ANNEX:OFFSET:DATA (DATA binary, already unescaped): the reply is the
+// number of bytes written, in hex.
+struct XferWrite {
+    std::string annex;
+    std::uint64_t offset = 0;
+    std::string_view data; // into the packet
+};
+Result<XferWrite> parse_xfer_write(std::string_view args);
 // The reply to a qXfer read of `data`: "m"/"l" + escaped chunk.
 std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_t length);
 

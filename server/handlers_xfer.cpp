@@ -1,4 +1,4 @@
-// qXfer objects: target description, auxv, executable name, threads, shared libraries.
+// qXfer objects: target description, auxv, executable name, threads, shared libraries, siginfo.
 #include "target/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "base/proc_files.hpp"
@@ -86,6 +86,38 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
             return got && *got == out.size();
         });
     });
+}
+
+// $_siginfo: the general thread's (Hg), as gdbserver takes it.
+std::string handle_xfer_siginfo_read(Session& s, std::string_view args) {
+    return xfer(args, [&](const std::string& annex) -> Result<std::string> {
+        if (!annex.empty()) return make_error(ErrorCode::NotFound, "no such annex");
+        auto* inf = s.live_inferior();
+        if (!inf) return make_error(ErrorCode::NoProcess, "no process");
+        auto info = inf->read_siginfo(s.current_thread());
+        if (!info) return info.error();
+        return std::string(info->begin(), info->end());
+    });
+}
+
+// A part of the siginfo, at an offset: the rest stays as it is.
+std::string handle_xfer_siginfo_write(Session& s, std::string_view args) {
+    auto req = parse_xfer_write(args);
+    if (!req) return reply_error(req.error());
+    if (!req->annex.empty()) return reply_error(ErrorCode::NotFound);
+    auto* inf = s.live_inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    const pid_t tid = s.current_thread();
+    auto info = inf->read_siginfo(tid);
+    if (!info) return reply_error_text(info.error());
+    if (req->offset > info->size() || req->data.size() > info->size() - req->offset)
+        return reply_error_text(
+            make_error(ErrorCode::TooLarge, fmt::format("siginfo is {} bytes", info->size())));
+    std::copy(req->data.begin(), req->data.end(),
+              info->begin() + static_cast<std::ptrdiff_t>(req->offset));
+    if (auto written = inf->write_siginfo(tid, *info); !written)
+        return reply_error_text(written.error());
+    return fmt::format("{:x}", req->data.size());
 }
 
 } // namespace tpagent::agent

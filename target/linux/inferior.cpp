@@ -299,6 +299,31 @@ Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
     return arch_.write_snapshot(tid, **s);
 }
 
+Status Inferior::check_stopped(pid_t tid) const {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
+    if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
+    return ok_status();
+}
+
+Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
+    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    siginfo_t info{};
+    if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&info);
+    return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
+}
+
+Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
+    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    siginfo_t info{};
+    if (siginfo.size() != sizeof info)
+        return make_error(ErrorCode::BadPacket, fmt::format("siginfo is {} bytes", sizeof info));
+    std::memcpy(&info, siginfo.data(), sizeof info);
+    if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_SETSIGINFO");
+    return ok_status();
+}
+
 Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
     auto regs = arch_.registers();
     if (regnum < 0 || static_cast<std::size_t>(regnum) >= regs.size())

@@ -45,6 +45,8 @@ class Inferior final : public Target {
     Status write_registers(pid_t tid, std::span<const std::uint8_t> g) override;
     Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) override;
     Result<std::uint64_t> read_pc(pid_t tid) override;
+    Result<std::vector<std::uint8_t>> read_siginfo(pid_t tid) override;
+    Status write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) override;
 
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override;
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
@@ -191,6 +193,8 @@ class Inferior final : public Target {
     Status finish_setup();
     // The cached registers of a stopped thread; `full` also fetches the vector/FP state.
     Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true);
+    // Ok if `tid` is a thread of ours, stopped.
+    Status check_stopped(pid_t tid) const;
     Status resume_thread(pid_t tid, Thread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, int status);
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);

@@ -282,6 +282,20 @@ TEST_CASE("parse_xfer_read", "[requests]") {
     check_rejected(parse_xfer_read("target.xml:0,100001"), ErrorCode::TooLarge);
 }
 
+TEST_CASE("parse_xfer_write", "[requests]") {
+    const std::string packet = std::string("qXfer:siginfo:write::10:a:\0}", 28);
+    auto x = parse_xfer_write(classify(packet).args);
+    REQUIRE(x.ok());
+    CHECK(x->annex.empty());
+    CHECK(x->offset == 0x10);
+    CHECK(x->data == std::string_view("a:\0}", 4)); // binary, ':' included
+    auto empty = parse_xfer_write("annex:0:");
+    REQUIRE(empty.ok());
+    CHECK(empty->annex == "annex");
+    CHECK(empty->data.empty());
+    check_all_rejected(parse_xfer_write, {"", "annex", "annex:0", ":x:data", "::data"});
+}
+
 TEST_CASE("xfer_reply chunks with m/l and escapes", "[requests]") {
     const std::string data = "abcdef";
     CHECK(xfer_reply(data, 0, 3) == "mabc");
