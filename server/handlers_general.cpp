@@ -36,7 +36,7 @@ std::string handle_supported(Session& s, std::string_view args) {
         "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
         "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
         "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-        "qXfer:siginfo:read+;qXfer:siginfo:write+;"
+        "qXfer:siginfo:read+;qXfer:siginfo:write+;qXfer:osdata:read+;"
         "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
         "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
         "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"

@@ -1,5 +1,7 @@
-// qXfer objects: target description, auxv, executable name, threads, shared libraries, siginfo.
+// qXfer objects: target description, auxv, executable name, threads, shared libraries, siginfo,
+// osdata.
 #include "target/target.hpp"
+#include "server/osdata.hpp"
 #include "server/packet_handlers.hpp"
 #include "base/proc_files.hpp"
 #include "server/session.hpp"
@@ -86,6 +88,19 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
             return got && *got == out.size();
         });
     });
+}
+
+// `info os`: gdb reads a table in chunks, and the document made for offset 0 serves the rest,
+// so that a table of processes that come and go stays whole (gdbserver does so too).
+std::string handle_xfer_osdata(Session& s, std::string_view args) {
+    auto req = parse_xfer_read(args);
+    if (!req) return reply_error(req.error());
+    if (req->offset == 0 || s.osdata_read.type != req->annex) {
+        auto xml = osdata_xml(req->annex);
+        if (!xml) return reply_error_text(xml.error());
+        s.osdata_read = {req->annex, std::move(*xml)};
+    }
+    return xfer_reply(s.osdata_read.xml, req->offset, chunk_limit(req->length));
 }
 
 // $_siginfo: the general thread's (Hg), as gdbserver takes it.

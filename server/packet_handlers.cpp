@@ -53,6 +53,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qXfer:threads:read", handle_xfer_threads},
         {"qXfer:libraries-svr4:read", handle_xfer_libraries_svr4},
         {"qXfer:siginfo:read", handle_xfer_siginfo_read},
+        {"qXfer:osdata:read", handle_xfer_osdata},
         {"qXfer:siginfo:write", handle_xfer_siginfo_write},
         {"qXfer:traceframe-info:read", handle_xfer_traceframe_info},
         {"qXfer:statictrace:read", handle_xfer_static_trace_data},

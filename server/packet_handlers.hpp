@@ -26,7 +26,8 @@ Handler handle_read_registers, handle_write_registers, handle_read_register, han
     handle_remove_point;
 // handlers_xfer.cpp
 Handler handle_xfer_features, handle_xfer_auxv, handle_xfer_exec_file, handle_xfer_threads,
-    handle_xfer_libraries_svr4, handle_xfer_siginfo_read, handle_xfer_siginfo_write;
+    handle_xfer_libraries_svr4, handle_xfer_siginfo_read, handle_xfer_siginfo_write,
+    handle_xfer_osdata;
 // handlers_run.cpp: environment for `run`
 Handler handle_environment_set, handle_environment_unset, handle_environment_reset;
 // handlers_trace.cpp

@@ -75,6 +75,10 @@ class Session {
     HostIoState host_io;
     std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
     trace::UploadCursor tracepoint_upload, variable_upload, marker_upload;
+    // The qXfer:osdata document being read in chunks (made at offset 0).
+    struct OsdataRead {
+        std::string type, xml;
+    } osdata_read;
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();
