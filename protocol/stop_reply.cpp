@@ -25,6 +25,9 @@ std::string encode_stop_reply(const StopReply& r) {
                                                  : "watch";
         out += fmt::format("{}:{:x};", kind, r.watch->second);
     }
+    if (r.syscall)
+        out += fmt::format("{}:{:x};", r.syscall->first ? "syscall_entry" : "syscall_return",
+                           r.syscall->second);
     return out;
 }
 

@@ -20,6 +20,8 @@ struct StopReply {
     bool swbreak = false, hwbreak = false;
     // T: a watchpoint's trigger: 2 watch, 3 rwatch, 4 awatch, and the address.
     std::optional<std::pair<int, std::uint64_t>> watch;
+    // T: a caught system call: entry (true) or return, and its number.
+    std::optional<std::pair<bool, std::uint64_t>> syscall;
 };
 std::string encode_stop_reply(const StopReply& reply);
 

@@ -36,7 +36,7 @@ std::string handle_supported(Session& s, std::string_view args) {
         "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
         "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
         "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-        "qXfer:siginfo:read+;qXfer:siginfo:write+;qXfer:osdata:read+;"
+        "qXfer:siginfo:read+;qXfer:siginfo:write+;qXfer:osdata:read+;QCatchSyscalls+;"
         "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
         "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
         "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
@@ -130,6 +130,25 @@ std::string handle_pass_signals(Session& s, std::string_view args) {
     if (!set) return reply_error(set.error());
     s.server().pass_signals = *set;
     if (auto* inf = s.inferior()) inf->set_pass_signals(*set);
+    return reply_ok();
+}
+
+// QCatchSyscalls:1[;SYSNO...] (none listed: every call) or QCatchSyscalls:0.
+std::string handle_catch_syscalls(Session& s, std::string_view args) {
+    std::optional<std::set<int>> syscalls;
+    if (args.starts_with('1')) {
+        syscalls.emplace();
+        for (std::string_view field : split(args.substr(1), ';')) {
+            if (field.empty()) continue;
+            auto n = parse_hex_u64(field);
+            if (!n || *n > 0xffff) return reply_error(ErrorCode::BadPacket);
+            syscalls->insert(static_cast<int>(*n));
+        }
+    } else if (args != "0") {
+        return reply_error(ErrorCode::BadPacket);
+    }
+    s.server().catch_syscalls = syscalls;
+    if (auto* inf = s.inferior()) inf->set_catch_syscalls(std::move(syscalls));
     return reply_ok();
 }
 

@@ -23,6 +23,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qSymbol", handle_symbol},
         {"qRcmd", handle_monitor},
         {"QNonStop", handle_non_stop},
+        {"QCatchSyscalls", handle_catch_syscalls},
         // Run control
         {"c", handle_continue},
         {"C", handle_continue_signal},

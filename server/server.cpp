@@ -186,6 +186,7 @@ Status Server::start_program(const std::vector<std::string>& named) {
     exited_.reset(); // a new program takes the place of what an ended one left
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
+    inferior_->set_catch_syscalls(catch_syscalls);
     fmt::print(stderr, "Process {} created; pid = {}\n", program.front(), inferior_->pid());
     std::fflush(stderr);
     return ok_status();
@@ -201,6 +202,7 @@ Status Server::attach_to(pid_t pid) {
     exited_.reset();
     inferior_ = std::move(*inf);
     inferior_->set_pass_signals(pass_signals);
+    inferior_->set_catch_syscalls(catch_syscalls);
     fmt::print(stderr, "Attached; pid = {}\n", pid);
     std::fflush(stderr);
     return ok_status();

@@ -86,7 +86,8 @@ class Server {
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
-    std::set<int> pass_signals; // host numbers, from QPassSignals
+    std::set<int> pass_signals;                  // host numbers, from QPassSignals
+    std::optional<std::set<int>> catch_syscalls; // QCatchSyscalls, for each program started
     // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
     // now on (NAME -> value, nullopt = unset).
     std::map<std::string, std::optional<std::string>> environment;

@@ -411,6 +411,8 @@ std::string Session::stop_reply(const StopEvent& ev) {
     r.swbreak = ev.swbreak && gdb_supports_swbreak;
     r.hwbreak = ev.hwbreak && gdb_supports_hwbreak;
     if (ev.watch_addr) r.watch = std::pair(ev.watch_type, *ev.watch_addr);
+    if (ev.syscall)
+        r.syscall = std::pair(ev.syscall->entry, static_cast<std::uint64_t>(ev.syscall->number));
     return protocol::encode_stop_reply(r);
 }
 

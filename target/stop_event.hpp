@@ -21,6 +21,12 @@ struct StopEvent {
     bool hwbreak = false;
     std::optional<std::uint64_t> watch_addr;
     int watch_type = 0; // 2 watch, 3 rwatch, 4 awatch
+    // A caught system call (QCatchSyscalls): its number, at its entry or its return.
+    struct Syscall {
+        bool entry = true;
+        long number = 0;
+    };
+    std::optional<Syscall> syscall;
 };
 
 } // namespace tpagent::agent

@@ -153,6 +153,9 @@ class Target {
     virtual void interrupt() = 0;
     // Signals (host numbers) delivered to the program without stopping (QPassSignals).
     virtual void set_pass_signals(std::set<int> signals) = 0;
+    // QCatchSyscalls: stop at the entry and return of these system calls (every one if the
+    // set is empty; none if nullopt).
+    virtual void set_catch_syscalls(std::optional<std::set<int>> /*syscalls*/) {}
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

@@ -27,8 +27,10 @@ Error sys_error(const std::string& what) {
 // Forks are traced only to clean the child's copy of the code and let it go.
 // A program tpagent started dies with it: through the code guard's watchdog when it runs
 // (which keeps a traced program alive instead), else by PTRACE_O_EXITKILL.
+// TRACESYSGOOD: system-call stops (QCatchSyscalls) tell themselves apart from SIGTRAP.
 constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
-                                PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE;
+                                PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE |
+                                PTRACE_O_TRACESYSGOOD;
 long launch_ptrace_options() {
     return kPtraceOptions | (code_guard::running() ? 0 : PTRACE_O_EXITKILL);
 }

@@ -91,6 +91,9 @@ class Inferior final : public Target {
     std::optional<StopEvent> stop_all_now() override;
     void interrupt() override;
     void set_pass_signals(std::set<int> signals) override { pass_signals_ = std::move(signals); }
+    void set_catch_syscalls(std::optional<std::set<int>> syscalls) override {
+        catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
+    }
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -106,6 +109,13 @@ class Inferior final : public Target {
         bool stepping = false;
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported
+        // The last system call entry seen (QCatchSyscalls), to name its return: the number,
+        // and where the thread was (a return elsewhere is of a call whose entry went unseen).
+        struct SyscallEntry {
+            long number = -1;
+            std::uint64_t pc = 0, sp = 0;
+        };
+        std::optional<SyscallEntry> in_syscall;
         std::optional<arch::RegisterSnapshot> regs;
         bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
@@ -199,6 +209,7 @@ class Inferior final : public Target {
     std::optional<StopEvent> handle_status(pid_t tid, int status);
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
     std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
+    std::optional<StopEvent> handle_syscall_stop(pid_t tid, Thread& t);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
     void end_step_over(pid_t tid, Thread& t);
@@ -267,6 +278,7 @@ class Inferior final : public Target {
     std::string executable_;
     std::map<pid_t, Thread> threads_;
     std::set<int> pass_signals_;
+    std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     std::unique_ptr<SoftwareBreakpoints> breakpoints_;
     HwPoints hw_points_;
     std::set<std::uint64_t> user_breakpoints_;

@@ -61,7 +61,7 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
             t.fast_step_count = 0;
         }
     }
-    long req = step ? PTRACE_SINGLESTEP : PTRACE_CONT;
+    long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
     if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
                reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
         if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
@@ -395,6 +395,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
+    if (sig == (SIGTRAP | 0x80)) return handle_syscall_stop(tid, t);
     if (sig == SIGTRAP) return handle_trap(tid, t);
     if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
         if (keep_running) continue_after_stop(tid, t, t.stepping);
@@ -404,6 +405,38 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
     }
     return report(tid, t, signal_event(tid, sig));
+}
+
+std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, Thread& t) {
+    // Entry or return: the kernel says which (5.3 and later); else they alternate.
+    __ptrace_syscall_info info{};
+    bool entry = !t.in_syscall;
+    long number = entry ? -1 : t.in_syscall->number;
+    if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info) > 0) {
+        entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
+        if (entry)
+            number = static_cast<long>(info.entry.nr);
+        else if (info.op != PTRACE_SYSCALL_INFO_EXIT || !t.in_syscall ||
+                 t.in_syscall->pc != info.instruction_pointer ||
+                 t.in_syscall->sp != info.stack_pointer)
+            number = -1; // a seccomp stop, or a return from a call entered unseen
+    }
+    if (entry)
+        t.in_syscall = Thread::SyscallEntry{number, info.instruction_pointer, info.stack_pointer};
+    else
+        t.in_syscall.reset();
+    // A return whose entry was not seen (the thread was in the call when catching began) has
+    // no number to report, as has a call gdb did not ask for.
+    const bool caught =
+        catch_syscalls_ && number >= 0 &&
+        (catch_syscalls_->empty() || catch_syscalls_->count(static_cast<int>(number)));
+    if (!caught) {
+        continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run);
+        return finish_stop_all();
+    }
+    StopEvent ev = signal_event(tid, SIGTRAP);
+    ev.syscall = StopEvent::Syscall{entry, number};
+    return report(tid, t, ev);
 }
 
 std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {

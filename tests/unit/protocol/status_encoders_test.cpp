@@ -6,9 +6,9 @@
 using namespace tpagent::protocol;
 
 TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protocol]") {
-    StopReply exited{StopReply::Kind::Exited, 0x103, 0x4d2, {}, {}, false, false, {}};
+    StopReply exited{StopReply::Kind::Exited, 0x103, 0x4d2, {}, {}, false, false, {}, {}};
     CHECK(encode_stop_reply(exited) == "W03;process:4d2");
-    StopReply killed{StopReply::Kind::Killed, 9, {}, {}, {}, false, false, {}};
+    StopReply killed{StopReply::Kind::Killed, 9, {}, {}, {}, false, false, {}, {}};
     CHECK(encode_stop_reply(killed) == "X09");
     StopReply trap;
     trap.code = 5;
@@ -22,6 +22,13 @@ TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protoc
     watch.thread = "4d3";
     watch.watch = std::pair(3, std::uint64_t{0x404028});
     CHECK(encode_stop_reply(watch) == "T05thread:4d3;rwatch:404028;");
+    StopReply call;
+    call.code = 5;
+    call.thread = "4d3";
+    call.syscall = std::pair(true, std::uint64_t{0x3c});
+    CHECK(encode_stop_reply(call) == "T05thread:4d3;syscall_entry:3c;");
+    call.syscall = std::pair(false, std::uint64_t{1});
+    CHECK(encode_stop_reply(call) == "T05thread:4d3;syscall_return:1;");
 }
 
 TEST_CASE("trace stop reasons", "[protocol]") {
