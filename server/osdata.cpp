@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <set>
+#include <span>
 #include <sys/stat.h>
 #include <utility>
 #include <vector>
@@ -265,66 +266,82 @@ std::vector<std::map<std::string_view, std::string_view>> ipc_rows(const std::st
     return rows;
 }
 
-Table shm_table() {
+// A System V IPC table: gdbserver's columns, each from a field of /proc/sysvipc/FILE.
+enum class Cell { Raw, Command, User, Group, Time };
+struct IpcColumn {
+    std::string_view name, field;
+    Cell cell;
+};
+
+Table ipc_table(const char* file, std::string_view title, std::span<const IpcColumn> columns) {
     Names users("/etc/passwd"), groups("/etc/group");
-    const std::string text = read_file("/proc/sysvipc/shm");
-    Table t{"shared memory", {}};
-    for (auto& r : ipc_rows(text))
-        t.items.push_back({{"key", std::string(r["key"])},
-                           {"shmid", std::string(r["shmid"])},
-                           {"permissions", std::string(r["perms"])},
-                           {"size", std::string(r["size"])},
-                           {"creator command", command_or_pid(r["cpid"])},
-                           {"last op. command", command_or_pid(r["lpid"])},
-                           {"num attached", std::string(r["nattch"])},
-                           {"user", users(r["uid"])},
-                           {"group", groups(r["gid"])},
-                           {"creator user", users(r["cuid"])},
-                           {"creator group", groups(r["cgid"])},
-                           {"last shmat() time", ipc_time(r["atime"])},
-                           {"last shmdt() time", ipc_time(r["dtime"])},
-                           {"last shmctl() time", ipc_time(r["ctime"])}});
+    const std::string text = read_file(file);
+    Table t{title, {}};
+    for (auto& r : ipc_rows(text)) {
+        Item item;
+        for (const IpcColumn& c : columns) {
+            std::string_view v = r[c.field];
+            item.emplace_back(c.name, c.cell == Cell::Command ? command_or_pid(v)
+                                      : c.cell == Cell::User  ? users(v)
+                                      : c.cell == Cell::Group ? groups(v)
+                                      : c.cell == Cell::Time  ? ipc_time(v)
+                                                              : std::string(v));
+        }
+        t.items.push_back(std::move(item));
+    }
     return t;
+}
+
+constexpr IpcColumn kOwners[] = {{"user", "uid", Cell::User},
+                                 {"group", "gid", Cell::Group},
+                                 {"creator user", "cuid", Cell::User},
+                                 {"creator group", "cgid", Cell::Group}};
+
+// kOwners' four columns go at `at`.
+template <std::size_t N>
+std::vector<IpcColumn> with_owners(const IpcColumn (&columns)[N], std::size_t at) {
+    std::vector<IpcColumn> all(columns, columns + at);
+    all.insert(all.end(), std::begin(kOwners), std::end(kOwners));
+    all.insert(all.end(), columns + at, columns + N);
+    return all;
+}
+
+Table shm_table() {
+    constexpr IpcColumn kColumns[] = {{"key", "key", Cell::Raw},
+                                      {"shmid", "shmid", Cell::Raw},
+                                      {"permissions", "perms", Cell::Raw},
+                                      {"size", "size", Cell::Raw},
+                                      {"creator command", "cpid", Cell::Command},
+                                      {"last op. command", "lpid", Cell::Command},
+                                      {"num attached", "nattch", Cell::Raw},
+                                      {"last shmat() time", "atime", Cell::Time},
+                                      {"last shmdt() time", "dtime", Cell::Time},
+                                      {"last shmctl() time", "ctime", Cell::Time}};
+    return ipc_table("/proc/sysvipc/shm", "shared memory", with_owners(kColumns, 7));
 }
 
 Table semaphore_table() {
-    Names users("/etc/passwd"), groups("/etc/group");
-    const std::string text = read_file("/proc/sysvipc/sem");
-    Table t{"semaphores", {}};
-    for (auto& r : ipc_rows(text))
-        t.items.push_back({{"key", std::string(r["key"])},
-                           {"semid", std::string(r["semid"])},
-                           {"permissions", std::string(r["perms"])},
-                           {"num semaphores", std::string(r["nsems"])},
-                           {"user", users(r["uid"])},
-                           {"group", groups(r["gid"])},
-                           {"creator user", users(r["cuid"])},
-                           {"creator group", groups(r["cgid"])},
-                           {"last semop() time", ipc_time(r["otime"])},
-                           {"last semctl() time", ipc_time(r["ctime"])}});
-    return t;
+    constexpr IpcColumn kColumns[] = {{"key", "key", Cell::Raw},
+                                      {"semid", "semid", Cell::Raw},
+                                      {"permissions", "perms", Cell::Raw},
+                                      {"num semaphores", "nsems", Cell::Raw},
+                                      {"last semop() time", "otime", Cell::Time},
+                                      {"last semctl() time", "ctime", Cell::Time}};
+    return ipc_table("/proc/sysvipc/sem", "semaphores", with_owners(kColumns, 4));
 }
 
 Table message_queue_table() {
-    Names users("/etc/passwd"), groups("/etc/group");
-    const std::string text = read_file("/proc/sysvipc/msg");
-    Table t{"message queues", {}};
-    for (auto& r : ipc_rows(text))
-        t.items.push_back({{"key", std::string(r["key"])},
-                           {"msqid", std::string(r["msqid"])},
-                           {"permissions", std::string(r["perms"])},
-                           {"num used bytes", std::string(r["cbytes"])},
-                           {"num messages", std::string(r["qnum"])},
-                           {"last msgsnd() command", command_or_pid(r["lspid"])},
-                           {"last msgrcv() command", command_or_pid(r["lrpid"])},
-                           {"user", users(r["uid"])},
-                           {"group", groups(r["gid"])},
-                           {"creator user", users(r["cuid"])},
-                           {"creator group", groups(r["cgid"])},
-                           {"last msgsnd() time", ipc_time(r["stime"])},
-                           {"last msgrcv() time", ipc_time(r["rtime"])},
-                           {"last msgctl() time", ipc_time(r["ctime"])}});
-    return t;
+    constexpr IpcColumn kColumns[] = {{"key", "key", Cell::Raw},
+                                      {"msqid", "msqid", Cell::Raw},
+                                      {"permissions", "perms", Cell::Raw},
+                                      {"num used bytes", "cbytes", Cell::Raw},
+                                      {"num messages", "qnum", Cell::Raw},
+                                      {"last msgsnd() command", "lspid", Cell::Command},
+                                      {"last msgrcv() command", "lrpid", Cell::Command},
+                                      {"last msgsnd() time", "stime", Cell::Time},
+                                      {"last msgrcv() time", "rtime", Cell::Time},
+                                      {"last msgctl() time", "ctime", Cell::Time}};
+    return ipc_table("/proc/sysvipc/msg", "message queues", with_owners(kColumns, 7));
 }
 
 Table module_table() {
