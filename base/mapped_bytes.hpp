@@ -27,6 +27,8 @@ class MappedBytes {
             munmap(base, length);
             return;
         }
+        // Not copied into children (a program being started is a fork until its exec).
+        madvise(base, length, MADV_DONTFORK);
         base_ = base;
         length_ = length;
         data_ = bytes;

@@ -49,16 +49,17 @@ done
 mkdir -p "$build/artifacts" "$build/corpus"
 # Short runs keep their figures apart, so that they never replace a long run's.
 figures="$build/figures${short:+-short}.tsv"
-# record TARGET EXECUTIONS SECONDS RESULT: replaces TARGET's row (under a lock, for two shells).
+# record TARGET EXECUTIONS SECONDS RESULT: replaces TARGET's row, dated (under a lock, for two
+# shells).
 record() {
   (
     flock 9
     if [ -s "$figures" ]; then
       awk -F'\t' -v t="$1" 'NR == 1 || $1 != t' "$figures" >"$figures.new"
     else
-      printf 'target\texecutions\tseconds\tresult\n' >"$figures.new"
+      printf 'target\texecutions\tseconds\tresult\tdate\n' >"$figures.new"
     fi
-    printf '%s\t%s\t%s\t%s\n' "$@" >>"$figures.new"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$@" "$(date +%F)" >>"$figures.new"
     mv "$figures.new" "$figures"
   ) 9>"$figures.lock"
 }

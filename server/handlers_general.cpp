@@ -136,7 +136,7 @@ std::string handle_pass_signals(Session& s, std::string_view args) {
 // QCatchSyscalls:1[;SYSNO...] (none listed: every call) or QCatchSyscalls:0.
 std::string handle_catch_syscalls(Session& s, std::string_view args) {
     std::optional<std::set<int>> syscalls;
-    if (args.starts_with('1')) {
+    if (args == "1" || args.starts_with("1;")) {
         syscalls.emplace();
         for (std::string_view field : split(args.substr(1), ';')) {
             if (field.empty()) continue;

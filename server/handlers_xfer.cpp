@@ -95,12 +95,12 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
 std::string handle_xfer_osdata(Session& s, std::string_view args) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
-    if (req->offset == 0 || s.osdata_read.type != req->annex) {
+    if (req->offset == 0 || !s.osdata_read || s.osdata_read->type != req->annex) {
         auto xml = osdata_xml(req->annex);
         if (!xml) return reply_error_text(xml.error());
-        s.osdata_read = {req->annex, std::move(*xml)};
+        s.osdata_read = Session::OsdataRead{req->annex, std::move(*xml)};
     }
-    return xfer_reply(s.osdata_read.xml, req->offset, chunk_limit(req->length));
+    return xfer_reply(s.osdata_read->xml, req->offset, chunk_limit(req->length));
 }
 
 // $_siginfo: the general thread's (Hg), as gdbserver takes it.

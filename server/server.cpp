@@ -343,6 +343,9 @@ void Server::session_closed(Session&) {
         std::unique_ptr<Session> old = std::move(session_);
         // A QTStart still waiting for gdb's qRelocInsn answers never started anything.
         experiment_.abandon_relocation(inferior_.get());
+        // gdb's catchpoints left with it: a program tracing on must not stop at them.
+        catch_syscalls.reset();
+        if (inferior_) inferior_->set_catch_syscalls(std::nullopt);
         if (!may_reopen()) {
             shutdown();
             return;

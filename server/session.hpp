@@ -78,7 +78,8 @@ class Session {
     // The qXfer:osdata document being read in chunks (made at offset 0).
     struct OsdataRead {
         std::string type, xml;
-    } osdata_read;
+    };
+    std::optional<OsdataRead> osdata_read;
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();

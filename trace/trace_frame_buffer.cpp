@@ -5,12 +5,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <new>
 
 namespace tpagent::trace {
 
 TraceFrameBuffer::TraceFrameBuffer(std::size_t register_block_size, std::size_t size)
     : register_block_size_(register_block_size), size_(0) {
-    if (!set_size(size)) set_size(kDefaultSize);
+    if (!set_size(size) && !set_size(kDefaultSize)) throw std::bad_alloc();
 }
 
 Status TraceFrameBuffer::set_size(std::size_t size) {

@@ -130,6 +130,10 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         // A group of its own: tpagent hands it the terminal (terminal.hpp), and interrupts it
         // as a group.
         setpgid(0, 0);
+        // What tpagent ignores, the program must not inherit (an ignored SIGPIPE would turn
+        // its write to a closed pipe into EPIPE instead of its end).
+        for (int sig : {SIGPIPE, SIGXFSZ, SIGTTOU, SIGTTIN})
+            std::signal(sig, SIG_DFL);
         if (spec.stdio_is_protocol) {
             int null_fd = open("/dev/null", O_RDONLY);
             if (null_fd >= 0) dup2(null_fd, 0);
@@ -479,6 +483,7 @@ Status Inferior::kill() {
         if (r < 0) break;
         if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
     }
+    if (!attached_) terminal::take_back(); // the group it was given is gone
     mark_dead();
     return ok_status();
 }

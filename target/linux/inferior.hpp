@@ -109,13 +109,12 @@ class Inferior final : public Target {
         bool stepping = false;
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported
-        // The last system call entry seen (QCatchSyscalls), to name its return: the number,
-        // and where the thread was (a return elsewhere is of a call whose entry went unseen).
-        struct SyscallEntry {
-            long number = -1;
-            std::uint64_t pc = 0, sp = 0;
-        };
-        std::optional<SyscallEntry> in_syscall;
+        // The number of the system call whose entry stop was seen last (QCatchSyscalls), to
+        // name its return; forgotten when the thread is resumed otherwise than to that return.
+        std::optional<long> in_syscall;
+        // Stopped at a system call's entry: the call runs when the thread is resumed, so its pc
+        // is no place to step from or to borrow for an injected call.
+        bool at_syscall_entry = false;
         std::optional<arch::RegisterSnapshot> regs;
         bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
         std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
@@ -225,6 +224,15 @@ class Inferior final : public Target {
     // none.
     pid_t lead_thread() const {
         return threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
+    }
+    // The thread to run an injected system call or function: the lead, else another, but not
+    // one stopped at a system call's entry (its own call would be lost); 0 with none.
+    pid_t injection_thread() const {
+        const pid_t lead = lead_thread();
+        if (lead == 0 || !threads_.at(lead).at_syscall_entry) return lead;
+        for (const auto& [tid, t] : threads_)
+            if (!t.at_syscall_entry) return tid;
+        return 0;
     }
     std::set<pid_t> children_seen_; // forked children whose first stop came before the event
     std::vector<std::uint64_t> lifted_for_vfork_;

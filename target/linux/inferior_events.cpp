@@ -1,5 +1,6 @@
 // Run control: resuming threads and turning wait statuses into all-stop events.
 #include "target/linux/inferior.hpp"
+#include "target/linux/terminal.hpp"
 #include <cerrno>
 #include <csignal>
 #include <spdlog/spdlog.h>
@@ -23,7 +24,9 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     if (!step) t.step_from_site.reset();   // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
-    if (!sites_.empty() && !t.step_from_site) {
+    // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
+    // call, a hit as any other.)
+    if (!sites_.empty() && !t.step_from_site && !t.at_syscall_entry) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t pc = arch_.pc(**s);
             if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
@@ -62,6 +65,9 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
         }
     }
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
+    // Only a PTRACE_SYSCALL resume stops at the return of the call entered last.
+    if (req != PTRACE_SYSCALL) t.in_syscall.reset();
+    t.at_syscall_entry = false;
     if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
                reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
         if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
@@ -290,6 +296,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
                 ev.kind = StopEvent::Kind::Killed;
                 ev.signal = WTERMSIG(status);
             }
+            if (!attached_) terminal::take_back(); // the group it was given is gone
             mark_dead();
             return ev;
         }
@@ -411,24 +418,24 @@ std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, Thread& t) {
     // Entry or return: the kernel says which (5.3 and later); else they alternate.
     __ptrace_syscall_info info{};
     bool entry = !t.in_syscall;
-    long number = entry ? -1 : t.in_syscall->number;
+    long number = t.in_syscall.value_or(-1);
     if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info) > 0) {
         entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
         if (entry)
             number = static_cast<long>(info.entry.nr);
-        else if (info.op != PTRACE_SYSCALL_INFO_EXIT || !t.in_syscall ||
-                 t.in_syscall->pc != info.instruction_pointer ||
-                 t.in_syscall->sp != info.stack_pointer)
-            number = -1; // a seccomp stop, or a return from a call entered unseen
+        else if (info.op != PTRACE_SYSCALL_INFO_EXIT)
+            number = -1; // a seccomp stop
     }
-    if (entry)
-        t.in_syscall = Thread::SyscallEntry{number, info.instruction_pointer, info.stack_pointer};
-    else
-        t.in_syscall.reset();
+    t.in_syscall = entry ? std::optional<long>(number) : std::nullopt;
+    t.at_syscall_entry = entry;
+    // The in-process agent's own calls (fast tracepoints' collector) are not the program's.
+    std::uint64_t pc = 0;
+    if (auto s = snapshot(tid, false)) pc = arch_.pc(**s);
+    const bool agent = agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end;
     // A return whose entry was not seen (the thread was in the call when catching began) has
     // no number to report, as has a call gdb did not ask for.
     const bool caught =
-        catch_syscalls_ && number >= 0 &&
+        catch_syscalls_ && number >= 0 && !agent &&
         (catch_syscalls_->empty() || catch_syscalls_->count(static_cast<int>(number)));
     if (!caught) {
         continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run);

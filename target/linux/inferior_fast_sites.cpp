@@ -270,8 +270,10 @@ Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const s
 // madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
 // in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
 Status Inferior::map_now(std::uint64_t addr, std::uint64_t length) {
-    const pid_t tid = lead_thread();
-    if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to run it");
+    const pid_t tid = injection_thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to run it (none but at a system call's entry)");
     const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
     auto r = inject_syscall(tid, SYS_madvise, args, "madvise in the program");
     if (!r) return r.error();

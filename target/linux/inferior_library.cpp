@@ -138,8 +138,10 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
 }
 
 Status Inferior::load_library(const std::string& path) {
-    const pid_t tid = lead_thread();
-    if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to run it");
+    const pid_t tid = injection_thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to run it (none but at a system call's entry)");
     // AT_BASE, where the dynamic loader is: 0 in a statically linked program.
     if (auxv_value(read_file(fmt::format("/proc/{}/auxv", pid_)), AT_BASE) == 0)
         return make_error(ErrorCode::Unsupported,

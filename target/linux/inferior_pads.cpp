@@ -95,8 +95,10 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));
-    const pid_t tid = lead_thread();
-    if (tid == 0) return make_error(ErrorCode::NotAllowed, "no thread to map a pad page with");
+    const pid_t tid = injection_thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to map a pad page with (none but at a system call's entry)");
     const std::uint64_t args[] = {*where,
                                   length,
                                   PROT_READ | PROT_EXEC,

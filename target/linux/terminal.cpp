@@ -11,13 +11,13 @@ namespace {
 
 // gdbserver's choice of descriptor: stdin may be the protocol (`-`) or /dev/null.
 constexpr int kTerminal = STDERR_FILENO;
-pid_t g_own_group = -1; // tpagent's group, while a program has the terminal
+pid_t g_own_group = -1; // tpagent's group, once it has handed the terminal to a program
+
+} // namespace
 
 void take_back() {
     if (g_own_group > 0) tcsetpgrp(kTerminal, g_own_group);
 }
-
-} // namespace
 
 void give_to(pid_t pgid) {
     if (g_own_group < 0) {

@@ -10,5 +10,7 @@ namespace tpagent::agent::terminal {
 // Makes process group `pgid` the foreground one of tpagent's terminal, when tpagent has one
 // and is in its foreground (not when started in the background, or with no terminal).
 void give_to(pid_t pgid);
+// tpagent's own group has it again (when the program it gave it to ends, and at exit).
+void take_back();
 
 } // namespace tpagent::agent::terminal
