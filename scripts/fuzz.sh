@@ -77,14 +77,21 @@ for name in "${built[@]}"; do
   [ "$name" = fuzz_tpdump ] && extra=(-max_len=8192)
   echo "== $name: ${limit[*]} ${extra[*]}"
   start=$SECONDS
-  if ! "$bin" "${limit[@]}" "${extra[@]}" -artifact_prefix="$build/artifacts/$name-" \
-    -print_final_stats=1 "$corpus" "${seeds[@]}" >"$log" 2>&1; then
+  status=0
+  "$bin" "${limit[@]}" "${extra[@]}" -artifact_prefix="$build/artifacts/$name-" \
+    -print_final_stats=1 "$corpus" "${seeds[@]}" >"$log" 2>&1 || status=$?
+  executions=$(sed -n 's/^stat::number_of_executed_units: //p' "$log")
+  # 72: libFuzzer's exit status when interrupted (^C, kill -INT): a long run stopped early.
+  if ((status == 72)) && [ -n "$executions" ]; then
+    record "$name" "$executions" $((SECONDS - start)) "no crash (stopped early)"
+    echo "fuzz.sh: $name stopped after $executions executions, no crash" >&2
+    exit 1
+  elif ((status != 0)); then
     tail -n 40 "$log" >&2
     record "$name" "" $((SECONDS - start)) crash
     echo "fuzz.sh: $name failed; log $log, reproducer in $build/artifacts/" >&2
     exit 1
   fi
-  executions=$(sed -n 's/^stat::number_of_executed_units: //p' "$log")
   record "$name" "$executions" $((SECONDS - start)) "no crash"
   echo "$executions executions in $((SECONDS - start)) s"
 done
