@@ -42,7 +42,7 @@ FUZZ_INPUTS = {
     "fuzz_ax_differential": "agent-expression compiler (x86-64) against the interpreter",
     "fuzz_ax_differential, arm64 backend (qemu)": "agent-expression compiler (arm64) against the interpreter",
     "fuzz_tracefile_reader": "trace-file reader (`target tfile` format)",
-    "fuzz_tpdump": "tpdump's text, JSON, Perfetto and HTML printers",
+    "fuzz_tpdump": "tpdump's text, JSON, Perfetto and HTML printers (files of up to 8 KiB)",
 }
 
 
@@ -112,7 +112,8 @@ def main() -> None:
         f"Measured on {datetime.date.today().isoformat()} on a 2-core VM. The fault and load suites in their",
         f"{form}, every test asserting the program, the session and every trace frame",
         "intact; then each fuzz target with ASan+UBSan from its seeds (`scripts/fuzz.sh long`: 10^7",
-        "executions, or fewer where `FUZZ_MAX_SECONDS` stopped it first), on the day its row shows.",
+        "executions, or fewer where `FUZZ_MAX_SECONDS` or a stop (\"stopped early\") ended it first), on the",
+        "day its row shows.",
         "",
         faults_table(log),
         "",
