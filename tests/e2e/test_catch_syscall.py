@@ -2,8 +2,10 @@
 system calls gdb names, and at no other; without a catchpoint it runs as before. Runs against
 both stubs."""
 
+import pytest
+
 from harness import assert_in_order
-from scenario import Scenario
+from scenario import Scenario, trace
 
 PROGRAM = "syscalls"
 CALL = r"Catchpoint {n} \(call to syscall {name}\)"
@@ -26,3 +28,22 @@ def test_catch_syscall_entry_and_return(e2e):
     assert_in_order(r.of("continue", 5), RETURN.format(n=3, name="write"))
     s.server.wait_for(r"^done$")  # the program's output, on the server's
     assert_in_order(r.of("continue", 6), r"\[Inferior 1 \(process \d+\) exited normally\]")
+
+
+@pytest.mark.tpagent_only("gdbserver keeps no program running once gdb is gone")
+def test_catching_ends_with_gdbs_session(e2e):
+    """gdb catches `write`, starts a disconnected trace, resumes the program and is killed
+    while it runs: the program goes on without gdb and must not stop at the write, which
+    nobody would see. It ends, its trace kept for the next gdb."""
+    running = e2e.tmp / "running"
+    s = Scenario(e2e, PROGRAM, str(running))
+    gdb = s.gdb_start(
+        "break main", "continue", "delete", "set disconnected-tracing on",
+        *trace(s.at("close"), "collect $regs"), "tstart", "catch syscall write", "continue",
+    )
+    e2e.wait_for_file(running)  # resumed, catching, half a second from its calls
+    gdb.kill()
+    s.server.wait_for(r"^Child exited with status 0$")
+    s.server.wait_for(r"^Process \d+ ended during a disconnected trace; the trace is kept for gdb$")
+    r = s.gdb("tstatus")
+    assert_in_order(r.of("tstatus"), r"Collected 3 trace frames")
