@@ -1,4 +1,5 @@
 #include "base/proc_files.hpp"
+#include <algorithm>
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
@@ -31,17 +32,21 @@ std::string status_field(pid_t tid, const char* name) {
     return status.substr(from, to == std::string::npos ? std::string::npos : to - from);
 }
 
-std::vector<pid_t> list_tasks(pid_t pid) {
-    std::vector<pid_t> out;
-    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+std::vector<int> numbered_entries(const std::string& dir) {
+    std::vector<int> out;
     if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d)) {
             if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-            out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+            out.push_back(std::atoi(e->d_name));
         }
         closedir(d);
     }
+    std::sort(out.begin(), out.end());
     return out;
+}
+
+std::vector<pid_t> list_tasks(pid_t pid) {
+    return numbered_entries("/proc/" + std::to_string(pid) + "/task");
 }
 
 } // namespace tpagent::agent

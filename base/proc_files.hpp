@@ -13,6 +13,9 @@ std::string read_link(const std::string& path);
 // A field of /proc/TID/status ("TracerPid", "State", "Tgid"), its value without the leading
 // blanks; empty if the thread is gone or has no such field.
 std::string status_field(pid_t tid, const char* name);
+// The entries of `dir` named by a number (processes in /proc, threads, descriptors), in
+// order; empty if it cannot be read.
+std::vector<int> numbered_entries(const std::string& dir);
 // The threads of process `pid` (/proc/PID/task); empty if it is gone.
 std::vector<pid_t> list_tasks(pid_t pid);
 

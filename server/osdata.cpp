@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <charconv>
 #include <ctime>
-#include <dirent.h>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -59,14 +58,7 @@ template <typename T> T number(std::string_view text, int base = 10) {
 }
 
 std::vector<pid_t> processes() {
-    std::vector<pid_t> pids;
-    if (DIR* dir = opendir("/proc")) {
-        while (dirent* e = readdir(dir))
-            if (pid_t pid = number<pid_t>(e->d_name); pid > 0) pids.push_back(pid);
-        closedir(dir);
-    }
-    std::sort(pids.begin(), pids.end());
-    return pids;
+    return numbered_entries("/proc");
 }
 
 std::string command_name(pid_t pid) {
@@ -187,13 +179,7 @@ Table file_table() {
     Table t{"files", {}};
     for (pid_t pid : processes()) {
         const std::string command = command_name(pid);
-        std::vector<int> fds;
-        if (DIR* dir = opendir(fmt::format("/proc/{}/fd", pid).c_str())) {
-            while (dirent* e = readdir(dir))
-                if (e->d_name[0] != '.') fds.push_back(number<int>(e->d_name));
-            closedir(dir);
-        }
-        std::sort(fds.begin(), fds.end());
+        const std::vector<int> fds = numbered_entries(fmt::format("/proc/{}/fd", pid));
         for (int fd : fds) {
             // The descriptor's number stands for a name that cannot be read, as in gdbserver.
             std::string name = read_link(fmt::format("/proc/{}/fd/{}", pid, fd));
