@@ -1,4 +1,5 @@
 #include "protocol/stop_reply.hpp"
+#include "protocol/hex.hpp"
 #include <fmt/format.h>
 
 namespace tpagent::protocol {
@@ -28,6 +29,7 @@ std::string encode_stop_reply(const StopReply& r) {
     if (r.syscall)
         out += fmt::format("{}:{:x};", r.syscall->first ? "syscall_entry" : "syscall_return",
                            r.syscall->second);
+    if (r.exec_path) out += "exec:" + to_hex(*r.exec_path) + ";";
     return out;
 }
 

@@ -22,6 +22,8 @@ struct StopReply {
     std::optional<std::pair<int, std::uint64_t>> watch;
     // T: a caught system call: entry (true) or return, and its number.
     std::optional<std::pair<bool, std::uint64_t>> syscall;
+    // T: the program ran execve; the new program's path (sent hex-encoded).
+    std::optional<std::string> exec_path;
 };
 std::string encode_stop_reply(const StopReply& reply);
 

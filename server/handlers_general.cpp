@@ -24,6 +24,7 @@ constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
     {"swbreak+", &Session::gdb_supports_swbreak},
     {"hwbreak+", &Session::gdb_supports_hwbreak},
     {"qRelocInsn+", &Session::gdb_supports_reloc_insn},
+    {"exec-events+", &Session::gdb_supports_exec_events},
 };
 } // namespace
 
@@ -31,20 +32,30 @@ std::string handle_supported(Session& s, std::string_view args) {
     for (std::string_view feature : split(args, ';'))
         for (const auto& [name, flag] : kGdbFeatures)
             if (feature == name) s.*flag = true;
-    return fmt::format(
-        "PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
-        "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
-        "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
-        "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
-        "qXfer:siginfo:read+;qXfer:siginfo:write+;qXfer:osdata:read+;QCatchSyscalls+;"
-        "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
-        "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
-        "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
-        "qXfer:statictrace:read+;{}{}{}{}",
-        kPacketSize,
-        arch::host_architecture().supports_fast_tracepoints() ? "FastTracepoints+;" : "",
-        s.multiprocess ? "multiprocess+;" : "", s.gdb_supports_swbreak ? "swbreak+;" : "",
-        s.gdb_supports_hwbreak ? "hwbreak+" : "");
+    s.server().report_exec = s.gdb_supports_exec_events;
+    if (auto* inf = s.inferior()) inf->set_report_exec(s.gdb_supports_exec_events);
+    std::string reply =
+        fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
+                    "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
+                    "QEnvironmentReset+;qXfer:features:read+;qXfer:auxv:read+;"
+                    "qXfer:exec-file:read+;qXfer:threads:read+;qXfer:libraries-svr4:read+;"
+                    "qXfer:siginfo:read+;qXfer:siginfo:write+;qXfer:osdata:read+;QCatchSyscalls+;"
+                    "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
+                    "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
+                    "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
+                    "qXfer:statictrace:read+",
+                    kPacketSize);
+    // gdb warns of an empty item: no ';' without a feature after it.
+    const std::pair<bool, std::string_view> optional[] = {
+        {arch::host_architecture().supports_fast_tracepoints(), "FastTracepoints+"},
+        {s.multiprocess, "multiprocess+"},
+        {s.gdb_supports_swbreak, "swbreak+"},
+        {s.gdb_supports_hwbreak, "hwbreak+"},
+        {s.gdb_supports_exec_events, "exec-events+"},
+    };
+    for (const auto& [offered, feature] : optional)
+        if (offered) (reply += ';') += feature;
+    return reply;
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {

@@ -167,6 +167,12 @@ std::string program_path(const std::string& name) {
 }
 } // namespace
 
+void Server::apply_gdb_settings(Target& program) const {
+    program.set_pass_signals(pass_signals);
+    program.set_catch_syscalls(catch_syscalls);
+    program.set_report_exec(report_exec);
+}
+
 Status Server::start_program(const std::vector<std::string>& named) {
     std::vector<std::string> program = named;
     if (!program.empty()) program.front() = program_path(program.front());
@@ -185,8 +191,7 @@ Status Server::start_program(const std::vector<std::string>& named) {
     if (!inf) return inf.error();
     exited_.reset(); // a new program takes the place of what an ended one left
     inferior_ = std::move(*inf);
-    inferior_->set_pass_signals(pass_signals);
-    inferior_->set_catch_syscalls(catch_syscalls);
+    apply_gdb_settings(*inferior_);
     fmt::print(stderr, "Process {} created; pid = {}\n", program.front(), inferior_->pid());
     std::fflush(stderr);
     return ok_status();
@@ -201,8 +206,7 @@ Status Server::attach_to(pid_t pid) {
     if (!inf) return inf.error();
     exited_.reset();
     inferior_ = std::move(*inf);
-    inferior_->set_pass_signals(pass_signals);
-    inferior_->set_catch_syscalls(catch_syscalls);
+    apply_gdb_settings(*inferior_);
     fmt::print(stderr, "Attached; pid = {}\n", pid);
     std::fflush(stderr);
     return ok_status();
@@ -345,7 +349,8 @@ void Server::session_closed(Session&) {
         experiment_.abandon_relocation(inferior_.get());
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
         catch_syscalls.reset();
-        if (inferior_) inferior_->set_catch_syscalls(std::nullopt);
+        report_exec = false; // an exec without gdb runs on into the new program
+        if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
             shutdown();
             return;

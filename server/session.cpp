@@ -413,6 +413,7 @@ std::string Session::stop_reply(const StopEvent& ev) {
     if (ev.watch_addr) r.watch = std::pair(ev.watch_type, *ev.watch_addr);
     if (ev.syscall)
         r.syscall = std::pair(ev.syscall->entry, static_cast<std::uint64_t>(ev.syscall->number));
+    r.exec_path = ev.exec_path;
     return protocol::encode_stop_reply(r);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <sys/types.h>
 
 namespace tpagent::agent {
@@ -27,6 +28,8 @@ struct StopEvent {
         long number = 0;
     };
     std::optional<Syscall> syscall;
+    // The process ran execve: the new program's absolute path (reported when gdb asked).
+    std::optional<std::string> exec_path;
 };
 
 } // namespace tpagent::agent

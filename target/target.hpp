@@ -156,6 +156,9 @@ class Target {
     // QCatchSyscalls: stop at the entry and return of these system calls (every one if the
     // set is empty; none if nullopt).
     virtual void set_catch_syscalls(std::optional<std::set<int>> /*syscalls*/) {}
+    // exec-events: an execve stops the program with an event naming the new program (else
+    // it runs on into the new program, tpagent forgetting the old one's state).
+    virtual void set_report_exec(bool /*report*/) {}
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

@@ -94,6 +94,7 @@ class Inferior final : public Target {
     void set_catch_syscalls(std::optional<std::set<int>> syscalls) override {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
+    void set_report_exec(bool report) override { report_exec_ = report; }
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -287,6 +288,7 @@ class Inferior final : public Target {
     std::map<pid_t, Thread> threads_;
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
+    bool report_exec_ = false;
     std::unique_ptr<SoftwareBreakpoints> breakpoints_;
     HwPoints hw_points_;
     std::set<std::uint64_t> user_breakpoints_;

@@ -1,8 +1,10 @@
 // Run control: resuming threads and turning wait statuses into all-stop events.
 #include "target/linux/inferior.hpp"
 #include "target/linux/terminal.hpp"
+#include "base/proc_files.hpp"
 #include <cerrno>
 #include <csignal>
+#include <utility>
 #include <spdlog/spdlog.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -388,7 +390,13 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         t.fast_step.reset();
         t.collected_at.reset();
         t.trace_steps_left = 0;
+        executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
         if (on_exec_) on_exec_();
+        if (report_exec_) {
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.exec_path = executable_;
+            return report(tid, t, std::move(ev));
+        }
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
@@ -575,16 +583,16 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
 }
 
 std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
-    choose(tid, t, ev);
+    choose(tid, t, std::move(ev));
     return finish_stop_all();
 }
 
 void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
     if (chosen_ || stopping_all_ || !running_) {
-        t.pending = ev;
+        t.pending = std::move(ev);
         return;
     }
-    chosen_ = ev;
+    chosen_ = std::move(ev);
     stopping_all_ = true;
     for (auto& [other, ot] : threads_) {
         if (other == tid || ot.stopped || ot.stop_requested) continue;

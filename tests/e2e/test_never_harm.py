@@ -335,11 +335,12 @@ def test_exec_another_program(e2e):
     """After its passes the traced program execs never_harm_exec_target, whose code is
     where the fast tracepoint was: the new program is left as it is (no old instruction
     written back over it, at tstop or ever), the frames collected before the exec are kept,
-    and the new program runs to its own end."""
+    and the new program runs to its own end. gdb is told of the exec (exec-events) and
+    takes the new program's symbols; the frames still read back, at the old program's pc."""
     target = e2e.program(TARGET, pie=False)
     run = Run(e2e, "exec", str(target))
     direct = run.read_code("$tp", 5)
-    walk = run.walk("i")
+    walk = run.walk("$pc")
     r = run.gdb(
         "x/5xb $tp", "break about_to_exec", "tstart", "continue", "tstatus", "delete 3", "continue", direct,
         "tstop", "tstatus", "x/5xb $tp", direct, walk, "tfind none", "continue",
@@ -353,14 +354,16 @@ def test_exec_another_program(e2e):
 
     assert_in_order(run.cont(r, 0), r"Breakpoint 3, about_to_exec \(\)")
     assert r.status().collected == PASSES, r.status()
-    assert_in_order(run.cont(r, 1), r"Program received signal SIGUSR1")
+    assert_in_order(
+        run.cont(r, 1), rf"process \d+ is executing new program: {re.escape(str(target))}",
+        r"Program received signal SIGUSR1",
+    )
     assert r.status(1).collected == PASSES, r.status(1)
     assert examined_bytes(r.of("x/5xb $tp", 1)) == target_bytes, r.of("x/5xb $tp", 1)
     # Straight from the process, while the trace still ran and after it stopped.
     assert dumped_bytes(r.of(direct)) == target_bytes, r.of(direct)
     assert dumped_bytes(r.of(direct, 1)) == target_bytes, r.of(direct, 1)
-    # gdb, not told about the exec, still has the first program's symbols for the frames.
-    assert r.frames(walk) == [(k, TP, k) for k in range(PASSES)], r.of(walk)
+    assert r.frames(walk) == [(k, TP, run.address) for k in range(PASSES)], r.of(walk)
     run.ends_as_natively_at(r, 2)
 
 

@@ -29,6 +29,9 @@ TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protoc
     CHECK(encode_stop_reply(call) == "T05thread:4d3;syscall_entry:3c;");
     call.syscall = std::pair(false, std::uint64_t{1});
     CHECK(encode_stop_reply(call) == "T05thread:4d3;syscall_return:1;");
+    StopReply exec{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4d2"};
+    exec.exec_path = "/bin/ls";
+    CHECK(encode_stop_reply(exec) == "T05thread:p4d2.4d2;exec:2f62696e2f6c73;");
 }
 
 TEST_CASE("trace stop reasons", "[protocol]") {
