@@ -25,6 +25,7 @@ constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
     {"hwbreak+", &Session::gdb_supports_hwbreak},
     {"qRelocInsn+", &Session::gdb_supports_reloc_insn},
     {"exec-events+", &Session::gdb_supports_exec_events},
+    {"no-resumed+", &Session::gdb_supports_no_resumed},
 };
 } // namespace
 
@@ -32,8 +33,8 @@ std::string handle_supported(Session& s, std::string_view args) {
     for (std::string_view feature : split(args, ';'))
         for (const auto& [name, flag] : kGdbFeatures)
             if (feature == name) s.*flag = true;
-    s.server().report_exec = s.gdb_supports_exec_events;
-    if (auto* inf = s.inferior()) inf->set_report_exec(s.gdb_supports_exec_events);
+    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed};
+    if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
     std::string reply =
         fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
                     "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"
@@ -52,6 +53,7 @@ std::string handle_supported(Session& s, std::string_view args) {
         {s.gdb_supports_swbreak, "swbreak+"},
         {s.gdb_supports_hwbreak, "hwbreak+"},
         {s.gdb_supports_exec_events, "exec-events+"},
+        {s.gdb_supports_no_resumed, "no-resumed+"},
     };
     for (const auto& [offered, feature] : optional)
         if (offered) (reply += ';') += feature;

@@ -170,7 +170,7 @@ std::string program_path(const std::string& name) {
 void Server::apply_gdb_settings(Target& program) const {
     program.set_pass_signals(pass_signals);
     program.set_catch_syscalls(catch_syscalls);
-    program.set_report_exec(report_exec);
+    program.set_event_reports(event_reports);
 }
 
 Status Server::start_program(const std::vector<std::string>& named) {
@@ -349,7 +349,7 @@ void Server::session_closed(Session&) {
         experiment_.abandon_relocation(inferior_.get());
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
         catch_syscalls.reset();
-        report_exec = false; // an exec without gdb runs on into the new program
+        event_reports = {}; // an exec without gdb runs on into the new program
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
             shutdown();

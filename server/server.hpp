@@ -88,7 +88,7 @@ class Server {
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
     std::set<int> pass_signals;                  // host numbers, from QPassSignals
     std::optional<std::set<int>> catch_syscalls; // QCatchSyscalls, for each program started
-    bool report_exec = false;                    // gdb asked for exec-events
+    Target::EventReports event_reports;          // what gdb's qSupported asked for
     // Gives the program what gdb asked of every program (the three above).
     void apply_gdb_settings(Target& program) const;
     // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from

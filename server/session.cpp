@@ -355,8 +355,10 @@ void Session::send_packet(const std::string& payload) {
 }
 
 void Session::on_stop(const StopEvent& ev) {
-    last_stop = ev;
-    if (ev.kind == StopEvent::Kind::Signal) general_thread = ev.tid;
+    if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
+        last_stop = ev;
+        if (ev.kind == StopEvent::Kind::Signal) general_thread = ev.tid;
+    }
     if (!waiting_) return;
     waiting_ = false;
     send_packet(stop_reply(ev));
@@ -379,6 +381,7 @@ pid_t Session::current_thread() {
 }
 
 std::string Session::stop_reply(const StopEvent& ev) {
+    if (ev.no_resumed) return "N";
     protocol::StopReply r;
     if (multiprocess) r.process = static_cast<std::uint64_t>(ev.pid);
     switch (ev.kind) {

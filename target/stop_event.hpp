@@ -30,6 +30,9 @@ struct StopEvent {
     std::optional<Syscall> syscall;
     // The process ran execve: the new program's absolute path (reported when gdb asked).
     std::optional<std::string> exec_path;
+    // Every thread gdb resumed has exited, and the others are stopped (gdb asked for
+    // no-resumed): no thread and no signal to report.
+    bool no_resumed = false;
 };
 
 } // namespace tpagent::agent

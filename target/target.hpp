@@ -156,9 +156,16 @@ class Target {
     // QCatchSyscalls: stop at the entry and return of these system calls (every one if the
     // set is empty; none if nullopt).
     virtual void set_catch_syscalls(std::optional<std::set<int>> /*syscalls*/) {}
-    // exec-events: an execve stops the program with an event naming the new program (else
-    // it runs on into the new program, tpagent forgetting the old one's state).
-    virtual void set_report_exec(bool /*report*/) {}
+    // The events gdb asked for in qSupported, beyond stops and exits.
+    struct EventReports {
+        // exec-events: an execve stops the program with an event naming the new program
+        // (else it runs on into the new program, tpagent forgetting the old one's state).
+        bool exec = false;
+        // no-resumed: when the last thread gdb resumed exits and the others stay stopped
+        // (scheduler-locking), an event says so (else gdb would wait for ever).
+        bool no_resumed = false;
+    };
+    virtual void set_event_reports(EventReports /*reports*/) {}
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

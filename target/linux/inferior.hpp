@@ -94,7 +94,7 @@ class Inferior final : public Target {
     void set_catch_syscalls(std::optional<std::set<int>> syscalls) override {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
-    void set_report_exec(bool report) override { report_exec_ = report; }
+    void set_event_reports(EventReports reports) override { reports_ = reports; }
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -256,6 +256,8 @@ class Inferior final : public Target {
     // the thread's registers are put back after. The function's result.
     Result<std::uint64_t> inject_call(pid_t tid, std::uint64_t function,
                                       std::span<const std::uint64_t> args, std::uint64_t landing);
+    // After a thread exited: the event saying no resumed thread is left, if that is so.
+    std::optional<StopEvent> no_resumed_event();
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
     // A thread of the program stopped by signal `sig`.
     StopEvent signal_event(pid_t tid, int sig) const {
@@ -288,7 +290,7 @@ class Inferior final : public Target {
     std::map<pid_t, Thread> threads_;
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
-    bool report_exec_ = false;
+    EventReports reports_;
     std::unique_ptr<SoftwareBreakpoints> breakpoints_;
     HwPoints hw_points_;
     std::set<std::uint64_t> user_breakpoints_;

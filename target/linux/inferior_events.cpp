@@ -305,7 +305,8 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         if (auto it = threads_.find(tid); it != threads_.end() && it->second.step_over)
             end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
         threads_.erase(tid);
-        return finish_stop_all();
+        if (auto ev = finish_stop_all()) return ev;
+        return no_resumed_event();
     }
     if (!WIFSTOPPED(status)) return std::nullopt;
     auto it = threads_.find(tid);
@@ -392,7 +393,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         t.trace_steps_left = 0;
         executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
         if (on_exec_) on_exec_();
-        if (report_exec_) {
+        if (reports_.exec) {
             StopEvent ev = signal_event(tid, SIGTRAP);
             ev.exec_path = executable_;
             return report(tid, t, std::move(ev));
@@ -579,6 +580,16 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
             }
         }
     }
+    return ev;
+}
+
+std::optional<StopEvent> Inferior::no_resumed_event() {
+    if (!reports_.no_resumed || !running_ || stopping_all_ || chosen_) return std::nullopt;
+    for (const auto& [tid, t] : threads_)
+        if (!t.stopped || t.wants_run) return std::nullopt; // something still runs, or will
+    running_ = false;
+    StopEvent ev = signal_event(pid_, 0);
+    ev.no_resumed = true;
     return ev;
 }
 
