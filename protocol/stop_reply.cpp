@@ -30,6 +30,7 @@ std::string encode_stop_reply(const StopReply& r) {
         out += fmt::format("{}:{:x};", r.syscall->first ? "syscall_entry" : "syscall_return",
                            r.syscall->second);
     if (r.exec_path) out += "exec:" + to_hex(*r.exec_path) + ";";
+    if (r.fork_child) out += "fork:" + *r.fork_child + ";";
     return out;
 }
 

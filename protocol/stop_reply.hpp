@@ -24,6 +24,8 @@ struct StopReply {
     std::optional<std::pair<bool, std::uint64_t>> syscall;
     // T: the program ran execve; the new program's path (sent hex-encoded).
     std::optional<std::string> exec_path;
+    // T: the program forked; the child's thread id as gdb wants it.
+    std::optional<std::string> fork_child;
 };
 std::string encode_stop_reply(const StopReply& reply);
 

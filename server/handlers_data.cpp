@@ -170,6 +170,7 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 } // namespace
 
 std::string handle_insert_point(Session& s, std::string_view args) {
+    if (s.general_thread_is_fork_child()) return reply_ok(); // see handle_remove_point
     return change_point(s, args, [&s](Target& inf, const BreakpointRequest& bp) {
         if (bp.type != 0) return inf.insert_hw_point(bp.type, bp.addr, bp.kind);
         Status st = inf.insert_user_breakpoint(bp.addr);
@@ -183,6 +184,9 @@ std::string handle_insert_point(Session& s, std::string_view args) {
 }
 
 std::string handle_remove_point(Session& s, std::string_view args) {
+    // A forked child held for gdb had its copy of the code cleaned as it was born: gdb's
+    // removals there have nothing left to do, and must not touch the parent.
+    if (s.general_thread_is_fork_child()) return reply_ok();
     return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
         return bp.type == 0 ? inf.remove_user_breakpoint(bp.addr)
                             : inf.remove_hw_point(bp.type, bp.addr, bp.kind);

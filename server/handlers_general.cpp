@@ -26,6 +26,7 @@ constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
     {"qRelocInsn+", &Session::gdb_supports_reloc_insn},
     {"exec-events+", &Session::gdb_supports_exec_events},
     {"no-resumed+", &Session::gdb_supports_no_resumed},
+    {"fork-events+", &Session::gdb_supports_fork_events},
 };
 } // namespace
 
@@ -33,7 +34,9 @@ std::string handle_supported(Session& s, std::string_view args) {
     for (std::string_view feature : split(args, ';'))
         for (const auto& [name, flag] : kGdbFeatures)
             if (feature == name) s.*flag = true;
-    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed};
+    // A fork event names the child process: only in gdb's multiprocess thread ids.
+    const bool forks = s.gdb_supports_fork_events && s.multiprocess;
+    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks};
     if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
     std::string reply =
         fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
@@ -54,6 +57,7 @@ std::string handle_supported(Session& s, std::string_view args) {
         {s.gdb_supports_hwbreak, "hwbreak+"},
         {s.gdb_supports_exec_events, "exec-events+"},
         {s.gdb_supports_no_resumed, "no-resumed+"},
+        {forks, "fork-events+"},
     };
     for (const auto& [offered, feature] : optional)
         if (offered) (reply += ';') += feature;

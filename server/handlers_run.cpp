@@ -138,7 +138,14 @@ std::string handle_detach(Session& s, std::string_view args) {
     if (!inf) return reply_error(ErrorCode::NoProcess);
     if (!args.empty()) {
         auto pid = parse_hex_u64(args.front() == ';' ? args.substr(1) : args);
-        if (!pid || static_cast<std::uint64_t>(inf->pid()) != *pid)
+        if (!pid || *pid > 0x7fffffff) return reply_error(ErrorCode::NoProcess);
+        // A forked child gdb does not follow (detach-on-fork): it runs on untraced.
+        if (inf->release_fork_child(static_cast<pid_t>(*pid))) {
+            fmt::print(stderr, "Detaching from process {}\n", *pid);
+            std::fflush(stderr);
+            return reply_ok();
+        }
+        if (static_cast<std::uint64_t>(inf->pid()) != *pid)
             return reply_error(ErrorCode::NoProcess);
     }
     if (s.server().keep_tracing_without_gdb()) {
@@ -148,8 +155,14 @@ std::string handle_detach(Session& s, std::string_view args) {
         s.last_stop.reset();
         return reply_ok();
     }
+    // gdb follows a forked child (follow-fork-mode child): it becomes the program served.
+    std::unique_ptr<Target> child = inf->take_fork_child();
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.last_stop.reset();
+    if (child) {
+        s.server().adopt(std::move(child));
+        return reply_ok();
+    }
     if (!s.extended) {
         s.server().request_exit();
         s.exit_after_reply = true;

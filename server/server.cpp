@@ -212,6 +212,12 @@ Status Server::attach_to(pid_t pid) {
     return ok_status();
 }
 
+void Server::adopt(std::unique_ptr<Target> child) {
+    exited_.reset();
+    inferior_ = std::move(child);
+    apply_gdb_settings(*inferior_);
+}
+
 Status Server::kill_inferior() {
     exited_.reset(); // what a program that already ended left: gdb is done with it
     if (!inferior_) return ok_status();

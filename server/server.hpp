@@ -68,6 +68,8 @@ class Server {
 
     Status start_program(const std::vector<std::string>& program);
     Status attach_to(pid_t pid);
+    // A forked child, traced and stopped, becomes the program served.
+    void adopt(std::unique_ptr<Target> child);
     Status kill_inferior();
     Status detach_inferior();
     // Drops an inferior that is gone; remembers its exit for later `?` queries.

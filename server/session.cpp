@@ -217,7 +217,12 @@ Target* Session::live_inferior() {
 bool Session::has_thread(pid_t tid) {
     if (const auto* gone = exited_program()) return tid == gone->end.pid;
     auto* inf = inferior();
-    return inf && inf->has_thread(tid);
+    return inf && (inf->has_thread(tid) || inf->is_fork_child(tid));
+}
+
+bool Session::general_thread_is_fork_child() {
+    auto* inf = inferior();
+    return inf && general_thread > 0 && inf->is_fork_child(general_thread);
 }
 
 const ExitedProgram* Session::exited_program() {
@@ -417,6 +422,8 @@ std::string Session::stop_reply(const StopEvent& ev) {
     if (ev.syscall)
         r.syscall = std::pair(ev.syscall->entry, static_cast<std::uint64_t>(ev.syscall->number));
     r.exec_path = ev.exec_path;
+    if (ev.fork_child)
+        r.fork_child = protocol::format_thread_id(*ev.fork_child, *ev.fork_child, true);
     return protocol::encode_stop_reply(r);
 }
 

@@ -68,6 +68,7 @@ class Session {
     bool gdb_supports_reloc_insn = false;
     bool gdb_supports_exec_events = false;
     bool gdb_supports_no_resumed = false;
+    bool gdb_supports_fork_events = false;
     bool extended = false;
     pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
     pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)
@@ -85,6 +86,8 @@ class Session {
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();
+    // Hg named a forked child held for gdb (fork-events).
+    bool general_thread_is_fork_child();
     std::string thread_id(pid_t tid);
 
   private:

@@ -33,6 +33,8 @@ struct StopEvent {
     // Every thread gdb resumed has exited, and the others are stopped (gdb asked for
     // no-resumed): no thread and no signal to report.
     bool no_resumed = false;
+    // The process forked (fork-events): the child's pid, held for gdb.
+    std::optional<pid_t> fork_child;
 };
 
 } // namespace tpagent::agent

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -164,8 +165,18 @@ class Target {
         // no-resumed: when the last thread gdb resumed exits and the others stay stopped
         // (scheduler-locking), an event says so (else gdb would wait for ever).
         bool no_resumed = false;
+        // fork-events: a fork stops the parent with an event naming the child, which is
+        // held stopped (its copy of the code cleaned) until gdb detaches it or follows it.
+        bool fork = false;
     };
     virtual void set_event_reports(EventReports /*reports*/) {}
+    // A child reported by a fork event and held for gdb.
+    virtual bool is_fork_child(pid_t /*pid*/) const { return false; }
+    // Lets a held child run on untraced (gdb's detach-on-fork); false if there is none.
+    virtual bool release_fork_child(pid_t /*pid*/) { return false; }
+    // The child held for gdb, as a target of its own (gdb follows it: follow-fork-mode child,
+    // or it detaches the parent of a child it kept); nullptr with none or more than one.
+    virtual std::unique_ptr<Target> take_fork_child() { return nullptr; }
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

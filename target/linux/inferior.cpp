@@ -61,6 +61,7 @@ Inferior::Inferior(pid_t pid, bool attached)
 }
 
 Inferior::~Inferior() {
+    release_held_children();
     code_guard::forget(pid_);
     if (mem_fd_ >= 0) close(mem_fd_);
 }
@@ -473,6 +474,7 @@ void Inferior::mark_dead() {
 }
 
 Status Inferior::kill() {
+    release_held_children();
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
     // Reap every thread so nothing is left as a zombie.
@@ -489,6 +491,7 @@ Status Inferior::kill() {
 }
 
 Status Inferior::detach() {
+    release_held_children();
     if (!alive_) return ok_status();
     remove_all_sites();
     breakpoints_->remove_all();

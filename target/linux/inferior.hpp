@@ -95,6 +95,9 @@ class Inferior final : public Target {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
+    bool is_fork_child(pid_t pid) const override { return fork_children_.count(pid) != 0; }
+    bool release_fork_child(pid_t pid) override;
+    std::unique_ptr<Target> take_fork_child() override;
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -220,6 +223,15 @@ class Inferior final : public Target {
     // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the
     // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
     void release_child(pid_t child, bool vfork);
+    // As release_child, but the cleaned child stays stopped, held for gdb (fork-events).
+    void hold_child(pid_t child);
+    // The child's first stop (it may have come before the parent's event).
+    void await_child(pid_t child);
+    // Puts back the original code in a forked child's copy of the program.
+    void clean_child(pid_t child);
+    void detach_child(pid_t child);
+    std::set<pid_t> fork_children_; // held for gdb, stopped (fork-events)
+    void release_held_children();
     bool is_new_process(pid_t tid) const;
     // The thread that speaks for the process: its leader while it lives, else another; 0 with
     // none.

@@ -205,6 +205,9 @@ bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
 
 Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
+    // gdb kept a child (detach-on-fork off), which tpagent cannot run as a second process:
+    // it runs on untraced rather than wait stopped for ever.
+    release_held_children();
     for (const auto& a : actions) {
         auto it = threads_.find(a.tid);
         if (it == threads_.end() || !it->second.pending) continue;
@@ -367,8 +370,14 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     }
     if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
         unsigned long child = 0;
-        if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0)
-            release_child(static_cast<pid_t>(child), event == PTRACE_EVENT_VFORK);
+        const bool known = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0;
+        if (known && event == PTRACE_EVENT_FORK && reports_.fork) {
+            hold_child(static_cast<pid_t>(child));
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.fork_child = static_cast<pid_t>(child);
+            return report(tid, t, std::move(ev));
+        }
+        if (known) release_child(static_cast<pid_t>(child), event == PTRACE_EVENT_VFORK);
         continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }

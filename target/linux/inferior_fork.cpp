@@ -21,12 +21,37 @@ bool Inferior::is_new_process(pid_t tid) const {
     return std::strtol(tgid.c_str(), nullptr, 10) == tid && tid != pid_;
 }
 
-void Inferior::release_child(pid_t child, bool vfork) {
-    if (!children_seen_.erase(child)) {
-        int status = 0;
-        while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
-        }
+void Inferior::await_child(pid_t child) {
+    if (children_seen_.erase(child)) return;
+    int status = 0;
+    while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
     }
+}
+
+void Inferior::clean_child(pid_t child) {
+    const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
+    auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+        if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
+                           static_cast<ssize_t>(bytes.size()))
+            spdlog::warn("forked child {}: cannot restore the code at 0x{:x}", child, addr);
+    };
+    // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
+    // the jump's own original bytes then replace.
+    breakpoints_->for_each_original(put);
+    for (const auto& [addr, site] : fast_sites_)
+        put(addr, site.original);
+    if (mem >= 0) ::close(mem);
+}
+
+void Inferior::detach_child(pid_t child) {
+    if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
+        spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
+    else
+        spdlog::debug("forked child {}: code restored, detached", child);
+}
+
+void Inferior::release_child(pid_t child, bool vfork) {
+    await_child(child);
     if (vfork) {
         // The child runs in the parent's memory until it execs or exits: no breakpoint in it
         // meanwhile (the parent waits; its hits are not missed).
@@ -34,23 +59,38 @@ void Inferior::release_child(pid_t child, bool vfork) {
             if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
         });
     } else {
-        const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
-        auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-            if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
-                               static_cast<ssize_t>(bytes.size()))
-                spdlog::warn("forked child {}: cannot restore the code at 0x{:x}", child, addr);
-        };
-        // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
-        // the jump's own original bytes then replace.
-        breakpoints_->for_each_original(put);
-        for (const auto& [addr, site] : fast_sites_)
-            put(addr, site.original);
-        if (mem >= 0) ::close(mem);
+        clean_child(child);
     }
-    if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
-        spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
-    else
-        spdlog::debug("forked child {}: code restored, detached", child);
+    detach_child(child);
+}
+
+void Inferior::hold_child(pid_t child) {
+    await_child(child);
+    clean_child(child);
+    fork_children_.insert(child);
+}
+
+bool Inferior::release_fork_child(pid_t pid) {
+    if (!fork_children_.erase(pid)) return false;
+    detach_child(pid);
+    return true;
+}
+
+void Inferior::release_held_children() {
+    for (pid_t child : fork_children_)
+        detach_child(child);
+    fork_children_.clear();
+}
+
+std::unique_ptr<Target> Inferior::take_fork_child() {
+    if (fork_children_.size() != 1) return nullptr;
+    const pid_t child = *fork_children_.begin();
+    fork_children_.clear();
+    // Traced since its birth, with the parent's ptrace options, and stopped.
+    std::unique_ptr<Inferior> inf(new Inferior(child, attached_));
+    inf->add_thread(child, false);
+    inf->finish_setup();
+    return inf;
 }
 
 } // namespace tpagent::agent

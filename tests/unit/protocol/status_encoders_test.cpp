@@ -32,6 +32,9 @@ TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protoc
     StopReply exec{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4d2"};
     exec.exec_path = "/bin/ls";
     CHECK(encode_stop_reply(exec) == "T05thread:p4d2.4d2;exec:2f62696e2f6c73;");
+    StopReply fork{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4d2"};
+    fork.fork_child = "p4d9.4d9";
+    CHECK(encode_stop_reply(fork) == "T05thread:p4d2.4d2;fork:p4d9.4d9;");
 }
 
 TEST_CASE("trace stop reasons", "[protocol]") {

@@ -1,0 +1,56 @@
+"""fork events (`fork-events+`): gdb hears of each fork, `catch fork` stops there, and gdb
+decides what becomes of the child: detached (detach-on-fork, the default), its breakpoints
+gone from the child's copy, or followed (follow-fork-mode child), the parent detached.
+Runs against both stubs."""
+
+import re
+
+import pytest
+
+from harness import assert_in_order
+from scenario import Scenario
+
+PROGRAM = "forker"
+
+
+def test_catch_fork_then_the_child_is_detached(e2e):
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("break child_work", "catch fork", "continue", "continue")
+    caught = re.search(r"Catchpoint 2 \(forked process (\d+)\)", r.of("continue"))
+    assert caught, r.of("continue")
+    child = caught.group(1)
+    # The child ran child_work, which has a breakpoint in the parent, untroubled.
+    assert_in_order(
+        r.of("continue", 1), rf"\[Detaching after fork from child process {child}\]",
+        r"\[Inferior 1 \(process \d+\) exited normally\]",
+    )
+    assert "Breakpoint 1," not in r.of("continue", 1), r.of("continue", 1)
+    s.server.wait_for(r"^child 5$")
+    s.server.wait_for(r"^parent: child exited 5$")
+
+
+def test_follow_the_child(e2e):
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("set follow-fork-mode child", "break child_work", "continue", "bt", "continue")
+    assert_in_order(
+        r.of("continue"), r"\[Attaching after Thread \S+ fork to child Thread (\d+)\.\1\]",
+        r"\[Detaching after fork from parent process \d+\]",
+        r'Thread 2\.1 "forker" hit Breakpoint 1, child_work \(n=4\)',
+    )
+    assert_in_order(r.of("bt"), r"#0  child_work", r"#1  0x[0-9a-f]+ in main \(\)")
+    assert_in_order(r.of("continue", 1), r"\[Inferior 2 \(process \d+\) exited with code 05\]")
+    s.server.wait_for(r"^child 5$")
+    # The parent, detached, goes on by itself.
+    s.server.wait_for(r"^parent: child exited 5$")
+
+
+@pytest.mark.tpagent_only("gdbserver reports forks only with multiprocess ids too; checked on ours")
+def test_without_multiprocess_ids_children_are_let_go(e2e):
+    """A fork event must name the child's process: a gdb without multiprocess thread ids
+    gets none, and tpagent lets each child go by itself, its breakpoints gone, as before."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("set remote multiprocess-feature-packet off", s.connect, "break child_work", "continue", connect=False)
+    out = r.of("continue")
+    assert "Detaching after fork" not in out and "Breakpoint 1," not in out, out
+    assert_in_order(out, r"\[Inferior 1 \(.*\) exited normally\]")
+    s.server.wait_for(r"^child 5$")
