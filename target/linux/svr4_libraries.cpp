@@ -1,5 +1,6 @@
 #include "target/linux/svr4_libraries.hpp"
 #include "protocol/xml.hpp"
+#include <cstddef>
 #include <cstring>
 #include <elf.h>
 #include <fmt/format.h>
@@ -10,6 +11,7 @@ namespace tpagent::agent {
 namespace {
 constexpr int kMaxLibraries = 4096; // bounds a corrupt or cyclic link_map chain
 constexpr int kMaxDynamic = 4096;
+constexpr int kMaxNamespaces = 64; // glibc allows 16 (DL_NNS)
 constexpr std::size_t kMaxName = 4096;
 
 template <typename T> bool read_value(const MemoryReader& read, std::uint64_t addr, T& out) {
@@ -60,28 +62,39 @@ std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type) {
 
 std::string svr4_library_list(std::string_view auxv, const MemoryReader& read) {
     std::uint64_t r_debug_addr = find_r_debug(auxv, read);
-    r_debug rd{};
-    if (r_debug_addr == 0 || !read_value(read, r_debug_addr, rd) || rd.r_map == nullptr)
+    r_debug_extended rd{};
+    if (r_debug_addr == 0 || !read_value(read, r_debug_addr, rd.base) || rd.base.r_map == nullptr)
         return "<library-list-svr4 version=\"1.0\"/>";
-    auto main_lm = reinterpret_cast<std::uint64_t>(rd.r_map);
+    auto main_lm = reinterpret_cast<std::uint64_t>(rd.base.r_map);
     std::string body;
-    std::uint64_t lm_addr = main_lm, prev = 0;
-    for (int n = 0; lm_addr != 0 && n < kMaxLibraries; ++n) {
-        link_map lm{};
-        if (!read_value(read, lm_addr, lm)) break;
-        if (reinterpret_cast<std::uint64_t>(lm.l_prev) != prev) break; // chain is being changed
-        if (lm_addr != main_lm) {
-            std::string name = read_string(read, reinterpret_cast<std::uint64_t>(lm.l_name));
+    int listed = 0;
+    // Each namespace (dlmopen) has an r_debug of its own, chained from the first one's from
+    // r_version 2 on; a library's lmid is its namespace's r_debug, as gdbserver gives it.
+    for (int ns = 0; r_debug_addr != 0 && ns < kMaxNamespaces; ++ns) {
+        if (ns > 0 && !read_value(read, r_debug_addr, rd.base)) break;
+        std::uint64_t lm_addr = reinterpret_cast<std::uint64_t>(rd.base.r_map), prev = 0;
+        for (; lm_addr != 0 && listed < kMaxLibraries; ++listed) {
+            link_map lm{};
+            if (!read_value(read, lm_addr, lm)) break;
+            if (reinterpret_cast<std::uint64_t>(lm.l_prev) != prev) break; // being changed
+            std::string name = lm_addr == main_lm
+                                   ? std::string()
+                                   : read_string(read, reinterpret_cast<std::uint64_t>(lm.l_name));
             if (!name.empty()) {
                 body += fmt::format("<library name=\"{}\" lm=\"0x{:x}\" l_addr=\"0x{:x}\" "
-                                    "l_ld=\"0x{:x}\" lmid=\"0x0\"/>",
+                                    "l_ld=\"0x{:x}\" lmid=\"0x{:x}\"/>",
                                     protocol::xml_escape(name), lm_addr,
                                     static_cast<std::uint64_t>(lm.l_addr),
-                                    reinterpret_cast<std::uint64_t>(lm.l_ld));
+                                    reinterpret_cast<std::uint64_t>(lm.l_ld), r_debug_addr);
             }
+            prev = lm_addr;
+            lm_addr = reinterpret_cast<std::uint64_t>(lm.l_next);
         }
-        prev = lm_addr;
-        lm_addr = reinterpret_cast<std::uint64_t>(lm.l_next);
+        std::uint64_t next = 0;
+        if (rd.base.r_version < 2 ||
+            !read_value(read, r_debug_addr + offsetof(r_debug_extended, r_next), next))
+            break;
+        r_debug_addr = next;
     }
     return fmt::format(
         "<library-list-svr4 version=\"1.0\" main-lm=\"0x{:x}\">{}</library-list-svr4>", main_lm,
