@@ -198,6 +198,31 @@ std::string handle_vrun(Session& s, std::string_view args) {
     return s.stop_reply(ev);
 }
 
+// R XX: extended mode's restart of the program started last (gdb sends it where vRun is not
+// there). No reply: gdb asks with `?` what the new program is doing.
+std::string handle_restart(Session& s, std::string_view) {
+    if (!s.extended) return reply_empty();
+    s.suppress_reply();
+    std::vector<std::string> argv = s.server().last_program();
+    if (argv.empty()) argv = s.server().options().program;
+    fmt::print(stderr, "tpagent restarting\n"); // gdbserver's "GDBserver restarting"
+    std::fflush(stderr);
+    if (s.live_inferior()) (void)s.server().kill_inferior();
+    s.last_stop.reset();
+    s.general_thread = 0;
+    if (argv.empty()) return {};
+    if (auto st = s.server().start_program(argv); !st) {
+        fmt::print(stderr, "Cannot restart {}: {}\n", argv.front(), st.error().text);
+        std::fflush(stderr);
+        return {};
+    }
+    StopEvent ev;
+    ev.pid = ev.tid = s.inferior()->pid();
+    ev.signal = SIGTRAP;
+    s.last_stop = ev;
+    return {};
+}
+
 std::string handle_vattach(Session& s, std::string_view args) {
     auto pid = parse_hex_u64(args);
     if (!pid || *pid == 0 || *pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);

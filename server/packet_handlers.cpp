@@ -35,6 +35,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"vKill", handle_vkill},
         {"D", handle_detach},
         {"vRun", handle_vrun},
+        {"R", handle_restart},
         {"vAttach", handle_vattach},
         {"vCtrlC", handle_vctrlc},
         // Registers, memory, breakpoints

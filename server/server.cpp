@@ -190,6 +190,7 @@ Status Server::start_program(const std::vector<std::string>& named) {
     auto inf = targets_.launch(spec);
     if (!inf) return inf.error();
     exited_.reset(); // a new program takes the place of what an ended one left
+    last_program_ = named;
     inferior_ = std::move(*inf);
     apply_gdb_settings(*inferior_);
     fmt::print(stderr, "Process {} created; pid = {}\n", program.front(), inferior_->pid());

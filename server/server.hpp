@@ -90,7 +90,9 @@ class Server {
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
     std::set<int> pass_signals;                  // host numbers, from QPassSignals
     std::optional<std::set<int>> catch_syscalls; // QCatchSyscalls, for each program started
-    Target::EventReports event_reports;          // what gdb's qSupported asked for
+    // The program (and arguments) started last, which R starts again.
+    const std::vector<std::string>& last_program() const { return last_program_; }
+    Target::EventReports event_reports; // what gdb's qSupported asked for
     // Gives the program what gdb asked of every program (the three above).
     void apply_gdb_settings(Target& program) const;
     // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
@@ -118,6 +120,7 @@ class Server {
     std::unique_ptr<Listener> listener_;
     std::unique_ptr<Session> session_;
     std::unique_ptr<Target> inferior_;
+    std::vector<std::string> last_program_;
     ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;
     bool trace_poll_armed_ = false;
