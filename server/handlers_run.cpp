@@ -126,6 +126,9 @@ std::string handle_vkill(Session& s, std::string_view args) {
     auto pid = parse_hex_u64(args);
     if (!pid) return reply_error(pid.error());
     auto* inf = s.inferior();
+    // gdb's kill first kills a forked child it was told of and did not follow.
+    if (inf && *pid <= 0x7fffffff && inf->kill_fork_child(static_cast<pid_t>(*pid)))
+        return reply_ok();
     if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
         return reply_error(ErrorCode::NoProcess);
     (void)s.server().kill_inferior(); // as for k

@@ -174,6 +174,8 @@ class Target {
     virtual bool is_fork_child(pid_t /*pid*/) const { return false; }
     // Lets a held child run on untraced (gdb's detach-on-fork); false if there is none.
     virtual bool release_fork_child(pid_t /*pid*/) { return false; }
+    // Kills a held child (gdb's kill); false if there is none.
+    virtual bool kill_fork_child(pid_t /*pid*/) { return false; }
     // The child held for gdb, as a target of its own (gdb follows it: follow-fork-mode child,
     // or it detaches the parent of a child it kept); nullptr with none or more than one.
     virtual std::unique_ptr<Target> take_fork_child() { return nullptr; }

@@ -97,6 +97,7 @@ class Inferior final : public Target {
     void set_event_reports(EventReports reports) override { reports_ = reports; }
     bool is_fork_child(pid_t pid) const override { return fork_children_.count(pid) != 0; }
     bool release_fork_child(pid_t pid) override;
+    bool kill_fork_child(pid_t pid) override;
     std::unique_ptr<Target> take_fork_child() override;
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }

@@ -291,6 +291,7 @@ std::optional<StopEvent> Inferior::poll() {
 
 std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
@@ -394,6 +395,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         // of it may be written into the new one.
         reopen_memory();
         forget_image();
+        hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
         t.step_from_site.reset();

@@ -77,17 +77,39 @@ bool Inferior::release_fork_child(pid_t pid) {
 }
 
 void Inferior::release_held_children() {
-    for (pid_t child : fork_children_)
-        detach_child(child);
-    fork_children_.clear();
+    // A fork event still waiting in a thread (held back by another stop) has not reached
+    // gdb: its child stays held for it.
+    std::set<pid_t> unreported;
+    for (const auto& [tid, t] : threads_)
+        if (t.pending && t.pending->fork_child) unreported.insert(*t.pending->fork_child);
+    if (chosen_ && chosen_->fork_child) unreported.insert(*chosen_->fork_child);
+    for (auto it = fork_children_.begin(); it != fork_children_.end();) {
+        if (unreported.count(*it)) {
+            ++it;
+            continue;
+        }
+        detach_child(*it);
+        it = fork_children_.erase(it);
+    }
+}
+
+bool Inferior::kill_fork_child(pid_t pid) {
+    if (!fork_children_.erase(pid)) return false;
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    return true;
 }
 
 std::unique_ptr<Target> Inferior::take_fork_child() {
     if (fork_children_.size() != 1) return nullptr;
     const pid_t child = *fork_children_.begin();
     fork_children_.clear();
-    // Traced since its birth, with the parent's ptrace options, and stopped.
-    std::unique_ptr<Inferior> inf(new Inferior(child, attached_));
+    // Traced since its birth, with the parent's ptrace options, and stopped. Taken as
+    // attached: it shares its parent's process group and terminal, neither of them its own
+    // (Ctrl-C goes to it alone).
+    std::unique_ptr<Inferior> inf(new Inferior(child, true));
     inf->add_thread(child, false);
     inf->finish_setup();
     return inf;

@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fmt/format.h>
 #include <link.h>
+#include <set>
 
 namespace tpagent::agent {
 
@@ -70,7 +71,9 @@ std::string svr4_library_list(std::string_view auxv, const MemoryReader& read) {
     int listed = 0;
     // Each namespace (dlmopen) has an r_debug of its own, chained from the first one's from
     // r_version 2 on; a library's lmid is its namespace's r_debug, as gdbserver gives it.
-    for (int ns = 0; r_debug_addr != 0 && ns < kMaxNamespaces; ++ns) {
+    std::set<std::uint64_t> seen; // a corrupt chain may lead back
+    for (int ns = 0; r_debug_addr != 0 && ns < kMaxNamespaces && seen.insert(r_debug_addr).second;
+         ++ns) {
         if (ns > 0 && !read_value(read, r_debug_addr, rd.base)) break;
         std::uint64_t lm_addr = reinterpret_cast<std::uint64_t>(rd.base.r_map), prev = 0;
         for (; lm_addr != 0 && listed < kMaxLibraries; ++listed) {

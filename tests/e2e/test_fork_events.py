@@ -3,11 +3,12 @@ decides what becomes of the child: detached (detach-on-fork, the default), its b
 gone from the child's copy, or followed (follow-fork-mode child), the parent detached.
 Runs against both stubs."""
 
+import os
 import re
 
 import pytest
 
-from harness import assert_in_order
+from harness import assert_in_order, wait_until
 from scenario import Scenario
 
 PROGRAM = "forker"
@@ -54,3 +55,31 @@ def test_without_multiprocess_ids_children_are_let_go(e2e):
     assert "Detaching after fork" not in out and "Breakpoint 1," not in out, out
     assert_in_order(out, r"\[Inferior 1 \(.*\) exited normally\]")
     s.server.wait_for(r"^child 5$")
+
+
+def test_kill_at_a_fork_catchpoint(e2e):
+    """gdb's kill first kills the child it was told of (vKill;CHILD), then the parent."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb("catch fork", "continue", "kill", "info inferiors")
+    caught = re.search(r"Catchpoint 1 \(forked process (\d+)\)", r.of("continue"))
+    assert caught, r.of("continue")
+    assert "Can't kill" not in r.of("kill"), r.of("kill")
+    assert_in_order(r.of("kill"), r"\[Inferior 1 \(process \d+\) killed\]")
+    child = int(caught.group(1))
+    assert wait_until(lambda: not os.path.exists(f"/proc/{child}")), f"child {child} still there"
+
+
+def test_two_threads_fork_at_once(e2e):
+    """Both forks reach gdb, one after the other, and each child is detached by gdb (none let
+    go while its event still waited behind the other's)."""
+    s = Scenario(e2e, "fork_threads")
+    r = s.gdb("catch fork", "continue", "continue", "continue")
+    caught = [re.search(r"Catchpoint 1 \(forked process (\d+)\)", r.of("continue", k)) for k in (0, 1)]
+    assert all(caught), r.transcript
+    children = {m.group(1) for m in caught}
+    assert len(children) == 2, r.transcript
+    detached = re.findall(r"\[Detaching after fork from child process (\d+)\]", r.transcript)
+    assert sorted(detached) == sorted(children), r.transcript
+    assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    s.server.wait_for(r"^done$")
+    assert len(re.findall(r"^child exited 7$", s.server.output, re.M)) == 2, s.server.output
