@@ -208,12 +208,13 @@ std::string handle_restart(Session& s, std::string_view) {
     s.suppress_reply();
     std::vector<std::string> argv = s.server().last_program();
     if (argv.empty()) argv = s.server().options().program;
+    // Nothing was started here (an attached process): nothing to restart, nothing killed.
+    if (argv.empty()) return {};
     fmt::print(stderr, "tpagent restarting\n"); // gdbserver's "GDBserver restarting"
     std::fflush(stderr);
     if (s.live_inferior()) (void)s.server().kill_inferior();
     s.last_stop.reset();
     s.general_thread = 0;
-    if (argv.empty()) return {};
     if (auto st = s.server().start_program(argv); !st) {
         fmt::print(stderr, "Cannot restart {}: {}\n", argv.front(), st.error().text);
         std::fflush(stderr);
