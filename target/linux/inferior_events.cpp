@@ -396,8 +396,26 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         reopen_memory();
         forget_image();
         hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
+        // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
+        // to it, say) comes along, the old leader's goes.
+        unsigned long former = 0;
+        const bool other_thread = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &former) == 0 &&
+                                  former > 0 && static_cast<pid_t>(former) != tid;
+        if (auto f = threads_.find(static_cast<pid_t>(former));
+            other_thread && f != threads_.end()) {
+            Thread moved = std::move(f->second);
+            moved.stopped = true;
+            moved.regs.reset();
+            t = std::move(moved);
+        }
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
+        // A stop-all for a thread the exec ended has nothing left to report.
+        if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
+            chosen_.reset();
+            stopping_all_ = false;
+            keep_running = running_ && t.wants_run;
+        }
         t.step_from_site.reset();
         t.fast_step.reset();
         t.collected_at.reset();
