@@ -5,6 +5,7 @@ Runs against both stubs."""
 
 import os
 import re
+import signal
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_follow_the_child(e2e):
         r"\[Detaching after fork from parent process \d+\]",
         r'Thread 2\.1 "forker" hit Breakpoint 1, child_work \(n=4\)',
     )
-    assert_in_order(r.of("bt"), r"#0  child_work", r"#1  0x[0-9a-f]+ in main \(\)")
+    assert_in_order(r.of("bt"), r"#0  child_work", r"#1  0x[0-9a-f]+ in main \(")
     assert_in_order(r.of("continue", 1), r"\[Inferior 2 \(process \d+\) exited with code 05\]")
     s.server.wait_for(r"^child 5$")
     # The parent, detached, goes on by itself.
@@ -83,3 +84,16 @@ def test_two_threads_fork_at_once(e2e):
     assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited normally\]")
     s.server.wait_for(r"^done$")
     assert len(re.findall(r"^child exited 7$", s.server.output, re.M)) == 2, s.server.output
+
+
+def test_interrupt_a_followed_child(e2e):
+    """Ctrl-C (SIGINT to gdb) stops the child gdb followed, which shares its parent's process
+    group; the child then goes on to its end."""
+    ready = e2e.tmp / "ready"
+    s = Scenario(e2e, PROGRAM, str(ready))
+    gdb = s.gdb_start("set follow-fork-mode child", "continue", "set var waiting = 0", "continue")
+    e2e.wait_for_file(ready)
+    gdb.proc.send_signal(signal.SIGINT)
+    r = s.wait(gdb)
+    assert_in_order(r.of("continue"), r"\[Attaching after Thread \S+ fork to child", r"received signal SIGINT")
+    assert_in_order(r.of("continue", 1), r"\[Inferior 2 \(process \d+\) exited with code 05\]")
