@@ -125,3 +125,30 @@ def test_no_ack_mode_survives_malformed_packets(client):
     assert client.request("mZZZZ,4") == "E01"
     assert_session_works(client)
     assert client.silent(), "stray bytes in no-ack mode"
+
+
+@pytest.mark.parametrize(
+    "packet",
+    [
+        "QCatchSyscalls:1;zz",  # a system call number not hex
+        "QCatchSyscalls:2",  # neither 1 nor 0
+        "vKill;zz",  # pid not hex
+        "vKill;7fffffff",  # no such process
+        "D;7fffffff",  # no such process, nor a forked child
+    ],
+)
+def test_bad_event_and_process_requests_get_E(client, packet):
+    """Refused with an E reply; the session, and what gdb asked before, stay as they were."""
+    assert client.request("QCatchSyscalls:1;3") == "OK"
+    assert client.request(packet).startswith("E"), packet
+    assert_session_works(client)
+
+
+@pytest.mark.tpagent_only("gdbserver 13 answers osdata and siginfo requests differently; checked on ours")
+@pytest.mark.parametrize(
+    "packet",
+    ["qXfer:osdata:read:nosuchtable:0,100", "qXfer:osdata:read:processes:zz,100", "qXfer:siginfo:write::zz:ab"],
+)
+def test_bad_osdata_and_siginfo_requests_get_E(client, packet):
+    assert client.request(packet).startswith("E"), packet
+    assert_session_works(client)
