@@ -88,8 +88,13 @@ void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
         // An event stop is no place to stay: on to a SIGSTOP, with everyone else.
         if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
             spdlog::warn("thread {}: cannot resume after a ptrace event: {}", tid, r.error().text);
-        t.stop_requested = true;
-        tgkill(pid_, tid, SIGSTOP);
+        // One SIGSTOP at a time: a second, sent after the first was taken, would stop the
+        // thread again after the stop-all, in front of gdb (a system call's stops come
+        // before the signal that ends the call is taken).
+        if (!t.stop_requested) {
+            t.stop_requested = true;
+            tgkill(pid_, tid, SIGSTOP);
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 system calls gdb names, and at no other; without a catchpoint it runs as before. Runs against
 both stubs."""
 
+import re
+
 import pytest
 
 from harness import assert_in_order
@@ -47,3 +49,21 @@ def test_catching_ends_with_gdbs_session(e2e):
     s.server.wait_for(r"^Process \d+ ended during a disconnected trace; the trace is kept for gdb$")
     r = s.gdb("tstatus")
     assert_in_order(r.of("tstatus"), r"Collected 3 trace frames")
+
+
+def test_catch_syscall_in_two_threads(e2e):
+    """Two threads make 3 getppid calls each: 12 stops (an entry and a return per call), each
+    in one of the two threads, with every call's entry before its return, then the end."""
+    s = Scenario(e2e, "syscall_threads")
+    r = s.gdb("break main", "continue", "catch syscall getppid", *["continue"] * 13, timeout=120)
+    stops = []
+    for k in range(1, 13):
+        out = r.of("continue", k)
+        m = re.search(r"Thread \d+\.(\d+) \"syscall_threads\" hit Catchpoint 2 \((call to|returned from) syscall getppid\)", out)
+        if not m:  # the same thread as the stop before: gdb does not name it again
+            m = re.search(r"()Catchpoint 2 \((call to|returned from) syscall getppid\)", out)
+        assert m, out
+        stops.append(m.group(2))
+    assert stops.count("call to") == 6 and stops.count("returned from") == 6, stops
+    assert_in_order(r.of("continue", 13), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    s.server.wait_for(r"^done$")
