@@ -415,11 +415,15 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         }
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
-        // A stop-all for a thread the exec ended has nothing left to report.
+        // A stop-all for a thread the exec ended: the exec's event takes its place, or, not
+        // reported, a quiet stop of the thread left (a stop_all_now waits for one).
         if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
-            chosen_.reset();
-            stopping_all_ = false;
-            keep_running = running_ && t.wants_run;
+            if (reports_.exec) {
+                chosen_.reset();
+                stopping_all_ = false;
+            } else {
+                chosen_ = signal_event(tid, 0);
+            }
         }
         t.step_from_site.reset();
         t.fast_step.reset();

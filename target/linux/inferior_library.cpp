@@ -107,6 +107,8 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
         }
         t.regs.reset(); // the cache holds what the thread had before the call
         const int sig = WSTOPSIG(status);
+        if (sig == SIGSTOP && status >> 16 == 0)
+            t.stop_requested = false;                      // ours, taken: none is on its way now
         if (status >> 16 != 0 || sig == SIGSTOP) continue; // an event or a stop of ours
         auto now = snapshot(tid, false);
         if (!now) {

@@ -66,6 +66,8 @@ Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
             if (WSTOPSIG(status) == SIGTRAP) break;
             if (WSTOPSIG(status) != SIGSTOP)
                 threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
+            else
+                threads_[tid].stop_requested = false; // ours, taken: none is on its way now
         }
         arch::RegisterSnapshot after;
         if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
@@ -169,6 +171,7 @@ int Inferior::wait_own_resume(pid_t tid, Thread& t) {
         return kRecoveredFault;
     }
     if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
+    if (sig == SIGSTOP) t.stop_requested = false; // ours, taken: none is on its way now
     return sig;
 }
 
