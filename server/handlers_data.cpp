@@ -55,15 +55,11 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
 Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
     if (s.trace_frame) return frame_registers(s, available);
     auto* inf = s.live_inferior();
+    // Hg named a forked child held for gdb: tpagent does not run it, and must not read or
+    // write the parent in its stead.
     if (!inf || s.general_thread_is_fork_child())
         return make_error(ErrorCode::NoProcess, "no process");
     return inf->read_registers(s.current_thread(), available);
-}
-
-// Hg named a forked child held for gdb: tpagent does not run it, and must not write into the
-// parent in its stead.
-bool refuse_for_fork_child(Session& s) {
-    return s.general_thread_is_fork_child();
 }
 
 std::string refuse_in_frame() {
@@ -87,7 +83,7 @@ std::string handle_read_registers(Session& s, std::string_view) {
 std::string handle_write_registers(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
     auto* inf = s.live_inferior();
-    if (!inf || refuse_for_fork_child(s)) return reply_error(ErrorCode::NoProcess);
+    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
     if (!bytes) return reply_error(bytes.error());
     auto w = inf->write_registers(s.current_thread(), *bytes);
@@ -110,7 +106,7 @@ std::string handle_read_register(Session& s, std::string_view args) {
 std::string handle_write_register(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
     auto* inf = s.live_inferior();
-    if (!inf || refuse_for_fork_child(s)) return reply_error(ErrorCode::NoProcess);
+    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
     std::size_t eq = args.find('=');
     if (eq == std::string_view::npos) return reply_error(ErrorCode::BadPacket);
     auto n = parse_hex_u64(args.substr(0, eq));
@@ -147,7 +143,7 @@ std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
     if (!w) return reply_error(w.error());
     if (s.trace_frame) return refuse_in_frame();
     auto* inf = s.live_inferior();
-    if (!inf || refuse_for_fork_child(s)) return reply_error(ErrorCode::NoProcess);
+    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
     auto st = inf->write_memory(w->addr, w->bytes);
     return st ? reply_ok() : reply_error(st.error());
 }

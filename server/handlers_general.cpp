@@ -37,7 +37,7 @@ std::string handle_supported(Session& s, std::string_view args) {
     // A fork event names the child process: only in gdb's multiprocess thread ids.
     const bool forks = s.gdb_supports_fork_events && s.multiprocess;
     s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks};
-    if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
+    if (auto* inf = s.inferior()) s.server().apply_gdb_settings(*inf);
     std::string reply =
         fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
                     "QDisableRandomization+;QEnvironmentHexEncoded+;QEnvironmentUnset+;"

@@ -64,6 +64,18 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
     return start(s, plan);
 }
 
+// vRun and R: whatever runs is killed (as for k: the new program starts regardless) and
+// `argv` starts, stopped at its first instruction, which becomes the session's last stop.
+Status run_afresh(Session& s, const std::vector<std::string>& argv) {
+    if (s.live_inferior()) (void)s.server().kill_inferior();
+    if (auto st = s.server().start_program(argv); !st) return st;
+    StopEvent ev;
+    ev.pid = ev.tid = s.inferior()->pid();
+    ev.signal = SIGTRAP;
+    s.last_stop = ev;
+    s.general_thread = 0;
+    return ok_status();
+}
 } // namespace
 
 std::string handle_continue(Session& s, std::string_view args) {
@@ -190,15 +202,8 @@ std::string handle_vrun(Session& s, std::string_view args) {
         else
             argv.front() = prog.front();
     }
-    if (s.live_inferior())
-        (void)s.server().kill_inferior(); // as for k: the new program starts regardless
-    if (auto st = s.server().start_program(argv); !st) return reply_error_text(st.error());
-    StopEvent ev;
-    ev.pid = ev.tid = s.inferior()->pid();
-    ev.signal = SIGTRAP;
-    s.last_stop = ev;
-    s.general_thread = 0;
-    return s.stop_reply(ev);
+    if (auto st = run_afresh(s, argv); !st) return reply_error_text(st.error());
+    return s.stop_reply(*s.last_stop);
 }
 
 // R XX: extended mode's restart of the program started last (gdb sends it where vRun is not
@@ -212,18 +217,10 @@ std::string handle_restart(Session& s, std::string_view) {
     if (argv.empty()) return {};
     fmt::print(stderr, "tpagent restarting\n"); // gdbserver's "GDBserver restarting"
     std::fflush(stderr);
-    if (s.live_inferior()) (void)s.server().kill_inferior();
-    s.last_stop.reset();
-    s.general_thread = 0;
-    if (auto st = s.server().start_program(argv); !st) {
+    if (auto st = run_afresh(s, argv); !st) {
         fmt::print(stderr, "Cannot restart {}: {}\n", argv.front(), st.error().text);
         std::fflush(stderr);
-        return {};
     }
-    StopEvent ev;
-    ev.pid = ev.tid = s.inferior()->pid();
-    ev.signal = SIGTRAP;
-    s.last_stop = ev;
     return {};
 }
 

@@ -21,11 +21,17 @@ bool Inferior::is_new_process(pid_t tid) const {
     return std::strtol(tgid.c_str(), nullptr, 10) == tid && tid != pid_;
 }
 
-void Inferior::await_child(pid_t child) {
-    if (children_seen_.erase(child)) return;
+namespace {
+// The child's next wait status, whatever it is.
+void wait_once(pid_t child) {
     int status = 0;
     while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
     }
+}
+} // namespace
+
+void Inferior::await_child(pid_t child) {
+    if (!children_seen_.erase(child)) wait_once(child);
 }
 
 void Inferior::clean_child(pid_t child) {
@@ -96,9 +102,7 @@ void Inferior::release_held_children() {
 bool Inferior::kill_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     ::kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
-    }
+    wait_once(pid); // its end, reaped
     return true;
 }
 
