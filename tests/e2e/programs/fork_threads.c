@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static pthread_barrier_t together;
+#include "workers.h"
 
 static void* fork_one(void* unused) {
     (void)unused;
@@ -20,11 +20,9 @@ static void* fork_one(void* unused) {
 
 int main(void) {
     pthread_t threads[2];
-    pthread_barrier_init(&together, NULL, 2);
-    for (int i = 0; i < 2; i++)
-        pthread_create(&threads[i], NULL, fork_one, NULL);
-    for (int i = 0; i < 2; i++)
-        pthread_join(threads[i], NULL);
+    pthread_barrier_init(&together, NULL, 2); /* workers.h's barrier */
+    start_workers(threads, 2, fork_one);
+    join_workers(threads, 2);
     puts("done");
     return 0;
 }

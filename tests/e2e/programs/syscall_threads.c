@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static void* calls(void* unused) {
+#include "workers.h"
+
+static void* call_getppid(void* unused) {
     (void)unused;
     for (int i = 0; i < 3; i++)
         getppid();
@@ -13,10 +15,8 @@ static void* calls(void* unused) {
 
 int main(void) {
     pthread_t threads[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&threads[i], NULL, calls, NULL);
-    for (int i = 0; i < 2; i++)
-        pthread_join(threads[i], NULL);
+    start_workers(threads, 2, call_getppid);
+    join_workers(threads, 2);
     puts("done");
     return 0;
 }
