@@ -23,6 +23,12 @@ std::string frame_packet(std::string_view data) {
     return out;
 }
 
+std::string frame_notification(std::string_view data) {
+    std::string out = frame_packet(data);
+    out.front() = '%';
+    return out;
+}
+
 std::string escape_binary(std::span<const std::uint8_t> bytes) {
     std::string out;
     out.reserve(bytes.size() + bytes.size() / 16);

@@ -53,6 +53,8 @@ std::uint8_t checksum(std::string_view data);
 
 // "$" + data + "#" + checksum; `data` must already be escaped/encoded.
 std::string frame_packet(std::string_view data);
+// A notification (RSP "Notification Packets"): as a packet, with '%' for '$'; never acked.
+std::string frame_notification(std::string_view data);
 
 // Escapes the bytes the RSP reserves ('#', '$', '}', '*') as '}' + (byte ^ 0x20).
 std::string escape_binary(std::span<const std::uint8_t> bytes);

@@ -15,25 +15,32 @@ template <typename Context> class PacketTable {
     struct Entry {
         std::string_view name;
         Handler handler;
+        // The handler changes the program in ways that need every thread stopped (code
+        // patches, injected calls, detaching): in non-stop mode the others are paused for it.
+        bool stops_all = false;
     };
 
     PacketTable(std::initializer_list<Entry> entries) {
         for (const auto& e : entries)
-            handlers_.emplace(e.name, e.handler);
+            entries_.emplace(e.name, e);
     }
 
     const Handler* find(std::string_view name) const {
-        auto it = handlers_.find(name);
-        return it == handlers_.end() ? nullptr : &it->second;
+        auto it = entries_.find(name);
+        return it == entries_.end() ? nullptr : &it->second.handler;
+    }
+    bool stops_all(std::string_view name) const {
+        auto it = entries_.find(name);
+        return it != entries_.end() && it->second.stops_all;
     }
 
     template <typename F> void for_each_name(F&& f) const {
-        for (const auto& [name, handler] : handlers_)
+        for (const auto& [name, entry] : entries_)
             f(name);
     }
 
   private:
-    std::unordered_map<std::string_view, Handler> handlers_;
+    std::unordered_map<std::string_view, Entry> entries_;
 };
 
 } // namespace tpagent::protocol

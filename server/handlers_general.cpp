@@ -47,7 +47,7 @@ std::string handle_supported(Session& s, std::string_view args) {
                     "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
                     "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
                     "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
-                    "qXfer:statictrace:read+",
+                    "qXfer:statictrace:read+;QNonStop+",
                     kPacketSize);
     // gdb warns of an empty item: no ';' without a feature after it.
     const std::pair<bool, std::string_view> optional[] = {
@@ -185,9 +185,23 @@ std::string handle_symbol(Session&, std::string_view) {
     return reply_ok();
 }
 
-std::string handle_non_stop(Session&, std::string_view args) {
-    if (args == "0") return reply_ok();
-    return reply_error_text(make_error(ErrorCode::Unsupported, "non-stop mode is not supported"));
+// QNonStop:1 / QNonStop:0 (RSP "Remote Non-Stop"). Entering it leaves every thread as it is;
+// leaving it stops them all. gdb asks `?` next.
+std::string handle_non_stop(Session& s, std::string_view args) {
+    if (args != "0" && args != "1")
+        return reply_error_text(make_error(ErrorCode::BadPacket, "QNonStop takes 0 or 1"));
+    const bool on = args == "1";
+    if (auto* inf = s.live_inferior())
+        if (auto m = inf->set_non_stop(on); !m) return reply_error_text(m.error());
+    s.server().non_stop = on;
+    s.non_stop = on;
+    return reply_ok();
+}
+
+// vStopped: gdb has taken the last stop; the next one, or OK once there is none.
+std::string handle_stopped_ack(Session& s, std::string_view) {
+    if (!s.non_stop) return reply_empty();
+    return s.acknowledge_stop();
 }
 
 namespace {

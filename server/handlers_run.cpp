@@ -23,11 +23,13 @@ bool matches(const ThreadId& id, pid_t pid, pid_t tid) {
     return pid_ok && tid_ok;
 }
 
-// Starts the threads and either returns the stop reply at once or defers it.
+// Starts the threads and either returns the stop reply at once or defers it (non-stop: OK,
+// each stop coming as a notification).
 std::string start(Session& s, const std::vector<ThreadResume>& plan) {
     auto* inf = s.inferior();
     auto r = inf->resume(plan);
     if (!r) return reply_error(r.error());
+    if (s.non_stop) return reply_ok();
     if (*r) {
         s.last_stop = **r;
         return s.stop_reply(**r);
@@ -101,17 +103,25 @@ std::string handle_vcont(Session& s, std::string_view args) {
     auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     std::vector<ThreadResume> plan;
-    // Each thread takes the leftmost action whose thread-id matches it.
+    std::vector<pid_t> stops;
+    // Each thread takes the leftmost action whose thread-id matches it. Non-stop: a thread
+    // gdb sees running (its stop not acknowledged yet, too) ignores c/s/r; one it sees
+    // stopped ignores t.
     for (pid_t tid : inf->thread_ids()) {
+        const bool stopped = inf->thread_stopped(tid) && !s.stop_unacknowledged(tid);
         for (const auto& a : *actions) {
             if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
-            if (a.kind != ResumeAction::Kind::Stop)
+            if (a.kind == ResumeAction::Kind::Stop) {
+                if (s.non_stop && !inf->thread_stopped(tid)) stops.push_back(tid);
+            } else if (!s.non_stop || stopped) {
                 plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
                                 gdb_to_host_signal(a.signal), a.range_start, a.range_end});
+            }
             break;
         }
     }
-    if (plan.empty()) return reply_ok(); // only `t` actions: all-stop threads are stopped already
+    if (!stops.empty()) inf->stop_threads(stops);
+    if (plan.empty()) return reply_ok(); // only `t` actions (all-stop: nothing runs anyway)
     return start(s, plan);
 }
 

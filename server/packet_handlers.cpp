@@ -4,6 +4,11 @@
 
 namespace tpagent::agent {
 
+namespace {
+// See PacketTable::Entry::stops_all.
+constexpr bool kStopsAll = true;
+} // namespace
+
 const protocol::PacketTable<Session>& packet_table() {
     static const protocol::PacketTable<Session> table{
         // Connection and general queries
@@ -23,6 +28,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qSymbol", handle_symbol},
         {"qRcmd", handle_monitor},
         {"QNonStop", handle_non_stop},
+        {"vStopped", handle_stopped_ack},
         {"QCatchSyscalls", handle_catch_syscalls},
         // Run control
         {"c", handle_continue},
@@ -33,7 +39,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"vCont?", handle_vcont_query},
         {"k", handle_kill},
         {"vKill", handle_vkill},
-        {"D", handle_detach},
+        {"D", handle_detach, kStopsAll},
         {"vRun", handle_vrun},
         {"R", handle_restart},
         {"vAttach", handle_vattach},
@@ -44,10 +50,10 @@ const protocol::PacketTable<Session>& packet_table() {
         {"p", handle_read_register},
         {"P", handle_write_register},
         {"m", handle_read_memory},
-        {"M", handle_write_memory_hex},
-        {"X", handle_write_memory_binary},
-        {"Z", handle_insert_point},
-        {"z", handle_remove_point},
+        {"M", handle_write_memory_hex, kStopsAll},
+        {"X", handle_write_memory_binary, kStopsAll},
+        {"Z", handle_insert_point, kStopsAll},
+        {"z", handle_remove_point, kStopsAll},
         // qXfer objects
         {"qXfer:features:read", handle_xfer_features},
         {"qXfer:auxv:read", handle_xfer_auxv},
@@ -63,18 +69,18 @@ const protocol::PacketTable<Session>& packet_table() {
         {"QEnvironmentHexEncoded", handle_environment_set},
         {"QEnvironmentUnset", handle_environment_unset},
         {"QEnvironmentReset", handle_environment_reset},
-        {"QTinit", handle_trace_init},
-        {"QTDP", handle_trace_define},
+        {"QTinit", handle_trace_init, kStopsAll},
+        {"QTDP", handle_trace_define, kStopsAll},
         {"QTDPsrc", handle_trace_source},
         {"QTDV", handle_trace_variable},
         {"QTro", handle_trace_readonly},
         {"QTDisconnected", handle_trace_disconnected},
         {"QTBuffer", handle_trace_buffer_setting},
         {"QTNotes", handle_trace_notes},
-        {"QTStart", handle_trace_start},
-        {"QTStop", handle_trace_stop},
-        {"QTEnable", handle_trace_enable},
-        {"QTDisable", handle_trace_disable},
+        {"QTStart", handle_trace_start, kStopsAll},
+        {"QTStop", handle_trace_stop, kStopsAll},
+        {"QTEnable", handle_trace_enable, kStopsAll},
+        {"QTDisable", handle_trace_disable, kStopsAll},
         {"qTStatus", handle_trace_status},
         {"qTP", handle_tracepoint_status},
         {"qTV", handle_trace_variable_value},

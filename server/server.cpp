@@ -171,6 +171,8 @@ void Server::apply_gdb_settings(Target& program) const {
     program.set_pass_signals(pass_signals);
     program.set_catch_syscalls(catch_syscalls);
     program.set_event_reports(event_reports);
+    if (auto m = program.set_non_stop(non_stop); !m)
+        spdlog::warn("non-stop mode: {}", m.error().text);
 }
 
 Status Server::start_program(const std::vector<std::string>& named) {
@@ -245,13 +247,16 @@ void Server::forget_inferior() {
 }
 
 void Server::wait_for_children() {
-    child_events_.watch([this] {
-        while (inferior_ && inferior_->alive()) {
-            auto ev = inferior_->poll();
-            if (!ev) break;
-            on_inferior_event(*ev);
-        }
-    });
+    child_events_.watch([this] { pump_events(); });
+}
+
+void Server::pump_events() {
+    // (A program that ended may still have its end to hand out: non-stop's pauses keep it.)
+    while (inferior_) {
+        auto ev = inferior_->poll();
+        if (!ev) break;
+        on_inferior_event(*ev);
+    }
 }
 
 void Server::on_inferior_event(const StopEvent& ev) {
@@ -357,6 +362,7 @@ void Server::session_closed(Session&) {
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
         catch_syscalls.reset();
         event_reports = {}; // an exec without gdb runs on into the new program
+        non_stop = false;   // all-stop again: every thread stops, as gdb leaves it
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
             shutdown();

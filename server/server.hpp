@@ -93,7 +93,10 @@ class Server {
     // The program (and arguments) started last, which R starts again.
     const std::vector<std::string>& last_program() const { return last_program_; }
     Target::EventReports event_reports; // what gdb's qSupported asked for
-    // Gives the program what gdb asked of every program (the three above).
+    bool non_stop = false;              // QNonStop
+    // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
+    void pump_events();
+    // Gives the program what gdb asked of every program (the four above).
     void apply_gdb_settings(Target& program) const;
     // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
     // now on (NAME -> value, nullopt = unset).

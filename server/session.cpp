@@ -300,7 +300,8 @@ void Session::dispatch(const std::string& payload) {
                                   payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
     if (reloc_answer_ && protocol::is_reloc_insn_answer(payload)) {
         AnswerHandler next = std::exchange(reloc_answer_, nullptr);
-        send_packet(next(*this, payload));
+        // The answer goes on with QTStart's work: patches, with every thread stopped.
+        send_packet(run_paused("QTStart", [&] { return next(*this, payload); }));
         return;
     }
     auto view = protocol::classify(payload);
@@ -314,7 +315,7 @@ void Session::dispatch(const std::string& payload) {
     suppressed_ = false;
     // Fast tracepoints' hit counts and stop reasons come in before anything looks at the trace.
     server_.experiment().poll(server_.inferior());
-    std::string reply = run_handler(*handler, view);
+    std::string reply = run_paused(view.name, [&] { return run_handler(*handler, view); });
     server_.watch_fast_trace(); // the packet may have started one
     if (closed_ || suppressed_) return;
     if (deferred_) {
@@ -325,7 +326,22 @@ void Session::dispatch(const std::string& payload) {
     if (exit_after_reply) {
         close();
         server_.session_closed(*this);
+        return;
     }
+    if (non_stop) server_.pump_events(); // events the packet let out (held back, or a pause's)
+}
+
+std::string Session::run_paused(std::string_view name, const std::function<std::string()>& run) {
+    Target* paused = non_stop && packet_table().stops_all(name) ? live_inferior() : nullptr;
+    if (paused)
+        if (auto p = paused->pause_all(); !p) {
+            paused->unpause_all();
+            return protocol::reply_error_text(p.error());
+        }
+    std::string reply = run();
+    // (The handler may have ended that program: a detach, a kill, another one run.)
+    if (paused && server_.inferior() == paused) paused->unpause_all();
+    return reply;
 }
 
 // A handler that throws (out of memory, say) answers E.text: the session, the program and the
@@ -360,6 +376,23 @@ void Session::send_packet(const std::string& payload) {
 }
 
 void Session::on_stop(const StopEvent& ev) {
+    if (non_stop) {
+        last_stop = ev;
+        if (ev.kind == StopEvent::Kind::Signal) {
+            thread_stops_[ev.tid] = ev;
+        } else { // the process ended: its threads' stops are of no more use
+            thread_stops_.clear();
+            auto after_first = stop_notifications_.begin(); // the first one is out already
+            if (after_first != stop_notifications_.end()) ++after_first;
+            stop_notifications_.erase(
+                std::remove_if(after_first, stop_notifications_.end(),
+                               [](const StopEvent& e) { return e.kind == StopEvent::Kind::Signal; }),
+                stop_notifications_.end());
+        }
+        stop_notifications_.push_back(ev);
+        if (stop_notifications_.size() == 1) send_notification("Stop:" + stop_reply(ev));
+        return;
+    }
     if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
         last_stop = ev;
         if (ev.kind == StopEvent::Kind::Signal) general_thread = ev.tid;
@@ -427,7 +460,54 @@ std::string Session::stop_reply(const StopEvent& ev) {
     return protocol::encode_stop_reply(r);
 }
 
+std::string Session::acknowledge_stop() {
+    if (!stop_notifications_.empty()) stop_notifications_.pop_front();
+    if (stop_notifications_.empty()) return protocol::reply_ok();
+    return stop_reply(stop_notifications_.front());
+}
+
+bool Session::stop_unacknowledged(pid_t tid) const {
+    return std::any_of(stop_notifications_.begin(), stop_notifications_.end(),
+                       [&](const StopEvent& ev) { return ev.tid == tid; });
+}
+
+// `?` in non-stop mode: a new sequence, one stop for each stopped thread (its last stop, or a
+// stop with signal 0 for one never reported), the first as the reply; OK with none.
+std::string Session::non_stop_status() {
+    stop_notifications_.clear();
+    auto* inf = live_inferior();
+    if (!inf) return protocol::reply_ok();
+    for (pid_t tid : inf->thread_ids()) {
+        if (!inf->thread_stopped(tid)) continue;
+        StopEvent ev;
+        if (auto it = thread_stops_.find(tid); it != thread_stops_.end()) {
+            ev = it->second;
+        } else if (last_stop && last_stop->kind == StopEvent::Kind::Signal &&
+                   last_stop->tid == tid) {
+            ev = *last_stop;
+        } else {
+            ev.pid = inf->pid();
+            ev.tid = tid;
+            ev.signal = tid == inf->pid() && !inf->was_attached() ? SIGTRAP : 0;
+        }
+        ev.fork_child.reset(); // an event gdb has seen already is not repeated
+        ev.exec_path.reset();
+        ev.syscall.reset();
+        stop_notifications_.push_back(ev);
+    }
+    if (stop_notifications_.empty()) return protocol::reply_ok();
+    return stop_reply(stop_notifications_.front());
+}
+
+void Session::send_notification(const std::string& payload) {
+    debug_output::packets().debug("-> %{}",
+                                  payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
+    if (!conn_->write(protocol::frame_notification(payload)))
+        spdlog::debug("write to gdb failed");
+}
+
 std::string Session::status_reply() {
+    if (non_stop && !exited_program()) return non_stop_status();
     if (const auto* gone = exited_program()) {
         // Stopped, as a program gdb connects to is; the registers are not there to expedite.
         protocol::StopReply r;

@@ -10,7 +10,9 @@
 #include "protocol/packet_table.hpp"
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +61,13 @@ class Session {
     void on_stop(const StopEvent& ev);
     std::string stop_reply(const StopEvent& ev);
     std::string status_reply(); // reply to `?`
+    // Non-stop mode (RSP "Remote Non-Stop"): each stop goes out as a %Stop notification,
+    // the ones after it as the replies to gdb's vStopped, the last followed by OK. `?`
+    // starts the sequence afresh with every stopped thread.
+    bool non_stop = false;
+    std::string acknowledge_stop(); // reply to vStopped
+    // Whether a stop of the thread is still to be acknowledged: for gdb it is running.
+    bool stop_unacknowledged(pid_t tid) const;
 
     // Negotiated state.
     bool no_ack = false;
@@ -104,6 +113,12 @@ class Session {
     std::array<std::uint8_t, 16384> buf_{};
     std::string last_frame_;
     AnswerHandler reloc_answer_;
+    std::string non_stop_status();
+    // Runs a handler of packet `name`, with the program paused for it if its entry says so.
+    std::string run_paused(std::string_view name, const std::function<std::string()>& run);
+    void send_notification(const std::string& payload);
+    std::deque<StopEvent> stop_notifications_; // the first one is out, awaiting vStopped
+    std::map<pid_t, StopEvent> thread_stops_;  // each thread's last stop reported (non-stop)
     bool deferred_ = false;
     bool suppressed_ = false;
     bool waiting_ = false;

@@ -1,7 +1,7 @@
 // What tpagent asks of a traced program: run control, registers, memory, breakpoints and the
 // sites tracepoints are made of. target/linux/Inferior is the real one (ptrace); the server's
 // tests drive their handlers against fakes. All-stop: when one thread has something to report,
-// every other thread is stopped before the event is handed out.
+// every other thread is stopped before the event is handed out (non-stop: see set_non_stop).
 #pragma once
 #include "arch/arch.hpp"
 #include "base/result.hpp"
@@ -147,6 +147,25 @@ class Target {
     virtual std::optional<StopEvent> poll() = 0;
     // Resumes every thread (gdb gone, a trace keeps running).
     virtual Status resume_all() = 0;
+
+    // Non-stop mode (QNonStop:1): an event stops its own thread only and is handed out by
+    // poll() while the others run on; resume() starts the threads named and never reports at
+    // once (an event held for one of them comes from the next poll()). Leaving non-stop mode
+    // stops every thread.
+    virtual Status set_non_stop(bool on) {
+        if (!on) return ok_status();
+        return make_error(ErrorCode::Unsupported, "non-stop mode is not supported");
+    }
+    // Whether gdb is to see the thread as stopped: its stop was reported (or is being), or it
+    // was never resumed.
+    virtual bool thread_stopped(pid_t /*tid*/) const { return !running(); }
+    // vCont;t (non-stop): each thread named that runs stops, and reports signal 0.
+    virtual void stop_threads(const std::vector<pid_t>& /*tids*/) {}
+    // Non-stop: stops the running threads for an operation that needs every thread stopped
+    // (patching code, injected calls, detaching), and lets them go on after it; an event that
+    // came meanwhile is reported instead. Calls nest.
+    virtual Status pause_all() { return ok_status(); }
+    virtual void unpause_all() {}
     // Stops every thread now, waiting for them (a gdb connects to a running program). The event
     // is a stop with signal 0 on the main thread, or the process's exit if it ended meanwhile.
     virtual std::optional<StopEvent> stop_all_now() = 0;

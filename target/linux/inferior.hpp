@@ -8,6 +8,7 @@
 #include "target/linux/software_breakpoints.hpp"
 #include "target/target.hpp"
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -89,6 +90,14 @@ class Inferior final : public Target {
     std::optional<StopEvent> poll() override;
     Status resume_all() override;
     std::optional<StopEvent> stop_all_now() override;
+    Status set_non_stop(bool on) override;
+    bool thread_stopped(pid_t tid) const override {
+        auto it = threads_.find(tid);
+        return it != threads_.end() && !it->second.wants_run;
+    }
+    void stop_threads(const std::vector<pid_t>& tids) override;
+    Status pause_all() override;
+    void unpause_all() override;
     void interrupt() override;
     void set_pass_signals(std::set<int> signals) override { pass_signals_ = std::move(signals); }
     void set_catch_syscalls(std::optional<std::set<int>> syscalls) override {
@@ -111,6 +120,7 @@ class Inferior final : public Target {
         bool stop_requested = false;      // a SIGSTOP we sent has not shown up yet
         bool awaiting_first_stop = false; // new clone, its initial SIGSTOP not seen yet
         bool wants_run = false;           // gdb asked it to run (re-resume after our own SIGSTOP)
+        bool stop_for_gdb = false;        // non-stop: gdb asked it to stop (vCont;t)
         bool stepping = false;
         int resume_signal = 0;
         std::optional<StopEvent> pending; // reportable event held back while another is reported
@@ -282,6 +292,15 @@ class Inferior final : public Target {
     }
     // report() without finishing: the event is chosen (or held back) and the others stopped.
     void choose(pid_t tid, Thread& t, StopEvent ev);
+    // Non-stop: the thread stays stopped with its event, which poll() hands out in turn.
+    void report_alone(pid_t tid, Thread& t, StopEvent ev);
+    // Non-stop: the next event to hand out, if any (none while a pause is on).
+    std::optional<StopEvent> take_reported();
+    bool any_wants_run() const {
+        for (const auto& [tid, t] : threads_)
+            if (t.wants_run) return true;
+        return false;
+    }
     // Forgets everything placed in the process image (exec, death): nothing is written back.
     void forget_image();
     std::optional<StopEvent> finish_stop_all();
@@ -298,6 +317,10 @@ class Inferior final : public Target {
     bool running_ = false;      // resumed and no stop reported since
     bool stopping_all_ = false; // an event is chosen; waiting for the other threads to stop
     std::optional<StopEvent> chosen_;
+    bool non_stop_ = false;
+    std::deque<StopEvent> reported_; // non-stop: events for poll() to hand out, in order
+    int pause_depth_ = 0;            // pause_all() calls not yet undone
+    bool pausing_ = false;           // stopping every thread for a pause (no event is chosen)
     int mem_fd_ = -1;
     std::string executable_;
     std::map<pid_t, Thread> threads_;

@@ -2,6 +2,7 @@
 #include "target/linux/inferior.hpp"
 #include "target/linux/terminal.hpp"
 #include "base/proc_files.hpp"
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <utility>
@@ -214,6 +215,14 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
     // it runs on untraced rather than wait stopped for ever.
     release_held_children();
     for (const auto& a : actions) {
+        if (!non_stop_) break;
+        // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end() || !it->second.pending) continue;
+        if (pending_still_valid(a.tid, it->second)) reported_.push_back(*it->second.pending);
+        it->second.pending.reset();
+    }
+    for (const auto& a : actions) {
         auto it = threads_.find(a.tid);
         if (it == threads_.end() || !it->second.pending) continue;
         if (pending_still_valid(a.tid, it->second)) {
@@ -228,6 +237,9 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
         auto it = threads_.find(a.tid);
         if (it == threads_.end()) continue;
         Thread& t = it->second;
+        if (non_stop_ && (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
+                                                     [&](const auto& e) { return e.tid == a.tid; })))
+            continue; // running already, or its event is still to be handed out
         t.wants_run = true;
         t.resume_signal = a.signal;
         t.user_step = a.step;
@@ -236,7 +248,7 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
         if (!t.stopped) continue;
         if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) return s.error();
     }
-    running_ = true;
+    running_ = non_stop_ ? any_wants_run() : true;
     return std::optional<StopEvent>();
 }
 
@@ -285,13 +297,14 @@ void Inferior::interrupt() {
 }
 
 std::optional<StopEvent> Inferior::poll() {
+    if (auto ev = take_reported()) return ev;
     while (alive_) {
         int status = 0;
         pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
         if (tid <= 0) break;
         if (auto ev = handle_status(tid, status)) return ev;
     }
-    return std::nullopt;
+    return take_reported();
 }
 
 std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
@@ -439,14 +452,12 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
-    if (sig == SIGSTOP && t.awaiting_first_stop) {
-        t.awaiting_first_stop = false;
-        if (keep_running) continue_after_stop(tid, t, false);
-        return finish_stop_all();
-    }
-    if (sig == SIGSTOP && t.stop_requested) {
-        t.stop_requested = false;
-        if (keep_running) continue_after_stop(tid, t, t.stepping);
+    if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
+        const bool first = std::exchange(t.awaiting_first_stop, false);
+        if (!first) t.stop_requested = false;
+        // Non-stop: gdb's vCont;t, answered with signal 0.
+        if (std::exchange(t.stop_for_gdb, false)) return report(tid, t, signal_event(tid, 0));
+        if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
         return finish_stop_all();
     }
     if (sig == (SIGTRAP | 0x80)) return handle_syscall_stop(tid, t);
@@ -622,7 +633,9 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
 }
 
 std::optional<StopEvent> Inferior::no_resumed_event() {
-    if (!reports_.no_resumed || !running_ || stopping_all_ || chosen_) return std::nullopt;
+    // (Non-stop: gdb keeps its own count of the threads it resumed.)
+    if (!reports_.no_resumed || non_stop_ || !running_ || stopping_all_ || chosen_)
+        return std::nullopt;
     for (const auto& [tid, t] : threads_)
         if (!t.stopped || t.wants_run) return std::nullopt; // something still runs, or will
     running_ = false;
@@ -637,6 +650,10 @@ std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
 }
 
 void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
+    if (non_stop_ && !stopping_all_) {
+        report_alone(tid, t, std::move(ev));
+        return;
+    }
     if (chosen_ || stopping_all_ || !running_) {
         t.pending = std::move(ev);
         return;
@@ -652,7 +669,8 @@ void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
 }
 
 std::optional<StopEvent> Inferior::finish_stop_all() {
-    if (!stopping_all_) return std::nullopt;
+    if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
+    if (!stopping_all_) return take_reported();
     for (const auto& [tid, t] : threads_)
         if (!t.stopped) return std::nullopt;
     leave_pads();
