@@ -9,9 +9,12 @@ stop); `.transcript` is everything printed, for failures.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import struct
 import subprocess
+import termios
 import threading
 import time
 from pathlib import Path
@@ -27,6 +30,8 @@ class InteractiveGdb:
         for option in (*GDB_INIT, *init):
             argv += ["-iex", option]
         master, slave = os.openpty()
+        # Wide enough that gdb's line editor never scrolls a long command sideways.
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 1000, 0, 0))
         # TERM=dumb: no escape sequences, no line editing tricks around the prompt.
         env = dict(os.environ, TERM="dumb")
         self.proc = subprocess.Popen(
@@ -78,13 +83,17 @@ class InteractiveGdb:
 
     def run(self, command: str, until: str = PROMPT, timeout: float = WAIT_TIMEOUT) -> str:
         """Types COMMAND and waits until gdb has printed UNTIL (by default its next prompt);
-        returns what it printed up to there."""
+        returns what it printed up to there, without the command's echo and the prompt."""
         with self._changed:
-            start = self._seen = len(self._text)
+            self._seen = len(self._text)
         os.write(self._master, command.encode() + b"\n")
+        # gdb echoes the command as it reads it: what it prints for it comes after (a prompt
+        # before it is an earlier command's, or one reprinted after an asynchronous stop).
+        echo = self.expect(re.escape(command) + r"\n", timeout)
         match = self.expect(until, timeout)
         with self._changed:
-            return self._text[start : match.end()]
+            printed = self._text[echo.end() : match.end()]
+        return re.sub(PROMPT, "", printed)
 
     def quit(self) -> None:
         os.write(self._master, b"quit\n")
