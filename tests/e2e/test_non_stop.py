@@ -12,16 +12,16 @@ import pytest
 
 from harness import assert_in_order, printed_value
 from interactive import InteractiveGdb
-from scenario import Scenario, parse_tfind, parse_tstatus, trace
+from scenario import FastTrace, Scenario, ftrace, parse_tfind, parse_tstatus, trace
 
-STOPPED_AT_ALL_STARTED = r'Thread 1 "non_stop" hit Breakpoint 1, all_started \(\)'
+# How gdb names the program's threads (the non-PIE build's file name has "-nopie").
+THREAD = r'Thread (\d+) "non_stop(?:-nopie)?"'
+STOPPED_AT_ALL_STARTED = THREAD + r" hit Breakpoint 1, all_started \(\)"
 
 
-@pytest.fixture
-def gdb_non_stop(e2e):
-    """A Scenario for non_stop.c and gdb in non-stop mode connected to it, main stopped at
-    all_started() and the workers running."""
-    s = Scenario(e2e, "non_stop")
+def non_stop_session(e2e, s: Scenario):
+    """gdb in non-stop mode connected to S (non_stop.c), main stopped at all_started() and
+    the workers running."""
     gdb = InteractiveGdb(e2e, s.program, "set non-stop on")
     try:
         gdb.run(s.connect)
@@ -30,6 +30,16 @@ def gdb_non_stop(e2e):
         yield s, gdb
     finally:
         gdb.quit()
+
+
+@pytest.fixture
+def gdb_non_stop(e2e):
+    yield from non_stop_session(e2e, Scenario(e2e, "non_stop"))
+
+
+@pytest.fixture
+def gdb_non_stop_fast(e2e):
+    yield from non_stop_session(e2e, FastTrace(e2e, "non_stop"))
 
 
 def counter(gdb, n: int) -> int:
@@ -57,8 +67,8 @@ def test_others_run_while_one_thread_is_stopped(gdb_non_stop):
     assert counter(gdb, 0) > before  # memory read while the thread that writes it runs
     # interrupt -a: every running thread stops, each reporting its own stop.
     gdb.run("interrupt -a")
-    gdb.expect(r'Thread [23] "non_stop" stopped\.')
-    gdb.expect(r'Thread [23] "non_stop" stopped\.')
+    gdb.expect(THREAD + r" stopped\.")
+    gdb.expect(THREAD + r" stopped\.")
     assert running_threads(gdb) == []
     stopped = counter(gdb, 0)
     time.sleep(0.2)
@@ -80,15 +90,20 @@ def test_workers_hit_a_breakpoint_and_step_alone(gdb_non_stop):
     stays at the breakpoint; then they go on past it."""
     s, gdb = gdb_non_stop
     gdb.run(f"break {s.at('tick')}")
-    gdb.expect(r'Thread ([23]) "non_stop" hit Breakpoint 2, tick \(id=[01]\)')
-    gdb.expect(r'Thread ([23]) "non_stop" hit Breakpoint 2, tick \(id=[01]\)')
+    gdb.expect(THREAD + r" hit Breakpoint 2, tick \(id=[01]\)")
+    gdb.expect(THREAD + r" hit Breakpoint 2, tick \(id=[01]\)")
     assert running_threads(gdb) == []
     gdb.run("delete 2")
     gdb.run("thread 2")
+    line = s.line("tick")
     frame = gdb.run("next")
-    assert re.search(r"^\d+\s+\}$", frame, re.M), frame  # tick's last line, in thread 2 only
+    assert re.search(rf"^{line + 1}\s+counters\[id\]\+\+;$", frame, re.M), frame  # thread 2 only
     where = gdb.run("thread apply 2 3 frame")
-    assert_in_order(where, r"Thread 2 .*\n#0 +tick \(id=\d\) at .*non_stop\.c:\d+", r"Thread 3 .*\n#0 +tick \(id=\d\) at .*non_stop\.c:" + str(s.line("tick")))
+    assert_in_order(
+        where,
+        rf"Thread 2 .*\n#0 +tick \(id=\d\) at .*non_stop\.c:{line + 1}\n",
+        rf"Thread 3 .*\n#0 +tick \(id=\d\) at .*non_stop\.c:{line}\n",
+    )
     # Thread 3 goes on alone from the breakpoint's address (gdb steps it over the breakpoint
     # location while the others keep their places).
     stopped = counter(gdb, 0) + counter(gdb, 1)
@@ -124,5 +139,26 @@ def test_tracing_while_threads_run(gdb_non_stop):
     # collects nothing but its hits.)
     found = parse_tfind(gdb.run("tfind tracepoint 3"))
     assert found and found[1] == 3, found
+    gdb.run("tfind none")
+    finish(s, gdb)
+
+
+@pytest.mark.tpagent_only("with gdbserver the workers die of SIGSEGV in tick() once tstart wrote the jump")
+def test_fast_tracing_while_threads_run(gdb_non_stop_fast):
+    """The same with a fast tracepoint: its jump is written while the workers are paused,
+    and taken out at tstop the same way."""
+    s, gdb = gdb_non_stop_fast
+    gdb.run(s.define(ftrace(s.at("tick"), "collect id")))
+    assert gdb.run("tstart").strip() == ""
+    time.sleep(0.3)
+    status = parse_tstatus(gdb.run("tstatus"))
+    assert status.running and status.frames and status.frames > 10, status.text
+    assert running_threads(gdb) == ["2", "3"]
+    gdb.run("tstop")
+    status = parse_tstatus(gdb.run("tstatus"))
+    assert status.stopped == "by a tstop command", status.text
+    found = parse_tfind(gdb.run("tfind start"))
+    assert found and found[1] == 2, found
+    assert printed_value(gdb.run("print id")) in ("0", "1")
     gdb.run("tfind none")
     finish(s, gdb)
