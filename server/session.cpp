@@ -384,10 +384,11 @@ void Session::on_stop(const StopEvent& ev) {
             thread_stops_.clear();
             auto after_first = stop_notifications_.begin(); // the first one is out already
             if (after_first != stop_notifications_.end()) ++after_first;
-            stop_notifications_.erase(
-                std::remove_if(after_first, stop_notifications_.end(),
-                               [](const StopEvent& e) { return e.kind == StopEvent::Kind::Signal; }),
-                stop_notifications_.end());
+            stop_notifications_.erase(std::remove_if(after_first, stop_notifications_.end(),
+                                                     [](const StopEvent& e) {
+                                                         return e.kind == StopEvent::Kind::Signal;
+                                                     }),
+                                      stop_notifications_.end());
         }
         stop_notifications_.push_back(ev);
         if (stop_notifications_.size() == 1) send_notification("Stop:" + stop_reply(ev));
@@ -502,8 +503,7 @@ std::string Session::non_stop_status() {
 void Session::send_notification(const std::string& payload) {
     debug_output::packets().debug("-> %{}",
                                   payload.size() > 200 ? payload.substr(0, 200) + "..." : payload);
-    if (!conn_->write(protocol::frame_notification(payload)))
-        spdlog::debug("write to gdb failed");
+    if (!conn_->write(protocol::frame_notification(payload))) spdlog::debug("write to gdb failed");
 }
 
 std::string Session::status_reply() {

@@ -212,8 +212,9 @@ bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
 Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
     // gdb kept a child (detach-on-fork off), which tpagent cannot run as a second process:
-    // it runs on untraced rather than wait stopped for ever.
-    release_held_children();
+    // it runs on untraced rather than wait stopped for ever. (Not in non-stop mode, where
+    // gdb resumes other threads before it is done with a fork event.)
+    if (!non_stop_) release_held_children();
     for (const auto& a : actions) {
         if (!non_stop_) break;
         // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
@@ -237,8 +238,9 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
         auto it = threads_.find(a.tid);
         if (it == threads_.end()) continue;
         Thread& t = it->second;
-        if (non_stop_ && (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
-                                                     [&](const auto& e) { return e.tid == a.tid; })))
+        if (non_stop_ &&
+            (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
+                                        [&](const auto& e) { return e.tid == a.tid; })))
             continue; // running already, or its event is still to be handed out
         t.wants_run = true;
         t.resume_signal = a.signal;
@@ -327,6 +329,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         if (auto it = threads_.find(tid); it != threads_.end() && it->second.step_over)
             end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
         threads_.erase(tid);
+        if (non_stop_ && !stopping_all_) running_ = any_wants_run();
         if (auto ev = finish_stop_all()) return ev;
         return no_resumed_event();
     }

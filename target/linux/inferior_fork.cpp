@@ -89,6 +89,8 @@ void Inferior::release_held_children() {
     for (const auto& [tid, t] : threads_)
         if (t.pending && t.pending->fork_child) unreported.insert(*t.pending->fork_child);
     if (chosen_ && chosen_->fork_child) unreported.insert(*chosen_->fork_child);
+    for (const StopEvent& ev : reported_)
+        if (ev.fork_child) unreported.insert(*ev.fork_child);
     for (auto it = fork_children_.begin(); it != fork_children_.end();) {
         if (unreported.count(*it)) {
             ++it;

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import assert_in_order, printed_value
+from harness import DISCONNECTED, assert_in_order, printed_value
 from interactive import InteractiveGdb
 from scenario import FastTrace, Scenario, ftrace, parse_tfind, parse_tstatus, trace
 
@@ -141,6 +141,22 @@ def test_tracing_while_threads_run(gdb_non_stop):
     assert found and found[1] == 3, found
     gdb.run("tfind none")
     finish(s, gdb)
+
+
+def test_gdb_leaves_while_threads_run(gdb_non_stop):
+    """gdb disconnects with the workers running: the program is all-stop again, every
+    thread stopped, for the next gdb (an all-stop one), which runs it to its end."""
+    s, gdb = gdb_non_stop
+    gdb.run("disconnect")
+    s.server.wait_for(DISCONNECTED)
+    r = s.gdb(
+        "info threads", "print counters[0] + counters[1]", "shell sleep 0.3",
+        "print counters[0] + counters[1]", "delete", "print stop_flag = 1", "continue",
+    )
+    threads = re.findall(r"^\*?\s+\d+\s+Thread \S+ .*$", r.of("info threads"), re.M)
+    assert len(threads) == 3 and not any("(running)" in t for t in threads), r.of("info threads")
+    assert r.of("print counters[0] + counters[1]", 0) == r.of("print counters[0] + counters[1]", 1).replace("$2", "$1")
+    assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
 
 
 @pytest.mark.tpagent_only("with gdbserver the workers die of SIGSEGV in tick() once tstart wrote the jump")
