@@ -59,6 +59,12 @@ TEST_CASE("checksum is the modulo-256 sum of the data", "[framing]") {
     CHECK(checksum(bytes_str({0xff, 0xff})) == 0xfe); // wraps
 }
 
+TEST_CASE("frame_notification is a packet with % for $", "[framing]") {
+    // RSP "Notification Packets": the %Stop example's checksum is the payload's, as for $.
+    CHECK(frame_notification("Stop:T05") == "%Stop:T05#" + cs_hex("Stop:T05"));
+    CHECK(frame_notification("") == "%#00");
+}
+
 TEST_CASE("frame_packet produces exact wire bytes", "[framing]") {
     CHECK(frame_packet("OK") == "$OK#9a");
     CHECK(frame_packet("") == "$#00");

@@ -131,6 +131,15 @@ TEST_CASE("PacketTable looks handlers up by classified name", "[packet]") {
     CHECK(names == std::vector<std::string>{"m", "qXfer:features:read"});
 }
 
+TEST_CASE("PacketTable marks the handlers that need every thread stopped", "[packet]") {
+    struct Ctx {};
+    auto reply = [](Ctx&, std::string_view) { return std::string("OK"); };
+    PacketTable<Ctx> table{{"Z", reply, true}, {"m", reply}};
+    CHECK(table.stops_all("Z"));
+    CHECK_FALSE(table.stops_all("m"));
+    CHECK_FALSE(table.stops_all("X")); // not in the table at all
+}
+
 TEST_CASE("replies", "[replies]") {
     CHECK(reply_ok() == "OK");
     CHECK(reply_empty().empty());

@@ -111,6 +111,18 @@ class FakeTarget final : public Target {
         return std::optional<StopEvent>();
     }
     std::optional<StopEvent> poll() override { return std::nullopt; }
+    // Non-stop: the mode and the pauses asked for are counted.
+    Status set_non_stop(bool on) override {
+        non_stop = on;
+        return ok_status();
+    }
+    Status pause_all() override {
+        ++pauses;
+        return ok_status();
+    }
+    void unpause_all() override { ++unpauses; }
+    bool non_stop = false;
+    int pauses = 0, unpauses = 0;
     Status resume_all() override { return ok_status(); }
     std::optional<StopEvent> stop_all_now() override { return std::nullopt; }
     void interrupt() override {}

@@ -4,6 +4,7 @@
 #include "server/session.hpp"
 #include "tests/unit/server/fake_target.hpp"
 #include <catch2/catch.hpp>
+#include <csignal>
 
 using namespace tpagent;
 using namespace tpagent::agent;
@@ -102,6 +103,45 @@ TEST_CASE("c resumes the target and defers the reply to the stop", "[server]") {
     REQUIRE(f.target->resumes.size() == 1);
     CHECK(f.target->resumes[0].at(0).tid == FakeTarget::kPid);
     CHECK_FALSE(f.target->resumes[0].at(0).step);
+}
+
+TEST_CASE("non-stop: stops go out as notifications, acknowledged one by one", "[server]") {
+    Fixture f;
+    CHECK(f.request("QNonStop:1") == reply("OK"));
+    CHECK(f.target->non_stop);
+    // `?`: every stopped thread, the first as the reply, the rest (none here) after vStopped.
+    CHECK(f.request("?").rfind("+$T05", 0) == 0);
+    CHECK(f.request("vStopped") == reply("OK"));
+    CHECK(f.request("vCont;c") == reply("OK")); // no stop reply to wait for
+    StopEvent first;
+    first.pid = first.tid = FakeTarget::kPid;
+    first.signal = SIGTRAP;
+    StopEvent second = first;
+    second.signal = SIGINT;
+    f.written.clear();
+    f.session->on_stop(first);
+    CHECK(f.written.rfind("%Stop:T05", 0) == 0);
+    f.written.clear();
+    f.session->on_stop(second); // waits for gdb's vStopped
+    CHECK(f.written.empty());
+    CHECK(f.session->stop_unacknowledged(FakeTarget::kPid));
+    CHECK(f.request("vStopped").rfind("+$T02", 0) == 0);
+    CHECK(f.request("vStopped") == reply("OK"));
+    CHECK_FALSE(f.session->stop_unacknowledged(FakeTarget::kPid));
+}
+
+TEST_CASE("non-stop: a code patch runs with the other threads paused", "[server]") {
+    Fixture f;
+    CHECK(f.request("QNonStop:1") == reply("OK"));
+    (void)f.request("Z0,1000,1");
+    (void)f.request("m1000,1"); // a read needs no pause
+    CHECK(f.target->pauses == 1);
+    CHECK(f.target->unpauses == 1);
+    CHECK(f.request("QNonStop:2").rfind("+$E", 0) == 0);
+    CHECK(f.request("QNonStop:0") == reply("OK"));
+    CHECK_FALSE(f.target->non_stop);
+    (void)f.request("Z0,1000,1");
+    CHECK(f.target->pauses == 1); // all-stop: everything is stopped already
 }
 
 TEST_CASE("qTStatus before any trace", "[server]") {
