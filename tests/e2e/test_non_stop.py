@@ -178,3 +178,20 @@ def test_fast_tracing_while_threads_run(gdb_non_stop_fast):
     assert printed_value(gdb.run("print id")) in ("0", "1")
     gdb.run("tfind none")
     finish(s, gdb)
+
+
+def test_all_stop_over_non_stop_protocol(e2e):
+    """`maint set target-non-stop on`: gdb shows all-stop, speaking non-stop to the stub and
+    stopping the other threads itself (vCont;t) whenever one stops."""
+    s = Scenario(e2e, "non_stop")
+    sum_ = "print counters[0] + counters[1]"
+    r = e2e.gdb(
+        "maint set target-non-stop on", s.connect, "break all_started", "continue", "info threads",
+        sum_, "shell sleep 0.3", sum_, f"break {s.at('tick')}", "continue", "delete",
+        "print stop_flag = 1", "continue", program=s.program,
+    )
+    assert_in_order(r.of("continue"), STOPPED_AT_ALL_STARTED)
+    assert "(running)" not in r.of("info threads"), r.of("info threads")
+    assert printed_value(r.of(sum_, 0)) == printed_value(r.of(sum_, 1))
+    assert_in_order(r.of("continue", 1), THREAD + r" hit Breakpoint 2, tick \(id=[01]\)")
+    assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited normally\]")
