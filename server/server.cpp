@@ -404,7 +404,13 @@ bool Server::keep_tracing_without_gdb() {
         return false;
     // Already so since gdb's detach: the image was taken then, from the stopped program; now
     // it runs, and may be ending (its /proc/PID/exe already gone).
-    if (running_without_gdb_) return true;
+    if (running_without_gdb_) {
+        // (Leaving non-stop mode as gdb went stopped every thread.)
+        if (!inferior_->running())
+            if (auto r = inferior_->resume_all(); !r)
+                spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
+        return true;
+    }
     remember_image();
     if (!inferior_->running())
         if (auto r = inferior_->resume_all(); !r) {

@@ -475,11 +475,19 @@ bool Session::stop_unacknowledged(pid_t tid) const {
 // `?` in non-stop mode: a new sequence, one stop for each stopped thread (its last stop, or a
 // stop with signal 0 for one never reported), the first as the reply; OK with none.
 std::string Session::non_stop_status() {
+    // Stops not taken by gdb yet keep what they say (a fork's child, say) in the new sequence.
+    std::map<pid_t, StopEvent> untaken;
+    for (const StopEvent& ev : stop_notifications_)
+        if (ev.kind == StopEvent::Kind::Signal) untaken.emplace(ev.tid, ev);
     stop_notifications_.clear();
     auto* inf = live_inferior();
     if (!inf) return protocol::reply_ok();
     for (pid_t tid : inf->thread_ids()) {
         if (!inf->thread_stopped(tid)) continue;
+        if (auto it = untaken.find(tid); it != untaken.end()) {
+            stop_notifications_.push_back(it->second);
+            continue;
+        }
         StopEvent ev;
         if (auto it = thread_stops_.find(tid); it != thread_stops_.end()) {
             ev = it->second;

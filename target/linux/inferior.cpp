@@ -501,6 +501,8 @@ Status Inferior::detach() {
         if (!t.stopped || t.stop_requested) {
             // Collect the SIGSTOP we sent so it does not stop the program after we leave.
             if (!t.stop_requested) tgkill(pid_, tid, SIGSTOP);
+            // Stopped with our SIGSTOP still to come (another stop came first): on to it.
+            if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
             int status = 0;
             while (wait_for_stop(tid, status) && WSTOPSIG(status) != SIGSTOP) {
                 if (WSTOPSIG(status) != SIGTRAP) sig = WSTOPSIG(status);

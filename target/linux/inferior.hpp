@@ -296,6 +296,11 @@ class Inferior final : public Target {
     void report_alone(pid_t tid, Thread& t, StopEvent ev);
     // Non-stop: the next event to hand out, if any (none while a pause is on).
     std::optional<StopEvent> take_reported();
+    bool others_running(pid_t tid) const {
+        for (const auto& [other, t] : threads_)
+            if (other != tid && !t.stopped) return true;
+        return false;
+    }
     bool any_wants_run() const {
         for (const auto& [tid, t] : threads_)
             if (t.wants_run) return true;

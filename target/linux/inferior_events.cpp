@@ -248,7 +248,11 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
         t.range_start = a.range_start;
         t.range_end = a.range_end;
         if (!t.stopped) continue;
-        if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) return s.error();
+        if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) {
+            t.wants_run = false;
+            running_ = non_stop_ ? any_wants_run() : running_ || any_wants_run();
+            return s.error();
+        }
     }
     running_ = non_stop_ ? any_wants_run() : true;
     return std::optional<StopEvent>();
@@ -258,8 +262,13 @@ Status Inferior::resume_all() {
     std::vector<ThreadResume> plan;
     for (pid_t tid : thread_ids())
         plan.push_back({tid, false, 0});
-    auto r = resume(plan);
-    if (!r) return r.error();
+    // All-stop's resume() hands back one held-back event instead of resuming: with nobody
+    // to report them to, they are dropped until the threads run.
+    for (std::size_t held = 0; held <= plan.size(); ++held) {
+        auto r = resume(plan);
+        if (!r) return r.error();
+        if (!*r) return ok_status();
+    }
     return ok_status();
 }
 
@@ -347,6 +356,8 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         if (running_ && !stopping_all_) {
             t.wants_run = true;
             continue_after_stop(tid, t, false);
+        } else if (non_stop_) {
+            t.wants_run = true; // its parent runs: so does it, once the pause is over
         }
         return finish_stop_all();
     }
@@ -459,7 +470,8 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         const bool first = std::exchange(t.awaiting_first_stop, false);
         if (!first) t.stop_requested = false;
         // Non-stop: gdb's vCont;t, answered with signal 0.
-        if (std::exchange(t.stop_for_gdb, false)) return report(tid, t, signal_event(tid, 0));
+        if (std::exchange(t.stop_for_gdb, false) && non_stop_)
+            return report(tid, t, signal_event(tid, 0));
         if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
         return finish_stop_all();
     }

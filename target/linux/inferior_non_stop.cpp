@@ -21,6 +21,8 @@ Status Inferior::set_non_stop(bool on) {
     while (pause_depth_ > 0)
         unpause_all();
     non_stop_ = false;
+    for (auto& [tid, t] : threads_)
+        t.stop_for_gdb = false; // its SIGSTOP, still on the way, is a quiet one now
     running_ = any_wants_run();
     std::optional<StopEvent> end;
     if (running_) end = stop_all_now(); // a quiet stop (gdb asks `?` next), or the process's end

@@ -241,8 +241,8 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
                 collector_return = got && *got == 8 ? back : 0;
             }
         if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
-        // (Not while other threads run, non-stop: they would stop at that breakpoint too.)
-        if (collector_return && *collector_return && !ran_to_return && !any_wants_run()) {
+        // (Not while other threads run, in non-stop mode: they would stop there too.)
+        if (collector_return && *collector_return && !ran_to_return && !others_running(tid)) {
             // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a
             // thread stamped but not yet at its clock would read it that late.
             ran_to_return = true;

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import GDB_INIT, WAIT_TIMEOUT, E2E, _clean_terminal_text
 
-PROMPT = r"\(gdb\) $"
+PROMPT = r"\(gdb\) "
 
 
 class InteractiveGdb:

@@ -159,6 +159,23 @@ def test_gdb_leaves_while_threads_run(gdb_non_stop):
     assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
 
 
+def test_disconnected_tracing_goes_on_after_a_detach(gdb_non_stop):
+    """disconnected-tracing on, a trace running, gdb detaches: every thread runs and the
+    trace goes on collecting, for the next gdb (all-stop) to see."""
+    s, gdb = gdb_non_stop
+    gdb.run("set disconnected-tracing on")
+    gdb.run(s.define(trace("tick", "collect id")))
+    gdb.run("tstart")
+    gdb.run("detach")
+    time.sleep(0.3)
+    # (The next gdb stops the program as it connects: the frames are those of the time
+    # without gdb, about 600 in 0.3 s; a handful if the program had stayed stopped.)
+    r = s.gdb("tstatus", "tstop", "delete", "print stop_flag = 1", "continue")
+    status = r.status()
+    assert status.running and status.frames > 100, status.text
+    assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
+
+
 @pytest.mark.tpagent_only("with gdbserver the workers die of SIGSEGV in tick() once tstart wrote the jump")
 def test_fast_tracing_while_threads_run(gdb_non_stop_fast):
     """The same with a fast tracepoint: its jump is written while the workers are paused,
