@@ -472,8 +472,12 @@ bool Session::stop_unacknowledged(pid_t tid) const {
                        [&](const StopEvent& ev) { return ev.tid == tid; });
 }
 
-// `?` in non-stop mode: a new sequence, one stop for each stopped thread (its last stop, or a
-// stop with signal 0 for one never reported), the first as the reply; OK with none.
+// `?` in non-stop mode: a new sequence, one stop for each stopped thread gdb was told of (its
+// last stop; the lead thread's with signal 0, or SIGTRAP for a program started here), the
+// first as the reply; OK with none. A thread stopped without gdb hearing of it (all-stop
+// stops every thread and reports one; an attach stops them all) runs on instead: gdb 13
+// shows it as running, as with gdbserver, and fails an internal check on a `?` sequence
+// with several of them.
 std::string Session::non_stop_status() {
     // Stops not taken by gdb yet keep what they say (a fork's child, say) in the new sequence.
     std::map<pid_t, StopEvent> untaken;
@@ -482,6 +486,7 @@ std::string Session::non_stop_status() {
     stop_notifications_.clear();
     auto* inf = live_inferior();
     if (!inf) return protocol::reply_ok();
+    std::vector<ThreadResume> unheard;
     for (pid_t tid : inf->thread_ids()) {
         if (!inf->thread_stopped(tid)) continue;
         if (auto it = untaken.find(tid); it != untaken.end()) {
@@ -494,16 +499,22 @@ std::string Session::non_stop_status() {
         } else if (last_stop && last_stop->kind == StopEvent::Kind::Signal &&
                    last_stop->tid == tid) {
             ev = *last_stop;
-        } else {
+        } else if (tid == inf->pid()) {
             ev.pid = inf->pid();
             ev.tid = tid;
-            ev.signal = tid == inf->pid() && !inf->was_attached() ? SIGTRAP : 0;
+            ev.signal = inf->was_attached() ? 0 : SIGTRAP;
+        } else {
+            unheard.push_back({tid, false, 0});
+            continue;
         }
         ev.fork_child.reset(); // an event gdb has seen already is not repeated
         ev.exec_path.reset();
         ev.syscall.reset();
         stop_notifications_.push_back(ev);
     }
+    if (!unheard.empty())
+        if (auto r = inf->resume(unheard); !r)
+            spdlog::warn("threads gdb was not told of stay stopped: {}", r.error().text);
     if (stop_notifications_.empty()) return protocol::reply_ok();
     return stop_reply(stop_notifications_.front());
 }

@@ -212,3 +212,23 @@ def test_all_stop_over_non_stop_protocol(e2e):
     assert printed_value(r.of(sum_, 0)) == printed_value(r.of(sum_, 1))
     assert_in_order(r.of("continue", 1), THREAD + r" hit Breakpoint 2, tick \(id=[01]\)")
     assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited normally\]")
+
+
+def test_attach_in_non_stop_mode(e2e):
+    """gdb in non-stop mode connects to a running program the server attached to: the main
+    thread is stopped, the others run (gdb was told of no stop of theirs); the program ends
+    once gdb has set its flag and resumed it."""
+    target = e2e.spawn(str(e2e.program("non_stop")))
+    s = Scenario.attach(e2e, "non_stop", target.pid)
+    gdb = InteractiveGdb(e2e, s.program, "set non-stop on")
+    try:
+        gdb.run(s.connect)
+        assert running_threads(gdb) == ["2", "3"]
+        before = counter(gdb, 0)
+        time.sleep(0.3)
+        assert counter(gdb, 0) > before
+        gdb.run("print stop_flag = 1")
+        gdb.run("continue -a &")
+        gdb.expect(r"\[Inferior 1 \(process \d+\) exited normally\]", timeout=30)
+    finally:
+        gdb.quit()
