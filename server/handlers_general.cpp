@@ -194,13 +194,12 @@ std::string handle_non_stop(Session& s, std::string_view args) {
     if (auto* inf = s.live_inferior())
         if (auto m = inf->set_non_stop(on); !m) return reply_error_text(m.error());
     s.server().non_stop = on;
-    s.non_stop = on;
     return reply_ok();
 }
 
 // vStopped: gdb has taken the last stop; the next one, or OK once there is none.
 std::string handle_stopped_ack(Session& s, std::string_view) {
-    if (!s.non_stop) return reply_empty();
+    if (!s.non_stop()) return reply_empty();
     return s.acknowledge_stop();
 }
 

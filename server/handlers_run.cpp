@@ -29,7 +29,7 @@ std::string start(Session& s, const std::vector<ThreadResume>& plan) {
     auto* inf = s.inferior();
     auto r = inf->resume(plan);
     if (!r) return reply_error(r.error());
-    if (s.non_stop) return reply_ok();
+    if (s.non_stop()) return reply_ok();
     if (*r) {
         s.last_stop = **r;
         return s.stop_reply(**r);
@@ -108,12 +108,12 @@ std::string handle_vcont(Session& s, std::string_view args) {
     // gdb sees running (its stop not acknowledged yet, too) ignores c/s/r; one it sees
     // stopped ignores t.
     for (pid_t tid : inf->thread_ids()) {
-        const bool stopped = inf->thread_stopped(tid) && !s.stop_unacknowledged(tid);
+        const bool stopped = inf->thread_stopped(tid);
         for (const auto& a : *actions) {
             if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
             if (a.kind == ResumeAction::Kind::Stop) {
-                if (s.non_stop && !inf->thread_stopped(tid)) stops.push_back(tid);
-            } else if (!s.non_stop || stopped) {
+                if (s.non_stop() && !stopped) stops.push_back(tid);
+            } else if (!s.non_stop() || (stopped && !s.stop_unacknowledged(tid))) {
                 plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
                                 gdb_to_host_signal(a.signal), a.range_start, a.range_end});
             }

@@ -328,11 +328,11 @@ void Session::dispatch(const std::string& payload) {
         server_.session_closed(*this);
         return;
     }
-    if (non_stop) server_.pump_events(); // events the packet let out (held back, or a pause's)
+    if (non_stop()) server_.pump_events(); // events the packet let out (held back, or a pause's)
 }
 
 std::string Session::run_paused(std::string_view name, const std::function<std::string()>& run) {
-    Target* paused = non_stop && packet_table().stops_all(name) ? live_inferior() : nullptr;
+    Target* paused = non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
     if (paused)
         if (auto p = paused->pause_all(); !p) {
             paused->unpause_all();
@@ -375,8 +375,12 @@ void Session::send_packet(const std::string& payload) {
     if (!conn_->write(last_frame_)) spdlog::debug("write to gdb failed");
 }
 
+bool Session::non_stop() const {
+    return server_.non_stop;
+}
+
 void Session::on_stop(const StopEvent& ev) {
-    if (non_stop) {
+    if (non_stop()) {
         last_stop = ev;
         if (ev.kind == StopEvent::Kind::Signal) {
             thread_stops_[ev.tid] = ev;
@@ -526,7 +530,7 @@ void Session::send_notification(const std::string& payload) {
 }
 
 std::string Session::status_reply() {
-    if (non_stop && !exited_program()) return non_stop_status();
+    if (non_stop() && !exited_program()) return non_stop_status();
     if (const auto* gone = exited_program()) {
         // Stopped, as a program gdb connects to is; the registers are not there to expedite.
         protocol::StopReply r;

@@ -63,8 +63,9 @@ class Session {
     std::string status_reply(); // reply to `?`
     // Non-stop mode (RSP "Remote Non-Stop"): each stop goes out as a %Stop notification,
     // the ones after it as the replies to gdb's vStopped, the last followed by OK. `?`
-    // starts the sequence afresh with every stopped thread.
-    bool non_stop = false;
+    // starts the sequence afresh with every stopped thread. (The mode is the server's:
+    // QNonStop sets it, a gdb's leaving clears it.)
+    bool non_stop() const;
     std::string acknowledge_stop(); // reply to vStopped
     // Whether a stop of the thread is still to be acknowledged: for gdb it is running.
     bool stop_unacknowledged(pid_t tid) const;

@@ -296,6 +296,15 @@ class Inferior final : public Target {
     void report_alone(pid_t tid, Thread& t, StopEvent ev);
     // Non-stop: the next event to hand out, if any (none while a pause is on).
     std::optional<StopEvent> take_reported();
+    // SIGSTOP to every thread that runs and has none on its way.
+    void stop_running_threads();
+    // The next wait status of any of the program's threads (blocking); false on an error.
+    bool wait_next(pid_t& tid, int& status);
+    bool all_stopped() const {
+        for (const auto& [tid, t] : threads_)
+            if (!t.stopped) return false;
+        return true;
+    }
     bool others_running(pid_t tid) const {
         for (const auto& [other, t] : threads_)
             if (other != tid && !t.stopped) return true;

@@ -280,22 +280,30 @@ std::optional<StopEvent> Inferior::stop_all_now() {
     quiet.signal = 0;
     chosen_ = quiet;
     stopping_all_ = true;
+    stop_running_threads();
+    if (auto ev = finish_stop_all()) return ev;
+    pid_t tid = 0;
+    int status = 0;
+    while (alive_ && wait_next(tid, status))
+        if (auto ev = handle_status(tid, status)) return ev;
+    return std::nullopt;
+}
+
+void Inferior::stop_running_threads() {
     for (auto& [tid, t] : threads_) {
-        if (t.stopped || t.stop_requested || t.awaiting_first_stop) continue;
+        if (t.stopped || t.stop_requested) continue;
+        if (t.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
         t.stop_requested = true;
         tgkill(pid_, tid, SIGSTOP);
     }
-    if (auto ev = finish_stop_all()) return ev;
-    while (alive_) {
-        int status = 0;
-        pid_t tid = waitpid(-1, &status, __WALL);
-        if (tid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        if (auto ev = handle_status(tid, status)) return ev;
+}
+
+bool Inferior::wait_next(pid_t& tid, int& status) {
+    for (;;) {
+        tid = waitpid(-1, &status, __WALL);
+        if (tid >= 0) return true;
+        if (errno != EINTR) return false;
     }
-    return std::nullopt;
 }
 
 void Inferior::interrupt() {
@@ -675,19 +683,13 @@ void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
     }
     chosen_ = std::move(ev);
     stopping_all_ = true;
-    for (auto& [other, ot] : threads_) {
-        if (other == tid || ot.stopped || ot.stop_requested) continue;
-        if (ot.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
-        ot.stop_requested = true;
-        tgkill(pid_, other, SIGSTOP);
-    }
+    stop_running_threads(); // (the thread with the event is stopped already)
 }
 
 std::optional<StopEvent> Inferior::finish_stop_all() {
     if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
     if (!stopping_all_) return take_reported();
-    for (const auto& [tid, t] : threads_)
-        if (!t.stopped) return std::nullopt;
+    if (!all_stopped()) return std::nullopt;
     leave_pads();
     stopping_all_ = false;
     running_ = false;

@@ -1,9 +1,7 @@
 // Non-stop mode: an event stops its own thread only; pauses stop them all for a while.
 #include "target/linux/inferior.hpp"
-#include <cerrno>
 #include <csignal>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace tpagent::agent {
@@ -81,26 +79,12 @@ Status Inferior::pause_all() {
     if (!non_stop_ || !alive_ || pause_depth_++ > 0) return ok_status();
     pausing_ = true;
     stopping_all_ = true; // events that come meanwhile are held back (Thread::pending)
-    for (auto& [tid, t] : threads_) {
-        if (t.stopped || t.stop_requested || t.awaiting_first_stop) continue;
-        t.stop_requested = true;
-        tgkill(pid_, tid, SIGSTOP);
-    }
-    auto all_stopped = [this] {
-        for (const auto& [tid, t] : threads_)
-            if (!t.stopped) return false;
-        return true;
-    };
-    while (alive_ && !all_stopped()) {
-        int status = 0;
-        const pid_t tid = waitpid(-1, &status, __WALL);
-        if (tid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
+    stop_running_threads();
+    pid_t tid = 0;
+    int status = 0;
+    while (alive_ && !all_stopped() && wait_next(tid, status))
         // The process's end (or an event with nowhere else to go) is handed out later.
         if (auto ev = handle_status(tid, status)) reported_.push_back(*ev);
-    }
     stopping_all_ = false;
     running_ = false; // as in all-stop with the program stopped: nothing resumes by itself
     if (alive_) leave_pads();

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import termios
 import threading
@@ -482,6 +483,21 @@ def gdb_argv(
     return argv
 
 
+def start_on_terminal(
+    argv: list[str], env: dict[str, str] | None = None, size: tuple[int, int] | None = None
+) -> tuple[subprocess.Popen, int]:
+    """ARGV on a fresh pseudo-terminal that is its controlling terminal (SIZE: its rows and
+    columns, set before ARGV starts); the process and the terminal's master side."""
+    master, slave = os.openpty()
+    if size is not None:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    # setsid --ctty: a new session whose controlling terminal is the pty; the Popen child is
+    # no group leader, so setsid execs ARGV in place (same pid).
+    proc = subprocess.Popen(["setsid", "--ctty"] + argv, stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    return proc, master
+
+
 class Gdb:
     """A gdb run in progress; wait() gives the GdbResult.
 
@@ -506,11 +522,7 @@ class Gdb:
         if not tty:
             self.proc = start_process(argv)
         else:
-            self._master, slave = os.openpty()
-            # setsid --ctty: a new session whose controlling terminal is the pty; the
-            # Popen child is no group leader, so setsid execs gdb in place (same pid).
-            self.proc = subprocess.Popen(["setsid", "--ctty"] + argv, stdin=slave, stdout=slave, stderr=slave)
-            os.close(slave)
+            self.proc, self._master = start_on_terminal(argv)
             self._pty_reader = threading.Thread(target=self._read_pty, daemon=True)
             self._pty_reader.start()
         reaper.track_popen(self.proc)

@@ -9,17 +9,14 @@ stop); `.transcript` is everything printed, for failures.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import struct
 import subprocess
-import termios
 import threading
 import time
 from pathlib import Path
 
-from harness import GDB_INIT, WAIT_TIMEOUT, E2E, _clean_terminal_text
+from harness import GDB_INIT, WAIT_TIMEOUT, E2E, _clean_terminal_text, start_on_terminal
 
 PROMPT = r"\(gdb\) "
 
@@ -29,15 +26,11 @@ class InteractiveGdb:
         argv = ["gdb", "-nx", "-q"]
         for option in (*GDB_INIT, *init):
             argv += ["-iex", option]
-        master, slave = os.openpty()
-        # Wide enough that gdb's line editor never scrolls a long command sideways.
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 1000, 0, 0))
-        # TERM=dumb: no escape sequences, no line editing tricks around the prompt.
-        env = dict(os.environ, TERM="dumb")
-        self.proc = subprocess.Popen(
-            ["setsid", "--ctty", *argv, str(program)], stdin=slave, stdout=slave, stderr=slave, env=env
+        # TERM=dumb: no escape sequences, no line editing tricks around the prompt; wide
+        # enough that gdb's line editor never scrolls a long command sideways.
+        self.proc, master = start_on_terminal(
+            [*argv, str(program)], env=dict(os.environ, TERM="dumb"), size=(50, 1000)
         )
-        os.close(slave)
         e2e.reaper.track_popen(self.proc)
         self._master = master
         self._text = ""
