@@ -11,6 +11,8 @@ std::string encode_stop_reply(const StopReply& r) {
         return fmt::format("W{:02x}{}", r.code & 0xff, process);
     case StopReply::Kind::Killed:
         return fmt::format("X{:02x}{}", r.code & 0xff, process);
+    case StopReply::Kind::ThreadExited:
+        return fmt::format("w{:02x};{}", r.code & 0xff, r.thread);
     case StopReply::Kind::Signal:
         break;
     }
@@ -30,7 +32,9 @@ std::string encode_stop_reply(const StopReply& r) {
         out += fmt::format("{}:{:x};", r.syscall->first ? "syscall_entry" : "syscall_return",
                            r.syscall->second);
     if (r.exec_path) out += "exec:" + to_hex(*r.exec_path) + ";";
-    if (r.fork_child) out += "fork:" + *r.fork_child + ";";
+    if (r.fork_child) out += (r.vfork ? "vfork:" : "fork:") + *r.fork_child + ";";
+    if (r.vfork_done) out += "vforkdone:;";
+    if (r.thread_created) out += "create:;";
     return out;
 }
 

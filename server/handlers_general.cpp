@@ -27,6 +27,7 @@ constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
     {"exec-events+", &Session::gdb_supports_exec_events},
     {"no-resumed+", &Session::gdb_supports_no_resumed},
     {"fork-events+", &Session::gdb_supports_fork_events},
+    {"vfork-events+", &Session::gdb_supports_vfork_events},
 };
 } // namespace
 
@@ -36,7 +37,10 @@ std::string handle_supported(Session& s, std::string_view args) {
             if (feature == name) s.*flag = true;
     // A fork event names the child process: only in gdb's multiprocess thread ids.
     const bool forks = s.gdb_supports_fork_events && s.multiprocess;
-    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks};
+    // (Not offered yet: gdb following a vfork child needs both processes served at once.)
+    const bool vforks = false && s.gdb_supports_vfork_events && s.multiprocess;
+    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks,
+                                vforks, false};
     if (auto* inf = s.inferior()) s.server().apply_gdb_settings(*inf);
     std::string reply =
         fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
@@ -47,7 +51,7 @@ std::string handle_supported(Session& s, std::string_view args) {
                     "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
                     "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
                     "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
-                    "qXfer:statictrace:read+;QNonStop+",
+                    "qXfer:statictrace:read+;QNonStop+;QThreadEvents+",
                     kPacketSize);
     // gdb warns of an empty item: no ';' without a feature after it.
     const std::pair<bool, std::string_view> optional[] = {
@@ -58,6 +62,7 @@ std::string handle_supported(Session& s, std::string_view args) {
         {s.gdb_supports_exec_events, "exec-events+"},
         {s.gdb_supports_no_resumed, "no-resumed+"},
         {forks, "fork-events+"},
+        {vforks, "vfork-events+"},
     };
     for (const auto& [offered, feature] : optional)
         if (offered) (reply += ';') += feature;
@@ -194,6 +199,16 @@ std::string handle_non_stop(Session& s, std::string_view args) {
     if (auto* inf = s.live_inferior())
         if (auto m = inf->set_non_stop(on); !m) return reply_error_text(m.error());
     s.server().non_stop = on;
+    return reply_ok();
+}
+
+// QThreadEvents:1 / QThreadEvents:0: thread create and exit events (gdb asks for them while it
+// stops every thread in non-stop mode, so that a thread's exit cannot leave it waiting).
+std::string handle_thread_events(Session& s, std::string_view args) {
+    if (args != "0" && args != "1")
+        return reply_error_text(make_error(ErrorCode::BadPacket, "QThreadEvents takes 0 or 1"));
+    s.server().event_reports.threads = args == "1";
+    if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
     return reply_ok();
 }
 

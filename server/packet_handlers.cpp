@@ -29,6 +29,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qRcmd", handle_monitor},
         {"QNonStop", handle_non_stop},
         {"vStopped", handle_stopped_ack},
+        {"QThreadEvents", handle_thread_events},
         {"QCatchSyscalls", handle_catch_syscalls},
         // Run control
         {"c", handle_continue},

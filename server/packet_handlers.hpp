@@ -16,7 +16,7 @@ Handler handle_supported, handle_start_no_ack, handle_status, handle_attached,
     handle_current_thread, handle_thread_info_first, handle_thread_info_next, handle_thread_alive,
     handle_set_thread, handle_pass_signals, handle_catch_syscalls, handle_program_signals,
     handle_disable_randomization, handle_symbol, handle_monitor, handle_non_stop,
-    handle_stopped_ack, handle_extended_mode;
+    handle_stopped_ack, handle_thread_events, handle_extended_mode;
 // handlers_run.cpp
 Handler handle_continue, handle_continue_signal, handle_step, handle_step_signal, handle_vcont,
     handle_vcont_query, handle_kill, handle_vkill, handle_detach, handle_vrun, handle_restart,

@@ -273,6 +273,15 @@ void Server::on_inferior_event(const StopEvent& ev) {
         experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0},
                              nullptr); // the traced process is gone
     if (!ended) experiment_.poll(inferior_.get());
+    if (!ended && running_without_gdb_ && (ev.thread_exited || ev.thread_created)) {
+        // Thread events asked for by a gdb that left: nothing to wait for.
+        if (ev.thread_created) {
+            StopEvent quiet = ev;
+            quiet.signal = 0;
+            deliver_signal(quiet);
+        }
+        return;
+    }
     if (!ended && running_without_gdb_ && ev.signal != SIGTRAP) {
         deliver_signal(ev);
         return;

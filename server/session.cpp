@@ -381,10 +381,13 @@ bool Session::non_stop() const {
 
 void Session::on_stop(const StopEvent& ev) {
     if (non_stop()) {
-        last_stop = ev;
-        if (ev.kind == StopEvent::Kind::Signal) {
+        if (ev.thread_exited) { // (the last stop stays the one `?` describes)
+            thread_stops_.erase(ev.tid);
+        } else if (ev.kind == StopEvent::Kind::Signal) {
+            last_stop = ev;
             thread_stops_[ev.tid] = ev;
         } else { // the process ended: its threads' stops are of no more use
+            last_stop = ev;
             thread_stops_.clear();
             auto after_first = stop_notifications_.begin(); // the first one is out already
             if (after_first != stop_notifications_.end()) ++after_first;
@@ -439,7 +442,13 @@ std::string Session::stop_reply(const StopEvent& ev) {
     case StopEvent::Kind::Signal:
         break;
     }
-    r.process.reset(); // T names the process in its thread id instead
+    r.process.reset(); // T and w name the process in their thread id instead
+    if (ev.thread_exited) {
+        r.kind = protocol::StopReply::Kind::ThreadExited;
+        r.code = ev.exit_code;
+        r.thread = thread_id(ev.tid);
+        return protocol::encode_stop_reply(r);
+    }
     r.code = host_to_gdb_signal(ev.signal);
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {
         const auto& arch = arch::host_architecture();
@@ -462,6 +471,9 @@ std::string Session::stop_reply(const StopEvent& ev) {
     r.exec_path = ev.exec_path;
     if (ev.fork_child)
         r.fork_child = protocol::format_thread_id(*ev.fork_child, *ev.fork_child, true);
+    r.vfork = ev.vfork;
+    r.vfork_done = ev.vfork_done;
+    r.thread_created = ev.thread_created;
     return protocol::encode_stop_reply(r);
 }
 
@@ -486,7 +498,7 @@ std::string Session::non_stop_status() {
     // Stops not taken by gdb yet keep what they say (a fork's child, say) in the new sequence.
     std::map<pid_t, StopEvent> untaken;
     for (const StopEvent& ev : stop_notifications_)
-        if (ev.kind == StopEvent::Kind::Signal) untaken.emplace(ev.tid, ev);
+        if (ev.kind == StopEvent::Kind::Signal && !ev.thread_exited) untaken.emplace(ev.tid, ev);
     stop_notifications_.clear();
     auto* inf = live_inferior();
     if (!inf) return protocol::reply_ok();
@@ -512,6 +524,7 @@ std::string Session::non_stop_status() {
             continue;
         }
         ev.fork_child.reset(); // an event gdb has seen already is not repeated
+        ev.vfork = ev.vfork_done = ev.thread_created = false;
         ev.exec_path.reset();
         ev.syscall.reset();
         stop_notifications_.push_back(ev);

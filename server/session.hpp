@@ -79,6 +79,7 @@ class Session {
     bool gdb_supports_exec_events = false;
     bool gdb_supports_no_resumed = false;
     bool gdb_supports_fork_events = false;
+    bool gdb_supports_vfork_events = false;
     bool extended = false;
     pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
     pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)

@@ -33,8 +33,15 @@ struct StopEvent {
     // Every thread gdb resumed has exited, and the others are stopped (gdb asked for
     // no-resumed): no thread and no signal to report.
     bool no_resumed = false;
-    // The process forked (fork-events): the child's pid, held for gdb.
+    // The process forked (fork-events) or vforked (vfork-events): the child's pid, held for gdb.
     std::optional<pid_t> fork_child;
+    bool vfork = false;
+    // The vfork child has exec'd or exited: the parent runs in its own memory again.
+    bool vfork_done = false;
+    // QThreadEvents (non-stop): the thread was just created and waits for gdb to resume it,
+    // or (Kind::Signal, signal 0) it exited with exit_code and is gone.
+    bool thread_created = false;
+    bool thread_exited = false;
 };
 
 } // namespace tpagent::agent

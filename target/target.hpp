@@ -187,6 +187,12 @@ class Target {
         // fork-events: a fork stops the parent with an event naming the child, which is
         // held stopped (its copy of the code cleaned) until gdb detaches it or follows it.
         bool fork = false;
+        // vfork-events: as fork, the child held (sharing the parent's memory, so left as it
+        // is); the parent's vfork-done is reported too.
+        bool vfork = false;
+        // QThreadEvents (non-stop only): a new thread reports its creation and waits for
+        // gdb; a thread's exit is reported.
+        bool threads = false;
     };
     virtual void set_event_reports(EventReports /*reports*/) {}
     // A child reported by a fork event and held for gdb.

@@ -234,14 +234,19 @@ class Inferior final : public Target {
     // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the
     // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
     void release_child(pid_t child, bool vfork);
-    // As release_child, but the cleaned child stays stopped, held for gdb (fork-events).
-    void hold_child(pid_t child);
+    // As release_child, but the child stays stopped, held for gdb (fork-events): cleaned, or
+    // for a vfork child (sharing the parent's memory) left as it is until gdb lets it go.
+    void hold_child(pid_t child, bool vfork);
+    // A released vfork child runs in the parent's memory: tpagent's breakpoints are lifted
+    // until the parent's PTRACE_EVENT_VFORK_DONE.
+    void lift_breakpoints_for_vfork();
     // The child's first stop (it may have come before the parent's event).
     void await_child(pid_t child);
     // Puts back the original code in a forked child's copy of the program.
     void clean_child(pid_t child);
     void detach_child(pid_t child);
-    std::set<pid_t> fork_children_; // held for gdb, stopped (fork-events)
+    std::set<pid_t> fork_children_;  // held for gdb, stopped (fork-events)
+    std::set<pid_t> vfork_children_; // those of them that share the parent's memory
     void release_held_children();
     bool is_new_process(pid_t tid) const;
     // The thread that speaks for the process: its leader while it lives, else another; 0 with

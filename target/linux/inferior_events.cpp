@@ -343,8 +343,18 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             mark_dead();
             return ev;
         }
-        if (auto it = threads_.find(tid); it != threads_.end() && it->second.step_over)
+        auto it = threads_.find(tid);
+        if (it != threads_.end() && it->second.step_over)
             end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
+        if (it != threads_.end() && non_stop_ && reports_.threads) {
+            // (gdb may be waiting for its stop: a vCont;t it will never answer.)
+            StopEvent ev;
+            ev.pid = pid_;
+            ev.tid = tid;
+            ev.thread_exited = true;
+            ev.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+            reported_.push_back(ev);
+        }
         threads_.erase(tid);
         if (non_stop_ && !stopping_all_) running_ = any_wants_run();
         if (auto ev = finish_stop_all()) return ev;
@@ -361,6 +371,12 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         // A new thread's first stop can arrive before its parent's clone event.
         add_thread(tid, false);
         Thread& t = threads_[tid];
+        if (non_stop_ && reports_.threads) {
+            t.wants_run = true; // (a pause hands out its event when it ends)
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.thread_created = true;
+            return report(tid, t, std::move(ev));
+        }
         if (running_ && !stopping_all_) {
             t.wants_run = true;
             continue_after_stop(tid, t, false);
@@ -412,10 +428,12 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
         unsigned long child = 0;
         const bool known = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0;
-        if (known && event == PTRACE_EVENT_FORK && reports_.fork) {
-            hold_child(static_cast<pid_t>(child));
+        const bool vfork = event == PTRACE_EVENT_VFORK;
+        if (known && (vfork ? reports_.vfork : reports_.fork)) {
+            hold_child(static_cast<pid_t>(child), vfork);
             StopEvent ev = signal_event(tid, SIGTRAP);
             ev.fork_child = static_cast<pid_t>(child);
+            ev.vfork = vfork;
             return report(tid, t, std::move(ev));
         }
         if (known) release_child(static_cast<pid_t>(child), event == PTRACE_EVENT_VFORK);
@@ -427,6 +445,11 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         for (std::uint64_t addr : lifted_for_vfork_)
             (void)breakpoints_->lower(addr);
         lifted_for_vfork_.clear();
+        if (reports_.vfork) {
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.vfork_done = true;
+            return report(tid, t, std::move(ev));
+        }
         continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }
@@ -477,6 +500,13 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
         const bool first = std::exchange(t.awaiting_first_stop, false);
         if (!first) t.stop_requested = false;
+        if (first && non_stop_ && reports_.threads) {
+            // A new thread stays stopped until gdb, told of it, resumes it.
+            t.stop_for_gdb = false;
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.thread_created = true;
+            return report(tid, t, std::move(ev));
+        }
         // Non-stop: gdb's vCont;t, answered with signal 0.
         if (std::exchange(t.stop_for_gdb, false) && non_stop_)
             return report(tid, t, signal_event(tid, 0));

@@ -56,28 +56,36 @@ void Inferior::detach_child(pid_t child) {
         spdlog::debug("forked child {}: code restored, detached", child);
 }
 
+void Inferior::lift_breakpoints_for_vfork() {
+    // The child runs in the parent's memory until it execs or exits: no breakpoint in it
+    // meanwhile (the parent waits; its hits are not missed).
+    breakpoints_->for_each_original([&](std::uint64_t addr, auto) {
+        if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
+    });
+}
+
 void Inferior::release_child(pid_t child, bool vfork) {
     await_child(child);
-    if (vfork) {
-        // The child runs in the parent's memory until it execs or exits: no breakpoint in it
-        // meanwhile (the parent waits; its hits are not missed).
-        breakpoints_->for_each_original([&](std::uint64_t addr, auto) {
-            if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
-        });
-    } else {
+    if (vfork)
+        lift_breakpoints_for_vfork();
+    else
         clean_child(child);
-    }
     detach_child(child);
 }
 
-void Inferior::hold_child(pid_t child) {
+void Inferior::hold_child(pid_t child, bool vfork) {
     await_child(child);
-    clean_child(child);
+    if (vfork)
+        vfork_children_.insert(child);
+    else
+        clean_child(child);
     fork_children_.insert(child);
 }
 
 bool Inferior::release_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
+    // gdb took its own breakpoints out of the shared memory; tpagent's go for the child's life.
+    if (vfork_children_.erase(pid)) lift_breakpoints_for_vfork();
     detach_child(pid);
     return true;
 }
@@ -96,6 +104,7 @@ void Inferior::release_held_children() {
             ++it;
             continue;
         }
+        if (vfork_children_.erase(*it)) lift_breakpoints_for_vfork();
         detach_child(*it);
         it = fork_children_.erase(it);
     }
@@ -103,6 +112,7 @@ void Inferior::release_held_children() {
 
 bool Inferior::kill_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
+    vfork_children_.erase(pid);
     ::kill(pid, SIGKILL);
     wait_once(pid); // its end, reaped
     return true;

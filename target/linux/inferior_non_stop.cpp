@@ -29,7 +29,7 @@ Status Inferior::set_non_stop(bool on) {
         auto it = threads_.find(ev.tid);
         if (ev.kind != StopEvent::Kind::Signal)
             ends.push_back(ev);
-        else if (it != threads_.end() && !it->second.pending)
+        else if (it != threads_.end() && !it->second.pending && !ev.thread_created)
             it->second.pending = ev;
     }
     if (end && end->kind != StopEvent::Kind::Signal) ends.push_back(*end);

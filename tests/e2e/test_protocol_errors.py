@@ -136,6 +136,7 @@ def test_no_ack_mode_survives_malformed_packets(client):
         "vKill;7fffffff",  # no such process
         "D;7fffffff",  # no such process, nor a forked child
         "QNonStop:2",  # neither 1 nor 0
+        "QThreadEvents:2",  # neither 1 nor 0
     ],
 )
 def test_bad_event_and_process_requests_get_E(client, packet):

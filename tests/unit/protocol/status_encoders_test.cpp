@@ -35,6 +35,17 @@ TEST_CASE("stop replies: W, X and T with registers, thread and reason", "[protoc
     StopReply fork{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4d2"};
     fork.fork_child = "p4d9.4d9";
     CHECK(encode_stop_reply(fork) == "T05thread:p4d2.4d2;fork:p4d9.4d9;");
+    fork.vfork = true;
+    CHECK(encode_stop_reply(fork) == "T05thread:p4d2.4d2;vfork:p4d9.4d9;");
+    StopReply done{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4d2"};
+    done.vfork_done = true;
+    CHECK(encode_stop_reply(done) == "T05thread:p4d2.4d2;vforkdone:;");
+    StopReply created{StopReply::Kind::Signal, 5, {}, {}, "p4d2.4e0"};
+    created.thread_created = true;
+    CHECK(encode_stop_reply(created) == "T05thread:p4d2.4e0;create:;");
+    // A thread's exit: its status and the thread, never registers or the process field.
+    StopReply gone{StopReply::Kind::ThreadExited, 0x100, 0x4d2, {}, "p4d2.4e0"};
+    CHECK(encode_stop_reply(gone) == "w00;p4d2.4e0");
 }
 
 TEST_CASE("trace stop reasons", "[protocol]") {
