@@ -54,12 +54,9 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
 
 Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
     if (s.trace_frame) return frame_registers(s, available);
-    auto* inf = s.live_inferior();
-    // Hg named a forked child held for gdb: tpagent does not run it, and must not read or
-    // write the parent in its stead.
-    if (!inf || s.general_thread_is_fork_child())
-        return make_error(ErrorCode::NoProcess, "no process");
-    return inf->read_registers(s.current_thread(), available);
+    auto* inf = s.addressed();
+    if (!inf) return make_error(ErrorCode::NoProcess, "no process");
+    return inf->read_registers(s.addressed_thread(*inf), available);
 }
 
 std::string refuse_in_frame() {
@@ -82,11 +79,11 @@ std::string handle_read_registers(Session& s, std::string_view) {
 
 std::string handle_write_registers(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = s.live_inferior();
-    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
+    auto* inf = s.addressed();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
     if (!bytes) return reply_error(bytes.error());
-    auto w = inf->write_registers(s.current_thread(), *bytes);
+    auto w = inf->write_registers(s.addressed_thread(*inf), *bytes);
     return w ? reply_ok() : reply_error(w.error());
 }
 
@@ -105,14 +102,14 @@ std::string handle_read_register(Session& s, std::string_view args) {
 
 std::string handle_write_register(Session& s, std::string_view args) {
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = s.live_inferior();
-    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
+    auto* inf = s.addressed();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     std::size_t eq = args.find('=');
     if (eq == std::string_view::npos) return reply_error(ErrorCode::BadPacket);
     auto n = parse_hex_u64(args.substr(0, eq));
     auto value = from_hex(args.substr(eq + 1));
     if (!n || !value || *n > 0x10000) return reply_error(ErrorCode::BadPacket);
-    auto w = inf->write_register(s.current_thread(), static_cast<int>(*n), *value);
+    auto w = inf->write_register(s.addressed_thread(*inf), static_cast<int>(*n), *value);
     return w ? reply_ok() : reply_error(w.error());
 }
 
@@ -132,6 +129,7 @@ std::string handle_read_memory(Session& s, std::string_view args) {
         if (!inf || !experiment.in_readonly_range(range->addr, len))
             return reply_error(ErrorCode::MemoryAccess);
     }
+    if (!s.trace_frame) inf = s.addressed(); // (a forked child's copy, say)
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto got = inf->read_memory(range->addr, buf);
     if (!got) return reply_error(got.error());
@@ -142,8 +140,8 @@ namespace {
 std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
     if (!w) return reply_error(w.error());
     if (s.trace_frame) return refuse_in_frame();
-    auto* inf = s.live_inferior();
-    if (!inf || s.general_thread_is_fork_child()) return reply_error(ErrorCode::NoProcess);
+    auto* inf = s.addressed();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
     auto st = inf->write_memory(w->addr, w->bytes);
     return st ? reply_ok() : reply_error(st.error());
 }
@@ -164,7 +162,7 @@ template <typename Change>
 std::string change_point(Session& s, std::string_view args, const Change& change) {
     auto bp = parse_breakpoint(args);
     if (!bp) return reply_error(bp.error());
-    auto* inf = s.live_inferior();
+    auto* inf = s.addressed();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     const Status st = change(*inf, *bp);
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();
@@ -173,12 +171,12 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 } // namespace
 
 std::string handle_insert_point(Session& s, std::string_view args) {
-    if (s.general_thread_is_fork_child()) return reply_ok(); // see handle_remove_point
     return change_point(s, args, [&s](Target& inf, const BreakpointRequest& bp) {
         if (bp.type != 0) return inf.insert_hw_point(bp.type, bp.addr, bp.kind);
         Status st = inf.insert_user_breakpoint(bp.addr);
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
         if (!st && st.error().code == ErrorCode::NotAllowed) {
+            if (&inf != s.inferior()) return st; // the trace is the served program's
             auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
             if (moved && *moved) st = inf.insert_user_breakpoint(bp.addr);
         }
@@ -187,8 +185,8 @@ std::string handle_insert_point(Session& s, std::string_view args) {
 }
 
 std::string handle_remove_point(Session& s, std::string_view args) {
-    // A forked child held for gdb had its copy of the code cleaned as it was born: gdb's
-    // removals there have nothing left to do, and must not touch the parent.
+    // A forked child held for gdb (not taken as a process) had its copy of the code cleaned
+    // as it was born: gdb's removals there have nothing left to do.
     if (s.general_thread_is_fork_child()) return reply_ok();
     return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
         return bp.type == 0 ? inf.remove_user_breakpoint(bp.addr)

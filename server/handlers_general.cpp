@@ -37,8 +37,7 @@ std::string handle_supported(Session& s, std::string_view args) {
             if (feature == name) s.*flag = true;
     // A fork event names the child process: only in gdb's multiprocess thread ids.
     const bool forks = s.gdb_supports_fork_events && s.multiprocess;
-    // (Not offered yet: gdb following a vfork child needs both processes served at once.)
-    const bool vforks = false && s.gdb_supports_vfork_events && s.multiprocess;
+    const bool vforks = s.gdb_supports_vfork_events && s.multiprocess;
     s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks,
                                 vforks, false};
     if (auto* inf = s.inferior()) s.server().apply_gdb_settings(*inf);
@@ -95,12 +94,10 @@ std::string handle_current_thread(Session& s, std::string_view) {
 }
 
 std::string handle_thread_info_first(Session& s, std::string_view) {
-    auto* inf = s.inferior();
-    if (!inf) return "l";
     std::string out = "m";
-    for (pid_t tid : inf->thread_ids()) {
+    for (const auto& [pid, tid] : s.all_threads()) {
         if (out.size() > 1) out += ',';
-        out += s.thread_id(tid);
+        out += protocol::format_thread_id(pid, tid, s.multiprocess);
     }
     return out.size() > 1 ? out : "l";
 }

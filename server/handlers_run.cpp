@@ -69,7 +69,7 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
 // vRun and R: whatever runs is killed (as for k: the new program starts regardless) and
 // `argv` starts, stopped at its first instruction, which becomes the session's last stop.
 Status run_afresh(Session& s, const std::vector<std::string>& argv) {
-    if (s.live_inferior()) (void)s.server().kill_inferior();
+    s.server().kill_all();
     if (auto st = s.server().start_program(argv); !st) return st;
     StopEvent ev;
     ev.pid = ev.tid = s.inferior()->pid();
@@ -97,9 +97,31 @@ std::string handle_vcont_query(Session&, std::string_view) {
     return "vCont;c;C;s;S;t;r";
 }
 
+namespace {
+// A resume that names only a process gdb holds (a vfork parent's followed child, a forked
+// child kept by detach-on-fork off) and none of the served program's threads: that process
+// is served from now on (gdb resumes one process at a time, schedule-multiple off).
+Status serve_named_process(Session& s, const std::vector<ResumeAction>& actions) {
+    auto* inf = s.live_inferior();
+    std::optional<pid_t> named;
+    for (const auto& a : actions) {
+        if (a.kind == ResumeAction::Kind::Stop) continue;
+        if (!a.thread || a.thread->pid <= 0 || (inf && a.thread->pid == inf->pid()))
+            return ok_status(); // the served program resumes
+        named = static_cast<pid_t>(a.thread->pid);
+    }
+    if (!named) return ok_status();
+    if (!s.server().held_process(*named) && !s.server().hold_fork_child(*named))
+        return ok_status(); // no such process: nothing resumes
+    return s.server().serve(*named);
+}
+} // namespace
+
 std::string handle_vcont(Session& s, std::string_view args) {
     auto actions = parse_vcont(args);
     if (!actions) return reply_error(actions.error());
+    if (auto served = serve_named_process(s, *actions); !served)
+        return reply_error_text(served.error());
     auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     std::vector<ThreadResume> plan;
@@ -148,9 +170,11 @@ std::string handle_vkill(Session& s, std::string_view args) {
     auto pid = parse_hex_u64(args);
     if (!pid) return reply_error(pid.error());
     auto* inf = s.inferior();
-    // gdb's kill first kills a forked child it was told of and did not follow.
+    // gdb's kill first kills a forked child it was told of and did not follow, and the
+    // processes it holds.
     if (inf && *pid <= 0x7fffffff && inf->kill_fork_child(static_cast<pid_t>(*pid)))
         return reply_ok();
+    if (*pid <= 0x7fffffff && s.server().kill_held(static_cast<pid_t>(*pid))) return reply_ok();
     if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
         return reply_error(ErrorCode::NoProcess);
     (void)s.server().kill_inferior(); // as for k
@@ -170,6 +194,7 @@ std::string handle_detach(Session& s, std::string_view args) {
             std::fflush(stderr);
             return reply_ok();
         }
+        if (s.server().detach_held(static_cast<pid_t>(*pid))) return reply_ok();
         if (static_cast<std::uint64_t>(inf->pid()) != *pid)
             return reply_error(ErrorCode::NoProcess);
     }
@@ -184,10 +209,8 @@ std::string handle_detach(Session& s, std::string_view args) {
     std::unique_ptr<Target> child = inf->take_fork_child();
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.last_stop.reset();
-    if (child) {
-        s.server().adopt(std::move(child));
-        return reply_ok();
-    }
+    if (child) s.server().adopt(std::move(child));
+    if (s.inferior()) return reply_ok(); // (a held process is served now)
     if (!s.extended) {
         s.server().request_exit();
         s.exit_after_reply = true;

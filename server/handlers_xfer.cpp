@@ -4,6 +4,7 @@
 #include "server/osdata.hpp"
 #include "server/packet_handlers.hpp"
 #include "base/proc_files.hpp"
+#include "server/server.hpp"
 #include "server/session.hpp"
 #include "target/linux/svr4_libraries.hpp"
 #include "arch/arch.hpp"
@@ -68,10 +69,14 @@ std::string handle_xfer_exec_file(Session& s, std::string_view args) {
 std::string handle_xfer_threads(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
         std::string xml = "<?xml version=\"1.0\"?>\n<threads>\n";
-        if (auto* inf = s.live_inferior()) {
-            for (pid_t tid : inf->thread_ids()) {
-                xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n", s.thread_id(tid),
-                                   protocol::xml_escape(inf->thread_name(tid)));
+        if (s.live_inferior()) {
+            for (const auto& [pid, tid] : s.all_threads()) {
+                Target* p =
+                    s.inferior()->has_thread(tid) ? s.inferior() : s.server().held_process(pid);
+                const std::string name = p ? p->thread_name(tid) : "";
+                xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n",
+                                   protocol::format_thread_id(pid, tid, s.multiprocess),
+                                   protocol::xml_escape(name));
             }
         }
         return xml + "</threads>\n";

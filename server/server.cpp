@@ -227,7 +227,7 @@ Status Server::kill_inferior() {
     if (experiment_.running())
         experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     auto s = inferior_->kill();
-    inferior_.reset();
+    serve_next_held();
     return s;
 }
 
@@ -238,12 +238,86 @@ Status Server::detach_inferior() {
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
     auto s = inferior_->detach();
-    inferior_.reset();
+    serve_next_held();
     return s;
 }
 
 void Server::forget_inferior() {
+    serve_next_held();
+}
+
+void Server::serve_next_held() {
     inferior_.reset();
+    if (held_.empty()) return;
+    inferior_ = std::move(held_.front());
+    held_.erase(held_.begin());
+}
+
+void Server::kill_all() {
+    while (inferior_)
+        (void)kill_inferior();
+}
+
+Target* Server::held_process(pid_t pid) {
+    for (auto& p : held_)
+        if (p->pid() == pid) return p.get();
+    return nullptr;
+}
+
+Target* Server::hold_fork_child(pid_t pid) {
+    if (!inferior_ || !inferior_->is_fork_child(pid)) return nullptr;
+    std::unique_ptr<Target> child = inferior_->take_fork_child(pid);
+    if (!child) return nullptr;
+    apply_gdb_settings(*child);
+    // A vfork child: the breakpoints gdb puts in the memory it shares with its parent are
+    // the parent's once it exits or execs (gdb removes them through the parent).
+    const pid_t parent = inferior_->pid();
+    child->when_memory_unshared([this, parent](Target::BreakpointBytes bps) {
+        Target* p =
+            inferior_ && inferior_->pid() == parent ? inferior_.get() : held_process(parent);
+        if (p) p->take_breakpoints(bps);
+    });
+    held_.push_back(std::move(child));
+    return held_.back().get();
+}
+
+Status Server::serve(pid_t pid) {
+    auto it =
+        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    if (it == held_.end()) return make_error(ErrorCode::NoProcess, "no such process held");
+    if (non_stop)
+        return make_error(ErrorCode::NotAllowed,
+                          "tpagent resumes another process only in all-stop mode");
+    if (experiment_.running())
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a trace runs in process {}: tpagent serves one process at "
+                                      "a time, and cannot resume process {} meanwhile",
+                                      inferior_ ? inferior_->pid() : 0, pid));
+    std::unique_ptr<Target> next = std::move(*it);
+    held_.erase(it);
+    if (inferior_) held_.push_back(std::move(inferior_));
+    inferior_ = std::move(next);
+    return ok_status();
+}
+
+bool Server::detach_held(pid_t pid) {
+    auto it =
+        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    if (it == held_.end()) return false;
+    fmt::print(stderr, "Detaching from process {}\n", pid);
+    std::fflush(stderr);
+    if (auto d = (*it)->detach(); !d) spdlog::warn("process {}: {}", pid, d.error().text);
+    held_.erase(it);
+    return true;
+}
+
+bool Server::kill_held(pid_t pid) {
+    auto it =
+        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    if (it == held_.end()) return false;
+    if (auto k = (*it)->kill(); !k) spdlog::warn("process {}: {}", pid, k.error().text);
+    held_.erase(it);
+    return true;
 }
 
 void Server::wait_for_children() {
@@ -371,7 +445,13 @@ void Server::session_closed(Session&) {
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
         catch_syscalls.reset();
         event_reports = {}; // an exec without gdb runs on into the new program
-        non_stop = false;   // all-stop again: every thread stops, as gdb leaves it
+        // What gdb held, it let go of by leaving.
+        while (!held_.empty())
+            detach_held(held_.front()->pid());
+        if (inferior_)
+            for (pid_t child : inferior_->fork_children())
+                inferior_->release_fork_child(child);
+        non_stop = false; // all-stop again: every thread stops, as gdb leaves it
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
             shutdown();
@@ -446,7 +526,10 @@ void Server::remember_image() {
 }
 
 void Server::shutdown() {
-    // Programs we started die with us; programs we attached to go on running.
+    // Programs we started die with us; programs we attached to go on running. A held process
+    // was the program's own child (or parent): it goes on.
+    while (!held_.empty())
+        detach_held(held_.front()->pid());
     if (inferior_ && inferior_->alive()) {
         Status s = inferior_->was_attached() ? detach_inferior() : kill_inferior();
         if (!s) spdlog::warn("leaving the program: {}", s.error().text);

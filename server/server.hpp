@@ -70,10 +70,26 @@ class Server {
     Status attach_to(pid_t pid);
     // A forked child, traced and stopped, becomes the program served.
     void adopt(std::unique_ptr<Target> child);
+    // The served program goes (killed, detached, or gone by itself); a held process, if any,
+    // is served in its place.
     Status kill_inferior();
     Status detach_inferior();
-    // Drops an inferior that is gone; remembers its exit for later `?` queries.
     void forget_inferior();
+    // Every process gdb knows, served or held, killed (a new program starts).
+    void kill_all();
+
+    // Processes gdb holds stopped while another one is served: a vfork parent whose child
+    // gdb follows, a forked child gdb kept (detach-on-fork off). Only the served one runs
+    // (gdb's schedule-multiple off): gdb resuming a held one serves it instead.
+    Target* held_process(pid_t pid);
+    const std::vector<std::unique_ptr<Target>>& held_processes() const { return held_; }
+    // A child the served program forked, held for gdb, as a process of its own (still held);
+    // nullptr if `pid` is no such child.
+    Target* hold_fork_child(pid_t pid);
+    // gdb resumes the held process `pid`: it is served from now on, the served one held.
+    Status serve(pid_t pid);
+    bool detach_held(pid_t pid);
+    bool kill_held(pid_t pid);
     // The program that ended while gdb was away, until a gdb resumes, kills or detaches it, or
     // starts another.
     const ExitedProgram* exited_program() const { return exited_ ? &*exited_ : nullptr; }
@@ -123,6 +139,9 @@ class Server {
     std::unique_ptr<Listener> listener_;
     std::unique_ptr<Session> session_;
     std::unique_ptr<Target> inferior_;
+    std::vector<std::unique_ptr<Target>> held_;
+    // The served program is gone: the first held process takes its place.
+    void serve_next_held();
     std::vector<std::string> last_program_;
     ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;

@@ -216,8 +216,38 @@ Target* Session::live_inferior() {
 
 bool Session::has_thread(pid_t tid) {
     if (const auto* gone = exited_program()) return tid == gone->end.pid;
+    for (const auto& [pid, t] : all_threads())
+        if (t == tid) return true;
+    return false;
+}
+
+Target* Session::addressed() {
+    if (general_thread > 0) {
+        for (const auto& p : server_.held_processes())
+            if (p->has_thread(general_thread)) return p->alive() ? p.get() : nullptr;
+        if (general_thread_is_fork_child()) return server_.hold_fork_child(general_thread);
+    }
+    return live_inferior();
+}
+
+pid_t Session::addressed_thread(Target& process) {
+    if (&process == inferior()) return current_thread();
+    return general_thread > 0 && process.has_thread(general_thread) ? general_thread
+                                                                    : process.pid();
+}
+
+std::vector<std::pair<pid_t, pid_t>> Session::all_threads() {
+    std::vector<std::pair<pid_t, pid_t>> out;
     auto* inf = inferior();
-    return inf && (inf->has_thread(tid) || inf->is_fork_child(tid));
+    if (!inf) return out;
+    for (pid_t tid : inf->thread_ids())
+        out.emplace_back(inf->pid(), tid);
+    for (const auto& p : server_.held_processes())
+        for (pid_t tid : p->thread_ids())
+            out.emplace_back(p->pid(), tid);
+    for (pid_t child : inf->fork_children())
+        out.emplace_back(child, child);
+    return out;
 }
 
 bool Session::general_thread_is_fork_child() {
@@ -413,7 +443,10 @@ void Session::on_stop(const StopEvent& ev) {
 std::string Session::thread_id(pid_t tid) {
     auto* inf = inferior();
     const auto* gone = exited_program();
-    const pid_t pid = inf ? inf->pid() : gone ? gone->end.pid : tid;
+    pid_t pid = inf ? inf->pid() : gone ? gone->end.pid : tid;
+    if (inf && !inf->has_thread(tid))
+        for (const auto& [p, t] : all_threads())
+            if (t == tid) pid = p;
     return protocol::format_thread_id(pid, tid, multiprocess);
 }
 

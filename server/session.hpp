@@ -97,8 +97,17 @@ class Session {
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();
-    // Hg named a forked child held for gdb (fork-events).
+    // Hg named a forked child held for gdb (fork-events), not taken as a process yet.
     bool general_thread_is_fork_child();
+    // The process Hg names: the served program, or a held one (a forked child held for gdb
+    // is taken as a process of its own, still held, when gdb first addresses it). nullptr
+    // with none alive.
+    Target* addressed();
+    // The thread of `process` that register accesses are for.
+    pid_t addressed_thread(Target& process);
+    // Every thread gdb may name, as (pid, tid): the served program's, then the held
+    // processes' and the forked children's held for gdb.
+    std::vector<std::pair<pid_t, pid_t>> all_threads();
     std::string thread_id(pid_t tid);
 
   private:

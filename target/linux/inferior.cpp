@@ -243,9 +243,11 @@ void Inferior::add_thread(pid_t tid, bool awaiting_first_stop) {
 }
 
 std::vector<pid_t> Inferior::thread_ids() const {
+    // Non-stop: a new thread is listed (running) before its first stop, so that gdb stopping
+    // every thread stops it too (else gdb finds it running after its stop-all).
     std::vector<pid_t> ids;
     for (const auto& [tid, t] : threads_)
-        if (!t.awaiting_first_stop) ids.push_back(tid);
+        if (!t.awaiting_first_stop || non_stop_) ids.push_back(tid);
     return ids;
 }
 
@@ -465,6 +467,7 @@ void Inferior::forget_image() {
 }
 
 void Inferior::mark_dead() {
+    unshare_memory(); // a vfork child's breakpoints stay in its parent's memory
     alive_ = false;
     running_ = false;
     stopping_all_ = false;

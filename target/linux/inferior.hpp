@@ -105,9 +105,16 @@ class Inferior final : public Target {
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
     bool is_fork_child(pid_t pid) const override { return fork_children_.count(pid) != 0; }
+    std::vector<pid_t> fork_children() const override {
+        return {fork_children_.begin(), fork_children_.end()};
+    }
     bool release_fork_child(pid_t pid) override;
     bool kill_fork_child(pid_t pid) override;
-    std::unique_ptr<Target> take_fork_child() override;
+    std::unique_ptr<Target> take_fork_child(pid_t pid = 0) override;
+    void when_memory_unshared(std::function<void(BreakpointBytes)> hand_back) override {
+        memory_unshared_ = std::move(hand_back);
+    }
+    void take_breakpoints(const BreakpointBytes& breakpoints) override;
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -265,6 +272,12 @@ class Inferior final : public Target {
     }
     std::set<pid_t> children_seen_; // forked children whose first stop came before the event
     std::vector<std::uint64_t> lifted_for_vfork_;
+    // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
+    std::function<void(BreakpointBytes)> memory_unshared_;
+    void unshare_memory();
+    // gdb's breakpoints, for a process sharing this one's memory: this one forgets them,
+    // leaving them in memory.
+    BreakpointBytes give_up_user_breakpoints();
     // A trap site's displaced instruction, relocated into a pad near `addr`.
     Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, Thread& t, bool step);

@@ -211,10 +211,6 @@ bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
 
 Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
-    // gdb kept a child (detach-on-fork off), which tpagent cannot run as a second process:
-    // it runs on untraced rather than wait stopped for ever. (Not in non-stop mode, where
-    // gdb resumes other threads before it is done with a fork event.)
-    if (!non_stop_) release_held_children();
     for (const auto& a : actions) {
         if (!non_stop_) break;
         // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
@@ -260,8 +256,8 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
 
 Status Inferior::resume_all() {
     std::vector<ThreadResume> plan;
-    for (pid_t tid : thread_ids())
-        plan.push_back({tid, false, 0});
+    for (const auto& [tid, t] : threads_)
+        if (!t.awaiting_first_stop) plan.push_back({tid, false, 0});
     // All-stop's resume() hands back one held-back event instead of resuming: with nobody
     // to report them to, they are dropped until the threads run.
     for (std::size_t held = 0; held <= plan.size(); ++held) {
@@ -455,7 +451,8 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     }
     if (event == PTRACE_EVENT_EXEC) {
         // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
-        // of it may be written into the new one.
+        // of it may be written into the new one. (A vfork child's old image is its parent's.)
+        unshare_memory();
         reopen_memory();
         forget_image();
         hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
@@ -500,7 +497,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
         const bool first = std::exchange(t.awaiting_first_stop, false);
         if (!first) t.stop_requested = false;
-        if (first && non_stop_ && reports_.threads) {
+        if (first && non_stop_ && reports_.threads && !t.stop_for_gdb) {
             // A new thread stays stopped until gdb, told of it, resumes it.
             t.stop_for_gdb = false;
             StopEvent ev = signal_event(tid, SIGTRAP);

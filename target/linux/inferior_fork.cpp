@@ -118,17 +118,50 @@ bool Inferior::kill_fork_child(pid_t pid) {
     return true;
 }
 
-std::unique_ptr<Target> Inferior::take_fork_child() {
-    if (fork_children_.size() != 1) return nullptr;
-    const pid_t child = *fork_children_.begin();
-    fork_children_.clear();
+std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
+    if (pid == 0 && fork_children_.size() != 1) return nullptr;
+    const pid_t child = pid == 0 ? *fork_children_.begin() : pid;
+    if (!fork_children_.erase(child)) return nullptr;
+    // A vfork child runs in this process's memory: gdb's breakpoints there are its now (gdb
+    // sees one program space), and tpagent's own are lifted meanwhile.
+    BreakpointBytes shared;
+    if (vfork_children_.erase(child)) {
+        shared = give_up_user_breakpoints();
+        lift_breakpoints_for_vfork();
+    }
     // Traced since its birth, with the parent's ptrace options, and stopped. Taken as
     // attached: it shares its parent's process group and terminal, neither of them its own
     // (Ctrl-C goes to it alone).
     std::unique_ptr<Inferior> inf(new Inferior(child, true));
     inf->add_thread(child, false);
     inf->finish_setup();
+    inf->take_breakpoints(shared);
     return inf;
+}
+
+void Inferior::take_breakpoints(const BreakpointBytes& breakpoints) {
+    for (const auto& [addr, original] : breakpoints)
+        if (user_breakpoints_.insert(addr).second) breakpoints_->adopt(addr, original);
+}
+
+Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
+    BreakpointBytes given;
+    breakpoints_->for_each_original([&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+        if (user_breakpoints_.count(addr))
+            given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
+    });
+    for (const auto& [addr, bytes] : given) {
+        user_breakpoints_.erase(addr);
+        breakpoints_->disown(addr);
+    }
+    return given;
+}
+
+void Inferior::unshare_memory() {
+    if (!memory_unshared_) return;
+    // Still in the parent's memory, whose they are now.
+    BreakpointBytes given = give_up_user_breakpoints();
+    std::exchange(memory_unshared_, nullptr)(std::move(given));
 }
 
 } // namespace tpagent::agent

@@ -21,6 +21,20 @@ Status SoftwareBreakpoints::insert(std::uint64_t addr) {
     return ok_status();
 }
 
+void SoftwareBreakpoints::adopt(std::uint64_t addr, std::span<const std::uint8_t> original) {
+    auto [it, added] = sites_.try_emplace(addr);
+    if (added) it->second.original.assign(original.begin(), original.end());
+    ++it->second.refs;
+    changed();
+}
+
+void SoftwareBreakpoints::disown(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end()) return;
+    if (--it->second.refs == 0) sites_.erase(it);
+    changed();
+}
+
 Status SoftwareBreakpoints::remove(std::uint64_t addr) {
     auto it = sites_.find(addr);
     if (it == sites_.end()) return make_error(ErrorCode::NotFound, "no breakpoint at that address");

@@ -26,6 +26,12 @@ class SoftwareBreakpoints {
     // until every such step has been lowered again (other threads pass it unseen meanwhile).
     Status lift(std::uint64_t addr);
     Status lower(std::uint64_t addr);
+    // A breakpoint already in memory (written through another process sharing it), with the
+    // bytes it replaced.
+    void adopt(std::uint64_t addr, std::span<const std::uint8_t> original);
+    // Gives up one reference to the breakpoint at `addr` without touching memory (another
+    // process sharing the memory takes it over).
+    void disown(std::uint64_t addr);
     // Takes every breakpoint out of memory (before detach or exec).
     void remove_all();
     // Forgets them without touching memory (the process image is gone).

@@ -97,3 +97,25 @@ def test_interrupt_a_followed_child(e2e):
     r = s.wait(gdb)
     assert_in_order(r.of("continue"), r"\[Attaching after Thread \S+ fork to child", r"received signal SIGINT")
     assert_in_order(r.of("continue", 1), r"\[Inferior 2 \(process \d+\) exited with code 05\]")
+
+
+def test_detach_on_fork_off_keeps_both_processes(e2e):
+    """detach-on-fork off: gdb keeps the child, stopped, as inferior 2 while the parent runs;
+    switched to, the child runs to its own breakpoint and its end, and then the parent,
+    resumed again, to its end."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(
+        "set detach-on-fork off", "break child_work", f"break {s.at('parent waits')}", "continue",
+        "info inferiors", "inferior 2", "continue", "bt", "continue", "inferior 1", "continue",
+    )
+    assert_in_order(
+        r.of("continue"), r"\[New inferior 2 \(process (\d+)\)\]",
+        r'Thread 1\.1 "forker" hit Breakpoint 2(\.1)?, main \(',
+    )
+    assert_in_order(r.of("info inferiors"), r"\* 1\s+process \d+", r"  2\s+process \d+")
+    assert_in_order(r.of("continue", 1), r'Thread 2\.1 "forker" hit Breakpoint 1(\.2)?, child_work \(n=4\)')
+    assert_in_order(r.of("bt"), r"#0  child_work", r"in main \(")
+    assert_in_order(r.of("continue", 2), r"\[Inferior 2 \(process \d+\) exited with code 05\]")
+    s.server.wait_for(r"^child 5$")
+    assert_in_order(r.of("continue", 3), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    s.server.wait_for(r"^parent: child exited 5$")

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
         return code;
     }
     int status;
-    waitpid(child, &status, 0);
+    waitpid(child, &status, 0); /* MARK: parent waits */
     printf("parent: child exited %d\n", WEXITSTATUS(status));
     return 0;
 }
