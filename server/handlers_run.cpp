@@ -110,7 +110,8 @@ Status serve_named_process(Session& s, const std::vector<ResumeAction>& actions)
             return ok_status(); // the served program resumes
         named = static_cast<pid_t>(a.thread->pid);
     }
-    if (!named) return ok_status();
+    // (Non-stop: the served program's threads run on, and a held process stays stopped.)
+    if (!named || s.non_stop()) return ok_status();
     if (!s.server().held_process(*named) && !s.server().hold_fork_child(*named))
         return ok_status(); // no such process: nothing resumes
     return s.server().serve(*named);

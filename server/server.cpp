@@ -217,6 +217,7 @@ Status Server::attach_to(pid_t pid) {
 
 void Server::adopt(std::unique_ptr<Target> child) {
     exited_.reset();
+    if (inferior_) held_.push_back(std::move(inferior_)); // (a held one served meanwhile)
     inferior_ = std::move(child);
     apply_gdb_settings(*inferior_);
 }
@@ -258,10 +259,14 @@ void Server::kill_all() {
         (void)kill_inferior();
 }
 
+std::vector<std::unique_ptr<Target>>::iterator Server::find_held(pid_t pid) {
+    return std::find_if(held_.begin(), held_.end(),
+                        [pid](const auto& p) { return p->pid() == pid; });
+}
+
 Target* Server::held_process(pid_t pid) {
-    for (auto& p : held_)
-        if (p->pid() == pid) return p.get();
-    return nullptr;
+    auto it = find_held(pid);
+    return it == held_.end() ? nullptr : it->get();
 }
 
 Target* Server::hold_fork_child(pid_t pid) {
@@ -297,6 +302,7 @@ Status Server::serve(pid_t pid) {
     held_.erase(it);
     if (inferior_) held_.push_back(std::move(inferior_));
     inferior_ = std::move(next);
+    apply_gdb_settings(*inferior_); // what gdb set since it was taken (catch syscall, say)
     return ok_status();
 }
 

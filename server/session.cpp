@@ -556,7 +556,8 @@ std::string Session::non_stop_status() {
             unheard.push_back({tid, false, 0});
             continue;
         }
-        ev.fork_child.reset(); // an event gdb has seen already is not repeated
+        ev.fork_child.reset();                // an event gdb has seen already is not repeated
+        if (ev.thread_created) ev.signal = 0; // (never resumed since: it has not run)
         ev.vfork = ev.vfork_done = ev.thread_created = false;
         ev.exec_path.reset();
         ev.syscall.reset();

@@ -274,6 +274,7 @@ class Inferior final : public Target {
     std::vector<std::uint64_t> lifted_for_vfork_;
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
+    bool vfork_child_ = false; // shares its parent's memory until it execs or exits
     void unshare_memory();
     // gdb's breakpoints, for a process sharing this one's memory: this one forgets them,
     // leaving them in memory.

@@ -125,7 +125,8 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     // A vfork child runs in this process's memory: gdb's breakpoints there are its now (gdb
     // sees one program space), and tpagent's own are lifted meanwhile.
     BreakpointBytes shared;
-    if (vfork_children_.erase(child)) {
+    const bool shared_memory = vfork_children_.erase(child) != 0;
+    if (shared_memory) {
         shared = give_up_user_breakpoints();
         lift_breakpoints_for_vfork();
     }
@@ -136,6 +137,7 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     inf->add_thread(child, false);
     inf->finish_setup();
     inf->take_breakpoints(shared);
+    inf->vfork_child_ = shared_memory;
     return inf;
 }
 
@@ -158,7 +160,7 @@ Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
 }
 
 void Inferior::unshare_memory() {
-    if (!memory_unshared_) return;
+    if (!memory_unshared_ || !std::exchange(vfork_child_, false)) return;
     // Still in the parent's memory, whose they are now.
     BreakpointBytes given = give_up_user_breakpoints();
     std::exchange(memory_unshared_, nullptr)(std::move(given));
