@@ -277,7 +277,7 @@ Target* Server::hold_fork_child(pid_t pid) {
     // A vfork child: the breakpoints gdb puts in the memory it shares with its parent are
     // the parent's once it exits or execs (gdb removes them through the parent).
     const pid_t parent = inferior_->pid();
-    child->when_memory_unshared([this, parent](Target::BreakpointBytes bps) {
+    child->when_memory_unshared([this, parent](const Target::BreakpointBytes& bps) {
         Target* p =
             inferior_ && inferior_->pid() == parent ? inferior_.get() : held_process(parent);
         if (p) p->take_breakpoints(bps);
