@@ -187,12 +187,21 @@ std::string handle_symbol(Session&, std::string_view) {
     return reply_ok();
 }
 
+namespace {
+// A packet's 1 (on) or 0 (off).
+Result<bool> parse_switch(std::string_view packet, std::string_view args) {
+    if (args != "0" && args != "1")
+        return make_error(ErrorCode::BadPacket, fmt::format("{} takes 0 or 1", packet));
+    return args == "1";
+}
+} // namespace
+
 // QNonStop:1 / QNonStop:0 (RSP "Remote Non-Stop"). Entering it leaves every thread as it is;
 // leaving it stops them all. gdb asks `?` next.
 std::string handle_non_stop(Session& s, std::string_view args) {
-    if (args != "0" && args != "1")
-        return reply_error_text(make_error(ErrorCode::BadPacket, "QNonStop takes 0 or 1"));
-    const bool on = args == "1";
+    auto switched = parse_switch("QNonStop", args);
+    if (!switched) return reply_error_text(switched.error());
+    const bool on = *switched;
     if (auto* inf = s.live_inferior())
         if (auto m = inf->set_non_stop(on); !m) return reply_error_text(m.error());
     s.server().non_stop = on;
@@ -202,9 +211,9 @@ std::string handle_non_stop(Session& s, std::string_view args) {
 // QThreadEvents:1 / QThreadEvents:0: thread create and exit events (gdb asks for them while it
 // stops every thread in non-stop mode, so that a thread's exit cannot leave it waiting).
 std::string handle_thread_events(Session& s, std::string_view args) {
-    if (args != "0" && args != "1")
-        return reply_error_text(make_error(ErrorCode::BadPacket, "QThreadEvents takes 0 or 1"));
-    s.server().event_reports.threads = args == "1";
+    auto switched = parse_switch("QThreadEvents", args);
+    if (!switched) return reply_error_text(switched.error());
+    s.server().event_reports.threads = *switched;
     if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
     return reply_ok();
 }

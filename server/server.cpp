@@ -287,12 +287,8 @@ Target* Server::hold_fork_child(pid_t pid) {
 }
 
 Status Server::serve(pid_t pid) {
-    auto it =
-        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    auto it = find_held(pid);
     if (it == held_.end()) return make_error(ErrorCode::NoProcess, "no such process held");
-    if (non_stop)
-        return make_error(ErrorCode::NotAllowed,
-                          "tpagent resumes another process only in all-stop mode");
     if (experiment_.running())
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("a trace runs in process {}: tpagent serves one process at "
@@ -307,8 +303,7 @@ Status Server::serve(pid_t pid) {
 }
 
 bool Server::detach_held(pid_t pid) {
-    auto it =
-        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    auto it = find_held(pid);
     if (it == held_.end()) return false;
     fmt::print(stderr, "Detaching from process {}\n", pid);
     std::fflush(stderr);
@@ -317,9 +312,13 @@ bool Server::detach_held(pid_t pid) {
     return true;
 }
 
+void Server::detach_all_held() {
+    while (!held_.empty())
+        detach_held(held_.front()->pid());
+}
+
 bool Server::kill_held(pid_t pid) {
-    auto it =
-        std::find_if(held_.begin(), held_.end(), [pid](const auto& p) { return p->pid() == pid; });
+    auto it = find_held(pid);
     if (it == held_.end()) return false;
     if (auto k = (*it)->kill(); !k) spdlog::warn("process {}: {}", pid, k.error().text);
     held_.erase(it);
@@ -452,8 +451,7 @@ void Server::session_closed(Session&) {
         catch_syscalls.reset();
         event_reports = {}; // an exec without gdb runs on into the new program
         // What gdb held, it let go of by leaving.
-        while (!held_.empty())
-            detach_held(held_.front()->pid());
+        detach_all_held();
         if (inferior_)
             for (pid_t child : inferior_->fork_children())
                 inferior_->release_fork_child(child);
@@ -534,8 +532,7 @@ void Server::remember_image() {
 void Server::shutdown() {
     // Programs we started die with us; programs we attached to go on running. A held process
     // was the program's own child (or parent): it goes on.
-    while (!held_.empty())
-        detach_held(held_.front()->pid());
+    detach_all_held();
     if (inferior_ && inferior_->alive()) {
         Status s = inferior_->was_attached() ? detach_inferior() : kill_inferior();
         if (!s) spdlog::warn("leaving the program: {}", s.error().text);

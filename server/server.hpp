@@ -143,6 +143,7 @@ class Server {
     // The served program is gone: the first held process takes its place.
     void serve_next_held();
     std::vector<std::unique_ptr<Target>>::iterator find_held(pid_t pid);
+    void detach_all_held();
     std::vector<std::string> last_program_;
     ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;

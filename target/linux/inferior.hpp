@@ -301,6 +301,7 @@ class Inferior final : public Target {
     // After a thread exited: the event saying no resumed thread is left, if that is so.
     std::optional<StopEvent> no_resumed_event();
     std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
+    std::optional<StopEvent> report_created(pid_t tid, Thread& t);
     // A thread of the program stopped by signal `sig`.
     StopEvent signal_event(pid_t tid, int sig) const {
         StopEvent ev;

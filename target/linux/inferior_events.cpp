@@ -369,9 +369,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         Thread& t = threads_[tid];
         if (non_stop_ && reports_.threads) {
             t.wants_run = true; // (a pause hands out its event when it ends)
-            StopEvent ev = signal_event(tid, SIGTRAP);
-            ev.thread_created = true;
-            return report(tid, t, std::move(ev));
+            return report_created(tid, t);
         }
         if (running_ && !stopping_all_) {
             t.wants_run = true;
@@ -432,7 +430,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
             ev.vfork = vfork;
             return report(tid, t, std::move(ev));
         }
-        if (known) release_child(static_cast<pid_t>(child), event == PTRACE_EVENT_VFORK);
+        if (known) release_child(static_cast<pid_t>(child), vfork);
         continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }
@@ -497,13 +495,8 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
         const bool first = std::exchange(t.awaiting_first_stop, false);
         if (!first) t.stop_requested = false;
-        if (first && non_stop_ && reports_.threads && !t.stop_for_gdb) {
-            // A new thread stays stopped until gdb, told of it, resumes it.
-            t.stop_for_gdb = false;
-            StopEvent ev = signal_event(tid, SIGTRAP);
-            ev.thread_created = true;
-            return report(tid, t, std::move(ev));
-        }
+        if (first && non_stop_ && reports_.threads && !t.stop_for_gdb)
+            return report_created(tid, t);
         // Non-stop: gdb's vCont;t, answered with signal 0.
         if (std::exchange(t.stop_for_gdb, false) && non_stop_)
             return report(tid, t, signal_event(tid, 0));
@@ -692,6 +685,13 @@ std::optional<StopEvent> Inferior::no_resumed_event() {
     StopEvent ev = signal_event(pid_, 0);
     ev.no_resumed = true;
     return ev;
+}
+
+std::optional<StopEvent> Inferior::report_created(pid_t tid, Thread& t) {
+    // QThreadEvents: the new thread stays stopped until gdb, told of it, resumes it.
+    StopEvent ev = signal_event(tid, SIGTRAP);
+    ev.thread_created = true;
+    return report(tid, t, std::move(ev));
 }
 
 std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
