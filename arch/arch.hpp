@@ -1,6 +1,7 @@
 // The one interface through which agent/ learns about an instruction set.
 // Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
 #pragma once
+#include "arch/control_flow.hpp"
 #include "arch/relocation.hpp"
 #include "arch/sdt_arguments.hpp"
 #include "base/result.hpp"
@@ -100,6 +101,9 @@ class Architecture {
 
     // The longest instruction there is: code read for relocation covers whole instructions.
     virtual std::size_t max_instruction_bytes() const = 0;
+    // The instruction at the start of `code` (at `addr`) as a branch recorder sees it.
+    virtual Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code,
+                                                std::uint64_t addr) const = 0;
     // Out-of-line execution: the whole instructions at `from` covering at least `min_bytes`,
     // rewritten to run from a pad at `to` and jump back. `code` holds the original bytes.
     virtual Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,

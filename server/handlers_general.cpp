@@ -50,7 +50,9 @@ std::string handle_supported(Session& s, std::string_view args) {
                     "vContSupported+;ConditionalTracepoints+;TracepointSource+;"
                     "DisconnectedTracing+;InstallInTrace+;EnableDisableTracepoints+;"
                     "QTBuffer:size+;tracenz+;qXfer:traceframe-info:read+;StaticTracepoints+;"
-                    "qXfer:statictrace:read+;QNonStop+;QThreadEvents+",
+                    "qXfer:statictrace:read+;QNonStop+;QThreadEvents+;Qbtrace:bts+;"
+                    "Qbtrace-conf:bts:size+;Qbtrace:pt+;Qbtrace-conf:pt:size+;Qbtrace:off+;"
+                    "qXfer:btrace:read+;qXfer:btrace-conf:read+",
                     kPacketSize);
     // gdb warns of an empty item: no ';' without a feature after it.
     const std::pair<bool, std::string_view> optional[] = {
@@ -234,6 +236,9 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  set debug-format option1[,option2,...]\n"
                                           "    What each line of debug output starts with\n"
                                           "    Options: all, none, timestamp\n"
+                                          "  set btrace-block-step <0|1>\n"
+                                          "    Record branch traces in software by block "
+                                          "steps (1) or single steps (0)\n"
                                           "  exit\n"
                                           "    Quit tpagent\n"
                                           "  help\n"
@@ -267,6 +272,11 @@ std::string handle_monitor(Session& s, std::string_view args) {
         debug_output::set_remote_debug(*on);
         return to_hex(*on ? "Protocol debug output enabled.\n"
                           : "Protocol debug output disabled.\n");
+    }
+    if (auto on = switch_value(command, "set btrace-block-step ")) {
+        s.server().btrace_block_step = *on;
+        return to_hex(*on ? "Threads recorded from now on step a block at a time.\n"
+                          : "Threads recorded from now on step an instruction at a time.\n");
     }
     std::string unknown = "Unknown monitor command.\n\n";
     if (command.starts_with("set debug-format ") && command.size() > 17) {

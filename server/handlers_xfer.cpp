@@ -6,6 +6,7 @@
 #include "base/proc_files.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
+#include "server/xfer_read.hpp"
 #include "target/linux/svr4_libraries.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
@@ -97,15 +98,21 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
 
 // `info os`: gdb reads a table in chunks, and the document made for offset 0 serves the rest,
 // so that a table of processes that come and go stays whole (gdbserver does so too).
-std::string handle_xfer_osdata(Session& s, std::string_view args) {
+std::string cached_xfer(Session& s, std::string_view object, std::string_view args,
+                        const std::function<Result<std::string>(const std::string& annex)>& make) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
-    if (req->offset == 0 || !s.osdata_read || s.osdata_read->type != req->annex) {
-        auto xml = osdata_xml(req->annex);
-        if (!xml) return reply_error_text(xml.error());
-        s.osdata_read = Session::OsdataRead{req->annex, std::move(*xml)};
+    auto& doc = s.xfer_document;
+    if (req->offset == 0 || !doc || doc->object != object || doc->annex != req->annex) {
+        auto data = make(req->annex);
+        if (!data) return reply_error_text(data.error());
+        doc = Session::XferDocument{std::string(object), req->annex, std::move(*data)};
     }
-    return xfer_reply(s.osdata_read->xml, req->offset, chunk_limit(req->length));
+    return xfer_reply(doc->data, req->offset, chunk_limit(req->length));
+}
+
+std::string handle_xfer_osdata(Session& s, std::string_view args) {
+    return cached_xfer(s, "osdata", args, osdata_xml);
 }
 
 // $_siginfo: the general thread's (Hg), as gdbserver takes it.

@@ -66,6 +66,11 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qXfer:siginfo:write", handle_xfer_siginfo_write},
         {"qXfer:traceframe-info:read", handle_xfer_traceframe_info},
         {"qXfer:statictrace:read", handle_xfer_static_trace_data},
+        {"qXfer:btrace:read", handle_xfer_btrace},
+        {"qXfer:btrace-conf:read", handle_xfer_btrace_conf},
+        // Branch trace
+        {"Qbtrace", handle_btrace},
+        {"Qbtrace-conf", handle_btrace_conf},
         // Tracepoints
         {"QEnvironmentHexEncoded", handle_environment_set},
         {"QEnvironmentUnset", handle_environment_unset},

@@ -21,6 +21,8 @@ Handler handle_supported, handle_start_no_ack, handle_status, handle_attached,
 Handler handle_continue, handle_continue_signal, handle_step, handle_step_signal, handle_vcont,
     handle_vcont_query, handle_kill, handle_vkill, handle_detach, handle_vrun, handle_restart,
     handle_vattach, handle_vctrlc;
+// handlers_branch_trace.cpp
+Handler handle_btrace, handle_btrace_conf, handle_xfer_btrace, handle_xfer_btrace_conf;
 // handlers_data.cpp
 Handler handle_read_registers, handle_write_registers, handle_read_register, handle_write_register,
     handle_read_memory, handle_write_memory_hex, handle_write_memory_binary, handle_insert_point,

@@ -89,11 +89,13 @@ class Session {
     HostIoState host_io;
     std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
     trace::UploadCursor tracepoint_upload, variable_upload, marker_upload;
-    // The qXfer:osdata document being read in chunks (made at offset 0).
-    struct OsdataRead {
-        std::string type, xml;
+    // The qXfer document being read in chunks (made at offset 0; see cached_xfer).
+    struct XferDocument {
+        std::string object, annex, data;
     };
-    std::optional<OsdataRead> osdata_read;
+    std::optional<XferDocument> xfer_document;
+    // Qbtrace-conf: the ring sizes asked for the threads recorded next (gdb's defaults).
+    std::uint32_t btrace_bts_size = 0x10000, btrace_pt_size = 0x4000;
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();

@@ -5,6 +5,7 @@
 #pragma once
 #include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "target/branch_trace.hpp"
 #include "target/static_marker.hpp"
 #include "target/stop_event.hpp"
 #include <cstdint>
@@ -233,6 +234,28 @@ class Target {
     virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
     // Called when the process execs: the old image, and everything placed in it, is gone.
     virtual void set_exec_handler(std::function<void()> handler) = 0;
+
+    // Branch trace (record btrace), per thread. The software recorder steps a recorded thread
+    // (a block step if `block_step` and the CPU has it) where the hardware has no BTS.
+    struct BranchTraceRequest {
+        BranchTraceFormat format = BranchTraceFormat::Bts;
+        std::uint32_t size = 0x10000;
+        bool block_step = true;
+    };
+    virtual Result<BranchTraceConfig> enable_branch_trace(pid_t /*tid*/,
+                                                          const BranchTraceRequest& /*request*/) {
+        return make_error(ErrorCode::Unsupported, "Target does not support branch tracing.");
+    }
+    virtual Status disable_branch_trace(pid_t /*tid*/) {
+        return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
+    }
+    virtual Result<BranchTraceConfig> branch_trace_config(pid_t /*tid*/) const {
+        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    }
+    virtual Result<std::vector<BranchBlock>> read_branch_trace(pid_t /*tid*/,
+                                                               BranchTraceRead /*kind*/) {
+        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    }
 
     virtual Status kill() = 0;
     virtual Status detach() = 0;

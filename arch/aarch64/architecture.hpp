@@ -34,6 +34,8 @@ class Aarch64Architecture final : public Architecture {
     std::uint64_t pc_after_breakpoint(std::uint64_t addr) const override { return addr; }
 
     std::size_t max_instruction_bytes() const override { return 4; }
+    Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code,
+                                        std::uint64_t addr) const override;
     std::uint64_t user_address_top() const override { return 0xfffffffff000; } // 48-bit VA
     Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
                                std::uint64_t to, std::size_t min_bytes) const override;

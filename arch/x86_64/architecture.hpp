@@ -41,6 +41,8 @@ class X86_64Architecture final : public Architecture {
                                std::uint64_t to, std::size_t min_bytes) const override;
     std::uint64_t pad_reach() const override { return 0x7fff0000; }
     std::size_t max_instruction_bytes() const override { return 15; }
+    Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code,
+                                        std::uint64_t addr) const override;
     std::uint64_t user_address_top() const override { return 0x7ffffffff000; } // 47 bits
     std::size_t min_fast_tracepoint_length() const override;
     std::size_t fast_block_bytes() const override;

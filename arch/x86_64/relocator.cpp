@@ -1,4 +1,5 @@
 #include "arch/x86_64/relocator.hpp"
+#include "arch/x86_64/decoder.hpp"
 
 #include <Zydis/Zydis.h>
 #include <fmt/format.h>
@@ -7,20 +8,6 @@
 
 namespace tpagent::arch::x86_64 {
 namespace {
-
-struct Decoded {
-    ZydisDecodedInstruction insn;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-};
-
-const ZydisDecoder& decoder() {
-    static const ZydisDecoder d = [] {
-        ZydisDecoder z;
-        ZydisDecoderInit(&z, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        return z;
-    }();
-    return d;
-}
 
 std::string describe(const Decoded& d, std::uint64_t addr) {
     static const ZydisFormatter f = [] {
@@ -37,19 +24,6 @@ std::string describe(const Decoded& d, std::uint64_t addr) {
     return buf;
 }
 
-Result<Decoded> decode(std::span<const std::uint8_t> bytes, std::uint64_t addr) {
-    Decoded d;
-    const ZyanStatus st =
-        ZydisDecoderDecodeFull(&decoder(), bytes.data(), bytes.size(), &d.insn, d.ops);
-    if (st == ZYDIS_STATUS_NO_MORE_DATA)
-        return make_error(ErrorCode::Unsupported,
-                          fmt::format("instruction at {:#x} is longer than the {} bytes given",
-                                      addr, bytes.size()));
-    if (ZYAN_FAILED(st))
-        return make_error(ErrorCode::Unsupported,
-                          fmt::format("cannot decode the instruction at {:#x}", addr));
-    return d;
-}
 
 bool fits_rel32(std::int64_t v) {
     return v >= INT32_MIN && v <= INT32_MAX;

@@ -4,7 +4,9 @@
 #include "arch/arch.hpp"
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
+#include "target/linux/branch_recorder.hpp"
 #include "target/linux/pad_pages.hpp"
+#include "target/linux/perf_branch_trace.hpp"
 #include "target/linux/software_breakpoints.hpp"
 #include "target/target.hpp"
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <csignal>
 #include <span>
 #include <string>
@@ -118,10 +121,32 @@ class Inferior final : public Target {
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
+    Result<BranchTraceConfig> enable_branch_trace(pid_t tid,
+                                                  const BranchTraceRequest& request) override;
+    Status disable_branch_trace(pid_t tid) override;
+    Result<BranchTraceConfig> branch_trace_config(pid_t tid) const override;
+    Result<std::vector<BranchBlock>> read_branch_trace(pid_t tid, BranchTraceRead kind) override;
+
     Status kill() override;
     Status detach() override;
 
   private:
+    // A thread's branch trace: the CPU's BTS ring, or the software recorder's steps.
+    struct BranchRecording {
+        explicit BranchRecording(std::size_t size) : ring(size) {}
+        BranchRing ring;
+        std::unique_ptr<PerfBranchStore> hardware; // nullptr: recorded by stepping
+        SoftwareBranchRecorder software;
+        bool block_step = false;
+        BranchTraceConfig config;
+    };
+    // Software recording: the thread stopped where it is now; what branch got it there?
+    void observe_branches(pid_t tid, BranchRecording& r);
+    // The software recorder's view of the program's instructions (cached until gdb resumes,
+    // writes memory or the image changes).
+    Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
+    std::map<pid_t, BranchRecording> branch_traces_;
+    std::unordered_map<std::uint64_t, arch::FlowInstruction> flow_cache_;
     struct Thread {
         bool stopped = true;
         bool stop_requested = false;      // a SIGSTOP we sent has not shown up yet
@@ -156,6 +181,8 @@ class Inferior final : public Target {
         std::optional<std::uint64_t> fast_step;
         bool fast_step_in_copy = false; // reached the relocated instruction
         std::uint64_t fast_step_count = 0;
+        // Running on under the software branch recorder: each step is tpagent's, not gdb's.
+        bool record_step = false;
     };
     struct Site {
         std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place

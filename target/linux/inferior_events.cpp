@@ -18,12 +18,23 @@ namespace {
 // past this many, something keeps the thread from the displaced instruction (a loop waiting
 // for tpagent, say) and the step is reported where it is.
 constexpr std::uint64_t kMaxFastStepInstructions = 200000;
+// The software branch recorder's step to the next taken branch (x86: the CPU's BTF).
+#if defined(__x86_64__)
+constexpr long kBlockStep = PTRACE_SINGLEBLOCK;
+#else
+constexpr long kBlockStep = PTRACE_SINGLESTEP;
+#endif
 } // namespace
 
 Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     if (hw_points_.any())
         if (auto h = hw_points_.apply(tid); !h) return h;
     step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
+    auto recording = branch_traces_.find(tid);
+    BranchRecording* recorder = recording != branch_traces_.end() && !recording->second.hardware
+                                    ? &recording->second
+                                    : nullptr;
+    if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
     if (!step) t.step_from_site.reset();   // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
@@ -67,7 +78,11 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
             t.fast_step_count = 0;
         }
     }
+    // A recorded thread that is to run steps instead: one branch (or instruction) at a time.
+    t.record_step = recorder && !step;
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
+    if (t.record_step) req = recorder->block_step ? kBlockStep : long{PTRACE_SINGLESTEP};
+    if (recorder) recorder->software.resuming(signal);
     // Only a PTRACE_SYSCALL resume stops at the return of the call entered last.
     if (req != PTRACE_SYSCALL) t.in_syscall.reset();
     t.at_syscall_entry = false;
@@ -211,6 +226,7 @@ bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
 
 Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
+    flow_cache_.clear(); // gdb may have changed the code since
     for (const auto& a : actions) {
         if (!non_stop_) break;
         // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
@@ -352,6 +368,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             reported_.push_back(ev);
         }
         threads_.erase(tid);
+        branch_traces_.erase(tid);
         if (non_stop_ && !stopping_all_) running_ = any_wants_run();
         if (auto ev = finish_stop_all()) return ev;
         return no_resumed_event();
@@ -468,6 +485,11 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         }
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
+        // The other threads' recordings end with them; the survivor's goes on in the new image.
+        std::erase_if(branch_traces_, [&](const auto& r) { return r.first != tid; });
+        flow_cache_.clear();
+        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
+            if (auto pc = read_pc(tid)) r->second.software.moved_to(*pc);
         // A stop-all for a thread the exec ended: the exec's event takes its place, or, not
         // reported, a quiet stop of the thread left (a stop_all_now waits for one).
         if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
@@ -551,7 +573,8 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
-    bool plain_run = !t.stepping && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
+    const bool stepped = t.stepping || t.record_step;
+    bool plain_run = !stepped && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
                      !hw_points_.any();
     bool at_site = false;
     if (plain_run && !sites_.empty()) {
@@ -565,7 +588,7 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     // A single step over a system call instruction is reported by the kernel's system-call
     // exit as TRAP_BRKPT (x86): a step of ours that stopped where no breakpoint of ours is,
     // is that step. The collector makes system calls (mapping its buffer, reading memory).
-    if (info.si_code == TRAP_BRKPT && t.stepping) {
+    if (info.si_code == TRAP_BRKPT && stepped) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
             if (!sites_.count(at) && !breakpoints_->inserted_at(at) &&
@@ -590,6 +613,11 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             return finish_stop_all();
         }
         // gdb asked for this step: reported like any other (the next resume steps on).
+    }
+    if (single_step && t.record_step && !t.stepping &&
+        !(hw_points_.any() && hw_points_.triggered(tid))) {
+        continue_after_stop(tid, t, false); // the branch recorder's step: on to the next
+        return finish_stop_all();
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
         auto s = snapshot(tid, false);

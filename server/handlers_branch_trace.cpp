@@ -1,0 +1,120 @@
+// Branch trace (gdb's `record btrace`): Qbtrace, Qbtrace-conf, qXfer:btrace:read and
+// qXfer:btrace-conf:read (GDB manual, "General Query Packets", "Branch Trace Format" and
+// "Branch Trace Configuration Format"). Each acts on Hg's thread, as gdbserver's do.
+#include "server/packet_handlers.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+#include "server/xfer_read.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/replies.hpp"
+#include "protocol/requests.hpp"
+#include "protocol/xml.hpp"
+#include <fmt/format.h>
+
+namespace tpagent::agent {
+
+using namespace protocol;
+
+namespace {
+
+// The thread Hg names, as gdbserver wants it: one thread of the served program.
+Result<pid_t> btrace_thread(Session& s) {
+    auto* inf = s.live_inferior();
+    if (!inf) return make_error(ErrorCode::NoProcess, "No such thread.");
+    if (s.general_thread <= 0)
+        return make_error(ErrorCode::NotAllowed, "Must select a single thread.");
+    if (!inf->has_thread(s.general_thread))
+        return make_error(ErrorCode::NoProcess, "No such thread.");
+    return s.general_thread;
+}
+
+std::optional<BranchTraceRead> read_kind(std::string_view annex) {
+    if (annex == "all") return BranchTraceRead::All;
+    if (annex == "new") return BranchTraceRead::New;
+    if (annex == "delta") return BranchTraceRead::Delta;
+    return std::nullopt;
+}
+
+std::string btrace_xml(const std::vector<BranchBlock>& blocks) {
+    // The DOCTYPE names gdb's built-in DTD: gdb resolves no other system id.
+    std::string xml = "<?xml version=\"1.0\"?>\n<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n"
+                      "<btrace version=\"1.0\">\n";
+    xml.reserve(xml.size() + blocks.size() * 52 + 16);
+    for (const BranchBlock& b : blocks)
+        fmt::format_to(std::back_inserter(xml), "<block begin=\"0x{:x}\" end=\"0x{:x}\"/>\n",
+                       b.begin, b.end);
+    return xml + "</btrace>\n";
+}
+
+std::string btrace_conf_xml(const BranchTraceConfig& c) {
+    // Which backend records it goes in a comment: the DTD has no attribute for it.
+    return fmt::format(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n"
+        "<!-- recorded by {} -->\n<btrace-conf version=\"1.0\">\n"
+        "<{} size=\"0x{:x}\"/>\n</btrace-conf>\n",
+        xml_escape(c.backend), c.format == BranchTraceFormat::Pt ? "pt" : "bts", c.size);
+}
+
+} // namespace
+
+std::string handle_btrace(Session& s, std::string_view args) {
+    auto tid = btrace_thread(s);
+    if (!tid) return reply_error_text(tid.error());
+    Target& inf = *s.live_inferior();
+    if (args == "off") {
+        if (auto r = inf.disable_branch_trace(*tid); !r) return reply_error_text(r.error());
+        return reply_ok();
+    }
+    Target::BranchTraceRequest request;
+    if (args == "bts") {
+        request.size = s.btrace_bts_size;
+    } else if (args == "pt") {
+        request.format = BranchTraceFormat::Pt;
+        request.size = s.btrace_pt_size;
+    } else {
+        return "E.Bad Qbtrace operation.  Use bts, pt, or off.";
+    }
+    request.block_step = s.server().btrace_block_step;
+    if (auto r = inf.enable_branch_trace(*tid, request); !r) return reply_error_text(r.error());
+    return reply_ok();
+}
+
+std::string handle_btrace_conf(Session& s, std::string_view args) {
+    if (auto tid = btrace_thread(s); !tid) return reply_error_text(tid.error());
+    std::uint32_t* size = args.starts_with("bts:size=")  ? &s.btrace_bts_size
+                          : args.starts_with("pt:size=") ? &s.btrace_pt_size
+                                                         : nullptr;
+    if (!size) return "E.Bad Qbtrace configuration option.";
+    std::string_view digits = args.substr(args.find('=') + 1);
+    if (digits.starts_with("0x")) digits.remove_prefix(2); // gdb sends "size=0x10000"
+    auto value = parse_hex_u64(digits);
+    if (!value || *value > UINT32_MAX) return "E.Bad size value.";
+    *size = static_cast<std::uint32_t>(*value);
+    return reply_ok();
+}
+
+std::string handle_xfer_btrace(Session& s, std::string_view args) {
+    return cached_xfer(s, "btrace", args, [&](const std::string& annex) -> Result<std::string> {
+        auto tid = btrace_thread(s);
+        if (!tid) return tid.error();
+        auto kind = read_kind(annex);
+        if (!kind) return make_error(ErrorCode::BadPacket, "Bad annex.");
+        auto blocks = s.live_inferior()->read_branch_trace(*tid, *kind);
+        if (!blocks) return blocks.error();
+        return btrace_xml(*blocks);
+    });
+}
+
+std::string handle_xfer_btrace_conf(Session& s, std::string_view args) {
+    return cached_xfer(s, "btrace-conf", args,
+                       [&](const std::string& annex) -> Result<std::string> {
+                           if (!annex.empty()) return make_error(ErrorCode::NotFound, "Bad annex.");
+                           auto tid = btrace_thread(s);
+                           if (!tid) return tid.error();
+                           auto conf = s.live_inferior()->branch_trace_config(*tid);
+                           if (!conf) return conf.error();
+                           return btrace_conf_xml(*conf);
+                       });
+}
+
+} // namespace tpagent::agent

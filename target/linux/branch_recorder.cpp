@@ -1,0 +1,56 @@
+#include "target/linux/branch_recorder.hpp"
+#include <utility>
+
+namespace tpagent::agent {
+
+void SoftwareBranchRecorder::taken(BranchRing& ring, std::uint64_t from, std::uint64_t to) {
+    ring.push(from, to);
+    last_ = from;
+    at_ = to;
+}
+
+void SoftwareBranchRecorder::moved_to(std::uint64_t pc) {
+    at_ = pc;
+    last_.reset();
+    signalled_ = false;
+}
+
+void SoftwareBranchRecorder::observe(std::uint64_t pc, bool block_step, const Decode& decode,
+                                     BranchRing& ring) {
+    sequential_ = false;
+    if (!at_) {
+        at_ = pc;
+        return;
+    }
+    if (std::exchange(signalled_, false) && pc != *at_) {
+        // Into a signal handler, from the last instruction that ran (if any is known).
+        if (last_)
+            taken(ring, *last_, pc);
+        else
+            moved_to(pc);
+        return;
+    }
+    if (pc == *at_) return; // nothing ran (or a jump to itself: indistinguishable)
+    std::uint64_t a = *at_, from = a;
+    for (int n = 0; n < (block_step ? kMaxWalk : 1); ++n) {
+        from = a;
+        auto insn = decode(a);
+        if (!insn) break;
+        const std::uint64_t next = a + insn->length;
+        const bool branch = insn->kind != arch::FlowKind::Sequential;
+        const bool taken_here =
+            branch && (insn->kind != arch::FlowKind::Conditional || insn->target == pc);
+        if (taken_here && next != pc) break;
+        last_ = a;
+        if (next == pc) {
+            sequential_ = true;
+            at_ = pc;
+            return;
+        }
+        a = next;
+    }
+    // The branch, an instruction that could not be read, or the last one walked went to pc.
+    taken(ring, from, pc);
+}
+
+} // namespace tpagent::agent

@@ -1,0 +1,100 @@
+// Branch trace (record btrace): each recorded thread has a ring of taken branches, filled by
+// the CPU (perf BTS) where it can, else by the software recorder, which steps the thread while
+// it runs (resume_thread) and finds each taken branch from where the steps stop.
+#include "target/linux/inferior.hpp"
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tpagent::agent {
+
+namespace {
+constexpr std::uint32_t kMaxBranchTraceBytes = 64U << 20;      // per thread
+constexpr std::uint32_t kUnlimitedBranchTraceBytes = 4U << 20; // gdb's "unlimited" (size 0)
+constexpr std::size_t kMaxFlowCache = 1U << 20;
+#if defined(__x86_64__)
+constexpr bool kHasBlockStep = true;
+#else
+constexpr bool kHasBlockStep = false;
+#endif
+} // namespace
+
+Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
+                                                        const BranchTraceRequest& request) {
+    if (!threads_.count(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
+    if (branch_traces_.count(tid))
+        return make_error(ErrorCode::NotAllowed, "Btrace already enabled.");
+    if (request.format == BranchTraceFormat::Pt)
+        return make_error(ErrorCode::Unsupported,
+                          "Intel Processor Trace is not available: " + why_no_intel_pt() + ".");
+    std::uint32_t size = request.size == 0 ? kUnlimitedBranchTraceBytes : request.size;
+    size = std::min(size, kMaxBranchTraceBytes);
+    auto hardware = PerfBranchStore::open(tid, size);
+    if (hardware) size = static_cast<std::uint32_t>((*hardware)->size());
+    size =
+        std::max<std::uint32_t>(size - size % BranchRing::kRecordBytes, BranchRing::kRecordBytes);
+    auto [it, added] = branch_traces_.try_emplace(tid, size);
+    BranchRecording& r = it->second;
+    r.config.format = BranchTraceFormat::Bts;
+    r.config.size = size;
+    if (hardware) {
+        r.hardware = std::move(*hardware);
+        r.config.backend = "hardware BTS (perf)";
+    } else {
+        r.block_step = kHasBlockStep && request.block_step;
+        r.config.backend =
+            fmt::format("software, {} (no hardware BTS: {})",
+                        r.block_step ? "block-step" : "single-step", hardware.error().text);
+        if (auto pc = read_pc(tid)) r.software.moved_to(*pc);
+    }
+    spdlog::debug("thread {}: branch trace enabled, {}", tid, r.config.backend);
+    return r.config;
+}
+
+Status Inferior::disable_branch_trace(pid_t tid) {
+    if (!branch_traces_.erase(tid))
+        return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
+    if (auto t = threads_.find(tid); t != threads_.end()) t->second.record_step = false;
+    return ok_status();
+}
+
+Result<BranchTraceConfig> Inferior::branch_trace_config(pid_t tid) const {
+    auto it = branch_traces_.find(tid);
+    if (it == branch_traces_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    return it->second.config;
+}
+
+Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTraceRead kind) {
+    auto it = branch_traces_.find(tid);
+    if (it == branch_traces_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    BranchRecording& r = it->second;
+    auto pc = read_pc(tid);
+    if (!pc) return pc.error();
+    if (r.hardware)
+        r.hardware->drain(r.ring);
+    else
+        observe_branches(tid, r); // the last step's branch, if it took one
+    return r.ring.read(kind, *pc);
+}
+
+void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
+    auto pc = read_pc(tid);
+    if (!pc) return;
+    r.software.observe(
+        *pc, r.block_step, [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
+}
+
+Result<arch::FlowInstruction> Inferior::flow_at(std::uint64_t addr) {
+    if (auto hit = flow_cache_.find(addr); hit != flow_cache_.end()) return hit->second;
+    std::uint8_t code[16] = {};
+    const std::size_t want = std::min(sizeof code, arch_.max_instruction_bytes());
+    auto got = read_memory(addr, std::span(code, want));
+    if (!got) return got.error();
+    auto insn = arch_.decode_flow(std::span(code, *got), addr);
+    if (!insn) return insn.error();
+    if (flow_cache_.size() >= kMaxFlowCache) flow_cache_.clear();
+    flow_cache_.emplace(addr, *insn);
+    return *insn;
+}
+
+} // namespace tpagent::agent
