@@ -24,7 +24,6 @@ std::string describe(const Decoded& d, std::uint64_t addr) {
     return buf;
 }
 
-
 bool fits_rel32(std::int64_t v) {
     return v >= INT32_MIN && v <= INT32_MAX;
 }

@@ -35,7 +35,7 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
                                     ? &recording->second
                                     : nullptr;
     if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
-    if (!step) t.step_from_site.reset();   // a thread inside a pad just runs out of it
+    if (!step) t.step_from_site.reset();            // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
