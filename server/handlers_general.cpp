@@ -239,10 +239,30 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  set btrace-block-step <0|1>\n"
                                           "    Record branch traces in software by block "
                                           "steps (1) or single steps (0)\n"
+                                          "  btrace\n"
+                                          "    Show how each thread's branch trace is "
+                                          "recorded\n"
                                           "  exit\n"
                                           "    Quit tpagent\n"
                                           "  help\n"
                                           "    Print this message\n";
+
+// `monitor btrace`: one line per recorded thread of the served program.
+std::string branch_trace_summary(Session& s) {
+    std::string out;
+    auto* inf = s.live_inferior();
+    for (pid_t tid : inf ? inf->thread_ids() : std::vector<pid_t>{}) {
+        auto c = inf->branch_trace_config(tid);
+        if (!c) continue;
+        out += fmt::format("Thread {}: {}; ring {} bytes; {} branches recorded", tid, c->backend,
+                           c->size, c->branches);
+        if (c->steps > 0)
+            out += fmt::format("; {} steps, {} of them to a taken branch", c->steps,
+                               c->steps_to_branch);
+        out += '\n';
+    }
+    return out.empty() ? "No thread's branches are being recorded.\n" : out;
+}
 
 // `set NAME <0|1>`'s value, if `command` is that.
 std::optional<bool> switch_value(std::string_view command, std::string_view name) {
@@ -273,6 +293,7 @@ std::string handle_monitor(Session& s, std::string_view args) {
         return to_hex(*on ? "Protocol debug output enabled.\n"
                           : "Protocol debug output disabled.\n");
     }
+    if (command == "btrace") return to_hex(branch_trace_summary(s));
     if (auto on = switch_value(command, "set btrace-block-step ")) {
         s.server().btrace_block_step = *on;
         return to_hex(*on ? "Threads recorded from now on step a block at a time.\n"

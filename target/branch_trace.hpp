@@ -25,6 +25,10 @@ struct BranchTraceConfig {
     BranchTraceFormat format = BranchTraceFormat::Bts;
     std::uint32_t size = 0; // the ring's size in bytes, as obtained
     std::string backend;    // how it is recorded, for people: "software, single-step", ...
+    // So far: branches recorded, and (software) the steps the thread made and how many of
+    // them stopped after a taken branch (a block step that stops after each instruction is
+    // one the CPU does not honour).
+    std::uint64_t branches = 0, steps = 0, steps_to_branch = 0;
 };
 
 } // namespace tpagent::agent

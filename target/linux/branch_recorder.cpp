@@ -5,6 +5,7 @@ namespace tpagent::agent {
 
 void SoftwareBranchRecorder::taken(BranchRing& ring, std::uint64_t from, std::uint64_t to) {
     ring.push(from, to);
+    ++steps_to_branch_;
     last_ = from;
     at_ = to;
 }
@@ -17,7 +18,6 @@ void SoftwareBranchRecorder::moved_to(std::uint64_t pc) {
 
 void SoftwareBranchRecorder::observe(std::uint64_t pc, bool block_step, const Decode& decode,
                                      BranchRing& ring) {
-    sequential_ = false;
     if (!at_) {
         at_ = pc;
         return;
@@ -31,6 +31,7 @@ void SoftwareBranchRecorder::observe(std::uint64_t pc, bool block_step, const De
         return;
     }
     if (pc == *at_) return; // nothing ran (or a jump to itself: indistinguishable)
+    ++steps_;
     std::uint64_t a = *at_, from = a;
     for (int n = 0; n < (block_step ? kMaxWalk : 1); ++n) {
         from = a;
@@ -43,7 +44,6 @@ void SoftwareBranchRecorder::observe(std::uint64_t pc, bool block_step, const De
         if (taken_here && next != pc) break;
         last_ = a;
         if (next == pc) {
-            sequential_ = true;
             at_ = pc;
             return;
         }

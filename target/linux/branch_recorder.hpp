@@ -28,9 +28,9 @@ class SoftwareBranchRecorder {
     void resuming(int signal) { signalled_ = signal != 0; }
     // The pc was changed from outside (gdb wrote it, a new image): no branch leads there.
     void moved_to(std::uint64_t pc);
-    // Did the last block step stop after a branch that was not taken or a non-branch (the CPU
-    // steps one instruction at a time instead)?
-    bool stepped_sequentially() const { return sequential_; }
+    // Stops that found the thread moved, and those of them after a taken branch.
+    std::uint64_t steps() const { return steps_; }
+    std::uint64_t steps_to_branch() const { return steps_to_branch_; }
 
   private:
     void taken(BranchRing& ring, std::uint64_t from, std::uint64_t to);
@@ -38,7 +38,7 @@ class SoftwareBranchRecorder {
     std::optional<std::uint64_t> at_;   // where the thread was resumed
     std::optional<std::uint64_t> last_; // the last instruction known to have run
     bool signalled_ = false;
-    bool sequential_ = false;
+    std::uint64_t steps_ = 0, steps_to_branch_ = 0;
 };
 
 } // namespace tpagent::agent

@@ -60,7 +60,11 @@ Status Inferior::disable_branch_trace(pid_t tid) {
 Result<BranchTraceConfig> Inferior::branch_trace_config(pid_t tid) const {
     auto it = branch_traces_.find(tid);
     if (it == branch_traces_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
-    return it->second.config;
+    BranchTraceConfig c = it->second.config;
+    c.branches = it->second.ring.recorded();
+    c.steps = it->second.software.steps();
+    c.steps_to_branch = it->second.software.steps_to_branch();
+    return c;
 }
 
 Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTraceRead kind) {
