@@ -2,6 +2,7 @@
 // tracepoint pads with relocated instructions, fast tracepoint jump pads (jump_pad.hpp).
 #pragma once
 #include "arch/arch.hpp"
+#include "arch/aarch64/control_flow.hpp"
 #include <string>
 
 namespace tpagent::arch::aarch64 {
@@ -35,7 +36,9 @@ class Aarch64Architecture final : public Architecture {
 
     std::size_t max_instruction_bytes() const override { return 4; }
     Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code,
-                                        std::uint64_t addr) const override;
+                                        std::uint64_t addr) const override {
+        return aarch64::decode_flow(code, addr);
+    }
     std::uint64_t user_address_top() const override { return 0xfffffffff000; } // 48-bit VA
     Result<Relocated> relocate(std::span<const std::uint8_t> code, std::uint64_t from,
                                std::uint64_t to, std::size_t min_bytes) const override;

@@ -2,7 +2,7 @@
 // the "branches, exception generating and system instructions" group's B/BL, B.cond,
 // CBZ/CBNZ, TBZ/TBNZ and the register forms (BR, BLR, RET and their pointer-authenticated
 // variants).
-#include "arch/aarch64/architecture.hpp"
+#include "arch/aarch64/control_flow.hpp"
 #include <cstring>
 
 namespace tpagent::arch::aarch64 {
@@ -16,8 +16,7 @@ std::uint64_t relative(std::uint64_t addr, std::uint32_t insn, int shift, int bi
 
 } // namespace
 
-Result<FlowInstruction> Aarch64Architecture::decode_flow(std::span<const std::uint8_t> code,
-                                                         std::uint64_t addr) const {
+Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code, std::uint64_t addr) {
     if (code.size() < 4) return make_error(ErrorCode::Unsupported, "an instruction is 4 bytes");
     std::uint32_t insn = 0;
     std::memcpy(&insn, code.data(), 4);

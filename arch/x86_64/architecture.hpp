@@ -1,6 +1,7 @@
 // Architecture for x86-64 GNU/Linux: gdb's amd64-linux register set, sized to the CPU.
 #pragma once
 #include "arch/arch.hpp"
+#include "arch/x86_64/control_flow.hpp"
 #include "arch/x86_64/cpu_features.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/registers.hpp"
@@ -42,7 +43,9 @@ class X86_64Architecture final : public Architecture {
     std::uint64_t pad_reach() const override { return 0x7fff0000; }
     std::size_t max_instruction_bytes() const override { return 15; }
     Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code,
-                                        std::uint64_t addr) const override;
+                                        std::uint64_t addr) const override {
+        return x86_64::decode_flow(code, addr);
+    }
     std::uint64_t user_address_top() const override { return 0x7ffffffff000; } // 47 bits
     std::size_t min_fast_tracepoint_length() const override;
     std::size_t fast_block_bytes() const override;

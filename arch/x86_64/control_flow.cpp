@@ -1,11 +1,10 @@
 // x86-64 control flow for the branch recorder, from Zydis's instruction categories.
-#include "arch/x86_64/architecture.hpp"
+#include "arch/x86_64/control_flow.hpp"
 #include "arch/x86_64/decoder.hpp"
 
 namespace tpagent::arch::x86_64 {
 
-Result<FlowInstruction> X86_64Architecture::decode_flow(std::span<const std::uint8_t> code,
-                                                        std::uint64_t addr) const {
+Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code, std::uint64_t addr) {
     auto d = decode(code, addr);
     if (!d) return d.error();
     FlowInstruction out;
