@@ -7,6 +7,8 @@ packages=(
   libclang-rt-14-dev gdb gdbserver
   libboost-dev libfmt-dev libspdlog-dev catch2 libbenchmark-dev
   libzydis-dev libcapstone-dev libunicorn-dev nlohmann-json3-dev libcli11-dev
+  # the branch-trace tests check tpagent's XML against the manual's DTDs
+  libxml2-utils
   # man pages from --help, the .deb, and the HTML report's test in a headless browser
   help2man dpkg-dev chromium
   python3 python3-pytest python3-pytest-timeout socat valgrind
