@@ -8,7 +8,8 @@
 namespace tpagent::arch {
 
 enum class FlowKind {
-    Sequential,  // the pc moves to the next instruction (system calls included)
+    Sequential,  // the pc moves to the next instruction
+    System,      // syscall, int, svc: the next instruction, or where the kernel sends it
     Conditional, // jcc, loop, cbz, tbz, b.cond: taken or falls through
     Jump,        // always taken: jmp, b, br
     Call,        // always taken: call, bl, blr

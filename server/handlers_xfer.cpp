@@ -108,7 +108,9 @@ std::string cached_xfer(Session& s, std::string_view object, std::string_view ar
         if (!data) return reply_error_text(data.error());
         doc = Session::XferDocument{std::string(object), req->annex, std::move(*data)};
     }
-    return xfer_reply(doc->data, req->offset, chunk_limit(req->length));
+    std::string reply = xfer_reply(doc->data, req->offset, chunk_limit(req->length));
+    if (reply.starts_with('l')) doc.reset(); // the last chunk: a branch trace can be large
+    return reply;
 }
 
 std::string handle_xfer_osdata(Session& s, std::string_view args) {

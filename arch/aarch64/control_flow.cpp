@@ -30,6 +30,8 @@ Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code, std::uin
     } else if ((insn & 0x7e000000) == 0x36000000) {
         out.kind = FlowKind::Conditional; // TBZ/TBNZ
         out.target = relative(addr, insn, 5, 14);
+    } else if ((insn & 0xffe0001f) == 0xd4000001) {
+        out.kind = FlowKind::System; // SVC
     } else if ((insn & 0xfe000000) == 0xd6000000) {
         switch ((insn >> 21) & 0xf) {
         case 1:

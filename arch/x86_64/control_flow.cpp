@@ -22,6 +22,10 @@ Result<FlowInstruction> decode_flow(std::span<const std::uint8_t> code, std::uin
     case ZYDIS_CATEGORY_RET:
         out.kind = FlowKind::Return;
         break;
+    case ZYDIS_CATEGORY_SYSCALL:
+    case ZYDIS_CATEGORY_INTERRUPT:
+        out.kind = FlowKind::System;
+        return out;
     default:
         return out;
     }

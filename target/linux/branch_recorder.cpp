@@ -38,7 +38,11 @@ void SoftwareBranchRecorder::observe(std::uint64_t pc, bool block_step, const De
         auto insn = decode(a);
         if (!insn) break;
         const std::uint64_t next = a + insn->length;
-        const bool branch = insn->kind != arch::FlowKind::Sequential;
+        // A system call that does not return to the next instruction (sigreturn, exec) moved
+        // the pc itself: the walk goes no further.
+        if (insn->kind == arch::FlowKind::System && next != pc) break;
+        const bool branch =
+            insn->kind != arch::FlowKind::Sequential && insn->kind != arch::FlowKind::System;
         const bool taken_here =
             branch && (insn->kind != arch::FlowKind::Conditional || insn->target == pc);
         if (taken_here && next != pc) break;

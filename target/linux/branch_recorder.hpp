@@ -21,11 +21,11 @@ class SoftwareBranchRecorder {
     static constexpr int kMaxWalk = 65536;
 
     // The thread stopped at `pc` after a resume from the last observed pc: one instruction
-    // ran (block_step false), or instructions up to and including one taken branch. A resume
-    // that delivered a signal entered its handler without running an instruction.
+    // ran (block_step false), or instructions up to and including one taken branch.
     void observe(std::uint64_t pc, bool block_step, const Decode& decode, BranchRing& ring);
-    // The thread is resumed now; `signal` is delivered with the resume.
-    void resuming(int signal) { signalled_ = signal != 0; }
+    // The last stop was at a signal handler's entry (the kernel's stop for a stepped thread
+    // given a signal): no instruction ran since the last observed pc.
+    void entered_handler() { signalled_ = true; }
     // The pc was changed from outside (gdb wrote it, a new image): no branch leads there.
     void moved_to(std::uint64_t pc);
     // Stops that found the thread moved, and those of them after a taken branch.

@@ -16,15 +16,14 @@ void BranchRing::push(std::uint64_t from, std::uint64_t to) {
 }
 
 Result<std::vector<BranchBlock>> BranchRing::read(BranchTraceRead kind, std::uint64_t pc) {
+    // A refused delta changes nothing: gdb's next read (new, then all) still sees it all.
+    if (kind == BranchTraceRead::Delta && (lost_ || head_ - last_read_ > capacity_))
+        return make_error(ErrorCode::NotAllowed, "Overflow.");
     const std::uint64_t since = std::exchange(last_read_, head_);
     const bool lost = std::exchange(lost_, false);
     if (kind == BranchTraceRead::New && since == head_ && !lost) return std::vector<BranchBlock>{};
-    std::uint64_t oldest = head_ - std::min<std::uint64_t>(head_, capacity_);
-    if (kind == BranchTraceRead::Delta) {
-        if (lost || head_ - since > capacity_)
-            return make_error(ErrorCode::NotAllowed, "Overflow.");
-        oldest = since;
-    }
+    std::uint64_t oldest = std::max(first_, head_ - std::min<std::uint64_t>(head_, capacity_));
+    if (kind == BranchTraceRead::Delta) oldest = since;
     std::vector<BranchBlock> blocks;
     blocks.reserve(head_ - oldest + 1);
     BranchBlock block{0, pc};

@@ -18,8 +18,12 @@ class BranchRing {
     explicit BranchRing(std::size_t size_bytes);
 
     void push(std::uint64_t from, std::uint64_t to);
-    // Branches were lost (a hardware ring overran): the next delta read is refused.
-    void note_lost() { lost_ = true; }
+    // Branches were lost (a hardware ring overran): the next delta read is refused, and the
+    // branches from before the gap are not joined to those after it.
+    void note_lost() {
+        lost_ = true;
+        first_ = head_;
+    }
 
     std::size_t capacity() const { return capacity_; }
     std::uint64_t recorded() const { return head_; } // branches pushed in all
@@ -37,6 +41,7 @@ class BranchRing {
     std::vector<Branch> ring_;
     std::uint64_t head_ = 0;      // branches pushed; the newest is at (head_ - 1) % capacity_
     std::uint64_t last_read_ = 0; // head_ at the last read
+    std::uint64_t first_ = 0;     // the oldest branch after the last loss
     bool lost_ = false;
 };
 

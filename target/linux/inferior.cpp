@@ -399,6 +399,7 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
 // and put a rebuilt jump back (its pad runs the new instructions).
 Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
+    flow_cache_.clear(); // the branch recorder decodes the code anew
     std::vector<std::uint8_t> bytes(data.begin(), data.end());
     std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
     const std::uint64_t end = addr + data.size();

@@ -8,7 +8,7 @@
 namespace tpagent::agent {
 
 namespace {
-constexpr std::uint32_t kMaxBranchTraceBytes = 64U << 20;      // per thread
+constexpr std::uint32_t kMaxBranchTraceBytes = 16U << 20;      // per thread: 1 Mi branches
 constexpr std::uint32_t kUnlimitedBranchTraceBytes = 4U << 20; // gdb's "unlimited" (size 0)
 constexpr std::size_t kMaxFlowCache = 1U << 20;
 #if defined(__x86_64__)
@@ -51,9 +51,9 @@ Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
 }
 
 Status Inferior::disable_branch_trace(pid_t tid) {
+    // (A step of the recorder's still in flight ends as one: the next resume just continues.)
     if (!branch_traces_.erase(tid))
         return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
-    if (auto t = threads_.find(tid); t != threads_.end()) t->second.record_step = false;
     return ok_status();
 }
 

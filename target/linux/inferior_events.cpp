@@ -21,9 +21,13 @@ constexpr std::uint64_t kMaxFastStepInstructions = 200000;
 // The software branch recorder's step to the next taken branch (x86: the CPU's BTF).
 #if defined(__x86_64__)
 constexpr long kBlockStep = PTRACE_SINGLEBLOCK;
+constexpr bool kSyscallStepIsBreakpoint = true;
 #else
 constexpr long kBlockStep = PTRACE_SINGLESTEP;
+constexpr bool kSyscallStepIsBreakpoint = false;
 #endif
+// A stepped thread given a signal stops at its handler's entry with this code (ptrace_notify).
+constexpr int kTrapHandlerEntry = 5; // TRAP_UNK
 } // namespace
 
 Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
@@ -82,7 +86,6 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     t.record_step = recorder && !step;
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
     if (t.record_step) req = recorder->block_step ? kBlockStep : long{PTRACE_SINGLESTEP};
-    if (recorder) recorder->software.resuming(signal);
     // Only a PTRACE_SYSCALL resume stops at the return of the call entered last.
     if (req != PTRACE_SYSCALL) t.in_syscall.reset();
     t.at_syscall_entry = false;
@@ -476,6 +479,13 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         unsigned long former = 0;
         const bool other_thread = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &former) == 0 &&
                                   former > 0 && static_cast<pid_t>(former) != tid;
+        if (auto r = branch_traces_.find(static_cast<pid_t>(former));
+            other_thread && r != branch_traces_.end()) {
+            auto node = branch_traces_.extract(r);
+            node.key() = tid;
+            branch_traces_.erase(tid);
+            branch_traces_.insert(std::move(node));
+        }
         if (auto f = threads_.find(static_cast<pid_t>(former));
             other_thread && f != threads_.end()) {
             Thread moved = std::move(f->second);
@@ -573,7 +583,9 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
-    const bool stepped = t.stepping || t.record_step;
+    // (The x86 system-call quirk below applies to the recorder's steps too; on arm64 a TRAP_BRKPT
+    // during them is the program's own brk.)
+    const bool stepped = t.stepping || (kSyscallStepIsBreakpoint && t.record_step);
     bool plain_run = !stepped && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
                      !hw_points_.any();
     bool at_site = false;
@@ -614,9 +626,18 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         }
         // gdb asked for this step: reported like any other (the next resume steps on).
     }
-    if (single_step && t.record_step && !t.stepping &&
-        !(hw_points_.any() && hw_points_.triggered(tid))) {
-        continue_after_stop(tid, t, false); // the branch recorder's step: on to the next
+    if (t.record_step && !t.stepping && info.si_code == kTrapHandlerEntry) {
+        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
+            r->second.software.entered_handler();
+        single_step = true;
+    }
+    if (single_step && t.record_step && !t.stepping) {
+        // The branch recorder's step: on to the next, unless a watchpoint triggered on it.
+        if (hw_points_.any()) {
+            if (auto ev = classify_trap(tid, info); ev && (ev->watch_addr || ev->hwbreak))
+                return report(tid, t, *ev);
+        }
+        continue_after_stop(tid, t, false);
         return finish_stop_all();
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {

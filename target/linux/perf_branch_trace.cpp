@@ -13,12 +13,6 @@
 namespace tpagent::agent {
 namespace {
 
-// One BTS record as perf writes it with PERF_SAMPLE_IP | PERF_SAMPLE_ADDR.
-struct BtsSample {
-    perf_event_header header;
-    std::uint64_t from, to;
-};
-
 std::string cpu_vendor() {
     const std::string info = read_file("/proc/cpuinfo");
     const auto at = info.find("vendor_id");
@@ -46,6 +40,8 @@ std::string open_failure() {
 
 } // namespace
 
+static_assert(sizeof(PerfBranchStore::BtsSample) == sizeof(perf_event_header) + 16);
+
 Result<std::unique_ptr<PerfBranchStore>> PerfBranchStore::open(pid_t tid, std::size_t size_bytes) {
     // Only Intel CPUs have BTS; on others a period-1 branch event is a sample per branch taken
     // by interrupt, without the destination.
@@ -64,7 +60,8 @@ Result<std::unique_ptr<PerfBranchStore>> PerfBranchStore::open(pid_t tid, std::s
     attr.exclude_hv = 1;
     attr.exclude_idle = 1;
     errno = 0;
-    const int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, 0));
+    const int fd =
+        static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) return make_error(ErrorCode::Unsupported, open_failure());
     std::unique_ptr<PerfBranchStore> store(new PerfBranchStore);
     store->fd_ = fd;
@@ -96,27 +93,36 @@ PerfBranchStore::~PerfBranchStore() {
 
 void PerfBranchStore::drain(BranchRing& ring) {
     const auto* header = static_cast<const perf_event_mmap_page*>(map_);
-    const std::uint64_t head = __atomic_load_n(&header->data_head, __ATOMIC_ACQUIRE);
-    std::uint64_t span = head - drained_;
-    if (span > data_size_) {
-        ring.note_lost(); // the CPU wrote over branches not read yet
-        span = data_size_;
+    // The CPU's last records can still be on their way as the thread stops: read again while
+    // the head moves under the read (as gdb does).
+    std::vector<BtsSample> found;
+    std::uint64_t head = 0;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        head = __atomic_load_n(&header->data_head, __ATOMIC_ACQUIRE);
+        found = read_back(head);
+        if (head == __atomic_load_n(&header->data_head, __ATOMIC_ACQUIRE)) break;
     }
-    // Read newest first, as the ring overwrites (records are of one size; anything else ends
-    // the read), then push oldest first.
+    if (head - drained_ > data_size_) ring.note_lost(); // written over before being read
+    for (auto it = found.rbegin(); it != found.rend(); ++it)
+        ring.push(it->from, it->to);
+    drained_ = head;
+}
+
+// The samples written since the last drain, newest first (the ring is overwritten, so it is
+// read backwards; records are of one size, anything else ends the read).
+std::vector<PerfBranchStore::BtsSample> PerfBranchStore::read_back(std::uint64_t head) const {
+    const std::uint64_t span = std::min<std::uint64_t>(head - drained_, data_size_);
     std::vector<BtsSample> found;
     for (std::uint64_t back = sizeof(BtsSample); back <= span; back += sizeof(BtsSample)) {
         BtsSample s{};
         const std::uint64_t at = head - back;
         for (std::size_t i = 0; i < sizeof s; ++i)
             reinterpret_cast<std::uint8_t*>(&s)[i] = data_[(at + i) % data_size_];
-        if (s.header.type != PERF_RECORD_SAMPLE || s.header.size != sizeof s) break;
+        if (s.type != PERF_RECORD_SAMPLE || s.size != sizeof s) break;
         if (s.from >> 63) continue; // a kernel address: not the program's
         found.push_back(s);
     }
-    for (auto it = found.rbegin(); it != found.rend(); ++it)
-        ring.push(it->from, it->to);
-    drained_ = head;
+    return found;
 }
 
 std::string why_no_intel_pt() {

@@ -10,11 +10,18 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 namespace tpagent::agent {
 
 class PerfBranchStore {
   public:
+    // One BTS record as perf writes it with PERF_SAMPLE_IP | PERF_SAMPLE_ADDR.
+    struct BtsSample {
+        std::uint32_t type;
+        std::uint16_t misc, size; // perf_event_header
+        std::uint64_t from, to;
+    };
     // BTS for thread `tid` into a ring of about `size_bytes` (a power of two of pages, as perf
     // allows; less if the system gives less). The error says why the CPU or kernel cannot.
     static Result<std::unique_ptr<PerfBranchStore>> open(pid_t tid, std::size_t size_bytes);
@@ -28,6 +35,7 @@ class PerfBranchStore {
 
   private:
     PerfBranchStore() = default;
+    std::vector<BtsSample> read_back(std::uint64_t head) const;
     int fd_ = -1;
     void* map_ = nullptr;
     std::size_t map_size_ = 0;

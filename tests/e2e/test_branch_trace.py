@@ -91,7 +91,8 @@ def test_reverse_execution_and_goto_in_replay(e2e):
         "record goto end", "info record",
     )
     assert re.search(r"void done\(long result\)", r.of("reverse-stepi")), r.of("reverse-stepi")
-    assert re.search(r"in main \(.*\) at \S*branches\.c:44\n44\s+done\(r\);", r.of("reverse-finish")), r.of("reverse-finish")
+    line = s.line("first done")
+    assert re.search(rf"in main \(.*\) at \S*branches\.c:{line}\n{line}\s+done\(r\);", r.of("reverse-finish")), r.of("reverse-finish")
     # Back over the call of work(3), to the start of the recording: work's breakpoint.
     assert re.search(r"Breakpoint 1, work \(n=", r.of("reverse-next", 1)), r.of("reverse-next", 1)
     assert "Replay in progress.  At instruction 1." in r.of("info record"), r.of("info record")
@@ -118,6 +119,26 @@ def test_each_thread_is_recorded(e2e):
     assert max(int(c) for c in counts) > 50, infos
     history = r.of("record function-call-history")
     assert_in_order(history, r"\bwork\b", r"\bsquare\b", r"\bfact\b")
+    s.server.wait_for(r"^result 134$")
+
+
+@pytest.mark.parametrize("gdb_stops", [True, False], ids=["signal stops", "signal passed"])
+def test_a_signal_handler_entered_while_recording(e2e, gdb_stops):
+    """The recorded thread is given a signal as it steps: it enters its handler, which is
+    recorded; gdb hears of the signal only if it asked to, and never of a SIGTRAP."""
+    s = Scenario(e2e, PROGRAM, "signal")
+    handle = [] if gdb_stops else ["handle SIGUSR1 nostop noprint pass"]
+    r = s.gdb(
+        *handle, "break main", "continue", "record btrace", "break done", "continue",
+        *(["continue"] if gdb_stops else []), "set record function-call-history-size unlimited",
+        "record function-call-history", "record stop", "delete", "continue",
+    )
+    if gdb_stops:
+        assert "Program received signal SIGUSR1" in r.of("continue", 1), r.of("continue", 1)
+    stopped = r.of("continue", 2 if gdb_stops else 1)
+    assert "SIGTRAP" not in stopped and re.search(r"Breakpoint 2, done \(", stopped), stopped
+    assert_in_order(r.of("record function-call-history"), r"\bon_signal\b", r"\bwork\b", r"\bdone\b")
+    s.server.wait_for(r"^signals handled 1$")
     s.server.wait_for(r"^result 134$")
 
 

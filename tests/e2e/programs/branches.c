@@ -1,6 +1,8 @@
 /* Calls, a loop and a recursion for branch tracing (record btrace): main calls work(), which
- * loops over square() and recurses through fact(). "threads" runs work() in two more threads. */
+ * loops over square() and recurses through fact(). "threads" runs work() in two more threads;
+ * "signal" raises SIGUSR1, handled by on_signal(), first. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +28,13 @@ __attribute__((noinline)) void done(long result) {
     sink = result;
 }
 
+volatile int signals_handled;
+
+static void on_signal(int sig) {
+    (void)sig;
+    signals_handled++;
+}
+
 static void* thread_main(void* arg) {
     long n = (long)arg;
     done(work(n));
@@ -40,8 +49,13 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
     }
+    if (argc > 1 && strcmp(argv[1], "signal") == 0) {
+        signal(SIGUSR1, on_signal);
+        raise(SIGUSR1);
+        printf("signals handled %d\n", signals_handled);
+    }
     long r = work(3);
-    done(r);
+    done(r); /* MARK: first done */
     r = work(4);
     done(r);
     printf("result %ld\n", r);

@@ -55,7 +55,8 @@ TEST_CASE("x86-64: branches, their kinds and direct targets", "[arch][control_fl
     CHECK(x86({0xff, 0x15, 0, 0, 0, 0}).kind == FlowKind::Call); // call [rip]
     CHECK(x86({0xc3}).kind == FlowKind::Return);
     CHECK(x86({0xc2, 0x08, 0x00}).kind == FlowKind::Return); // ret 8
-    CHECK(x86({0x0f, 0x05}).kind == FlowKind::Sequential);   // syscall returns after itself
+    CHECK(x86({0x0f, 0x05}).kind == FlowKind::System);       // syscall: where the kernel returns
+    CHECK(x86({0xcc}).kind == FlowKind::System);             // int3
     CHECK_FALSE(arch::x86_64::decode_flow(std::vector<std::uint8_t>{0x0f}, 0x1000));
 }
 
@@ -76,6 +77,7 @@ TEST_CASE("AArch64: branches, their kinds and direct targets", "[arch][control_f
     CHECK(a64(0xd61f0200).kind == FlowKind::Jump);   // br x16
     CHECK(a64(0xd63f0200).kind == FlowKind::Call);   // blr x16
     CHECK(a64(0xd65f03c0).kind == FlowKind::Return); // ret
+    CHECK(a64(0xd4000001).kind == FlowKind::System); // svc #0
     CHECK_FALSE(a64(0xd65f03c0).target);
     CHECK_FALSE(arch::aarch64::decode_flow(std::vector<std::uint8_t>{0x1f, 0x20}, 0x1000));
 }

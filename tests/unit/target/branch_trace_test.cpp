@@ -37,11 +37,16 @@ TEST_CASE("a ring keeps the newest branches; a delta past them is an overflow",
     auto delta = ring.read(BranchTraceRead::Delta, 0x999);
     REQUIRE_FALSE(delta);
     CHECK(delta.error().text == "Overflow.");
+    // A refused delta leaves the next reads what they were: gdb reads new, then all.
+    CHECK(ring.read(BranchTraceRead::New, 0x320)->size() == 2);
+    REQUIRE(ring.read(BranchTraceRead::Delta, 0x320));
     CHECK(*ring.read(BranchTraceRead::All, 0x320) == Blocks{{0x310, 0x320}, {0x210, 0x300}});
     ring.push(0x320, 0x400);
-    ring.note_lost(); // a hardware ring overran
-    CHECK_FALSE(ring.read(BranchTraceRead::Delta, 0x400));
-    CHECK(*ring.read(BranchTraceRead::Delta, 0x400) == Blocks{{0, 0x400}});
+    ring.note_lost(); // a hardware ring overran: what came before is not joined to what follows
+    ring.push(0x480, 0x500);
+    CHECK_FALSE(ring.read(BranchTraceRead::Delta, 0x500));
+    CHECK(*ring.read(BranchTraceRead::All, 0x508) == Blocks{{0x500, 0x508}});
+    CHECK(*ring.read(BranchTraceRead::Delta, 0x508) == Blocks{{0, 0x508}});
 }
 
 namespace {
@@ -98,6 +103,13 @@ TEST_CASE("block steps: the walk finds the taken branch, past untaken ones",
     r.moved_to(0x10);
     r.observe(0x13, true, p.decode(), ring);
     CHECK(ring.read(BranchTraceRead::New, 0x13)->empty());
+    // A system call that sends the thread elsewhere (sigreturn) ends the walk there.
+    p.code[0x50] = {2, FlowKind::System, {}};
+    p.code[0x52] = {2, FlowKind::System, {}};
+    r.moved_to(0x50);
+    r.observe(0x52, true, p.decode(), ring); // it returned to the next instruction
+    r.observe(0x10, true, p.decode(), ring); // this one did not
+    CHECK(*ring.read(BranchTraceRead::Delta, 0x10) == Blocks{{0x10, 0x10}, {0, 0x52}});
 }
 
 TEST_CASE("signal handlers, unreadable code and moved pcs", "[target][branch_trace]") {
@@ -106,9 +118,8 @@ TEST_CASE("signal handlers, unreadable code and moved pcs", "[target][branch_tra
     SoftwareBranchRecorder r;
     r.moved_to(0x10);
     r.observe(0x13, false, p.decode(), ring);
-    r.resuming(10); // a signal delivered: its handler is entered before 0x13 runs
+    r.entered_handler(); // a signal delivered: its handler is entered before 0x13 runs
     r.observe(0x900, false, p.decode(), ring);
-    r.resuming(0);
     r.observe(0x904, false, p.decode(), ring); // unreadable code at 0x900 went on to 0x904
     CHECK(*ring.read(BranchTraceRead::All, 0x904) == Blocks{{0x904, 0x904}, {0x900, 0x900}});
     r.moved_to(0x30); // gdb wrote the pc: no branch went there
