@@ -17,15 +17,16 @@ using namespace protocol;
 
 namespace {
 
-// The thread Hg names, as gdbserver wants it: one thread of the served program.
+// The thread Hg names, else (as gdbserver, whose `?` selects it) the thread that stopped last:
+// a gdb that connects reads each thread's btrace-conf without an Hg, to take up a recording
+// that went on while no gdb was there.
 Result<pid_t> btrace_thread(Session& s) {
     auto* inf = s.live_inferior();
     if (!inf) return make_error(ErrorCode::NoProcess, "No such thread.");
-    if (s.general_thread <= 0)
-        return make_error(ErrorCode::NotAllowed, "Must select a single thread.");
-    if (!inf->has_thread(s.general_thread))
-        return make_error(ErrorCode::NoProcess, "No such thread.");
-    return s.general_thread;
+    const pid_t tid = s.general_thread > 0 ? s.general_thread : s.current_thread();
+    if (tid <= 0) return make_error(ErrorCode::NotAllowed, "Must select a single thread.");
+    if (!inf->has_thread(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
+    return tid;
 }
 
 std::optional<BranchTraceRead> read_kind(std::string_view annex) {
