@@ -6,8 +6,9 @@ Usage: bench/branch_trace.py TPAGENT_BINARY [ITERATIONS]
 
 The program (bench/programs/branch_loop.c) times a loop of ITERATIONS calls of a function that
 branches on its argument. It runs untraced, then recorded (`record btrace bts`) by each
-software method (`monitor set btrace-block-step 1|0`): block steps (the CPU's branch-step
-flag, where it honours it) and single steps. `monitor btrace` says how many branches each run
+software method (`monitor set btrace-method ...`): block ends (a breakpoint at the next branch,
+then a step over it), block steps (the CPU's branch-step flag, where it honours it) and single
+steps. `monitor btrace` says how many branches each run
 recorded and how many of its steps stopped at a taken branch (with block steps that the CPU
 honours, all of them). Prints branches recorded per second and the slowdown of the loop.
 """
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-METHODS = {"block step": "1", "single step": "0"}
+METHODS = {"block ends": "block-ends", "block steps": "block-steps", "single steps": "single-steps"}
 
 
 def build(workdir: Path) -> Path:
@@ -28,11 +29,11 @@ def build(workdir: Path) -> Path:
     return exe
 
 
-def run(tpagent: str, exe: Path, iterations: int, block_step: str | None, workdir: Path) -> dict:
+def run(tpagent: str, exe: Path, iterations: int, method: str | None, workdir: Path) -> dict:
     script = workdir / "session.gdb"
     lines = [f"target remote | {tpagent} - {exe} {iterations}", "break main", "continue", "break finished"]
-    if block_step is not None:
-        lines += [f"monitor set btrace-block-step {block_step}",
+    if method is not None:
+        lines += [f"monitor set btrace-method {method}",
                   "set record btrace bts buffer-size 67108864", "record btrace bts"]
     lines += ["continue", "print loop_ns", "monitor btrace", "kill"]
     script.write_text("\n".join(lines) + "\n")
@@ -44,7 +45,7 @@ def run(tpagent: str, exe: Path, iterations: int, block_step: str | None, workdi
         raise SystemExit(f"no timing:\n{text}")
     figures = {"ns": int(ns.group(1))}
     m = re.search(r"(\d+) branches recorded; (\d+) steps, (\d+) of them to a taken branch", text)
-    if block_step is not None:
+    if method is not None:
         if not m:
             raise SystemExit(f"no branch count:\n{text}")
         figures.update(branches=int(m.group(1)), steps=int(m.group(2)), to_branch=int(m.group(3)))

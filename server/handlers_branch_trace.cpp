@@ -75,7 +75,7 @@ std::string handle_btrace(Session& s, std::string_view args) {
     } else {
         return "E.Bad Qbtrace operation.  Use bts, pt, or off.";
     }
-    request.block_step = s.server().btrace_block_step;
+    request.method = s.server().btrace_method;
     if (auto r = inf.enable_branch_trace(*tid, request); !r) return reply_error_text(r.error());
     return reply_ok();
 }

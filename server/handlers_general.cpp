@@ -236,9 +236,10 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  set debug-format option1[,option2,...]\n"
                                           "    What each line of debug output starts with\n"
                                           "    Options: all, none, timestamp\n"
-                                          "  set btrace-block-step <0|1>\n"
-                                          "    Record branch traces in software by block "
-                                          "steps (1) or single steps (0)\n"
+                                          "  set btrace-method "
+                                          "<block-ends|block-steps|single-steps>\n"
+                                          "    How threads recorded from now on are run from "
+                                          "branch to branch without BTS\n"
                                           "  btrace\n"
                                           "    Show how each thread's branch trace is "
                                           "recorded\n"
@@ -294,10 +295,17 @@ std::string handle_monitor(Session& s, std::string_view args) {
                           : "Protocol debug output disabled.\n");
     }
     if (command == "btrace") return to_hex(branch_trace_summary(s));
-    if (auto on = switch_value(command, "set btrace-block-step ")) {
-        s.server().btrace_block_step = *on;
-        return to_hex(*on ? "Threads recorded from now on step a block at a time.\n"
-                          : "Threads recorded from now on step an instruction at a time.\n");
+    if (command.starts_with("set btrace-method ")) {
+        constexpr std::pair<std::string_view, BranchStepMethod> kMethods[] = {
+            {"block-ends", BranchStepMethod::BlockEnds},
+            {"block-steps", BranchStepMethod::BlockSteps},
+            {"single-steps", BranchStepMethod::SingleSteps},
+        };
+        for (const auto& [name, method] : kMethods)
+            if (command.substr(18) == name) {
+                s.server().btrace_method = method;
+                return to_hex(fmt::format("Threads recorded from now on: {}.\n", name));
+            }
     }
     std::string unknown = "Unknown monitor command.\n\n";
     if (command.starts_with("set debug-format ") && command.size() > 17) {

@@ -110,8 +110,8 @@ class Server {
     const std::vector<std::string>& last_program() const { return last_program_; }
     Target::EventReports event_reports; // what gdb's qSupported asked for
     bool non_stop = false;              // QNonStop
-    // `monitor set btrace-block-step`: the software branch recorder's steps (block or single).
-    bool btrace_block_step = true;
+    // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
+    BranchStepMethod btrace_method = BranchStepMethod::BlockEnds;
     // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
     void pump_events();
     // Gives the program what gdb asked of every program (the four above).

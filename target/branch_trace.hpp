@@ -21,6 +21,13 @@ struct BranchBlock {
     bool operator==(const BranchBlock&) const = default;
 };
 
+// How the software recorder runs a recorded thread from branch to branch.
+enum class BranchStepMethod {
+    BlockEnds,   // a breakpoint at the next branch, then a step over it (one thread only)
+    BlockSteps,  // the CPU's step to the next taken branch (x86 BTF; else single steps)
+    SingleSteps, // one instruction at a time
+};
+
 struct BranchTraceConfig {
     BranchTraceFormat format = BranchTraceFormat::Bts;
     std::uint32_t size = 0; // the ring's size in bytes, as obtained

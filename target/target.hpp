@@ -235,12 +235,12 @@ class Target {
     // Called when the process execs: the old image, and everything placed in it, is gone.
     virtual void set_exec_handler(std::function<void()> handler) = 0;
 
-    // Branch trace (record btrace), per thread. The software recorder steps a recorded thread
-    // (a block step if `block_step` and the CPU has it) where the hardware has no BTS.
+    // Branch trace (record btrace), per thread. Where the hardware has no BTS, the software
+    // recorder runs a recorded thread from branch to branch as `method` says.
     struct BranchTraceRequest {
         BranchTraceFormat format = BranchTraceFormat::Bts;
         std::uint32_t size = 0x10000;
-        bool block_step = true;
+        BranchStepMethod method = BranchStepMethod::BlockEnds;
     };
     virtual Result<BranchTraceConfig> enable_branch_trace(pid_t /*tid*/,
                                                           const BranchTraceRequest& /*request*/) {

@@ -28,6 +28,8 @@ class SoftwareBranchRecorder {
     void entered_handler() { signalled_ = true; }
     // The pc was changed from outside (gdb wrote it, a new image): no branch leads there.
     void moved_to(std::uint64_t pc);
+    // Where the thread was last seen (nullopt: not yet).
+    std::optional<std::uint64_t> position() const { return at_; }
     // Stops that found the thread moved, and those of them after a taken branch.
     std::uint64_t steps() const { return steps_; }
     std::uint64_t steps_to_branch() const { return steps_to_branch_; }

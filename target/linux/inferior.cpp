@@ -460,6 +460,8 @@ Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len
 
 void Inferior::forget_image() {
     breakpoints_->forget_all();
+    for (auto& [tid, t] : threads_)
+        t.record_trap.reset(); // (gone with the rest)
     user_breakpoints_.clear();
     sites_.clear();
     recently_removed_sites_.clear();

@@ -137,7 +137,8 @@ class Inferior final : public Target {
         BranchRing ring;
         std::unique_ptr<PerfBranchStore> hardware; // nullptr: recorded by stepping
         SoftwareBranchRecorder software;
-        bool block_step = false;
+        BranchStepMethod method = BranchStepMethod::BlockSteps;
+        bool block_step = false; // the steps are block steps
         BranchTraceConfig config;
     };
     // Software recording: the thread stopped where it is now; what branch got it there?
@@ -181,9 +182,15 @@ class Inferior final : public Target {
         std::optional<std::uint64_t> fast_step;
         bool fast_step_in_copy = false; // reached the relocated instruction
         std::uint64_t fast_step_count = 0;
-        // Running on under the software branch recorder: each step is tpagent's, not gdb's.
+        // Running on under the software branch recorder: each step is tpagent's, not gdb's;
+        // or running to the breakpoint it placed at the next branch (record_trap).
         bool record_step = false;
+        std::optional<std::uint64_t> record_trap;
     };
+    // Recording by block ends: a breakpoint at the first branch from the thread's pc, which
+    // then runs there (false: none placed, the thread steps instead); and taking it out.
+    bool place_block_end(pid_t tid, Thread& t, const BranchRecording& r);
+    void clear_block_end(Thread& t);
     struct Site {
         std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
         arch::Relocated code;

@@ -11,6 +11,7 @@ namespace {
 constexpr std::uint32_t kMaxBranchTraceBytes = 16U << 20;      // per thread: 1 Mi branches
 constexpr std::uint32_t kUnlimitedBranchTraceBytes = 4U << 20; // gdb's "unlimited" (size 0)
 constexpr std::size_t kMaxFlowCache = 1U << 20;
+constexpr int kMaxBlockWalk = 4096; // a longer straight run is stepped through
 #if defined(__x86_64__)
 constexpr bool kHasBlockStep = true;
 #else
@@ -40,10 +41,12 @@ Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
         r.hardware = std::move(*hardware);
         r.config.backend = "hardware BTS (perf)";
     } else {
-        r.block_step = kHasBlockStep && request.block_step;
+        r.method = request.method;
+        r.block_step = kHasBlockStep && request.method != BranchStepMethod::SingleSteps;
+        constexpr std::string_view kNames[] = {"block ends", "block steps", "single steps"};
         r.config.backend =
             fmt::format("software, {} (no hardware BTS: {})",
-                        r.block_step ? "block-step" : "single-step", hardware.error().text);
+                        kNames[static_cast<int>(request.method)], hardware.error().text);
         if (auto pc = read_pc(tid)) r.software.moved_to(*pc);
     }
     spdlog::debug("thread {}: branch trace enabled, {}", tid, r.config.backend);
@@ -51,7 +54,10 @@ Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
 }
 
 Status Inferior::disable_branch_trace(pid_t tid) {
-    // (A step of the recorder's still in flight ends as one: the next resume just continues.)
+    // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
+    // at its next branch is taken out when it gets there: the next resume just continues.)
+    if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
+        clear_block_end(t->second);
     if (!branch_traces_.erase(tid))
         return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
     return ok_status();
@@ -84,8 +90,43 @@ Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTr
 void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
     auto pc = read_pc(tid);
     if (!pc) return;
+    // (After a block end's breakpoint, the walk goes through the whole block.)
     r.software.observe(
-        *pc, r.block_step, [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
+        *pc, r.method != BranchStepMethod::SingleSteps,
+        [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
+}
+
+bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
+    auto pc = read_pc(tid);
+    // Only where the recorder knows the thread is (not sent into a pad), and with no other
+    // thread that could meet the breakpoint: another would have to step over it, lifting it
+    // for a moment in which this one could pass it unseen.
+    if (!pc || r.software.position() != *pc || threads_.size() != 1) return false;
+    std::uint64_t at = *pc;
+    for (int n = 0;; ++n) {
+        if (n == kMaxBlockWalk) return false;
+        auto insn = flow_at(at);
+        if (!insn) return false;
+        if (insn->kind != arch::FlowKind::Sequential) break;
+        at += insn->length;
+    }
+    if (at == *pc) return false; // at the branch: a step takes it
+    // Not into code tpagent or gdb has patched: a breakpoint (whose hit is theirs) or a fast
+    // tracepoint's jump.
+    if (breakpoints_->inserted_at(at)) return false;
+    for (const auto& [addr, site] : fast_sites_)
+        if (at >= addr && at < addr + site.patch.size()) return false;
+    if (auto i = breakpoints_->insert(at); !i) return false;
+    t.record_trap = at;
+    return true;
+}
+
+void Inferior::clear_block_end(Thread& t) {
+    if (!t.record_trap) return;
+    if (auto r = breakpoints_->remove(*t.record_trap); !r)
+        spdlog::warn("cannot take out the branch recorder's breakpoint at 0x{:x}: {}",
+                     *t.record_trap, r.error().text);
+    t.record_trap.reset();
 }
 
 Result<arch::FlowInstruction> Inferior::flow_at(std::uint64_t addr) {

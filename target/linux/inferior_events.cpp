@@ -38,6 +38,7 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     BranchRecording* recorder = recording != branch_traces_.end() && !recording->second.hardware
                                     ? &recording->second
                                     : nullptr;
+    clear_block_end(t); // (placed again below, from where the thread is now)
     if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
     if (!step) t.step_from_site.reset();            // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
@@ -85,7 +86,15 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     // A recorded thread that is to run steps instead: one branch (or instruction) at a time.
     t.record_step = recorder && !step;
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
-    if (t.record_step) req = recorder->block_step ? kBlockStep : long{PTRACE_SINGLESTEP};
+    if (t.record_step) {
+        req = recorder->block_step ? kBlockStep : long{PTRACE_SINGLESTEP};
+        // Faster: run to a breakpoint at the next branch (a signal's handler is stepped into).
+        if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 && !t.step_over &&
+            place_block_end(tid, t, *recorder)) {
+            t.record_step = false;
+            req = catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
+        }
+    }
     // Only a PTRACE_SYSCALL resume stops at the return of the call entered last.
     if (req != PTRACE_SYSCALL) t.in_syscall.reset();
     t.at_syscall_entry = false;
@@ -370,6 +379,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             ev.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
             reported_.push_back(ev);
         }
+        if (it != threads_.end()) clear_block_end(it->second);
         threads_.erase(tid);
         branch_traces_.erase(tid);
         if (non_stop_ && !stopping_all_) running_ = any_wants_run();
@@ -625,6 +635,21 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             return finish_stop_all();
         }
         // gdb asked for this step: reported like any other (the next resume steps on).
+    }
+    if (t.record_trap && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
+        // The branch recorder's breakpoint at the end of the block: the thread is put back
+        // onto the branch, which the next resume steps.
+        auto s = snapshot(tid, false);
+        const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
+        if (s && at == *t.record_trap && !user_breakpoint_at(at)) {
+            arch_.set_pc(**s, at);
+            if (auto w = arch_.write_general_registers(tid, **s); !w)
+                spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at,
+                             w.error().text);
+            clear_block_end(t);
+            continue_after_stop(tid, t, false);
+            return finish_stop_all();
+        }
     }
     if (t.record_step && !t.stepping && info.si_code == kTrapHandlerEntry) {
         if (auto r = branch_traces_.find(tid); r != branch_traces_.end())

@@ -51,13 +51,19 @@ def recorded(info_record: str) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def test_history_of_calls_loops_and_recursion(e2e):
+METHODS = ["block-ends", "block-steps", "single-steps"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_history_of_calls_loops_and_recursion(e2e, method):
     s = Scenario(e2e, PROGRAM)
     r = s.gdb(
-        *TO_WORK, "record btrace bts", "break done", "continue", "info record",
+        f"monitor set btrace-method {method}", *TO_WORK, "record btrace bts", "monitor btrace",
+        "break done", "continue", "info record",
         "set record function-call-history-size unlimited", "record function-call-history /ilc",
         "record instruction-history -", "record stop", "delete", "continue",
     )
+    assert f"software, {method.replace('-', ' ')}" in r.of("monitor btrace"), r.of("monitor btrace")
     info = r.of("info record")
     assert_in_order(info, r"Active record target: record-btrace", r"Recording format: Branch Trace Store\.",
                     r"Buffer size: 64kB\.")
@@ -160,12 +166,30 @@ def test_trace_is_read_by_deltas_and_stitched_across_stops(e2e):
     assert_in_order(history, r"\bwork\b", r"\bsquare\b", r"\bwork\b", r"\bsquare\b")
 
 
-def test_stopping_the_recording_leaves_the_program_as_it_was(e2e):
+CODE_DUMP = """import re, sys
+pid, out = sys.argv[1], sys.argv[2]
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(out, "wb") as dump:
+    for line in maps:
+        lo, hi, perms = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\\S+)", line).groups()
+        if "x" in perms and "[v" not in line:
+            mem.seek(int(lo, 16))
+            dump.write(mem.read(int(hi, 16) - int(lo, 16)))
+"""
+
+
+def test_stopping_the_recording_leaves_the_program_as_it_was(e2e, tmp_path):
     s = Scenario(e2e, PROGRAM)
+    dump = tmp_path / "dump.py"
+    dump.write_text(CODE_DUMP)
+    before, after = tmp_path / "before", tmp_path / "after"
     r = s.gdb(
-        *TO_WORK, "x/32xb work", "record btrace", "monitor btrace", "break done", "continue",
-        "record stop", "monitor btrace", "x/32xb work", "delete", "continue",
+        *TO_WORK, f"shell python3 {dump} {s.pid} {before}", "x/32xb work", "record btrace",
+        "monitor btrace", "break done", "continue", "record stop", "monitor btrace",
+        f"shell python3 {dump} {s.pid} {after}", "x/32xb work", "delete", "continue",
     )
+    # Every executable byte of the program and its libraries is as it was (gdb's breakpoints
+    # are out while it is stopped; the recorder's are gone).
+    assert before.stat().st_size > 100000 and before.read_bytes() == after.read_bytes()
     assert re.search(r"Thread \d+: (software|hardware)", r.of("monitor btrace")), r.of("monitor btrace")
     assert "No thread's branches are being recorded." in r.of("monitor btrace", 1)
     assert r.of("x/32xb work") == r.of("x/32xb work", 1)
