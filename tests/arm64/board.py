@@ -52,7 +52,7 @@ GDB = "gdb-multiarch"
 # Every program the tests run, built into the payload before the board boots (the payload
 # is part of its initramfs).
 PROGRAMS = (
-    "basic", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads",
+    "basic", "branches", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads",
     "a64_pc_relative",
 )
 # Built with -ldl (glibc 2.36 has dlopen in libc; the flag keeps older ones working).
