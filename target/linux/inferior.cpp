@@ -474,8 +474,9 @@ void Inferior::forget_image() {
 }
 
 void Inferior::mark_dead() {
-    unshare_memory(); // a vfork child's breakpoints stay in its parent's memory
-    branch_traces_.clear();
+    unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
+    branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
+    vfork_running_ = false;
     alive_ = false;
     running_ = false;
     stopping_all_ = false;

@@ -309,6 +309,9 @@ class Inferior final : public Target {
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
     bool vfork_child_ = false; // shares its parent's memory until it execs or exits
+    // A vfork child runs in this process's memory (from the vfork event to vfork-done): no
+    // breakpoint of the branch recorder's may go there, the child would meet it.
+    bool vfork_running_ = false;
     void unshare_memory();
     // gdb's breakpoints, for a process sharing this one's memory: this one forgets them,
     // leaving them in memory.

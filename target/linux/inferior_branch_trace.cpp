@@ -92,7 +92,7 @@ void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
     if (!pc) return;
     // (After a block end's breakpoint, the walk goes through the whole block.)
     r.software.observe(
-        *pc, r.method != BranchStepMethod::SingleSteps,
+        *pc, r.block_step || r.method == BranchStepMethod::BlockEnds,
         [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
 }
 
@@ -102,6 +102,7 @@ bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
     // thread that could meet the breakpoint: another would have to step over it, lifting it
     // for a moment in which this one could pass it unseen.
     if (!pc || r.software.position() != *pc || threads_.size() != 1) return false;
+    if (vfork_running_ || vfork_child_) return false; // the memory is shared with another
     std::uint64_t at = *pc;
     for (int n = 0;; ++n) {
         if (n == kMaxBlockWalk) return false;

@@ -453,6 +453,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         unsigned long child = 0;
         const bool known = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0;
         const bool vfork = event == PTRACE_EVENT_VFORK;
+        if (vfork) vfork_running_ = true;
         if (known && (vfork ? reports_.vfork : reports_.fork)) {
             hold_child(static_cast<pid_t>(child), vfork);
             StopEvent ev = signal_event(tid, SIGTRAP);
@@ -465,6 +466,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         return finish_stop_all();
     }
     if (event == PTRACE_EVENT_VFORK_DONE) {
+        vfork_running_ = false;
         // The vfork child has exec'd or exited: the parent's breakpoints go back.
         for (std::uint64_t addr : lifted_for_vfork_)
             (void)breakpoints_->lower(addr);
@@ -792,6 +794,8 @@ std::optional<StopEvent> Inferior::finish_stop_all() {
     if (!stopping_all_) return take_reported();
     if (!all_stopped()) return std::nullopt;
     leave_pads();
+    for (auto& [tid, t] : threads_)
+        clear_block_end(t); // (not left in the code while gdb looks at it or patches it)
     stopping_all_ = false;
     running_ = false;
     for (auto& [tid, t] : threads_)

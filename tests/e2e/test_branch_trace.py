@@ -148,6 +148,18 @@ def test_a_signal_handler_entered_while_recording(e2e, gdb_stops):
     s.server.wait_for(r"^result 134$")
 
 
+@pytest.mark.parametrize("mode", ["", "exec"], ids=["vfork child exits", "vfork child execs"])
+def test_a_vfork_child_runs_untouched_in_the_memory_it_shares(e2e, mode):
+    """The recorded parent vforks: its child runs in the parent's memory, where the recorder
+    puts no breakpoint while the child is there (the child, not traced, would die of it)."""
+    s = Scenario(e2e, "vforker", *([mode] if mode else []))
+    r = s.gdb("break main", "continue", "record btrace", "break after_vfork", "continue",
+              "info record", "record stop", "delete", "continue")
+    assert re.search(r"Breakpoint 2, after_vfork \(pid=\d+\)", r.of("continue", 1)), r.of("continue", 1)
+    assert recorded(r.of("info record"))[0] > 10
+    s.server.wait_for(rf"^parent: child exited {0 if mode else 5}$")
+
+
 def test_trace_is_read_by_deltas_and_stitched_across_stops(e2e):
     s = Scenario(e2e, PROGRAM)
     r = s.gdb(
