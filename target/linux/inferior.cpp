@@ -304,11 +304,10 @@ Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
         return make_error(ErrorCode::BadPacket, "wrong register block size");
     auto s = snapshot(tid);
     if (!s) return s.error();
-    auto recording = branch_traces_.find(tid);
-    if (recording != branch_traces_.end() && !recording->second.hardware)
-        observe_branches(tid, recording->second); // where it got to, before the pc moves
+    BranchRecording* recording = software_recording(tid);
+    if (recording) observe_branches(tid, *recording); // where it got to, before the pc moves
     arch_.g_to_snapshot(g, **s);
-    if (recording != branch_traces_.end()) recording->second.software.moved_to(arch_.pc(**s));
+    if (recording) recording->software.moved_to(arch_.pc(**s));
     return arch_.write_snapshot(tid, **s);
 }
 

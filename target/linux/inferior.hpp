@@ -138,9 +138,10 @@ class Inferior final : public Target {
         std::unique_ptr<PerfBranchStore> hardware; // nullptr: recorded by stepping
         SoftwareBranchRecorder software;
         BranchStepMethod method = BranchStepMethod::BlockSteps;
-        bool block_step = false; // the steps are block steps
         BranchTraceConfig config;
     };
+    // The thread's recording if the software recorder makes it (nullptr: none, or the CPU's).
+    BranchRecording* software_recording(pid_t tid);
     // Software recording: the thread stopped where it is now; what branch got it there?
     void observe_branches(pid_t tid, BranchRecording& r);
     // The software recorder's view of the program's instructions (cached until gdb resumes,
@@ -265,6 +266,8 @@ class Inferior final : public Target {
     std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
     std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
     std::optional<StopEvent> handle_syscall_stop(pid_t tid, Thread& t);
+    // Puts the pc back onto the breakpoint at `at` the thread has just executed.
+    void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
     bool finish_pad_step(pid_t tid, Thread& t);
     void end_step_over(pid_t tid, Thread& t);

@@ -42,7 +42,6 @@ Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
         r.config.backend = "hardware BTS (perf)";
     } else {
         r.method = request.method;
-        r.block_step = kHasBlockStep && request.method != BranchStepMethod::SingleSteps;
         constexpr std::string_view kNames[] = {"block ends", "block steps", "single steps"};
         r.config.backend =
             fmt::format("software, {} (no hardware BTS: {})",
@@ -87,13 +86,20 @@ Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTr
     return r.ring.read(kind, *pc);
 }
 
+Inferior::BranchRecording* Inferior::software_recording(pid_t tid) {
+    auto it = branch_traces_.find(tid);
+    return it != branch_traces_.end() && !it->second.hardware ? &it->second : nullptr;
+}
+
 void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
     auto pc = read_pc(tid);
     if (!pc) return;
-    // (After a block end's breakpoint, the walk goes through the whole block.)
+    // (After a block end's breakpoint, the walk goes through the whole block; a block step is
+    // a single step where the CPU has none.)
+    const bool whole_block = r.method == BranchStepMethod::BlockEnds ||
+                             (r.method == BranchStepMethod::BlockSteps && kHasBlockStep);
     r.software.observe(
-        *pc, r.block_step || r.method == BranchStepMethod::BlockEnds,
-        [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
+        *pc, whole_block, [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
 }
 
 bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {

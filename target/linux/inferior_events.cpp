@@ -26,18 +26,13 @@ constexpr bool kSyscallStepIsBreakpoint = true;
 constexpr long kBlockStep = PTRACE_SINGLESTEP;
 constexpr bool kSyscallStepIsBreakpoint = false;
 #endif
-// A stepped thread given a signal stops at its handler's entry with this code (ptrace_notify).
-constexpr int kTrapHandlerEntry = 5; // TRAP_UNK
 } // namespace
 
 Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     if (hw_points_.any())
         if (auto h = hw_points_.apply(tid); !h) return h;
     step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
-    auto recording = branch_traces_.find(tid);
-    BranchRecording* recorder = recording != branch_traces_.end() && !recording->second.hardware
-                                    ? &recording->second
-                                    : nullptr;
+    BranchRecording* recorder = software_recording(tid);
     clear_block_end(t); // (placed again below, from where the thread is now)
     if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
     if (!step) t.step_from_site.reset();            // a thread inside a pad just runs out of it
@@ -87,7 +82,8 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     t.record_step = recorder && !step;
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
     if (t.record_step) {
-        req = recorder->block_step ? kBlockStep : long{PTRACE_SINGLESTEP};
+        req = recorder->method == BranchStepMethod::SingleSteps ? long{PTRACE_SINGLESTEP}
+                                                                : kBlockStep;
         // Faster: run to a breakpoint at the next branch (a signal's handler is stepped into).
         if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 && !t.step_over &&
             place_block_end(tid, t, *recorder)) {
@@ -638,27 +634,25 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         }
         // gdb asked for this step: reported like any other (the next resume steps on).
     }
+    // (A stepped thread given a signal stops at its handler's entry with TRAP_UNK.)
     if (t.record_trap && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
         // The branch recorder's breakpoint at the end of the block: the thread is put back
         // onto the branch, which the next resume steps.
         auto s = snapshot(tid, false);
         const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         if (s && at == *t.record_trap && !user_breakpoint_at(at)) {
-            arch_.set_pc(**s, at);
-            if (auto w = arch_.write_general_registers(tid, **s); !w)
-                spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at,
-                             w.error().text);
+            rewind_pc(tid, **s, at);
             clear_block_end(t);
             continue_after_stop(tid, t, false);
             return finish_stop_all();
         }
     }
-    if (t.record_step && !t.stepping && info.si_code == kTrapHandlerEntry) {
+    if (t.record_step && info.si_code == TRAP_UNK) {
         if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
             r->second.software.entered_handler();
         single_step = true;
     }
-    if (single_step && t.record_step && !t.stepping) {
+    if (single_step && t.record_step) {
         // The branch recorder's step: on to the next, unless a watchpoint triggered on it.
         if (hw_points_.any()) {
             if (auto ev = classify_trap(tid, info); ev && (ev->watch_addr || ev->hwbreak))
@@ -687,10 +681,7 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             // now, or it would run on from one byte into the instruction.
             bool removed = site && !sites_.count(at);
             if (site) t.collected_at = at;
-            if (!resumes || stale || removed)
-                if (auto w = arch_.write_general_registers(tid, **s); !w)
-                    spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at,
-                                 w.error().text);
+            if (!resumes || stale || removed) rewind_pc(tid, **s, at);
             if (passes) {
                 t.trace_steps_left = hit.steps;
                 t.trace_site = at;
@@ -718,6 +709,12 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     return std::nullopt;
 }
 
+void Inferior::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
+    arch_.set_pc(regs, at);
+    if (auto w = arch_.write_general_registers(tid, regs); !w)
+        spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at, w.error().text);
+}
+
 std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
     StopEvent ev;
     ev.pid = pid_;
@@ -740,10 +737,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
             std::uint64_t pc = arch_.pc(**s);
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
             if (breakpoints_->inserted_at(bp)) {
-                arch_.set_pc(**s, bp);
-                if (auto w = arch_.write_general_registers(tid, **s); !w)
-                    spdlog::warn("thread {}: cannot rewind the pc to the breakpoint: {}", tid,
-                                 w.error().text);
+                rewind_pc(tid, **s, bp);
                 ev.swbreak = true;
             }
         }
@@ -794,12 +788,12 @@ std::optional<StopEvent> Inferior::finish_stop_all() {
     if (!stopping_all_) return take_reported();
     if (!all_stopped()) return std::nullopt;
     leave_pads();
-    for (auto& [tid, t] : threads_)
-        clear_block_end(t); // (not left in the code while gdb looks at it or patches it)
     stopping_all_ = false;
     running_ = false;
-    for (auto& [tid, t] : threads_)
+    for (auto& [tid, t] : threads_) {
         t.wants_run = false;
+        clear_block_end(t); // (not left in the code while gdb looks at it or patches it)
+    }
     auto ev = *chosen_;
     chosen_.reset();
     return ev;
