@@ -482,7 +482,8 @@ void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std
 __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadState& t,
                                                              std::uint64_t bound) {
     const ChunkHeader* had = t.writer.chunk;
-    std::uint8_t* record = reserve_record(g_region, t.writer, bound);
+    std::uint8_t* record = reserve_record(
+        g_region, t.writer, bound, [] { tpagent_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0); });
     if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
     if (!t.key_set && g_exit_key_ok) {
         pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));

@@ -42,10 +42,20 @@ inline void seal_chunk(void* region, ChunkHeader* c) {
         ((n & kSealNumberMask) << 16) | chunk_index(region, c), std::memory_order_release);
 }
 
-// The chunk sealed longest ago, taken out of the ring; null when none is sealed.
-inline ChunkHeader* reuse_sealed_chunk(void* region) {
+// How a writer that has no other chunk gives way to a sealer between its two steps (counted,
+// not yet in the ring): the program's threads and tpagent each yield their CPU their own way.
+using YieldFn = void (*)();
+
+// The chunk sealed longest ago, taken out of the ring; null when none is sealed. An entry still
+// being written is spun on briefly; then, given `yield`, waited for: a sealer preempted between
+// its two steps would otherwise cost a frame (8 threads on 2 CPUs lost 2 in 40000). The wait is
+// bounded: a sealer held by a ptrace stop must not hold the writer for ever.
+inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
+    constexpr int kSpins = 1000;
+    constexpr int kYields = 100000;
     Header* h = header_of(region);
-    for (int tries = 0; tries < 1000; ++tries) {
+    for (int tries = 0; tries < kSpins + (yield ? kYields : 0); ++tries) {
+        if (tries >= kSpins) yield();
         std::uint64_t head = h->reused_count.load(std::memory_order_acquire);
         if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
         const std::uint64_t entry =
@@ -58,7 +68,7 @@ inline ChunkHeader* reuse_sealed_chunk(void* region) {
 }
 
 // A chunk for a writer in run `generation`, emptied, or null.
-inline ChunkHeader* take_chunk(void* region, std::uint64_t generation) {
+inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn yield) {
     Header* h = header_of(region);
     ChunkHeader* c = nullptr;
     // Circular: once the ring holds what the buffer's size asks for, its oldest chunk is reused
@@ -72,7 +82,7 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation) {
         const std::uint32_t i = h->next_fresh.fetch_add(1, std::memory_order_relaxed);
         if (i < h->chunk_count) c = chunk_at(region, i);
     }
-    if (!c && h->circular) c = reuse_sealed_chunk(region);
+    if (!c && h->circular) c = reuse_sealed_chunk(region, yield);
     if (!c) return nullptr;
     // First the epoch, then the bytes: readers check it around their copies.
     c->epoch.fetch_add(1, std::memory_order_acq_rel);
@@ -106,13 +116,14 @@ inline std::uint8_t* room_in_chunk(const Header& h, const ChunkWriter& w, std::u
 
 // Where the writer's next record goes, with room for `bound` bytes: in its chunk, else in a
 // new one (the old one sealed). Null when no chunk is to be had.
-inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound) {
+inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound,
+                                    YieldFn yield) {
     Header* h = header_of(region);
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     if (w.generation != generation) join_generation(w, generation);
     if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
     if (w.chunk) seal_chunk(region, w.chunk);
-    w.chunk = take_chunk(region, generation);
+    w.chunk = take_chunk(region, generation, yield);
     return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
 }
 

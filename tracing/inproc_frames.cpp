@@ -2,6 +2,7 @@
 #include "arch/frame_clock.hpp"
 #include <algorithm>
 #include <cstring>
+#include <sched.h>
 
 namespace tpagent::agent {
 
@@ -113,7 +114,7 @@ trace::CommitResult InprocFrames::append(std::span<const std::uint8_t> frame, st
     Header* h = header_of(region);
     const std::uint64_t size = (sizeof(RecordHeader) + frame.size() + 7) & ~std::uint64_t{7};
     if (size > chunk_payload(*h)) return trace::CommitResult::Full;
-    std::uint8_t* record = reserve_record(region, writer_, size);
+    std::uint8_t* record = reserve_record(region, writer_, size, [] { sched_yield(); });
     if (!record) return trace::CommitResult::Full;
     if (!h->circular && !claim_linear(h, writer_, static_cast<std::int64_t>(size)))
         return trace::CommitResult::Full;

@@ -3,6 +3,7 @@
 // tpagent's side (InprocRegion) maps the same region a second time, configures it (tracepoint
 // records written by hand through the shared_region.hpp structs) and finds the frames the
 // collector wrote into the chunks (InprocFrames).
+#include "inproc/frame_chunks.hpp"
 #include "inproc/shared_region.hpp"
 #include "tracing/inproc_frames.hpp"
 #include "tracing/inproc_region.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -953,6 +955,55 @@ TEST_CASE("inproc: circular: a full buffer reuses the chunk sealed longest ago",
     REQUIRE(frames.size() == 1);
     CHECK(frames[0].memory.size() == 4);
     CHECK(stop_reason() == StopReason::None);
+}
+
+// Yields of writers waiting in the test below.
+std::atomic<int> g_waits{0};
+
+// A writer needing a chunk when every fresh one is taken and the only sealed one is between its
+// sealer's two steps (counted, not yet in the ring): the writer waits for that chunk rather than
+// dropping its frame, and takes it, not whatever an entry left from a zeroed ring or an earlier
+// run names.
+TEST_CASE("inproc: a writer waits for a chunk whose sealer is between its two steps", "[inproc]") {
+    Config config(true, 0, 1u << 20);
+    void* r = region().local();
+    Header& h = header();
+    const std::uint64_t generation = h.generation.load();
+    // An earlier run's seal 0 of chunk 0 in the ring, as a run that sealed chunk 0 first leaves.
+    sealed_ring(r)[0].store(0);
+    configure_chunks(1u << 20);
+    REQUIRE(h.generation.load() == generation + 1);
+    std::vector<ChunkHeader*> owned;
+    for (std::uint32_t i = 0; i < h.chunk_count; ++i)
+        owned.push_back(take_chunk(r, generation + 1, nullptr));
+    REQUIRE(owned.back() != nullptr);
+    CHECK(take_chunk(r, generation + 1, nullptr) == nullptr);
+
+    // Chunk 5's sealer, halfway: seal 0 counted, its ring entry not written.
+    ChunkHeader* sealed = owned[5];
+    sealed->state.store(static_cast<std::uint32_t>(ChunkState::Sealed));
+    REQUIRE(h.sealed_count.fetch_add(1) == 0);
+    // Without a way to wait, the writer gives up (and would drop its frame).
+    CHECK(take_chunk(r, generation + 1, nullptr) == nullptr);
+
+    g_waits = 0;
+    std::atomic<ChunkHeader*> taken{nullptr};
+    std::atomic<bool> returned{false};
+    std::thread writer([&] {
+        taken = take_chunk(r, generation + 1, [] {
+            ++g_waits;
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        });
+        returned = true;
+    });
+    while (g_waits.load() < 10 && !returned.load())
+        std::this_thread::yield();
+    CHECK_FALSE(returned.load());
+    // The sealer's second step.
+    sealed_ring(r)[0].store((std::uint64_t{0} << 16) | chunk_index(r, sealed));
+    writer.join();
+    CHECK(taken == sealed);
+    CHECK(h.reused_count.load() == 1);
 }
 
 TEST_CASE("inproc: a frame copied while its chunk is reused is refused", "[inproc]") {
