@@ -38,6 +38,9 @@ struct FastPadOptions {
     // true: the pad stores the whole core itself, what it otherwise leaves to the collector
     // (fast_block_completion()): cheaper for tracepoints that collect `$regs`.
     bool stage_full_core = false;
+    // true: the pad also saves the FP/vector state where the collector finds it
+    // (Architecture::fast_saved_state()), for tracepoints that collect FP/vector registers.
+    bool stage_vector_state = false;
 };
 
 // A fast tracepoint's jump pad: what to build and what comes out (see arch/<isa>/jump_pad).
@@ -142,6 +145,19 @@ class Architecture {
         std::uint32_t constants_offset = 0, constants_size = 0;
     };
     virtual FastBlockCompletion fast_block_completion() const { return {}; }
+    // The FP/vector state a pad saves with FastPadOptions::stage_vector_state: its bytes, and
+    // where it starts relative to the collector's `frame` argument. 0 bytes: pads cannot.
+    struct FastSavedState {
+        std::uint32_t bytes = 0;
+        std::int32_t frame_offset = 0;
+    };
+    virtual FastSavedState fast_saved_state() const { return {}; }
+    // Writes into g the registers such a saved state holds (fast_saved_state().bytes of it),
+    // and only those, marking them in `placed` (sized to registers()).
+    virtual void fast_saved_state_to_g(std::span<const std::uint8_t> state,
+                                       std::span<std::uint8_t> g, std::vector<bool>& placed) const {
+        (void)state, (void)g, (void)placed;
+    }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
     // Whether `code` starts with an instruction indirect branches may have to land on where
     // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.

@@ -107,6 +107,8 @@ struct Hit {
     std::uint8_t* out;         // next frame byte
     std::uint8_t* out_end;     // the tracepoint's frame bound
     bool has_registers = false;
+    // The FP/vector state the pad saved, for a tracepoint that collects it; else null.
+    const std::uint8_t* saved_state = nullptr;
     // Collecting: the frame's stamp, taken again right before the first clock an expression
     // reads, so that frames in stamp order hold $trace_timestamp values in order too.
     bool collecting = false;
@@ -357,9 +359,10 @@ bool collect_tsv(void* user, unsigned num, std::int64_t value) {
 __attribute__((always_inline)) inline void collect_registers(Hit& hit, const ThreadState& t) {
     const std::uint32_t core = hit.header->core_register_bytes;
     const std::uint32_t tail = hit.header->tail_register_bytes;
+    const std::uint32_t state = hit.saved_state ? hit.header->saved_state_bytes : 0;
     if (hit.has_registers || tail > sizeof t.thread_registers ||
         static_cast<std::uint64_t>(hit.out_end - hit.out) <
-            trace::registers_block_size(core + tail))
+            trace::registers_block_size(core + tail + state))
         return;
     hit.out = trace::store_registers_header(hit.out);
     copy_registers(hit.out, hit.block, core);
@@ -368,6 +371,10 @@ __attribute__((always_inline)) inline void collect_registers(Hit& hit, const Thr
     if (tail >= 8) __builtin_memcpy(hit.out, &t.thread_registers[0], 8);
     if (tail >= 16) __builtin_memcpy(hit.out + 8, &t.thread_registers[1], 8);
     hit.out += tail;
+    if (state) {
+        std::memcpy(hit.out, hit.saved_state, state);
+        hit.out += state;
+    }
     hit.has_registers = true;
 }
 
@@ -502,7 +509,8 @@ __attribute__((noinline)) void drop_frame(Header* h, const TracepointRecord* tp,
 // In line in the collector: the common hit (no condition, registers and ranges) calls nothing
 // but the clock and the memory reads.
 __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, TracepointRecord* tp,
-                                               std::uint8_t* block, const std::uint8_t* anchor) {
+                                               std::uint8_t* block, std::uint64_t frame,
+                                               const std::uint8_t* anchor) {
     if (tp->complete_block) complete_block(h, t, tp->address, block, anchor);
     if (tp->has_condition && !condition_holds(h, tp, block)) return;
     bool last_pass = false;
@@ -526,6 +534,9 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     }
     std::uint64_t stamp = arch::frame_clock();
     Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
+    if (tp->collects_state && h->saved_state_bytes)
+        hit.saved_state =
+            reinterpret_cast<const std::uint8_t*>(frame + h->saved_state_frame_offset);
 
     const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
     for (std::uint32_t i = 0; i < tp->action_count; ++i) {
@@ -554,7 +565,8 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         return;
     }
     static_assert(sizeof(RecordHeader) == 24);
-    trace::store_le<std::uint64_t>(record, size | std::uint64_t{index} << 32);
+    const std::uint32_t flags = hit.saved_state && hit.has_registers ? kRecordHoldsState : 0;
+    trace::store_le<std::uint64_t>(record, size | std::uint64_t{index | flags} << 32);
     trace::store_le<std::uint64_t>(record + 8, tp->address);
     trace::store_le<std::uint64_t>(record + 16, stamp);
     trace::store_frame_header(record + 24, static_cast<std::uint16_t>(tp->number),
@@ -593,7 +605,8 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
          tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
-        if (tp->enabled && h->tracing.load(std::memory_order_relaxed)) hit(h, t, tp, block, anchor);
+        if (tp->enabled && h->tracing.load(std::memory_order_relaxed))
+            hit(h, t, tp, block, frame, anchor);
     if (slot) slot->frame.store(0, std::memory_order_release);
     t.busy = false;
 }

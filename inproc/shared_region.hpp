@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 10;
+inline constexpr std::uint32_t kVersion = 11;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -134,6 +134,11 @@ struct Header {
     // tail_by_instruction (else by system call). 0: none.
     std::uint32_t tail_register_bytes;
     std::uint32_t tail_by_instruction;
+    // The FP/vector state a pad saves for tracepoints that collect it
+    // (Architecture::fast_saved_state()): its bytes, and where it starts relative to the
+    // collector's frame argument. Such a tracepoint's R block goes on with it.
+    std::uint32_t saved_state_bytes;
+    std::int32_t saved_state_frame_offset;
     std::atomic<std::uint64_t> generation; // bumped at each start: threads drop old chunks
     // Where gdb register n lies in the staged R block; size 0: not saved by the pad.
     std::uint16_t register_offset[kMaxCoreRegisters];
@@ -203,6 +208,8 @@ static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes);
 
 // The record index of a frame tpagent itself wrote (a trap tracepoint's): its R block is full.
 inline constexpr std::uint32_t kTrapRecord = 0xffffffff;
+// Set in a fast record's index when its R block goes on with the saved FP/vector state.
+inline constexpr std::uint32_t kRecordHoldsState = 1u << 30;
 
 struct RecordHeader {
     std::uint32_t size;  // whole record, header included, multiple of 8
@@ -262,7 +269,9 @@ struct TracepointRecord {
     std::uint64_t next;        // region offset of the next record at the same address, or 0
     std::uint64_t actions_offset;
     std::uint32_t action_count;
-    std::uint16_t has_condition;
+    std::uint8_t has_condition;
+    // 1: its R block holds the FP/vector state the pad saved (Header::saved_state_bytes).
+    std::uint8_t collects_state;
     // 1: a hit reads registers the pads leave to the collector (Header::completion): `$regs`,
     // an expression that reads one, or a range based on one.
     std::uint16_t complete_block;

@@ -31,8 +31,9 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
     auto frame = buffer.frame(*s.trace_frame);
     auto info = buffer.info(*s.trace_frame);
     if (frame) {
-        if (auto regs = frame->registers(); regs && regs->size() <= g.size()) {
-            const bool full = !info || info->registers_valid == 0;
+        const bool full = !info || info->registers_valid == 0;
+        // A short block may be longer than g: saved FP/vector state is placed, not copied.
+        if (auto regs = frame->registers(); regs && (!full || regs->size() <= g.size())) {
             if (full)
                 std::copy(regs->begin(), regs->end(), g.begin());
             else

@@ -11,19 +11,34 @@ namespace tpagent::trace {
 
 enum class CommitResult : std::uint8_t { Stored, Full, Invalid };
 
+// Registers kept in a short R block as the machine saved them (a pad's FP/vector state
+// area), turned into their places in the `g` block when the frame is served.
+class SavedStateRegisters {
+  public:
+    virtual ~SavedStateRegisters() = default;
+    // Writes the registers `state` holds into g, and nothing else.
+    virtual void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const = 0;
+    // Whether the register at [g_offset, g_offset + bytes) of the g block is one of those.
+    virtual bool holds(std::uint32_t g_offset, std::uint32_t bytes) const = 0;
+};
+
 // Where a short R block's bytes (a fast tracepoint's) lie in the full `g` block: its first
 // `prefix` bytes are the g block's first ones (the registers the jump pad saves); the `tail`
-// bytes after them (the thread-pointer registers the collector adds) lie at `tail_offset`.
+// bytes after them (the thread-pointer registers the collector adds) lie at `tail_offset`;
+// `state` bytes after those, if any, are saved state that `saved` places.
 struct ShortRegisterBlock {
     std::uint32_t prefix = 0;
     std::uint32_t tail_offset = 0;
     std::uint32_t tail = 0;
+    std::uint32_t state = 0;
+    const SavedStateRegisters* saved = nullptr; // set when state != 0
 
-    std::uint32_t size() const { return prefix + tail; }
+    std::uint32_t size() const { return prefix + tail + state; }
     // Whether the register at [g_offset, g_offset + bytes) of the g block was collected.
     bool holds(std::uint32_t g_offset, std::uint32_t bytes) const {
         return g_offset + bytes <= prefix ||
-               (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail);
+               (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail) ||
+               (state && saved && saved->holds(g_offset, bytes));
     }
     // Copies a short block to its places in `g` (a full block); other bytes are left alone.
     void place(std::span<const std::uint8_t> block, std::span<std::uint8_t> g) const {
@@ -32,6 +47,8 @@ struct ShortRegisterBlock {
         for (std::size_t i = 0; i < tail && prefix + i < block.size() && tail_offset + i < g.size();
              ++i)
             g[tail_offset + i] = block[prefix + i];
+        if (state && saved && block.size() >= size())
+            saved->place(block.subspan(prefix + tail, state), g);
     }
 };
 
@@ -60,8 +77,9 @@ class SharedFrameSource {
     virtual std::uint64_t discards() const = 0;
     virtual std::uint64_t frames_created() const = 0;
     virtual std::size_t bytes_free() const = 0;
-    // How the short R blocks of its frames map into the g block.
-    virtual ShortRegisterBlock short_block() const = 0;
+    // How a short R block of `bytes` of its frames maps into the g block; size() 0 (or not
+    // `bytes`) when none of its blocks has that size.
+    virtual ShortRegisterBlock short_block(std::uint32_t bytes) const = 0;
     // Stores a frame written by tpagent itself (a trap tracepoint's), with a full R block.
     virtual CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) = 0;
 };

@@ -106,10 +106,12 @@ TraceFrameBuffer::sizes_of(std::span<const std::uint8_t> frame,
                            std::uint32_t registers_valid) const {
     if (registers_valid == 0) return {frame.size(), frame.size()};
     const FrameView view(frame, registers_valid);
-    std::size_t pos = kFrameHeaderSize, widening = 0;
+    // Served, each R block is g-sized: longer than a short block, or shorter than one that
+    // carries saved FP/vector state.
+    std::size_t pos = kFrameHeaderSize, blocks = 0;
     while (auto b = view.block_at(pos))
-        if (b->type == kRegistersBlock) widening += register_block_size_ - registers_valid;
-    return {pos, pos + widening};
+        if (b->type == kRegistersBlock) ++blocks;
+    return {pos, pos - blocks * registers_valid + blocks * register_block_size_};
 }
 
 std::optional<std::span<std::uint8_t>>
@@ -208,7 +210,7 @@ FrameInfo TraceFrameBuffer::make_info(std::size_t number) const {
 ShortRegisterBlock TraceFrameBuffer::short_block_of(std::uint32_t registers_valid) const {
     if (registers_valid == 0) return {};
     if (shared_) {
-        const ShortRegisterBlock layout = shared_->short_block();
+        const ShortRegisterBlock layout = shared_->short_block(registers_valid);
         if (layout.size() == registers_valid) return layout;
     }
     return {registers_valid, 0, 0};

@@ -10,7 +10,7 @@ using namespace inproc;
 
 InprocFrames::InprocFrames(std::shared_ptr<InprocRegion> region)
     : region_(std::move(region)), register_bytes_(frame_register_bytes(region_->header())),
-      seen_(region_->header().chunk_count) {
+      state_bytes_(region_->header().saved_state_bytes), seen_(region_->header().chunk_count) {
     for (std::uint32_t i = 0; i < seen_.size(); ++i)
         seen_[i].epoch = chunk(i)->epoch.load(std::memory_order_acquire);
 }
@@ -56,9 +56,8 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
             const std::uint8_t* frame = payload + read + sizeof rh;
             const std::size_t length = trace::kFrameHeaderSize + trace::frame_length(frame);
             if (length <= rh.size - sizeof rh)
-                out.push_back({frame, static_cast<std::uint32_t>(length),
-                               rh.index == kTrapRecord ? 0 : register_bytes_, rh.pc, rh.stamp, i,
-                               epoch});
+                out.push_back({frame, static_cast<std::uint32_t>(length), registers_of(rh.index),
+                               rh.pc, rh.stamp, i, epoch});
             read += rh.size;
         }
         // Reused while we read: what we found may be torn; the next call starts it again.
@@ -72,6 +71,11 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
     // Each writer's records are in order; across writers the stamps decide.
     std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
                      [](const auto& a, const auto& b) { return a.stamp < b.stamp; });
+}
+
+std::uint32_t InprocFrames::registers_of(std::uint32_t index) const {
+    if (index == kTrapRecord) return 0;
+    return register_bytes_ + ((index & kRecordHoldsState) ? state_bytes_ : 0);
 }
 
 bool InprocFrames::holds(const trace::SharedFrame& frame) const {

@@ -23,8 +23,8 @@ class InprocFrames final : public trace::SharedFrameSource {
     std::uint64_t discards() const override;
     std::uint64_t frames_created() const override;
     std::size_t bytes_free() const override;
-    trace::ShortRegisterBlock short_block() const override {
-        return region_->short_register_block();
+    trace::ShortRegisterBlock short_block(std::uint32_t bytes) const override {
+        return region_->short_register_block(bytes);
     }
     trace::CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) override;
 
@@ -36,7 +36,11 @@ class InprocFrames final : public trace::SharedFrameSource {
     std::uint32_t chunks_in_use() const;
 
     std::shared_ptr<InprocRegion> region_;
+    // The R block of a record with this index (0: a full one, tpagent's own).
+    std::uint32_t registers_of(std::uint32_t index) const;
+
     std::uint32_t register_bytes_; // of the frames' R blocks
+    std::uint32_t state_bytes_;    // after them in a record flagged kRecordHoldsState
     // Per chunk: the epoch its records were found in, and how far they were read.
     struct Seen {
         std::uint32_t epoch = 0;

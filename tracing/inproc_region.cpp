@@ -141,6 +141,15 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
+trace::ShortRegisterBlock InprocRegion::short_register_block(std::uint32_t bytes) const {
+    trace::ShortRegisterBlock layout = short_block_;
+    if (saved_state_ && saved_state_->bytes() && bytes == layout.size() + saved_state_->bytes()) {
+        layout.state = saved_state_->bytes();
+        layout.saved = saved_state_.get();
+    }
+    return layout;
+}
+
 std::optional<std::uint64_t> InprocRegion::collector_frame(std::uint64_t sp) const {
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
@@ -207,6 +216,9 @@ Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture&
     short_block_ = {h.core_register_bytes, 0, 0};
     h.tail_register_bytes = 0;
     h.tail_by_instruction = 0;
+    h.saved_state_bytes = 0;
+    h.saved_state_frame_offset = 0;
+    saved_state_.reset();
     if (h.general_registers_only) {
         const auto tail = arch.fast_block_tail();
         std::uint32_t bytes = 0, first = 0;
@@ -226,6 +238,9 @@ Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture&
             h.tail_by_instruction = tail.by_instruction ? 1 : 0;
             short_block_ = {h.core_register_bytes, first, bytes};
         }
+        saved_state_ = std::make_unique<FastSavedState>(arch);
+        h.saved_state_bytes = saved_state_->bytes();
+        h.saved_state_frame_offset = saved_state_->frame_offset();
     }
     return frame_register_bytes(h);
 }

@@ -6,6 +6,7 @@
 #include "base/result.hpp"
 #include "bytecode/program.hpp"
 #include "trace/shared_frames.hpp"
+#include "tracing/fast_saved_state.hpp"
 #include <cstdint>
 #include <optional>
 #include <cstring>
@@ -52,6 +53,11 @@ class InprocRegion {
     Result<std::uint32_t> describe_registers(const arch::Architecture& arch);
     // Where a frame's R block lies in the g block, as described.
     const trace::ShortRegisterBlock& short_register_block() const { return short_block_; }
+    // The same for an R block of `bytes`: the described one, or that followed by the saved
+    // FP/vector state (TracepointRecord::collects_state).
+    trace::ShortRegisterBlock short_register_block(std::uint32_t bytes) const;
+    // The FP/vector state pads save for tracepoints that collect it, as described.
+    const FastSavedState* saved_state() const { return saved_state_.get(); }
     // Trace state variables: all undefined, then defined one by one (false: a number beyond
     // the region's table). A timestamp variable reads the clock.
     void clear_variables();
@@ -88,6 +94,7 @@ class InprocRegion {
     pid_t pid_;
     void* local_;
     trace::ShortRegisterBlock short_block_;
+    std::unique_ptr<FastSavedState> saved_state_;
     std::uint64_t populated_bytes_ = 0;
 };
 

@@ -39,6 +39,7 @@ void TraceExperiment::attach_to(Target& inferior) {
         fast_removal_pending_ = false;
         fast_first_record_.clear();
         fast_full_core_.clear();
+        fast_saved_state_.clear();
         // The markers and semaphores were the old image's: nothing to lower in the new one.
         raised_semaphores_.clear();
         probed_markers_.clear();

@@ -173,7 +173,8 @@ class TraceExperiment {
     // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
     std::unique_ptr<InprocFrames> fast_frames_;
     std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
-    std::set<std::uint64_t> fast_full_core_; // addresses whose pads stage the whole core
+    std::set<std::uint64_t> fast_full_core_;   // addresses whose pads stage the whole core
+    std::set<std::uint64_t> fast_saved_state_; // addresses whose pads save FP/vector state
     bool fast_installed_ = false;
     bool fast_removal_pending_ = false;
     // Fast tracepoint addresses collected through a trap site this run instead of a jump: a

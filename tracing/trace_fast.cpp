@@ -109,7 +109,14 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             if (const auto* e = std::get_if<trace::Expression>(&action))
                 reads = reads || reads_completed_register(h, e->program);
     rec.complete_block = reads ? 1 : 0;
-    rec.frame_bound = staged_frame_bound(*actions, core_);
+    const FastSavedState* state = region_.saved_state();
+    rec.collects_state = 0;
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions)
+            if (const auto* mask = std::get_if<trace::RegisterMask>(&action))
+                if (state && state->wanted_by(*mask)) rec.collects_state = 1;
+    rec.frame_bound =
+        staged_frame_bound(*actions, core_ + (rec.collects_state ? h.saved_state_bytes : 0));
     if (rec.frame_bound > kMaxChunkBytes - kChunkHeaderBytes)
         return make_error(ErrorCode::TooLarge,
                           fmt::format("fast tracepoint {} collects up to {} bytes per hit; "
@@ -193,6 +200,7 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     fast_records_.clear();
     fast_first_record_.clear();
     fast_full_core_.clear();
+    fast_saved_state_.clear();
     fast_installed_ = false;
     if (!inproc_ || inproc_->pid() != inferior.pid()) {
         inproc_.reset();
@@ -283,6 +291,9 @@ arch::FastPadOptions TraceExperiment::fast_pad_options(std::uint64_t addr) {
         for (TracepointRecord* rec : chain)
             rec->complete_block = 0;
     }
+    options.stage_vector_state =
+        std::ranges::any_of(chain, [](const TracepointRecord* rec) { return rec->collects_state; });
+    if (options.stage_vector_state) fast_saved_state_.insert(addr);
     return options;
 }
 
@@ -298,6 +309,8 @@ bool TraceExperiment::chain_record(TracepointRecord& rec) {
         last = inproc::at<TracepointRecord>(inproc_->local(), last->next);
     // Joining a pad that stages the whole core: nothing to fill in.
     if (fast_full_core_.count(rec.address)) rec.complete_block = 0;
+    // Joining during a run a pad that saves no FP/vector state: it collects without it.
+    if (fast_installed_ && !fast_saved_state_.count(rec.address)) rec.collects_state = 0;
     __atomic_store_n(&last->next, offset, __ATOMIC_RELEASE);
     return false;
 }

@@ -175,6 +175,28 @@ Architecture::FastBlockCompletion X86_64Architecture::fast_block_completion() co
     return block_completion(layout_);
 }
 
+Architecture::FastSavedState X86_64Architecture::fast_saved_state() const {
+    // The pad's XSAVE (FXSAVE) area lies just above the collector's frame (jump_pad.cpp).
+    return {static_cast<std::uint32_t>(detect_state_save().size), kSavedStateFrameOffset};
+}
+
+void X86_64Architecture::fast_saved_state_to_g(std::span<const std::uint8_t> state,
+                                               std::span<std::uint8_t> g,
+                                               std::vector<bool>& placed) const {
+    RegisterSnapshot snapshot;
+    snapshot.xstate = pad_state_as_kernel_xstate(state, detect_state_save().mask);
+    std::vector<std::uint8_t> all(layout_.g_size());
+    std::vector<bool> available;
+    layout_.snapshot_to_g(snapshot, all, available);
+    const auto regs = layout_.registers();
+    placed.resize(regs.size(), false);
+    for (std::size_t i = 0; i < regs.size(); ++i) {
+        if (!available[i] || regs[i].g_offset + regs[i].size > g.size()) continue;
+        std::copy_n(all.begin() + regs[i].g_offset, regs[i].size, g.begin() + regs[i].g_offset);
+        placed[i] = true;
+    }
+}
+
 Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
     JumpPadSpec spec;
     spec.pad_address = request.pad_address;
@@ -186,8 +208,9 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.core_block_only = !request.options.save_vector_state;
     spec.stage_full_core = request.options.stage_full_core;
     spec.flags_by_sahf = has_lahf_sahf();
-    spec.state_save = request.options.save_vector_state ? detect_state_save()
-                                                        : StateSave{StateSave::Kind::None, 0, 0};
+    spec.state_save = request.options.save_vector_state || request.options.stage_vector_state
+                          ? detect_state_save()
+                          : StateSave{StateSave::Kind::None, 0, 0};
     auto pad = x86_64::emit_jump_pad(spec);
     if (!pad) return pad.error();
     return EmittedJumpPad{std::move(pad->code), pad->relocated_offset, std::move(pad->relocated),

@@ -51,6 +51,9 @@ class X86_64Architecture final : public Architecture {
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
     FastBlockCompletion fast_block_completion() const override;
+    FastSavedState fast_saved_state() const override;
+    void fast_saved_state_to_g(std::span<const std::uint8_t> state, std::span<std::uint8_t> g,
+                               std::vector<bool>& placed) const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;

@@ -4,6 +4,7 @@
 #include "arch/x86_64/xsave_layout.hpp"
 #include <algorithm>
 #include <cpuid.h>
+#include <cstring>
 #include <fmt/format.h>
 
 namespace tpagent::arch::x86_64 {
@@ -177,6 +178,26 @@ StateSave detect_state_save() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool os_xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE);
     return state_save_for(detect_cpu_features(), os_xsave);
+}
+
+std::vector<std::uint8_t> pad_state_as_kernel_xstate(std::span<const std::uint8_t> area,
+                                                     std::uint64_t mask) {
+    std::vector<std::uint8_t> x(area.begin(), area.end());
+    if (x.size() < kXsaveHeaderEnd) return x; // FXSAVE: all of it written
+    std::uint64_t live = 0;
+    std::memcpy(&live, x.data() + kXstateBvOffset, sizeof live);
+    if (!(live & (1u << kX87))) { // FCW 0x37f, every other x87 byte 0 (MXCSR is not x87's)
+        std::fill(x.begin(), x.begin() + fxsave::kMxcsr, 0);
+        std::fill(x.begin() + fxsave::kSt0, x.begin() + fxsave::kXmm0, 0);
+        x[fxsave::kFcw] = 0x7f;
+        x[fxsave::kFcw + 1] = 0x03;
+    }
+    if (!(live & (1u << kSse)))
+        std::fill(x.begin() + fxsave::kXmm0, x.begin() + fxsave::kXmm0 + 16 * 16, 0);
+    const std::uint64_t held = mask | (1u << kX87) | (1u << kSse);
+    std::memcpy(x.data() + kSwBytesOffset, &kSwMagic1, sizeof kSwMagic1);
+    std::memcpy(x.data() + kSwBytesOffset + 8, &held, sizeof held);
+    return x;
 }
 
 Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {

@@ -86,6 +86,16 @@ StateSave state_save_for(const CpuFeatures& cpu, bool os_xsave);
 // The same for the running CPU.
 StateSave detect_state_save();
 
+// Where the save area starts relative to the collector's `frame` argument (A = rdx + 16).
+inline constexpr std::int32_t kSavedStateFrameOffset = 16;
+
+// A pad's save area (XSAVE with `mask`, or FXSAVE when it is 512 bytes) as the kernel gives
+// NT_X86_XSTATE, which RegisterLayout::snapshot_to_g reads: the software bytes say which
+// components it holds, and the x87 and SSE parts of components XSTATE_BV marks as in their
+// initial state (which XSAVE need not write, leaving the stack's old bytes) get that state.
+std::vector<std::uint8_t> pad_state_as_kernel_xstate(std::span<const std::uint8_t> area,
+                                                     std::uint64_t mask);
+
 struct JumpPadSpec {
     std::uint64_t pad_address = 0;        // where JumpPad::code will be written
     std::uint64_t tracepoint_address = 0; // where JumpPad::patch will be written

@@ -23,6 +23,11 @@ inline constexpr std::uint32_t kXmm0 = 160; // xmm0-15, 16 bytes each
 inline constexpr std::uint32_t kSize = 512;
 } // namespace fxsave
 
+// The legacy area's bytes 464..511 are software's: the kernel puts there (ptrace, signal
+// frames) FP_XSTATE_MAGIC1 and then the 64-bit mask of the components the area holds.
+inline constexpr std::uint32_t kSwBytesOffset = 464;
+inline constexpr std::uint32_t kSwMagic1 = 0x46505853;
+
 // XSAVE header follows the legacy area; XSTATE_BV says which components hold live state.
 inline constexpr std::uint32_t kXstateBvOffset = 512;
 inline constexpr std::uint32_t kXsaveHeaderEnd = 576;

@@ -16,8 +16,11 @@ namespace {
 // chunk's epoch changes when the test discards it.
 class FakeSource final : public SharedFrameSource {
   public:
-    ShortRegisterBlock layout; // of the short R blocks (size 0: the prefix is the whole block)
-    ShortRegisterBlock short_block() const override { return layout; }
+    ShortRegisterBlock layout;     // of the short R blocks (size 0: the prefix is the whole block)
+    ShortRegisterBlock with_state; // of those that also hold saved state
+    ShortRegisterBlock short_block(std::uint32_t bytes) const override {
+        return with_state.state && bytes == with_state.size() ? with_state : layout;
+    }
     // A frame for tracepoint tp with one 8-byte memory block holding `value`, found at the
     // next take_new() with this stamp, in `chunk`.
     void add(std::uint16_t tp, std::uint64_t value, std::uint64_t stamp, std::uint32_t chunk,
@@ -226,4 +229,42 @@ TEST_CASE("shared frames: a short R block's tail goes to its place in the g bloc
     CHECK(Bytes(g + 32, g + 40) == Bytes(8, 0));
     // The memory block after it is intact.
     CHECK(all[kFrameHeaderSize + 1 + 40] == 'M');
+}
+
+// Saved state of 4 bytes that stands for the g block's bytes 32..39: each byte twice.
+class DoublingState final : public SavedStateRegisters {
+  public:
+    void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const override {
+        for (std::size_t i = 0; i < 4; ++i)
+            g[32 + 2 * i] = g[33 + 2 * i] = state[i];
+    }
+    bool holds(std::uint32_t g_offset, std::uint32_t bytes) const override {
+        return g_offset >= 32 && g_offset + bytes <= 40;
+    }
+};
+
+TEST_CASE("shared frames: saved state in a short R block is placed by its decoder",
+          "[trace][shared]") {
+    TraceFrameBuffer buf(40);
+    FakeSource src;
+    const DoublingState doubling;
+    src.layout = {12, 24, 8};
+    src.with_state = {12, 24, 8, 4, &doubling};
+    buf.share(&src);
+    src.add(1, 7, 1, 0, 20, 40); // short: no state
+    src.add(1, 8, 2, 0, 24, 40); // short with the 4 bytes of state
+    REQUIRE(buf.frame_count() == 2);
+    const auto plain = buf.info(0), held = buf.info(1);
+    CHECK_FALSE(plain->short_block.holds(32, 8));
+    CHECK(held->registers_valid == 24);
+    CHECK(held->short_block.holds(24, 8));
+    CHECK(held->short_block.holds(32, 8));
+    CHECK_FALSE(held->short_block.holds(12, 8));
+    Bytes all(buf.raw_size());
+    REQUIRE(buf.read_raw(0, all) == all.size());
+    const std::uint8_t* g = all.data() + plain->size + 20 + kFrameHeaderSize + 1;
+    CHECK(g[-1] == 'R');
+    CHECK(Bytes(g + 24, g + 32) == Bytes(8, 0x11));
+    CHECK(Bytes(g + 32, g + 40) == Bytes(8, 0x11));
+    CHECK(Bytes(g + 12, g + 24) == Bytes(12, 0));
 }

@@ -213,10 +213,10 @@ class Config {
                     std::size_t buffer_bytes = kTestBuffer)
         : area_(region()) {
         region().begin_configuration(circular, budget);
-        configure_chunks(buffer_bytes);
         auto core = region().describe_registers(host());
         REQUIRE(core);
         REQUIRE(*core == frame_block_bytes());
+        configure_chunks(buffer_bytes); // after the registers, as tpagent: its reader reads them
         region().clear_variables();
         // No ranges: an empty span with a non-null data() (set_readable_ranges memcpy()s
         // from it even when it is empty, which UBSan reports for null).
@@ -330,6 +330,7 @@ struct Frame {
     bool has_registers = false;
     std::vector<std::uint8_t> registers; // the core, as the pad staged it
     std::vector<std::uint8_t> tail;      // the thread-pointer registers after it
+    std::vector<std::uint8_t> state;     // the saved FP/vector state after that, if collected
     struct Memory {
         std::uint64_t address;
         std::vector<std::uint8_t> bytes;
@@ -353,7 +354,9 @@ std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, 
     const std::size_t end = trace::kFrameHeaderSize + trace::frame_length(staged.data());
     if (end > staged.size()) return "frame length beyond the record";
     if (staged.size() - end >= 8) return "more than 7 bytes of padding";
-    const trace::FrameView view(staged.first(end), frame_block_bytes());
+    const bool state = (rh.index & kRecordHoldsState) != 0;
+    const trace::FrameView view(staged.first(end),
+                                frame_block_bytes() + (state ? header().saved_state_bytes : 0));
     f.number = view.tracepoint();
     std::size_t pos = trace::kFrameHeaderSize;
     while (auto b = view.block_at(pos)) {
@@ -361,8 +364,10 @@ std::string parse(const RecordHeader& rh, std::span<const std::uint8_t> staged, 
             if (f.has_registers) return "two R blocks";
             f.has_registers = true;
             const auto core = static_cast<std::ptrdiff_t>(core_bytes());
+            const auto tail = static_cast<std::ptrdiff_t>(frame_block_bytes() - core_bytes());
             f.registers.assign(b->data.begin(), b->data.begin() + core);
-            f.tail.assign(b->data.begin() + core, b->data.end());
+            f.tail.assign(b->data.begin() + core, b->data.begin() + core + tail);
+            f.state.assign(b->data.begin() + core + tail, b->data.end());
         } else if (b->type == trace::kMemoryBlock) {
             f.memory.push_back({b->address, {b->data.begin(), b->data.end()}});
         } else if (b->type == trace::kVariableBlock) {
@@ -497,6 +502,47 @@ TEST_CASE("inproc: records are indexed by position and chained records collect t
     CHECK(frames[1].memory.empty());
     CHECK(frames[2].header.index == 0);
     CHECK(frames[2].number == 1);
+}
+
+// A record flagged collects_state ends its R block with the state the pad saved (found from
+// the frame argument) and says so in its index; another record at the same time does not.
+TEST_CASE("inproc: a record that collects the saved state ends its R block with it", "[inproc]") {
+    Config config;
+    const std::uint32_t bytes = header().saved_state_bytes;
+    REQUIRE(bytes >= 512); // x86-64: the XSAVE (or FXSAVE) area
+    TracepointRecord& with = config.add(1, 0x1000, {registers_action()});
+    TracepointRecord& without = config.add(2, 0x2000, {registers_action()});
+    with.collects_state = 1;
+    with.frame_bound = agent::staged_frame_bound(
+        std::span(at<const ActionRecord>(region().local(), with.actions_offset), 1),
+        static_cast<std::uint32_t>(frame_block_bytes()) + bytes);
+    config.start();
+    std::vector<std::uint8_t> state(bytes);
+    for (std::size_t i = 0; i < state.size(); ++i)
+        state[i] = static_cast<std::uint8_t>(i * 13 + 5);
+    const auto frame = address_of(state.data()) - header().saved_state_frame_offset;
+    Block block;
+    ::agent().collect(Config::remote(with), block.bytes.data(), frame, block.anchor);
+    ::agent().collect(Config::remote(without), block.bytes.data(), frame, block.anchor);
+    std::vector<trace::SharedFrame> found;
+    frames_reader()->take_new(found);
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].registers_valid == frame_block_bytes() + bytes);
+    CHECK(found[1].registers_valid == frame_block_bytes());
+    // Served: the state's place in g is filled by the architecture's decoding of it.
+    CHECK(frames_reader()->short_block(found[0].registers_valid).state == bytes);
+    CHECK(frames_reader()->short_block(found[1].registers_valid).state == 0);
+    config.start();
+    ::agent().collect(Config::remote(with), block.bytes.data(), frame, block.anchor);
+    ::agent().collect(Config::remote(without), block.bytes.data(), frame, block.anchor);
+    auto frames = drain();
+    REQUIRE(frames.size() == 2);
+    CHECK((frames[0].header.index & ~kRecordHoldsState) == 0);
+    CHECK((frames[0].header.index & kRecordHoldsState) != 0);
+    CHECK(frames[0].registers == block.completed(0x1000));
+    CHECK(frames[0].state == state);
+    CHECK(frames[1].header.index == 1);
+    CHECK(frames[1].state.empty());
 }
 
 TEST_CASE("inproc: a long M range is split into blocks of at most 0xffff bytes", "[inproc]") {

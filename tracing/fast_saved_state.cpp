@@ -1,0 +1,42 @@
+#include "tracing/fast_saved_state.hpp"
+#include <algorithm>
+
+namespace tpagent::agent {
+
+FastSavedState::FastSavedState(const arch::Architecture& arch) : arch_(arch) {
+    const auto saved = arch.fast_saved_state();
+    // Bounded: the state goes into every frame that collects it, within a chunk.
+    if (saved.bytes == 0 || saved.bytes > (64u << 10)) return;
+    bytes_ = saved.bytes;
+    frame_offset_ = saved.frame_offset;
+    // Which registers it holds does not depend on their values: ask with a state at rest.
+    std::vector<std::uint8_t> rest(bytes_), g(arch.g_size());
+    arch.fast_saved_state_to_g(rest, g, held_);
+    held_.resize(arch.registers().size(), false);
+    if (std::ranges::none_of(held_, [](bool b) { return b; })) bytes_ = 0;
+}
+
+bool FastSavedState::wanted_by(const trace::RegisterMask& mask) const {
+    if (bytes_ == 0) return false;
+    bool every = true, wanted = false;
+    for (unsigned r = 0; r < held_.size(); ++r) {
+        every = every && mask.test(r);
+        wanted = wanted || (held_[r] && mask.test(r));
+    }
+    return wanted && !every;
+}
+
+void FastSavedState::place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const {
+    if (state.size() != bytes_) return;
+    std::vector<bool> placed;
+    arch_.fast_saved_state_to_g(state, g, placed);
+}
+
+bool FastSavedState::holds(std::uint32_t g_offset, std::uint32_t bytes) const {
+    const auto regs = arch_.registers();
+    for (std::size_t r = 0; r < held_.size() && r < regs.size(); ++r)
+        if (held_[r] && regs[r].g_offset == g_offset && regs[r].size == bytes) return true;
+    return false;
+}
+
+} // namespace tpagent::agent
