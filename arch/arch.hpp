@@ -146,7 +146,9 @@ class Architecture {
     };
     virtual FastBlockCompletion fast_block_completion() const { return {}; }
     // The FP/vector state a pad saves with FastPadOptions::stage_vector_state: its bytes, and
-    // where it starts relative to the collector's `frame` argument. 0 bytes: pads cannot.
+    // where it starts relative to the collector's `frame` argument; it ends at or below the
+    // register block the pad passes (the collector's test that it is there). 0 bytes: pads
+    // cannot.
     struct FastSavedState {
         std::uint32_t bytes = 0;
         std::int32_t frame_offset = 0;

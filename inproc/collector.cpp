@@ -489,8 +489,15 @@ void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std
 __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadState& t,
                                                              std::uint64_t bound) {
     const ChunkHeader* had = t.writer.chunk;
-    std::uint8_t* record = reserve_record(
-        g_region, t.writer, bound, [] { tpagent_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0); });
+    std::uint8_t* record = reserve_record(g_region, t.writer, bound, [](int n) {
+        // Yields let a preempted sealer on this CPU run; sleeps let an idle CPU pull it over.
+        if (n < 20) {
+            tpagent_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        } else {
+            const struct timespec pause { 0, 50000 };
+            tpagent_syscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0, 0, 0, 0, 0);
+        }
+    });
     if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
     if (!t.key_set && g_exit_key_ok) {
         pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
@@ -534,7 +541,11 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     }
     std::uint64_t stamp = arch::frame_clock();
     Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
-    if (tp->collects_state && h->saved_state_bytes)
+    // Only where the pad saved it: below the block (a thread still in an older run's pad may
+    // call with a record of this run that collects it).
+    if (tp->collects_state && h->saved_state_bytes &&
+        frame + h->saved_state_frame_offset + h->saved_state_bytes <=
+            reinterpret_cast<std::uint64_t>(block))
         hit.saved_state =
             reinterpret_cast<const std::uint8_t*>(frame + h->saved_state_frame_offset);
 

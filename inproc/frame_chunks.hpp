@@ -43,24 +43,36 @@ inline void seal_chunk(void* region, ChunkHeader* c) {
 }
 
 // How a writer that has no other chunk gives way to a sealer between its two steps (counted,
-// not yet in the ring): the program's threads and tpagent each yield their CPU their own way.
-using YieldFn = void (*)();
+// not yet in the ring), at its n-th wait: the program's threads yield their CPU, then sleep.
+using YieldFn = void (*)(int n);
 
 // The chunk sealed longest ago, taken out of the ring; null when none is sealed. An entry still
 // being written is spun on briefly; then, given `yield`, waited for: a sealer preempted between
 // its two steps would otherwise cost a frame (8 threads on 2 CPUs lost 2 in 40000). The wait is
-// bounded: a sealer held by a ptrace stop must not hold the writer for ever.
+// bounded, and a seal once waited for in vain (its sealer held by a ptrace stop, say) is not
+// waited for again: later writers only spin. An entry naming no chunk of the run is refused.
 inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
     constexpr int kSpins = 1000;
-    constexpr int kYields = 100000;
+    constexpr int kWaits = 200;
     Header* h = header_of(region);
-    for (int tries = 0; tries < kSpins + (yield ? kYields : 0); ++tries) {
-        if (tries >= kSpins) yield();
+    if (h->chunk_count == 0) return nullptr;
+    int waits = 0;
+    for (int tries = 0; tries < kSpins + waits + 1; ++tries) {
         std::uint64_t head = h->reused_count.load(std::memory_order_acquire);
         if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
         const std::uint64_t entry =
             sealed_ring(region)[head % h->chunk_count].load(std::memory_order_acquire);
-        if ((entry >> 16) != (head & kSealNumberMask)) continue; // its sealer is writing it
+        if ((entry >> 16) != (head & kSealNumberMask)) { // its sealer is writing it
+            if (tries < kSpins) continue;
+            if (!yield || h->stalled_seal.load(std::memory_order_relaxed) == head) return nullptr;
+            if (waits == kWaits) {
+                h->stalled_seal.store(head, std::memory_order_relaxed);
+                return nullptr;
+            }
+            yield(waits++);
+            continue;
+        }
+        if ((entry & 0xffff) >= h->chunk_count) return nullptr;
         if (h->reused_count.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel))
             return chunk_at(region, entry & 0xffff);
     }

@@ -181,6 +181,8 @@ struct Header {
     std::atomic<std::uint64_t> take_count;               // chunks taken so far
     alignas(64) std::atomic<std::uint64_t> sealed_count; // seals so far (the ring's tail)
     alignas(64) std::atomic<std::uint64_t> reused_count; // reuses so far (the ring's head)
+    // The last seal a writer waited for in vain (frame_chunks.hpp); ~0: none.
+    std::atomic<std::uint64_t> stalled_seal;
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
 static_assert(kSealedOffset + kMaxChunks * 8 <= kThreadSlotsOffset);

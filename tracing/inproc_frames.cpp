@@ -2,7 +2,6 @@
 #include "arch/frame_clock.hpp"
 #include <algorithm>
 #include <cstring>
-#include <sched.h>
 
 namespace tpagent::agent {
 
@@ -10,7 +9,9 @@ using namespace inproc;
 
 InprocFrames::InprocFrames(std::shared_ptr<InprocRegion> region)
     : region_(std::move(region)), register_bytes_(frame_register_bytes(region_->header())),
-      state_bytes_(region_->header().saved_state_bytes), seen_(region_->header().chunk_count) {
+      state_bytes_(region_->saved_state() ? region_->saved_state()->bytes() : 0),
+      chunk_count_(region_->header().chunk_count), chunk_bytes_(region_->header().chunk_bytes),
+      seen_(chunk_count_) {
     for (std::uint32_t i = 0; i < seen_.size(); ++i)
         seen_[i].epoch = chunk(i)->epoch.load(std::memory_order_acquire);
 }
@@ -118,7 +119,11 @@ trace::CommitResult InprocFrames::append(std::span<const std::uint8_t> frame, st
     Header* h = header_of(region);
     const std::uint64_t size = (sizeof(RecordHeader) + frame.size() + 7) & ~std::uint64_t{7};
     if (size > chunk_payload(*h)) return trace::CommitResult::Full;
-    std::uint8_t* record = reserve_record(region, writer_, size, [] { sched_yield(); });
+    // The program's memory: its run's chunks as tpagent configured them, or nothing is written.
+    if (h->chunk_count != chunk_count_ || h->chunk_bytes != chunk_bytes_)
+        return trace::CommitResult::Full;
+    // No waiting for a sealer: it may be a thread stopped until tpagent serves its event.
+    std::uint8_t* record = reserve_record(region, writer_, size, nullptr);
     if (!record) return trace::CommitResult::Full;
     if (!h->circular && !claim_linear(h, writer_, static_cast<std::int64_t>(size)))
         return trace::CommitResult::Full;

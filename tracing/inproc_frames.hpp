@@ -41,6 +41,9 @@ class InprocFrames final : public trace::SharedFrameSource {
 
     std::uint32_t register_bytes_; // of the frames' R blocks
     std::uint32_t state_bytes_;    // after them in a record flagged kRecordHoldsState
+    // The chunks as configured, while the program was stopped (the header is the program's).
+    std::uint32_t chunk_count_;
+    std::uint32_t chunk_bytes_;
     // Per chunk: the epoch its records were found in, and how far they were read.
     struct Seen {
         std::uint32_t epoch = 0;

@@ -133,6 +133,7 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     h.take_count.store(0, std::memory_order_relaxed);
     h.sealed_count.store(0, std::memory_order_relaxed);
     h.reused_count.store(0, std::memory_order_relaxed);
+    h.stalled_seal.store(~std::uint64_t{0}, std::memory_order_relaxed);
     // No entry may pass for a seal of this run before its sealer writes it (a zero is seal 0 of
     // chunk 0; an old run's entries have this run's seal numbers): all ones is seal 2^48 - 1.
     for (std::size_t i = 0; i < count; ++i)

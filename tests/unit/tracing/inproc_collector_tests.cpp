@@ -517,13 +517,20 @@ TEST_CASE("inproc: a record that collects the saved state ends its R block with 
         std::span(at<const ActionRecord>(region().local(), with.actions_offset), 1),
         static_cast<std::uint32_t>(frame_block_bytes()) + bytes);
     config.start();
-    std::vector<std::uint8_t> state(bytes);
-    for (std::size_t i = 0; i < state.size(); ++i)
-        state[i] = static_cast<std::uint8_t>(i * 13 + 5);
-    const auto frame = address_of(state.data()) - header().saved_state_frame_offset;
+    // As a pad leaves them on the stack: the state, then (above it) the register block.
+    std::vector<std::uint8_t> stack(bytes + core_bytes());
+    for (std::size_t i = 0; i < bytes; ++i)
+        stack[i] = static_cast<std::uint8_t>(i * 13 + 5);
+    const std::vector<std::uint8_t> state(stack.begin(), stack.begin() + bytes);
     Block block;
-    ::agent().collect(Config::remote(with), block.bytes.data(), frame, block.anchor);
-    ::agent().collect(Config::remote(without), block.bytes.data(), frame, block.anchor);
+    std::uint8_t* staged = stack.data() + bytes;
+    const auto frame = address_of(stack.data()) - header().saved_state_frame_offset;
+    const auto collect = [&](const TracepointRecord& rec, std::uint64_t at) {
+        std::copy(block.bytes.begin(), block.bytes.end(), staged);
+        ::agent().collect(Config::remote(rec), staged, at, block.anchor);
+    };
+    collect(with, frame);
+    collect(without, frame);
     std::vector<trace::SharedFrame> found;
     frames_reader()->take_new(found);
     REQUIRE(found.size() == 2);
@@ -532,17 +539,21 @@ TEST_CASE("inproc: a record that collects the saved state ends its R block with 
     // Served: the state's place in g is filled by the architecture's decoding of it.
     CHECK(frames_reader()->short_block(found[0].registers_valid).state == bytes);
     CHECK(frames_reader()->short_block(found[1].registers_valid).state == 0);
-    config.start();
-    ::agent().collect(Config::remote(with), block.bytes.data(), frame, block.anchor);
-    ::agent().collect(Config::remote(without), block.bytes.data(), frame, block.anchor);
+    collect(with, frame);
+    collect(without, frame);
+    // A pad that saved no state (an older run's, say): nothing below the block to take.
+    collect(with, frame + bytes);
     auto frames = drain();
-    REQUIRE(frames.size() == 2);
+    REQUIRE(frames.size() == 3);
     CHECK((frames[0].header.index & ~kRecordHoldsState) == 0);
     CHECK((frames[0].header.index & kRecordHoldsState) != 0);
     CHECK(frames[0].registers == block.completed(0x1000));
     CHECK(frames[0].state == state);
     CHECK(frames[1].header.index == 1);
     CHECK(frames[1].state.empty());
+    CHECK(frames[2].header.index == 0);
+    CHECK(frames[2].has_registers);
+    CHECK(frames[2].state.empty());
 }
 
 TEST_CASE("inproc: a long M range is split into blocks of at most 0xffff bytes", "[inproc]") {
@@ -1036,7 +1047,7 @@ TEST_CASE("inproc: a writer waits for a chunk whose sealer is between its two st
     std::atomic<ChunkHeader*> taken{nullptr};
     std::atomic<bool> returned{false};
     std::thread writer([&] {
-        taken = take_chunk(r, generation + 1, [] {
+        taken = take_chunk(r, generation + 1, [](int) {
             ++g_waits;
             std::this_thread::sleep_for(std::chrono::microseconds(100));
         });
@@ -1050,6 +1061,18 @@ TEST_CASE("inproc: a writer waits for a chunk whose sealer is between its two st
     writer.join();
     CHECK(taken == sealed);
     CHECK(h.reused_count.load() == 1);
+
+    // A sealer that never takes its second step (held by a ptrace stop, say): the wait ends,
+    // and no later writer waits for that seal again.
+    owned[6]->state.store(static_cast<std::uint32_t>(ChunkState::Sealed));
+    REQUIRE(h.sealed_count.fetch_add(1) == 1);
+    const YieldFn count = [](int) { ++g_waits; };
+    g_waits = 0;
+    CHECK(take_chunk(r, generation + 1, count) == nullptr);
+    CHECK(g_waits.load() == 200);
+    g_waits = 0;
+    CHECK(take_chunk(r, generation + 1, count) == nullptr);
+    CHECK(g_waits.load() == 0);
 }
 
 TEST_CASE("inproc: a frame copied while its chunk is reused is refused", "[inproc]") {
