@@ -83,7 +83,7 @@ Setup& setup() {
 
 // The pad, as tpagent builds it for the tracepoint's actions: one that collects `$regs`
 // stages the whole core, else the collector fills in what a hit reads.
-void install_pad(bool stage_full_core) {
+void install_pad(bool stage_full_core, bool stage_vector_state) {
     Setup& s = setup();
     Target& t = s.target;
     const auto addr = reinterpret_cast<std::uint64_t>(t.base);
@@ -95,6 +95,7 @@ void install_pad(bool stage_full_core) {
     request.original_code = t.original;
     request.options.save_vector_state = false;
     request.options.stage_full_core = stage_full_core;
+    request.options.stage_vector_state = stage_vector_state;
     auto pad = arch::host_architecture().emit_jump_pad(request);
     if (!pad) throw std::runtime_error(pad.error().text);
     t.pad = std::move(*pad);
@@ -103,7 +104,8 @@ void install_pad(bool stage_full_core) {
 }
 
 // One tracepoint record at kConfigOffset with the given actions (and condition).
-void configure(std::vector<ActionRecord> actions, const ActionRecord* condition = nullptr) {
+void configure(std::vector<ActionRecord> actions, const ActionRecord* condition = nullptr,
+               bool vector_state = false) {
     Setup& s = setup();
     Header& h = s.region->header();
     h.tracing.store(0);
@@ -127,7 +129,8 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
     // The condition below reads rdi only, which the pad stages.
     const bool full = agent::collects_registers(actions);
     rec->complete_block = !full && agent::reads_completed_register(h, std::span(actions));
-    install_pad(full);
+    rec->collects_state = vector_state ? 1 : 0;
+    install_pad(full, vector_state);
 }
 
 void run(benchmark::State& state, bool tracing) {
@@ -187,6 +190,13 @@ void BM_regs_mem64(benchmark::State& state) {
     run(state, true);
 }
 
+// `collect $xmm0` (any FP/vector register but not all, as gdb's $regs): the registers and the
+// XSAVE state the pad saves for it.
+void BM_vector_state(benchmark::State& state) {
+    if (state.thread_index() == 0) configure({registers()}, nullptr, true);
+    run(state, true);
+}
+
 // `if n >= 0` as gdb compiles it (rdi is gdb register 5), compiled into native code.
 void BM_condition_compiled(benchmark::State& state) {
     static std::uint64_t code = 0;
@@ -218,6 +228,7 @@ BENCHMARK(BM_no_collection)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_regs)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_regs_mem64)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_condition_compiled)->Threads(1)->UseRealTime();
+BENCHMARK(BM_vector_state)->Threads(1)->UseRealTime();
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
