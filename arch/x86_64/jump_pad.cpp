@@ -175,9 +175,14 @@ bool has_lahf_sahf() {
 }
 
 StateSave detect_state_save() {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    const bool os_xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE);
-    return state_save_for(detect_cpu_features(), os_xsave);
+    // Asked once: each CPUID is a VM exit, and serving a fast frame that holds saved state asks
+    // for the mask.
+    static const StateSave save = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool os_xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE);
+        return state_save_for(detect_cpu_features(), os_xsave);
+    }();
+    return save;
 }
 
 std::vector<std::uint8_t> pad_state_as_kernel_xstate(std::span<const std::uint8_t> area,

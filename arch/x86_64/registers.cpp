@@ -11,9 +11,6 @@ namespace {
 
 constexpr std::size_t kGprSize = sizeof(user_regs_struct);
 
-// Kernel bytes 464..511 of the legacy area: "xstate_fx_sw_bytes", which carry the features
-// the kernel exposes for this task when magic1 is present.
-
 RegisterPlace gpr(std::size_t offset, std::uint32_t width = 8) {
     return {RegisterSource::Gpr, static_cast<std::uint32_t>(offset), width, kX87};
 }
