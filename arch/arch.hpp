@@ -164,6 +164,17 @@ class Architecture {
     // Whether `code` starts with an instruction indirect branches may have to land on where
     // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.
     virtual bool branch_target_landing_pad(std::span<const std::uint8_t>) const { return false; }
+    // Why stopping or leaving the code at `address` (a trap, a jump to a pad) would change
+    // what the program does, or nullopt: arm64, inside a load-exclusive/store-exclusive
+    // sequence. `before` is up to interruption_window() bytes just before the address, `from`
+    // up to as many from it; none are read where the window is 0.
+    virtual std::size_t interruption_window() const { return 0; }
+    virtual std::optional<std::string>
+    interruption_hazard(std::uint64_t address, std::span<const std::uint8_t> before,
+                        std::span<const std::uint8_t> from) const {
+        (void)address, (void)before, (void)from;
+        return std::nullopt;
+    }
     // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the
     // jump at `from` back to `to`, and the absolute addresses the pc-relative operands of the
     // whole instructions in `code` (at `address`) reach, in order (branch targets, pc-relative

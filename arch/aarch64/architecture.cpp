@@ -1,4 +1,5 @@
 #include "arch/aarch64/architecture.hpp"
+#include "arch/aarch64/exclusive_sequence.hpp"
 #include "arch/aarch64/jump_pad.hpp"
 #include "arch/aarch64/registers.hpp"
 #include "arch/aarch64/relocator.hpp"
@@ -107,6 +108,16 @@ bool Aarch64Architecture::branch_target_landing_pad(std::span<const std::uint8_t
     if (code.size() < 4) return false;
     std::memcpy(&insn, code.data(), 4);
     return aarch64::landing_pad(insn);
+}
+
+std::size_t Aarch64Architecture::interruption_window() const {
+    return kExclusiveWindowBytes;
+}
+std::optional<std::string>
+Aarch64Architecture::interruption_hazard(std::uint64_t address,
+                                         std::span<const std::uint8_t> before,
+                                         std::span<const std::uint8_t> from) const {
+    return inside_exclusive_sequence(address, before, from);
 }
 
 Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,

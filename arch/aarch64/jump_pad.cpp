@@ -1,6 +1,7 @@
 #include "arch/aarch64/jump_pad.hpp"
 #include "arch/aarch64/emitter.hpp"
 #include "arch/aarch64/encoding.hpp"
+#include "arch/aarch64/exclusive_sequence.hpp"
 #include "arch/aarch64/relocator.hpp"
 #include <cstring>
 #include <fmt/format.h>
@@ -24,12 +25,6 @@ std::uint32_t adr(unsigned d, std::int64_t delta) {
 constexpr std::uint32_t kMrsNzcvX0 = 0xd53b4200;
 constexpr std::uint32_t kMsrNzcvX0 = 0xd51b4200;
 
-// STXR, STLXR, STXP, STLXP: the collector's own atomics between it and its load-exclusive
-// clear the monitor, so the store would fail at every try and its loop never end.
-bool store_exclusive(std::uint32_t insn) {
-    return (insn & 0x3fc00000) == 0x08000000;
-}
-
 } // namespace
 
 bool landing_pad(std::uint32_t insn) {
@@ -41,6 +36,8 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         return make_error(ErrorCode::Unsupported, "not a whole AArch64 instruction");
     std::uint32_t insn = 0;
     std::memcpy(&insn, spec.original_code.data(), 4);
+    // The collector's own atomics between a store-exclusive and its load-exclusive clear the
+    // monitor (tpagent refuses the whole sequence before: Architecture::interruption_hazard).
     if (store_exclusive(insn))
         return make_error(ErrorCode::Unsupported,
                           fmt::format("0x{:x} is a store-exclusive: collecting between it and "

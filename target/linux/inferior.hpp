@@ -218,6 +218,9 @@ class Inferior final : public Target {
         FastCall call;
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
+    // Refused where a trap or a jump at addr would change what the program does
+    // (Architecture::interruption_hazard).
+    Status check_interruptible(std::uint64_t addr);
     // Moves threads out of the displaced bytes, writes built's patch and records the site,
     // whose relocated instructions are laid out as `code` says.
     Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);

@@ -77,6 +77,7 @@ Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std
 }
 
 Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const FastCall& call) {
+    if (auto s = check_interruptible(addr); !s) return s.error();
     FastPad out;
     out.call = call;
     // Whole instructions covering the jump: it ends within one instruction's length of them.

@@ -2,6 +2,7 @@
 // inferior, the system-call injection that maps pads (inferior_pads.cpp), and threads
 // stepped out of pads before gdb sees them.
 #include "target/linux/inferior.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/ptrace.h>
@@ -101,6 +102,24 @@ Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
     return Site{*pad, std::move(*reloc)};
 }
 
+Status Inferior::check_interruptible(std::uint64_t addr) {
+    const std::uint64_t window = arch_.interruption_window();
+    if (window == 0) return ok_status();
+    // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
+    constexpr std::uint64_t kPage = 4096;
+    const std::uint64_t page = addr & ~(kPage - 1);
+    std::vector<std::uint8_t> before(std::min(window, addr - page));
+    std::vector<std::uint8_t> from(std::min(window, page + kPage - addr));
+    auto got_before = read_memory(addr - before.size(), before); // breakpoints hidden
+    auto got_from = read_memory(addr, from);
+    if (!got_before || *got_before != before.size()) before.clear();
+    if (!got_from) return got_from.error();
+    from.resize(*got_from);
+    if (auto hazard = arch_.interruption_hazard(addr, before, from))
+        return make_error(ErrorCode::NotAllowed, *hazard);
+    return ok_status();
+}
+
 Status Inferior::add_site(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr))
@@ -108,6 +127,7 @@ Status Inferior::add_site(std::uint64_t addr) {
                           fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
                                       "at 0x{:x}",
                                       fast->first, addr));
+    if (auto s = check_interruptible(addr); !s) return s;
     std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
     auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
     if (!got) return got.error();
