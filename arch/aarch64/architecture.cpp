@@ -5,12 +5,14 @@
 #include "arch/aarch64/relocator.hpp"
 #include "arch/aarch64/sdt_operand.hpp"
 #include <cstring>
+#include <sys/auxv.h>
 
 namespace tpagent::arch::aarch64 {
 namespace {
 constexpr int kExpedited[] = {kFpRegnum, kSpRegnum, kPcRegnum};
 constexpr std::uint8_t kBrk0[] = {0x00, 0x00, 0x20, 0xd4}; // brk #0, as gdb's own
 constexpr std::uint8_t kSvc0[] = {0x01, 0x00, 0x00, 0xd4}; // svc #0
+constexpr unsigned long kHwcap2Sme = 1ul << 23;            // HWCAP2_SME (asm/hwcap.h)
 // A pad must be reachable by B from its code, and its own branches too: keep a page's slack.
 constexpr std::uint64_t kPadReach = static_cast<std::uint64_t>(kBranchReach) - (1u << 20);
 } // namespace
@@ -91,10 +93,24 @@ Architecture::FastBlockTail Aarch64Architecture::fast_block_tail() const {
     return {{static_cast<int>(host_layout().tpidr_regnum)}, true};
 }
 
-// The pad saves general registers only (FastPadOptions::save_vector_state is not honoured:
-// the collector is built without FP/SIMD, and frames hold no vector registers).
+Architecture::FastSavedState Aarch64Architecture::fast_saved_state() const {
+    return {vector_state_bytes(host_layout()), 0}; // from the frame on (pad_vector_state.hpp)
+}
+
+void Aarch64Architecture::fast_saved_state_to_g(std::span<const std::uint8_t> state,
+                                                std::span<std::uint8_t> g,
+                                                std::vector<bool>& placed) const {
+    vector_state_to_g(host_layout(), state, g, placed);
+}
+
+// The pad saves general registers, and the FP/SIMD and SVE state only for tracepoints that
+// collect it (FastPadOptions::save_vector_state is not honoured: the collector is built
+// without FP/SIMD).
 Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
     JumpPadSpec spec;
+    spec.stage_vector_state = request.options.stage_vector_state;
+    spec.vector_state.sve = host_layout().sve_vl != 0;
+    spec.vector_state.sme = (getauxval(AT_HWCAP2) & kHwcap2Sme) != 0;
     spec.pad_address = request.pad_address;
     spec.tracepoint_address = request.tracepoint_address;
     spec.collector = request.collector;

@@ -47,6 +47,9 @@ class Aarch64Architecture final : public Architecture {
     std::size_t min_fast_tracepoint_length() const override { return 4; }
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
+    FastSavedState fast_saved_state() const override;
+    void fast_saved_state_to_g(std::span<const std::uint8_t> state, std::span<std::uint8_t> g,
+                               std::vector<bool>& placed) const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     bool branch_target_landing_pad(std::span<const std::uint8_t> code) const override;
     std::size_t interruption_window() const override;

@@ -64,16 +64,19 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     e.put(str_x(0, kSp, kPcSlot));
     e.put(kMrsNzcvX0);
     e.put(str_w(0, kSp, kCpsrSlot));
+    const bool state = spec.stage_vector_state;
+    if (state) emit_vector_state_save(e, spec.vector_state, kBlockAt); // sp moves down
     const std::size_t return_slot_adr = e.size();
-    e.put(0); // adr x0, <return>: patched below
-    e.put(str_x(0, kSp, kBlockAt - 8));
+    e.put(0);                           // adr x0, <return>: patched below
+    e.put(str_x(0, kSp, kBlockAt - 8)); // frame - 8: the frame is at sp + kBlockAt either way
     e.move_wide(0, spec.argument);
-    e.put(add_imm(1, kSp, kBlockAt)); // block
-    e.put(add_imm(2, kSp, kBlockAt)); // frame
-    e.put(add_imm(3, kSp, kBlockAt)); // anchor
+    e.put(state ? mov_reg(1, 19) : add_imm(1, kSp, kBlockAt)); // block
+    e.put(add_imm(2, kSp, kBlockAt));                          // frame
+    e.put(state ? mov_reg(3, 19) : add_imm(3, kSp, kBlockAt)); // anchor
     e.move_wide(16, spec.collector);
     e.put(kBlrX16);
     e.patch(return_slot_adr, adr(0, static_cast<std::int64_t>(e.size() - return_slot_adr)));
+    if (state) emit_vector_state_restore(e, spec.vector_state, kBlockAt);
 
     e.put(ldr_w(0, kSp, kCpsrSlot));
     e.put(kMsrNzcvX0);

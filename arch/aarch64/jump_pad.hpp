@@ -23,8 +23,12 @@
 //                       | (unused)                  |
 //     S = O - 288       +---------------------------+  <- sp at the call (16-byte aligned)
 //
-// The collector uses general registers only (built so), so no FP/SIMD or SVE state is saved.
+// The collector uses general registers only (built so), so no FP/SIMD or SVE state is saved,
+// except for tracepoints that collect those registers (stage_vector_state): then the pad
+// saves it below the block and the frame moves below it (pad_vector_state.hpp); the block's
+// address is then x1 and x3, and the return address is still at frame - 8.
 #pragma once
+#include "arch/aarch64/pad_vector_state.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include <cstddef>
@@ -43,6 +47,8 @@ struct JumpPadSpec {
     std::uint64_t argument = 0;                  // its first argument (the tracepoint's record)
     std::span<const std::uint8_t> original_code; // at least the 4 bytes at tracepoint_address
     bool branch_target_guarded = false;          // the code is in a PROT_BTI mapping
+    bool stage_vector_state = false;             // save FP/SIMD (and SVE) state for the collector
+    PadVectorState vector_state;                 // what the CPU has of it
 };
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);

@@ -1,13 +1,16 @@
 """SVE registers on the arm64 board, against each stub: z, p, ffr and vg read and written at a
-stop (gdb's v registers are z's low halves), and collected by a trap tracepoint's $regs.
+stop (gdb's v registers are z's low halves), and collected by a trap tracepoint's $regs; and
+in fast tracepoint frames where an action names them (a64_vector.c).
 
 sve.c sets z5 to 1, 2, 3... (64-bit lanes), z6 to zero and p3 to all-true for words, stops at
 `sve_stop`, then prints z6's lanes 0 and 7 and p3's first byte. The board's CPU (-cpu max) has
 SVE; its vector length is what $vg says (64-bit granules).
 """
 
-from board import BoardScenario
-from scenario import TO_MAIN, trace
+import pytest
+
+from board import BoardFastTrace, BoardScenario
+from scenario import TO_MAIN, TO_THE_END, ftrace, trace, trace_to
 
 
 def lanes(vg: int) -> str:
@@ -46,3 +49,40 @@ def test_sve_registers_in_a_trace_frame(arm64):
     assert r.value("print/x $p3") == "{" + ", ".join(["0x11"] * vg) + "}"
     assert r.value("print $pc == sve_stop") == "1"
     s.server.wait_for(r"^z6\.d\[0\]=0 z6\.d\[7\]=0 p3\[0\]=0x11$")
+
+
+CALLS = 4
+FZ = 1 << 24
+
+
+@pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
+def test_vector_registers_in_fast_frames(arm64):
+    """A fast tracepoint naming FP/SIMD and SVE registers: its pad saves them (and gives them
+    back: the program checks z15, p3 and fpcr after the loop). Each frame holds v14 (d14, in
+    z14: gdb cannot collect v, a pseudo-register) of its call, z15's lanes, p3, ffr and fpcr as
+    the program set them; the same from the file tsave -r writes on the board, read by
+    gdb-multiarch."""
+    s = BoardFastTrace(arm64, "a64_vector", str(CALLS))
+    define = s.define(ftrace("*vector_hit", "collect $z14, $z15, $p3, $ffr, $fpcr"))
+    walk = s.walk("$v14.d.u[0]", "$z15.s.u[0]", "$z15.s.u[$vg * 2 - 1]", "$fpcr", "$vg", tracepoint=2)
+    on_board = f"/tmp/{s.server.name}-vector.tf"
+    r = s.gdb(
+        *TO_MAIN, define, *trace_to("finished"), walk, "tfind 1", "print/x $p3", "print $ffr == $ffr", "print $x0",
+        f"tsave -r {on_board}", *TO_THE_END,
+    )
+    rows = r.frames(walk)
+    vg = rows[0][-1] if rows else 0
+    assert vg in (2, 4, 8, 16, 32), r.of(walk)
+    assert [row[1:] for row in rows] == [(2, 100 + i, 1, 2 * vg, FZ, vg) for i in range(CALLS)], r.of(walk)
+    assert r.value("print/x $p3") == "{" + ", ".join(["0x11"] * vg) + "}", r.of("print/x $p3")
+    assert r.value("print $ffr == $ffr") == "1", r.of("print $ffr == $ffr")
+    assert r.value("print $x0") == str(100 + 1), r.of("print $x0")  # the block's core comes along: d14's source
+    s.server.wait_for(rf"^calls={CALLS} z15=kept p3=kept fpcr=kept$")
+    s.ends_as_natively(r.of("continue", 2))
+
+    saved = arm64.board.fetch_file(on_board, arm64.tmp / "vector.tf")
+    # (target tfile numbers the file's tracepoints afresh: every frame, whichever number)
+    every = s.walk("$v14.d.u[0]", "$z15.s.u[0]", "$z15.s.u[$vg * 2 - 1]", "$fpcr", "$vg")
+    t = s.open_trace_file(saved, every, "tfind 2", "print/x $p3")
+    assert [row[2:] for row in t.frames(every)] == [(100 + i, 1, 2 * vg, FZ, vg) for i in range(CALLS)], t.of(every)
+    assert t.value("print/x $p3") == "{" + ", ".join(["0x11"] * vg) + "}"

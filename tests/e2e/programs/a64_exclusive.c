@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-long add_exclusive(long *p, long v);
+long add_exclusive(long* p, long v);
 long total;
 void finished(void) {}
 
@@ -28,7 +28,7 @@ __asm__(".text\n"
         "  ret\n"
         ".size add_exclusive, .-add_exclusive\n");
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
     long n = argc > 1 ? atol(argv[1]) : 5;
     for (long i = 1; i <= n; ++i)
         add_exclusive(&total, i);
