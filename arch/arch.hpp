@@ -160,19 +160,32 @@ class Architecture {
                                        std::span<std::uint8_t> g, std::vector<bool>& placed) const {
         (void)state, (void)g, (void)placed;
     }
+    // The registers such a state can hold, whatever its values, per regnum (one state may
+    // hold fewer: arm64's, of a thread in streaming mode); by default what a state at rest
+    // (all zero bytes) holds.
+    virtual std::vector<bool> fast_saved_state_registers() const {
+        std::vector<std::uint8_t> rest(fast_saved_state().bytes), g(g_size());
+        std::vector<bool> placed;
+        fast_saved_state_to_g(rest, g, placed);
+        placed.resize(registers().size(), false);
+        return placed;
+    }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
     // Whether `code` starts with an instruction indirect branches may have to land on where
     // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.
     virtual bool branch_target_landing_pad(std::span<const std::uint8_t>) const { return false; }
     // Why stopping or leaving the code at `address` (a trap, a jump to a pad) would change
     // what the program does, or nullopt: arm64, inside a load-exclusive/store-exclusive
-    // sequence. `before` is up to interruption_window() bytes just before the address, `from`
-    // up to as many from it; none are read where the window is 0.
+    // sequence. `stepped`: the instruction there is single-stepped (a trap stepped over in
+    // place), which also stops right after it. `before` is up to interruption_window() bytes
+    // just before the address, `from` up to as many from it; none are read where the window
+    // is 0.
     virtual std::size_t interruption_window() const { return 0; }
-    virtual std::optional<std::string>
-    interruption_hazard(std::uint64_t address, std::span<const std::uint8_t> before,
-                        std::span<const std::uint8_t> from) const {
-        (void)address, (void)before, (void)from;
+    virtual std::optional<std::string> interruption_hazard(std::uint64_t address,
+                                                           std::span<const std::uint8_t> before,
+                                                           std::span<const std::uint8_t> from,
+                                                           bool stepped) const {
+        (void)address, (void)before, (void)from, (void)stepped;
         return std::nullopt;
     }
     // For pads whose displaced instructions another relocator writes (gdb, qRelocInsn): the

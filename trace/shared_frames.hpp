@@ -20,6 +20,12 @@ class SavedStateRegisters {
     virtual void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const = 0;
     // Whether the register at [g_offset, g_offset + bytes) of the g block is one of those.
     virtual bool holds(std::uint32_t g_offset, std::uint32_t bytes) const = 0;
+    // Whether this state holds it: one may hold fewer (a thread's state lacking a part).
+    virtual bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
+                          std::uint32_t bytes) const {
+        (void)state;
+        return holds(g_offset, bytes);
+    }
 };
 
 // Where a short R block's bytes (a fast tracepoint's) lie in the full `g` block: its first
@@ -39,6 +45,15 @@ struct ShortRegisterBlock {
         return g_offset + bytes <= prefix ||
                (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail) ||
                (state && saved && saved->holds(g_offset, bytes));
+    }
+    // The same for the frame's own block: its saved state may hold fewer registers.
+    bool holds(std::span<const std::uint8_t> block, std::uint32_t g_offset,
+               std::uint32_t bytes) const {
+        if (g_offset + bytes <= prefix ||
+            (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail))
+            return true;
+        return state && saved && block.size() >= size() &&
+               saved->holds_in(block.subspan(prefix + tail, state), g_offset, bytes);
     }
     // Copies a short block to its places in `g` (a full block); other bytes are left alone.
     void place(std::span<const std::uint8_t> block, std::span<std::uint8_t> g) const {

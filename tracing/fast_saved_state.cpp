@@ -9,9 +9,7 @@ FastSavedState::FastSavedState(const arch::Architecture& arch) : arch_(arch) {
     if (saved.bytes == 0 || saved.bytes > (64u << 10)) return;
     bytes_ = saved.bytes;
     frame_offset_ = saved.frame_offset;
-    // Which registers it holds does not depend on their values: ask with a state at rest.
-    std::vector<std::uint8_t> rest(bytes_), g(arch.g_size());
-    arch.fast_saved_state_to_g(rest, g, held_);
+    held_ = arch.fast_saved_state_registers();
     held_.resize(arch.registers().size(), false);
     if (std::ranges::none_of(held_, [](bool b) { return b; })) bytes_ = 0;
 }
@@ -32,11 +30,26 @@ void FastSavedState::place(std::span<const std::uint8_t> state, std::span<std::u
     arch_.fast_saved_state_to_g(state, g, placed);
 }
 
-bool FastSavedState::holds(std::uint32_t g_offset, std::uint32_t bytes) const {
+int FastSavedState::held_register(std::uint32_t g_offset, std::uint32_t bytes) const {
     const auto regs = arch_.registers();
     for (std::size_t r = 0; r < held_.size() && r < regs.size(); ++r)
-        if (held_[r] && regs[r].g_offset == g_offset && regs[r].size == bytes) return true;
-    return false;
+        if (held_[r] && regs[r].g_offset == g_offset && regs[r].size == bytes)
+            return static_cast<int>(r);
+    return -1;
+}
+
+bool FastSavedState::holds(std::uint32_t g_offset, std::uint32_t bytes) const {
+    return held_register(g_offset, bytes) >= 0;
+}
+
+bool FastSavedState::holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
+                              std::uint32_t bytes) const {
+    const int r = held_register(g_offset, bytes);
+    if (r < 0 || state.size() != bytes_) return false;
+    std::vector<std::uint8_t> g(arch_.g_size());
+    std::vector<bool> placed;
+    arch_.fast_saved_state_to_g(state, g, placed);
+    return static_cast<std::size_t>(r) < placed.size() && placed[static_cast<std::size_t>(r)];
 }
 
 } // namespace tpagent::agent

@@ -26,12 +26,16 @@ class FastSavedState final : public trace::SavedStateRegisters {
 
     void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const override;
     bool holds(std::uint32_t g_offset, std::uint32_t bytes) const override;
+    bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
+                  std::uint32_t bytes) const override;
 
   private:
     const arch::Architecture& arch_;
     std::uint32_t bytes_ = 0;
     std::int32_t frame_offset_ = 0;
-    std::vector<bool> held_; // per regnum: a register the state holds
+    std::vector<bool> held_; // per regnum: a register a state can hold
+    // The regnum at [g_offset, g_offset + bytes) among those, or -1.
+    int held_register(std::uint32_t g_offset, std::uint32_t bytes) const;
 };
 
 } // namespace tpagent::agent

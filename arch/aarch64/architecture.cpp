@@ -103,6 +103,10 @@ void Aarch64Architecture::fast_saved_state_to_g(std::span<const std::uint8_t> st
     vector_state_to_g(host_layout(), state, g, placed);
 }
 
+std::vector<bool> Aarch64Architecture::fast_saved_state_registers() const {
+    return vector_state_registers(host_layout());
+}
+
 // The pad saves general registers, and the FP/SIMD and SVE state only for tracepoints that
 // collect it (FastPadOptions::save_vector_state is not honoured: the collector is built
 // without FP/SIMD).
@@ -132,8 +136,8 @@ std::size_t Aarch64Architecture::interruption_window() const {
 std::optional<std::string>
 Aarch64Architecture::interruption_hazard(std::uint64_t address,
                                          std::span<const std::uint8_t> before,
-                                         std::span<const std::uint8_t> from) const {
-    return inside_exclusive_sequence(address, before, from);
+                                         std::span<const std::uint8_t> from, bool stepped) const {
+    return inside_exclusive_sequence(address, before, from, stepped);
 }
 
 Result<std::vector<std::uint8_t>> Aarch64Architecture::encode_pad_jump(std::uint64_t from,

@@ -50,12 +50,14 @@ class Aarch64Architecture final : public Architecture {
     FastSavedState fast_saved_state() const override;
     void fast_saved_state_to_g(std::span<const std::uint8_t> state, std::span<std::uint8_t> g,
                                std::vector<bool>& placed) const override;
+    std::vector<bool> fast_saved_state_registers() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     bool branch_target_landing_pad(std::span<const std::uint8_t> code) const override;
     std::size_t interruption_window() const override;
-    std::optional<std::string>
-    interruption_hazard(std::uint64_t address, std::span<const std::uint8_t> before,
-                        std::span<const std::uint8_t> from) const override;
+    std::optional<std::string> interruption_hazard(std::uint64_t address,
+                                                   std::span<const std::uint8_t> before,
+                                                   std::span<const std::uint8_t> from,
+                                                   bool stepped) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;
     bool gdb_relocates_instructions() const override { return false; }

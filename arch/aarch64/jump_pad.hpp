@@ -9,8 +9,9 @@
 // block: the core of a `g` block, all of it stored by the pad: x0..x30, sp (the thread's, as
 //        at the tracepoint), pc (the tracepoint address), cpsr (NZCV: what EL0 can read).
 //        The collector must not change it: the pad restores the registers from it.
-// frame: block's address; the pad's return address is at frame - 8 (where tpagent looks for
-//        it to run a thread it stopped inside the collector to its return).
+// frame: block's address (with stage_vector_state: below the saved state, under the block);
+//        the pad's return address is at frame - 8 (where tpagent looks for it to run a
+//        thread it stopped inside the collector to its return).
 // anchor: block's address too (the pad leaves nothing for the collector to complete).
 //
 // Stack of the thread while the collector runs (O = the thread's sp at the tracepoint; no red

@@ -127,34 +127,41 @@ void vector_state_to_g(const Layout& layout, std::span<const std::uint8_t> state
                        std::span<std::uint8_t> g, std::vector<bool>& placed) {
     placed.assign(layout.regs.size(), false);
     if (state.size() < vector_state_bytes(layout)) return;
-    auto put = [&](std::size_t regnum, const std::uint8_t* from, std::size_t bytes) {
+    auto put = [&](std::size_t regnum, const std::uint8_t* from) {
         const RegisterDesc& r = layout.regs[regnum];
         if (r.g_offset + r.size > g.size()) return;
-        std::fill_n(g.begin() + r.g_offset, r.size, 0);
-        std::copy_n(from, std::min<std::size_t>(bytes, r.size), g.begin() + r.g_offset);
+        std::copy_n(from, r.size, g.begin() + r.g_offset);
         placed[regnum] = true;
     };
-    put(kFpsrRegnum, state.data(), 4);
-    put(kFpcrRegnum, state.data() + 4, 4);
+    put(kFpsrRegnum, state.data());
+    put(kFpcrRegnum, state.data() + 4);
     const std::uint8_t* vectors = state.data() + kHeaderBytes;
     if (layout.sve_vl == 0) {
         for (std::size_t r = 0; r < 32; ++r)
-            put(kFirstVRegnum + r, vectors + r * 16, 16);
+            put(kFirstVRegnum + r, vectors + r * 16);
         return;
     }
+    // The length the pad found (program memory: checked), 0 where it saved no SVE register.
     std::uint32_t vl = 0;
     std::memcpy(&vl, state.data() + 8, 4);
-    // The saved registers where they fit the state's bytes (the thread's length may differ
-    // from the layout's; 0: none saved): zeros otherwise.
-    const std::size_t room = state.size() - kHeaderBytes;
-    const bool fits = vl % 16 == 0 && vl <= kMaxSveVl && 32 * vl + 17 * (vl / 8) <= room;
-    static const std::uint8_t kZeros[kMaxSveVl] = {};
+    if (vl != layout.sve_vl) return;
     for (std::size_t r = 0; r < 32; ++r)
-        put(kFirstVRegnum + r, fits ? vectors + r * vl : kZeros, fits ? vl : 0);
+        put(kFirstVRegnum + r, vectors + r * vl);
     for (std::size_t r = 0; r < 17; ++r)
-        put(kFirstPRegnum + r, fits ? vectors + 32 * vl + r * (vl / 8) : kZeros, fits ? vl / 8 : 0);
-    const std::uint64_t vg = (vl && fits ? vl : layout.sve_vl) / 8;
-    put(kFirstPRegnum + 17, reinterpret_cast<const std::uint8_t*>(&vg), 8);
+        put(kFirstPRegnum + r, vectors + 32 * vl + r * (vl / 8));
+    const std::uint64_t vg = vl / 8;
+    put(kFirstPRegnum + 17, reinterpret_cast<const std::uint8_t*>(&vg));
+}
+
+std::vector<bool> vector_state_registers(const Layout& layout) {
+    std::vector<bool> held(layout.regs.size(), false);
+    held[kFpsrRegnum] = held[kFpcrRegnum] = true;
+    for (std::size_t r = 0; r < 32; ++r)
+        held[kFirstVRegnum + r] = true;
+    if (layout.sve_vl)
+        for (std::size_t r = 0; r < 18; ++r) // p0..p15, ffr, vg
+            held[kFirstPRegnum + r] = true;
+    return held;
 }
 
 } // namespace tpagent::arch::aarch64

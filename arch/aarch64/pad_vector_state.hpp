@@ -36,10 +36,12 @@ void emit_vector_state_save(Emitter& e, const PadVectorState& shape, std::uint32
 // After the collector returns: restores the state and sp to what it was before the save.
 void emit_vector_state_restore(Emitter& e, const PadVectorState& shape, std::uint32_t block_at);
 
-// The registers a saved state holds, into their places in g; `placed` says which (whatever
-// the values: z, p, ffr and vg with SVE, else v; fpsr, fpcr). A thread whose vector length
-// differs from the layout's gets its registers' common part.
+// The registers a saved state holds, into their places in g; `placed` says which: fpsr and
+// fpcr, and the vector registers (z, p, ffr and vg with SVE, else v) where the state has them
+// at the layout's length (not for a thread in streaming mode, or with a length of its own).
 void vector_state_to_g(const Layout& layout, std::span<const std::uint8_t> state,
                        std::span<std::uint8_t> g, std::vector<bool>& placed);
+// Every register a state can hold, per regnum.
+std::vector<bool> vector_state_registers(const Layout& layout);
 
 } // namespace tpagent::arch::aarch64

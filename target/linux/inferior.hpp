@@ -219,8 +219,8 @@ class Inferior final : public Target {
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
     // Refused where a trap or a jump at addr would change what the program does
-    // (Architecture::interruption_hazard).
-    Status check_interruptible(std::uint64_t addr);
+    // (Architecture::interruption_hazard); `stepped`: the instruction is stepped there.
+    Status check_interruptible(std::uint64_t addr, bool stepped = false);
     // Moves threads out of the displaced bytes, writes built's patch and records the site,
     // whose relocated instructions are laid out as `code` says.
     Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);

@@ -102,7 +102,7 @@ Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
     return Site{*pad, std::move(*reloc)};
 }
 
-Status Inferior::check_interruptible(std::uint64_t addr) {
+Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
     const std::uint64_t window = arch_.interruption_window();
     if (window == 0) return ok_status();
     // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
@@ -115,7 +115,7 @@ Status Inferior::check_interruptible(std::uint64_t addr) {
     if (!got_before || *got_before != before.size()) before.clear();
     if (!got_from) return got_from.error();
     from.resize(*got_from);
-    if (auto hazard = arch_.interruption_hazard(addr, before, from))
+    if (auto hazard = arch_.interruption_hazard(addr, before, from, stepped))
         return make_error(ErrorCode::NotAllowed, *hazard);
     return ok_status();
 }
@@ -136,6 +136,7 @@ Status Inferior::add_site(std::uint64_t addr) {
     if (!pad) {
         // Stepped over in place instead: exact for one thread; a thread that reaches the
         // address while another steps over it passes it unseen.
+        if (auto s = check_interruptible(addr, true); !s) return s;
         spdlog::debug("trap tracepoint at 0x{:x}: {}; stepping over it in place", addr,
                       pad.error().text);
         pad = Site{};

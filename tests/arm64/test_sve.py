@@ -86,3 +86,21 @@ def test_vector_registers_in_fast_frames(arm64):
     t = s.open_trace_file(saved, every, "tfind 2", "print/x $p3")
     assert [row[2:] for row in t.frames(every)] == [(100 + i, 1, 2 * vg, FZ, vg) for i in range(CALLS)], t.of(every)
     assert t.value("print/x $p3") == "{" + ", ".join(["0x11"] * vg) + "}"
+
+
+@pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
+def test_vector_registers_in_streaming_mode(arm64):
+    """SME's streaming mode, where FFR cannot be read: the pad of a fast tracepoint naming SVE
+    registers saves fpsr and fpcr only (no SIGILL), each frame has fpcr as the program set it
+    and z0 <unavailable>, and the program ends as untraced with fpcr intact."""
+    s = BoardFastTrace(arm64, "a64_streaming", "3")
+    features = arm64.board_command("grep -m1 Features /proc/cpuinfo")
+    define = s.define(ftrace("*streaming_hit", "collect $z0, $fpcr"))
+    walk = s.walk("$fpcr", tracepoint=2)
+    r = s.gdb(*TO_MAIN, features, define, *trace_to("finished"), walk, "tfind 1", "print $z0.d.u[0]", *TO_THE_END)
+    if " sme" not in r.of(features):
+        pytest.skip(f"the board's CPU has no SME: {r.of(features).strip()}")
+    assert [row[1:] for row in r.frames(walk)] == [(2, FZ)] * 3, r.of(walk)
+    assert r.value("print $z0.d.u[0]") == "<unavailable>", r.of("print $z0.d.u[0]")
+    s.server.wait_for(r"^calls=3 fpcr=kept$")
+    s.ends_as_natively(r.of("continue", 2))

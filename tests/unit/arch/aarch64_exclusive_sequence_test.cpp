@@ -61,3 +61,26 @@ TEST_CASE("aarch64 exclusive sequences: what the windows do not show", "[arch][a
     ragged.insert(ragged.end(), code.begin(), code.begin() + 4);
     CHECK(a64::inside_exclusive_sequence(kBase + 4, ragged, all.subspan(4)));
 }
+
+TEST_CASE("aarch64 exclusive sequences: a stepped load-exclusive, and what is no exclusive",
+          "[arch][aarch64]") {
+    const auto code = bytes();
+    const std::span<const std::uint8_t> all(code);
+    // A trap stepped over in place on the load stops right after it: that breaks it too.
+    CHECK_FALSE(a64::inside_exclusive_sequence(kBase, {}, all));
+    auto stepped = a64::inside_exclusive_sequence(kBase, {}, all, true);
+    REQUIRE(stepped);
+    CHECK(stepped->find("0x400000 is the start of the load-exclusive/store-exclusive sequence "
+                        "from 0x400000 to 0x400008") != std::string::npos);
+    CHECK(a64::inside_exclusive_sequence(kBase + 4, all.first(4), all.subspan(4), true));
+    CHECK_FALSE(a64::inside_exclusive_sequence(kBase + 0x10, all.first(0x10), all.subspan(0x10),
+                                               true)); // after the store
+    // CASP, CASPA, CASPL, CASPAL share the encoding space; byte and halfword forms count.
+    for (std::uint32_t casp : {0x48207c82u, 0x48607c82u, 0x4820fc82u, 0x0860fc82u}) {
+        INFO(std::hex << casp);
+        CHECK_FALSE(a64::load_exclusive(casp));
+        CHECK_FALSE(a64::store_exclusive(casp));
+    }
+    CHECK(a64::load_exclusive(0x085f7c01));  // ldxrb w1, [x0]
+    CHECK(a64::store_exclusive(0x4802fc01)); // stlxrh w2, w1, [x0]
+}

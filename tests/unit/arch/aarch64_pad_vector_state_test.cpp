@@ -164,3 +164,85 @@ TEST_CASE("aarch64 jump pad: the FP/SIMD state saved for the collector, restored
     CHECK(end.fpsr == seen.at_start.fpsr);
     CHECK(end.fpcr == seen.at_start.fpcr);
 }
+
+TEST_CASE("aarch64 pad vector state: an SVE state placed only at the layout's length",
+          "[arch][aarch64]") {
+    const auto layout = a64::make_layout(64, false); // 512-bit vectors
+    const std::uint32_t bytes = a64::vector_state_bytes(layout);
+    CHECK(bytes == 16 + 32 * 64 + 17 * 8);
+    std::vector<std::uint8_t> state(bytes);
+    const std::uint32_t fpsr = 0x08000010, fpcr = 1u << 24;
+    std::memcpy(state.data(), &fpsr, 4);
+    std::memcpy(state.data() + 4, &fpcr, 4);
+    for (std::size_t i = 16; i < state.size(); ++i)
+        state[i] = static_cast<std::uint8_t>(i * 7);
+    auto placed_with = [&](std::uint32_t vl, std::vector<std::uint8_t>& g) {
+        std::memcpy(state.data() + 8, &vl, 4);
+        g.assign(layout.g_size, 0);
+        std::vector<bool> placed;
+        a64::vector_state_to_g(layout, state, g, placed);
+        return placed;
+    };
+    const auto held = a64::vector_state_registers(layout);
+    std::vector<std::uint8_t> g;
+    const auto all = placed_with(64, g);
+    CHECK(all == held);
+    const auto& z3 = layout.regs[static_cast<std::size_t>(a64::kFirstVRegnum + 3)];
+    CHECK(z3.size == 64);
+    CHECK(std::equal(g.begin() + z3.g_offset, g.begin() + z3.g_offset + 64,
+                     state.begin() + 16 + 3 * 64));
+    const auto& ffr = layout.regs[static_cast<std::size_t>(a64::kFirstPRegnum + 16)];
+    CHECK(std::equal(g.begin() + ffr.g_offset, g.begin() + ffr.g_offset + 8,
+                     state.begin() + 16 + 32 * 64 + 16 * 8));
+    std::uint64_t vg = 0;
+    std::memcpy(
+        &vg, g.data() + layout.regs[static_cast<std::size_t>(a64::kFirstPRegnum + 17)].g_offset, 8);
+    CHECK(vg == 8);
+    // Streaming mode (0) or a length of the thread's own: fpsr and fpcr only.
+    for (std::uint32_t vl : {0u, 32u, 128u, 0xffffffffu}) {
+        INFO(vl);
+        const auto some = placed_with(vl, g);
+        std::size_t n = 0;
+        for (bool p : some)
+            n += p;
+        CHECK(n == 2);
+        CHECK(some[a64::kFpsrRegnum]);
+        CHECK(some[a64::kFpcrRegnum]);
+    }
+}
+
+TEST_CASE("aarch64 pad vector state: the SVE pad's branches around what streaming mode skips",
+          "[arch][aarch64]") {
+    a64::Emitter save(0), restore(0);
+    a64::emit_vector_state_save(save, {true, true}, 16);
+    a64::emit_vector_state_restore(restore, {true, true}, 16);
+    const auto words = [](std::vector<std::uint8_t> bytes) {
+        std::vector<std::uint32_t> out(bytes.size() / 4);
+        std::memcpy(out.data(), bytes.data(), bytes.size());
+        return out;
+    };
+    const auto s = words(save.take()), r = words(restore.take());
+    const auto find = [](const std::vector<std::uint32_t>& code, std::uint32_t mask,
+                         std::uint32_t value) {
+        for (std::size_t i = 0; i < code.size(); ++i)
+            if ((code[i] & mask) == value) return i;
+        return code.size();
+    };
+    // Streaming (SVCR.SM, bit 0, in w10): on to the store of a zero length, past every SVE access.
+    const std::size_t tbnz = find(s, 0xff07ffff & ~0x7ffe0u, 0x3700000a);
+    REQUIRE(tbnz < s.size());
+    const std::size_t skipped_to = tbnz + ((s[tbnz] >> 5) & 0x3fff);
+    REQUIRE(skipped_to < s.size());
+    CHECK(s[skipped_to] == 0xb81f829f);                  // stur wzr, [x20, #-8]
+    CHECK(find(s, 0xffffffff, 0x2519f000) < skipped_to); // rdffr only where not skipped
+    const std::size_t b = skipped_to - 1;
+    CHECK((s[b] & 0xfc000000) == 0x14000000);
+    CHECK(b + (s[b] & 0x3ffffff) == s.size()); // the saving path jumps over it, to the end
+    // Restore: a zero length skips every SVE access (cbz w9 to the end, before sp's restore).
+    const std::size_t cbz = find(r, 0xff00001f, 0x34000009);
+    REQUIRE(cbz < r.size());
+    const std::size_t after = cbz + ((r[cbz] >> 5) & 0x7ffff);
+    CHECK(after == r.size() - 1);
+    CHECK(r.back() == 0xd100427f);                  // sub sp, x19, #16
+    CHECK(find(r, 0xffffffff, 0x25289000) < after); // wrffr inside the skipped part
+}

@@ -241,6 +241,11 @@ class DoublingState final : public SavedStateRegisters {
     bool holds(std::uint32_t g_offset, std::uint32_t bytes) const override {
         return g_offset >= 32 && g_offset + bytes <= 40;
     }
+    // A state whose first byte is 0 holds nothing (as a thread's that lacks the part).
+    bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
+                  std::uint32_t bytes) const override {
+        return state[0] != 0 && holds(g_offset, bytes);
+    }
 };
 
 TEST_CASE("shared frames: saved state in a short R block is placed by its decoder",
@@ -267,4 +272,19 @@ TEST_CASE("shared frames: saved state in a short R block is placed by its decode
     CHECK(Bytes(g + 24, g + 32) == Bytes(8, 0x11));
     CHECK(Bytes(g + 32, g + 40) == Bytes(8, 0x11));
     CHECK(Bytes(g + 12, g + 24) == Bytes(12, 0));
+}
+
+TEST_CASE("shared frames: a frame's own saved state says which of its registers it holds",
+          "[trace][shared]") {
+    const DoublingState doubling;
+    const ShortRegisterBlock layout{12, 24, 8, 4, &doubling};
+    Bytes block(24, 0x11);
+    block[20] = 0;              // the state's first byte: this state holds none of its registers
+    CHECK(layout.holds(32, 8)); // a state can
+    CHECK_FALSE(layout.holds(block, 32, 8)); // this one does not
+    CHECK(layout.holds(block, 24, 8));       // the tail is there whatever the state
+    CHECK(layout.holds(block, 0, 8));        // and the prefix
+    block[20] = 5;
+    CHECK(layout.holds(block, 32, 8));
+    CHECK_FALSE(layout.holds(Bytes(20, 0x11), 32, 8)); // a block too short for its state
 }
