@@ -129,6 +129,10 @@ class Architecture {
     struct FastBlockTail {
         std::vector<int> regnums;
         bool by_instruction = false;
+        // Registers just before those in `g` that are the same in every thread of a process
+        // all its life (arm64: the pointer-authentication masks, for unwinding signed return
+        // addresses in tfind): tpagent reads them at tstart, the collector copies them.
+        std::vector<int> constant_regnums;
     };
     virtual FastBlockTail fast_block_tail() const { return {}; }
     // What the pad leaves out of that block for the collector to fill in, only when a hit

@@ -25,9 +25,10 @@ struct ThreadState {
     ThreadSlot* slot = nullptr;     // this run's slot, or null (slots ran out)
     HitCounter* counters = nullptr; // the slot's row, or null: the records' shared counters
     std::uint64_t slot_generation = 0;
-    // The thread-pointer registers, read when the thread joined the run: read at each hit,
-    // even by instruction, they cost 2.5 ns, and a thread's (glibc's TCB) never changes.
-    std::uint64_t thread_registers[2] = {};
+    // The R block's tail, taken when the thread joined the run: the process's constant
+    // registers (Header::tail_constants), then the thread-pointer registers (read at each hit,
+    // even by instruction, they cost 2.5 ns, and a thread's, glibc's TCB, never changes).
+    std::uint64_t tail_registers[4] = {};
     // The registers the pads leave out as the same at every hit (tpagent_thread_constants),
     // read when the thread joined the run.
     alignas(8) std::uint8_t thread_constants[kMaxThreadConstants] = {};
@@ -355,21 +356,24 @@ bool collect_tsv(void* user, unsigned num, std::int64_t value) {
     return true;
 }
 
-// The R block: the registers the pad staged, then the thread-pointer registers.
+// The R block: the registers the pad staged, then the tail: the process's constant registers
+// and the thread-pointer registers, as the thread took them when it joined the run.
 __attribute__((always_inline)) inline void collect_registers(Hit& hit, const ThreadState& t) {
     const std::uint32_t core = hit.header->core_register_bytes;
     const std::uint32_t tail = hit.header->tail_register_bytes;
     const std::uint32_t state = hit.saved_state ? hit.header->saved_state_bytes : 0;
-    if (hit.has_registers || tail > sizeof t.thread_registers ||
+    if (hit.has_registers || tail > sizeof t.tail_registers ||
         static_cast<std::uint64_t>(hit.out_end - hit.out) <
             trace::registers_block_size(core + tail + state))
         return;
     hit.out = trace::store_registers_header(hit.out);
     copy_registers(hit.out, hit.block, core);
     hit.out += core;
-    // 8-byte registers, at most two (checked above): no loop, no memcpy call
-    if (tail >= 8) __builtin_memcpy(hit.out, &t.thread_registers[0], 8);
-    if (tail >= 16) __builtin_memcpy(hit.out + 8, &t.thread_registers[1], 8);
+    // 8-byte registers, at most four (checked above): no loop, no memcpy call
+    if (tail >= 8) __builtin_memcpy(hit.out, &t.tail_registers[0], 8);
+    if (tail >= 16) __builtin_memcpy(hit.out + 8, &t.tail_registers[1], 8);
+    if (tail >= 24) __builtin_memcpy(hit.out + 16, &t.tail_registers[2], 8);
+    if (tail >= 32) __builtin_memcpy(hit.out + 24, &t.tail_registers[3], 8);
     hit.out += tail;
     if (state) {
         std::memcpy(hit.out, hit.saved_state, state);
@@ -445,8 +449,14 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     t.counters = t.slot ? counter_row(g_region, n) : nullptr;
     t.slot_generation = generation;
     join_generation(t.writer, generation);
-    if (h->tail_register_bytes && h->tail_register_bytes <= sizeof t.thread_registers)
-        tpagent_thread_registers(t.thread_registers, h->tail_by_instruction);
+    // (Sizes from the program's own memory: a tail that does not fit is collected by no hit.)
+    const std::uint32_t constants = h->tail_constant_bytes, tail = h->tail_register_bytes;
+    if (constants <= sizeof h->tail_constants && constants % 8 == 0 && tail >= constants &&
+        tail - constants <= 16) {
+        std::memcpy(t.tail_registers, h->tail_constants, constants);
+        if (tail > constants)
+            tpagent_thread_registers(t.tail_registers + constants / 8, h->tail_by_instruction);
+    }
     if (h->completion.constants_size) tpagent_thread_constants(t.thread_constants);
 }
 

@@ -48,8 +48,8 @@ inline bool in_last_range(std::uint64_t seq, std::uint64_t addr, std::size_t len
 extern "C" std::size_t tpagent_fault_recovering_copy(void* dst, const void* src, std::size_t len);
 extern "C" long tpagent_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 extern "C" const char tpagent_copy_begin[], tpagent_copy_end[], tpagent_copy_fault[];
-// The thread-pointer registers (Header::tail_register_bytes of them) into out: by instruction
-// when by_instruction, else by system call. Returns the bytes written.
+// The thread-pointer registers (Header::tail_register_bytes less tail_constant_bytes) into out: by
+// instruction when by_instruction, else by system call. Returns the bytes written.
 extern "C" std::size_t tpagent_thread_registers(std::uint64_t* out, long by_instruction);
 // The registers the pads leave out of the staged block as the same at every hit of a thread
 // (Header::completion.constants_size bytes, at most kMaxThreadConstants) into out.

@@ -35,7 +35,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 11;
+inline constexpr std::uint32_t kVersion = 12;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -129,11 +129,16 @@ struct Header {
     std::uint32_t circular;
     std::uint32_t g_size;              // bytes of a full R block
     std::uint32_t core_register_bytes; // bytes of the R block the pads stage
-    // Bytes the collector appends to a frame's R block after those: the thread-pointer
-    // registers (tpagent_thread_registers), read once per thread and run, by instruction when
+    // Bytes the collector appends to a frame's R block after those: first the process's
+    // constant registers tpagent read at tstart (tail_constants, tail_constant_bytes of them:
+    // arm64's pointer-authentication masks), then the thread-pointer registers
+    // (tpagent_thread_registers), read once per thread and run, by instruction when
     // tail_by_instruction (else by system call). 0: none.
     std::uint32_t tail_register_bytes;
     std::uint32_t tail_by_instruction;
+    std::uint32_t tail_constant_bytes; // 0, 8 or 16
+    std::uint32_t tail_reserved;
+    std::uint64_t tail_constants[2];
     // The FP/vector state a pad saves for tracepoints that collect it
     // (Architecture::fast_saved_state()): its bytes, and where it starts relative to the
     // collector's frame argument. Such a tracepoint's R block goes on with it.

@@ -178,7 +178,9 @@ InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
     return t;
 }
 
-Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture& arch) {
+Result<std::uint32_t>
+InprocRegion::describe_registers(const arch::Architecture& arch,
+                                 std::span<const std::uint8_t> process_registers) {
     Header& h = header();
     const std::size_t core = h.general_registers_only ? arch.fast_block_bytes() : arch.g_size();
     if (core == 0 || core > arch.g_size())
@@ -212,32 +214,52 @@ Result<std::uint32_t> InprocRegion::describe_registers(const arch::Architecture&
                     static_cast<std::uint8_t>(c.flags_size),
                     static_cast<std::uint8_t>(c.constants_size),
                     c.sp_bias};
-    // The tail the collector appends: registers adjacent in g, beyond the core, 16 bytes at
-    // most (the collector's room). Expressions cannot read them: the pad does not stage them.
+    // The tail the collector appends: registers adjacent in g, beyond the core; the process's
+    // constant ones first (their values from process_registers, a g block of one of its
+    // threads, where those are available), 16 bytes at most of each (the collector's room).
+    // Expressions cannot read them: the pad does not stage them.
     short_block_ = {h.core_register_bytes, 0, 0};
     h.tail_register_bytes = 0;
     h.tail_by_instruction = 0;
+    h.tail_constant_bytes = 0;
+    h.tail_constants[0] = h.tail_constants[1] = 0;
     h.saved_state_bytes = 0;
     h.saved_state_frame_offset = 0;
     saved_state_.reset();
     if (h.general_registers_only) {
         const auto tail = arch.fast_block_tail();
-        std::uint32_t bytes = 0, first = 0;
-        bool adjacent = !tail.regnums.empty();
-        for (int r : tail.regnums) {
-            if (r < 0 || static_cast<std::size_t>(r) >= regs.size()) {
-                adjacent = false;
-                break;
+        // Registers that follow one another in g, after the core: their first offset and bytes.
+        auto adjacent = [&](const std::vector<int>& regnums)
+            -> std::optional<std::pair<std::uint32_t, std::uint32_t>> {
+            std::uint32_t bytes = 0, first = 0;
+            for (int r : regnums) {
+                if (r < 0 || static_cast<std::size_t>(r) >= regs.size()) return std::nullopt;
+                const auto& d = regs[static_cast<std::size_t>(r)];
+                if (bytes == 0) first = d.g_offset;
+                if (d.g_offset != first + bytes || d.g_offset < core || d.size % 8 != 0)
+                    return std::nullopt;
+                bytes += d.size;
             }
-            const auto& d = regs[static_cast<std::size_t>(r)];
-            if (bytes == 0) first = d.g_offset;
-            adjacent = adjacent && d.g_offset == first + bytes && d.g_offset >= core;
-            bytes += d.size;
-        }
-        if (adjacent && bytes <= 16 && bytes % 8 == 0 && first + bytes <= arch.g_size()) {
-            h.tail_register_bytes = bytes;
+            if (regnums.empty() || first + bytes > arch.g_size()) return std::nullopt;
+            return std::pair{first, bytes};
+        };
+        const auto own = adjacent(tail.regnums);
+        std::vector<int> with_constants = tail.constant_regnums;
+        with_constants.insert(with_constants.end(), tail.regnums.begin(), tail.regnums.end());
+        const auto all = process_registers.size() >= arch.g_size() && !tail.constant_regnums.empty()
+                             ? adjacent(with_constants)
+                             : std::nullopt;
+        if (own && own->second <= 16) {
+            std::uint32_t first = own->first, constant_bytes = 0;
+            if (all && all->second - own->second <= sizeof h.tail_constants) {
+                first = all->first;
+                constant_bytes = all->second - own->second;
+                std::memcpy(h.tail_constants, process_registers.data() + first, constant_bytes);
+            }
+            h.tail_register_bytes = constant_bytes + own->second;
+            h.tail_constant_bytes = constant_bytes;
             h.tail_by_instruction = tail.by_instruction ? 1 : 0;
-            short_block_ = {h.core_register_bytes, first, bytes};
+            short_block_ = {h.core_register_bytes, first, h.tail_register_bytes};
         }
         saved_state_ = std::make_unique<FastSavedState>(arch);
         h.saved_state_bytes = saved_state_->bytes();

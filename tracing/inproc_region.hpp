@@ -49,8 +49,11 @@ class InprocRegion {
     // The staged R block: the registers the jump pads save (the architecture's fast block, or
     // the whole `g` block when the library does not keep to general registers) and where each
     // register lies in it, for the expressions; and the registers the collector appends to it
-    // (Architecture::fast_block_tail). Returns the size of a frame's R block.
-    Result<std::uint32_t> describe_registers(const arch::Architecture& arch);
+    // (Architecture::fast_block_tail), with the process's constant ones where
+    // process_registers (a g block of one of its threads) has them. Returns the size of a
+    // frame's R block.
+    Result<std::uint32_t> describe_registers(const arch::Architecture& arch,
+                                             std::span<const std::uint8_t> process_registers = {});
     // Where a frame's R block lies in the g block, as described.
     const trace::ShortRegisterBlock& short_register_block() const { return short_block_; }
     // The same for an R block of `bytes`: the described one, or that followed by the saved

@@ -156,6 +156,24 @@ Result<ActionRecord> RecordWriter::expression(const trace::Expression& e, std::u
     return a;
 }
 
+// A g block of one of the program's threads, where it has every register that is the same
+// in all of them (Architecture::FastBlockTail::constant_regnums); else empty.
+std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch, Target& inferior) {
+    const auto constants = arch.fast_block_tail().constant_regnums;
+    if (constants.empty()) return {};
+    for (pid_t tid : inferior.thread_ids()) {
+        std::vector<bool> available;
+        auto g = inferior.read_registers(tid, available);
+        if (!g) continue;
+        const bool all = std::ranges::all_of(constants, [&](int r) {
+            return r >= 0 && static_cast<std::size_t>(r) < available.size() &&
+                   available[static_cast<std::size_t>(r)];
+        });
+        return all ? *g : std::vector<std::uint8_t>{};
+    }
+    return {};
+}
+
 } // namespace
 
 Status TraceExperiment::check_fast(const trace::Tracepoint& tp) const {
@@ -211,7 +229,8 @@ Status TraceExperiment::prepare_fast(Target& inferior) {
     inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), inproc_));
     // The whole buffer: this run's frames, fast and trap alike, go into the region's chunks.
     inproc_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
-    if (auto core = inproc_->describe_registers(arch_); !core) return core.error();
+    if (auto core = inproc_->describe_registers(arch_, constant_registers(arch_, inferior)); !core)
+        return core.error();
     // Trace state variables: current values (reset at start); the clock reads itself.
     inproc_->clear_variables();
     for (std::uint32_t n : variables_.numbers())

@@ -90,7 +90,10 @@ std::size_t Aarch64Architecture::fast_block_bytes() const {
 
 // tpidr, for TLS variables in tfind: EL0 reads it with an mrs.
 Architecture::FastBlockTail Aarch64Architecture::fast_block_tail() const {
-    return {{static_cast<int>(host_layout().tpidr_regnum)}, true};
+    const Layout& l = host_layout();
+    std::vector<int> masks;
+    if (l.pauth) masks = {static_cast<int>(l.pauth_regnum), static_cast<int>(l.pauth_regnum + 1)};
+    return {{static_cast<int>(l.tpidr_regnum)}, true, std::move(masks)};
 }
 
 Architecture::FastSavedState Aarch64Architecture::fast_saved_state() const {

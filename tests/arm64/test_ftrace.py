@@ -28,13 +28,16 @@ PROGRAM = "ftrace_loop"
 def test_registers_and_globals(arm64, pie):
     """ftrace traced: each of 5 hits records the registers (x0 = the iteration, x1 = 3, pc =
     the tracepoint, sp as the thread had it) and the globals as the previous call left them;
-    registers the pad does not save (FP/SIMD) are unavailable, tpidr (TLS) is there."""
+    registers the pad does not save (FP/SIMD) are unavailable, tpidr (TLS) is there, and so
+    are the pointer-authentication masks where the CPU has them (gdb strips signed return
+    addresses with them when it unwinds)."""
     s = BoardFastTrace(arm64, PROGRAM, "5", pie=pie)
     define = s.define(ftrace("traced", "collect $regs", "collect hits, current"))
     walk = s.walk("$x0", "$x1", "$pc", "hits", "current.id", "current.square")
     r = s.gdb(
-        *TO_MAIN, "print/x $tpidr", define, *trace_to("finished"),
+        *TO_MAIN, "print/x $tpidr", "print/x $pauth_cmask", "print/x $pauth_dmask", define, *trace_to("finished"),
         "tfind start", "tdump", "print untouched", "print $v0.d.u[0]", "print/x $tpidr",
+        "print/x $pauth_cmask", "print/x $pauth_dmask",
         "print $sp == (unsigned long) $x29", "tfind 3", "print $x0", "print current",
         walk, *TO_THE_END,
     )
@@ -54,6 +57,9 @@ def test_registers_and_globals(arm64, pie):
     assert r.value("print $v0.d.u[0]") == "<unavailable>"
     # tpidr: the thread's TLS base, as the live thread had it.
     assert r.value("print/x $tpidr", 1) == r.value("print/x $tpidr", 0) != "0x0"
+    # The masks: the process's, as the live thread has them ("void" on a CPU without them).
+    for mask in ("print/x $pauth_cmask", "print/x $pauth_dmask"):
+        assert r.value(mask, 1) == r.value(mask, 0) != "<unavailable>", (r.of(mask, 0), r.of(mask, 1))
     # At -O0, traced() has set x29 = sp by its first line.
     assert r.value("print $sp == (unsigned long) $x29") == "1"
     assert r.found("tfind 3") == (3, 2)

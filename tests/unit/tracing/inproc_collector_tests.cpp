@@ -1213,4 +1213,30 @@ TEST_CASE("inproc: the R block ends with the thread's fs_base and gs_base", "[in
     CHECK(layout.tail == 16);
     CHECK(reg("gs_base").g_offset == reg("fs_base").g_offset + 8);
 }
+
+TEST_CASE("inproc: the process's constant registers lead the tail", "[inproc]") {
+    // (arm64's pointer-authentication masks; x86-64 has none, so set by hand here)
+    std::uint64_t fs = 0;
+    REQUIRE(syscall(SYS_arch_prctl, ARCH_GET_FS, &fs) == 0);
+    Config config;
+    REQUIRE(header().tail_register_bytes == 16);
+    header().tail_constant_bytes = 16;
+    header().tail_constants[0] = 0x007f000000000000;
+    header().tail_constants[1] = 0x0123456789abcdef;
+    header().tail_register_bytes = 32;
+    TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+    Block block;
+    const Frame f = hit_once(config, rec, &block);
+    REQUIRE(f.tail.size() == 32);
+    std::uint64_t words[3] = {};
+    std::memcpy(words, f.tail.data(), 24);
+    CHECK(words[0] == 0x007f000000000000);
+    CHECK(words[1] == 0x0123456789abcdef);
+    CHECK(words[2] == fs);
+    // More constants than the header holds: no R block rather than one read past it.
+    header().tail_constant_bytes = 24;
+    header().tail_register_bytes = 40;
+    const Frame none = hit_once(config, rec, &block);
+    CHECK(none.registers.empty());
+}
 #endif
