@@ -29,6 +29,7 @@ struct ThreadState {
     // registers (Header::tail_constants), then the thread-pointer registers (read at each hit,
     // even by instruction, they cost 2.5 ns, and a thread's, glibc's TCB, never changes).
     std::uint64_t tail_registers[4] = {};
+    std::uint32_t tail_bytes = 0; // of tail_registers; kNoTail: the header's made no sense
     // The registers the pads leave out as the same at every hit (tpagent_thread_constants),
     // read when the thread joined the run.
     alignas(8) std::uint8_t thread_constants[kMaxThreadConstants] = {};
@@ -36,6 +37,7 @@ struct ThreadState {
     bool key_set = false;
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+constexpr std::uint32_t kNoTail = ~0u;
 
 pthread_key_t g_exit_key;
 bool g_exit_key_ok = false;
@@ -360,7 +362,7 @@ bool collect_tsv(void* user, unsigned num, std::int64_t value) {
 // and the thread-pointer registers, as the thread took them when it joined the run.
 __attribute__((always_inline)) inline void collect_registers(Hit& hit, const ThreadState& t) {
     const std::uint32_t core = hit.header->core_register_bytes;
-    const std::uint32_t tail = hit.header->tail_register_bytes;
+    const std::uint32_t tail = t.tail_bytes; // what the thread took when it joined the run
     const std::uint32_t state = hit.saved_state ? hit.header->saved_state_bytes : 0;
     if (hit.has_registers || tail > sizeof t.tail_registers ||
         static_cast<std::uint64_t>(hit.out_end - hit.out) <
@@ -451,11 +453,13 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     join_generation(t.writer, generation);
     // (Sizes from the program's own memory: a tail that does not fit is collected by no hit.)
     const std::uint32_t constants = h->tail_constant_bytes, tail = h->tail_register_bytes;
+    t.tail_bytes = kNoTail;
     if (constants <= sizeof h->tail_constants && constants % 8 == 0 && tail >= constants &&
-        tail - constants <= 16) {
+        tail - constants <= 16 && tail % 8 == 0) {
         std::memcpy(t.tail_registers, h->tail_constants, constants);
         if (tail > constants)
             tpagent_thread_registers(t.tail_registers + constants / 8, h->tail_by_instruction);
+        t.tail_bytes = tail;
     }
     if (h->completion.constants_size) tpagent_thread_constants(t.thread_constants);
 }

@@ -169,8 +169,11 @@ std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch, Tar
             return r >= 0 && static_cast<std::size_t>(r) < available.size() &&
                    available[static_cast<std::size_t>(r)];
         });
-        return all ? *g : std::vector<std::uint8_t>{};
+        if (all) return *g;
+        break;
     }
+    spdlog::debug("fast frames: no stopped thread has the process's constant registers; "
+                  "they are left out of this run's frames");
     return {};
 }
 

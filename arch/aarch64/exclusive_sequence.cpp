@@ -44,14 +44,22 @@ std::optional<std::string> inside_exclusive_sequence(std::uint64_t address,
     // On to its store-exclusive: the address is inside only if the sequence goes on past it.
     for (std::size_t i = ahead; i < from.size() / 4; ++i) {
         const std::uint32_t insn = word_at(from, i);
-        if (store_exclusive(insn))
-            return fmt::format("0x{:x} is {} the load-exclusive/store-exclusive sequence "
+        if (store_exclusive(insn)) {
+            if (*load == address) // stepped
+                return fmt::format(
+                    "0x{:x} is the load-exclusive of the sequence to 0x{:x}, and a trap there "
+                    "with no pad in reach is stepped over: the step clears the exclusive "
+                    "monitor, so the store would fail at every try and the program's loop "
+                    "never end; put the tracepoint before the load-exclusive or after the "
+                    "store-exclusive",
+                    address, address + 4 * i);
+            return fmt::format("0x{:x} is inside the load-exclusive/store-exclusive sequence "
                                "from 0x{:x} to 0x{:x}: a trap or a call there clears the "
                                "exclusive monitor, so the store would fail at every try and "
-                               "the program's loop never end; put the tracepoint {}after the "
-                               "store-exclusive",
-                               address, *load == address ? "the start of" : "inside", *load,
-                               address + 4 * i, stepped ? "" : "on the load-exclusive or ");
+                               "the program's loop never end; put the tracepoint on the "
+                               "load-exclusive or after the store-exclusive",
+                               address, *load, address + 4 * i);
+        }
         if (load_exclusive(insn) || clear_exclusive(insn) || unconditional_branch(insn)) break;
     }
     return std::nullopt;

@@ -1233,10 +1233,16 @@ TEST_CASE("inproc: the process's constant registers lead the tail", "[inproc]") 
     CHECK(words[0] == 0x007f000000000000);
     CHECK(words[1] == 0x0123456789abcdef);
     CHECK(words[2] == fs);
-    // More constants than the header holds: no R block rather than one read past it.
-    header().tail_constant_bytes = 24;
-    header().tail_register_bytes = 40;
-    const Frame none = hit_once(config, rec, &block);
-    CHECK(none.registers.empty());
+    // Sizes that make no sense (the header is the program's memory): no R block, rather than
+    // one read past the constants or holding what an earlier run left. Each is a new run.
+    for (const auto& [constants, tail] :
+         {std::pair{24u, 40u}, std::pair{24u, 32u}, std::pair{0u, 32u}, std::pair{8u, 12u}}) {
+        INFO(constants << " constant bytes of a " << tail << "-byte tail");
+        header().tail_constant_bytes = constants;
+        header().tail_register_bytes = tail;
+        header().generation.fetch_add(1);
+        const Frame none = hit_once(config, rec, &block);
+        CHECK_FALSE(none.has_registers);
+    }
 }
 #endif
