@@ -25,11 +25,11 @@ constexpr std::uint32_t sve_mem(std::uint32_t op, unsigned t, unsigned n, unsign
 constexpr std::uint32_t kStrZ = 0xe5804000, kLdrZ = 0x85804000;
 constexpr std::uint32_t kStrP = 0xe5800000, kLdrP = 0x85800000;
 constexpr std::uint32_t kRdffrP0 = 0x2519f000, kWrffrP0 = 0x25289000;
-constexpr std::uint32_t stp_q(unsigned a, unsigned b, unsigned n, std::uint32_t offset) {
-    return 0xad000000 | (offset / 16) << 15 | b << 10 | n << 5 | a;
-}
-constexpr std::uint32_t ldp_q(unsigned a, unsigned b, unsigned n, std::uint32_t offset) {
-    return 0xad400000 | (offset / 16) << 15 | b << 10 | n << 5 | a;
+constexpr std::uint32_t kStpQ = 0xad000000, kLdpQ = 0xad400000; // stp/ldp qa, qb, [xn, #off]
+// q0..q31 by pairs, from the vectors' base on.
+void q_pairs(Emitter& e, std::uint32_t op) {
+    for (std::uint32_t r = 0; r < 32; r += 2)
+        e.put(op | r << 15 | (r + 1) << 10 | kVectorsReg << 5 | r); // offset r * 16, scaled
 }
 constexpr std::uint32_t kMrsFpsrX9 = 0xd53b4429, kMrsFpcrX10 = 0xd53b440a;
 constexpr std::uint32_t kMsrFpsrX9 = 0xd51b4429, kMsrFpcrX10 = 0xd51b440a;
@@ -78,8 +78,7 @@ void emit_vector_state_save(Emitter& e, const PadVectorState& shape, std::uint32
     e.put(kMrsFpcrX10);
     e.put(kStpHeader);
     if (!shape.sve) {
-        for (unsigned r = 0; r < 32; r += 2)
-            e.put(stp_q(r, r + 1, kVectorsReg, r * 16));
+        q_pairs(e, kStpQ);
         return;
     }
     std::size_t streaming = 0;
@@ -109,8 +108,7 @@ void emit_vector_state_restore(Emitter& e, const PadVectorState& shape, std::uin
     e.put(kMsrFpsrX9);
     e.put(kMsrFpcrX10);
     if (!shape.sve) {
-        for (unsigned r = 0; r < 32; r += 2)
-            e.put(ldp_q(r, r + 1, kVectorsReg, r * 16));
+        q_pairs(e, kLdpQ);
     } else {
         e.put(kLdrVlW9);
         const std::size_t none = e.size();
