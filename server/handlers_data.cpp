@@ -39,9 +39,9 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
             else
                 info->short_block.place(*regs, g);
             const auto descs = arch.registers();
+            const auto holds = info->short_block.holds_in(*regs);
             for (std::size_t i = 0; i < descs.size(); ++i)
-                available[i] =
-                    full || info->short_block.holds(*regs, descs[i].g_offset, descs[i].size);
+                available[i] = full || holds(descs[i].g_offset, descs[i].size);
             return g;
         }
     }

@@ -4,12 +4,16 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 namespace tpagent::trace {
 
 enum class CommitResult : std::uint8_t { Stored, Full, Invalid };
+
+// Whether the register at [g_offset, g_offset + bytes) of the g block is held.
+using HoldsRegister = std::function<bool(std::uint32_t g_offset, std::uint32_t bytes)>;
 
 // Registers kept in a short R block as the machine saved them (a pad's FP/vector state
 // area), turned into their places in the `g` block when the frame is served.
@@ -20,11 +24,12 @@ class SavedStateRegisters {
     virtual void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const = 0;
     // Whether the register at [g_offset, g_offset + bytes) of the g block is one of those.
     virtual bool holds(std::uint32_t g_offset, std::uint32_t bytes) const = 0;
-    // Whether this state holds it: one may hold fewer (a thread's state lacking a part).
-    virtual bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
-                          std::uint32_t bytes) const {
+    // The same for this state: one may hold fewer (a thread's state lacking a part). Asked
+    // once per frame: the answer may take decoding the state.
+    virtual HoldsRegister holds_in(std::span<const std::uint8_t> state) const {
         (void)state;
-        return holds(g_offset, bytes);
+        return
+            [this](std::uint32_t g_offset, std::uint32_t bytes) { return holds(g_offset, bytes); };
     }
 };
 
@@ -42,18 +47,22 @@ struct ShortRegisterBlock {
     std::uint32_t size() const { return prefix + tail + state; }
     // Whether the register at [g_offset, g_offset + bytes) of the g block was collected.
     bool holds(std::uint32_t g_offset, std::uint32_t bytes) const {
-        return g_offset + bytes <= prefix ||
-               (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail) ||
+        return in_prefix_or_tail(g_offset, bytes) ||
                (state && saved && saved->holds(g_offset, bytes));
     }
-    // The same for the frame's own block: its saved state may hold fewer registers.
-    bool holds(std::span<const std::uint8_t> block, std::uint32_t g_offset,
-               std::uint32_t bytes) const {
-        if (g_offset + bytes <= prefix ||
-            (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail))
-            return true;
-        return state && saved && block.size() >= size() &&
-               saved->holds_in(block.subspan(prefix + tail, state), g_offset, bytes);
+    // The same for a frame's own block: its saved state may hold fewer registers.
+    HoldsRegister holds_in(std::span<const std::uint8_t> block) const {
+        HoldsRegister in_state;
+        if (state && saved && block.size() >= size())
+            in_state = saved->holds_in(block.subspan(prefix + tail, state));
+        return [layout = *this, in_state](std::uint32_t g_offset, std::uint32_t bytes) {
+            return layout.in_prefix_or_tail(g_offset, bytes) ||
+                   (in_state && in_state(g_offset, bytes));
+        };
+    }
+    bool in_prefix_or_tail(std::uint32_t g_offset, std::uint32_t bytes) const {
+        return g_offset + bytes <= prefix ||
+               (tail && g_offset >= tail_offset && g_offset + bytes <= tail_offset + tail);
     }
     // Copies a short block to its places in `g` (a full block); other bytes are left alone.
     void place(std::span<const std::uint8_t> block, std::span<std::uint8_t> g) const {

@@ -42,14 +42,17 @@ bool FastSavedState::holds(std::uint32_t g_offset, std::uint32_t bytes) const {
     return held_register(g_offset, bytes) >= 0;
 }
 
-bool FastSavedState::holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
-                              std::uint32_t bytes) const {
-    const int r = held_register(g_offset, bytes);
-    if (r < 0 || state.size() != bytes_) return false;
-    std::vector<std::uint8_t> g(arch_.g_size());
-    std::vector<bool> placed;
-    arch_.fast_saved_state_to_g(state, g, placed);
-    return static_cast<std::size_t>(r) < placed.size() && placed[static_cast<std::size_t>(r)];
+trace::HoldsRegister FastSavedState::holds_in(std::span<const std::uint8_t> state) const {
+    std::vector<bool> placed; // decoded once for the frame
+    if (state.size() == bytes_) {
+        std::vector<std::uint8_t> g(arch_.g_size());
+        arch_.fast_saved_state_to_g(state, g, placed);
+    }
+    return [this, placed = std::move(placed)](std::uint32_t g_offset, std::uint32_t bytes) {
+        const int r = held_register(g_offset, bytes);
+        return r >= 0 && static_cast<std::size_t>(r) < placed.size() &&
+               placed[static_cast<std::size_t>(r)];
+    };
 }
 
 } // namespace tpagent::agent

@@ -26,8 +26,7 @@ class FastSavedState final : public trace::SavedStateRegisters {
 
     void place(std::span<const std::uint8_t> state, std::span<std::uint8_t> g) const override;
     bool holds(std::uint32_t g_offset, std::uint32_t bytes) const override;
-    bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
-                  std::uint32_t bytes) const override;
+    trace::HoldsRegister holds_in(std::span<const std::uint8_t> state) const override;
 
   private:
     const arch::Architecture& arch_;

@@ -108,13 +108,14 @@ Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
     // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
     constexpr std::uint64_t kPage = 4096;
     const std::uint64_t page = addr & ~(kPage - 1);
-    std::vector<std::uint8_t> before(std::min(window, addr - page));
-    std::vector<std::uint8_t> from(std::min(window, page + kPage - addr));
-    auto got_before = read_memory(addr - before.size(), before); // breakpoints hidden
-    auto got_from = read_memory(addr, from);
-    if (!got_before || *got_before != before.size()) before.clear();
-    if (!got_from) return got_from.error();
-    from.resize(*got_from);
+    const std::uint64_t start = addr - std::min(window, addr - page);
+    std::vector<std::uint8_t> code(addr - start + std::min(window, page + kPage - addr));
+    auto got = read_memory(start, code); // breakpoints hidden: the program's own code
+    if (!got) return got.error();
+    const std::size_t at = addr - start;
+    if (*got <= at) return ok_status(); // no code read from addr on: nothing to find
+    const std::span<const std::uint8_t> read(code.data(), *got);
+    const auto before = read.first(at), from = read.subspan(at);
     if (auto hazard = arch_.interruption_hazard(addr, before, from, stepped))
         return make_error(ErrorCode::NotAllowed, *hazard);
     return ok_status();

@@ -242,9 +242,10 @@ class DoublingState final : public SavedStateRegisters {
         return g_offset >= 32 && g_offset + bytes <= 40;
     }
     // A state whose first byte is 0 holds nothing (as a thread's that lacks the part).
-    bool holds_in(std::span<const std::uint8_t> state, std::uint32_t g_offset,
-                  std::uint32_t bytes) const override {
-        return state[0] != 0 && holds(g_offset, bytes);
+    HoldsRegister holds_in(std::span<const std::uint8_t> state) const override {
+        return [this, any = state[0] != 0](std::uint32_t g_offset, std::uint32_t bytes) {
+            return any && holds(g_offset, bytes);
+        };
     }
 };
 
@@ -281,10 +282,10 @@ TEST_CASE("shared frames: a frame's own saved state says which of its registers 
     Bytes block(24, 0x11);
     block[20] = 0;              // the state's first byte: this state holds none of its registers
     CHECK(layout.holds(32, 8)); // a state can
-    CHECK_FALSE(layout.holds(block, 32, 8)); // this one does not
-    CHECK(layout.holds(block, 24, 8));       // the tail is there whatever the state
-    CHECK(layout.holds(block, 0, 8));        // and the prefix
+    CHECK_FALSE(layout.holds_in(block)(32, 8)); // this one does not
+    CHECK(layout.holds_in(block)(24, 8));       // the tail is there whatever the state
+    CHECK(layout.holds_in(block)(0, 8));        // and the prefix
     block[20] = 5;
-    CHECK(layout.holds(block, 32, 8));
-    CHECK_FALSE(layout.holds(Bytes(20, 0x11), 32, 8)); // a block too short for its state
+    CHECK(layout.holds_in(block)(32, 8));
+    CHECK_FALSE(layout.holds_in(Bytes(20, 0x11))(32, 8)); // a block too short for its state
 }
