@@ -4,19 +4,27 @@
 // buffer the threads write their frames into (tpagent reads them in place only when asked, so
 // nothing else runs). Each benchmark calls the function in a loop; the difference to
 // "untraced" is the cost of a hit. Threads(2), Threads(4): throughput with several threads
-// hitting the same tracepoint.
+// hitting the same tracepoint. BM_floor_stamped_record: the same pad calling a collector that
+// does no bookkeeping at all, what the machine alone makes a hit cost.
+//
+// With TPAGENT_BENCH_ITERATIONS=N, each single-thread benchmark is also registered as
+// "count/NAME", run for exactly N calls: bench/hit_instructions.py counts a hit's instructions
+// under callgrind from two such runs.
 #include "inproc/shared_region.hpp"
 #include "arch/compiler_backend.hpp"
 #include "tracing/inproc_frames.hpp"
 #include "tracing/inproc_region.hpp"
 #include "arch/arch.hpp"
+#include "arch/frame_clock.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
 #include <atomic>
 #include <benchmark/benchmark.h>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <string>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -62,7 +70,7 @@ Setup& setup() {
     const auto ranges = agent::InprocRegion::readable_ranges_of(getpid());
     g->region->set_readable_ranges(ranges);
 
-    constexpr std::size_t kSize = 0x2000;
+    constexpr std::size_t kSize = 0x3000; // the untraced copy at 0x1800 reads at 0x2000
     void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     Target& t = g->target;
@@ -82,15 +90,16 @@ Setup& setup() {
 }
 
 // The pad, as tpagent builds it for the tracepoint's actions: one that collects `$regs`
-// stages the whole core, else the collector fills in what a hit reads.
-void install_pad(bool stage_full_core, bool stage_vector_state) {
+// stages the whole core, else the collector fills in what a hit reads. `collector`: another
+// function to call instead of the agent's.
+void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t collector = 0) {
     Setup& s = setup();
     Target& t = s.target;
     const auto addr = reinterpret_cast<std::uint64_t>(t.base);
     arch::JumpPadRequest request;
     request.pad_address = addr + 0x1000;
     request.tracepoint_address = addr;
-    request.collector = s.region->header().collector;
+    request.collector = collector ? collector : s.region->header().collector;
     request.argument = s.region->remote(kConfigOffset);
     request.original_code = t.original;
     request.options.save_vector_state = false;
@@ -165,6 +174,28 @@ void BM_no_collection(benchmark::State& state) {
     run(state, true);
 }
 
+// A collector reduced to what no design can leave out of a time-ordered frame: the frame clock
+// and a record (size, tracepoint, stamp) written into a per-thread ring. No tracing flag, no
+// counts, no chunks: the figure is the pad's, the call's and the clock's.
+thread_local std::uint64_t t_floor_ring[3 * 256];
+thread_local unsigned t_floor_at = 0;
+extern "C" void floor_collector(std::uint64_t record, std::uint8_t*, std::uint64_t,
+                                const std::uint8_t*) {
+    std::uint64_t* r = t_floor_ring + t_floor_at;
+    r[0] = 24;
+    r[1] = record;
+    r[2] = tpagent::arch::frame_clock();
+    t_floor_at = (t_floor_at + 3) % (3 * 256);
+}
+
+void BM_floor_stamped_record(benchmark::State& state) {
+    if (state.thread_index() == 0) {
+        configure({});
+        install_pad(false, false, reinterpret_cast<std::uint64_t>(&floor_collector));
+    }
+    run(state, true);
+}
+
 ActionRecord registers() {
     ActionRecord a{};
     a.kind = ActionKind::Registers;
@@ -224,6 +255,7 @@ void BM_condition_compiled(benchmark::State& state) {
 
 BENCHMARK(BM_untraced)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_pad_not_tracing)->Threads(1)->UseRealTime();
+BENCHMARK(BM_floor_stamped_record)->Threads(1)->UseRealTime();
 BENCHMARK(BM_no_collection)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_regs)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 BENCHMARK(BM_regs_mem64)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
@@ -231,6 +263,20 @@ BENCHMARK(BM_condition_compiled)->Threads(1)->UseRealTime();
 BENCHMARK(BM_vector_state)->Threads(1)->UseRealTime();
 
 int main(int argc, char** argv) {
+    if (const char* n = std::getenv("TPAGENT_BENCH_ITERATIONS")) {
+        const auto iterations =
+            static_cast<benchmark::IterationCount>(std::strtoull(n, nullptr, 10));
+        for (auto [name, fn] : {std::pair{"BM_untraced", &BM_untraced},
+                                {"BM_pad_not_tracing", &BM_pad_not_tracing},
+                                {"BM_floor_stamped_record", &BM_floor_stamped_record},
+                                {"BM_no_collection", &BM_no_collection},
+                                {"BM_regs", &BM_regs},
+                                {"BM_regs_mem64", &BM_regs_mem64},
+                                {"BM_condition_compiled", &BM_condition_compiled},
+                                {"BM_vector_state", &BM_vector_state}})
+            benchmark::RegisterBenchmark((std::string("count/") + name).c_str(), fn)
+                ->Iterations(iterations);
+    }
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     if (g) {
