@@ -139,12 +139,18 @@ inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t 
     return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
 }
 
-// Linear mode: `need` bytes from the budget, claimed 64 KiB at a time so writers seldom meet
-// on it. False when the budget cannot hold them: the buffer is full.
+// Linear mode: `need` bytes from the budget, claimed up to 64 KiB at a time so writers seldom
+// meet on it, but never more than a 64th of what is left: credit one writer holds is credit the
+// others cannot have, and a writer finding the budget short stops the trace. (A whole 64 KiB
+// taken by the first writer into a 32 KiB buffer stopped the trace at the second writer's
+// first frame.) So the claims shrink as the buffer fills, to a frame each at its end. False
+// when the budget cannot hold them: the buffer is full.
 inline bool claim_linear(Header* h, ChunkWriter& w, std::int64_t need) {
     constexpr std::int64_t kClaim = 64 << 10;
     if (w.linear_credit < need) {
-        const std::int64_t claim = need > kClaim ? need : kClaim;
+        const std::int64_t left = h->linear_budget.load(std::memory_order_relaxed) / 64;
+        const std::int64_t most = left < kClaim ? left : kClaim;
+        const std::int64_t claim = need > most ? need : most;
         const std::int64_t had = h->linear_budget.fetch_sub(claim, std::memory_order_relaxed);
         if (had < need) return false;
         w.linear_credit += had < claim ? had : claim;

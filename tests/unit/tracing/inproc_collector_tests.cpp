@@ -854,15 +854,47 @@ TEST_CASE("inproc: the linear budget stops the trace with BufferFull", "[inproc]
         INFO("record " << size << " bytes, widened " << widened << ", " << frames.size()
                        << " frames");
         CHECK(frames.size() <= N);
-        // Each thread may leave up to one claim (64 KiB) of credit unused, and the stopping
-        // claim may leave less than a frame.
-        CHECK(frames.size() * widened + 4 * ((64 << 10) + widened) + widened >= budget);
+        // Each thread may leave up to one claim of credit unused (at most a 64th of what was
+        // left, or a frame), and the stopping claim may leave less than a frame.
+        CHECK(frames.size() * widened + 4 * (budget / 64 + widened) + widened >= budget);
         CHECK(stop_reason() == StopReason::BufferFull);
         CHECK(header().tracing.load() == 0);
         Block block;
         hit(rec, block);
         CHECK(drain().empty());
     }
+}
+
+TEST_CASE("inproc: a small linear buffer is filled by two writers, not ended by the second",
+          "[inproc]") {
+    std::uint64_t size = 0;
+    {
+        Config config;
+        TracepointRecord& rec = config.add(1, 0x1000, {registers_action()});
+        size = hit_once(config, rec).header.size;
+    }
+    // Far below the 64 KiB a writer may claim at once: the first writer's one frame must not
+    // take it all (it did, and the second writer's first frame stopped the trace).
+    const std::uint64_t budget = 40 * size;
+    Config config(false, static_cast<std::int64_t>(budget));
+    TracepointRecord& rec = config.add(2, 0x1000, {registers_action()});
+    config.start();
+    on_threads(1, [&](int) {
+        Block block;
+        hit(rec, block);
+    });
+    on_threads(1, [&](int) {
+        Block block;
+        for (int i = 0; i < 100; ++i)
+            hit(rec, block);
+    });
+    const auto frames = drain();
+    INFO("record " << size << " bytes, " << frames.size() << " frames");
+    CHECK(frames.size() <= budget / size);
+    // The budget is charged a record's size a frame. Lost: the first writer's unused credit
+    // (one frame: a 64th of the buffer is less) and what the last claim leaves, under a frame.
+    CHECK(frames.size() + 2 >= budget / size);
+    CHECK(stop_reason() == StopReason::BufferFull);
 }
 
 TEST_CASE("inproc: tracing 0 or a disabled record collects nothing", "[inproc]") {
