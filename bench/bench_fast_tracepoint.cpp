@@ -177,7 +177,8 @@ void BM_no_collection(benchmark::State& state) {
 // A collector reduced to what no design can leave out of a time-ordered frame: the frame clock
 // and a record (size, tracepoint, stamp) written into a per-thread ring. No tracing flag, no
 // counts, no chunks: the figure is the pad's, the call's and the clock's.
-thread_local std::uint64_t t_floor_ring[3 * 256];
+constexpr unsigned kFloorRingWords = 3 * 256; // 256 records of 3 words
+thread_local std::uint64_t t_floor_ring[kFloorRingWords];
 thread_local unsigned t_floor_at = 0;
 extern "C" void floor_collector(std::uint64_t record, std::uint8_t*, std::uint64_t,
                                 const std::uint8_t*) {
@@ -185,7 +186,7 @@ extern "C" void floor_collector(std::uint64_t record, std::uint8_t*, std::uint64
     r[0] = 24;
     r[1] = record;
     r[2] = tpagent::arch::frame_clock();
-    t_floor_at = (t_floor_at + 3) % (3 * 256);
+    t_floor_at = (t_floor_at + 3) % kFloorRingWords;
 }
 
 void BM_floor_stamped_record(benchmark::State& state) {

@@ -44,6 +44,9 @@ def instructions(bench: Path, name: str, calls: int) -> int:
     found = re.search(r"Collected\s*:\s*(\d+)", run.stderr)
     if run.returncode != 0 or not found:
         sys.exit(f"{name}: valgrind failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    # A name the benchmark does not know matches nothing and would count as 0 per call.
+    if f"count/{name}/iterations:{calls}" not in run.stdout:
+        sys.exit(f"{name}: the benchmark ran no count/{name} for {calls} calls:\n{run.stdout[-2000:]}")
     return int(found.group(1))
 
 
