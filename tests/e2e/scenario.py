@@ -17,6 +17,8 @@ scenario (which program, which gdb commands, what must come out) and none of the
 - How a program must end: `native_run()` (the run without a debugger), `exited_with()`,
   `Scenario.ends_as_natively()`.
 - `record_reliability()`: a fault test's figures for the README's Reliability table.
+- `measure_trace_file()`: a tsave -r file's size with no frame and per frame on this machine
+  (a frame's register block is the CPU's), for tests that must fill a file or a disk.
 - The raw protocol: `STOP_REPLY`, `assert_session_works()`, the tracepoint table
   (`tracepoint_table()`, `tracepoint_rows()`), `run_to()`, the program's memory and symbols
   (`program_bytes()`, `symbol_addresses()`).
@@ -490,6 +492,38 @@ class FastTrace(Scenario):
 
     def __init__(self, e2e: E2E, name: str, *args: str, pie: bool = False, agent: bool = True, **kwargs) -> None:
         super().__init__(e2e, name, *args, pie=pie, agent=agent, **kwargs)
+
+
+# --------------------------------------------------------------------------- sizes this machine gives
+
+
+@dataclass(frozen=True)
+class TraceFileSize:
+    """A `tsave -r` file's size here: EMPTY bytes with no frame, PER_FRAME more a frame. A
+    frame collecting $regs holds gdb's whole register block, whose size is the CPU's (x86-64:
+    560 bytes without AVX, 816 with it, about 2.4 KiB with AVX-512)."""
+
+    empty: int
+    per_frame: int
+
+    def frames_over(self, limit: int) -> int:
+        """The fewest frames whose file is larger than LIMIT bytes."""
+        return max(1, (limit - self.empty) // self.per_frame + 1)
+
+
+def measure_trace_file(e2e: E2E, name: str, tracepoint: tuple[str, ...], hits: int = 10) -> TraceFileSize:
+    """Measured, not assumed: NAME run with HITS as its argument (a tracepoint hit each; run to
+    finished()), TRACEPOINT (trace(...)) defined, and the sizes of the files tsave -r writes
+    of an empty trace and of the run's HITS frames."""
+    s = Scenario(e2e, name, str(hits))
+    empty, full = e2e.tmp / "measure-empty.tf", e2e.tmp / "measure-full.tf"
+    r = s.gdb(*TO_MAIN, s.define(tracepoint), "tstart", "tstop", f"tsave -r {empty}", *trace_to("finished"), f"tsave -r {full}")
+    r.trace_stopped("by a tstop command", hits)
+    size = TraceFileSize(empty.stat().st_size, (full.stat().st_size - empty.stat().st_size) // hits)
+    assert size.per_frame > 0, (size, r.transcript)
+    empty.unlink()
+    full.unlink()
+    return size
 
 
 # --------------------------------------------------------------------------- the raw protocol

@@ -17,13 +17,14 @@ import subprocess
 
 import pytest
 
-from scenario import TO_MAIN, TO_THE_END, Scenario, record_reliability, trace, trace_to
+from scenario import TO_MAIN, TO_THE_END, Scenario, measure_trace_file, record_reliability, trace, trace_to
 
 pytestmark = pytest.mark.tpagent_only("gdbserver does not implement QTSave (tsave -r)")
 
 PROGRAM = "traced"
-ITERATIONS = 60  # frames collecting $regs: about 140 KiB, more than the directory holds
-SIZE = "64k"
+TRACEPOINT = trace("record_hit", "collect $regs", "collect iteration")
+TMPFS_BYTES = 64 << 10
+SIZE = f"{TMPFS_BYTES >> 10}k"
 OLD = b"the trace saved before\n"
 # tpagent's error (E.text, which gdb quotes) for each: what failed, and errno's words.
 CAUSES = {"full": "cannot write {}: No space left on device", "read-only": "cannot create {}: Read-only file system"}
@@ -58,19 +59,23 @@ def skip_without_mounts(e2e) -> None:
 @pytest.mark.parametrize("kind", ["full", "read-only"])
 def test_tsave_r_into_a_bad_directory(e2e, kind):
     skip_without_mounts(e2e)
+    # A frame's size is the CPU's (its register block): enough frames for a file twice the
+    # filesystem's size, measured here.
+    frames = measure_trace_file(e2e, PROGRAM, TRACEPOINT).frames_over(2 * TMPFS_BYTES)
+    last = frames - 1
     directory = e2e.tmp / "traces"
     directory.mkdir()
     launcher = ("unshare", "-m", "sh", "-c", mount_script(directory, kind == "read-only"), "sh")
-    s = Scenario(e2e, PROGRAM, str(ITERATIONS), launcher=launcher)
+    s = Scenario(e2e, PROGRAM, str(frames), launcher=launcher)
     # The directory as the server sees it, from outside its namespace.
     inside = f"/proc/{s.server.pid}/root{directory}"
     old, new, good = directory / "trace.tf", directory / "new.tf", e2e.tmp / "good.tf"
     listing, old_content = f"shell ls -A {inside}", f"shell cat {inside}/trace.tf; echo '<end>'"
-    define = s.define(trace("record_hit", "collect $regs", "collect iteration"))
+    define = s.define(TRACEPOINT)
     r = s.gdb(
         *TO_MAIN, define, "print/x &record_hit", *trace_to("finished", tstatus=False),
         f"tsave -r {old}", f"tsave -r {new}", listing, old_content,
-        "tstatus", "tfind 59", "print iteration", "tfind none", f"tsave -r {good}", *TO_THE_END,
+        "tstatus", f"tfind {last}", "print iteration", "tfind none", f"tsave -r {good}", *TO_THE_END,
     )
     for target in (old, new):
         error = CAUSES[kind].format(target)
@@ -79,13 +84,15 @@ def test_tsave_r_into_a_bad_directory(e2e, kind):
     assert r.of(listing).split() == ["trace.tf"], r.of(listing)
     assert r.of(old_content) == OLD.decode() + "<end>\n", r.of(old_content)
     # The trace is all there, the session goes on: the good directory gets it whole.
-    assert r.trace_stopped("by a tstop command", ITERATIONS)
-    assert r.value("print iteration") == "59"
+    assert r.trace_stopped("by a tstop command", frames)
+    assert r.value("print iteration") == str(last)
     assert r.of(f"tsave -r {good}").strip() == ""
+    # The premise: the trace is larger than the whole filesystem.
+    assert good.stat().st_size > TMPFS_BYTES, (good.stat().st_size, frames)
     s.ends_as_natively(r.of("continue", 2))
-    t = s.open_trace_file(good, "tstatus", "tfind 59", "print iteration", "print $rsi", live=r)
-    assert t.status().collected == ITERATIONS, t.status()
-    assert (t.value("print iteration"), t.value("print $rsi")) == ("59", "3")
+    t = s.open_trace_file(good, "tstatus", f"tfind {last}", "print iteration", "print $rsi", live=r)
+    assert t.status().collected == frames, t.status()
+    assert (t.value("print iteration"), t.value("print $rsi")) == (str(last), "3")
     # The host never saw the tmpfs: its directory is still the empty one made above.
     assert list(directory.iterdir()) == []
-    record_reliability("Disk full or read-only during `tsave -r`", 1, ITERATIONS)
+    record_reliability("Disk full or read-only during `tsave -r`", 1, frames)
