@@ -80,14 +80,23 @@ void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint
     h->tracing.store(0, std::memory_order_release);
 }
 
-// Which 64 KiB pieces of the chunk area this process has mapped (whatever the runs' chunk sizes).
+// Which 64 KiB pieces of the chunk area this process has mapped (whatever the runs' chunk
+// sizes), in run g_mapped_generation: tpagent gives a buffer's pages back between runs
+// (InprocRegion::release_buffer), so a new run maps its chunks anew. (Two threads starting
+// over at once only map a chunk twice.)
 std::atomic<std::uint64_t> g_mapped[kMaxChunks / 64];
+std::atomic<std::uint64_t> g_mapped_generation{0};
 
 // Maps a chunk's pages into this process in one system call, once: touched one by one, each
 // first write to a page of the shared buffer would be a fault of its own in the collecting
 // thread (tpagent has allocated the pages). An older kernel without MADV_POPULATE_WRITE
 // refuses, and the pages fault in as before.
-void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes) {
+void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes, std::uint64_t generation) {
+    if (g_mapped_generation.load(std::memory_order_relaxed) != generation) {
+        for (auto& word : g_mapped)
+            word.store(0, std::memory_order_relaxed);
+        g_mapped_generation.store(generation, std::memory_order_relaxed);
+    }
     const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(chunk) -
                                                    static_cast<const std::uint8_t*>(g_region)) -
                         kChunksOffset;
@@ -512,7 +521,8 @@ __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadSt
             tpagent_syscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0, 0, 0, 0, 0);
         }
     });
-    if (record && t.writer.chunk != had) map_chunk(t.writer.chunk, h->chunk_bytes);
+    if (record && t.writer.chunk != had)
+        map_chunk(t.writer.chunk, h->chunk_bytes, t.writer.generation);
     if (!t.key_set && g_exit_key_ok) {
         pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
         t.key_set = true;

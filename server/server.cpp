@@ -238,6 +238,8 @@ Status Server::detach_inferior() {
         experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
+    // Nothing of the trace's may keep the program's memory once it is let go.
+    experiment_.let_go(inferior_->pid());
     auto s = inferior_->detach();
     serve_next_held();
     return s;

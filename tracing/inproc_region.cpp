@@ -1,13 +1,17 @@
 #include "tracing/inproc_region.hpp"
+#include "target/linux/code_guard.hpp"
 #include "target/linux/pad_allocator.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <string>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tpagent::agent {
@@ -54,23 +58,61 @@ Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
                           "the in-process agent (libtpagent-inproc.so) is not loaded in the "
                           "program: start it with tpagent --inproc, or LD_PRELOAD the library");
     void* local = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (local == MAP_FAILED)
+    if (local == MAP_FAILED) {
+        ::close(fd);
         return make_error(
             ErrorCode::SystemError,
             fmt::format("cannot map the in-process agent's memory: {}", std::strerror(errno)));
-    std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
-    const Header& h = region->header();
+    }
+    struct stat file {};
+    const bool known = fstat(fd, &file) == 0;
+    ::close(fd);
+    const Header& h = *header_of(local);
     if (__atomic_load_n(&h.magic, __ATOMIC_ACQUIRE) != kMagic || h.version != kVersion ||
-        h.region_bytes != kRegionBytes)
+        h.region_bytes != kRegionBytes) {
+        munmap(local, kRegionBytes); // (not ours to change)
         return make_error(ErrorCode::Unsupported,
                           "the in-process agent loaded in the program is another version than "
                           "this tpagent's");
+    }
+    std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
+    // Should tpagent die, its watchdog gives the buffer's pages back in the program.
+    if (known)
+        code_guard::publish_shared_pages(pid,
+                                         {file.st_dev, file.st_ino, kConfigOffset,
+                                          kRegionBytes - kConfigOffset, offsetof(Header, tracing)});
     return region;
 }
 
 InprocRegion::~InprocRegion() {
+    // Nothing reads this region's frames any more: its pages go back to the program's system.
+    release_buffer();
+    code_guard::forget_shared_pages(pid_);
     munmap(local_, kRegionBytes);
+}
+
+void InprocRegion::give_back(std::uint64_t from) {
+    // Punching the pages out of the memfd frees them in every process that maps it: the
+    // program's RssShmem drops with tpagent's. The mapping stays, and a page written again
+    // (a collector still inside a hit) is a new zero page, never a fault.
+    if (from < kRegionBytes &&
+        madvise(static_cast<std::uint8_t*>(local_) + from, kRegionBytes - from, MADV_REMOVE) != 0)
+        spdlog::warn("the trace buffer's pages in process {} cannot be given back: {}", pid_,
+                     std::strerror(errno));
+}
+
+void InprocRegion::release_buffer() {
+    Header& h = header();
+    h.tracing.store(0, std::memory_order_release);
+    // Threads drop the chunks they held (their exit no longer seals one): what they would
+    // write next is a new run's.
+    h.generation.fetch_add(1, std::memory_order_release);
+    h.chunk_count = 0;
+    h.mapped_chunk_bytes = 0;
+    h.slots_taken.store(0, std::memory_order_relaxed);
+    h.range_count = 0;
+    populated_bytes_ = 0;
+    give_back(kConfigOffset);
 }
 
 void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget) {
@@ -116,6 +158,13 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     h.chunk_bytes = static_cast<std::uint32_t>(bytes);
     h.chunk_count = static_cast<std::uint32_t>(count);
     h.circular_keep = static_cast<std::uint32_t>(std::min(filled, count - 1));
+    // The buffer's pages are allocated now rather than at the program's first writes, each of
+    // which would be a fault of some microseconds in a collecting thread (the in-process agent
+    // maps them in one call per chunk). Linear mode's spare chunks are left to fault in. An
+    // earlier, larger run's pages past those are given back first (before the chunk headers
+    // below are written).
+    populated_bytes_ = std::min(count, filled) * bytes;
+    give_back(kChunksOffset + populated_bytes_);
     for (std::size_t i = 0; i < count; ++i) {
         ChunkHeader* c = chunk_at(local_, i);
         c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_relaxed);
@@ -123,10 +172,6 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
         c->frames.store(0, std::memory_order_relaxed);
         c->epoch.fetch_add(1, std::memory_order_relaxed);
     }
-    // The buffer's pages are allocated now rather than at the program's first writes, each of
-    // which would be a fault of some microseconds in a collecting thread (the in-process agent
-    // maps them in one call per chunk). Linear mode's spare chunks are left to fault in.
-    populated_bytes_ = std::min(count, filled) * bytes;
     madvise(chunk_at(local_, 0), populated_bytes_, MADV_POPULATE_WRITE);
     h.mapped_chunk_bytes = 0; // until the program maps them too (set_mapped_in_program)
     h.next_fresh.store(0, std::memory_order_relaxed);

@@ -87,6 +87,11 @@ class InprocRegion {
     std::uint64_t chunks_address() const { return remote(inproc::kChunksOffset); }
     std::uint64_t populated_bytes() const { return populated_bytes_; }
     void set_mapped_in_program() { header().mapped_chunk_bytes = populated_bytes_; }
+    // Gives back the pages of the buffer and of the run's configuration, in the program and
+    // in tpagent alike, once nothing will read them (no frame is to be served, the trace is
+    // not running): tracing off, threads drop their chunks. The header page stays, and the
+    // mapping (address space only). Also done when the region is destroyed.
+    void release_buffer();
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
     // The readable mappings of process pid (from /proc/PID/maps), merged, for the above.
@@ -94,6 +99,8 @@ class InprocRegion {
 
   private:
     InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}
+    // Punches the region's pages from offset `from` to its end out of the memfd.
+    void give_back(std::uint64_t from);
     pid_t pid_;
     void* local_;
     trace::ShortRegisterBlock short_block_;

@@ -47,11 +47,26 @@ void TraceExperiment::attach_to(Target& inferior) {
 }
 
 void TraceExperiment::init() {
-    // gdb sends QTinit before a new tstart (a run going on was stopped first).
+    // gdb sends QTinit before a new tstart (a run going on was stopped first). It discards the
+    // trace frames (as gdbserver's): the in-process buffer's pages go back to the program.
     fast_records_.clear();
     table_.clear();
     variables_.clear();
     readonly_.clear();
+    discard_frames();
+}
+
+void TraceExperiment::discard_frames() {
+    if (running_) return;
+    buffer_.clear();
+    fast_frames_.reset();
+    if (inproc_) inproc_->release_buffer();
+}
+
+void TraceExperiment::let_go(pid_t pid) {
+    if (running_ || !inproc_ || inproc_->pid() != pid) return;
+    discard_frames();
+    inproc_.reset();
 }
 
 bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {

@@ -71,6 +71,12 @@ class TraceExperiment {
     // A QTStart left waiting for gdb (gdb went away): everything installed so far goes.
     void abandon_relocation(Target* inferior);
     void stop(Target* inferior); // QTStop
+    // The frames go, and the pages of the in-process buffer they were in go back to the
+    // program (not during a run).
+    void discard_frames();
+    // tpagent lets process `pid` go (a detach, no run going on): its frames are discarded and
+    // its in-process buffer given back.
+    void let_go(pid_t pid);
     // gdb went away without disconnected tracing, or the process ended.
     void stop_for(TraceStopReason reason, Target* inferior);
     std::string status_reply() const; // qTStatus

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <map>
+#include <optional>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -19,6 +20,7 @@ int g_pipe = -1; // tpagent's end: closed by the kernel however tpagent ends
 struct Process {
     std::vector<CodePatch> patches;
     bool kill_with_tpagent = false;
+    std::optional<SharedPages> shared;
 };
 std::map<pid_t, Process>& published() {
     static std::map<pid_t, Process> processes;
@@ -45,6 +47,10 @@ void write_table() {
         if (!head) break;
         head->pid = pid;
         head->flags = process.kill_with_tpagent ? GuardEntry::kKillWithTpagent : 0;
+        if (process.shared) {
+            head->flags |= GuardEntry::kSharedPages;
+            head->shared = *process.shared;
+        }
         for (const CodePatch& patch : process.patches)
             for (std::size_t at = 0; at < patch.clean.size(); at += GuardEntry::kBytes) {
                 GuardEntry* e = add();
@@ -150,6 +156,22 @@ void publish(pid_t pid, std::span<const CodePatch> patches, bool kill_with_tpage
 
 void forget(pid_t pid) {
     if (!g_table || !published().erase(pid)) return;
+    write_table();
+}
+
+void publish_shared_pages(pid_t pid, const SharedPages& pages) {
+    if (!g_table) return;
+    // (A process tpagent traces is published from the start; one it does not, it has not
+    // started: not one to kill.)
+    published()[pid].shared = pages;
+    write_table();
+}
+
+void forget_shared_pages(pid_t pid) {
+    if (!g_table) return;
+    auto it = published().find(pid);
+    if (it == published().end() || !it->second.shared) return;
+    it->second.shared.reset();
     write_table();
 }
 

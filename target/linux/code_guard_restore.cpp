@@ -5,10 +5,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <string>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -86,14 +88,52 @@ std::size_t restore_bytes(pid_t pid, const GuardTable::Side& side) {
     return restored;
 }
 
+// The file behind `pages`, opened for writing through one of the process's open files or
+// mappings; -1 if it has neither now.
+int open_shared_file(pid_t pid, const SharedPages& pages) {
+    for (const char* dir : {"fd", "map_files"}) {
+        const std::string path = "/proc/" + std::to_string(pid) + "/" + dir;
+        DIR* d = opendir(path.c_str());
+        if (!d) continue;
+        int fd = -1;
+        while (dirent* e = readdir(d)) {
+            struct stat st {};
+            const std::string entry = path + "/" + e->d_name;
+            if (e->d_name[0] == '.' || stat(entry.c_str(), &st) != 0 || st.st_dev != pages.device ||
+                st.st_ino != pages.inode)
+                continue;
+            if ((fd = open(entry.c_str(), O_RDWR | O_CLOEXEC)) >= 0) break;
+        }
+        closedir(d);
+        if (fd >= 0) return fd;
+    }
+    return -1;
+}
+
+// Collection off, then the pages punched out of the file: the program's mapping stays, and
+// holds no memory. Whether they were.
+bool give_back_shared_pages(pid_t pid, const SharedPages& pages) {
+    const int fd = open_shared_file(pid, pages);
+    if (fd < 0) return false;
+    const std::uint32_t off = 0;
+    (void)!pwrite(fd, &off, sizeof off, static_cast<off_t>(pages.off_flag));
+    const bool done =
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(pages.offset),
+                  static_cast<off_t>(pages.bytes)) == 0;
+    close(fd);
+    return done;
+}
+
 } // namespace
 
 void restore_left_patches(const GuardTable& table) {
     const GuardTable::Side& side = table.sides[table.active.load(std::memory_order_acquire) & 1];
     std::vector<pid_t> pids;
+    std::map<pid_t, SharedPages> shared;
     for (std::uint32_t i = 0; i < side.count && i < GuardTable::kCapacity; ++i) {
         const GuardEntry& e = side.entries[i];
         if (e.length != 0 || e.pid <= 0) continue;
+        if (e.flags & GuardEntry::kSharedPages) shared[e.pid] = e.shared;
         if (e.flags & GuardEntry::kKillWithTpagent) {
             kill(e.pid, SIGKILL);
         } else {
@@ -109,6 +149,7 @@ void restore_left_patches(const GuardTable& table) {
         if (!wait_untraced(pid)) continue;
         auto held = hold_threads(pid);
         const std::size_t restored = restore_bytes(pid, side);
+        const bool given_back = shared.count(pid) && give_back_shared_pages(pid, shared.at(pid));
         for (const auto& [tid, sig] : held)
             ptrace(PTRACE_DETACH, tid, nullptr,
                    reinterpret_cast<void*>(static_cast<long>(sig == SIGSTOP ? 0 : sig)));
@@ -118,6 +159,8 @@ void restore_left_patches(const GuardTable& table) {
                     "tpagent-guard: tpagent ended with its breakpoints or jumps in process %d: "
                     "%zu place(s) restored; the process runs on\n",
                     pid, restored);
+        if (given_back)
+            dprintf(2, "tpagent-guard: the trace buffer's memory in process %d given back\n", pid);
     }
 }
 

@@ -1,6 +1,7 @@
 // The code guard's table, shared between tpagent and its watchdog (code_guard.hpp), and what
 // the watchdog does with it.
 #pragma once
+#include "target/linux/code_guard.hpp"
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -13,12 +14,14 @@ namespace tpagent::agent::code_guard {
 struct GuardEntry {
     static constexpr std::size_t kBytes = 16;
     static constexpr std::uint32_t kKillWithTpagent = 1;
+    static constexpr std::uint32_t kSharedPages = 2; // `shared` names pages to give back
     std::int32_t pid = 0;
     std::uint32_t length = 0;
     std::uint32_t flags = 0;
     std::uint64_t addr = 0;
     std::uint8_t clean[kBytes] = {};   // the program's own bytes
     std::uint8_t current[kBytes] = {}; // tpagent's
+    SharedPages shared;                // a process's first entry only
 };
 
 // Two sides: tpagent fills the one not in use, then switches `active` to it.
@@ -34,8 +37,8 @@ struct GuardTable {
 
 // In the watchdog, once tpagent has ended: each live process in the table is killed if it is to
 // end with tpagent, or else stopped (once tpagent's ptrace hold on it is gone), given the
-// program's own bytes back where tpagent's still are, and let run on. Prints a line per
-// process it changed.
+// program's own bytes back where tpagent's still are, given back the shared pages tpagent
+// filled, and let run on. Prints a line per process it changed.
 void restore_left_patches(const GuardTable& table);
 
 } // namespace tpagent::agent::code_guard
