@@ -12,6 +12,8 @@ packages=(
   # man pages from --help, the .deb, and the HTML report's test in a headless browser
   help2man dpkg-dev chromium
   python3 python3-pytest python3-pytest-timeout socat valgrind
+  # a real program to trace: the buffer-memory tests on redis-server under redis-benchmark
+  redis-server
   # <sys/sdt.h>: the static tracepoint tests' programs carry SDT markers
   systemtap-sdt-dev
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
