@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite. Usage: scripts/test.sh [PRESET]  (default|asan)
+# Sets up, builds and runs the whole test suite. Usage: scripts/test.sh [PRESET]  (default|asan|tsan)
+# tsan builds and runs only the lock-free core's tests (ctest label tsan), under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-default}"
