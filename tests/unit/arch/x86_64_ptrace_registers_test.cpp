@@ -2,6 +2,7 @@
 // changed through the g block, and verified by the child itself after it resumes.
 #include "arch/x86_64/architecture.hpp"
 #include "tests/unit/arch/traced_child.hpp"
+#include "tests/unit/skip.hpp"
 #include <catch2/catch.hpp>
 #include <array>
 #include <cerrno>
@@ -89,7 +90,7 @@ template <typename T> T at(const std::vector<std::uint8_t>& g, std::size_t off) 
 
 TEST_CASE("x86-64 registers of a stopped child read and write through the g block") {
     if (!__builtin_cpu_supports("avx")) {
-        WARN("CPU without AVX: register round-trip test skipped");
+        tpagent::test::skip("this CPU has no AVX (ymm registers)");
         return;
     }
     const auto& arch = static_cast<const X86_64Architecture&>(host_architecture());
@@ -218,7 +219,7 @@ TEST_CASE("x86-64 AVX-512 registers of a stopped child read and write through th
     const auto& arch = static_cast<const X86_64Architecture&>(host_architecture());
     const RegisterLayout& layout = arch.layout();
     if (layout.find("k1") < 0 || !__builtin_cpu_supports("avx512bw")) {
-        WARN("no AVX-512 in this CPU's XCR0: AVX-512 register test skipped");
+        tpagent::test::skip("no AVX-512 in this CPU's XCR0 (k and zmm registers)");
         return;
     }
     const auto off = [&](const char* name) {
