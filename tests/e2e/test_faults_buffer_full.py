@@ -26,7 +26,8 @@ from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, record_re
 PROGRAM = "faults_threads"
 THREADS = 8
 # A trap tracepoint's frame holds gdb's whole register block (id and round are found from the
-# frame base), about 2.5 KiB: a dozen frames; a fast one's about 500 bytes: some sixty.
+# frame base), the CPU's size: 0.6 KiB (no AVX) to 2.5 KiB (AVX-512), so from a dozen frames
+# to some fifty, more than THREADS either way; a fast one's about 500 bytes: some sixty.
 BUFFER_SIZE = 32768
 FULL = os.environ.get("TPAGENT_FAULTS_FULL") == "1"
 FULL_BUFFER = "Trace buffer full under 8 threads (linear and circular; trap and fast tracepoints)"

@@ -42,8 +42,8 @@ SECONDS = float(os.environ.get("TPAGENT_STRESS_SECONDS", "60"))
 # The program stops after this many iterations even if time is left: it bounds the frames
 # (two per iteration), hence the trace buffer and the trace file.
 MAX_ITERATIONS = 20000
-# A fast frame costs a whole register block (about 2.5 KiB on x86-64 with AVX) in the
-# buffer: room for every frame MAX_ITERATIONS can make, with a margin.
+# A fast frame costs at most a whole register block (2.5 KiB on x86-64 with AVX-512, the
+# largest) in the buffer: room for every frame MAX_ITERATIONS can make, with a margin.
 BUFFER_BYTES = 128 << 20
 # Time for what is not the stress loop (starting, saving, reading back), and slack.
 MARGIN = 180
