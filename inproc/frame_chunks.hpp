@@ -10,6 +10,29 @@
 // before any of its bytes change, so a reader copying a frame out sees whether it was
 // overwritten meanwhile. Linear mode never reuses a chunk: its writers take record bytes from
 // the budget, and the first record that does not fit stops the trace.
+//
+// Memory orders. Record bytes and a chunk's `generation` and `taken` are plain; the atomics
+// that make them safe on a weakly ordered CPU (arm64; x86-64 keeps stores and loads in order
+// anyway), each a release paired with an acquire:
+// - A record: publish_record's release store of `committed`, the reader's acquire load of it
+//   (InprocFrames::take_new), which reads only the bytes below what it loaded.
+// - A chunk taken: the release store of state Owned, the reader's acquire load of `state`: it
+//   then reads `taken`, and finds the taker's earlier chunks final (take_new reads chunks in
+//   take order).
+// - A chunk reused: the sealer's `sealed_count` increment (acq_rel, after its last record), the
+//   reuser's acquire load of that count (or of a later seal's: RMWs continue the release
+//   sequence), so the sealer's writes happen before the reuser's; the ring entry's
+//   release/acquire says it again. The CAS on `reused_count` gives each seal to one reuser.
+// - Overwritten bytes, circular mode: a seqlock on `epoch`. The taker bumps it and then a
+//   release fence comes before any byte of the chunk changes; the reader copies, then an acquire
+//   fence, then loads `epoch` again: a copy that read a byte written after a bump sees the bump.
+//   On arm64 these fences are the DMB between the epoch's store and the bytes' stores, and the
+//   one between the copy's loads and the reload. In the C++ model the copy still races with
+//   those stores (plain bytes, not atomics), which ThreadSanitizer reports and cannot check;
+//   tests/unit/tracing/inproc_chunks_stress_test.cpp checks that no torn copy is accepted.
+// - Counters (`frames`, `discarded_frames`, `linear_budget`, `next_fresh`, `take_count`):
+//   relaxed. They publish nothing: RMWs keep the shared ones exact, and the figures tpagent
+//   makes of them (frames_created, bytes_free) may lag a moment.
 #pragma once
 #include "inproc/shared_region.hpp"
 #include <atomic>
@@ -37,6 +60,7 @@ inline constexpr std::uint64_t kSealNumberMask = (std::uint64_t{1} << 48) - 1;
 inline void seal_chunk(void* region, ChunkHeader* c) {
     Header* h = header_of(region);
     c->state.store(static_cast<std::uint32_t>(ChunkState::Sealed), std::memory_order_release);
+    // Release: the chunk's records happen before a reuser's writes (reuse_sealed_chunk).
     const std::uint64_t n = h->sealed_count.fetch_add(1, std::memory_order_acq_rel);
     sealed_ring(region)[n % h->chunk_count].store(
         ((n & kSealNumberMask) << 16) | chunk_index(region, c), std::memory_order_release);
@@ -59,6 +83,8 @@ inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
     int waits = 0;
     for (int tries = 0; tries < kSpins + waits + 1; ++tries) {
         std::uint64_t head = h->reused_count.load(std::memory_order_acquire);
+        // Acquire: a count above `head` comes from seal `head`'s increment or a later one, so
+        // that seal's chunk writes happen before ours.
         if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
         const std::uint64_t entry =
             sealed_ring(region)[head % h->chunk_count].load(std::memory_order_acquire);
@@ -96,15 +122,23 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn y
     }
     if (!c && h->circular) c = reuse_sealed_chunk(region, yield);
     if (!c) return nullptr;
-    // First the epoch, then the bytes: readers check it around their copies.
+    // First the epoch, then the bytes: readers check it around their copies. The fence, not
+    // the RMW's release (which orders only what precedes it), keeps every store below and the
+    // records' after the bump.
     c->epoch.fetch_add(1, std::memory_order_acq_rel);
     std::atomic_thread_fence(std::memory_order_release);
     if (const std::uint32_t gone = c->frames.load(std::memory_order_relaxed))
         h->discarded_frames.fetch_add(gone, std::memory_order_relaxed);
     c->frames.store(0, std::memory_order_relaxed);
+    // A reader that loads the new epoch sees this 0 (or later), not `committed` of the chunk's
+    // previous use, on x86-64 and arm64 (the fence above); the C++ model alone promises that
+    // only for stores made before the bump.
     c->committed.store(0, std::memory_order_release);
     c->generation = generation;
     c->taken = h->take_count.fetch_add(1, std::memory_order_relaxed);
+    // Publishes `taken` to a reader that finds the chunk Owned. A reused chunk was Sealed, not
+    // Free, so a reader may read `taken` while it changes here: a race in the C++ model (eight
+    // aligned bytes, not torn on either CPU; `taken` only orders the reader's pass).
     c->state.store(static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_release);
     return c;
 }
@@ -121,6 +155,7 @@ inline void join_generation(ChunkWriter& w, std::uint64_t generation) {
 inline std::uint8_t* room_in_chunk(const Header& h, const ChunkWriter& w, std::uint64_t bound) {
     ChunkHeader* c = w.chunk;
     if (!c) return nullptr;
+    // Relaxed: only its owner writes `committed`.
     const std::uint32_t committed = c->committed.load(std::memory_order_relaxed);
     if (committed + bound > chunk_payload(h)) return nullptr;
     return reinterpret_cast<std::uint8_t*>(c) + kChunkHeaderBytes + committed;
@@ -131,6 +166,8 @@ inline std::uint8_t* room_in_chunk(const Header& h, const ChunkWriter& w, std::u
 inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound,
                                     YieldFn yield) {
     Header* h = header_of(region);
+    // Acquire: the chunks and ring a new generation's configuration reset (released by its bump;
+    // in the program the ptrace stops around a configuration order them too).
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     if (w.generation != generation) join_generation(w, generation);
     if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
@@ -159,7 +196,8 @@ inline bool claim_linear(Header* h, ChunkWriter& w, std::int64_t need) {
     return true;
 }
 
-// Publishes the record of `size` bytes written at the writer's reserved place.
+// Publishes the record of `size` bytes written at the writer's reserved place: the release
+// store of `committed` pairs with the reader's acquire load of it (`frames` is only a figure).
 inline void publish_record(ChunkWriter& w, std::uint32_t size) {
     ChunkHeader* c = w.chunk;
     c->frames.store(c->frames.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
