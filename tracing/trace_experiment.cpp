@@ -47,13 +47,15 @@ void TraceExperiment::attach_to(Target& inferior) {
 }
 
 void TraceExperiment::init() {
-    // gdb sends QTinit before a new tstart (a run going on was stopped first). It discards the
-    // trace frames (as gdbserver's): the in-process buffer's pages go back to the program.
+    // gdb sends QTinit before a new tstart (a run going on was stopped first). Unlike
+    // gdbserver's, it keeps the last run's frames until the next run starts (a tstart that
+    // fails leaves them to look at); with none to keep, the in-process buffer's pages go back
+    // to the program now.
     fast_records_.clear();
     table_.clear();
     variables_.clear();
     readonly_.clear();
-    discard_frames();
+    if (!running_ && buffer_.frame_count() == 0) discard_frames();
 }
 
 void TraceExperiment::discard_frames() {
@@ -291,8 +293,11 @@ Status TraceExperiment::start(Target* inferior, bool gdb_relocates) {
                 any_fast = true;
         }
     }
-    if (any_fast)
+    if (any_fast) {
         if (auto s = prepare_fast(*inferior); !s) return s;
+    } else {
+        discard_frames(); // (a trap-only run: an earlier fast run's buffer goes)
+    }
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
         const bool fast =
