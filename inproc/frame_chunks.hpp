@@ -15,7 +15,9 @@
 // that make them safe on a weakly ordered CPU (arm64; x86-64 keeps stores and loads in order
 // anyway), each a release paired with an acquire:
 // - A record: publish_record's release store of `committed`, the reader's acquire load of it
-//   (InprocFrames::take_new), which reads only the bytes below what it loaded.
+//   (InprocFrames::take_new), which reads only the bytes below what it loaded. A reused chunk's
+//   `committed` is reset before its epoch is bumped (an RMW, acq_rel): a reader that loads the
+//   new epoch with acquire reads the reset or a later value.
 // - A chunk taken: the release store of state Owned, the reader's acquire load of `state`: it
 //   then reads `taken`, and finds the taker's earlier chunks final (take_new reads chunks in
 //   take order).
@@ -122,18 +124,21 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn y
     }
     if (!c && h->circular) c = reuse_sealed_chunk(region, yield);
     if (!c) return nullptr;
+    // Emptied before the epoch changes: a reader whose acquire load sees the new epoch (the
+    // bump's release) then reads `committed` 0 or later, never the chunk's previous use's. (Reset
+    // after the bump, a reader between the two took the old records again as the new epoch's,
+    // skipped the new ones below their end and served overwritten bytes as whole frames: the
+    // circular test of tests/unit/tracing/inproc_chunks_stress_test.cpp.) A reader still on the
+    // old epoch finds nothing more to read.
+    if (const std::uint32_t gone = c->frames.load(std::memory_order_relaxed))
+        h->discarded_frames.fetch_add(gone, std::memory_order_relaxed);
+    c->frames.store(0, std::memory_order_relaxed);
+    c->committed.store(0, std::memory_order_release);
     // First the epoch, then the bytes: readers check it around their copies. The fence, not
     // the RMW's release (which orders only what precedes it), keeps every store below and the
     // records' after the bump.
     c->epoch.fetch_add(1, std::memory_order_acq_rel);
     std::atomic_thread_fence(std::memory_order_release);
-    if (const std::uint32_t gone = c->frames.load(std::memory_order_relaxed))
-        h->discarded_frames.fetch_add(gone, std::memory_order_relaxed);
-    c->frames.store(0, std::memory_order_relaxed);
-    // A reader that loads the new epoch sees this 0 (or later), not `committed` of the chunk's
-    // previous use, on x86-64 and arm64 (the fence above); the C++ model alone promises that
-    // only for stores made before the bump.
-    c->committed.store(0, std::memory_order_release);
     c->generation = generation;
     c->taken = h->take_count.fetch_add(1, std::memory_order_relaxed);
     // Publishes `taken` to a reader that finds the chunk Owned. A reused chunk was Sealed, not

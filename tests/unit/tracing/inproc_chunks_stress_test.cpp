@@ -47,7 +47,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kWriters = 4;
 constexpr std::uint32_t kTpagent = kWriters; // the writer number of tpagent's own frames
-constexpr auto kRunTime = std::chrono::milliseconds(800);
+// How long the writers run: longer in circular mode, where a reader meets a chunk changing
+// hands only now and then (under ThreadSanitizer, a few times a second).
+constexpr auto kLinearTime = std::chrono::milliseconds(800);
+constexpr auto kCircularTime = std::chrono::milliseconds(1500);
+// Records of up to 4 KiB: a 64 KiB chunk holds a few dozen, so chunks change hands often.
+constexpr std::uint32_t kMaxLength = 4000;
 
 // A region as the agent library makes it (a memfd of that name, its header), mapped by
 // InprocRegion::open as tpagent maps a program's. Where a test of this process loaded the
@@ -74,16 +79,16 @@ std::shared_ptr<InprocRegion> open_region() {
 
 // Record `seq` of writer `w`: one M block of a length and bytes both derive from (w, seq), so
 // a torn or misplaced frame shows. Its bytes go c, c + 7, c + 14, ... (mod 256) for a c of
-// (w, seq): a run of kSteps, which starts at c * 7^-1 (mod 256).
+// (w, seq): a run of `steps` starting at c * 7^-1 (mod 256).
 std::uint32_t length_of(std::uint32_t w, std::uint64_t seq) {
-    return 8 + static_cast<std::uint32_t>((seq * 37 + w * 11) % 300);
+    return 8 + static_cast<std::uint32_t>((seq * 37 + w * 11) % kMaxLength);
 }
 std::uint64_t address_of(std::uint32_t w, std::uint64_t seq) {
     return (std::uint64_t{w} << 48) | seq;
 }
 const std::uint8_t* bytes_of(std::uint32_t w, std::uint64_t seq) {
     static const auto steps = [] {
-        std::array<std::uint8_t, 256 + 320> s{};
+        std::array<std::uint8_t, 256 + 8 + kMaxLength> s{};
         for (std::size_t j = 0; j < s.size(); ++j)
             s[j] = static_cast<std::uint8_t>(j * 7);
         return s;
@@ -196,7 +201,7 @@ struct Tally {
     std::vector<std::vector<int>> seen; // [writer][seq]: times found
     std::vector<std::int64_t> last;     // [writer]: the last seq found
     std::uint64_t found = 0, copied = 0, refused = 0, backward = 0, bad = 0, served = 0;
-    std::uint64_t recopied = 0, gone = 0, appended = 0;
+    std::uint64_t recopied = 0, gone = 0, appended = 0, passes = 0;
     std::vector<trace::SharedFrame> earlier; // the previous pass's frames
     Tally() : seen(kTpagent + 1), last(kTpagent + 1, -1) {}
     void count(std::uint64_t pc) {
@@ -225,13 +230,15 @@ struct Tally {
 };
 
 // What tpagent does meanwhile: takes the new frames and copies each (the copy checked against
-// its chunk's epoch) and some of the previous pass's again (more likely reused by now),
-// serves a few through a TraceFrameBuffer (a second reader of its own: an index over the same
-// chunks), and, given `append`, writes one frame of its own.
+// its chunk's epoch); one pass in 8 also copies some of the previous pass's frames again (more
+// likely reused by now), serves a few through a TraceFrameBuffer (a second reader of its own:
+// an index over the same chunks) and, given `append`, writes one frame of its own. (The other
+// passes come quicker, so more of them meet a chunk as it changes hands.)
 void read_pass(InprocFrames& frames, const trace::TraceFrameBuffer& buffer, bool circular,
                bool append, Tally& t) {
     std::vector<trace::SharedFrame> found;
     std::vector<std::uint8_t> copy;
+    const bool more = t.passes++ % 8 == 0;
     {
         SeqlockReads racy(circular);
         frames.take_new(found);
@@ -242,6 +249,10 @@ void read_pass(InprocFrames& frames, const trace::TraceFrameBuffer& buffer, bool
                 ++t.copied;
             else
                 ++t.refused;
+        }
+        if (!more) {
+            if (!found.empty()) t.earlier = std::move(found);
+            return;
         }
         for (std::size_t i = 0; i < t.earlier.size(); i += 4)
             if (t.check_copy(frames, t.earlier[i], copy))
@@ -261,7 +272,8 @@ void read_pass(InprocFrames& frames, const trace::TraceFrameBuffer& buffer, bool
         }
     }
     if (!append) return;
-    std::vector<std::uint8_t> own(trace::kFrameHeaderSize + trace::kMemoryBlockHeaderSize + 320);
+    std::vector<std::uint8_t> own(trace::kFrameHeaderSize + trace::kMemoryBlockHeaderSize + 8 +
+                                  kMaxLength);
     const std::size_t length = write_frame(own.data(), kTpagent, t.appended);
     if (frames.append(std::span(own.data(), length), pc_of(kTpagent, t.appended)) ==
         trace::CommitResult::Stored)
@@ -324,10 +336,15 @@ Run run(const std::shared_ptr<InprocRegion>& region, bool circular, std::size_t 
     return r;
 }
 
+// Each frame found at most once (`all`: every one, each writer's in its order), whole.
 void check_found_once(const Run& r, bool all) {
     const Tally& t = r.tally;
     CHECK(t.bad == 0);
-    CHECK(t.backward == 0);
+    // Circular: take_new orders its pass by the chunks' `taken` noted first, and a reused chunk
+    // (Sealed, not Free) is noted before its new taker writes `taken`: a writer's records in a
+    // chunk it took during the pass may come out before those of one it took earlier, in the
+    // next pass (TraceFrameBuffer merges them back by stamp).
+    if (all) CHECK(t.backward == 0);
     std::uint64_t missing = 0, repeated = 0;
     for (std::uint32_t w = 0; w <= kTpagent; ++w) {
         const std::uint64_t n = w < kTpagent ? r.published[w] : t.appended;
@@ -350,7 +367,7 @@ TEST_CASE("inproc chunks: writers and a reader at once, linear: every frame foun
     const auto region = open_region();
     // Runs of a small buffer, one after the other: each starts with the writers taking fresh
     // chunks at once and ends with the budget running out under them.
-    const auto end = Clock::now() + kRunTime;
+    const auto end = Clock::now() + kLinearTime;
     int runs = 0;
     do {
         const Run r = run(region, false, 512u << 10, end);
@@ -369,11 +386,13 @@ TEST_CASE("inproc chunks: writers and a reader at once, circular: frames of reus
           "refused, never served torn",
           "[chunks][tsan]") {
     const auto region = open_region();
-    // 256 KiB: five 64 KiB chunks kept, so the writers reuse chunks all the time.
-    const Run r = run(region, true, 256u << 10, Clock::now() + kRunTime);
+    // 256 KiB: five 64 KiB chunks kept, so the writers reuse chunks all the time. (With a
+    // reused chunk's `committed` reset after its epoch bump, a reader took thousands of old
+    // records again per run and had overwritten ones copied as whole: bad and repeated.)
+    const Run r = run(region, true, 256u << 10, Clock::now() + kCircularTime);
     INFO(r.passes << " passes, " << r.tally.found << " found, " << r.tally.refused << "+"
                   << r.tally.gone << " refused, " << r.discards << " chunks reused, " << r.dropped
-                  << " dropped");
+                  << " dropped, " << r.tally.backward << " out of a writer's order");
     check_found_once(r, false);
     CHECK(r.tally.copied > 0);
     CHECK(r.discards > 0);
