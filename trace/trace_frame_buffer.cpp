@@ -2,6 +2,7 @@
 
 #include "protocol/hex.hpp"
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -165,6 +166,13 @@ void TraceFrameBuffer::refresh() const {
                                f.pc, frame_tracepoint(f.bytes), f.registers_valid, f.stamp, f.chunk,
                                f.epoch});
     }
+    // Read in place: a chunk reused since take_new checked it gave other bytes (a seqlock read,
+    // as SharedFrameSource::copy's). Those frames were discarded with it: not indexed.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    index_.erase(std::remove_if(index_.begin() + static_cast<std::ptrdiff_t>(first_new),
+                                index_.end(),
+                                [&](const Entry& e) { return !shared_->holds(as_shared(e)); }),
+                 index_.end());
     if (first_new < index_.size()) {
         const auto by_stamp = [](const Entry& a, const Entry& b) { return a.stamp < b.stamp; };
         const auto mid = index_.begin() + static_cast<std::ptrdiff_t>(first_new);

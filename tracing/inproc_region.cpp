@@ -107,7 +107,7 @@ void InprocRegion::release_buffer() {
     // Threads drop the chunks they held (their exit no longer seals one): what they would
     // write next is a new run's.
     h.generation.fetch_add(1, std::memory_order_release);
-    h.chunk_count = 0;
+    // (chunk_count stays: a thread still inside a hit divides by it.)
     h.mapped_chunk_bytes = 0;
     h.slots_taken.store(0, std::memory_order_relaxed);
     h.range_count = 0;
