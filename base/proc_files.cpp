@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -47,6 +48,24 @@ std::vector<int> numbered_entries(const std::string& dir) {
 
 std::vector<pid_t> list_tasks(pid_t pid) {
     return numbered_entries("/proc/" + std::to_string(pid) + "/task");
+}
+
+int open_process_file(pid_t pid, const std::function<bool(const std::string& entry)>& match) {
+    for (const char* kind : {"/fd", "/map_files"}) {
+        const std::string dir = "/proc/" + std::to_string(pid) + kind;
+        DIR* d = opendir(dir.c_str());
+        if (!d) continue;
+        int fd = -1;
+        while (dirent* e = readdir(d)) {
+            const std::string entry = dir + "/" + e->d_name;
+            if (e->d_name[0] != '.' && match(entry) &&
+                (fd = open(entry.c_str(), O_RDWR | O_CLOEXEC)) >= 0)
+                break;
+        }
+        closedir(d);
+        if (fd >= 0) return fd;
+    }
+    return -1;
 }
 
 } // namespace tpagent::agent

@@ -1,5 +1,6 @@
 // Small reads of the kernel's per-process files (/proc/PID/...).
 #pragma once
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -18,5 +19,9 @@ std::string status_field(pid_t tid, const char* name);
 std::vector<int> numbered_entries(const std::string& dir);
 // The threads of process `pid` (/proc/PID/task); empty if it is gone.
 std::vector<pid_t> list_tasks(pid_t pid);
+// The first of process `pid`'s open files (/proc/PID/fd/N), else of its mapped files
+// (/proc/PID/map_files/A-B: one it closed but still maps), whose entry's path `match`es,
+// opened read-write; -1 if none is.
+int open_process_file(pid_t pid, const std::function<bool(const std::string& entry)>& match);
 
 } // namespace tpagent::agent

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -25,28 +24,8 @@ constexpr std::string_view kMemfdLink = "/memfd:tpagent-inproc";
 // The region as a file of ours: through the program's open fd, else (the program closed it)
 // through its mapping.
 int open_region_file(pid_t pid) {
-    const std::string fd_dir = fmt::format("/proc/{}/fd", pid);
-    if (DIR* dir = opendir(fd_dir.c_str())) {
-        while (dirent* e = readdir(dir)) {
-            const std::string path = fd_dir + "/" + e->d_name;
-            if (read_link(path).starts_with(kMemfdLink)) {
-                const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-                if (fd >= 0) {
-                    closedir(dir);
-                    return fd;
-                }
-            }
-        }
-        closedir(dir);
-    }
-    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
-        if (!m.name.starts_with(kMemfdLink)) continue;
-        const int fd =
-            ::open(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end).c_str(),
-                   O_RDWR | O_CLOEXEC);
-        if (fd >= 0) return fd;
-    }
-    return -1;
+    return open_process_file(
+        pid, [](const std::string& entry) { return read_link(entry).starts_with(kMemfdLink); });
 }
 
 } // namespace

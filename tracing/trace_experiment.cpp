@@ -55,7 +55,7 @@ void TraceExperiment::init() {
     table_.clear();
     variables_.clear();
     readonly_.clear();
-    if (!running_ && buffer_.frame_count() == 0) discard_frames();
+    if (buffer_.frame_count() == 0) discard_frames();
 }
 
 void TraceExperiment::discard_frames() {

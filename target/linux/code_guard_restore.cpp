@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <string>
@@ -91,23 +90,11 @@ std::size_t restore_bytes(pid_t pid, const GuardTable::Side& side) {
 // The file behind `pages`, opened for writing through one of the process's open files or
 // mappings; -1 if it has neither now.
 int open_shared_file(pid_t pid, const SharedPages& pages) {
-    for (const char* dir : {"fd", "map_files"}) {
-        const std::string path = "/proc/" + std::to_string(pid) + "/" + dir;
-        DIR* d = opendir(path.c_str());
-        if (!d) continue;
-        int fd = -1;
-        while (dirent* e = readdir(d)) {
-            struct stat st {};
-            const std::string entry = path + "/" + e->d_name;
-            if (e->d_name[0] == '.' || stat(entry.c_str(), &st) != 0 || st.st_dev != pages.device ||
-                st.st_ino != pages.inode)
-                continue;
-            if ((fd = open(entry.c_str(), O_RDWR | O_CLOEXEC)) >= 0) break;
-        }
-        closedir(d);
-        if (fd >= 0) return fd;
-    }
-    return -1;
+    return open_process_file(pid, [&](const std::string& entry) {
+        struct stat st {};
+        return stat(entry.c_str(), &st) == 0 && st.st_dev == pages.device &&
+               st.st_ino == pages.inode;
+    });
 }
 
 // Collection off, then the pages punched out of the file: the program's mapping stays, and

@@ -494,6 +494,22 @@ class FastTrace(Scenario):
         super().__init__(e2e, name, *args, pie=pie, agent=agent, **kwargs)
 
 
+# --------------------------------------------------------------------------- a program to attach to
+
+# programs/ftrace_attachee.c: the report it writes when it ends after a debugger set stop_now.
+ATTACHEE = "ftrace_attachee"
+ATTACHEE_REPORT = 'sums ok, reader got 4 bytes "wake", 0 sleeps broken, ticks ok\n'
+
+
+def running_attachee(e2e: E2E, program: Path | None = None):
+    """ftrace_attachee (or PROGRAM built from it) started outside any debugger, all its
+    threads running; its process and the file it reports to."""
+    ready, report = e2e.tmp / "ready", e2e.tmp / "report"
+    target = e2e.spawn(str(program or e2e.program(ATTACHEE)), str(ready), str(report))
+    e2e.wait_for_file(ready)
+    return target, report
+
+
 # --------------------------------------------------------------------------- sizes this machine gives
 
 

@@ -15,24 +15,15 @@ from pathlib import Path
 import pytest
 
 from harness import compile_program
-from scenario import Scenario, ftrace, tracepoint_address
+from scenario import ATTACHEE, ATTACHEE_REPORT, Scenario, ftrace, running_attachee, tracepoint_address
 
-PROGRAM = "ftrace_attachee"
+PROGRAM = ATTACHEE
 LIBRARY = "libtpagent-inproc.so"
-GOOD_REPORT = 'sums ok, reader got 4 bytes "wake", 0 sleeps broken, ticks ok\n'
+GOOD_REPORT = ATTACHEE_REPORT
 
 pytestmark = pytest.mark.tpagent_only(
     "gdbserver traces fast only in a program started with libinproctrace.so preloaded"
 )
-
-
-def running_attachee(e2e, program: Path | None = None):
-    """The program started outside any debugger, all its threads running; its process and
-    the file it reports to."""
-    ready, report = e2e.tmp / "ready", e2e.tmp / "report"
-    target = e2e.spawn(str(program or e2e.program(PROGRAM)), str(ready), str(report))
-    e2e.wait_for_file(ready)
-    return target, report
 
 
 def agent_mappings(pid: int) -> set[int]:

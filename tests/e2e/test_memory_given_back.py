@@ -15,15 +15,15 @@ import shutil
 import subprocess
 import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
 
 from harness import wait_until
-from scenario import Scenario, agent_library
+from scenario import ATTACHEE, ATTACHEE_REPORT, Scenario, agent_library, running_attachee
 
-PROGRAM = "ftrace_attachee"
-GOOD_REPORT = 'sums ok, reader got 4 bytes "wake", 0 sleeps broken, ticks ok\n'
+PROGRAM = ATTACHEE
 BUFFER = 128 << 20
 # The region's header page stays (and, in the page or two of slack, the odd page a thread
 # still inside a hit wrote as its buffer was given back).
@@ -34,10 +34,13 @@ CODE_SLACK_KB = 1024
 pytestmark = pytest.mark.tpagent_only("gdbserver's in-process agent keeps its buffer for good")
 
 
+def memory_fields(status: str) -> dict[str, int]:
+    """The kB fields of a /proc/PID/status text that say what the process holds."""
+    return {k: int(v) for k, v in re.findall(r"^(VmRSS|RssAnon|RssFile|RssShmem|VmSize):\s+(\d+) kB", status, re.M)}
+
+
 def memory(pid: int) -> dict[str, int]:
-    """The kB fields of /proc/PID/status that say what the process holds."""
-    text = Path(f"/proc/{pid}/status").read_text()
-    return {k: int(v) for k, v in re.findall(r"^(VmRSS|RssAnon|RssFile|RssShmem|VmSize):\s+(\d+) kB", text, re.M)}
+    return memory_fields(Path(f"/proc/{pid}/status").read_text())
 
 
 def snapshot(pid: int, to: Path) -> str:
@@ -47,9 +50,8 @@ def snapshot(pid: int, to: Path) -> str:
 
 def read_snapshot(path: Path) -> tuple[dict[str, int], list[str]]:
     text = path.read_text()
-    fields = {k: int(v) for k, v in re.findall(r"^(VmRSS|RssAnon|RssFile|RssShmem|VmSize):\s+(\d+) kB", text, re.M)}
     maps = [line for line in text.splitlines() if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line)]
-    return fields, maps
+    return memory_fields(text), maps
 
 
 def mapping_names(maps: list[str]) -> list[str]:
@@ -113,13 +115,6 @@ def check_given_back(pid: int, before: dict[str, int], before_maps: list[str], c
     assert new_mappings(before_maps, maps) == [], (mapping_names(before_maps), mapping_names(maps))
 
 
-def attachee(e2e):
-    ready, report = e2e.tmp / "ready", e2e.tmp / "report"
-    target = e2e.spawn(str(e2e.program(PROGRAM)), str(ready), str(report))
-    e2e.wait_for_file(ready)
-    return target, report
-
-
 @pytest.mark.parametrize("agent", ["preloaded", "injected"])
 def test_detach_gives_the_buffer_back(e2e, agent):
     """A program started under tpagent, the agent preloaded or injected at tstart: a 128 MiB
@@ -138,7 +133,7 @@ def test_detach_gives_the_buffer_back(e2e, agent):
 def test_attached_program_gets_its_memory_back(e2e):
     """The issue's scenario: a running program attached to, a 128 MiB buffer filled, tstop,
     detach: RSS and mappings return to where they were, but for the agent's code."""
-    target, report = attachee(e2e)
+    target, report = running_attachee(e2e)
     s = Scenario.attach(e2e, PROGRAM, target.pid)
     r = s.gdb(*trace_commands(s, target.pid, e2e.tmp), "delete", "detach")
     before, before_maps = check_run(e2e.tmp, r)
@@ -150,7 +145,7 @@ def test_attached_program_gets_its_memory_back(e2e):
     assert r.status().collected > 0, r.of("tstatus")
     assert again.server.wait_exit() == 0
     assert target.wait(timeout=30) == 0
-    assert report.read_text() == GOOD_REPORT
+    assert report.read_text() == ATTACHEE_REPORT
 
 
 def test_smaller_buffer_at_the_next_tstart(e2e):
@@ -250,7 +245,7 @@ def test_buffer_sizes_changing_over_many_runs(e2e):
 def test_a_killed_tpagent_leaves_no_buffer(e2e):
     """A disconnected trace in an attached program, gdb gone, tpagent SIGKILLed: its watchdog
     gives the buffer's pages back (and the program runs on, its code restored)."""
-    target, report = attachee(e2e)
+    target, report = running_attachee(e2e)
     s = Scenario.attach(e2e, PROGRAM, target.pid)
     r = s.gdb(
         "break ticked", "continue", snapshot(target.pid, e2e.tmp / "before"),
@@ -272,8 +267,6 @@ def test_a_killed_tpagent_leaves_no_buffer(e2e):
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
