@@ -7,7 +7,7 @@
 #include <optional>
 #include <sys/types.h>
 
-namespace tpagent::agent {
+namespace tpagent::arch {
 
 struct HwHit {
     int type = 0; // 1 hw breakpoint, 2 write, 3 read, 4 access
@@ -32,4 +32,4 @@ class HwPoints {
     std::unique_ptr<State> state_;
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::arch

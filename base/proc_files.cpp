@@ -7,7 +7,7 @@
 #include <sstream>
 #include <unistd.h>
 
-namespace tpagent::agent {
+namespace tpagent {
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -68,4 +68,4 @@ int open_process_file(pid_t pid, const std::function<bool(const std::string& ent
     return -1;
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent

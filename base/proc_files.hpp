@@ -5,7 +5,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent {
 
 // The whole file; empty if it cannot be read.
 std::string read_file(const std::string& path);
@@ -24,4 +24,4 @@ std::vector<pid_t> list_tasks(pid_t pid);
 // opened read-write; -1 if none is.
 int open_process_file(pid_t pid, const std::function<bool(const std::string& entry)>& match);
 
-} // namespace tpagent::agent
+} // namespace tpagent

@@ -12,8 +12,8 @@
 // under callgrind from two such runs.
 #include "inproc/shared_region.hpp"
 #include "arch/compiler_backend.hpp"
-#include "tracing/inproc_frames.hpp"
-#include "tracing/inproc_region.hpp"
+#include "experiment/inproc_frames.hpp"
+#include "experiment/inproc_region.hpp"
 #include "arch/arch.hpp"
 #include "arch/frame_clock.hpp"
 #include "bytecode/compiler.hpp"
@@ -36,7 +36,7 @@ using namespace tpagent::inproc;
 
 // fn(n): push rbp; mov rbp,rsp; mov rax,[rip+d]; add rax,rdi; pop rbp; ret (the tracepoint
 // is its first instruction; the jump covers push+mov+mov).
-struct Target {
+struct process::Target {
     std::uint8_t* base = nullptr;
     std::uint64_t (*fn)(std::uint64_t) = nullptr;
     std::vector<std::uint8_t> original;
@@ -44,8 +44,8 @@ struct Target {
 };
 
 struct Setup {
-    std::shared_ptr<agent::InprocRegion> region;
-    Target target;
+    std::shared_ptr<experiment::InprocRegion> region;
+    process::Target target;
     alignas(64) std::uint8_t buf[64] = {};
 };
 
@@ -58,7 +58,7 @@ Setup& setup() {
     g = new Setup;
     void* lib = dlopen(TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw std::runtime_error(dlerror());
-    auto region = agent::InprocRegion::open(getpid());
+    auto region = experiment::InprocRegion::open(getpid());
     if (!region) throw std::runtime_error(region.error().text);
     g->region = std::move(*region);
     const auto& arch = arch::host_architecture();
@@ -67,13 +67,13 @@ Setup& setup() {
         throw std::runtime_error(c.error().text);
     if (auto core = g->region->describe_registers(arch); !core)
         throw std::runtime_error(core.error().text);
-    const auto ranges = agent::InprocRegion::readable_ranges_of(getpid());
+    const auto ranges = experiment::InprocRegion::readable_ranges_of(getpid());
     g->region->set_readable_ranges(ranges);
 
     constexpr std::size_t kSize = 0x3000; // the untraced copy at 0x1800 reads at 0x2000
     void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    Target& t = g->target;
+    process::Target& t = g->target;
     t.base = static_cast<std::uint8_t*>(mem);
     const auto disp = static_cast<std::uint32_t>(0x800 - 11);
     t.original = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05};
@@ -94,7 +94,7 @@ Setup& setup() {
 // function to call instead of the agent's.
 void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t collector = 0) {
     Setup& s = setup();
-    Target& t = s.target;
+    process::Target& t = s.target;
     const auto addr = reinterpret_cast<std::uint64_t>(t.base);
     arch::JumpPadRequest request;
     request.pad_address = addr + 0x1000;
@@ -136,8 +136,8 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
         rec->has_condition = 1;
     }
     // The condition below reads rdi only, which the pad stages.
-    const bool full = agent::collects_registers(actions);
-    rec->complete_block = !full && agent::reads_completed_register(h, std::span(actions));
+    const bool full = experiment::collects_registers(actions);
+    rec->complete_block = !full && experiment::reads_completed_register(h, std::span(actions));
     rec->collects_state = vector_state ? 1 : 0;
     install_pad(full, vector_state);
 }
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     if (g) {
-        const agent::InprocFrames frames(g->region);
+        const experiment::InprocFrames frames(g->region);
         std::printf("frames created in the last benchmark: %llu (dropped: %llu)\n",
                     static_cast<unsigned long long>(frames.frames_created()),
                     static_cast<unsigned long long>(g->region->header().dropped_frames.load()));

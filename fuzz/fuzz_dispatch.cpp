@@ -14,7 +14,7 @@
 #include <string_view>
 
 namespace {
-class NullConnection : public tpagent::agent::Connection {
+class NullConnection : public tpagent::server::Connection {
   public:
     void async_read(std::span<std::uint8_t>, ReadHandler) override {}
     bool write(std::string_view) override { return true; }
@@ -48,12 +48,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // alone, and libFuzzer's leak check, run whenever an input's allocations outlive it, stays
     // rare.
     boost::asio::io_context io;
-    agent::ServerOptions options;
+    server::ServerOptions options;
     options.hostio_dir = hostio_dir();
-    agent::Server server(io, options);
-    agent::Session session(server, std::make_unique<NullConnection>());
+    server::Server server(io, options);
+    server::Session session(server, std::make_unique<NullConnection>());
     // Decode once to filter, then feed the accepted packets framed again.
-    protocol::PacketDecoder decoder(agent::kPacketSize);
+    protocol::PacketDecoder decoder(server::kPacketSize);
     std::vector<protocol::FrameEvent> events;
     decoder.feed(std::span(data, size), events);
     for (const auto& ev : events) {

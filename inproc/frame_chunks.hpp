@@ -1,6 +1,6 @@
 // Writing frames into the shared region's chunks: the protocol every writer follows, the
 // program's collecting threads (collector.cpp) and tpagent for its trap tracepoints' frames
-// (tracing/inproc_frames.cpp) alike. Header-only and freestanding: the in-process agent has no
+// (experiment/inproc_frames.cpp) alike. Header-only and freestanding: the in-process agent has no
 // C library to lean on.
 //
 // A writer owns one chunk at a time and appends records to it; only `committed` (release)
@@ -31,7 +31,7 @@
 //   On arm64 these fences are the DMB between the epoch's store and the bytes' stores, and the
 //   one between the copy's loads and the reload. In the C++ model the copy still races with
 //   those stores (plain bytes, not atomics), which ThreadSanitizer reports and cannot check;
-//   tests/unit/tracing/inproc_chunks_stress_test.cpp checks that no torn copy is accepted.
+//   tests/unit/experiment/inproc_chunks_stress_test.cpp checks that no torn copy is accepted.
 // - Counters (`frames`, `discarded_frames`, `linear_budget`, `next_fresh`, `take_count`):
 //   relaxed. They publish nothing: RMWs keep the shared ones exact, and the figures tpagent
 //   makes of them (frames_created, bytes_free) may lag a moment.
@@ -128,7 +128,7 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn y
     // bump's release) then reads `committed` 0 or later, never the chunk's previous use's. (Reset
     // after the bump, a reader between the two took the old records again as the new epoch's,
     // skipped the new ones below their end and served overwritten bytes as whole frames: the
-    // circular test of tests/unit/tracing/inproc_chunks_stress_test.cpp.) A reader still on the
+    // circular test of tests/unit/experiment/inproc_chunks_stress_test.cpp.) A reader still on the
     // old epoch finds nothing more to read.
     if (const std::uint32_t gone = c->frames.load(std::memory_order_relaxed))
         h->discarded_frames.fetch_add(gone, std::memory_order_relaxed);

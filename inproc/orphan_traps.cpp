@@ -1,5 +1,5 @@
 // A breakpoint left behind: when tpagent ends without taking its breakpoints out (killed), its
-// watchdog puts the program's code back (target/linux/code_guard.hpp), but a thread that had
+// watchdog puts the program's code back (process/linux/code_guard.hpp), but a thread that had
 // hit a breakpoint just then, stopped for tpagent, gets the SIGTRAP once tpagent's hold ends,
 // and a SIGTRAP kills by default. With the agent in the program, that trap comes here: with no
 // tracer left, the thread waits for the watchdog to restore the instruction and runs it (a

@@ -12,11 +12,11 @@ ALLOWED = {
     "bytecode": {"base"},
     "arch": {"base", "protocol", "bytecode"},
     "trace": {"base", "protocol", "bytecode"},
-    "target": {"base", "protocol", "arch"},
+    "process": {"base", "protocol", "arch"},
     # the library loaded into programs: its ABI, the interpreter, the frame format and clock
     "inproc": {"bytecode", "trace/frame_format.hpp", "arch/frame_clock.hpp", "arch/inproc_trap.hpp"},
-    "tracing": {"base", "protocol", "bytecode", "arch", "trace", "target", "inproc"},
-    "server": {"base", "protocol", "bytecode", "arch", "trace", "target", "tracing"},
+    "experiment": {"base", "protocol", "bytecode", "arch", "trace", "process", "inproc"},
+    "server": {"base", "protocol", "bytecode", "arch", "trace", "process", "experiment"},
     "tools": {"base", "protocol", "bytecode", "trace"},
 }
 INCLUDE = re.compile(r'^#include "(([a-z_0-9]+)/[^"]*)"', re.M)

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <string>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 namespace asio = boost::asio;
 namespace {
 
@@ -68,4 +68,4 @@ bool AddressFilter::allows(const asio::ip::address& peer) const {
     return false;
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 class AddressFilter {
   public:
@@ -24,4 +24,4 @@ class AddressFilter {
     std::vector<Network> networks_;
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -6,7 +6,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace tpagent::agent::debug_output {
+namespace tpagent::server::debug_output {
 
 namespace {
 
@@ -90,4 +90,4 @@ FormatAnswer set_format(std::string_view options) {
     return {said, true};
 }
 
-} // namespace tpagent::agent::debug_output
+} // namespace tpagent::server::debug_output

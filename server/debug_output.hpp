@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace tpagent::agent::debug_output {
+namespace tpagent::server::debug_output {
 
 // stderr, warnings always; the rest as the switches say. Called once, at start-up.
 void start(bool debug, bool remote_debug, bool timestamps);
@@ -27,4 +27,4 @@ struct FormatAnswer {
 };
 FormatAnswer set_format(std::string_view options);
 
-} // namespace tpagent::agent::debug_output
+} // namespace tpagent::server::debug_output

@@ -11,7 +11,7 @@
 #include "protocol/xml.hpp"
 #include <fmt/format.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -29,31 +29,31 @@ Result<pid_t> btrace_thread(Session& s) {
     return tid;
 }
 
-std::optional<BranchTraceRead> read_kind(std::string_view annex) {
-    if (annex == "all") return BranchTraceRead::All;
-    if (annex == "new") return BranchTraceRead::New;
-    if (annex == "delta") return BranchTraceRead::Delta;
+std::optional<process::BranchTraceRead> read_kind(std::string_view annex) {
+    if (annex == "all") return process::BranchTraceRead::All;
+    if (annex == "new") return process::BranchTraceRead::New;
+    if (annex == "delta") return process::BranchTraceRead::Delta;
     return std::nullopt;
 }
 
-std::string btrace_xml(const std::vector<BranchBlock>& blocks) {
+std::string btrace_xml(const std::vector<process::BranchBlock>& blocks) {
     // The DOCTYPE names gdb's built-in DTD: gdb resolves no other system id.
     std::string xml = "<?xml version=\"1.0\"?>\n<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n"
                       "<btrace version=\"1.0\">\n";
     xml.reserve(xml.size() + blocks.size() * 52 + 16);
-    for (const BranchBlock& b : blocks)
+    for (const process::BranchBlock& b : blocks)
         fmt::format_to(std::back_inserter(xml), "<block begin=\"0x{:x}\" end=\"0x{:x}\"/>\n",
                        b.begin, b.end);
     return xml + "</btrace>\n";
 }
 
-std::string btrace_conf_xml(const BranchTraceConfig& c) {
+std::string btrace_conf_xml(const process::BranchTraceConfig& c) {
     // Which backend records it goes in a comment: the DTD has no attribute for it.
     return fmt::format(
         "<?xml version=\"1.0\"?>\n<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n"
         "<!-- recorded by {} -->\n<btrace-conf version=\"1.0\">\n"
         "<{} size=\"0x{:x}\"/>\n</btrace-conf>\n",
-        xml_escape(c.backend), c.format == BranchTraceFormat::Pt ? "pt" : "bts", c.size);
+        xml_escape(c.backend), c.format == process::BranchTraceFormat::Pt ? "pt" : "bts", c.size);
 }
 
 } // namespace
@@ -61,16 +61,16 @@ std::string btrace_conf_xml(const BranchTraceConfig& c) {
 std::string handle_btrace(Session& s, std::string_view args) {
     auto tid = btrace_thread(s);
     if (!tid) return reply_error_text(tid.error());
-    Target& inf = *s.live_inferior();
+    process::Target& inf = *s.live_inferior();
     if (args == "off") {
         if (auto r = inf.disable_branch_trace(*tid); !r) return reply_error_text(r.error());
         return reply_ok();
     }
-    Target::BranchTraceRequest request;
+    process::Target::BranchTraceRequest request;
     if (args == "bts") {
         request.size = s.btrace_bts_size;
     } else if (args == "pt") {
-        request.format = BranchTraceFormat::Pt;
+        request.format = process::BranchTraceFormat::Pt;
         request.size = s.btrace_pt_size;
     } else {
         return "E.Bad Qbtrace operation.  Use bts, pt, or off.";
@@ -118,4 +118,4 @@ std::string handle_xfer_btrace_conf(Session& s, std::string_view args) {
                        });
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -1,5 +1,5 @@
 // Registers, memory and breakpoints of the stopped inferior.
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
@@ -8,7 +8,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -173,7 +173,7 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 } // namespace
 
 std::string handle_insert_point(Session& s, std::string_view args) {
-    return change_point(s, args, [&s](Target& inf, const BreakpointRequest& bp) {
+    return change_point(s, args, [&s](process::Target& inf, const BreakpointRequest& bp) {
         if (bp.type != 0) return inf.insert_hw_point(bp.type, bp.addr, bp.kind);
         Status st = inf.insert_user_breakpoint(bp.addr);
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
@@ -190,10 +190,10 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     // A forked child held for gdb (not taken as a process) had its copy of the code cleaned
     // as it was born: gdb's removals there have nothing left to do.
     if (s.general_thread_is_fork_child()) return reply_ok();
-    return change_point(s, args, [](Target& inf, const BreakpointRequest& bp) {
+    return change_point(s, args, [](process::Target& inf, const BreakpointRequest& bp) {
         return bp.type == 0 ? inf.remove_user_breakpoint(bp.addr)
                             : inf.remove_hw_point(bp.type, bp.addr, bp.kind);
     });
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -1,10 +1,10 @@
 // Connection set-up and general queries.
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "server/debug_output.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
-#include "target/linux/signals.hpp"
+#include "process/linux/signals.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -140,7 +140,7 @@ Result<std::set<int>> parse_signal_list(std::string_view args) {
     for (std::string_view field : split(args, ';')) {
         auto n = parse_hex_u64(field);
         if (!n || *n > 255) return make_error(ErrorCode::BadPacket, "bad signal number");
-        if (int host = gdb_to_host_signal(static_cast<int>(*n))) out.insert(host);
+        if (int host = process::gdb_to_host_signal(static_cast<int>(*n))) out.insert(host);
     }
     return out;
 }
@@ -296,10 +296,10 @@ std::string handle_monitor(Session& s, std::string_view args) {
     }
     if (command == "btrace") return to_hex(branch_trace_summary(s));
     if (command.starts_with("set btrace-method ")) {
-        constexpr std::pair<std::string_view, BranchStepMethod> kMethods[] = {
-            {"block-ends", BranchStepMethod::BlockEnds},
-            {"block-steps", BranchStepMethod::BlockSteps},
-            {"single-steps", BranchStepMethod::SingleSteps},
+        constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {
+            {"block-ends", process::BranchStepMethod::BlockEnds},
+            {"block-steps", process::BranchStepMethod::BlockSteps},
+            {"single-steps", process::BranchStepMethod::SingleSteps},
         };
         for (const auto& [name, method] : kMethods)
             if (command.substr(18) == name) {
@@ -319,4 +319,4 @@ std::string handle_monitor(Session& s, std::string_view args) {
     return reply_error(ErrorCode::BadPacket);
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -287,4 +287,4 @@ std::string handle_vfile_readlink(Session& s, std::string_view args) {
            escape_binary(std::string_view(buf, static_cast<std::size_t>(n)));
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -1,9 +1,9 @@
 // Run control: resume, step, kill, detach, run, attach, interrupt.
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
-#include "target/linux/signals.hpp"
+#include "process/linux/signals.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -25,7 +25,7 @@ bool matches(const ThreadId& id, pid_t pid, pid_t tid) {
 
 // Starts the threads and either returns the stop reply at once or defers it (non-stop: OK,
 // each stop coming as a notification).
-std::string start(Session& s, const std::vector<ThreadResume>& plan) {
+std::string start(Session& s, const std::vector<process::ThreadResume>& plan) {
     auto* inf = s.inferior();
     auto r = inf->resume(plan);
     if (!r) return reply_error(r.error());
@@ -54,8 +54,8 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
         if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w)
             return reply_error(w.error());
     }
-    int host_sig = gdb_to_host_signal(req->signal);
-    std::vector<ThreadResume> plan;
+    int host_sig = process::gdb_to_host_signal(req->signal);
+    std::vector<process::ThreadResume> plan;
     // c/s move every thread (all-stop); the signal and the step go to the selected thread.
     pid_t focus = s.continue_thread > 0 ? s.continue_thread : current;
     for (pid_t tid : inf->thread_ids()) {
@@ -71,7 +71,7 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
 Status run_afresh(Session& s, const std::vector<std::string>& argv) {
     s.server().kill_all();
     if (auto st = s.server().start_program(argv); !st) return st;
-    StopEvent ev;
+    process::StopEvent ev;
     ev.pid = ev.tid = s.inferior()->pid();
     ev.signal = SIGTRAP;
     s.last_stop = ev;
@@ -125,7 +125,7 @@ std::string handle_vcont(Session& s, std::string_view args) {
         return reply_error_text(served.error());
     auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    std::vector<ThreadResume> plan;
+    std::vector<process::ThreadResume> plan;
     std::vector<pid_t> stops;
     // Each thread takes the leftmost action whose thread-id matches it. Non-stop: a thread
     // gdb sees running (its stop not acknowledged yet, too) ignores c/s/r; one it sees
@@ -138,7 +138,7 @@ std::string handle_vcont(Session& s, std::string_view args) {
                 if (s.non_stop() && !stopped) stops.push_back(tid);
             } else if (!s.non_stop() || (stopped && !s.stop_unacknowledged(tid))) {
                 plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
-                                gdb_to_host_signal(a.signal), a.range_start, a.range_end});
+                                process::gdb_to_host_signal(a.signal), a.range_start, a.range_end});
             }
             break;
         }
@@ -207,7 +207,7 @@ std::string handle_detach(Session& s, std::string_view args) {
         return reply_ok();
     }
     // gdb follows a forked child (follow-fork-mode child): it becomes the program served.
-    std::unique_ptr<Target> child = inf->take_fork_child();
+    std::unique_ptr<process::Target> child = inf->take_fork_child();
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.last_stop.reset();
     if (child) s.server().adopt(std::move(child));
@@ -265,7 +265,7 @@ std::string handle_vattach(Session& s, std::string_view args) {
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
     if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st)
         return reply_error_text(st.error());
-    StopEvent ev;
+    process::StopEvent ev;
     ev.pid = ev.tid = static_cast<pid_t>(*pid);
     ev.signal = 0;
     s.last_stop = ev;
@@ -299,4 +299,4 @@ std::string handle_environment_reset(Session& s, std::string_view) {
     return reply_ok();
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

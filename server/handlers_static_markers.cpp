@@ -3,19 +3,19 @@
 // read with the other trace-frame objects (handlers_trace.cpp).
 #include "server/packet_handlers.hpp"
 #include "server/session.hpp"
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include <fmt/format.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
 namespace {
 
 // address:hex(id):hex(extra), the extra being the argument description gdb shows as "Data".
-std::string marker_definition(const StaticMarker& m) {
+std::string marker_definition(const process::StaticMarker& m) {
     return fmt::format("{:x}:{}:{}", m.address, to_hex(m.id), to_hex(m.arguments));
 }
 
@@ -23,9 +23,9 @@ std::string marker_definition(const StaticMarker& m) {
 
 std::string handle_static_markers_first(Session& s, std::string_view) {
     std::vector<std::string> replies;
-    if (Target* inferior = s.live_inferior()) {
+    if (process::Target* inferior = s.live_inferior()) {
         std::string reply;
-        for (const StaticMarker& m : inferior->static_markers()) {
+        for (const process::StaticMarker& m : inferior->static_markers()) {
             std::string one = marker_definition(m);
             if (!reply.empty() && reply.size() + 1 + one.size() > kPacketSize / 2) {
                 replies.push_back(std::move(reply));
@@ -47,10 +47,10 @@ std::string handle_static_markers_next(Session& s, std::string_view) {
 std::string handle_static_marker_at(Session& s, std::string_view args) {
     auto address = parse_hex_u64(args);
     if (!address) return reply_error(address.error());
-    if (Target* inferior = s.live_inferior())
-        for (const StaticMarker& m : inferior->static_markers())
+    if (process::Target* inferior = s.live_inferior())
+        for (const process::StaticMarker& m : inferior->static_markers())
             if (m.address == *address) return "m" + marker_definition(m);
     return "l";
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -1,10 +1,10 @@
 // Tracepoint packets (GDB manual, "Tracepoint Packets"; what gdb really sends: spec notes N2-N10).
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "trace/frame_query.hpp"
-#include "tracing/trace_file_writer.hpp"
+#include "experiment/trace_file_writer.hpp"
 #include "arch/arch.hpp"
 #include "trace/tracepoint_codec.hpp"
 #include "protocol/hex.hpp"
@@ -18,12 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
 namespace {
-TraceExperiment& experiment(Session& s) {
+experiment::TraceExperiment& experiment(Session& s) {
     return s.server().experiment();
 }
 
@@ -203,11 +203,11 @@ Status can_save_to(const std::string& asked, const std::string& path) {
 std::string handle_trace_save(Session& s, std::string_view args) {
     auto name = hex_to_text(args);
     if (!name) return reply_error(name.error());
-    auto path = resolve_save_path(*name, s.server().options().save_dir);
+    auto path = experiment::resolve_save_path(*name, s.server().options().save_dir);
     if (!path) return reply_error_text(path.error());
     if (auto can = can_save_to(*name, *path); !can) return reply_error_text(can.error());
     auto xml = arch::host_architecture().feature_xml("target.xml");
-    return status_to_reply(write_trace_file(*path, experiment(s), xml ? *xml : std::string(),
+    return status_to_reply(experiment::write_trace_file(*path, experiment(s), xml ? *xml : std::string(),
                                             s.server().options().save_dir));
 }
 
@@ -239,4 +239,4 @@ std::string handle_xfer_static_trace_data(Session& s, std::string_view args) {
     });
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -1,13 +1,13 @@
 // qXfer objects: target description, auxv, executable name, threads, shared libraries, siginfo,
 // osdata.
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include "server/osdata.hpp"
 #include "server/packet_handlers.hpp"
 #include "base/proc_files.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "server/xfer_read.hpp"
-#include "target/linux/svr4_libraries.hpp"
+#include "process/linux/svr4_libraries.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
@@ -15,7 +15,7 @@
 #include "protocol/xml.hpp"
 #include <fmt/format.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using namespace protocol;
 
@@ -72,7 +72,7 @@ std::string handle_xfer_threads(Session& s, std::string_view args) {
         std::string xml = "<?xml version=\"1.0\"?>\n<threads>\n";
         if (s.live_inferior()) {
             for (const auto& [pid, tid] : s.all_threads()) {
-                Target* p =
+                process::Target* p =
                     s.inferior()->has_thread(tid) ? s.inferior() : s.server().held_process(pid);
                 const std::string name = p ? p->thread_name(tid) : "";
                 xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n",
@@ -89,7 +89,7 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
         auto* inf = s.live_inferior();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
-        return svr4_library_list(auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
+        return process::svr4_library_list(auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
             auto got = inf->read_memory(addr, out);
             return got && *got == out.size();
         });
@@ -149,4 +149,4 @@ std::string handle_xfer_siginfo_write(Session& s, std::string_view args) {
     return fmt::format("{:x}", req->data.size());
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -5,7 +5,7 @@
 #include <string>
 #include <sys/types.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 struct HostIoState {
     static constexpr std::size_t kMaxOpenFiles = 64;
@@ -15,4 +15,4 @@ struct HostIoState {
     ~HostIoState() { close_all(); }
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -3,14 +3,14 @@
 #include "server/options.hpp"
 #include "server/debug_output.hpp"
 #include "server/server.hpp"
-#include "target/linux/code_guard.hpp"
+#include "process/linux/code_guard.hpp"
 #include <csignal>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 int main(int argc, char** argv) {
-    using namespace tpagent::agent;
+    using namespace tpagent::server;
     auto opts = parse_options(argc, argv);
     if (!opts) {
         fmt::print(stderr, "tpagent: {}\n{}", opts.error().text, usage_text());
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     std::signal(SIGXFSZ, SIG_IGN);
     // Before any program is started or attached: if tpagent is killed, the programs it traced
     // get their code back.
-    code_guard::start();
+    tpagent::process::code_guard::start();
 
     try {
         boost::asio::io_context io;

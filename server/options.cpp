@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 namespace {
 Error usage_error(std::string text) {
@@ -190,4 +190,4 @@ Result<std::string> usable_save_dir(const std::string& dir) {
     return path.string();
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

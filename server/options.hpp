@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 struct ServerOptions {
     std::string comm;                 // HOST:PORT, :PORT, "-" (stdio) or a tty device path
@@ -41,4 +41,4 @@ std::string usage_text();
 // first save. Gives it as an absolute path, so that messages say where files go.
 Result<std::string> usable_save_dir(const std::string& dir);
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

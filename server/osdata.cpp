@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 namespace {
 
@@ -398,4 +398,4 @@ Result<std::string> osdata_xml(std::string_view type) {
     return make_error(ErrorCode::NotFound, fmt::format("no such osdata type: {}", type));
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 Result<std::string> osdata_xml(std::string_view type);
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

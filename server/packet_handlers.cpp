@@ -2,7 +2,7 @@
 #include "server/packet_handlers.hpp"
 #include "server/session.hpp"
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 namespace {
 // See PacketTable::Entry::stops_all.
@@ -114,4 +114,4 @@ const protocol::PacketTable<Session>& packet_table() {
     return table;
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 class Session;
 using Handler = std::string(Session&, std::string_view);
@@ -48,4 +48,4 @@ Handler handle_static_markers_first, handle_static_markers_next, handle_static_m
 Handler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vfile_pread,
     handle_vfile_pwrite, handle_vfile_fstat, handle_vfile_unlink, handle_vfile_readlink;
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

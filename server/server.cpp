@@ -1,7 +1,7 @@
 #include "server/server.hpp"
-#include "target/linux/inferior.hpp"
-#include "target/linux/svr4_libraries.hpp"
-#include "tracing/trace_file_writer.hpp"
+#include "process/linux/inferior.hpp"
+#include "process/linux/svr4_libraries.hpp"
+#include "experiment/trace_file_writer.hpp"
 #include "arch/arch.hpp"
 #include "base/proc_files.hpp"
 #include "protocol/hex.hpp"
@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 namespace asio = boost::asio;
 
@@ -111,15 +111,15 @@ std::size_t read_code(const ProgramImage& image, std::uint64_t addr, std::span<s
 }
 
 TargetFactory linux_targets() {
-    return {[](const LaunchSpec& spec) -> Result<std::unique_ptr<Target>> {
-                auto inferior = Inferior::launch(spec);
+    return {[](const process::LaunchSpec& spec) -> Result<std::unique_ptr<process::Target>> {
+                auto inferior = process::Inferior::launch(spec);
                 if (!inferior) return inferior.error();
-                return std::unique_ptr<Target>(std::move(*inferior));
+                return std::unique_ptr<process::Target>(std::move(*inferior));
             },
-            [](pid_t pid) -> Result<std::unique_ptr<Target>> {
-                auto inferior = Inferior::attach(pid);
+            [](pid_t pid) -> Result<std::unique_ptr<process::Target>> {
+                auto inferior = process::Inferior::attach(pid);
                 if (!inferior) return inferior.error();
-                return std::unique_ptr<Target>(std::move(*inferior));
+                return std::unique_ptr<process::Target>(std::move(*inferior));
             }};
 }
 
@@ -167,7 +167,7 @@ std::string program_path(const std::string& name) {
 }
 } // namespace
 
-void Server::apply_gdb_settings(Target& program) const {
+void Server::apply_gdb_settings(process::Target& program) const {
     program.set_pass_signals(pass_signals);
     program.set_catch_syscalls(catch_syscalls);
     program.set_event_reports(event_reports);
@@ -178,7 +178,7 @@ void Server::apply_gdb_settings(Target& program) const {
 Status Server::start_program(const std::vector<std::string>& named) {
     std::vector<std::string> program = named;
     if (!program.empty()) program.front() = program_path(program.front());
-    LaunchSpec spec;
+    process::LaunchSpec spec;
     spec.program = program;
     spec.wrapper = options_.wrapper;
     spec.disable_randomization = options_.disable_randomization;
@@ -215,7 +215,7 @@ Status Server::attach_to(pid_t pid) {
     return ok_status();
 }
 
-void Server::adopt(std::unique_ptr<Target> child) {
+void Server::adopt(std::unique_ptr<process::Target> child) {
     exited_.reset();
     if (inferior_) held_.push_back(std::move(inferior_)); // (a held one served meanwhile)
     inferior_ = std::move(child);
@@ -226,7 +226,7 @@ Status Server::kill_inferior() {
     exited_.reset(); // what a program that already ended left: gdb is done with it
     if (!inferior_) return ok_status();
     if (experiment_.running())
-        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
+        experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     auto s = inferior_->kill();
     serve_next_held();
     return s;
@@ -235,7 +235,7 @@ Status Server::kill_inferior() {
 Status Server::detach_inferior() {
     if (!inferior_) return make_error(ErrorCode::NoProcess, "no process to detach from");
     if (experiment_.running())
-        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
+        experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
     // Nothing of the trace's may keep the program's memory once it is let go.
@@ -261,26 +261,26 @@ void Server::kill_all() {
         (void)kill_inferior();
 }
 
-std::vector<std::unique_ptr<Target>>::iterator Server::find_held(pid_t pid) {
+std::vector<std::unique_ptr<process::Target>>::iterator Server::find_held(pid_t pid) {
     return std::find_if(held_.begin(), held_.end(),
                         [pid](const auto& p) { return p->pid() == pid; });
 }
 
-Target* Server::held_process(pid_t pid) {
+process::Target* Server::held_process(pid_t pid) {
     auto it = find_held(pid);
     return it == held_.end() ? nullptr : it->get();
 }
 
-Target* Server::hold_fork_child(pid_t pid) {
+process::Target* Server::hold_fork_child(pid_t pid) {
     if (!inferior_ || !inferior_->is_fork_child(pid)) return nullptr;
-    std::unique_ptr<Target> child = inferior_->take_fork_child(pid);
+    std::unique_ptr<process::Target> child = inferior_->take_fork_child(pid);
     if (!child) return nullptr;
     apply_gdb_settings(*child);
     // A vfork child: the breakpoints gdb puts in the memory it shares with its parent are
     // the parent's once it exits or execs (gdb removes them through the parent).
     const pid_t parent = inferior_->pid();
-    child->when_memory_unshared([this, parent](const Target::BreakpointBytes& bps) {
-        Target* p =
+    child->when_memory_unshared([this, parent](const process::Target::BreakpointBytes& bps) {
+        process::Target* p =
             inferior_ && inferior_->pid() == parent ? inferior_.get() : held_process(parent);
         if (p) p->take_breakpoints(bps);
     });
@@ -296,7 +296,7 @@ Status Server::serve(pid_t pid) {
                           fmt::format("a trace runs in process {}: tpagent serves one process at "
                                       "a time, and cannot resume process {} meanwhile",
                                       inferior_ ? inferior_->pid() : 0, pid));
-    std::unique_ptr<Target> next = std::move(*it);
+    std::unique_ptr<process::Target> next = std::move(*it);
     held_.erase(it);
     if (inferior_) held_.push_back(std::move(inferior_));
     inferior_ = std::move(next);
@@ -340,24 +340,24 @@ void Server::pump_events() {
     }
 }
 
-void Server::on_inferior_event(const StopEvent& ev) {
-    if (ev.kind == StopEvent::Kind::Exited) {
+void Server::on_inferior_event(const process::StopEvent& ev) {
+    if (ev.kind == process::StopEvent::Kind::Exited) {
         fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
-    } else if (ev.kind == StopEvent::Kind::Killed) {
+    } else if (ev.kind == process::StopEvent::Kind::Killed) {
         const char* abbrev = sigabbrev_np(ev.signal);
         fmt::print(stderr, "\nChild terminated with signal = 0x{:x} (SIG{})\n", ev.signal,
                    abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
-    const bool ended = ev.kind != StopEvent::Kind::Signal;
+    const bool ended = ev.kind != process::StopEvent::Kind::Signal;
     if (ended && experiment_.running())
-        experiment_.stop_for({TraceStopReason::Kind::Unknown, {}, 0},
+        experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0},
                              nullptr); // the traced process is gone
     if (!ended) experiment_.poll(inferior_.get());
     if (!ended && running_without_gdb_ && (ev.thread_exited || ev.thread_created)) {
         // Thread events asked for by a gdb that left: nothing to wait for.
         if (ev.thread_created) {
-            StopEvent quiet = ev;
+            process::StopEvent quiet = ev;
             quiet.signal = 0;
             deliver_signal(quiet);
         }
@@ -380,8 +380,8 @@ void Server::on_inferior_event(const StopEvent& ev) {
 // The program runs on for a disconnected trace, and gdb is not there to decide about a signal
 // it stopped with: the signal is the program's, delivered as if nobody traced it (as gdbserver
 // does; a SIGTERM ends it). A SIGTRAP (a breakpoint gdb left) waits for the next gdb.
-void Server::deliver_signal(const StopEvent& ev) {
-    std::vector<ThreadResume> all;
+void Server::deliver_signal(const process::StopEvent& ev) {
+    std::vector<process::ThreadResume> all;
     for (pid_t tid : inferior_->thread_ids())
         all.push_back({tid, false, tid == ev.tid ? ev.signal : 0});
     auto resumed = inferior_->resume(all);
@@ -396,7 +396,7 @@ void Server::deliver_signal(const StopEvent& ev) {
 // The program ran on for a disconnected trace and ended with no gdb to see it: its trace stays
 // for the next gdb, and goes to a file too when there is a --save-dir (an unattended board may
 // see no gdb before it is switched off).
-void Server::keep_exited_program(const StopEvent& end, bool was_attached) {
+void Server::keep_exited_program(const process::StopEvent& end, bool was_attached) {
     running_without_gdb_ = false;
     ExitedProgram gone{end, was_attached, std::nullopt};
     if (image_ && image_->pid == end.pid) gone.image = std::move(image_);
@@ -412,7 +412,7 @@ void Server::save_trace_automatically(pid_t pid) {
     const std::string path = fmt::format("{}/tpagent-{}-{:%Y%m%d-%H%M%S}.tf", *options_.save_dir,
                                          pid, fmt::localtime(std::time(nullptr)));
     auto xml = arch::host_architecture().feature_xml("target.xml");
-    if (auto s = write_trace_file(path, experiment_, xml ? *xml : std::string(), options_.save_dir);
+    if (auto s = experiment::write_trace_file(path, experiment_, xml ? *xml : std::string(), options_.save_dir);
         !s)
         fmt::print(stderr, "Could not save the trace: {}\n", s.error().text);
     else
@@ -430,7 +430,7 @@ void Server::accept_next() {
         // All-stop: gdb starts talking to a stopped program.
         if (inferior_ && inferior_->running()) {
             if (auto ev = inferior_->stop_all_now()) {
-                if (ev->kind != StopEvent::Kind::Signal)
+                if (ev->kind != process::StopEvent::Kind::Signal)
                     on_inferior_event(*ev);
                 else
                     unreported_ = ev;
@@ -475,7 +475,7 @@ void Server::session_closed(Session&) {
         // gdb went away without detaching: the program stays, stopped, for the next gdb.
         if (!tracing_on) {
             if (experiment_.running())
-                experiment_.stop_for({TraceStopReason::Kind::Disconnected, {}, 0}, inferior_.get());
+                experiment_.stop_for({protocol::TraceStopReason::Kind::Disconnected, {}, 0}, inferior_.get());
             if (inferior_ && inferior_->running()) inferior_->interrupt();
         }
         fmt::print(stderr,
@@ -522,7 +522,7 @@ void Server::remember_image() {
     image.executable = read_link(fmt::format("/proc/{}/exe", image.pid));
     const std::string auxv = read_file(fmt::format("/proc/{}/auxv", image.pid));
     image.libraries =
-        svr4_library_list(auxv, [this](std::uint64_t addr, std::span<std::uint8_t> out) {
+        process::svr4_library_list(auxv, [this](std::uint64_t addr, std::span<std::uint8_t> out) {
             auto got = inferior_->read_memory(addr, out);
             return got && *got == out.size();
         });
@@ -602,4 +602,4 @@ int Server::run() {
     return exit_status_;
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

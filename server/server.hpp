@@ -2,11 +2,11 @@
 // inferior. Decides what happens when gdb goes away and when tpagent exits.
 #pragma once
 #include "base/asio.hpp"
-#include "target/linux/child_events.hpp"
-#include "target/target.hpp"
+#include "process/linux/child_events.hpp"
+#include "process/target.hpp"
 #include "server/options.hpp"
 #include "server/session.hpp"
-#include "tracing/trace_experiment.hpp"
+#include "experiment/trace_experiment.hpp"
 #include "server/transport.hpp"
 #include <memory>
 #include <map>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 // What gdb needs to place a program's symbols, taken when the program goes on without gdb: the
 // process may be gone when the next gdb asks.
@@ -42,15 +42,15 @@ std::size_t read_code(const ProgramImage& image, std::uint64_t addr, std::span<s
 // the next gdb, which is shown a stopped thread of it to select trace frames on (outside them:
 // no registers but a zero pc, no memory but its code); resuming it reports how it ended.
 struct ExitedProgram {
-    StopEvent end; // Exited or Killed; end.pid is the process it was
+    process::StopEvent end; // Exited or Killed; end.pid is the process it was
     bool was_attached = false;
     std::optional<ProgramImage> image;
 };
 
 // How programs are started and attached to: Linux processes over ptrace, or fakes in tests.
 struct TargetFactory {
-    std::function<Result<std::unique_ptr<Target>>(const LaunchSpec&)> launch;
-    std::function<Result<std::unique_ptr<Target>>(pid_t)> attach;
+    std::function<Result<std::unique_ptr<process::Target>>(const process::LaunchSpec&)> launch;
+    std::function<Result<std::unique_ptr<process::Target>>(pid_t)> attach;
 };
 TargetFactory linux_targets();
 
@@ -62,14 +62,14 @@ class Server {
     int run();
 
     const ServerOptions& options() const { return options_; }
-    Target* inferior() { return inferior_.get(); }
-    TraceExperiment& experiment() { return experiment_; }
+    process::Target* inferior() { return inferior_.get(); }
+    experiment::TraceExperiment& experiment() { return experiment_; }
     boost::asio::io_context& io() { return io_; }
 
     Status start_program(const std::vector<std::string>& program);
     Status attach_to(pid_t pid);
     // A forked child, traced and stopped, becomes the program served.
-    void adopt(std::unique_ptr<Target> child);
+    void adopt(std::unique_ptr<process::Target> child);
     // The served program goes (killed, detached, or gone by itself); a held process, if any,
     // is served in its place.
     Status kill_inferior();
@@ -81,11 +81,11 @@ class Server {
     // Processes gdb holds stopped while another one is served: a vfork parent whose child
     // gdb follows, a forked child gdb kept (detach-on-fork off). Only the served one runs
     // (gdb's schedule-multiple off): gdb resuming a held one serves it instead.
-    Target* held_process(pid_t pid);
-    const std::vector<std::unique_ptr<Target>>& held_processes() const { return held_; }
+    process::Target* held_process(pid_t pid);
+    const std::vector<std::unique_ptr<process::Target>>& held_processes() const { return held_; }
     // A child the served program forked, held for gdb, as a process of its own (still held);
     // nullptr if `pid` is no such child.
-    Target* hold_fork_child(pid_t pid);
+    process::Target* hold_fork_child(pid_t pid);
     // gdb resumes the held process `pid`: it is served from now on, the served one held.
     Status serve(pid_t pid);
     bool detach_held(pid_t pid);
@@ -108,14 +108,14 @@ class Server {
     std::optional<std::set<int>> catch_syscalls; // QCatchSyscalls, for each program started
     // The program (and arguments) started last, which R starts again.
     const std::vector<std::string>& last_program() const { return last_program_; }
-    Target::EventReports event_reports; // what gdb's qSupported asked for
+    process::Target::EventReports event_reports; // what gdb's qSupported asked for
     bool non_stop = false;              // QNonStop
     // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
-    BranchStepMethod btrace_method = BranchStepMethod::BlockEnds;
+    process::BranchStepMethod btrace_method = process::BranchStepMethod::BlockEnds;
     // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
     void pump_events();
     // Gives the program what gdb asked of every program (the four above).
-    void apply_gdb_settings(Target& program) const;
+    void apply_gdb_settings(process::Target& program) const;
     // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
     // now on (NAME -> value, nullopt = unset).
     std::map<std::string, std::optional<std::string>> environment;
@@ -127,11 +127,11 @@ class Server {
     Status start_first_program();
     void accept_next();
     void wait_for_children();
-    void on_inferior_event(const StopEvent& ev);
-    void deliver_signal(const StopEvent& ev);
+    void on_inferior_event(const process::StopEvent& ev);
+    void deliver_signal(const process::StopEvent& ev);
     bool may_reopen() const;
     void remember_image();
-    void keep_exited_program(const StopEvent& end, bool was_attached);
+    void keep_exited_program(const process::StopEvent& end, bool was_attached);
     void save_trace_automatically(pid_t pid);
     void shutdown();
 
@@ -140,19 +140,19 @@ class Server {
     TargetFactory targets_;
     std::unique_ptr<Listener> listener_;
     std::unique_ptr<Session> session_;
-    std::unique_ptr<Target> inferior_;
-    std::vector<std::unique_ptr<Target>> held_;
+    std::unique_ptr<process::Target> inferior_;
+    std::vector<std::unique_ptr<process::Target>> held_;
     // The served program is gone: the first held process takes its place.
     void serve_next_held();
-    std::vector<std::unique_ptr<Target>>::iterator find_held(pid_t pid);
+    std::vector<std::unique_ptr<process::Target>>::iterator find_held(pid_t pid);
     void detach_all_held();
     std::vector<std::string> last_program_;
-    ChildEvents child_events_;
+    process::ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;
     bool trace_poll_armed_ = false;
-    TraceExperiment experiment_;
+    experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;
-    std::optional<StopEvent> unreported_; // what happened while no gdb was connected
+    std::optional<process::StopEvent> unreported_; // what happened while no gdb was connected
     bool running_without_gdb_ = false;    // the program runs on for a disconnected trace
     std::optional<ProgramImage> image_;   // of that program
     std::optional<ExitedProgram> exited_;
@@ -160,4 +160,4 @@ class Server {
     int exit_status_ = 0;
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -2,7 +2,7 @@
 #include "server/debug_output.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
-#include "target/linux/signals.hpp"
+#include "process/linux/signals.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/packet.hpp"
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 using protocol::FrameEvent;
 
@@ -87,7 +87,7 @@ std::string exited_read_memory(Session& s, std::string_view args) {
 }
 
 std::string exited_resume(Session& s, std::string_view) {
-    const StopEvent end = exited(s).end;
+    const process::StopEvent end = exited(s).end;
     s.server().forget_exited_program();
     s.last_stop = end;
     return s.stop_reply(end);
@@ -205,11 +205,11 @@ const protocol::PacketTable<Session>& exited_program_packets() {
 Session::Session(Server& server, std::unique_ptr<Connection> conn)
     : server_(server), conn_(std::move(conn)) {}
 
-Target* Session::inferior() {
+process::Target* Session::inferior() {
     return server_.inferior();
 }
 
-Target* Session::live_inferior() {
+process::Target* Session::live_inferior() {
     auto* inf = inferior();
     return inf && inf->alive() ? inf : nullptr;
 }
@@ -221,7 +221,7 @@ bool Session::has_thread(pid_t tid) {
     return false;
 }
 
-Target* Session::addressed() {
+process::Target* Session::addressed() {
     if (general_thread > 0) {
         for (const auto& p : server_.held_processes())
             if (p->has_thread(general_thread)) return p->alive() ? p.get() : nullptr;
@@ -230,7 +230,7 @@ Target* Session::addressed() {
     return live_inferior();
 }
 
-pid_t Session::addressed_thread(Target& process) {
+pid_t Session::addressed_thread(process::Target& process) {
     if (&process == inferior()) return current_thread();
     return general_thread > 0 && process.has_thread(general_thread) ? general_thread
                                                                     : process.pid();
@@ -362,7 +362,7 @@ void Session::dispatch(const std::string& payload) {
 }
 
 std::string Session::run_paused(std::string_view name, const std::function<std::string()>& run) {
-    Target* paused = non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
+    process::Target* paused = non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
     if (paused)
         if (auto p = paused->pause_all(); !p) {
             paused->unpause_all();
@@ -409,11 +409,11 @@ bool Session::non_stop() const {
     return server_.non_stop;
 }
 
-void Session::on_stop(const StopEvent& ev) {
+void Session::on_stop(const process::StopEvent& ev) {
     if (non_stop()) {
         if (ev.thread_exited) { // (the last stop stays the one `?` describes)
             thread_stops_.erase(ev.tid);
-        } else if (ev.kind == StopEvent::Kind::Signal) {
+        } else if (ev.kind == process::StopEvent::Kind::Signal) {
             last_stop = ev;
             thread_stops_[ev.tid] = ev;
         } else { // the process ended: its threads' stops are of no more use
@@ -422,8 +422,8 @@ void Session::on_stop(const StopEvent& ev) {
             auto after_first = stop_notifications_.begin(); // the first one is out already
             if (after_first != stop_notifications_.end()) ++after_first;
             stop_notifications_.erase(std::remove_if(after_first, stop_notifications_.end(),
-                                                     [](const StopEvent& e) {
-                                                         return e.kind == StopEvent::Kind::Signal;
+                                                     [](const process::StopEvent& e) {
+                                                         return e.kind == process::StopEvent::Kind::Signal;
                                                      }),
                                       stop_notifications_.end());
         }
@@ -433,7 +433,7 @@ void Session::on_stop(const StopEvent& ev) {
     }
     if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
         last_stop = ev;
-        if (ev.kind == StopEvent::Kind::Signal) general_thread = ev.tid;
+        if (ev.kind == process::StopEvent::Kind::Signal) general_thread = ev.tid;
     }
     if (!waiting_) return;
     waiting_ = false;
@@ -459,20 +459,20 @@ pid_t Session::current_thread() {
     return inf->pid();
 }
 
-std::string Session::stop_reply(const StopEvent& ev) {
+std::string Session::stop_reply(const process::StopEvent& ev) {
     if (ev.no_resumed) return "N";
     protocol::StopReply r;
     if (multiprocess) r.process = static_cast<std::uint64_t>(ev.pid);
     switch (ev.kind) {
-    case StopEvent::Kind::Exited:
+    case process::StopEvent::Kind::Exited:
         r.kind = protocol::StopReply::Kind::Exited;
         r.code = ev.exit_code;
         return protocol::encode_stop_reply(r);
-    case StopEvent::Kind::Killed:
+    case process::StopEvent::Kind::Killed:
         r.kind = protocol::StopReply::Kind::Killed;
-        r.code = host_to_gdb_signal(ev.signal);
+        r.code = process::host_to_gdb_signal(ev.signal);
         return protocol::encode_stop_reply(r);
-    case StopEvent::Kind::Signal:
+    case process::StopEvent::Kind::Signal:
         break;
     }
     r.process.reset(); // T and w name the process in their thread id instead
@@ -482,7 +482,7 @@ std::string Session::stop_reply(const StopEvent& ev) {
         r.thread = thread_id(ev.tid);
         return protocol::encode_stop_reply(r);
     }
-    r.code = host_to_gdb_signal(ev.signal);
+    r.code = process::host_to_gdb_signal(ev.signal);
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {
         const auto& arch = arch::host_architecture();
         std::vector<bool> avail;
@@ -518,7 +518,7 @@ std::string Session::acknowledge_stop() {
 
 bool Session::stop_unacknowledged(pid_t tid) const {
     return std::any_of(stop_notifications_.begin(), stop_notifications_.end(),
-                       [&](const StopEvent& ev) { return ev.tid == tid; });
+                       [&](const process::StopEvent& ev) { return ev.tid == tid; });
 }
 
 // `?` in non-stop mode: a new sequence, one stop for each stopped thread gdb was told of (its
@@ -529,23 +529,23 @@ bool Session::stop_unacknowledged(pid_t tid) const {
 // with several of them.
 std::string Session::non_stop_status() {
     // Stops not taken by gdb yet keep what they say (a fork's child, say) in the new sequence.
-    std::map<pid_t, StopEvent> untaken;
-    for (const StopEvent& ev : stop_notifications_)
-        if (ev.kind == StopEvent::Kind::Signal && !ev.thread_exited) untaken.emplace(ev.tid, ev);
+    std::map<pid_t, process::StopEvent> untaken;
+    for (const process::StopEvent& ev : stop_notifications_)
+        if (ev.kind == process::StopEvent::Kind::Signal && !ev.thread_exited) untaken.emplace(ev.tid, ev);
     stop_notifications_.clear();
     auto* inf = live_inferior();
     if (!inf) return protocol::reply_ok();
-    std::vector<ThreadResume> unheard;
+    std::vector<process::ThreadResume> unheard;
     for (pid_t tid : inf->thread_ids()) {
         if (!inf->thread_stopped(tid)) continue;
         if (auto it = untaken.find(tid); it != untaken.end()) {
             stop_notifications_.push_back(it->second);
             continue;
         }
-        StopEvent ev;
+        process::StopEvent ev;
         if (auto it = thread_stops_.find(tid); it != thread_stops_.end()) {
             ev = it->second;
-        } else if (last_stop && last_stop->kind == StopEvent::Kind::Signal &&
+        } else if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal &&
                    last_stop->tid == tid) {
             ev = *last_stop;
         } else if (tid == inf->pid()) {
@@ -581,22 +581,22 @@ std::string Session::status_reply() {
     if (const auto* gone = exited_program()) {
         // Stopped, as a program gdb connects to is; the registers are not there to expedite.
         protocol::StopReply r;
-        r.code = host_to_gdb_signal(SIGTRAP);
+        r.code = process::host_to_gdb_signal(SIGTRAP);
         r.thread = thread_id(gone->end.pid);
         return protocol::encode_stop_reply(r);
     }
     auto* inf = live_inferior();
     if (!inf) {
-        if (last_stop && last_stop->kind != StopEvent::Kind::Signal) return stop_reply(*last_stop);
+        if (last_stop && last_stop->kind != process::StopEvent::Kind::Signal) return stop_reply(*last_stop);
         return "W00"; // no process
     }
-    if (last_stop && last_stop->kind == StopEvent::Kind::Signal && inf->has_thread(last_stop->tid))
+    if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal && inf->has_thread(last_stop->tid))
         return stop_reply(*last_stop);
-    StopEvent ev;
+    process::StopEvent ev;
     ev.pid = inf->pid();
     ev.tid = current_thread();
     ev.signal = inf->was_attached() ? 0 : SIGTRAP;
     return stop_reply(ev);
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

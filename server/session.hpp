@@ -3,7 +3,7 @@
 #pragma once
 #include "server/host_io.hpp"
 #include "trace/upload_cursor.hpp"
-#include "target/stop_event.hpp"
+#include "process/stop_event.hpp"
 #include "server/transport.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
@@ -19,10 +19,13 @@
 #include <string_view>
 #include <sys/types.h>
 
-namespace tpagent::agent {
+namespace tpagent::process {
+class Target;
+}
+
+namespace tpagent::server {
 
 class Server;
-class Target;
 struct ExitedProgram;
 
 // Largest packet we accept (advertised as PacketSize).
@@ -38,9 +41,9 @@ class Session {
     bool closed() const { return closed_; }
 
     Server& server() { return server_; }
-    Target* inferior();
+    process::Target* inferior();
     // The inferior while its process lives (nullptr before it starts, or once it has exited).
-    Target* live_inferior();
+    process::Target* live_inferior();
     // Whether the inferior has thread `tid` (or had: an exited program's main thread).
     bool has_thread(pid_t tid);
     // The program that ended while gdb was away (its trace kept), or nullptr.
@@ -58,8 +61,8 @@ class Session {
     using AnswerHandler = std::function<std::string(Session&, std::string_view answer)>;
     void await_reloc_answer(AnswerHandler next) { reloc_answer_ = std::move(next); }
     bool waiting_for_stop() const { return waiting_; }
-    void on_stop(const StopEvent& ev);
-    std::string stop_reply(const StopEvent& ev);
+    void on_stop(const process::StopEvent& ev);
+    std::string stop_reply(const process::StopEvent& ev);
     std::string status_reply(); // reply to `?`
     // Non-stop mode (RSP "Remote Non-Stop"): each stop goes out as a %Stop notification,
     // the ones after it as the replies to gdb's vStopped, the last followed by OK. `?`
@@ -84,7 +87,7 @@ class Session {
     pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
     pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)
     bool list_threads_done = false;
-    std::optional<StopEvent> last_stop;
+    std::optional<process::StopEvent> last_stop;
     bool exit_after_reply = false;
     HostIoState host_io;
     std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
@@ -104,9 +107,9 @@ class Session {
     // The process Hg names: the served program, or a held one (a forked child held for gdb
     // is taken as a process of its own, still held, when gdb first addresses it). nullptr
     // with none alive.
-    Target* addressed();
+    process::Target* addressed();
     // The thread of `process` that register accesses are for.
-    pid_t addressed_thread(Target& process);
+    pid_t addressed_thread(process::Target& process);
     // Every thread gdb may name, as (pid, tid): the served program's, then the held
     // processes' and the forked children's held for gdb.
     std::vector<std::pair<pid_t, pid_t>> all_threads();
@@ -130,12 +133,12 @@ class Session {
     // Runs a handler of packet `name`, with the program paused for it if its entry says so.
     std::string run_paused(std::string_view name, const std::function<std::string()>& run);
     void send_notification(const std::string& payload);
-    std::deque<StopEvent> stop_notifications_; // the first one is out, awaiting vStopped
-    std::map<pid_t, StopEvent> thread_stops_;  // each thread's last stop reported (non-stop)
+    std::deque<process::StopEvent> stop_notifications_; // the first one is out, awaiting vStopped
+    std::map<pid_t, process::StopEvent> thread_stops_;  // each thread's last stop reported (non-stop)
     bool deferred_ = false;
     bool suppressed_ = false;
     bool waiting_ = false;
     bool closed_ = false;
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -368,4 +368,4 @@ void Listener::close() {
     serial_.reset();
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 class Connection {
   public:
@@ -71,4 +71,4 @@ class Listener {
     std::string serving_;    // TCP: "host H, port P" of the gdb served; empty: none
 };
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace tpagent::agent {
+namespace tpagent::server {
 
 class Session;
 
@@ -14,4 +14,4 @@ class Session;
 std::string cached_xfer(Session& s, std::string_view object, std::string_view args,
                         const std::function<Result<std::string>(const std::string& annex)>& make);
 
-} // namespace tpagent::agent
+} // namespace tpagent::server

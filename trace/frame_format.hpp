@@ -1,6 +1,6 @@
 // The trace-file frame format, the one definition every writer and reader uses: tpagent's
 // frame builder and views (trace_frame.hpp), the in-process collector (inproc/collector.cpp),
-// the in-process region's configuration (tracing/inproc_region.*) and the trace-file reader
+// the in-process region's configuration (experiment/inproc_region.*) and the trace-file reader
 // (tools/tracefile/). It is also the trace buffer's format, so qTBuffer and tsave are plain
 // copies.
 //

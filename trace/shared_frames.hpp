@@ -1,5 +1,5 @@
 // Frames a trace buffer serves from memory it does not own: the chunks a run with fast
-// tracepoints writes into, shared with the traced program (tracing/inproc_frames.hpp). The
+// tracepoints writes into, shared with the traced program (experiment/inproc_frames.hpp). The
 // buffer indexes them in place; frames are never copied to be numbered, only to be served.
 #pragma once
 #include <cstddef>

@@ -19,7 +19,7 @@
 #define TRAP_HWBKPT 4
 #endif
 
-namespace tpagent::agent {
+namespace tpagent::arch {
 namespace {
 
 struct DebugState { // struct user_hwdebug_state
@@ -140,4 +140,4 @@ std::optional<HwHit> HwPoints::triggered(pid_t tid) {
     return std::nullopt;
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::arch

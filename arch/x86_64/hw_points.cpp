@@ -2,7 +2,7 @@
 #include <vector>
 #include "arch/x86_64/debug_registers.hpp"
 
-namespace tpagent::agent {
+namespace tpagent::arch {
 
 struct HwPoints::State {
     struct Point {
@@ -64,4 +64,4 @@ std::optional<HwHit> HwPoints::triggered(pid_t tid) {
     return HwHit{2, *addr};
 }
 
-} // namespace tpagent::agent
+} // namespace tpagent::arch

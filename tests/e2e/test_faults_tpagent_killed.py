@@ -1,6 +1,6 @@
 """Faults: tpagent itself SIGKILLed. A program it traces must not go down with it, nor keep
 tpagent's breakpoints and jumps in its code (the next breakpoint hit with no tracer would kill
-it with SIGTRAP): tpagent's watchdog (target/linux/code_guard) puts the program's own bytes
+it with SIGTRAP): tpagent's watchdog (process/linux/code_guard) puts the program's own bytes
 back and lets it run on. A program it only started, tracing nothing in it, ends with it, as
 with gdbserver (PTRACE_O_EXITKILL).
 """

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-using tpagent::agent::AddressFilter;
+using tpagent::server::AddressFilter;
 
 namespace {
 bool allows(const AddressFilter& f, const char* peer) {

@@ -2,25 +2,25 @@
 // Handlers run against it byte for byte; what it was asked is recorded for the tests to check.
 #pragma once
 #include "arch/arch.hpp"
-#include "target/target.hpp"
+#include "process/target.hpp"
 #include <map>
 #include <new>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace tpagent::agent::testing {
+namespace tpagent::server::testing {
 
-class FakeTarget final : public Target {
+class FakeTarget final : public process::Target {
   public:
     static constexpr pid_t kPid = 4242;
 
     std::map<std::uint64_t, std::uint8_t> memory; // readable bytes
-    std::vector<StaticMarker> markers;
+    std::vector<process::StaticMarker> markers;
     std::vector<std::uint8_t> registers =
         std::vector<std::uint8_t>(arch::host_architecture().g_size());
     std::set<std::uint64_t> breakpoints;
-    std::vector<std::vector<ThreadResume>> resumes;
+    std::vector<std::vector<process::ThreadResume>> resumes;
     bool throw_on_memory_read = false; // as an allocation failing inside a handler would
 
     pid_t pid() const override { return kPid; }
@@ -28,7 +28,7 @@ class FakeTarget final : public Target {
     bool alive() const override { return alive_; }
     bool running() const override { return running_; }
     const std::string& executable() const override { return executable_; }
-    std::vector<StaticMarker> static_markers() const override { return markers; }
+    std::vector<process::StaticMarker> static_markers() const override { return markers; }
     std::vector<pid_t> thread_ids() const override { return {kPid}; }
     bool has_thread(pid_t tid) const override { return tid == kPid; }
     std::string thread_name(pid_t) const override { return "fake"; }
@@ -105,12 +105,12 @@ class FakeTarget final : public Target {
     Status remove_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
 
     // Run control: a resume is recorded and the program "stops" at once when polled.
-    Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) override {
+    Result<std::optional<process::StopEvent>> resume(const std::vector<process::ThreadResume>& actions) override {
         resumes.push_back(actions);
         running_ = true;
-        return std::optional<StopEvent>();
+        return std::optional<process::StopEvent>();
     }
-    std::optional<StopEvent> poll() override { return std::nullopt; }
+    std::optional<process::StopEvent> poll() override { return std::nullopt; }
     // Non-stop: the mode and the pauses asked for are counted.
     Status set_non_stop(bool on) override {
         non_stop = on;
@@ -124,7 +124,7 @@ class FakeTarget final : public Target {
     bool non_stop = false;
     int pauses = 0, unpauses = 0;
     Status resume_all() override { return ok_status(); }
-    std::optional<StopEvent> stop_all_now() override { return std::nullopt; }
+    std::optional<process::StopEvent> stop_all_now() override { return std::nullopt; }
     void interrupt() override {}
     void set_pass_signals(std::set<int>) override {}
     void set_inproc_agent_code(std::optional<InprocAgentCode>) override {}
@@ -142,4 +142,4 @@ class FakeTarget final : public Target {
     std::string executable_ = "/fake/prog";
 };
 
-} // namespace tpagent::agent::testing
+} // namespace tpagent::server::testing

@@ -7,8 +7,8 @@
 #include <csignal>
 
 using namespace tpagent;
-using namespace tpagent::agent;
-using tpagent::agent::testing::FakeTarget;
+using namespace tpagent::server;
+using tpagent::server::testing::FakeTarget;
 
 namespace {
 
@@ -35,12 +35,12 @@ struct Fixture {
     std::string written;
 
     Fixture() {
-        TargetFactory fakes{[this](const LaunchSpec&) -> Result<std::unique_ptr<Target>> {
+        TargetFactory fakes{[this](const process::LaunchSpec&) -> Result<std::unique_ptr<process::Target>> {
                                 auto fake = std::make_unique<FakeTarget>();
                                 target = fake.get();
-                                return std::unique_ptr<Target>(std::move(fake));
+                                return std::unique_ptr<process::Target>(std::move(fake));
                             },
-                            [](pid_t) -> Result<std::unique_ptr<Target>> {
+                            [](pid_t) -> Result<std::unique_ptr<process::Target>> {
                                 return make_error(ErrorCode::NotFound, "no attaching in tests");
                             }};
         server = std::make_unique<Server>(io, ServerOptions{}, std::move(fakes));
@@ -113,10 +113,10 @@ TEST_CASE("non-stop: stops go out as notifications, acknowledged one by one", "[
     CHECK(f.request("?").rfind("+$T05", 0) == 0);
     CHECK(f.request("vStopped") == reply("OK"));
     CHECK(f.request("vCont;c") == reply("OK")); // no stop reply to wait for
-    StopEvent first;
+    process::StopEvent first;
     first.pid = first.tid = FakeTarget::kPid;
     first.signal = SIGTRAP;
-    StopEvent second = first;
+    process::StopEvent second = first;
     second.signal = SIGINT;
     f.written.clear();
     f.session->on_stop(first);
@@ -161,11 +161,11 @@ TEST_CASE("a handler that throws answers E.text and the session goes on", "[serv
 
 TEST_CASE("qTfSTM/qTsSTM list the markers, qTSTMat finds one by address", "[server]") {
     Fixture f;
-    StaticMarker step;
+    process::StaticMarker step;
     step.address = 0x401126;
     step.id = "app:step";
     step.arguments = "-4@%eax";
-    StaticMarker bare;
+    process::StaticMarker bare;
     bare.address = 0x401200;
     bare.id = "app:bare";
     f.target->markers = {step, bare};

@@ -5,7 +5,7 @@
 #include <vector>
 
 using namespace tpagent;
-using namespace tpagent::agent;
+using namespace tpagent::server;
 
 namespace {
 Result<ServerOptions> parse(std::vector<std::string> args) {

@@ -1,0 +1,399 @@
+#include "experiment/inproc_region.hpp"
+#include "process/linux/code_guard.hpp"
+#include "process/linux/pad_allocator.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tpagent::experiment {
+
+namespace {
+
+using namespace inproc;
+
+constexpr std::string_view kMemfdLink = "/memfd:tpagent-inproc";
+
+// The region as a file of ours: through the program's open fd, else (the program closed it)
+// through its mapping.
+int open_region_file(pid_t pid) {
+    return open_process_file(
+        pid, [](const std::string& entry) { return read_link(entry).starts_with(kMemfdLink); });
+}
+
+} // namespace
+
+Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
+    const int fd = open_region_file(pid);
+    if (fd < 0)
+        return make_error(ErrorCode::NotFound,
+                          "the in-process agent (libtpagent-inproc.so) is not loaded in the "
+                          "program: start it with tpagent --inproc, or LD_PRELOAD the library");
+    void* local = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (local == MAP_FAILED) {
+        ::close(fd);
+        return make_error(
+            ErrorCode::SystemError,
+            fmt::format("cannot map the in-process agent's memory: {}", std::strerror(errno)));
+    }
+    struct stat file {};
+    const bool known = fstat(fd, &file) == 0;
+    ::close(fd);
+    const Header& h = *header_of(local);
+    if (__atomic_load_n(&h.magic, __ATOMIC_ACQUIRE) != kMagic || h.version != kVersion ||
+        h.region_bytes != kRegionBytes) {
+        munmap(local, kRegionBytes); // (not ours to change)
+        return make_error(ErrorCode::Unsupported,
+                          "the in-process agent loaded in the program is another version than "
+                          "this tpagent's");
+    }
+    std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
+    // Should tpagent die, its watchdog gives the buffer's pages back in the program.
+    if (known)
+        process::code_guard::publish_shared_pages(pid,
+                                         {file.st_dev, file.st_ino, kConfigOffset,
+                                          kRegionBytes - kConfigOffset, offsetof(Header, tracing)});
+    return region;
+}
+
+InprocRegion::~InprocRegion() {
+    // Nothing reads this region's frames any more: its pages go back to the program's system.
+    release_buffer();
+    process::code_guard::forget_shared_pages(pid_);
+    munmap(local_, kRegionBytes);
+}
+
+void InprocRegion::give_back(std::uint64_t from) {
+    // Punching the pages out of the memfd frees them in every process that maps it: the
+    // program's RssShmem drops with tpagent's. The mapping stays, and a page written again
+    // (a collector still inside a hit) is a new zero page, never a fault.
+    if (from < kRegionBytes &&
+        madvise(static_cast<std::uint8_t*>(local_) + from, kRegionBytes - from, MADV_REMOVE) != 0)
+        spdlog::warn("the trace buffer's pages in process {} cannot be given back: {}", pid_,
+                     std::strerror(errno));
+}
+
+void InprocRegion::release_buffer() {
+    Header& h = header();
+    h.tracing.store(0, std::memory_order_release);
+    // Threads drop the chunks they held (their exit no longer seals one): what they would
+    // write next is a new run's.
+    h.generation.fetch_add(1, std::memory_order_release);
+    // (chunk_count stays: a thread still inside a hit divides by it.)
+    h.mapped_chunk_bytes = 0;
+    h.slots_taken.store(0, std::memory_order_relaxed);
+    h.range_count = 0;
+    populated_bytes_ = 0;
+    give_back(kConfigOffset);
+}
+
+void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget) {
+    Header& h = header();
+    h.tracing.store(0, std::memory_order_release);
+    h.stop_reason.store(static_cast<std::uint32_t>(StopReason::None), std::memory_order_relaxed);
+    h.stop_tracepoint = 0;
+    h.stop_status = 0;
+    h.stop_address = 0;
+    h.dropped_frames.store(0, std::memory_order_relaxed);
+    h.discarded_frames.store(0, std::memory_order_relaxed);
+    // Only the rows threads took are dirty.
+    const std::size_t rows = std::min<std::size_t>(h.slots_taken.load(), kMaxThreadSlots);
+    if (rows)
+        std::memset(static_cast<void*>(counter_row(local_, 0)), 0,
+                    rows * kMaxCountedRecords * sizeof(HitCounter));
+    h.slots_taken.store(0, std::memory_order_relaxed);
+    h.circular = circular ? 1 : 0;
+    h.linear_budget.store(linear_budget, std::memory_order_relaxed);
+}
+
+Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t largest_record) {
+    Header& h = header();
+    // About 16 chunks per buffer, so circular mode discards a sixteenth at a time, within
+    // 64 KiB .. 1 MiB; larger when one record needs it.
+    std::size_t bytes = kMinChunkBytes;
+    while (bytes < kMaxChunkBytes && bytes * 32 <= buffer_bytes)
+        bytes *= 2;
+    while (bytes < kMaxChunkBytes && bytes - kChunkHeaderBytes < largest_record)
+        bytes *= 2;
+    if (bytes - kChunkHeaderBytes < largest_record)
+        return make_error(ErrorCode::TooLarge,
+                          fmt::format("a fast tracepoint collects up to {} bytes per hit; the "
+                                      "in-process agent takes at most {}",
+                                      largest_record, kMaxChunkBytes - kChunkHeaderBytes));
+    const std::size_t payload = bytes - kChunkHeaderBytes;
+    const std::size_t filled = (buffer_bytes + payload - 1) / payload;
+    // The chunks threads are filling come on top of those the size asks for: in linear mode
+    // the budget is the limit; in circular mode the ring keeps `filled` sealed chunks, and
+    // each writer (up to kWriterChunks at once) has a chunk of its own besides.
+    constexpr std::size_t kWriterChunks = 64;
+    const std::size_t count = std::min(filled + kWriterChunks, kChunkAreaBytes / bytes);
+    h.chunk_bytes = static_cast<std::uint32_t>(bytes);
+    h.chunk_count = static_cast<std::uint32_t>(count);
+    h.circular_keep = static_cast<std::uint32_t>(std::min(filled, count - 1));
+    // The buffer's pages are allocated now rather than at the program's first writes, each of
+    // which would be a fault of some microseconds in a collecting thread (the in-process agent
+    // maps them in one call per chunk). Linear mode's spare chunks are left to fault in. An
+    // earlier, larger run's pages past those are given back first (before the chunk headers
+    // below are written).
+    populated_bytes_ = std::min(count, filled) * bytes;
+    give_back(kChunksOffset + populated_bytes_);
+    for (std::size_t i = 0; i < count; ++i) {
+        ChunkHeader* c = chunk_at(local_, i);
+        c->state.store(static_cast<std::uint32_t>(ChunkState::Free), std::memory_order_relaxed);
+        c->committed.store(0, std::memory_order_relaxed);
+        c->frames.store(0, std::memory_order_relaxed);
+        c->epoch.fetch_add(1, std::memory_order_relaxed);
+    }
+    madvise(chunk_at(local_, 0), populated_bytes_, MADV_POPULATE_WRITE);
+    h.mapped_chunk_bytes = 0; // until the program maps them too (set_mapped_in_program)
+    h.next_fresh.store(0, std::memory_order_relaxed);
+    h.take_count.store(0, std::memory_order_relaxed);
+    h.sealed_count.store(0, std::memory_order_relaxed);
+    h.reused_count.store(0, std::memory_order_relaxed);
+    h.stalled_seal.store(~std::uint64_t{0}, std::memory_order_relaxed);
+    // No entry may pass for a seal of this run before its sealer writes it (a zero is seal 0 of
+    // chunk 0; an old run's entries have this run's seal numbers): all ones is seal 2^48 - 1.
+    for (std::size_t i = 0; i < count; ++i)
+        sealed_ring(local_)[i].store(~std::uint64_t{0}, std::memory_order_relaxed);
+    h.generation.fetch_add(1, std::memory_order_release);
+    return ok_status();
+}
+
+trace::ShortRegisterBlock InprocRegion::short_register_block(std::uint32_t bytes) const {
+    trace::ShortRegisterBlock layout = short_block_;
+    if (saved_state_ && saved_state_->bytes() && bytes == layout.size() + saved_state_->bytes()) {
+        layout.state = saved_state_->bytes();
+        layout.saved = saved_state_.get();
+    }
+    return layout;
+}
+
+std::optional<std::uint64_t> InprocRegion::collector_frame(std::uint64_t sp) const {
+    const std::size_t rows = std::min<std::size_t>(
+        header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::uint64_t frame = thread_slot(local_, r)->frame.load(std::memory_order_acquire);
+        if (frame != 0 && sp < frame && frame - sp < kCollectorStackReach) return frame;
+    }
+    return std::nullopt;
+}
+
+InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
+    const Header& h = header();
+    HitTotals t;
+    if (index < kMaxCountedRecords) {
+        const std::size_t rows = std::min<std::size_t>(h.slots_taken.load(), kMaxThreadSlots);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const HitCounter& c = counter_row(local_, r)[index];
+            t.hits += c.hits.load(std::memory_order_relaxed);
+            t.bytes += c.bytes.load(std::memory_order_relaxed);
+        }
+    }
+    const TracepointRecord& rec = *tracepoint_record(local_, index);
+    t.hits += rec.shared_hits.hits.load(std::memory_order_relaxed);
+    t.bytes += rec.shared_hits.bytes.load(std::memory_order_relaxed);
+    return t;
+}
+
+Result<std::uint32_t>
+InprocRegion::describe_registers(const arch::Architecture& arch,
+                                 std::span<const std::uint8_t> process_registers) {
+    Header& h = header();
+    const std::size_t core = h.general_registers_only ? arch.fast_block_bytes() : arch.g_size();
+    if (core == 0 || core > arch.g_size())
+        return make_error(ErrorCode::Unsupported, "fast tracepoints: no register block layout");
+    h.g_size = static_cast<std::uint32_t>(arch.g_size());
+    h.core_register_bytes = static_cast<std::uint32_t>(core);
+    const auto regs = arch.registers();
+    for (std::size_t r = 0; r < kMaxCoreRegisters; ++r) {
+        const bool in_core =
+            r < regs.size() && regs[r].size <= 8 && regs[r].g_offset + regs[r].size <= core;
+        h.register_offset[r] = in_core ? static_cast<std::uint16_t>(regs[r].g_offset) : 0;
+        h.register_size[r] = in_core ? static_cast<std::uint8_t>(regs[r].size) : 0;
+    }
+    // What the pads leave for the collector to fill in: inside the core, in sizes it copies.
+    const auto c = arch.fast_block_completion();
+    const auto fits = [core](std::uint32_t offset, std::uint32_t size, std::uint32_t max) {
+        return size == 0 || (size <= max && offset + size <= core);
+    };
+    if (!fits(c.pc_offset, c.pc_size, 8) || (c.pc_size != 0 && c.pc_size != 8) ||
+        !fits(c.sp_offset, c.sp_size, 8) || (c.sp_size != 0 && c.sp_size != 8) ||
+        !fits(c.flags_offset, c.flags_size, 8) || c.flags_size % 4 != 0 ||
+        !fits(c.constants_offset, c.constants_size, kMaxThreadConstants) ||
+        c.constants_size % 4 != 0)
+        return make_error(ErrorCode::Unsupported, "fast tracepoints: bad block completion");
+    h.completion = {static_cast<std::uint16_t>(c.pc_offset),
+                    static_cast<std::uint16_t>(c.sp_offset),
+                    static_cast<std::uint16_t>(c.flags_offset),
+                    static_cast<std::uint16_t>(c.constants_offset),
+                    static_cast<std::uint8_t>(c.pc_size),
+                    static_cast<std::uint8_t>(c.sp_size),
+                    static_cast<std::uint8_t>(c.flags_size),
+                    static_cast<std::uint8_t>(c.constants_size),
+                    c.sp_bias};
+    // The tail the collector appends: registers adjacent in g, beyond the core; the process's
+    // constant ones first (their values from process_registers, a g block of one of its
+    // threads, where those are available), 16 bytes at most of each (the collector's room).
+    // Expressions cannot read them: the pad does not stage them.
+    short_block_ = {h.core_register_bytes, 0, 0};
+    h.tail_register_bytes = 0;
+    h.tail_by_instruction = 0;
+    h.tail_constant_bytes = 0;
+    h.tail_constants[0] = h.tail_constants[1] = 0;
+    h.saved_state_bytes = 0;
+    h.saved_state_frame_offset = 0;
+    saved_state_.reset();
+    if (h.general_registers_only) {
+        const auto tail = arch.fast_block_tail();
+        // Registers that follow one another in g, after the core: their first offset and bytes.
+        auto adjacent = [&](const std::vector<int>& regnums)
+            -> std::optional<std::pair<std::uint32_t, std::uint32_t>> {
+            std::uint32_t bytes = 0, first = 0;
+            for (int r : regnums) {
+                if (r < 0 || static_cast<std::size_t>(r) >= regs.size()) return std::nullopt;
+                const auto& d = regs[static_cast<std::size_t>(r)];
+                if (bytes == 0) first = d.g_offset;
+                if (d.g_offset != first + bytes || d.g_offset < core || d.size % 8 != 0)
+                    return std::nullopt;
+                bytes += d.size;
+            }
+            if (regnums.empty() || first + bytes > arch.g_size()) return std::nullopt;
+            return std::pair{first, bytes};
+        };
+        const auto own = adjacent(tail.regnums);
+        std::vector<int> with_constants = tail.constant_regnums;
+        with_constants.insert(with_constants.end(), tail.regnums.begin(), tail.regnums.end());
+        const auto all = process_registers.size() >= arch.g_size() && !tail.constant_regnums.empty()
+                             ? adjacent(with_constants)
+                             : std::nullopt;
+        if (own && own->second <= 16) {
+            std::uint32_t first = own->first, constant_bytes = 0;
+            if (all && all->second - own->second <= sizeof h.tail_constants) {
+                first = all->first;
+                constant_bytes = all->second - own->second;
+                std::memcpy(h.tail_constants, process_registers.data() + first, constant_bytes);
+            }
+            h.tail_register_bytes = constant_bytes + own->second;
+            h.tail_constant_bytes = constant_bytes;
+            h.tail_by_instruction = tail.by_instruction ? 1 : 0;
+            short_block_ = {h.core_register_bytes, first, h.tail_register_bytes};
+        }
+        saved_state_ = std::make_unique<FastSavedState>(arch);
+        h.saved_state_bytes = saved_state_->bytes();
+        h.saved_state_frame_offset = saved_state_->frame_offset();
+    }
+    return frame_register_bytes(h);
+}
+
+void InprocRegion::clear_variables() {
+    auto* vars = at<Variable>(local_, kVariablesOffset);
+    for (std::size_t i = 0; i < kMaxVariables; ++i) {
+        vars[i].defined = 0;
+        vars[i].reading = 0;
+        vars[i].value.store(0, std::memory_order_relaxed);
+    }
+}
+
+bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value,
+                                   std::uint32_t reading) {
+    if (number >= kMaxVariables) return false;
+    Variable& v = at<Variable>(local_, kVariablesOffset)[number];
+    v.defined = 1;
+    v.reading = reading;
+    v.value.store(value, std::memory_order_relaxed);
+    return true;
+}
+
+const Variable* InprocRegion::variable(std::uint32_t number) const {
+    if (number >= kMaxVariables) return nullptr;
+    const Variable& v = at<const Variable>(local_, kVariablesOffset)[number];
+    return v.defined ? &v : nullptr;
+}
+
+void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
+    Header& h = header();
+    const std::size_t n = std::min(ranges.size(), kMaxRanges);
+    h.ranges_sequence.fetch_add(1, std::memory_order_acq_rel); // odd: being rewritten
+    std::atomic_thread_fence(std::memory_order_release);
+    if (n)
+        std::memcpy(at<ReadableRange>(local_, kRangesOffset), ranges.data(), n * sizeof ranges[0]);
+    h.range_count = static_cast<std::uint32_t>(n);
+    h.ranges_sequence.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
+    std::vector<ReadableRange> out;
+    for (const process::MappedRange& m : process::parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+        if (!m.readable || m.name == "[vvar]") continue;
+        if (!out.empty() && out.back().end == m.start)
+            out.back().end = m.end;
+        else
+            out.push_back({m.start, m.end});
+    }
+    return out;
+}
+
+Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes, std::size_t align) {
+    const std::uint64_t at = (used_ + align - 1) / align * align;
+    if (at + bytes > kConfigBytes)
+        return make_error(ErrorCode::TooLarge,
+                          "fast tracepoints: too many actions for the in-process agent");
+    used_ = at + bytes;
+    return kConfigOffset + at;
+}
+
+Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& program) {
+    const auto insns = program.insns();
+    auto code = take<bytecode::Insn>(insns.size());
+    if (!code) return code.error();
+    std::copy(insns.begin(), insns.end(), code->begin());
+    ActionRecord a{};
+    a.kind = ActionKind::Expression;
+    a.insns_offset = region_.offset_of(code->data());
+    a.insn_count = static_cast<std::uint32_t>(insns.size());
+    a.backward_jump_budget = program.backward_jump_budget();
+    a.compiled = 0;
+    return a;
+}
+
+bool reads_completed_register(const Header& h, const bytecode::Program& expression) {
+    return std::ranges::any_of(expression.insns(), [&](const bytecode::Insn& i) {
+        return i.reachable && i.op == bytecode::Op::Reg &&
+               completed_by_collector(h, static_cast<unsigned>(i.imm));
+    });
+}
+
+bool collects_registers(std::span<const ActionRecord> actions) {
+    return std::ranges::any_of(
+        actions, [](const ActionRecord& a) { return a.kind == ActionKind::Registers; });
+}
+
+bool reads_completed_register(const Header& h, std::span<const ActionRecord> actions) {
+    return collects_registers(actions) || std::ranges::any_of(actions, [&](const ActionRecord& a) {
+               return a.kind == ActionKind::Memory && a.base_register >= 0 &&
+                      completed_by_collector(h, static_cast<unsigned>(a.base_register));
+           });
+}
+
+std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,
+                                 std::uint32_t register_bytes) {
+    std::uint64_t bound = kRecordBlocksOffset + 7;
+    for (const ActionRecord& a : actions) {
+        if (a.kind == ActionKind::Registers)
+            bound += trace::registers_block_size(register_bytes);
+        else if (a.kind == ActionKind::Memory)
+            bound += trace::memory_blocks_bound(a.length);
+        else if (a.kind == ActionKind::Expression)
+            bound += kExpressionAllowance;
+    }
+    return bound & ~std::uint64_t{7};
+}
+
+} // namespace tpagent::experiment

@@ -1,0 +1,372 @@
+#include "experiment/trace_experiment.hpp"
+#include "trace/tracepoint_codec.hpp"
+#include "protocol/hex.hpp"
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tpagent::experiment {
+
+using namespace protocol;
+
+namespace {
+std::int64_t now_us() {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+// $trace_timestamp_ns: monotonic nanoseconds, so collections can be timed finely.
+std::int64_t monotonic_ns() {
+    using namespace std::chrono;
+    return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
+} // namespace
+
+TraceExperiment::TraceExperiment(const arch::Architecture& arch)
+    : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())),
+      variables_(now_us, monotonic_ns), buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
+
+void TraceExperiment::attach_to(process::Target& inferior) {
+    inferior.set_site_handlers(
+        [this, &inferior](pid_t tid, std::uint64_t addr) { return on_hit(inferior, tid, addr); },
+        [this, &inferior](pid_t tid, std::uint64_t addr) { on_step(inferior, tid, addr); });
+    // The in-process agent of the old image, its pads and jumps went with it: a new one
+    // (the preload survives exec) is looked for at the next tstart.
+    inferior.set_exec_handler([this] {
+        if (fast_running()) pull_fast_counters(); // the frames stay: the buffer holds the region
+        inproc_.reset();
+        fast_installed_ = false;
+        fast_removal_pending_ = false;
+        fast_first_record_.clear();
+        fast_full_core_.clear();
+        fast_saved_state_.clear();
+        // The markers and semaphores were the old image's: nothing to lower in the new one.
+        raised_semaphores_.clear();
+        probed_markers_.clear();
+    });
+}
+
+void TraceExperiment::init() {
+    // gdb sends QTinit before a new tstart (a run going on was stopped first). Unlike
+    // gdbserver's, it keeps the last run's frames until the next run starts (a tstart that
+    // fails leaves them to look at); with none to keep, the in-process buffer's pages go back
+    // to the program now.
+    fast_records_.clear();
+    table_.clear();
+    variables_.clear();
+    readonly_.clear();
+    if (buffer_.frame_count() == 0) discard_frames();
+}
+
+void TraceExperiment::discard_frames() {
+    if (running_) return;
+    buffer_.clear();
+    fast_frames_.reset();
+    if (inproc_) inproc_->release_buffer();
+}
+
+void TraceExperiment::let_go(pid_t pid) {
+    if (running_ || !inproc_ || inproc_->pid() != pid) return;
+    discard_frames();
+    inproc_.reset();
+}
+
+bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {
+    for (const auto& [key, tp] : table_.all())
+        if (key.address == addr && tp.definition.enabled) return true;
+    return false;
+}
+
+Status TraceExperiment::install(process::Target& inferior, std::uint64_t addr) {
+    // The site of an enabled static tracepoint probes the marker there (at tstart, when one
+    // is added or enabled during a run).
+    for (const auto& [key, tp] : table_.all())
+        if (key.address == addr && tp.definition.enabled &&
+            tp.definition.kind == trace::TracepointKind::Static)
+            if (auto probed = probe_marker(inferior, tp); !probed) return probed;
+    auto s = inferior.add_site(addr);
+    if (!s)
+        return make_error(s.error().code,
+                          fmt::format("tracepoint at 0x{:x}: {}", addr, s.error().text));
+    return s;
+}
+
+void TraceExperiment::uninstall_all(process::Target* inferior) {
+    if (inferior && inferior->alive()) {
+        inferior->remove_all_sites();
+        if (!inferior->running()) inferior->remove_all_fast_sites();
+    }
+    lower_semaphores(inferior);
+}
+
+Status TraceExperiment::define(std::string_view payload, process::Target* inferior) {
+    // A new tracepoint's first packet: the one gdb left unfinished before it is complete.
+    if (!payload.empty() && payload.front() != '-') complete_pending(inferior);
+    auto outcome = table_.define(payload);
+    if (!outcome) return outcome.error();
+    return on_defined(*outcome, inferior);
+}
+
+void TraceExperiment::complete_pending(process::Target* inferior) {
+    // Nobody waits for a reply about it any more: a failure is only logged.
+    auto done = table_.complete_pending();
+    Status s = !done ? Status(done.error()) : *done ? on_defined(**done, inferior) : ok_status();
+    if (!s) spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
+}
+
+Status TraceExperiment::add_source(std::string_view payload, process::Target* inferior) {
+    complete_pending(inferior);
+    return table_.add_source(payload);
+}
+
+Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& outcome,
+                                   process::Target* inferior) {
+    // InstallInTrace: a tracepoint completed during a run goes in at once.
+    using D = trace::TracepointTable::Defined;
+    if (running_ && inferior && (outcome.what == D::Added || outcome.what == D::Replaced)) {
+        auto* tp = table_.find(outcome.key);
+        const std::uint64_t addr = outcome.key.address;
+        // A fast tracepoint joining the run gets a jump of its own, or (the run has no
+        // in-process agent, a trap tracepoint is in the way, a replaced definition) a trap
+        // site (where a jump is already, that one gives way to the trap site).
+        if (tp && tp->definition.kind == trace::TracepointKind::Fast) {
+            if (outcome.what == D::Added && tp->definition.enabled) {
+                auto s = add_fast_during_run(*inferior, *tp);
+                if (s) return s;
+                spdlog::debug("fast tracepoint {} at 0x{:x}, defined during the run: {}; "
+                              "collected through a trap",
+                              outcome.key.number, addr, s.error().text);
+            }
+            fast_by_trap_.insert(addr);
+        }
+        if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
+    }
+    return ok_status();
+}
+
+std::set<std::uint64_t> TraceExperiment::fast_needing_traps(const process::Target& inferior) const {
+    std::set<std::uint64_t> out;
+    for (const auto& [key, tp] : table_.all())
+        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
+            jump_blocked(inferior, key.address))
+            out.insert(key.address);
+    return out;
+}
+
+bool TraceExperiment::jump_blocked(const process::Target& inferior, std::uint64_t addr) const {
+    const std::uint64_t length = arch_.min_fast_tracepoint_length();
+    for (const auto& [other, otp] : table_.all())
+        if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
+            other.address >= addr && other.address - addr < length)
+            return true;
+    // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
+    // inside it would cut the jump.
+    for (std::uint64_t at = addr + 1; at < addr + length; ++at)
+        if (inferior.user_breakpoint_at(at)) return true;
+    return false;
+}
+
+Status TraceExperiment::install_during_run(process::Target& inferior, std::uint64_t addr) {
+    auto s = install(inferior, addr);
+    if (s || !inferior.alive()) return s;
+    auto moved = trap_instead_of_jump(inferior, addr);
+    if (!moved || !*moved) return moved ? s : moved.error();
+    return install(inferior, addr); // a no-op where the jump was at addr itself
+}
+
+Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, std::uint64_t addr) {
+    // A fast tracepoint's jump covers the address: it gives way to a trap site at its own
+    // address, which collects it from now on.
+    for (const auto& [key, tp] : table_.all()) {
+        const std::uint64_t fast = key.address;
+        if (tp.definition.kind != trace::TracepointKind::Fast || fast > addr ||
+            addr - fast >= arch_.min_fast_tracepoint_length() || !inferior.has_fast_site(fast))
+            continue;
+        spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
+        inferior.remove_fast_site(fast);
+        fast_by_trap_.insert(fast);
+        for (const auto& [other, otp] : table_.all())
+            if (other.address == fast) table_.unmark_in_program(other);
+        if (auto t = install(inferior, fast); !t) return t.error();
+        return true;
+    }
+    return false;
+}
+
+Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, process::Target* inferior) {
+    auto key = trace::parse_tracepoint_key(payload);
+    if (!key) return key.error();
+    if (auto s = table_.set_enabled(*key, enabled); !s) return s;
+    if (!running_ || !inferior || !inferior->alive()) return ok_status();
+    // A fast tracepoint stays installed; its record says whether it collects.
+    for (const FastRecord& f : fast_records_)
+        if (f.tp->definition.key == *key && inproc_) {
+            __atomic_store_n(&inproc::tracepoint_record(inproc_->local(), f.index)->enabled,
+                             enabled ? 1u : 0u, __ATOMIC_RELEASE);
+            return ok_status();
+        }
+    if (any_enabled_at(key->address)) return install(*inferior, key->address);
+    inferior->remove_site(key->address);
+    return ok_status();
+}
+
+Status TraceExperiment::set_readonly_ranges(std::string_view payload) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (std::string_view range : split(payload, ':')) {
+        if (range.empty()) continue;
+        auto parts = split(range, ',');
+        if (parts.size() != 2) return make_error(ErrorCode::BadPacket, "expected start,end");
+        auto start = parse_hex_u64(parts[0]);
+        auto end = parse_hex_u64(parts[1]);
+        if (!start || !end || *end < *start) return make_error(ErrorCode::BadPacket, "bad range");
+        ranges.emplace_back(*start, *end);
+    }
+    readonly_ = std::move(ranges);
+    return ok_status();
+}
+
+bool TraceExperiment::in_readonly_range(std::uint64_t addr, std::uint64_t len) const {
+    for (auto [start, end] : readonly_)
+        if (addr >= start && addr + len <= end) return true;
+    return false;
+}
+
+Status TraceExperiment::set_notes(std::string_view payload) {
+    // "user:<hex>;notes:<hex>;tstop:<hex>;" in any order, each optional.
+    for (std::string_view field : split(payload, ';')) {
+        if (field.empty()) continue;
+        std::size_t colon = field.find(':');
+        if (colon == std::string_view::npos)
+            return make_error(ErrorCode::BadPacket, "expected name:hex");
+        auto text = hex_to_text(field.substr(colon + 1));
+        if (!text) return text.error();
+        std::string_view name = field.substr(0, colon);
+        if (name == "user")
+            user_ = *text;
+        else if (name == "notes")
+            notes_ = *text;
+        else if (name == "tstop") {
+            stop_notes_ = *text;
+            // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
+            if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
+                stop_reason_.text = *text;
+        } else
+            return make_error(ErrorCode::BadPacket, "unknown note");
+    }
+    return ok_status();
+}
+
+Status TraceExperiment::set_buffer(std::string_view payload) {
+    auto setting = trace::parse_buffer_setting(payload);
+    if (!setting) return setting.error();
+    if (running_) return make_error(ErrorCode::NotAllowed, "the trace is running");
+    if (auto* size = std::get_if<trace::BufferSizeSetting>(&*setting))
+        return buffer_.set_size(size->size);
+    buffer_.set_circular(std::get<trace::BufferCircularSetting>(*setting).circular);
+    return ok_status();
+}
+
+Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
+    abandon_relocation(inferior);
+    if (!inferior || !inferior->alive())
+        return make_error(ErrorCode::NoProcess, "no process to trace");
+    complete_pending(inferior);
+    buffer_.clear();
+    table_.reset_counters();
+    variables_.reset_values();
+    stepping_.clear();
+    stop_after_steps_.reset();
+    attach_to(*inferior);
+    if (fast_removal_pending_) remove_fast_sites(inferior);
+    table_.set_running(false); // forgets a failed start's fast tracepoints in the program
+    fast_by_trap_ = fast_needing_traps(*inferior);
+    bool any_fast = false;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled) continue;
+        if (tp.definition.kind == trace::TracepointKind::Fast) {
+            if (auto s = check_fast(tp); !s) return s;
+            if (fast_by_trap_.count(key.address))
+                spdlog::debug("fast tracepoint {} at 0x{:x}: a trap tracepoint or breakpoint "
+                              "is inside its jump; collected through a trap",
+                              key.number, key.address);
+            else
+                any_fast = true;
+        }
+    }
+    if (any_fast) {
+        if (auto s = prepare_fast(*inferior); !s) return s;
+    } else {
+        discard_frames(); // (a trap-only run: an earlier fast run's buffer goes)
+    }
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled) continue;
+        const bool fast =
+            tp.definition.kind == trace::TracepointKind::Fast && !fast_by_trap_.count(key.address);
+        if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
+            if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
+                gdb_sites_.push_back(key.address);
+            continue;
+        }
+        auto s = fast ? install_fast(*inferior, key.address) : install(*inferior, key.address);
+        if (!s) {
+            uninstall_all(inferior);
+            return s;
+        }
+    }
+    if (!gdb_sites_.empty()) return next_gdb_site(*inferior);
+    begin_run(any_fast);
+    return ok_status();
+}
+
+void TraceExperiment::begin_run(bool any_fast) {
+    if (any_fast) {
+        fast_installed_ = true;
+        inproc_->header().tracing.store(1, std::memory_order_release);
+    }
+    table_.set_running(true);
+    running_ = true;
+    ever_started_ = true;
+    stop_reason_ = {};
+    start_time_ = now_us();
+    stop_time_ = 0;
+}
+
+void TraceExperiment::stop_with(TraceStopReason reason, process::Target* inferior) {
+    if (!running_) return;
+    stop_fast(inferior); // first: its last frames go in while the trace still runs
+    uninstall_all(inferior);
+    running_ = false;
+    table_.set_running(false);
+    stop_reason_ = std::move(reason);
+    stop_time_ = now_us();
+    stepping_.clear();
+    stop_after_steps_.reset();
+    spdlog::debug("trace stopped: {}", protocol::encode_stop_reason(stop_reason_));
+}
+
+void TraceExperiment::stop(process::Target* inferior) {
+    stop_with({TraceStopReason::Kind::Stop, stop_notes_, 0}, inferior);
+}
+
+void TraceExperiment::stop_for(TraceStopReason reason, process::Target* inferior) {
+    stop_with(std::move(reason), inferior);
+}
+
+std::string TraceExperiment::status_reply() const {
+    protocol::TraceStatus s;
+    s.running = running_;
+    s.reason = stop_reason_;
+    s.frames = buffer_.frame_count();
+    s.created = buffer_.frames_created();
+    s.free = buffer_.bytes_free();
+    s.size = buffer_.size();
+    s.circular = buffer_.circular();
+    s.disconnected = disconnected_tracing_;
+    s.start_time = start_time_;
+    s.stop_time = stop_time_;
+    s.user = user_;
+    s.notes = notes_;
+    return protocol::encode_trace_status(s);
+}
+
+} // namespace tpagent::experiment

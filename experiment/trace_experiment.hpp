@@ -1,0 +1,199 @@
+// The trace experiment: tracepoint table, trace state variables, frame buffer and run status.
+// It belongs to the server, not to a gdb connection, so a trace keeps running after gdb leaves
+// (disconnected tracing) and the next gdb finds it.
+#pragma once
+#include "process/target.hpp"
+#include "experiment/inproc_frames.hpp"
+#include "experiment/inproc_region.hpp"
+#include "trace/trace_frame_buffer.hpp"
+#include "trace/trace_state_variables.hpp"
+#include "trace/tracepoint_table.hpp"
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include "protocol/trace_status.hpp"
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpagent::experiment {
+
+using protocol::TraceStopReason;
+
+// Why a trace stopped, as the experiment says it.
+inline TraceStopReason trace_error(std::string text, std::uint64_t tracepoint) {
+    return {TraceStopReason::Kind::Error, std::move(text), tracepoint};
+}
+inline TraceStopReason passcount_reached(std::uint64_t tracepoint) {
+    return {TraceStopReason::Kind::PassCount, {}, tracepoint};
+}
+
+class TraceExperiment {
+  public:
+    explicit TraceExperiment(const arch::Architecture& arch);
+
+    trace::TracepointTable& table() { return table_; }
+    trace::TraceStateVariables& variables() { return variables_; }
+    trace::TraceFrameBuffer& buffer() { return buffer_; }
+    bool running() const { return running_; }
+
+    // Packets. `inferior` may be null (no process): then nothing is installed.
+    void init();                                                   // QTinit
+    Status define(std::string_view payload, process::Target* inferior);     // QTDP
+    Status add_source(std::string_view payload, process::Target* inferior); // QTDPsrc
+    // A fast tracepoint's jump covering `addr` gives way to a trap site (the tracepoint is
+    // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
+    // when no jump covers `addr`.
+    Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
+    Status set_enabled(std::string_view payload, bool enabled, process::Target* inferior);
+    Status set_readonly_ranges(std::string_view payload); // QTro
+    Status set_notes(std::string_view payload);           // QTNotes
+    Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
+    void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
+    bool disconnected_tracing() const { return disconnected_tracing_; }
+    // The in-process agent loaded into a program that does not have it when a fast
+    // tracepoint needs it (nullopt: never, --no-inject).
+    void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
+    // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
+    // start() then returns with the first of its requests pending (relocation_request()) and
+    // the trace runs once relocated() has had the answer to the last one.
+    Status start(process::Target* inferior, bool gdb_relocates = false);
+    // The instruction gdb is to relocate next (qRelocInsn:FROM;TO); nullopt when none is.
+    std::optional<process::Target::InstructionMove> relocation_request() const { return gdb_move_; }
+    // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
+    // the trace not started and nothing installed.
+    Status relocated(process::Target* inferior, std::optional<std::uint64_t> length);
+    // A QTStart left waiting for gdb (gdb went away): everything installed so far goes.
+    void abandon_relocation(process::Target* inferior);
+    void stop(process::Target* inferior); // QTStop
+    // The frames go, and the pages of the in-process buffer they were in go back to the
+    // program (not during a run).
+    void discard_frames();
+    // tpagent lets process `pid` go (a detach, no run going on): its frames are discarded and
+    // its in-process buffer given back.
+    void let_go(pid_t pid);
+    // gdb went away without disconnected tracing, or the process ended.
+    void stop_for(TraceStopReason reason, process::Target* inferior);
+    std::string status_reply() const; // qTStatus
+    bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
+
+    // Fast tracepoints: takes in hit counts and variables and stops the trace if the
+    // in-process agent stopped collecting (buffer full, pass count, error). Cheap; frames stay
+    // where the program wrote them. `inferior`, when given and stopped, also lets pads left in
+    // place by a stop during a run be removed.
+    void poll(process::Target* inferior);
+    bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
+
+    // The inferior's site handlers: a thread reached tracepoint address `addr`.
+    process::Target::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
+    void on_step(process::Target& inferior, pid_t tid, std::uint64_t addr);
+    // Binds the site handlers of a (new) inferior to this experiment.
+    void attach_to(process::Target& inferior);
+
+  private:
+    Status install(process::Target& inferior, std::uint64_t addr);
+    void complete_pending(process::Target* inferior); // keeps what gdb left unfinished
+    Status on_defined(const trace::TracepointTable::DefineOutcome& outcome, process::Target* inferior);
+    // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
+    std::set<std::uint64_t> fast_needing_traps(const process::Target& inferior) const;
+    bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;
+    // During a run: a trap site for `addr`, taking the place of a fast tracepoint's jump that
+    // covers it (that tracepoint is then collected through the trap site too).
+    Status install_during_run(process::Target& inferior, std::uint64_t addr);
+    void uninstall_all(process::Target* inferior);
+    bool any_enabled_at(std::uint64_t addr) const;
+    // Runs one tracepoint's actions into a frame; false if the trace had to stop.
+    bool collect(process::Target& inferior, pid_t tid, trace::Tracepoint& tp,
+                 const std::vector<trace::ActionString>& actions, bool step);
+    void stop_with(TraceStopReason reason, process::Target* inferior);
+    void begin_run(bool any_fast); // the last step of start(): the trace runs
+    // trace_fast.cpp
+    Status check_fast(const trace::Tracepoint& tp) const;
+    Status prepare_fast(process::Target& inferior);
+    Result<std::unique_ptr<InprocRegion>> open_agent(process::Target& inferior) const;
+    // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
+    std::string fast_site_name(std::uint64_t addr) const;
+    Status install_fast(process::Target& inferior, std::uint64_t addr);
+    // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
+    // own; an error leaves it to a trap site.
+    Status add_fast_during_run(process::Target& inferior, trace::Tracepoint& tp);
+    // Links a written record after the others at its address (what the pad passes is the
+    // first); true when it is the first there, whose jump is still to install.
+    bool chain_record(inproc::TracepointRecord& rec);
+    // How the pad at addr is built, from the records chained there: one that collects `$regs`
+    // has the pad stage the whole core, and then no record there has the collector fill it in.
+    arch::FastPadOptions fast_pad_options(std::uint64_t addr);
+    Status next_gdb_site(process::Target& inferior);
+    void pull_fast_counters();
+    void pull_fast_variables();
+    void stop_fast(process::Target* inferior);
+    void remove_fast_sites(process::Target* inferior);
+    // trace_static.cpp: a static tracepoint's site (install) probes the SDT marker at its
+    // address (an error when there is none) and raises the marker's semaphore for the run;
+    // uninstall_all lowers them.
+    Status probe_marker(process::Target& inferior, const trace::Tracepoint& tp);
+    void lower_semaphores(process::Target* inferior);
+    // `$_sdata` for a hit at the marker probed at `addr`: its arguments as text.
+    std::vector<std::uint8_t>
+    static_data(std::uint64_t addr,
+                const std::function<bool(int regnum, std::uint64_t* value)>& read_register,
+                process::Target& inferior) const;
+
+    const arch::Architecture& arch_;
+    trace::TracepointTable table_;
+    trace::TraceStateVariables variables_;
+    trace::TraceFrameBuffer buffer_;
+    trace::FrameBuilder builder_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> readonly_; // [start, end)
+    bool running_ = false;
+    bool ever_started_ = false;
+    bool disconnected_tracing_ = false;
+    TraceStopReason stop_reason_;
+    std::string user_, notes_, stop_notes_;
+    std::int64_t start_time_ = 0, stop_time_ = 0; // microseconds since the epoch
+    // Thread -> the tracepoint it steps for (while-stepping) and the steps still to collect.
+    struct Stepping {
+        trace::TracepointKey key;
+        std::uint64_t left = 0;
+    };
+    std::map<pid_t, Stepping> stepping_;
+    // A pass count reached by a hit with while-stepping: the trace stops once its steps are
+    // collected (as gdbserver), no other hit collecting meanwhile.
+    std::optional<TraceStopReason> stop_after_steps_;
+    // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
+    // at each address (what the pad passes), and pads still to take out.
+    std::shared_ptr<InprocRegion> inproc_;
+    std::optional<std::string> agent_library_;
+    struct FastRecord {
+        trace::Tracepoint* tp = nullptr; // a node of table_, stable until QTinit
+        std::uint32_t index = 0;         // its TracepointRecord's
+        InprocRegion::HitTotals counted; // its hits and bytes counted into tp so far
+    };
+    std::vector<FastRecord> fast_records_;
+    std::uint64_t fast_config_used_ = 0; // bytes of the region's configuration taken
+    // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
+    std::unique_ptr<InprocFrames> fast_frames_;
+    std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
+    std::set<std::uint64_t> fast_full_core_;   // addresses whose pads stage the whole core
+    std::set<std::uint64_t> fast_saved_state_; // addresses whose pads save FP/vector state
+    bool fast_installed_ = false;
+    bool fast_removal_pending_ = false;
+    // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
+    // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
+    std::set<std::uint64_t> fast_by_trap_;
+    // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
+    // being relocated), and the request gdb has.
+    std::vector<std::uint64_t> gdb_sites_;
+    std::optional<process::Target::InstructionMove> gdb_move_;
+    // Static tracepoints: address -> the marker probed there this run; the semaphores raised
+    // (one entry per raise).
+    std::map<std::uint64_t, process::StaticMarker> probed_markers_;
+    std::vector<std::uint64_t> raised_semaphores_;
+};
+
+} // namespace tpagent::experiment

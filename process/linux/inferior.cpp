@@ -1,0 +1,536 @@
+#include "process/linux/inferior.hpp"
+#include "process/linux/terminal.hpp"
+#include "process/linux/code_guard.hpp"
+#include "process/linux/child_events.hpp"
+#include "process/linux/sdt_markers.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tpagent::process {
+
+namespace {
+Error sys_error(const std::string& what) {
+    return make_error(ErrorCode::SystemError, fmt::format("{}: {}", what, std::strerror(errno)));
+}
+
+// Forks are traced only to clean the child's copy of the code and let it go.
+// A program tpagent started dies with it: through the code guard's watchdog when it runs
+// (which keeps a traced program alive instead), else by PTRACE_O_EXITKILL.
+// TRACESYSGOOD: system-call stops (QCatchSyscalls) tell themselves apart from SIGTRAP.
+constexpr long kPtraceOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
+                                PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE |
+                                PTRACE_O_TRACESYSGOOD;
+long launch_ptrace_options() {
+    return kPtraceOptions | (code_guard::running() ? 0 : PTRACE_O_EXITKILL);
+}
+
+// Waits for `tid` to stop; false if it exited instead.
+bool wait_for_stop(pid_t tid, int& status) {
+    while (true) {
+        pid_t r = waitpid(tid, &status, __WALL);
+        if (r == tid) return WIFSTOPPED(status);
+        if (r < 0 && errno != EINTR) return false;
+    }
+}
+} // namespace
+
+Inferior::Inferior(pid_t pid, bool attached)
+    : pid_(pid), attached_(attached), arch_(arch::host_architecture()) {
+    breakpoints_ = std::make_unique<SoftwareBreakpoints>(
+        arch_.breakpoint_instruction(),
+        [this](std::uint64_t a, std::span<std::uint8_t> out) {
+            std::size_t got = 0;
+            auto s = raw_read(a, out, got);
+            if (s && got != out.size())
+                return Status(make_error(ErrorCode::MemoryAccess, "unreadable"));
+            return s;
+        },
+        [this](std::uint64_t a, std::span<const std::uint8_t> d) { return raw_write(a, d); });
+    breakpoints_->on_change([this] { publish_code_patches(); });
+}
+
+Inferior::~Inferior() {
+    release_held_children();
+    code_guard::forget(pid_);
+    if (mem_fd_ >= 0) close(mem_fd_);
+}
+
+// What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
+// on a fast tracepoint's jump saved a byte of the jump, whose own saved bytes are the program's.
+void Inferior::publish_code_patches() const {
+    if (!alive_ || !code_guard::running()) return;
+    std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
+    for (const auto& [addr, site] : fast_sites_)
+        for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)
+            bytes[addr + i] = {site.original[i], site.patch[i]};
+    const auto insn = arch_.breakpoint_instruction();
+    breakpoints_->for_each_site(
+        [&](std::uint64_t addr, std::span<const std::uint8_t> original, bool in_memory) {
+            for (std::size_t i = 0; i < original.size() && i < insn.size(); ++i) {
+                auto it = bytes.try_emplace(addr + i, original[i], original[i]).first;
+                it->second.second = in_memory ? insn[i] : original[i];
+            }
+        });
+    std::vector<CodePatch> patches;
+    for (const auto& [addr, pair] : bytes) {
+        if (patches.empty() || patches.back().addr + patches.back().clean.size() != addr)
+            patches.push_back({addr, {}, {}});
+        patches.back().clean.push_back(pair.first);
+        patches.back().current.push_back(pair.second);
+    }
+    // A program tpagent started dies with it, as gdbserver's do, unless a trace runs in it.
+    code_guard::publish(pid_, patches, !attached_ && sites_.empty() && fast_sites_.empty());
+}
+
+Status Inferior::finish_setup() {
+    publish_code_patches();
+    reopen_memory();
+    executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
+    return ok_status();
+}
+
+void Inferior::reopen_memory() {
+    if (mem_fd_ >= 0) close(mem_fd_);
+    mem_fd_ = open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDWR | O_CLOEXEC);
+}
+
+Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
+    if (spec.program.empty()) return make_error(ErrorCode::NotAllowed, "no program to run");
+    std::vector<std::string> argv_s = spec.wrapper;
+    argv_s.insert(argv_s.end(), spec.program.begin(), spec.program.end());
+    std::vector<char*> argv;
+    argv.reserve(argv_s.size() + 1);
+    for (auto& s : argv_s)
+        argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    std::string preload;
+    if (!spec.preload.empty()) {
+        const char* old = getenv("LD_PRELOAD");
+        preload = old && *old ? spec.preload + ":" + old : spec.preload;
+    }
+    // A pipe tells the parent whether exec failed (it closes on a successful exec).
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe");
+    pid_t child = fork();
+    if (child < 0) return sys_error("fork");
+    if (child == 0) {
+        close(fds[0]);
+        unblock_child_signal();
+        // A group of its own: tpagent hands it the terminal (terminal.hpp), and interrupts it
+        // as a group.
+        setpgid(0, 0);
+        // What tpagent ignores, the program must not inherit (an ignored SIGPIPE would turn
+        // its write to a closed pipe into EPIPE instead of its end).
+        for (int sig : {SIGPIPE, SIGXFSZ, SIGTTOU, SIGTTIN})
+            std::signal(sig, SIG_DFL);
+        if (spec.stdio_is_protocol) {
+            int null_fd = open("/dev/null", O_RDONLY);
+            if (null_fd >= 0) dup2(null_fd, 0);
+            dup2(2, 1);
+        }
+        if (spec.disable_randomization) personality(ADDR_NO_RANDOMIZE);
+        // Environment changes go in after fork, in the child (tpagent is single-threaded).
+        for (const auto& [name, value] : spec.environment) {
+            if (value)
+                setenv(name.c_str(), value->c_str(), 1);
+            else
+                unsetenv(name.c_str());
+        }
+        if (!preload.empty()) {
+            const char* now = getenv("LD_PRELOAD"); // gdb may have set one too: keep both
+            const std::string both = now && *now && preload.find(now) == std::string::npos
+                                         ? spec.preload + ":" + now
+                                         : preload;
+            setenv("LD_PRELOAD", both.c_str(), 1);
+        }
+        ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+        execvp(argv[0], argv.data());
+        int err = errno;
+        (void)!write(fds[1], &err, sizeof err); // the parent also sees the pipe close
+        _exit(127);
+    }
+    close(fds[1]);
+    int exec_errno = 0;
+    ssize_t n = read(fds[0], &exec_errno, sizeof exec_errno);
+    close(fds[0]);
+    int status = 0;
+    if (n == sizeof exec_errno) {
+        waitpid(child, &status, 0);
+        // gdbserver's words, its last line included (scripts wait for it).
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("Cannot exec {}: {}.\nDuring startup program exited with "
+                                      "code 127.",
+                                      argv_s[0], std::strerror(exec_errno)));
+    }
+    if (!wait_for_stop(child, status))
+        return make_error(ErrorCode::SystemError, "program exited during start-up");
+    if (ptrace(PTRACE_SETOPTIONS, child, nullptr,
+               reinterpret_cast<void*>(launch_ptrace_options())) != 0) {
+        // Without them its threads and execs would go unseen: better not to run it at all.
+        Error e = sys_error("PTRACE_SETOPTIONS");
+        ::kill(child, SIGKILL);
+        waitpid(child, &status, __WALL);
+        return e;
+    }
+    // With a wrapper, the stop above was the wrapper's exec: run on to the program's exec.
+    if (!spec.wrapper.empty()) {
+        while (true) {
+            ptrace(PTRACE_CONT, child, nullptr, nullptr);
+            if (!wait_for_stop(child, status))
+                return make_error(ErrorCode::SystemError,
+                                  "wrapper exited before starting the program");
+            if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) break;
+        }
+    }
+    if (!spec.stdio_is_protocol) terminal::give_to(child); // its group is its own (setpgid)
+    std::unique_ptr<Inferior> inf(new Inferior(child, false));
+    inf->add_thread(child, false);
+    inf->finish_setup();
+    spdlog::debug("launched {} as pid {}", spec.program.front(), child);
+    return inf;
+}
+
+Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
+    std::unique_ptr<Inferior> inf(new Inferior(pid, true));
+    // Threads may be created while we attach: repeat until no new ones appear.
+    bool found_new = true;
+    while (found_new) {
+        found_new = false;
+        for (pid_t tid : list_tasks(pid)) {
+            if (inf->threads_.count(tid)) continue;
+            if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
+                if (tid == pid) {
+                    return make_error(ErrorCode::SystemError,
+                                      fmt::format("Cannot attach to process {}: {} ({})", pid,
+                                                  std::strerror(errno), errno));
+                }
+                continue; // thread exited meanwhile
+            }
+            int status = 0;
+            if (!wait_for_stop(tid, status)) continue;
+            if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(kPtraceOptions)) !=
+                0)
+                spdlog::warn("thread {}: PTRACE_SETOPTIONS: {}: its new threads go unseen", tid,
+                             std::strerror(errno));
+            inf->add_thread(tid, false);
+            found_new = true;
+        }
+    }
+    if (inf->threads_.empty())
+        return make_error(ErrorCode::NoProcess,
+                          fmt::format("Cannot attach to process {}: No such process (3)", pid));
+    inf->finish_setup();
+    return inf;
+}
+
+void Inferior::add_thread(pid_t tid, bool awaiting_first_stop) {
+    Thread t;
+    t.stopped = true;
+    t.awaiting_first_stop = awaiting_first_stop;
+    threads_.emplace(tid, std::move(t));
+}
+
+std::vector<pid_t> Inferior::thread_ids() const {
+    // Non-stop: a new thread is listed (running) before its first stop, so that gdb stopping
+    // every thread stops it too (else gdb finds it running after its stop-all).
+    std::vector<pid_t> ids;
+    for (const auto& [tid, t] : threads_)
+        if (!t.awaiting_first_stop || non_stop_) ids.push_back(tid);
+    return ids;
+}
+
+std::string Inferior::thread_name(pid_t tid) const {
+    std::string name = read_file(fmt::format("/proc/{}/task/{}/comm", pid_, tid));
+    while (!name.empty() && name.back() == '\n')
+        name.pop_back();
+    return name;
+}
+
+std::vector<StaticMarker> Inferior::static_markers() const {
+    if (!alive()) return {};
+    return sdt_markers_of_process(pid_, arch_);
+}
+
+Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
+    Thread& t = it->second;
+    if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
+    if (!t.regs) {
+        arch::RegisterSnapshot s;
+        auto r = full ? arch_.read_snapshot(tid, s) : arch_.read_general_registers(tid, s);
+        if (!r) return r.error();
+        t.regs = std::move(s);
+        t.regs_full = full;
+    } else if (full && !t.regs_full) {
+        // The cached gpr may hold changes not yet written (a moved pc): fetch only the rest.
+        arch::RegisterSnapshot s;
+        if (auto r = arch_.read_snapshot(tid, s); !r) return r.error();
+        t.regs->xstate = std::move(s.xstate);
+        t.regs_full = true;
+    }
+    return &*t.regs;
+}
+
+Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vector<bool>& available,
+                                                           bool full) {
+    auto s = snapshot(tid, full);
+    if (!s) return s.error();
+    std::vector<std::uint8_t> g(arch_.g_size());
+    if (full || threads_[tid].regs_full) {
+        arch_.snapshot_to_g(**s, g, available);
+    } else {
+        arch::RegisterSnapshot gpr_only;
+        gpr_only.gpr = (*s)->gpr;
+        arch_.snapshot_to_g(gpr_only, g, available);
+    }
+    return g;
+}
+
+Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
+    if (g.size() != arch_.g_size())
+        return make_error(ErrorCode::BadPacket, "wrong register block size");
+    auto s = snapshot(tid);
+    if (!s) return s.error();
+    BranchRecording* recording = software_recording(tid);
+    if (recording) observe_branches(tid, *recording); // where it got to, before the pc moves
+    arch_.g_to_snapshot(g, **s);
+    if (recording) recording->software.moved_to(arch_.pc(**s));
+    return arch_.write_snapshot(tid, **s);
+}
+
+Status Inferior::check_stopped(pid_t tid) const {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
+    if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
+    return ok_status();
+}
+
+Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
+    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    siginfo_t info{};
+    if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&info);
+    return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
+}
+
+Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
+    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    siginfo_t info{};
+    if (siginfo.size() != sizeof info)
+        return make_error(ErrorCode::BadPacket, fmt::format("siginfo is {} bytes", sizeof info));
+    std::memcpy(&info, siginfo.data(), sizeof info);
+    if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_SETSIGINFO");
+    return ok_status();
+}
+
+Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
+    auto regs = arch_.registers();
+    if (regnum < 0 || static_cast<std::size_t>(regnum) >= regs.size())
+        return make_error(ErrorCode::NotFound, "no such register");
+    const auto& desc = regs[static_cast<std::size_t>(regnum)];
+    if (value.size() != desc.size) return make_error(ErrorCode::BadPacket, "wrong register size");
+    std::vector<bool> avail;
+    auto g = read_registers(tid, avail);
+    if (!g) return g.error();
+    std::copy(value.begin(), value.end(), g->begin() + desc.g_offset);
+    return write_registers(tid, *g);
+}
+
+Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
+    auto s = snapshot(tid, false);
+    if (!s) return s.error();
+    return arch_.pc(**s);
+}
+
+Status Inferior::raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got) {
+    got = 0;
+    while (got < out.size()) {
+        ssize_t n =
+            pread(mem_fd_, out.data() + got, out.size() - got, static_cast<off_t>(addr + got));
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got == 0 && !out.empty()) return make_error(ErrorCode::MemoryAccess, "cannot read memory");
+    return ok_status();
+}
+
+Status Inferior::raw_write(std::uint64_t addr, std::span<const std::uint8_t> data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = pwrite(mem_fd_, data.data() + done, data.size() - done,
+                           static_cast<off_t>(addr + done));
+        if (n <= 0) return make_error(ErrorCode::MemoryAccess, "cannot write memory");
+        done += static_cast<std::size_t>(n);
+    }
+    return ok_status();
+}
+
+Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
+    std::size_t got = 0;
+    if (auto s = raw_read(addr, out, got); !s) return s.error();
+    breakpoints_->unshadow(addr, out.first(got));
+    // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
+    for (const auto& [site, fast] : fast_sites_) {
+        for (std::size_t i = 0; i < fast.original.size(); ++i) {
+            const std::uint64_t a = site + i;
+            if (a >= addr && a - addr < got) out[a - addr] = fast.original[i];
+        }
+    }
+    return got;
+}
+
+// Layers, bottom up: the program's code, fast-tracepoint jumps over it, breakpoint
+// instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
+// displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
+// and put a rebuilt jump back (its pad runs the new instructions).
+Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
+    if (data.empty()) return ok_status();
+    flow_cache_.clear(); // the branch recorder decodes the code anew
+    std::vector<std::uint8_t> bytes(data.begin(), data.end());
+    std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
+    const std::uint64_t end = addr + data.size();
+    for (const auto& [site_addr, site] : fast_sites_) {
+        const std::uint64_t lo = std::max(addr, site_addr);
+        const std::uint64_t hi = std::min(end, site_addr + site.code.covered);
+        if (lo >= hi) continue;
+        std::vector<std::uint8_t> now(hi - lo);
+        auto got = read_memory(lo, now);
+        const bool same = got && *got == now.size() &&
+                          std::equal(now.begin(), now.end(), data.begin() + (lo - addr));
+        if (!same) {
+            rebuild.emplace_back(site_addr, site.call);
+            continue;
+        }
+        for (std::size_t i = 0; i < site.patch.size(); ++i)
+            if (site_addr + i >= addr && site_addr + i < end)
+                bytes[site_addr + i - addr] = site.patch[i];
+    }
+    for (const auto& [site_addr, call] : rebuild)
+        remove_fast_site(site_addr);
+    Status written = write_under_breakpoints(addr, bytes);
+    for (const auto& [site_addr, call] : rebuild) {
+        auto again = add_fast_site(site_addr, call.collector, call.argument, call.options);
+        if (!again && written)
+            written = make_error(again.error().code,
+                                 fmt::format("memory written, but the fast tracepoint at 0x{:x} "
+                                             "could not be put back over the new code: {}",
+                                             site_addr, again.error().text));
+    }
+    return written;
+}
+
+Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+    if (auto s = hw_points_.insert(type, addr, len); !s) return s;
+    for (auto& [tid, t] : threads_) {
+        if (!t.stopped) continue;
+        if (auto a = hw_points_.apply(tid); !a) {
+            // Refused as a whole: no thread keeps half of it.
+            if (auto r = hw_points_.remove(type, addr, len); r)
+                for (auto& [other, ot] : threads_)
+                    if (ot.stopped && !hw_points_.apply(other))
+                        spdlog::warn("thread {}: debug registers not restored", other);
+            return a;
+        }
+    }
+    return ok_status();
+}
+
+Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+    if (auto s = hw_points_.remove(type, addr, len); !s) return s;
+    Status all = ok_status();
+    for (auto& [tid, t] : threads_)
+        if (t.stopped)
+            if (auto a = hw_points_.apply(tid); !a && all) all = a; // the rest still go
+    return all;
+}
+
+void Inferior::forget_image() {
+    breakpoints_->forget_all();
+    for (auto& [tid, t] : threads_)
+        t.record_trap.reset(); // (gone with the rest)
+    user_breakpoints_.clear();
+    sites_.clear();
+    recently_removed_sites_.clear();
+    fast_sites_.clear();
+    moving_.reset();
+    pad_pages_.clear();
+    placed_code_live_ = false;
+    agent_code_.reset();
+    publish_code_patches();
+}
+
+void Inferior::mark_dead() {
+    unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
+    branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
+    vfork_running_ = false;
+    alive_ = false;
+    running_ = false;
+    stopping_all_ = false;
+    threads_.clear();
+    forget_image();
+    code_guard::forget(pid_); // gone or let go: nothing for the watchdog to do with it
+}
+
+Status Inferior::kill() {
+    release_held_children();
+    if (!alive_) return ok_status();
+    ::kill(pid_, SIGKILL);
+    // Reap every thread so nothing is left as a zombie.
+    int status = 0;
+    while (true) {
+        pid_t r = waitpid(-1, &status, __WALL);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
+    }
+    if (!attached_) terminal::take_back(); // the group it was given is gone
+    mark_dead();
+    return ok_status();
+}
+
+Status Inferior::detach() {
+    release_held_children();
+    if (!alive_) return ok_status();
+    remove_all_sites();
+    breakpoints_->remove_all();
+    hw_points_.clear();
+    for (auto& [tid, t] : threads_) {
+        int sig = 0;
+        if (!t.stopped || t.stop_requested) {
+            // Collect the SIGSTOP we sent so it does not stop the program after we leave.
+            if (!t.stop_requested) tgkill(pid_, tid, SIGSTOP);
+            // Stopped with our SIGSTOP still to come (another stop came first): on to it.
+            if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+            int status = 0;
+            while (wait_for_stop(tid, status) && WSTOPSIG(status) != SIGSTOP) {
+                if (WSTOPSIG(status) != SIGTRAP) sig = WSTOPSIG(status);
+                ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
+                sig = 0;
+            }
+        }
+        if (t.pending && t.pending->kind == StopEvent::Kind::Signal &&
+            t.pending->signal != SIGTRAP && t.pending->signal != SIGSTOP)
+            sig = t.pending->signal;
+        // Clears the debug registers (hw_points_ is empty now); a thread gone meanwhile has none.
+        if (auto a = hw_points_.apply(tid); !a)
+            spdlog::warn("thread {}: debug registers not cleared: {}", tid, a.error().text);
+        ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
+    }
+    mark_dead();
+    return ok_status();
+}
+
+} // namespace tpagent::process

@@ -1,0 +1,802 @@
+// Run control: resuming threads and turning wait statuses into all-stop events.
+#include "process/linux/inferior.hpp"
+#include "process/linux/terminal.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <utility>
+#include <spdlog/spdlog.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tpagent::process {
+
+namespace {
+// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
+// past this many, something keeps the thread from the displaced instruction (a loop waiting
+// for tpagent, say) and the step is reported where it is.
+constexpr std::uint64_t kMaxFastStepInstructions = 200000;
+// The software branch recorder's step to the next taken branch (x86: the CPU's BTF).
+#if defined(__x86_64__)
+constexpr long kBlockStep = PTRACE_SINGLEBLOCK;
+constexpr bool kSyscallStepIsBreakpoint = true;
+#else
+constexpr long kBlockStep = PTRACE_SINGLESTEP;
+constexpr bool kSyscallStepIsBreakpoint = false;
+#endif
+} // namespace
+
+Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
+    if (hw_points_.any())
+        if (auto h = hw_points_.apply(tid); !h) return h;
+    step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
+    BranchRecording* recorder = software_recording(tid);
+    clear_block_end(t); // (placed again below, from where the thread is now)
+    if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
+    if (!step) t.step_from_site.reset();            // a thread inside a pad just runs out of it
+    // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
+    // (unless gdb has its own breakpoint there, which gdb steps over itself).
+    // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
+    // call, a hit as any other.)
+    if (!sites_.empty() && !t.step_from_site && !t.at_syscall_entry) {
+        if (auto s = snapshot(tid, false)) {
+            const std::uint64_t pc = arch_.pc(**s);
+            if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
+            auto site = sites_.find(pc); // the hit may have removed it (the trace stopped)
+            if (site != sites_.end() && site->second.pad == 0 && !user_breakpoint_at(pc)) {
+                // No pad: the instruction runs in place, its breakpoint lifted for one step
+                // (the pc rewound onto it after the hit reaches the thread now).
+                if (auto w = arch_.write_general_registers(tid, **snapshot(tid, false)); !w)
+                    return w;
+                if (auto l = breakpoints_->lift(pc); !l) return l;
+                spdlog::debug("thread {}: stepping over the trap tracepoint at 0x{:x}", tid, pc);
+                t.step_over = pc;
+                t.step_over_resumes = !step;
+                step = true;
+            } else if (site != sites_.end() && !user_breakpoint_at(pc)) {
+                arch::RegisterSnapshot& regs = **snapshot(tid, false);
+                arch_.set_pc(regs, site->second.pad);
+                if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
+                if (step) t.step_from_site = pc;
+            }
+        } else {
+            return s.error();
+        }
+    }
+    t.collected_at.reset();
+    if (!step) {
+        t.fast_step.reset();
+    } else if (!t.fast_step && !fast_sites_.empty()) {
+        auto s = snapshot(tid, false);
+        if (!s) return s.error();
+        const std::uint64_t pc = arch_.pc(**s);
+        if (fast_sites_.count(pc) && !breakpoints_->inserted_at(pc)) {
+            t.fast_step = pc;
+            t.fast_step_in_copy = false;
+            t.fast_step_count = 0;
+        }
+    }
+    // A recorded thread that is to run steps instead: one branch (or instruction) at a time.
+    t.record_step = recorder && !step;
+    long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
+    if (t.record_step) {
+        req = recorder->method == BranchStepMethod::SingleSteps ? long{PTRACE_SINGLESTEP}
+                                                                : kBlockStep;
+        // Faster: run to a breakpoint at the next branch (a signal's handler is stepped into).
+        if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 && !t.step_over &&
+            place_block_end(tid, t, *recorder)) {
+            t.record_step = false;
+            req = catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
+        }
+    }
+    // Only a PTRACE_SYSCALL resume stops at the return of the call entered last.
+    if (req != PTRACE_SYSCALL) t.in_syscall.reset();
+    t.at_syscall_entry = false;
+    if (ptrace(static_cast<__ptrace_request>(req), tid, nullptr,
+               reinterpret_cast<void*>(static_cast<long>(signal))) != 0) {
+        if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
+        return make_error(ErrorCode::SystemError, "ptrace resume failed");
+    }
+    t.stopped = false;
+    t.stepping = step;
+    t.regs.reset();
+    return ok_status();
+}
+
+void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
+    if (keep_running) {
+        continue_after_stop(tid, t, t.stepping);
+    } else if (stopping_all_) {
+        // An event stop is no place to stay: on to a SIGSTOP, with everyone else.
+        if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
+            spdlog::warn("thread {}: cannot resume after a ptrace event: {}", tid, r.error().text);
+        // One SIGSTOP at a time: a second, sent after the first was taken, would stop the
+        // thread again after the stop-all, in front of gdb (a system call's stops come
+        // before the signal that ends the call is taken).
+        if (!t.stop_requested) {
+            t.stop_requested = true;
+            tgkill(pid_, tid, SIGSTOP);
+        }
+    }
+}
+
+void Inferior::end_step_over(pid_t tid, Thread& t) {
+    if (auto r = breakpoints_->lower(*t.step_over); !r)
+        spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid,
+                     *t.step_over, r.error().text);
+    t.step_over.reset();
+}
+
+void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
+    if (!running_ || stopping_all_ || !t.wants_run) return;
+    if (auto r = resume_thread(tid, t, step, 0); !r) {
+        // It stays stopped: report that rather than leave gdb waiting for a thread that
+        // will never run.
+        spdlog::warn("thread {}: cannot resume: {}", tid, r.error().text);
+        StopEvent ev;
+        ev.pid = pid_;
+        ev.tid = tid;
+        ev.signal = SIGTRAP;
+        choose(tid, t, ev); // the caller's finish_stop_all() reports it
+    }
+}
+
+void Inferior::collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step) {
+    if (t.collected_at == pc || !on_site_hit_) return;
+    const SiteHit hit = on_site_hit_(tid, pc);
+    t.collected_at = pc;
+    if (hit.consumed && hit.steps > 0) {
+        t.trace_steps_left = hit.steps;
+        t.trace_site = pc;
+        step = true;
+    }
+}
+
+// One instruction of a single step over a fast tracepoint's jump has run. True once the
+// displaced instruction has (the pc is put back into the program's code); false to step on.
+bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
+    auto site = fast_sites_.find(*t.fast_step);
+    auto s = snapshot(tid, false);
+    if (site == fast_sites_.end() || !s || ++t.fast_step_count > kMaxFastStepInstructions) {
+        if (s && site != fast_sites_.end())
+            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
+                         "instructions in its pad",
+                         tid, site->first, t.fast_step_count - 1);
+        t.fast_step.reset();
+        return true;
+    }
+    const FastSite& f = site->second;
+    const std::uint64_t pc = arch_.pc(**s);
+    const std::uint64_t relocated = f.pad + f.relocated_offset;
+    if (!t.fast_step_in_copy) {
+        t.fast_step_in_copy = pc == relocated; // the collector is done; next: the instruction
+        return false;
+    }
+    if (arch::in_relocated(f.code, relocated, pc)) {
+        auto back = arch::original_address(f.code, relocated, site->first, pc);
+        if (!back) return false; // within the instructions one original became
+        arch_.set_pc(**s, *back);
+        if (auto w = arch_.write_general_registers(tid, **s); !w)
+            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    } // else a branch left the pad: the pc is already the program's
+    t.fast_step.reset();
+    return true;
+}
+
+bool Inferior::recover_collector_fault(pid_t tid) {
+    if (!agent_code_) return false;
+    auto s = snapshot(tid, false);
+    if (!s) return false;
+    const std::uint64_t pc = arch_.pc(**s);
+    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
+    arch_.set_pc(**s, agent_code_->copy_fault);
+    if (auto w = arch_.write_general_registers(tid, **s); !w) {
+        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
+        return false;
+    }
+    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
+    return true;
+}
+
+// A single step that started in a pad: puts the pc back into the original code. False while
+// the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
+bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
+    std::uint64_t site_addr = *t.step_from_site;
+    auto site = sites_.find(site_addr);
+    auto s = snapshot(tid, false);
+    if (site == sites_.end() || !s) {
+        t.step_from_site.reset();
+        return true;
+    }
+    const std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
+    if (!arch::in_relocated(site->second.code, pad, pc)) {
+        t.step_from_site.reset(); // a branch left the pad: the pc is already in original code
+        return true;
+    }
+    auto back = arch::original_address(site->second.code, pad, site_addr, pc);
+    if (!back) return false;
+    arch_.set_pc(**s, *back);
+    if (auto w = arch_.write_general_registers(tid, **s); !w)
+        spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    t.step_from_site.reset();
+    return true;
+}
+
+bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
+    // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
+    // was already moved back, simply runs the original instruction.
+    if (!t.pending->swbreak) return true;
+    auto pc = read_pc(tid);
+    return pc && breakpoints_->inserted_at(*pc);
+}
+
+Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
+    if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
+    flow_cache_.clear(); // gdb may have changed the code since
+    for (const auto& a : actions) {
+        if (!non_stop_) break;
+        // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end() || !it->second.pending) continue;
+        if (pending_still_valid(a.tid, it->second)) reported_.push_back(*it->second.pending);
+        it->second.pending.reset();
+    }
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end() || !it->second.pending) continue;
+        if (pending_still_valid(a.tid, it->second)) {
+            StopEvent ev = *it->second.pending;
+            it->second.pending.reset();
+            spdlog::debug("reporting held-back event of thread {}", a.tid);
+            return std::optional<StopEvent>(ev);
+        }
+        it->second.pending.reset();
+    }
+    for (const auto& a : actions) {
+        auto it = threads_.find(a.tid);
+        if (it == threads_.end()) continue;
+        Thread& t = it->second;
+        if (non_stop_ &&
+            (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
+                                        [&](const auto& e) { return e.tid == a.tid; })))
+            continue; // running already, or its event is still to be handed out
+        t.wants_run = true;
+        t.resume_signal = a.signal;
+        t.user_step = a.step;
+        t.range_start = a.range_start;
+        t.range_end = a.range_end;
+        if (!t.stopped) continue;
+        if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) {
+            t.wants_run = false;
+            running_ = non_stop_ ? any_wants_run() : running_ || any_wants_run();
+            return s.error();
+        }
+    }
+    running_ = non_stop_ ? any_wants_run() : true;
+    return std::optional<StopEvent>();
+}
+
+Status Inferior::resume_all() {
+    std::vector<ThreadResume> plan;
+    for (const auto& [tid, t] : threads_)
+        if (!t.awaiting_first_stop) plan.push_back({tid, false, 0});
+    // All-stop's resume() hands back one held-back event instead of resuming: with nobody
+    // to report them to, they are dropped until the threads run.
+    for (std::size_t held = 0; held <= plan.size(); ++held) {
+        auto r = resume(plan);
+        if (!r) return r.error();
+        if (!*r) return ok_status();
+    }
+    return ok_status();
+}
+
+std::optional<StopEvent> Inferior::stop_all_now() {
+    if (!alive_ || !running_) return std::nullopt;
+    StopEvent quiet;
+    quiet.pid = pid_;
+    quiet.tid = lead_thread();
+    quiet.signal = 0;
+    chosen_ = quiet;
+    stopping_all_ = true;
+    stop_running_threads();
+    if (auto ev = finish_stop_all()) return ev;
+    pid_t tid = 0;
+    int status = 0;
+    while (alive_ && wait_next(tid, status))
+        if (auto ev = handle_status(tid, status)) return ev;
+    return std::nullopt;
+}
+
+void Inferior::stop_running_threads() {
+    for (auto& [tid, t] : threads_) {
+        if (t.stopped || t.stop_requested) continue;
+        if (t.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
+        t.stop_requested = true;
+        tgkill(pid_, tid, SIGSTOP);
+    }
+}
+
+bool Inferior::wait_next(pid_t& tid, int& status) {
+    for (;;) {
+        tid = waitpid(-1, &status, __WALL);
+        if (tid >= 0) return true;
+        if (errno != EINTR) return false;
+    }
+}
+
+void Inferior::interrupt() {
+    if (!alive_ || !running_) return;
+    // As a terminal would: the whole process group when we started it.
+    if (!attached_)
+        ::kill(-pid_, SIGINT);
+    else
+        ::kill(pid_, SIGINT);
+}
+
+std::optional<StopEvent> Inferior::poll() {
+    if (auto ev = take_reported()) return ev;
+    while (alive_) {
+        int status = 0;
+        pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
+        if (tid <= 0) break;
+        if (auto ev = handle_status(tid, status)) return ev;
+    }
+    return take_reported();
+}
+
+std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
+        if (tid == pid_) {
+            StopEvent ev;
+            ev.pid = ev.tid = pid_;
+            if (WIFEXITED(status)) {
+                ev.kind = StopEvent::Kind::Exited;
+                ev.exit_code = WEXITSTATUS(status);
+            } else {
+                ev.kind = StopEvent::Kind::Killed;
+                ev.signal = WTERMSIG(status);
+            }
+            if (!attached_) terminal::take_back(); // the group it was given is gone
+            mark_dead();
+            return ev;
+        }
+        auto it = threads_.find(tid);
+        if (it != threads_.end() && it->second.step_over)
+            end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
+        if (it != threads_.end() && non_stop_ && reports_.threads) {
+            // (gdb may be waiting for its stop: a vCont;t it will never answer.)
+            StopEvent ev;
+            ev.pid = pid_;
+            ev.tid = tid;
+            ev.thread_exited = true;
+            ev.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+            reported_.push_back(ev);
+        }
+        if (it != threads_.end()) clear_block_end(it->second);
+        threads_.erase(tid);
+        branch_traces_.erase(tid);
+        if (non_stop_ && !stopping_all_) running_ = any_wants_run();
+        if (auto ev = finish_stop_all()) return ev;
+        return no_resumed_event();
+    }
+    if (!WIFSTOPPED(status)) return std::nullopt;
+    auto it = threads_.find(tid);
+    if (it == threads_.end() && is_new_process(tid)) {
+        // A forked child's first stop, ahead of its parent's fork event: kept for that.
+        children_seen_.insert(tid);
+        return std::nullopt;
+    }
+    if (it == threads_.end()) {
+        // A new thread's first stop can arrive before its parent's clone event.
+        add_thread(tid, false);
+        Thread& t = threads_[tid];
+        if (non_stop_ && reports_.threads) {
+            t.wants_run = true; // (a pause hands out its event when it ends)
+            return report_created(tid, t);
+        }
+        if (running_ && !stopping_all_) {
+            t.wants_run = true;
+            continue_after_stop(tid, t, false);
+        } else if (non_stop_) {
+            t.wants_run = true; // its parent runs: so does it, once the pause is over
+        }
+        return finish_stop_all();
+    }
+    Thread& t = it->second;
+    t.stopped = true;
+    t.regs.reset();
+    return handle_stop(tid, t, status);
+}
+
+std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status) {
+    int sig = WSTOPSIG(status);
+    int event = status >> 16;
+    spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
+    bool keep_running = running_ && !stopping_all_ && t.wants_run;
+
+    if (t.step_over && event == PTRACE_EVENT_EXEC) t.step_over.reset(); // that image is gone
+    if (t.step_over) {
+        // Whatever stopped the step (its trap, a signal, an event), the breakpoint goes back.
+        const bool resumes = t.step_over_resumes;
+        end_step_over(tid, t);
+        siginfo_t info{};
+        if (sig == SIGTRAP && event == 0 && resumes &&
+            ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) == 0 && info.si_code == TRAP_TRACE &&
+            !hw_points_.any()) {
+            continue_after_stop(tid, t, false); // the step was tpagent's: run on as asked
+            return finish_stop_all();
+        }
+    }
+
+    if (event == PTRACE_EVENT_CLONE) {
+        unsigned long new_tid = 0;
+        // Failing, the new thread is still found: its first stop comes as an unknown tid.
+        if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid) != 0) new_tid = 0;
+        auto nt = static_cast<pid_t>(new_tid);
+        if (nt > 0 && !threads_.count(nt)) {
+            add_thread(nt, true);
+            threads_[nt].stopped = false; // it is running towards its first SIGSTOP
+            threads_[nt].wants_run = true;
+        }
+        // While stopping all, the new thread is on its way to a stop already.
+        continue_after_event(tid, t, keep_running);
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
+        unsigned long child = 0;
+        const bool known = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child) == 0 && child > 0;
+        const bool vfork = event == PTRACE_EVENT_VFORK;
+        if (vfork) vfork_running_ = true;
+        if (known && (vfork ? reports_.vfork : reports_.fork)) {
+            hold_child(static_cast<pid_t>(child), vfork);
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.fork_child = static_cast<pid_t>(child);
+            ev.vfork = vfork;
+            return report(tid, t, std::move(ev));
+        }
+        if (known) release_child(static_cast<pid_t>(child), vfork);
+        continue_after_event(tid, t, keep_running);
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_VFORK_DONE) {
+        vfork_running_ = false;
+        // The vfork child has exec'd or exited: the parent's breakpoints go back.
+        for (std::uint64_t addr : lifted_for_vfork_)
+            (void)breakpoints_->lower(addr);
+        lifted_for_vfork_.clear();
+        if (reports_.vfork) {
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.vfork_done = true;
+            return report(tid, t, std::move(ev));
+        }
+        continue_after_event(tid, t, keep_running);
+        return finish_stop_all();
+    }
+    if (event == PTRACE_EVENT_EXEC) {
+        // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
+        // of it may be written into the new one. (A vfork child's old image is its parent's.)
+        unshare_memory();
+        reopen_memory();
+        forget_image();
+        hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
+        // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
+        // to it, say) comes along, the old leader's goes.
+        unsigned long former = 0;
+        const bool other_thread = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &former) == 0 &&
+                                  former > 0 && static_cast<pid_t>(former) != tid;
+        if (auto r = branch_traces_.find(static_cast<pid_t>(former));
+            other_thread && r != branch_traces_.end()) {
+            auto node = branch_traces_.extract(r);
+            node.key() = tid;
+            branch_traces_.erase(tid);
+            branch_traces_.insert(std::move(node));
+        }
+        if (auto f = threads_.find(static_cast<pid_t>(former));
+            other_thread && f != threads_.end()) {
+            Thread moved = std::move(f->second);
+            moved.stopped = true;
+            moved.regs.reset();
+            t = std::move(moved);
+        }
+        for (auto i = threads_.begin(); i != threads_.end();)
+            i = i->first == tid ? std::next(i) : threads_.erase(i);
+        // The other threads' recordings end with them; the survivor's goes on in the new image.
+        std::erase_if(branch_traces_, [&](const auto& r) { return r.first != tid; });
+        flow_cache_.clear();
+        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
+            if (auto pc = read_pc(tid)) r->second.software.moved_to(*pc);
+        // A stop-all for a thread the exec ended: the exec's event takes its place, or, not
+        // reported, a quiet stop of the thread left (a stop_all_now waits for one).
+        if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
+            if (reports_.exec) {
+                chosen_.reset();
+                stopping_all_ = false;
+            } else {
+                chosen_ = signal_event(tid, 0);
+            }
+        }
+        t.step_from_site.reset();
+        t.fast_step.reset();
+        t.collected_at.reset();
+        t.trace_steps_left = 0;
+        executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
+        if (on_exec_) on_exec_();
+        if (reports_.exec) {
+            StopEvent ev = signal_event(tid, SIGTRAP);
+            ev.exec_path = executable_;
+            return report(tid, t, std::move(ev));
+        }
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
+        const bool first = std::exchange(t.awaiting_first_stop, false);
+        if (!first) t.stop_requested = false;
+        if (first && non_stop_ && reports_.threads && !t.stop_for_gdb)
+            return report_created(tid, t);
+        // Non-stop: gdb's vCont;t, answered with signal 0.
+        if (std::exchange(t.stop_for_gdb, false) && non_stop_)
+            return report(tid, t, signal_event(tid, 0));
+        if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
+        return finish_stop_all();
+    }
+    if (sig == (SIGTRAP | 0x80)) return handle_syscall_stop(tid, t);
+    if (sig == SIGTRAP) return handle_trap(tid, t);
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        return finish_stop_all();
+    }
+    if (pass_signals_.count(sig) && (!t.stepping || t.fast_step) && !stopping_all_ && running_) {
+        if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
+    }
+    return report(tid, t, signal_event(tid, sig));
+}
+
+std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, Thread& t) {
+    // Entry or return: the kernel says which (5.3 and later); else they alternate.
+    __ptrace_syscall_info info{};
+    bool entry = !t.in_syscall;
+    long number = t.in_syscall.value_or(-1);
+    if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info) > 0) {
+        entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
+        if (entry)
+            number = static_cast<long>(info.entry.nr);
+        else if (info.op != PTRACE_SYSCALL_INFO_EXIT)
+            number = -1; // a seccomp stop
+    }
+    t.in_syscall = entry ? std::optional<long>(number) : std::nullopt;
+    t.at_syscall_entry = entry;
+    // The in-process agent's own calls (fast tracepoints' collector) are not the program's.
+    std::uint64_t pc = 0;
+    if (auto s = snapshot(tid, false)) pc = arch_.pc(**s);
+    const bool agent = agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end;
+    // A return whose entry was not seen (the thread was in the call when catching began) has
+    // no number to report, as has a call gdb did not ask for.
+    const bool caught =
+        catch_syscalls_ && number >= 0 && !agent &&
+        (catch_syscalls_->empty() || catch_syscalls_->count(static_cast<int>(number)));
+    if (!caught) {
+        continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run);
+        return finish_stop_all();
+    }
+    StopEvent ev = signal_event(tid, SIGTRAP);
+    ev.syscall = StopEvent::Syscall{entry, number};
+    return report(tid, t, ev);
+}
+
+std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
+    siginfo_t info{};
+    // A thread that is not being stepped and stopped just past a site executed its breakpoint:
+    // the common tracepoint hit needs no PTRACE_GETSIGINFO.
+    // (The x86 system-call quirk below applies to the recorder's steps too; on arm64 a TRAP_BRKPT
+    // during them is the program's own brk.)
+    const bool stepped = t.stepping || (kSyscallStepIsBreakpoint && t.record_step);
+    bool plain_run = !stepped && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
+                     !hw_points_.any();
+    bool at_site = false;
+    if (plain_run && !sites_.empty()) {
+        if (auto s = snapshot(tid, false))
+            at_site = sites_.count(arch_.pc(**s) - arch_.pc_after_breakpoint(0)) != 0;
+    }
+    if (at_site)
+        info.si_code = SI_KERNEL;
+    else
+        ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
+    // A single step over a system call instruction is reported by the kernel's system-call
+    // exit as TRAP_BRKPT (x86): a step of ours that stopped where no breakpoint of ours is,
+    // is that step. The collector makes system calls (mapping its buffer, reading memory).
+    if (info.si_code == TRAP_BRKPT && stepped) {
+        if (auto s = snapshot(tid, false)) {
+            const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
+            if (!sites_.count(at) && !breakpoints_->inserted_at(at) &&
+                !recently_removed_sites_.count(at))
+                info.si_code = TRAP_TRACE;
+        }
+    }
+    bool single_step = info.si_code == TRAP_TRACE;
+    if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
+        continue_after_stop(tid, t, true); // still inside the displaced code: step on
+        return finish_stop_all();
+    }
+    if (t.fast_step && single_step && !finish_fast_step(tid, t)) {
+        continue_after_stop(tid, t, true); // still in the pad or the collector: step on
+        return finish_stop_all();
+    }
+    if (t.trace_steps_left > 0 && single_step) {
+        if (on_site_step_) on_site_step_(tid, t.trace_site);
+        --t.trace_steps_left;
+        if (!t.user_step) {
+            continue_after_stop(tid, t, t.trace_steps_left > 0);
+            return finish_stop_all();
+        }
+        // gdb asked for this step: reported like any other (the next resume steps on).
+    }
+    // (A stepped thread given a signal stops at its handler's entry with TRAP_UNK.)
+    if (t.record_trap && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
+        // The branch recorder's breakpoint at the end of the block: the thread is put back
+        // onto the branch, which the next resume steps.
+        auto s = snapshot(tid, false);
+        const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
+        if (s && at == *t.record_trap && !user_breakpoint_at(at)) {
+            rewind_pc(tid, **s, at);
+            clear_block_end(t);
+            continue_after_stop(tid, t, false);
+            return finish_stop_all();
+        }
+    }
+    if (t.record_step && info.si_code == TRAP_UNK) {
+        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
+            r->second.software.entered_handler();
+        single_step = true;
+    }
+    if (single_step && t.record_step) {
+        // The branch recorder's step: on to the next, unless a watchpoint triggered on it.
+        if (hw_points_.any()) {
+            if (auto ev = classify_trap(tid, info); ev && (ev->watch_addr || ev->hwbreak))
+                return report(tid, t, *ev);
+        }
+        continue_after_stop(tid, t, false);
+        return finish_stop_all();
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid, false);
+        std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
+        bool site = sites_.count(at) != 0;
+        bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
+        if (s && (site || stale)) {
+            // Back onto the site's address. The thread itself is told below: by the resume
+            // through the pad, or (staying stopped) by a write, so that a report or a detach
+            // sees the real instruction boundary.
+            arch_.set_pc(**s, at);
+            SiteHit hit;
+            if (site && on_site_hit_) hit = on_site_hit_(tid, at);
+            bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
+            bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
+            // The handler may have removed this very site (the trace stopped during the hit:
+            // pass count, full buffer, error), restoring the original instruction. The resume
+            // then no longer goes through the pad, so the rewound pc must reach the thread
+            // now, or it would run on from one byte into the instruction.
+            bool removed = site && !sites_.count(at);
+            if (site) t.collected_at = at;
+            if (!resumes || stale || removed) rewind_pc(tid, **s, at);
+            if (passes) {
+                t.trace_steps_left = hit.steps;
+                t.trace_site = at;
+                continue_after_stop(tid, t, hit.steps > 0 || t.stepping);
+                return finish_stop_all();
+            }
+            StopEvent ev; // gdb's breakpoint at the same place
+            ev.pid = pid_;
+            ev.tid = tid;
+            ev.signal = SIGTRAP;
+            ev.swbreak = true;
+            return report(tid, t, ev);
+        }
+    }
+    if (single_step && t.user_step && t.range_end > t.range_start && !hw_points_.any()) {
+        // Range stepping: stepping on inside the range saves gdb a round trip per line.
+        auto pc = read_pc(tid);
+        if (pc && *pc >= t.range_start && *pc < t.range_end && running_ && !stopping_all_ &&
+            !user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
+            continue_after_stop(tid, t, true);
+            return finish_stop_all();
+        }
+    }
+    if (auto ev = classify_trap(tid, info)) return report(tid, t, *ev);
+    return std::nullopt;
+}
+
+void Inferior::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
+    arch_.set_pc(regs, at);
+    if (auto w = arch_.write_general_registers(tid, regs); !w)
+        spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at, w.error().text);
+}
+
+std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
+    StopEvent ev;
+    ev.pid = pid_;
+    ev.tid = tid;
+    ev.signal = SIGTRAP;
+    if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
+        if (auto hit = hw_points_.triggered(tid)) {
+            if (hit->type == 1)
+                ev.hwbreak = true;
+            else {
+                ev.watch_addr = hit->addr;
+                ev.watch_type = hit->type;
+            }
+            return ev;
+        }
+    }
+    if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
+        auto s = snapshot(tid, false);
+        if (s) {
+            std::uint64_t pc = arch_.pc(**s);
+            std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
+            if (breakpoints_->inserted_at(bp)) {
+                rewind_pc(tid, **s, bp);
+                ev.swbreak = true;
+            }
+        }
+    }
+    return ev;
+}
+
+std::optional<StopEvent> Inferior::no_resumed_event() {
+    // (Non-stop: gdb keeps its own count of the threads it resumed.)
+    if (!reports_.no_resumed || non_stop_ || !running_ || stopping_all_ || chosen_)
+        return std::nullopt;
+    for (const auto& [tid, t] : threads_)
+        if (!t.stopped || t.wants_run) return std::nullopt; // something still runs, or will
+    running_ = false;
+    StopEvent ev = signal_event(pid_, 0);
+    ev.no_resumed = true;
+    return ev;
+}
+
+std::optional<StopEvent> Inferior::report_created(pid_t tid, Thread& t) {
+    // QThreadEvents: the new thread stays stopped until gdb, told of it, resumes it.
+    StopEvent ev = signal_event(tid, SIGTRAP);
+    ev.thread_created = true;
+    return report(tid, t, std::move(ev));
+}
+
+std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
+    choose(tid, t, std::move(ev));
+    return finish_stop_all();
+}
+
+void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
+    if (non_stop_ && !stopping_all_) {
+        report_alone(tid, t, std::move(ev));
+        return;
+    }
+    if (chosen_ || stopping_all_ || !running_) {
+        t.pending = std::move(ev);
+        return;
+    }
+    chosen_ = std::move(ev);
+    stopping_all_ = true;
+    stop_running_threads(); // (the thread with the event is stopped already)
+}
+
+std::optional<StopEvent> Inferior::finish_stop_all() {
+    if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
+    if (!stopping_all_) return take_reported();
+    if (!all_stopped()) return std::nullopt;
+    leave_pads();
+    stopping_all_ = false;
+    running_ = false;
+    for (auto& [tid, t] : threads_) {
+        t.wants_run = false;
+        clear_block_end(t); // (not left in the code while gdb looks at it or patches it)
+    }
+    auto ev = *chosen_;
+    chosen_.reset();
+    return ev;
+}
+
+} // namespace tpagent::process

@@ -1,0 +1,204 @@
+// Loading a shared library into a running program (the in-process agent, for fast tracepoints
+// in a process tpagent attached to): the program's own dlopen, called in one stopped thread
+// that returns onto a breakpoint in a page mapped for the call; the thread's registers, vector
+// state included, are put back afterwards, so a system call it was stopped in restarts as it
+// would have.
+#include "process/linux/elf_image.hpp"
+#include "process/linux/inferior.hpp"
+#include "process/linux/svr4_libraries.hpp"
+#include "base/proc_files.hpp"
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace tpagent::process {
+
+namespace {
+
+// Below the thread's stack pointer: x86-64's red zone and more, untouched by the call.
+constexpr std::uint64_t kStackSkip = 1024;
+// dlopen takes a few milliseconds; one that does not return waits for a lock that a stopped
+// thread holds.
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+constexpr std::size_t kMaxErrorText = 512;
+constexpr std::uint64_t kPage = 4096;
+
+struct LoaderFunctions {
+    std::uint64_t dlopen = 0;
+    std::uint64_t dlerror = 0;
+};
+
+// dlopen and dlerror as the program's libraries export them: the C library's first (glibc
+// 2.34 on), then libdl's.
+std::optional<LoaderFunctions> loader_functions(pid_t pid) {
+    std::vector<std::pair<std::string, std::uint64_t>> files;
+    for (const auto& [path, start] : mapped_files(pid)) {
+        const std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
+        if (base.starts_with("libc.so") || base.starts_with("libc-"))
+            files.insert(files.begin(), {path, start});
+        else if (base.starts_with("libdl.so") || base.starts_with("libdl-"))
+            files.emplace_back(path, start);
+    }
+    for (const auto& [path, start] : files) {
+        ElfImage elf(file_of_process(pid, path));
+        if (!elf.valid()) continue;
+        const auto base = link_base(elf);
+        if (!base) continue;
+        const Sections sections = sections_of(elf);
+        SymbolTable symbols(elf, sections, start - *base, true);
+        const auto open = symbols.address_of("dlopen");
+        if (!open) continue;
+        return LoaderFunctions{*open, symbols.address_of("dlerror").value_or(0)};
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
+                                            std::span<const std::uint64_t> args,
+                                            std::uint64_t landing) {
+    auto cur = snapshot(tid, true);
+    if (!cur) return cur.error();
+    const arch::RegisterSnapshot saved = **cur;
+    arch::RegisterSnapshot call = saved;
+    const std::uint64_t stack = (arch_.sp(saved) - kStackSkip) & ~std::uint64_t{15};
+    const auto pushed = arch_.set_call(call, function, args, stack, landing);
+    Status result = ok_status();
+    if (!pushed.empty()) result = raw_write(arch_.sp(call), pushed);
+    if (result) result = arch_.write_snapshot(tid, call);
+    std::uint64_t value = 0;
+    Thread& t = threads_[tid];
+    const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
+    while (result) {
+        if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
+            result = make_error(ErrorCode::SystemError,
+                                fmt::format("cannot run thread {}: {}", tid, std::strerror(errno)));
+            break;
+        }
+        int status = 0;
+        pid_t got = 0;
+        while ((got = waitpid(tid, &status, __WALL | WNOHANG)) == 0 &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (got == 0) {
+            // Taken back where it waits; what it holds by now stays held.
+            syscall(SYS_tgkill, pid_, tid, SIGSTOP);
+            waitpid(tid, &status, __WALL);
+            result = make_error(ErrorCode::SystemError,
+                                "the call did not return within 10 s: another thread of the "
+                                "program may hold a lock it needs");
+            break;
+        }
+        if (got != tid || !WIFSTOPPED(status)) {
+            result = make_error(ErrorCode::SystemError, "the thread ended during the call");
+            break;
+        }
+        t.regs.reset(); // the cache holds what the thread had before the call
+        const int sig = WSTOPSIG(status);
+        if (sig == SIGSTOP && status >> 16 == 0)
+            t.stop_requested = false;                      // ours, taken: none is on its way now
+        if (status >> 16 != 0 || sig == SIGSTOP) continue; // an event or a stop of ours
+        auto now = snapshot(tid, false);
+        if (!now) {
+            result = now.error();
+            break;
+        }
+        const std::uint64_t pc = arch_.pc(**now);
+        if (sig == SIGTRAP && pc == arch_.pc_after_breakpoint(landing)) {
+            value = arch_.call_result(**now);
+            break;
+        }
+        if (sig == SIGTRAP || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
+            result = make_error(ErrorCode::SystemError,
+                                fmt::format("the call stopped on signal {} at 0x{:x}", sig, pc));
+            break;
+        }
+        // A signal for the program: kept for later, as an injected system call keeps one.
+        if (!t.pending) t.pending = signal_event(tid, sig);
+    }
+    // The registers as they were; if they cannot be, the thread must not run on.
+    Status restored = arch_.write_snapshot(tid, saved);
+    t.regs = saved;
+    if (!restored) {
+        spdlog::error("thread {}: cannot undo an injected call: {}", tid, restored.error().text);
+        return restored.error();
+    }
+    if (!result) return result.error();
+    return value;
+}
+
+Status Inferior::load_library(const std::string& path) {
+    const pid_t tid = injection_thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to run it (none but at a system call's entry)");
+    // AT_BASE, where the dynamic loader is: 0 in a statically linked program.
+    if (auxv_value(read_file(fmt::format("/proc/{}/auxv", pid_)), AT_BASE) == 0)
+        return make_error(ErrorCode::Unsupported,
+                          "the program is statically linked: it has no dynamic loader");
+    const auto loader = loader_functions(pid_);
+    if (!loader)
+        return make_error(ErrorCode::Unsupported,
+                          "the program has no dlopen (neither its C library nor libdl exports "
+                          "one)");
+    if (path.size() + 1 > kPage - 16)
+        return make_error(ErrorCode::TooLarge, "the library's path is too long");
+
+    // A page of its own: the breakpoint the call returns onto, then the path.
+    const std::uint64_t map_args[] = {0,
+                                      kPage,
+                                      PROT_READ | PROT_EXEC,
+                                      MAP_PRIVATE | MAP_ANONYMOUS,
+                                      static_cast<std::uint64_t>(-1),
+                                      0};
+    auto page = inject_syscall(tid, SYS_mmap, map_args, "cannot map a page in the program");
+    if (!page) return page.error();
+    const std::uint64_t landing = *page;
+    std::vector<std::uint8_t> bytes(16, 0);
+    const auto brk = arch_.breakpoint_instruction();
+    std::copy(brk.begin(), brk.end(), bytes.begin());
+    bytes.insert(bytes.end(), path.begin(), path.end());
+    bytes.push_back(0);
+
+    Status status = raw_write(landing, bytes);
+    if (status) {
+        const std::uint64_t open_args[] = {landing + 16, RTLD_NOW};
+        auto handle = inject_call(tid, loader->dlopen, open_args, landing);
+        if (!handle) {
+            status = make_error(handle.error().code, "dlopen: " + handle.error().text);
+        } else if (*handle == 0) {
+            std::string why = "dlopen failed";
+            if (loader->dlerror)
+                if (auto text = inject_call(tid, loader->dlerror, {}, landing); text && *text) {
+                    std::vector<std::uint8_t> s(kMaxErrorText);
+                    std::size_t got = 0;
+                    if (raw_read(*text, s, got)) {
+                        const auto* c = reinterpret_cast<const char*>(s.data());
+                        why = std::string(c, strnlen(c, got));
+                    }
+                }
+            status = make_error(ErrorCode::SystemError, why);
+        } else {
+            spdlog::debug("thread {}: dlopen(\"{}\") = 0x{:x}", tid, path, *handle);
+        }
+    }
+    const std::uint64_t unmap_args[] = {landing, kPage, 0, 0, 0, 0};
+    if (!inject_syscall(tid, SYS_munmap, unmap_args, "munmap"))
+        spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
+                     landing);
+    return status;
+}
+
+} // namespace tpagent::process

@@ -1,0 +1,283 @@
+// Displaced-execution sites: breakpoints whose original instructions run from pads in the
+// inferior, the system-call injection that maps pads (inferior_pads.cpp), and threads
+// stepped out of pads before gdb sees them.
+#include "process/linux/inferior.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+namespace tpagent::process {
+
+namespace {
+// wait_own_resume: the thread stopped on a fault of the collector's copy, now recovered.
+constexpr int kRecoveredFault = -1;
+// Instructions a thread may take to get out of a pad and the collector (a collector waiting
+// inside a system call or the vDSO could take long one step at a time).
+constexpr std::uint64_t kMaxPadExitInstructions = 200000;
+} // namespace
+
+Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
+    if (user_breakpoints_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
+                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
+                                      "them there",
+                                      addr, fast->second.code.covered, fast->first));
+    if (auto s = breakpoints_->insert(addr); !s) return s;
+    user_breakpoints_.insert(addr);
+    return ok_status();
+}
+
+Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
+    if (!user_breakpoints_.erase(addr))
+        return make_error(ErrorCode::NotFound, "no breakpoint there");
+    return breakpoints_->remove(addr);
+}
+
+Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
+                                               std::span<const std::uint64_t> args,
+                                               std::string_view what) {
+    auto cur = snapshot(tid);
+    if (!cur) return cur.error();
+    const arch::RegisterSnapshot saved = **cur;
+    std::uint64_t pc = arch_.pc(saved);
+    auto insn = arch_.syscall_instruction();
+    std::vector<std::uint8_t> original(insn.size());
+    std::size_t got = 0;
+    if (auto r = raw_read(pc, original, got); !r || got != original.size())
+        return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
+    if (auto w = raw_write(pc, insn); !w) return w.error();
+    // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
+    arch::RegisterSnapshot call = saved;
+    arch_.set_syscall(call, number, args, pc);
+    Status result = arch_.write_snapshot(tid, call);
+    std::int64_t value = -1;
+    if (result) {
+        // One step runs the system call; a signal arriving meanwhile is kept for later.
+        while (true) {
+            ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
+            int status = 0;
+            if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+                result = make_error(ErrorCode::SystemError, "thread vanished during a system call");
+                break;
+            }
+            if (WSTOPSIG(status) == SIGTRAP) break;
+            if (WSTOPSIG(status) != SIGSTOP)
+                threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
+            else
+                threads_[tid].stop_requested = false; // ours, taken: none is on its way now
+        }
+        arch::RegisterSnapshot after;
+        if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
+    }
+    // Put back the code and the registers; if either cannot be, the thread must not run on.
+    Status restored = raw_write(pc, original);
+    if (restored) restored = arch_.write_snapshot(tid, saved);
+    threads_[tid].regs = saved;
+    if (!restored) {
+        spdlog::error("thread {}: cannot undo an injected system call at 0x{:x}: {}", tid, pc,
+                      restored.error().text);
+        return restored.error();
+    }
+    if (!result) return result.error();
+    if (value < 0 && value > -4096) // the kernel's -errno
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("{}: {}", what, std::strerror(static_cast<int>(-value))));
+    return static_cast<std::uint64_t>(value);
+}
+
+Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
+                                                 std::span<const std::uint8_t> code) {
+    // Relocate once for a provisional address to learn the size, then for the real pad.
+    auto probe = arch_.relocate(code, addr, addr, 1);
+    if (!probe) return probe.error();
+    auto pad = allocate_pad(addr, probe->code.size() + 32);
+    if (!pad) return pad.error();
+    auto reloc = arch_.relocate(code, addr, *pad, 1);
+    if (!reloc) return reloc.error();
+    if (auto w = raw_write(*pad, reloc->code); !w) return w.error();
+    return Site{*pad, std::move(*reloc)};
+}
+
+Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
+    const std::uint64_t window = arch_.interruption_window();
+    if (window == 0) return ok_status();
+    // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
+    constexpr std::uint64_t kPage = 4096;
+    const std::uint64_t page = addr & ~(kPage - 1);
+    const std::uint64_t start = addr - std::min(window, addr - page);
+    std::vector<std::uint8_t> code(addr - start + std::min(window, page + kPage - addr));
+    auto got = read_memory(start, code); // breakpoints hidden: the program's own code
+    if (!got) return got.error();
+    const std::size_t at = addr - start;
+    if (*got <= at) return ok_status(); // no code read from addr on: nothing to find
+    const std::span<const std::uint8_t> read(code.data(), *got);
+    const auto before = read.first(at), from = read.subspan(at);
+    if (auto hazard = arch_.interruption_hazard(addr, before, from, stepped))
+        return make_error(ErrorCode::NotAllowed, *hazard);
+    return ok_status();
+}
+
+Status Inferior::add_site(std::uint64_t addr) {
+    if (sites_.count(addr)) return ok_status();
+    if (const auto* fast = fast_site_covering(addr))
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
+                                      "at 0x{:x}",
+                                      fast->first, addr));
+    if (auto s = check_interruptible(addr); !s) return s;
+    std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
+    auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
+    if (!got) return got.error();
+    code.resize(*got);
+    auto pad = place_displaced(addr, code);
+    if (!pad) {
+        // Stepped over in place instead: exact for one thread; a thread that reaches the
+        // address while another steps over it passes it unseen.
+        if (auto s = check_interruptible(addr, true); !s) return s;
+        spdlog::debug("trap tracepoint at 0x{:x}: {}; stepping over it in place", addr,
+                      pad.error().text);
+        pad = Site{};
+    }
+    if (auto b = breakpoints_->insert(addr); !b) return b;
+    sites_[addr] = std::move(*pad);
+    recently_removed_sites_.erase(addr);
+    publish_code_patches();
+    return ok_status();
+}
+
+void Inferior::remove_site(std::uint64_t addr) {
+    if (!sites_.erase(addr)) return;
+    // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
+    // handler (recently_removed_sites_), which passes threads over it.
+    if (auto r = breakpoints_->remove(addr); !r)
+        spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
+    recently_removed_sites_.insert(addr);
+}
+
+void Inferior::remove_all_sites() {
+    while (!sites_.empty())
+        remove_site(sites_.begin()->first);
+}
+
+} // namespace tpagent::process
+
+namespace tpagent::process {
+
+bool Inferior::in_tpagent_code(std::uint64_t pc) const {
+    if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
+    return pad_pages_.contains(pc);
+}
+
+void Inferior::leave_pads() {
+    if (pad_pages_.empty()) return;
+    for (auto& [tid, t] : threads_)
+        leave_pads(tid, t);
+}
+
+// Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
+// thread killed from outside takes its status with it; its process's end is still seen
+// through the main thread). A fault of the collector's copy is recovered (the thread goes on
+// from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
+// for later.
+int Inferior::wait_own_resume(pid_t tid, Thread& t) {
+    t.regs.reset();
+    int status = 0;
+    if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
+    const int sig = WSTOPSIG(status);
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+        t.regs.reset();
+        return kRecoveredFault;
+    }
+    if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
+    if (sig == SIGSTOP) t.stop_requested = false; // ours, taken: none is on its way now
+    return sig;
+}
+
+// Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
+bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
+    if (auto s = breakpoints_->insert(addr); !s) return false;
+    bool arrived = false;
+    for (;;) {
+        if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
+        const int sig = wait_own_resume(tid, t);
+        if (sig == kRecoveredFault) continue; // the copy read short; on to the return
+        if (sig == SIGTRAP) {
+            auto s = snapshot(tid, false);
+            if (s && arch_.pc(**s) == arch_.pc_after_breakpoint(addr)) {
+                arch_.set_pc(**s, addr);
+                arrived = static_cast<bool>(arch_.write_general_registers(tid, **s));
+            }
+        }
+        break;
+    }
+    t.regs.reset();
+    if (auto s = breakpoints_->remove(addr); !s)
+        spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
+                     s.error().text);
+    return arrived;
+}
+
+// A thread stopped by all-stop inside a pad or the collector runs on alone, to the collector's
+// return with a breakpoint, then one instruction at a time, to the next instruction boundary
+// of the program's own code: what it was doing anyway. A thread with an event of its own (a
+// signal it got there) is only moved back if it stands on an instruction boundary; running it
+// could raise the signal again.
+void Inferior::leave_pads(pid_t tid, Thread& t) {
+    const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
+    bool ran_to_return = false;
+    for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
+        auto s = snapshot(tid, false);
+        if (!s) return;
+        const std::uint64_t pc = arch_.pc(**s);
+        std::optional<std::uint64_t> back;
+        for (const auto& [addr, site] : sites_) {
+            if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
+                back = at;
+                if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
+            }
+        }
+        for (const auto& [addr, site] : fast_sites_) {
+            // At the site itself the collector has run and the instruction has not: step it,
+            // unless the thread must not run (back at the jump, it would collect once more).
+            auto at = arch::original_address(site.code, site.pad + site.relocated_offset, addr, pc);
+            if (at && (*at != addr || has_event)) back = at;
+        }
+        if (back) {
+            arch_.set_pc(**s, *back);
+            if (auto w = arch_.write_general_registers(tid, **s); !w)
+                spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+            else
+                spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
+            break;
+        }
+        std::optional<std::uint64_t> collector_return;
+        if (agent_code_ && agent_code_->collector_frame)
+            if (auto frame = agent_code_->collector_frame(arch_.sp(**s))) {
+                std::uint64_t back = 0;
+                auto got =
+                    read_memory(*frame - 8, std::span(reinterpret_cast<std::uint8_t*>(&back), 8));
+                collector_return = got && *got == 8 ? back : 0;
+            }
+        if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
+        // (Not while other threads run, in non-stop mode: they would stop there too.)
+        if (collector_return && *collector_return && !ran_to_return && !others_running(tid)) {
+            // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a
+            // thread stamped but not yet at its clock would read it that late.
+            ran_to_return = true;
+            if (!run_to(tid, t, *collector_return)) break;
+            spdlog::debug("thread {}: ran out of the collector to 0x{:x}", tid, *collector_return);
+            continue;
+        }
+        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
+        if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
+            break;
+    }
+    t.step_from_site.reset(); // a gdb step it was in the middle of has been done
+    t.fast_step.reset();
+}
+
+} // namespace tpagent::process

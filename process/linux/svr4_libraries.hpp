@@ -1,0 +1,21 @@
+// The SVR4 shared-library list (qXfer:libraries-svr4:read), read from the dynamic linker's
+// r_debug / link_map chain in the inferior's memory.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tpagent::process {
+
+// Reads exactly out.size() bytes at addr; false if any is unreadable.
+using MemoryReader = std::function<bool(std::uint64_t addr, std::span<std::uint8_t> out)>;
+
+// `auxv` is the raw /proc/PID/auxv of a 64-bit process.
+std::string svr4_library_list(std::string_view auxv, const MemoryReader& read);
+
+// The value of an auxv entry (AT_BASE, AT_PHDR...); 0 where there is none.
+std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type);
+
+} // namespace tpagent::process

@@ -1,0 +1,264 @@
+// What tpagent asks of a traced program: run control, registers, memory, breakpoints and the
+// sites tracepoints are made of. process/linux/Inferior is the real one (ptrace); the server's
+// tests drive their handlers against fakes. All-stop: when one thread has something to report,
+// every other thread is stopped before the event is handed out (non-stop: see set_non_stop).
+#pragma once
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include "process/branch_trace.hpp"
+#include "process/static_marker.hpp"
+#include "process/stop_event.hpp"
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace tpagent::process {
+
+struct LaunchSpec {
+    std::vector<std::string> program; // PROG ARGS...
+    std::vector<std::string> wrapper; // run through this, which must exec PROG
+    bool disable_randomization = true;
+    bool stdio_is_protocol = false; // keep the program off our stdin/stdout
+    std::string preload;            // a library to add to LD_PRELOAD
+    // gdb's `set/unset environment` (QEnvironment*): NAME -> value, nullopt = unset.
+    std::map<std::string, std::optional<std::string>> environment;
+};
+
+// What one thread is asked to do by a resume request.
+struct ThreadResume {
+    pid_t tid = 0;
+    bool step = false;
+    int signal = 0; // host signal to deliver
+    // Range stepping: steps on while the pc stays in [range_start, range_end) (empty: none).
+    std::uint64_t range_start = 0, range_end = 0;
+};
+
+class Target {
+  public:
+    virtual ~Target() = default;
+
+    virtual pid_t pid() const = 0;
+    virtual bool was_attached() const = 0;
+    virtual bool alive() const = 0;
+    virtual bool running() const = 0;
+    virtual const std::string& executable() const = 0;
+    // The SDT markers of the executable and the libraries mapped now, by address.
+    virtual std::vector<StaticMarker> static_markers() const { return {}; }
+
+    virtual std::vector<pid_t> thread_ids() const = 0;
+    virtual bool has_thread(pid_t tid) const = 0;
+    virtual std::string thread_name(pid_t tid) const = 0;
+
+    // Registers of a stopped thread, in gdb's `g` layout.
+    // full=false reads only the general registers (the rest are marked unavailable): cheaper.
+    virtual Result<std::vector<std::uint8_t>>
+    read_registers(pid_t tid, std::vector<bool>& available, bool full = true) = 0;
+    virtual Status write_registers(pid_t tid, std::span<const std::uint8_t> g) = 0;
+    virtual Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) = 0;
+    virtual Result<std::uint64_t> read_pc(pid_t tid) = 0;
+    // The siginfo of a stopped thread's last stop, as the kernel has it (gdb's $_siginfo), and
+    // a new one for the signal it is resumed with.
+    virtual Result<std::vector<std::uint8_t>> read_siginfo(pid_t /*tid*/) {
+        return make_error(ErrorCode::Unsupported, "no siginfo here");
+    }
+    virtual Status write_siginfo(pid_t /*tid*/, std::span<const std::uint8_t> /*siginfo*/) {
+        return make_error(ErrorCode::Unsupported, "no siginfo here");
+    }
+
+    // Memory as the program's own: everything tpagent patched in (breakpoint instructions,
+    // fast-tracepoint jumps) is hidden from reads and kept by writes, which change what the
+    // patches stand for (a write into a fast tracepoint's instructions rebuilds its pad).
+    // Reads return how many bytes were readable from the start (0 bytes readable is an error).
+    virtual Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
+    virtual Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) = 0;
+
+    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints. One at a fast
+    // tracepoint's address stops threads before its jump; one inside the instructions the
+    // jump replaces is refused (no thread runs those bytes).
+    virtual Status insert_user_breakpoint(std::uint64_t addr) = 0;
+    virtual Status remove_user_breakpoint(std::uint64_t addr) = 0;
+    virtual bool user_breakpoint_at(std::uint64_t addr) const = 0;
+
+    // Displaced-execution sites (trap tracepoints): a breakpoint whose original instruction is
+    // run from a pad mapped near the code, so a thread passes the site with a single stop.
+    struct SiteHit {
+        bool consumed = false;   // handled here: resume the thread unless gdb has a breakpoint too
+        std::uint64_t steps = 0; // then single-step this many times (while-stepping)
+    };
+    using SiteHitHandler = std::function<SiteHit(pid_t tid, std::uint64_t site)>;
+    using SiteStepHandler = std::function<void(pid_t tid, std::uint64_t site)>;
+    virtual void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) = 0;
+    // All threads must be stopped (a pad may have to be mapped with an injected mmap).
+    virtual Status add_site(std::uint64_t addr) = 0;
+    virtual void remove_site(std::uint64_t addr) = 0;
+    virtual void remove_all_sites() = 0;
+    virtual bool has_site(std::uint64_t addr) const = 0;
+
+    // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
+    // collector(argument, block, frame, anchor) in the program (see arch::JumpPadRequest). All
+    // threads must be stopped; a thread stopped inside the displaced bytes is moved into the pad,
+    // and out again on removal. Pads are never unmapped: a thread may still be running one.
+    virtual Status add_fast_site(std::uint64_t addr, std::uint64_t collector,
+                                 std::uint64_t argument, arch::FastPadOptions options) = 0;
+    virtual void remove_fast_site(std::uint64_t addr) = 0;
+    // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
+    // at a time: begin writes the pad's own code and says where the first instruction goes;
+    // each relocated length gives the next move, and after the last the jump back and the patch
+    // go in (nullopt). A failure (or abandon) leaves nothing installed at that address.
+    struct InstructionMove {
+        std::uint64_t from = 0; // the original instruction
+        std::uint64_t to = 0;   // where its relocated form goes in the pad
+    };
+    virtual Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
+                                                    std::uint64_t argument,
+                                                    arch::FastPadOptions options) = 0;
+    virtual Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) = 0;
+    virtual void abandon_fast_site() = 0;
+    // Executable code for the program (compiled agent expressions), in pad memory near `near`.
+    virtual Result<std::uint64_t> place_code(std::uint64_t near,
+                                             std::span<const std::uint8_t> code) = 0;
+    virtual void remove_all_fast_sites() = 0;
+    // Maps [addr, addr + length) of a shared mapping of the program into its page tables now
+    // (all threads stopped), so that its threads do not fault page by page on their first
+    // writes. A target that cannot leaves them to fault.
+    virtual Status map_now(std::uint64_t /*addr*/, std::uint64_t /*length*/) {
+        return make_error(ErrorCode::Unsupported, "not supported by this target");
+    }
+    // Loads a shared library into the program (its own dlopen; all threads stopped).
+    virtual Status load_library(const std::string& /*path*/) {
+        return make_error(ErrorCode::Unsupported, "not supported by this target");
+    }
+    virtual bool has_fast_site(std::uint64_t addr) const = 0;
+
+    // Installs hardware watchpoints/breakpoints (Z1..Z4).
+    virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
+    virtual Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
+
+    // Starts the threads named in `actions`; the rest stay stopped. If a thread already has an
+    // event waiting, nothing is resumed and that event is returned at once.
+    virtual Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) = 0;
+    // Called when SIGCHLD arrived: reaps wait statuses; returns an event once all threads stopped.
+    virtual std::optional<StopEvent> poll() = 0;
+    // Resumes every thread (gdb gone, a trace keeps running).
+    virtual Status resume_all() = 0;
+
+    // Non-stop mode (QNonStop:1): an event stops its own thread only and is handed out by
+    // poll() while the others run on; resume() starts the threads named and never reports at
+    // once (an event held for one of them comes from the next poll()). Leaving non-stop mode
+    // stops every thread.
+    virtual Status set_non_stop(bool on) {
+        if (!on) return ok_status();
+        return make_error(ErrorCode::Unsupported, "non-stop mode is not supported");
+    }
+    // Whether gdb is to see the thread as stopped: its stop was reported (or is being), or it
+    // was never resumed.
+    virtual bool thread_stopped(pid_t /*tid*/) const { return !running(); }
+    // vCont;t (non-stop): each thread named that runs stops, and reports signal 0.
+    virtual void stop_threads(const std::vector<pid_t>& /*tids*/) {}
+    // Non-stop: stops the running threads for an operation that needs every thread stopped
+    // (patching code, injected calls, detaching), and lets them go on after it; an event that
+    // came meanwhile is reported instead. Calls nest.
+    virtual Status pause_all() { return ok_status(); }
+    virtual void unpause_all() {}
+    // Stops every thread now, waiting for them (a gdb connects to a running program). The event
+    // is a stop with signal 0 on the main thread, or the process's exit if it ended meanwhile.
+    virtual std::optional<StopEvent> stop_all_now() = 0;
+    // Ctrl-C from gdb: makes the process stop with SIGINT.
+    virtual void interrupt() = 0;
+    // Signals (host numbers) delivered to the program without stopping (QPassSignals).
+    virtual void set_pass_signals(std::set<int> signals) = 0;
+    // QCatchSyscalls: stop at the entry and return of these system calls (every one if the
+    // set is empty; none if nullopt).
+    virtual void set_catch_syscalls(std::optional<std::set<int>> /*syscalls*/) {}
+    // The events gdb asked for in qSupported, beyond stops and exits.
+    struct EventReports {
+        // exec-events: an execve stops the program with an event naming the new program
+        // (else it runs on into the new program, tpagent forgetting the old one's state).
+        bool exec = false;
+        // no-resumed: when the last thread gdb resumed exits and the others stay stopped
+        // (scheduler-locking), an event says so (else gdb would wait for ever).
+        bool no_resumed = false;
+        // fork-events: a fork stops the parent with an event naming the child, which is
+        // held stopped (its copy of the code cleaned) until gdb detaches it or follows it.
+        bool fork = false;
+        // vfork-events: as fork, the child held (sharing the parent's memory, so left as it
+        // is); the parent's vfork-done is reported too.
+        bool vfork = false;
+        // QThreadEvents (non-stop only): a new thread reports its creation and waits for
+        // gdb; a thread's exit is reported.
+        bool threads = false;
+    };
+    virtual void set_event_reports(EventReports /*reports*/) {}
+    // A child reported by a fork event and held for gdb.
+    virtual bool is_fork_child(pid_t /*pid*/) const { return false; }
+    virtual std::vector<pid_t> fork_children() const { return {}; }
+    // Lets a held child run on untraced (gdb's detach-on-fork); false if there is none.
+    virtual bool release_fork_child(pid_t /*pid*/) { return false; }
+    // Kills a held child (gdb's kill); false if there is none.
+    virtual bool kill_fork_child(pid_t /*pid*/) { return false; }
+    // A child held for gdb, as a target of its own: gdb follows it (follow-fork-mode child,
+    // or it detaches the parent of a child it kept), or addresses it (detach-on-fork off).
+    // pid 0: the only one held. nullptr if there is none such. A vfork child shares this
+    // process's memory: tpagent's own breakpoints in it are lifted meanwhile.
+    virtual std::unique_ptr<Target> take_fork_child(pid_t /*pid*/ = 0) { return nullptr; }
+    // gdb's breakpoints in memory, with the bytes each replaced.
+    using BreakpointBytes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
+    // A vfork child's memory stops being its parent's (it exits or execs): `hand_back` gets
+    // the breakpoints gdb put in that memory through the child first.
+    virtual void when_memory_unshared(std::function<void(BreakpointBytes)> /*hand_back*/) {}
+    // Takes over breakpoints already in this process's memory (handed back by a vfork child).
+    virtual void take_breakpoints(const BreakpointBytes& /*breakpoints*/) {}
+
+    // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
+    // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,
+    // not the program's: the pc moves to copy_fault (which returns a short count) and the
+    // signal is never delivered. A thread stopped in [code_begin, code_end) is collecting: it
+    // is stepped out (with threads in pads) before gdb sees a stop.
+    struct InprocAgentCode {
+        std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
+        std::uint64_t code_begin = 0, code_end = 0;
+        // If a thread whose stack pointer is `sp` is inside a collector call, also where the
+        // collector called out of the library (the vDSO's clock, the C library), the stack
+        // pointer the pad called with: the call returns to the address just below it. Such a
+        // thread runs on to there, and is stepped on out of the pad, so no run starts or
+        // ends with a frame half written.
+        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_frame;
+    };
+    virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
+    // Called when the process execs: the old image, and everything placed in it, is gone.
+    virtual void set_exec_handler(std::function<void()> handler) = 0;
+
+    // Branch trace (record btrace), per thread. Where the hardware has no BTS, the software
+    // recorder runs a recorded thread from branch to branch as `method` says.
+    struct BranchTraceRequest {
+        BranchTraceFormat format = BranchTraceFormat::Bts;
+        std::uint32_t size = 0x10000;
+        BranchStepMethod method = BranchStepMethod::BlockEnds;
+    };
+    virtual Result<BranchTraceConfig> enable_branch_trace(pid_t /*tid*/,
+                                                          const BranchTraceRequest& /*request*/) {
+        return make_error(ErrorCode::Unsupported, "Target does not support branch tracing.");
+    }
+    virtual Status disable_branch_trace(pid_t /*tid*/) {
+        return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
+    }
+    virtual Result<BranchTraceConfig> branch_trace_config(pid_t /*tid*/) const {
+        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    }
+    virtual Result<std::vector<BranchBlock>> read_branch_trace(pid_t /*tid*/,
+                                                               BranchTraceRead /*kind*/) {
+        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    }
+
+    virtual Status kill() = 0;
+    virtual Status detach() = 0;
+};
+
+} // namespace tpagent::process
