@@ -1,6 +1,6 @@
 #include "experiment/inproc_region.hpp"
 #include "process/linux/code_guard.hpp"
-#include "process/linux/pad_allocator.hpp"
+#include "base/proc_maps.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
 #include <cstddef>
@@ -57,9 +57,9 @@ Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
     std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
     // Should tpagent die, its watchdog gives the buffer's pages back in the program.
     if (known)
-        process::code_guard::publish_shared_pages(pid,
-                                         {file.st_dev, file.st_ino, kConfigOffset,
-                                          kRegionBytes - kConfigOffset, offsetof(Header, tracing)});
+        process::code_guard::publish_shared_pages(pid, {file.st_dev, file.st_ino, kConfigOffset,
+                                                        kRegionBytes - kConfigOffset,
+                                                        offsetof(Header, tracing)});
     return region;
 }
 
@@ -330,7 +330,7 @@ void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
 
 std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
     std::vector<ReadableRange> out;
-    for (const process::MappedRange& m : process::parse_maps(read_file(fmt::format("/proc/{}/maps", pid)))) {
+    for (const MappedRange& m : read_maps(pid)) {
         if (!m.readable || m.name == "[vvar]") continue;
         if (!out.empty() && out.back().end == m.start)
             out.back().end = m.end;

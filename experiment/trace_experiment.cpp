@@ -193,7 +193,8 @@ Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, st
     return false;
 }
 
-Status TraceExperiment::set_enabled(std::string_view payload, bool enabled, process::Target* inferior) {
+Status TraceExperiment::set_enabled(std::string_view payload, bool enabled,
+                                    process::Target* inferior) {
     auto key = trace::parse_tracepoint_key(payload);
     if (!key) return key.error();
     if (auto s = table_.set_enabled(*key, enabled); !s) return s;

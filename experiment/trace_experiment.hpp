@@ -43,7 +43,7 @@ class TraceExperiment {
     bool running() const { return running_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
-    void init();                                                   // QTinit
+    void init();                                                            // QTinit
     Status define(std::string_view payload, process::Target* inferior);     // QTDP
     Status add_source(std::string_view payload, process::Target* inferior); // QTDPsrc
     // A fast tracepoint's jump covering `addr` gives way to a trap site (the tracepoint is
@@ -98,7 +98,8 @@ class TraceExperiment {
   private:
     Status install(process::Target& inferior, std::uint64_t addr);
     void complete_pending(process::Target* inferior); // keeps what gdb left unfinished
-    Status on_defined(const trace::TracepointTable::DefineOutcome& outcome, process::Target* inferior);
+    Status on_defined(const trace::TracepointTable::DefineOutcome& outcome,
+                      process::Target* inferior);
     // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
     std::set<std::uint64_t> fast_needing_traps(const process::Target& inferior) const;
     bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;

@@ -2,7 +2,7 @@
 // QTStart, installing the jumps; hit counts and variables taken in from the region.
 #include "experiment/trace_experiment.hpp"
 #include "arch/compiler_backend.hpp"
-#include "process/linux/pad_allocator.hpp"
+#include "base/proc_maps.hpp"
 #include "base/proc_files.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
@@ -20,15 +20,16 @@ using namespace inproc;
 
 // The library's copy routine (faults recovered) and code (threads stepped out of it), from the
 // header and the mappings of the file that holds the collector.
-process::Target::InprocAgentCode agent_code_of(pid_t pid, const std::shared_ptr<InprocRegion>& region) {
+process::Target::InprocAgentCode agent_code_of(pid_t pid,
+                                               const std::shared_ptr<InprocRegion>& region) {
     const Header& lib = region->header();
     process::Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
     code.collector_frame = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
         const auto r = weak.lock();
         return r ? r->collector_frame(sp) : std::nullopt;
     };
-    const auto maps = process::parse_maps(read_file(fmt::format("/proc/{}/maps", pid)));
-    auto holder = std::find_if(maps.begin(), maps.end(), [&](const process::MappedRange& m) {
+    const auto maps = read_maps(pid);
+    auto holder = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
         return m.start <= lib.collector && lib.collector < m.end;
     });
     if (holder == maps.end() || holder->name.empty()) return code;
@@ -158,7 +159,8 @@ Result<ActionRecord> RecordWriter::expression(const trace::Expression& e, std::u
 
 // A g block of one of the program's threads, where it has every register that is the same
 // in all of them (Architecture::FastBlockTail::constant_regnums); else empty.
-std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch, process::Target& inferior) {
+std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch,
+                                             process::Target& inferior) {
     const auto constants = arch.fast_block_tail().constant_regnums;
     if (constants.empty()) return {};
     for (pid_t tid : inferior.thread_ids()) {

@@ -4,7 +4,7 @@
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
-#include "process/linux/signals.hpp"
+#include "protocol/signals.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
@@ -140,7 +140,7 @@ Result<std::set<int>> parse_signal_list(std::string_view args) {
     for (std::string_view field : split(args, ';')) {
         auto n = parse_hex_u64(field);
         if (!n || *n > 255) return make_error(ErrorCode::BadPacket, "bad signal number");
-        if (int host = process::gdb_to_host_signal(static_cast<int>(*n))) out.insert(host);
+        if (int host = protocol::gdb_to_host_signal(static_cast<int>(*n))) out.insert(host);
     }
     return out;
 }

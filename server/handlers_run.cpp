@@ -3,7 +3,7 @@
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
-#include "process/linux/signals.hpp"
+#include "protocol/signals.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
@@ -54,7 +54,7 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
         if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w)
             return reply_error(w.error());
     }
-    int host_sig = process::gdb_to_host_signal(req->signal);
+    int host_sig = protocol::gdb_to_host_signal(req->signal);
     std::vector<process::ThreadResume> plan;
     // c/s move every thread (all-stop); the signal and the step go to the selected thread.
     pid_t focus = s.continue_thread > 0 ? s.continue_thread : current;
@@ -138,7 +138,8 @@ std::string handle_vcont(Session& s, std::string_view args) {
                 if (s.non_stop() && !stopped) stops.push_back(tid);
             } else if (!s.non_stop() || (stopped && !s.stop_unacknowledged(tid))) {
                 plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
-                                process::gdb_to_host_signal(a.signal), a.range_start, a.range_end});
+                                protocol::gdb_to_host_signal(a.signal), a.range_start,
+                                a.range_end});
             }
             break;
         }

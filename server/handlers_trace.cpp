@@ -207,8 +207,8 @@ std::string handle_trace_save(Session& s, std::string_view args) {
     if (!path) return reply_error_text(path.error());
     if (auto can = can_save_to(*name, *path); !can) return reply_error_text(can.error());
     auto xml = arch::host_architecture().feature_xml("target.xml");
-    return status_to_reply(experiment::write_trace_file(*path, experiment(s), xml ? *xml : std::string(),
-                                            s.server().options().save_dir));
+    return status_to_reply(experiment::write_trace_file(
+        *path, experiment(s), xml ? *xml : std::string(), s.server().options().save_dir));
 }
 
 namespace {

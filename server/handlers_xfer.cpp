@@ -89,10 +89,11 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
         auto* inf = s.live_inferior();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
-        return process::svr4_library_list(auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
-            auto got = inf->read_memory(addr, out);
-            return got && *got == out.size();
-        });
+        return process::svr4_library_list(auxv,
+                                          [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
+                                              auto got = inf->read_memory(addr, out);
+                                              return got && *got == out.size();
+                                          });
     });
 }
 

@@ -412,7 +412,8 @@ void Server::save_trace_automatically(pid_t pid) {
     const std::string path = fmt::format("{}/tpagent-{}-{:%Y%m%d-%H%M%S}.tf", *options_.save_dir,
                                          pid, fmt::localtime(std::time(nullptr)));
     auto xml = arch::host_architecture().feature_xml("target.xml");
-    if (auto s = experiment::write_trace_file(path, experiment_, xml ? *xml : std::string(), options_.save_dir);
+    if (auto s = experiment::write_trace_file(path, experiment_, xml ? *xml : std::string(),
+                                              options_.save_dir);
         !s)
         fmt::print(stderr, "Could not save the trace: {}\n", s.error().text);
     else
@@ -475,7 +476,8 @@ void Server::session_closed(Session&) {
         // gdb went away without detaching: the program stays, stopped, for the next gdb.
         if (!tracing_on) {
             if (experiment_.running())
-                experiment_.stop_for({protocol::TraceStopReason::Kind::Disconnected, {}, 0}, inferior_.get());
+                experiment_.stop_for({protocol::TraceStopReason::Kind::Disconnected, {}, 0},
+                                     inferior_.get());
             if (inferior_ && inferior_->running()) inferior_->interrupt();
         }
         fmt::print(stderr,

@@ -109,7 +109,7 @@ class Server {
     // The program (and arguments) started last, which R starts again.
     const std::vector<std::string>& last_program() const { return last_program_; }
     process::Target::EventReports event_reports; // what gdb's qSupported asked for
-    bool non_stop = false;              // QNonStop
+    bool non_stop = false;                       // QNonStop
     // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
     process::BranchStepMethod btrace_method = process::BranchStepMethod::BlockEnds;
     // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
@@ -153,8 +153,8 @@ class Server {
     experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<process::StopEvent> unreported_; // what happened while no gdb was connected
-    bool running_without_gdb_ = false;    // the program runs on for a disconnected trace
-    std::optional<ProgramImage> image_;   // of that program
+    bool running_without_gdb_ = false;             // the program runs on for a disconnected trace
+    std::optional<ProgramImage> image_;            // of that program
     std::optional<ExitedProgram> exited_;
     bool exited_shown_ = false; // a gdb has connected since that program ended
     int exit_status_ = 0;

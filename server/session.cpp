@@ -2,7 +2,7 @@
 #include "server/debug_output.hpp"
 #include "server/packet_handlers.hpp"
 #include "server/server.hpp"
-#include "process/linux/signals.hpp"
+#include "protocol/signals.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/packet.hpp"
@@ -362,7 +362,8 @@ void Session::dispatch(const std::string& payload) {
 }
 
 std::string Session::run_paused(std::string_view name, const std::function<std::string()>& run) {
-    process::Target* paused = non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
+    process::Target* paused =
+        non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
     if (paused)
         if (auto p = paused->pause_all(); !p) {
             paused->unpause_all();
@@ -423,7 +424,8 @@ void Session::on_stop(const process::StopEvent& ev) {
             if (after_first != stop_notifications_.end()) ++after_first;
             stop_notifications_.erase(std::remove_if(after_first, stop_notifications_.end(),
                                                      [](const process::StopEvent& e) {
-                                                         return e.kind == process::StopEvent::Kind::Signal;
+                                                         return e.kind ==
+                                                                process::StopEvent::Kind::Signal;
                                                      }),
                                       stop_notifications_.end());
         }
@@ -470,7 +472,7 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
         return protocol::encode_stop_reply(r);
     case process::StopEvent::Kind::Killed:
         r.kind = protocol::StopReply::Kind::Killed;
-        r.code = process::host_to_gdb_signal(ev.signal);
+        r.code = protocol::host_to_gdb_signal(ev.signal);
         return protocol::encode_stop_reply(r);
     case process::StopEvent::Kind::Signal:
         break;
@@ -482,7 +484,7 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
         r.thread = thread_id(ev.tid);
         return protocol::encode_stop_reply(r);
     }
-    r.code = process::host_to_gdb_signal(ev.signal);
+    r.code = protocol::host_to_gdb_signal(ev.signal);
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {
         const auto& arch = arch::host_architecture();
         std::vector<bool> avail;
@@ -531,7 +533,8 @@ std::string Session::non_stop_status() {
     // Stops not taken by gdb yet keep what they say (a fork's child, say) in the new sequence.
     std::map<pid_t, process::StopEvent> untaken;
     for (const process::StopEvent& ev : stop_notifications_)
-        if (ev.kind == process::StopEvent::Kind::Signal && !ev.thread_exited) untaken.emplace(ev.tid, ev);
+        if (ev.kind == process::StopEvent::Kind::Signal && !ev.thread_exited)
+            untaken.emplace(ev.tid, ev);
     stop_notifications_.clear();
     auto* inf = live_inferior();
     if (!inf) return protocol::reply_ok();
@@ -581,16 +584,18 @@ std::string Session::status_reply() {
     if (const auto* gone = exited_program()) {
         // Stopped, as a program gdb connects to is; the registers are not there to expedite.
         protocol::StopReply r;
-        r.code = process::host_to_gdb_signal(SIGTRAP);
+        r.code = protocol::host_to_gdb_signal(SIGTRAP);
         r.thread = thread_id(gone->end.pid);
         return protocol::encode_stop_reply(r);
     }
     auto* inf = live_inferior();
     if (!inf) {
-        if (last_stop && last_stop->kind != process::StopEvent::Kind::Signal) return stop_reply(*last_stop);
+        if (last_stop && last_stop->kind != process::StopEvent::Kind::Signal)
+            return stop_reply(*last_stop);
         return "W00"; // no process
     }
-    if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal && inf->has_thread(last_stop->tid))
+    if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal &&
+        inf->has_thread(last_stop->tid))
         return stop_reply(*last_stop);
     process::StopEvent ev;
     ev.pid = inf->pid();

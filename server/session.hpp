@@ -134,7 +134,8 @@ class Session {
     std::string run_paused(std::string_view name, const std::function<std::string()>& run);
     void send_notification(const std::string& payload);
     std::deque<process::StopEvent> stop_notifications_; // the first one is out, awaiting vStopped
-    std::map<pid_t, process::StopEvent> thread_stops_;  // each thread's last stop reported (non-stop)
+    std::map<pid_t, process::StopEvent>
+        thread_stops_; // each thread's last stop reported (non-stop)
     bool deferred_ = false;
     bool suppressed_ = false;
     bool waiting_ = false;

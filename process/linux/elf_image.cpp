@@ -1,5 +1,5 @@
 #include "process/linux/elf_image.hpp"
-#include "process/linux/pad_allocator.hpp"
+#include "base/proc_maps.hpp"
 #include "base/proc_files.hpp"
 #include <cstring>
 #include <fcntl.h>
@@ -109,7 +109,7 @@ std::optional<std::uint64_t> link_base(const ElfImage& elf) {
 std::map<std::string, std::uint64_t> mapped_files(pid_t pid) {
     // The maps are sorted: the first mapping at offset 0 is the lowest.
     std::map<std::string, std::uint64_t> starts;
-    for (const MappedRange& m : parse_maps(read_file(fmt::format("/proc/{}/maps", pid))))
+    for (const MappedRange& m : read_maps(pid))
         if (m.offset == 0 && m.name.starts_with('/')) starts.emplace(m.name, m.start);
     return starts;
 }

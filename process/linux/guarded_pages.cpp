@@ -1,6 +1,6 @@
 #include "process/linux/guarded_pages.hpp"
 #include "base/proc_files.hpp"
-#include "process/linux/pad_allocator.hpp"
+#include "base/proc_maps.hpp"
 #include <string>
 
 namespace tpagent::process {

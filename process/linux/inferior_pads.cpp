@@ -46,7 +46,7 @@ bool Inferior::pads_in_use() const {
 // pad, the collector or such a callee, whose return path is on the thread's other stack.
 bool Inferior::reclaim_pads() {
     if (running_ || stopping_all_) return false;
-    const auto maps = parse_maps(read_file(fmt::format("/proc/{}/maps", pid_)));
+    const auto maps = read_maps(pid_);
     std::set<std::uint64_t> kept;
     auto see = [&](const std::uint8_t* words, std::size_t bytes) {
         for (std::size_t i = 0; i + 8 <= bytes; i += 8)
@@ -90,8 +90,7 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
         if (auto at = pad_pages_.take(near, size, reach)) return *at;
 
     const std::size_t length = (size + PadPages::kPageSize - 1) & ~(PadPages::kPageSize - 1);
-    auto where = find_free_range(parse_maps(read_file(fmt::format("/proc/{}/maps", pid_))), near,
-                                 length, reach, arch_.user_address_top());
+    auto where = find_free_range(read_maps(pid_), near, length, reach, arch_.user_address_top());
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));

@@ -102,6 +102,8 @@ def proc_stat(pid: int) -> ProcStat | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
+    if ")" not in text:  # a process being reaped as we read: its file reads empty
+        return None
     # The command name is in parentheses and may itself contain spaces or parentheses.
     fields = text[text.rindex(")") + 2 :].split()
     return ProcStat(state=fields[0], session=int(fields[3]), start=int(fields[19]))

@@ -1,6 +1,7 @@
 #include "process/linux/pad_allocator.hpp"
 #include <catch2/catch.hpp>
 
+using namespace tpagent;
 using namespace tpagent::process;
 
 // The end of an x86-64 process's address space (47 bits), where these maps come from.

@@ -1,8 +1,9 @@
-#include "process/linux/signals.hpp"
+#include "protocol/signals.hpp"
 #include <catch2/catch.hpp>
 #include <csignal>
 
-using namespace tpagent::process;
+// protocol/signals (gdb's numbering), tested here since it lived in process/ (its test ids kept).
+using namespace tpagent::protocol;
 
 TEST_CASE("signals travel in gdb's numbering", "[signals]") {
     CHECK(host_to_gdb_signal(SIGUSR1) == 30);

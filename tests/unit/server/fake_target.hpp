@@ -105,7 +105,8 @@ class FakeTarget final : public process::Target {
     Status remove_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
 
     // Run control: a resume is recorded and the program "stops" at once when polled.
-    Result<std::optional<process::StopEvent>> resume(const std::vector<process::ThreadResume>& actions) override {
+    Result<std::optional<process::StopEvent>>
+    resume(const std::vector<process::ThreadResume>& actions) override {
         resumes.push_back(actions);
         running_ = true;
         return std::optional<process::StopEvent>();

@@ -35,14 +35,15 @@ struct Fixture {
     std::string written;
 
     Fixture() {
-        TargetFactory fakes{[this](const process::LaunchSpec&) -> Result<std::unique_ptr<process::Target>> {
-                                auto fake = std::make_unique<FakeTarget>();
-                                target = fake.get();
-                                return std::unique_ptr<process::Target>(std::move(fake));
-                            },
-                            [](pid_t) -> Result<std::unique_ptr<process::Target>> {
-                                return make_error(ErrorCode::NotFound, "no attaching in tests");
-                            }};
+        TargetFactory fakes{
+            [this](const process::LaunchSpec&) -> Result<std::unique_ptr<process::Target>> {
+                auto fake = std::make_unique<FakeTarget>();
+                target = fake.get();
+                return std::unique_ptr<process::Target>(std::move(fake));
+            },
+            [](pid_t) -> Result<std::unique_ptr<process::Target>> {
+                return make_error(ErrorCode::NotFound, "no attaching in tests");
+            }};
         server = std::make_unique<Server>(io, ServerOptions{}, std::move(fakes));
         REQUIRE(server->start_program({"prog"}));
         session =

@@ -1,8 +1,8 @@
-#include "process/linux/signals.hpp"
+#include "protocol/signals.hpp"
 #include <csignal>
 #include <utility>
 
-namespace tpagent::process {
+namespace tpagent::protocol {
 
 namespace {
 // {host, gdb} for the classic signals whose numbers differ or coincide.
@@ -45,4 +45,4 @@ int gdb_to_host_signal(int gdb) {
     return host <= SIGRTMAX ? host : 0;
 }
 
-} // namespace tpagent::process
+} // namespace tpagent::protocol
