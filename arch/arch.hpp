@@ -1,5 +1,6 @@
-// The one interface through which agent/ learns about an instruction set.
-// Each ISA (arch/x86_64/, later arch/aarch64/) implements Architecture.
+// The one interface through which the rest of tpagent learns about an instruction set.
+// Each ISA (arch/x86_64/, arch/aarch64/) implements Architecture; host_architecture() is the
+// one this build runs on.
 #pragma once
 #include "arch/control_flow.hpp"
 #include "arch/relocation.hpp"

@@ -2,7 +2,8 @@
 // pass count, then one frame written in place in the thread's own chunk of the shared trace
 // buffer (frame_chunks.hpp). No locks and no shared writes on the common path: the chunk's
 // `committed` and the thread's hit counters are its own cache lines; the pass count and the
-// linear budget are shared only when they apply (the budget is claimed 64 KiB at a time).
+// linear budget are shared only when they apply (the budget is claimed up to 64 KiB at a time,
+// less as the buffer fills: claim_linear).
 #include "inproc/inproc.hpp"
 #include "inproc/frame_chunks.hpp"
 #include "arch/frame_clock.hpp"

@@ -3,7 +3,7 @@
 //   text lines  `R <hex size>`, `status <qTStatus payload>`, `tp <qTfP piece>`,
 //               `tsv <num>:<value>:<builtin>:<hexname>`, `tdesc <xml line>`; others ignored
 //   ""          an empty line ends the text
-//   frames      the trace-frame format of agent/trace/trace_frame.hpp (plus `S` static-data
+//   frames      the trace-frame format of trace/frame_format.hpp (plus `S` static-data
 //               blocks), until a frame with tracepoint number 0
 // Every length is checked against the bytes that are there; a file that does not follow
 // the format gives an Error whose text starts with "offset N:" (N = byte offset in the file).
