@@ -33,6 +33,7 @@ EvalStatus run_insns(const Insn* insns, std::uint32_t backward_jump_budget,
     };
     static_assert(sizeof kDispatch / sizeof kDispatch[0] == 0x35);
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a goto statement, not an expression
 #define TP_DISPATCH() goto* kDispatch[static_cast<std::uint8_t>(ip->op)]
 #define TP_NEXT()                                                                                  \
     do {                                                                                           \

@@ -17,6 +17,7 @@ namespace tpagent::trace {
 struct TracepointKey {
     std::uint32_t number = 0;
     std::uint64_t address = 0;
+    // NOLINTNEXTLINE(modernize-use-nullptr): the defaulted comparison has no pointer in it
     auto operator<=>(const TracepointKey&) const = default;
 };
 

@@ -13,11 +13,13 @@ TimeAxis time_axis(const tracefile::TraceFile& file,
     } else {
         axis = {"frame", "frame number", std::nullopt};
         if (!frames.empty()) axis.origin = static_cast<std::int64_t>(frames.front()->number);
+        axis.offsets.reserve(frames.size());
         for (const tracefile::Frame* f : frames)
             axis.offsets.push_back(static_cast<std::int64_t>(f->number) - axis.origin);
         return axis;
     }
     std::vector<std::optional<std::int64_t>> times;
+    times.reserve(frames.size());
     for (const tracefile::Frame* f : frames)
         times.push_back(f->variable(*axis.variable));
     axis.origin = **std::min_element(times.begin(), times.end(), [](auto& a, auto& b) {

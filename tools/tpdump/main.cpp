@@ -7,6 +7,7 @@
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include <cstdio>
+#include <exception>
 #include <fmt/format.h>
 
 namespace {
@@ -49,7 +50,7 @@ void print(const tracefile::TraceFile& file, const tpdump::Options& options) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
     auto options = tpdump::parse_options(std::span<char* const>(argv + 1, argc - 1));
     if (!options) return usage_error(options.error());
     if (options->help || options->version) {
@@ -65,4 +66,13 @@ int main(int argc, char** argv) {
     if (std::fflush(stdout) != 0) return kExitBadFile;
     if (file->damage()) return file_error(options->path, *file->damage());
     return 0;
+}
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) { // out of memory, mostly: a clear line, not an abort
+        std::fprintf(stderr, "tpdump: %s\n", e.what());
+        return kExitBadFile;
+    }
 }

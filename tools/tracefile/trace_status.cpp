@@ -11,7 +11,7 @@ namespace {
 constexpr std::array kStopReasons = {"tnotrun",    "tstop",  "tfull",   "tdisconnected",
                                      "tpasscount", "terror", "tunknown"};
 
-Error bad(std::string what) {
+Error bad(const std::string& what) {
     return make_error(ErrorCode::BadInput, "status line: " + what);
 }
 
