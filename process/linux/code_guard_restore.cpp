@@ -99,6 +99,19 @@ int open_shared_file(pid_t pid, const SharedPages& pages) {
 
 // Collection off, then the pages punched out of the file: the program's mapping stays, and
 // holds no memory. Whether they were.
+// Punches the buffer out again if it is still off: not if a new tpagent has begun a run in it.
+void give_back_again(pid_t pid, const SharedPages& pages) {
+    const int fd = open_shared_file(pid, pages);
+    if (fd < 0) return;
+    std::uint32_t tracing = 1;
+    if (pread(fd, &tracing, sizeof tracing, static_cast<off_t>(pages.off_flag)) ==
+            static_cast<ssize_t>(sizeof tracing) &&
+        tracing == 0)
+        (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        static_cast<off_t>(pages.offset), static_cast<off_t>(pages.bytes));
+    close(fd);
+}
+
 bool give_back_shared_pages(pid_t pid, const SharedPages& pages) {
     const int fd = open_shared_file(pid, pages);
     if (fd < 0) return false;
@@ -132,6 +145,7 @@ void restore_left_patches(const GuardTable& table) {
             pids.push_back(e.pid);
         }
     }
+    std::vector<pid_t> given_back_to;
     for (pid_t pid : pids) {
         if (!wait_untraced(pid)) continue;
         auto held = hold_threads(pid);
@@ -146,8 +160,19 @@ void restore_left_patches(const GuardTable& table) {
                     "tpagent-guard: tpagent ended with its breakpoints or jumps in process %d: "
                     "%zu place(s) restored; the process runs on\n",
                     pid, restored);
-        if (given_back)
+        if (given_back) {
             dprintf(2, "tpagent-guard: the trace buffer's memory in process %d given back\n", pid);
+            given_back_to.push_back(pid);
+        }
+    }
+    // A thread held inside the collector finishes its hit once resumed, writing its frame into
+    // pages just given back (which the write maps again): punched again once such hits are
+    // over. Nothing reads that buffer any more.
+    for (const int ms : {100, 1000}) {
+        if (given_back_to.empty()) break;
+        usleep(static_cast<useconds_t>(ms) * 1000);
+        for (pid_t pid : given_back_to)
+            give_back_again(pid, shared.at(pid));
     }
 }
 
