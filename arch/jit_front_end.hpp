@@ -109,7 +109,7 @@ class FrontEnd {
     virtual void materialize(unsigned i) = 0;
     // Writes what the backend holds only in registers to the entries' homes (flush's first step).
     virtual void settle() {}
-    // Before each instruction, and at each label (where no register holds an entry).
+    // Called before each instruction, and at each label (where no register holds an entry).
     virtual void before_insn(const bytecode::Insn& /*insn*/) {}
     virtual void at_label() {}
     // A backend's own translation of insns[index] with the instructions after it; returns how
@@ -117,7 +117,7 @@ class FrontEnd {
     virtual std::optional<std::uint32_t> translate_fused(std::uint32_t /*index*/) {
         return std::nullopt;
     }
-    // The operations below leave their result in kScratch0; the front end stores it. The
+    // The five below leave their result in kScratch0, which the front end stores. Their
     // operands are the top entries, not all constants.
     virtual void emit_binary(bytecode::Op op) = 0;
     virtual void emit_divrem(const bytecode::Insn& insn) = 0; // the divisor is no constant 0
