@@ -1,7 +1,6 @@
 #include "arch/x86_64/ax_jit.hpp"
-#include "arch/compiler_backend.hpp"
-#include "arch/x86_64/ax_jit_asm.hpp"
-#include "bytecode/constant_folding.hpp"
+#include "arch/jit_front_end.hpp"
+#include "arch/x86_64/x86_writer.hpp"
 #include "bytecode/semantics.hpp"
 #include <cstddef>
 #include <optional>
@@ -9,7 +8,7 @@
 namespace tpagent::arch::x86_64 {
 namespace {
 
-using namespace axjit;
+using namespace x86_writer;
 using bytecode::Context;
 using bytecode::EvalOut;
 using bytecode::EvalStatus;
@@ -17,6 +16,13 @@ using bytecode::HelperAddresses;
 using bytecode::Insn;
 using bytecode::Op;
 using bytecode::Program;
+using jit::BranchSite;
+using jit::FailExit;
+using jit::HelperArg;
+using jit::HelperCall;
+using jit::is_binary;
+using jit::is_divrem;
+using jit::Slot;
 namespace sem = bytecode::sem;
 
 constexpr Reg kSlotRegs[] = {R8, R9, R10, R11, RBX, R12, R13, R14, R15, RBP};
@@ -24,6 +30,7 @@ constexpr unsigned kRegSlots = 10;
 constexpr unsigned kCallerSavedSlots = 4;
 constexpr Reg kCtx = RDI;
 constexpr Reg kOut = RSI;
+constexpr Reg kScratch[3] = {RAX, RCX, RDX}; // jit::Scratch roles
 
 constexpr std::int32_t off(std::size_t o) {
     return static_cast<std::int32_t>(o);
@@ -35,12 +42,6 @@ const std::int32_t kOutValue = off(offsetof(EvalOut, value));
 const std::int32_t kOutFaultAddress = off(offsetof(EvalOut, fault_address));
 const std::int32_t kOutFaultOffset = off(offsetof(EvalOut, fault_offset));
 
-// A stack entry during translation: a compile-time constant, or in its home.
-struct Slot {
-    bool is_const = false;
-    std::uint64_t k = 0;
-};
-
 bool is_pow2(std::uint64_t v) {
     return v && !(v & (v - 1));
 }
@@ -48,26 +49,6 @@ unsigned log2(std::uint64_t v) {
     return static_cast<unsigned>(__builtin_ctzll(v));
 }
 
-// The two-operand opcodes Translator::binary translates (one result from two entries).
-bool is_binary(Op op) {
-    switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Lsh:
-    case Op::RshSigned:
-    case Op::RshUnsigned:
-    case Op::BitAnd:
-    case Op::BitOr:
-    case Op::BitXor:
-    case Op::Equal:
-    case Op::LessSigned:
-    case Op::LessUnsigned:
-        return true;
-    default:
-        return false;
-    }
-}
 // The binary opcodes that are one ALU instruction on rax (the first operand), and the
 // comparisons: cmp, then the condition as 0 or 1 in rax.
 struct AluOp {
@@ -82,16 +63,10 @@ struct Compare {
 };
 constexpr Compare kCompares[] = {{Op::Equal, E}, {Op::LessSigned, L}, {Op::LessUnsigned, B}};
 
-// Those Translator::divrem translates (two entries, and a check for a zero divisor).
-bool is_divrem(Op op) {
-    return op == Op::DivSigned || op == Op::DivUnsigned || op == Op::RemSigned ||
-           op == Op::RemUnsigned;
-}
-
-class Translator {
+// The x86-64 encoding of each operation; jit::FrontEnd walks the program.
+class Translator final : public jit::FrontEnd {
   public:
-    Translator(const Program& p, const HelperAddresses& helpers) : p_(p), helpers_(helpers) {}
-    std::vector<std::uint8_t> run();
+    Translator(const Program& p, const HelperAddresses& helpers) : FrontEnd(p, helpers) {}
 
   private:
     // --- stack entry homes ---
@@ -103,10 +78,11 @@ class Translator {
     Mem budget_home() const {
         return {RSP, static_cast<std::int32_t>(8 * mem_slots_) + rsp_delta_};
     }
+    Slot& slot(unsigned i) { return stack()[i]; }
 
     void load_slot(unsigned i, Reg r) {
-        if (vs_[i].is_const)
-            a_.mov_imm(r, vs_[i].k);
+        if (slot(i).is_const)
+            a_.mov_imm(r, slot(i).k);
         else if (static_cast<int>(i) == pending_)
             a_.mov(r, RAX);
         else if (in_reg(i))
@@ -115,7 +91,7 @@ class Translator {
             a_.load(r, mem_home(i));
     }
     void store_slot(unsigned i, Reg r) {
-        vs_[i].is_const = false;
+        slot(i).is_const = false;
         if (r == RAX && in_reg(i)) { // written to its home only if still needed there
             pending_ = static_cast<int>(i);
             return;
@@ -126,25 +102,21 @@ class Translator {
         else
             a_.store(mem_home(i), r);
     }
-    void push_reg(Reg r) { // push a new entry holding r
-        vs_.emplace_back();
-        store_slot(static_cast<unsigned>(vs_.size() - 1), r);
-    }
-    void push_const(std::uint64_t k) { vs_.push_back(Slot{true, k}); }
-    void materialize(unsigned i) {
-        if (!vs_[i].is_const) return;
+    void load_entry(unsigned i, unsigned scratch) override { load_slot(i, kScratch[scratch]); }
+    void store_entry(unsigned i, unsigned scratch) override { store_slot(i, kScratch[scratch]); }
+    void materialize(unsigned i) override {
+        if (!slot(i).is_const) return;
         if (in_reg(i)) {
-            a_.mov_imm(reg_home(i), vs_[i].k);
+            a_.mov_imm(reg_home(i), slot(i).k);
         } else {
-            a_.mov_imm(RAX, vs_[i].k);
+            a_.mov_imm(RAX, slot(i).k);
             a_.store(mem_home(i), RAX);
         }
-        vs_[i].is_const = false;
+        slot(i).is_const = false;
     }
     // Writes the entry that so far lives only in rax to its home register.
-    void settle() {
-        if (pending_ >= 0 && static_cast<unsigned>(pending_) < vs_.size() &&
-            !vs_[pending_].is_const)
+    void settle() override {
+        if (pending_ >= 0 && static_cast<unsigned>(pending_) < depth() && !slot(pending_).is_const)
             a_.mov(reg_home(static_cast<unsigned>(pending_)), RAX);
         pending_ = -1;
     }
@@ -172,24 +144,36 @@ class Translator {
             return false;
         }
     }
-    void flush() {
-        settle();
-        for (unsigned i = 0; i < vs_.size(); ++i)
-            materialize(i);
+    void before_insn(const Insn& insn) override {
+        if (!consumes_pending(insn, depth())) settle();
     }
-    std::vector<Reg> live_caller_saved(unsigned survivors) const {
+    void at_label() override { pending_ = -1; }
+    std::vector<Reg> live_caller_saved(unsigned survivors) {
         std::vector<Reg> regs;
         for (unsigned i = 0; i < survivors && i < kCallerSavedSlots; ++i)
-            if (!vs_[i].is_const) regs.push_back(reg_home(i));
+            if (!slot(i).is_const) regs.push_back(reg_home(i));
         return regs;
     }
 
-    // --- exits ---
-    void fail_if(Cond c, std::uint32_t offset, std::optional<EvalStatus> fixed) {
-        fails_.push_back({a_.jcc(c), offset, fixed});
+    // --- control ---
+    std::size_t code_size() const override { return a_.pos(); }
+    BranchSite emit_jump() override { return {a_.jmp()}; }
+    BranchSite emit_branch_if(unsigned i, bool nonzero) override {
+        if (in_reg(i)) {
+            a_.test(reg_home(i), reg_home(i));
+        } else {
+            a_.load(RAX, mem_home(i));
+            a_.test(RAX, RAX);
+        }
+        return {a_.jcc(nonzero ? NE : E)};
     }
-    void fail_always(std::uint32_t offset, EvalStatus s) {
-        fails_.push_back({a_.jmp(), offset, s});
+    void patch(BranchSite site, std::size_t to) override { a_.patch(site.at, to); }
+    void fail_if(Cond c, std::uint32_t offset, std::optional<EvalStatus> fixed) {
+        add_fail({a_.jcc(c)}, offset, fixed);
+    }
+    void emit_spend_budget(std::uint32_t offset) override {
+        a_.alu_mem_imm(SUB, budget_home(), 1);
+        fail_if(B, offset, EvalStatus::StepLimit);
     }
     void epilogue() {
         if (frame_bytes_) a_.alu_imm(ADD, RSP, static_cast<std::int32_t>(frame_bytes_));
@@ -219,38 +203,36 @@ class Translator {
         a_.test(RDX, RDX);
         fail_if(NE, offset, std::nullopt);
     }
-
-    void jump_to(std::uint32_t target, const Insn& insn, std::uint32_t index) {
-        if (target <= index) { // backward: spend one unit of the loop budget
-            a_.alu_mem_imm(SUB, budget_home(), 1);
-            fail_if(B, insn.offset, EvalStatus::StepLimit);
-        }
-        jumps_.push_back({a_.jmp(), target});
+    void load_arg(const HelperArg& arg, Reg r) {
+        if (arg.kind == HelperArg::Kind::Immediate)
+            a_.mov_imm(r, arg.value);
+        else if (arg.kind == HelperArg::Kind::Entry)
+            load_slot(static_cast<unsigned>(arg.value), r);
+    }
+    void emit_call(const HelperCall& call) override {
+        call_helper(call.helper, live_caller_saved(call.survivors), call.offset, [&] {
+            load_arg(call.a, RDX);
+            load_arg(call.b, RCX);
+        });
+        if (call.pushes_result) push(jit::kScratch0);
     }
 
-    void binary(const Insn& insn);
-    void divrem(const Insn& insn);
-    void extend(const Insn& insn);
+    void emit_prologue(bool has_backward) override;
+    void emit_binary(Op op) override;
+    void emit_divrem(const Insn& insn) override;
+    void emit_not(Op op) override;
+    void emit_extend(Op op, unsigned bits) override;
+    void emit_ref(const Insn& insn) override { ref(insn, 0); }
     void ref(const Insn& insn, unsigned sign_bits);
+    void emit_printf(const Insn& insn) override;
+    void emit_return() override;
+    std::optional<std::uint32_t> translate_fused(std::uint32_t index) override;
     bool remainder_test(std::uint32_t index);
-    void printf_call(const Insn& insn);
-    // Emits insns[index]; returns how many following instructions it also covered.
-    std::uint32_t translate(std::uint32_t index);
-    // Whether insns[index+1 .. index+n] can only be entered from insns[index].
-    bool fusible(std::uint32_t index, std::uint32_t n) const {
-        const auto insns = p_.insns();
-        for (std::uint32_t k = 1; k <= n; ++k)
-            if (index + k >= insns.size() || !insns[index + k].reachable || is_target_[index + k])
-                return false;
-        return true;
-    }
-    void emit_slow_paths();
+    void emit_slow_paths() override;
+    void emit_fail_status(const FailExit& fail) override;
+    void emit_fail_tail(bool /*reached*/) override { epilogue(); }
+    std::vector<std::uint8_t> take_code() override { return std::move(a_.code()); }
 
-    struct Fail {
-        std::size_t fixup;
-        std::uint32_t offset;
-        std::optional<EvalStatus> fixed; // nullopt: status is in rdx
-    };
     struct RefSlowPath {
         std::size_t fixup, resume;
         unsigned size, sign_bits;
@@ -258,53 +240,54 @@ class Translator {
         std::vector<Reg> saved;
         std::uint32_t offset;
     };
-    struct Jump {
-        std::size_t fixup;
-        std::uint32_t target;
-    };
 
-    const Program& p_;
-    const HelperAddresses helpers_;
-    Assembler a_;
-    std::vector<Slot> vs_;
+    X86Writer a_;
     std::int32_t rsp_delta_ = 0; // bytes pushed below the body's stack pointer
     unsigned mem_slots_ = 0;
     std::uint32_t frame_bytes_ = 0;
     std::int32_t body_mod_ = 0; // rsp % 16 in the body
     std::vector<Reg> callee_saved_;
-    std::vector<Fail> fails_;
     std::vector<RefSlowPath> refs_;
-    std::vector<Jump> jumps_;
-    std::vector<std::size_t> labels_;
-    bool dead_ = false;           // no path reaches the current position
-    std::vector<bool> is_target_; // per instruction: some jump lands on it
-    int pending_ = -1;            // entry whose value is in rax and not yet in its home register
+    int pending_ = -1; // entry whose value is in rax and not yet in its home register
 };
 
-void Translator::binary(const Insn& insn) {
-    const unsigned d = static_cast<unsigned>(vs_.size());
-    const Slot a = vs_[d - 2], b = vs_[d - 1];
-    if (a.is_const && b.is_const) {
-        const std::uint64_t r = bytecode::fold_binary(insn.op, a.k, b.k);
-        vs_.pop_back();
-        vs_.back() = Slot{true, r};
-        return;
+// Saves the callee-saved homes in use, makes room for deep entries and the budget.
+void Translator::emit_prologue(bool has_backward) {
+    const unsigned max_depth = program().max_depth();
+    for (unsigned i = kCallerSavedSlots; i < max_depth && i < kRegSlots; ++i)
+        callee_saved_.push_back(kSlotRegs[i]);
+    for (Reg r : callee_saved_)
+        a_.push(r);
+    mem_slots_ = mem_slots(kRegSlots);
+    frame_bytes_ = 8 * (mem_slots_ + (has_backward ? 1 : 0));
+    const std::uint32_t after_pushes = 8 + 8 * static_cast<std::uint32_t>(callee_saved_.size());
+    if (frame_bytes_ && (after_pushes + frame_bytes_) % 16) frame_bytes_ += 8;
+    body_mod_ = static_cast<std::int32_t>((after_pushes + frame_bytes_) % 16);
+    if (frame_bytes_) a_.alu_imm(SUB, RSP, static_cast<std::int32_t>(frame_bytes_));
+    if (has_backward) {
+        a_.mov_imm(RAX, program().backward_jump_budget());
+        a_.store(budget_home(), RAX);
     }
+}
+
+void Translator::emit_binary(Op op) {
+    const unsigned d = depth();
+    const Slot b = slot(d - 1);
     load_slot(d - 2, RAX);
-    const bool imm = b.is_const && Assembler::fits_i32(b.k);
+    const bool imm = b.is_const && X86Writer::fits_i32(b.k);
     if (!imm) load_slot(d - 1, RCX);
     const auto imm32 = static_cast<std::int32_t>(b.k);
-    auto alu = [&](Alu op) {
+    auto alu = [&](Alu alu_op) {
         if (imm)
-            a_.alu_imm(op, RAX, imm32);
+            a_.alu_imm(alu_op, RAX, imm32);
         else
-            a_.alu(op, RAX, RCX);
+            a_.alu(alu_op, RAX, RCX);
     };
-    for (const auto& [op, alu_op] : kAluOps)
-        if (insn.op == op) alu(alu_op);
-    for (const auto& [op, cond] : kCompares)
-        if (insn.op == op) alu(CMP), a_.setcc_movzx(cond, RAX);
-    switch (insn.op) {
+    for (const auto& [bytecode_op, alu_op] : kAluOps)
+        if (op == bytecode_op) alu(alu_op);
+    for (const auto& [bytecode_op, cond] : kCompares)
+        if (op == bytecode_op) alu(CMP), a_.setcc_movzx(cond, RAX);
+    switch (op) {
     case Op::Mul:
         if (imm)
             a_.imul_imm(RAX, imm32);
@@ -314,7 +297,7 @@ void Translator::binary(const Insn& insn) {
     case Op::Lsh:
     case Op::RshUnsigned:
     case Op::RshSigned: {
-        const Shift s = insn.op == Op::Lsh ? SHL : insn.op == Op::RshSigned ? SAR : SHR;
+        const Shift s = op == Op::Lsh ? SHL : op == Op::RshSigned ? SAR : SHR;
         if (b.is_const) {
             if (b.k < 64)
                 a_.shift_imm(s, RAX, static_cast<std::uint8_t>(b.k));
@@ -338,26 +321,13 @@ void Translator::binary(const Insn& insn) {
     default:
         break;
     }
-    vs_.pop_back();
-    store_slot(d - 2, RAX);
 }
 
-void Translator::divrem(const Insn& insn) {
-    const unsigned d = static_cast<unsigned>(vs_.size());
-    const Slot a = vs_[d - 2], b = vs_[d - 1];
+void Translator::emit_divrem(const Insn& insn) {
+    const unsigned d = depth();
+    const Slot b = slot(d - 1);
     const bool is_signed = insn.op == Op::DivSigned || insn.op == Op::RemSigned;
     const bool is_rem = insn.op == Op::RemSigned || insn.op == Op::RemUnsigned;
-    vs_.pop_back();
-    if (b.is_const && b.k == 0) { // always fails; the rest of this path is never run
-        fail_always(insn.offset, EvalStatus::DivideByZero);
-        vs_.back() = Slot{true, 0};
-        return;
-    }
-    if (a.is_const && b.is_const) {
-        vs_.back() = Slot{true, bytecode::fold_divrem(insn.op, a.k, b.k)};
-        return;
-    }
-    vs_.push_back(b); // keep indices valid for load_slot
     load_slot(d - 2, RAX);
     if (b.is_const && (b.k == 1 || (is_signed && static_cast<std::int64_t>(b.k) == -1))) {
         if (is_rem)
@@ -422,31 +392,29 @@ void Translator::divrem(const Insn& insn) {
             a_.patch(to_done, a_.pos());
         }
     }
-    vs_.pop_back();
-    store_slot(d - 2, RAX);
 }
 
-void Translator::extend(const Insn& insn) {
-    const unsigned i = static_cast<unsigned>(vs_.size() - 1);
-    const std::uint64_t n = insn.imm;
-    if (vs_[i].is_const) {
-        vs_[i].k =
-            insn.op == Op::Ext ? sem::sign_extend(vs_[i].k, n) : sem::zero_extend(vs_[i].k, n);
-        return;
+void Translator::emit_not(Op op) {
+    load_slot(depth() - 1, RAX);
+    if (op == Op::BitNot) {
+        a_.not_(RAX);
+    } else {
+        a_.test(RAX, RAX);
+        a_.setcc_movzx(E, RAX);
     }
-    if (n >= 64) return;
-    load_slot(i, RAX);
-    if (n == 0) {
-        a_.mov_imm(RAX, 0);
-    } else if (insn.op == Op::Ext) {
+}
+
+void Translator::emit_extend(Op op, unsigned n) {
+    load_slot(depth() - 1, RAX);
+    if (op == Op::Ext) {
         if (n == 8 || n == 16 || n == 32) {
-            a_.movsx(RAX, static_cast<unsigned>(n));
+            a_.movsx(RAX, n);
         } else {
             a_.shift_imm(SHL, RAX, static_cast<std::uint8_t>(64 - n));
             a_.shift_imm(SAR, RAX, static_cast<std::uint8_t>(64 - n));
         }
     } else if (n == 8 || n == 16) {
-        a_.movzx(RAX, static_cast<unsigned>(n));
+        a_.movzx(RAX, n);
     } else if (n == 32) {
         a_.mov32(RAX, RAX);
     } else if (n < 32) {
@@ -455,17 +423,17 @@ void Translator::extend(const Insn& insn) {
         a_.shift_imm(SHL, RAX, static_cast<std::uint8_t>(64 - n));
         a_.shift_imm(SHR, RAX, static_cast<std::uint8_t>(64 - n));
     }
-    store_slot(i, RAX);
 }
 
+// The loaded value is left in rax.
 void Translator::ref(const Insn& insn, unsigned sign_bits) {
-    const unsigned i = static_cast<unsigned>(vs_.size() - 1);
+    const unsigned i = depth() - 1;
     const unsigned size = bytecode::ref_size(insn.op);
     std::optional<std::uint64_t> const_addr;
     // Inline load when addr - window_start < window_loads, else the rt::read slow path.
-    if (vs_[i].is_const) {
-        const_addr = vs_[i].k;
-        a_.mov_imm(RCX, vs_[i].k);
+    if (slot(i).is_const) {
+        const_addr = slot(i).k;
+        a_.mov_imm(RCX, slot(i).k);
     } else {
         load_slot(i, RAX);
         a_.mov(RCX, RAX);
@@ -480,14 +448,12 @@ void Translator::ref(const Insn& insn, unsigned sign_bits) {
         a_.load_sized(RAX, RCX, size);
     refs_.push_back(
         {fixup, a_.pos(), size, sign_bits, const_addr, live_caller_saved(i), insn.offset});
-    store_slot(i, RAX);
 }
 
-void Translator::printf_call(const Insn& insn) {
-    const unsigned d = static_cast<unsigned>(vs_.size());
+void Translator::emit_printf(const Insn& insn) {
+    const unsigned d = depth();
     const unsigned n = insn.target;
-    const unsigned survivors = d - 2 - n;
-    const std::vector<Reg> saved = live_caller_saved(survivors);
+    const std::vector<Reg> saved = live_caller_saved(d - 2 - n);
     a_.push(kCtx), a_.push(kOut);
     for (Reg r : saved)
         a_.push(r);
@@ -502,8 +468,8 @@ void Translator::printf_call(const Insn& insn) {
         rsp_delta_ += 8;
     }
     a_.mov(RCX, RSP);
-    a_.mov_imm(RDX, reinterpret_cast<std::uintptr_t>(&p_.formats()[insn.imm]));
-    a_.mov_imm(RAX, helpers_.printf);
+    a_.mov_imm(RDX, reinterpret_cast<std::uintptr_t>(&program().formats()[insn.imm]));
+    a_.mov_imm(RAX, helpers().printf);
     a_.call(RAX);
     const std::int32_t drop = static_cast<std::int32_t>(8 * n) + pad;
     if (drop) a_.alu_imm(ADD, RSP, drop);
@@ -514,15 +480,21 @@ void Translator::printf_call(const Insn& insn) {
     rsp_delta_ -= pushed;
     a_.test(RDX, RDX);
     fail_if(NE, insn.offset, std::nullopt);
-    vs_.resize(survivors);
+}
+
+void Translator::emit_return() {
+    load_slot(depth() - 1, RAX);
+    a_.store({kOut, kOutValue}, RAX);
+    a_.mov_imm(RAX, 0);
+    epilogue();
 }
 
 // `a % 2^s == 0` (optionally with ext/zero_ext of at least s bits in between) is
 // `(a & (2^s - 1)) == 0` for signed and unsigned remainders alike.
 bool Translator::remainder_test(std::uint32_t index) {
-    const auto insns = p_.insns();
-    const unsigned d = static_cast<unsigned>(vs_.size());
-    const Slot a = vs_[d - 2], b = vs_[d - 1];
+    const auto insns = program().insns();
+    const unsigned d = depth();
+    const Slot a = slot(d - 2), b = slot(d - 1);
     if (a.is_const || !b.is_const || b.k < 2 || b.k > (1ull << 31) || !sem::is_pow2(b.k))
         return false;
     std::uint32_t j = index + 1;
@@ -544,194 +516,34 @@ bool Translator::remainder_test(std::uint32_t index) {
     load_slot(d - 2, RAX);
     a_.test_imm(RAX, static_cast<std::int32_t>(b.k - 1));
     a_.setcc_movzx(E, RAX);
-    vs_.pop_back();
+    stack().pop_back();
     store_slot(d - 2, RAX);
     return true;
 }
 
-std::uint32_t Translator::translate(std::uint32_t index) {
-    const Insn& insn = p_.insns()[index];
-    const unsigned d = static_cast<unsigned>(vs_.size());
-    if (!consumes_pending(insn, d)) settle();
-    // Fused forms of what gdb emits all the time.
+// Fused forms of what gdb emits all the time.
+std::optional<std::uint32_t> Translator::translate_fused(std::uint32_t index) {
+    const Insn& insn = program().insns()[index];
     if ((insn.op == Op::RemSigned || insn.op == Op::RemUnsigned) && remainder_test(index)) {
-        const Insn& next = p_.insns()[index + 1];
+        const Insn& next = program().insns()[index + 1];
         return next.op == Op::Ext || next.op == Op::ZeroExt ? 3 : 2;
     }
     if ((insn.op == Op::Ref8 || insn.op == Op::Ref16 || insn.op == Op::Ref32) &&
         fusible(index, 1)) {
-        const Insn& next = p_.insns()[index + 1];
+        const Insn& next = program().insns()[index + 1];
         if (next.op == Op::Ext && next.imm == 8 * bytecode::ref_size(insn.op)) {
             ref(insn, static_cast<unsigned>(next.imm));
+            store_slot(depth() - 1, RAX);
             return 1;
         }
     }
-    if (is_binary(insn.op)) {
-        binary(insn);
-        return 0;
-    }
-    if (is_divrem(insn.op)) {
-        divrem(insn);
-        return 0;
-    }
-    switch (insn.op) {
-    case Op::LogNot:
-    case Op::BitNot:
-        if (vs_[d - 1].is_const) {
-            vs_[d - 1].k = insn.op == Op::LogNot ? vs_[d - 1].k == 0 : ~vs_[d - 1].k;
-            break;
-        }
-        load_slot(d - 1, RAX);
-        if (insn.op == Op::BitNot) {
-            a_.not_(RAX);
-        } else {
-            a_.test(RAX, RAX);
-            a_.setcc_movzx(E, RAX);
-        }
-        store_slot(d - 1, RAX);
-        break;
-    case Op::Ext:
-    case Op::ZeroExt:
-        extend(insn);
-        break;
-    case Op::Ref8:
-    case Op::Ref16:
-    case Op::Ref32:
-    case Op::Ref64:
-        ref(insn, 0);
-        break;
-    case Op::Const8:
-    case Op::Const16:
-    case Op::Const32:
-    case Op::Const64:
-        push_const(insn.imm);
-        break;
-    case Op::Dup:
-    case Op::Pick: {
-        const unsigned from = d - 1 - (insn.op == Op::Pick ? static_cast<unsigned>(insn.imm) : 0);
-        if (vs_[from].is_const) {
-            push_const(vs_[from].k);
-        } else {
-            load_slot(from, RAX);
-            push_reg(RAX);
-        }
-        break;
-    }
-    case Op::Pop:
-        vs_.pop_back();
-        break;
-    case Op::Swap:
-    case Op::Rot: {
-        // Read the entries into scratch registers, then write them back permuted.
-        const unsigned count = insn.op == Op::Swap ? 2 : 3;
-        const unsigned base = d - count;
-        Slot before[3];
-        constexpr Reg scratch[3] = {RAX, RCX, RDX};
-        for (unsigned j = 0; j < count; ++j) {
-            before[j] = vs_[base + j];
-            if (!before[j].is_const) load_slot(base + j, scratch[j]);
-        }
-        // swap: a b => b a; rot: a b c => c a b
-        const unsigned swap_order[2] = {1, 0}, rot_order[3] = {2, 0, 1};
-        const unsigned* order = insn.op == Op::Swap ? swap_order : rot_order;
-        for (unsigned j = 0; j < count; ++j) {
-            const unsigned src = order[j];
-            if (before[src].is_const)
-                vs_[base + j] = before[src];
-            else
-                store_slot(base + j, scratch[src]);
-        }
-        break;
-    }
-    case Op::Reg:
-    case Op::Getv:
-    case Op::Tracev: {
-        const std::uint64_t helper = insn.op == Op::Reg    ? helpers_.reg
-                                     : insn.op == Op::Getv ? helpers_.getv
-                                                           : helpers_.tracev;
-        call_helper(helper, live_caller_saved(d), insn.offset, [&] { a_.mov_imm(RDX, insn.imm); });
-        push_reg(RAX);
-        break;
-    }
-    case Op::Setv:
-        call_helper(helpers_.setv, live_caller_saved(d), insn.offset, [&] {
-            a_.mov_imm(RDX, insn.imm);
-            load_slot(d - 1, RCX);
-        });
-        break;
-    case Op::Trace:
-    case Op::Tracenz:
-        call_helper(insn.op == Op::Trace ? helpers_.trace : helpers_.tracenz,
-                    live_caller_saved(d - 2), insn.offset, [&] {
-                        load_slot(d - 2, RDX);
-                        load_slot(d - 1, RCX);
-                    });
-        vs_.resize(d - 2);
-        break;
-    case Op::TraceQuick:
-    case Op::Trace16:
-        call_helper(helpers_.trace, live_caller_saved(d), insn.offset, [&] {
-            load_slot(d - 1, RDX);
-            a_.mov_imm(RCX, insn.imm);
-        });
-        break;
-    case Op::Printf:
-        printf_call(insn);
-        break;
-    case Op::IfGoto: {
-        const Slot cond = vs_[d - 1];
-        vs_.pop_back();
-        if (cond.is_const) {
-            if (cond.k != 0) {
-                flush();
-                jump_to(insn.target, insn, index);
-                dead_ = true;
-            }
-            break;
-        }
-        flush(); // writes homes below the condition's, which stays intact
-        if (in_reg(d - 1)) {
-            a_.test(reg_home(d - 1), reg_home(d - 1));
-        } else {
-            a_.load(RAX, mem_home(d - 1));
-            a_.test(RAX, RAX);
-        }
-        if (insn.target > index) {
-            jumps_.push_back({a_.jcc(NE), insn.target});
-        } else {
-            const std::size_t skip = a_.jcc(E);
-            jump_to(insn.target, insn, index);
-            a_.patch(skip, a_.pos());
-        }
-        break;
-    }
-    case Op::Goto:
-        flush();
-        jump_to(insn.target, insn, index);
-        dead_ = true;
-        break;
-    case Op::End:
-        if (d == 0)
-            a_.mov_imm(RAX, 0);
-        else
-            load_slot(d - 1, RAX);
-        a_.store({kOut, kOutValue}, RAX);
-        a_.mov_imm(RAX, 0);
-        epilogue();
-        dead_ = true;
-        break;
-    default: // floating-point opcodes never pass the validator
-        fail_always(insn.offset, EvalStatus::StepLimit);
-        dead_ = true;
-        break;
-    }
-    return 0;
+    return std::nullopt;
 }
 
 void Translator::emit_slow_paths() {
     for (const RefSlowPath& r : refs_) {
         a_.patch(r.fixup, a_.pos());
-        call_helper(helpers_.read, r.saved, r.offset, [&] {
+        call_helper(helpers().read, r.saved, r.offset, [&] {
             if (r.const_addr)
                 a_.mov_imm(RDX, *r.const_addr);
             else
@@ -741,103 +553,23 @@ void Translator::emit_slow_paths() {
         if (r.sign_bits) a_.movsx(RAX, r.sign_bits);
         a_.patch(a_.jmp(), r.resume);
     }
-    // call_helper may have added failure exits above; they are emitted now.
-    const std::size_t error_exit_fixups = fails_.size();
-    std::vector<std::size_t> to_exit;
-    for (std::size_t i = 0; i < error_exit_fixups; ++i) {
-        const Fail& f = fails_[i];
-        a_.patch(f.fixup, a_.pos());
-        a_.store_imm32({kOut, kOutFaultOffset}, f.offset, false);
-        if (f.fixed) {
-            a_.store_imm32({kOut, kOutFaultAddress}, 0, true);
-            a_.mov_imm(RAX, static_cast<std::uint32_t>(*f.fixed));
-        } else {
-            a_.mov32(RAX, RDX);
-        }
-        to_exit.push_back(a_.jmp());
-    }
-    for (std::size_t at : to_exit)
-        a_.patch(at, a_.pos());
-    epilogue();
 }
 
-std::vector<std::uint8_t> Translator::run() {
-    const auto insns = p_.insns();
-    std::vector<bool>& is_target = is_target_;
-    is_target.assign(insns.size(), false);
-    bool has_backward = false;
-    for (std::uint32_t i = 0; i < insns.size(); ++i) {
-        const Insn& in = insns[i];
-        if (!in.reachable || (in.op != Op::Goto && in.op != Op::IfGoto)) continue;
-        is_target[in.target] = true;
-        has_backward |= in.target <= i;
+void Translator::emit_fail_status(const FailExit& fail) {
+    a_.store_imm32({kOut, kOutFaultOffset}, fail.offset, false);
+    if (fail.fixed) {
+        a_.store_imm32({kOut, kOutFaultAddress}, 0, true);
+        a_.mov_imm(RAX, static_cast<std::uint32_t>(*fail.fixed));
+    } else {
+        a_.mov32(RAX, RDX);
     }
-
-    // Prologue: save the callee-saved homes in use, make room for deep entries and the budget.
-    const unsigned depth = p_.max_depth();
-    for (unsigned i = kCallerSavedSlots; i < depth && i < kRegSlots; ++i)
-        callee_saved_.push_back(kSlotRegs[i]);
-    for (Reg r : callee_saved_)
-        a_.push(r);
-    mem_slots_ = depth > kRegSlots ? depth - kRegSlots : 0;
-    frame_bytes_ = 8 * (mem_slots_ + (has_backward ? 1 : 0));
-    const std::uint32_t after_pushes = 8 + 8 * static_cast<std::uint32_t>(callee_saved_.size());
-    if (frame_bytes_ && (after_pushes + frame_bytes_) % 16) frame_bytes_ += 8;
-    body_mod_ = static_cast<std::int32_t>((after_pushes + frame_bytes_) % 16);
-    if (frame_bytes_) a_.alu_imm(SUB, RSP, static_cast<std::int32_t>(frame_bytes_));
-    if (has_backward) {
-        a_.mov_imm(RAX, p_.backward_jump_budget());
-        a_.store(budget_home(), RAX);
-    }
-
-    labels_.assign(insns.size(), SIZE_MAX);
-    dead_ = false;
-    for (std::uint32_t i = 0; i < insns.size(); ++i) {
-        const Insn& in = insns[i];
-        if (!in.reachable) continue;
-        if (is_target[i]) {
-            if (!dead_) flush();
-            labels_[i] = a_.pos();
-            pending_ = -1;
-            vs_.assign(in.depth, Slot{});
-            dead_ = false;
-        } else if (dead_) {
-            continue;
-        }
-        i += translate(i);
-    }
-    for (const Jump& j : jumps_)
-        a_.patch(j.fixup, labels_[j.target]);
-    emit_slow_paths();
-    return std::move(a_.code());
 }
-
-class X86_64Backend final : public bytecode::CompilerBackend {
-  public:
-    const char* name() const override { return "x86-64"; }
-    using CompilerBackend::translate;
-    Result<std::vector<std::uint8_t>> translate(const Program& program,
-                                                const HelperAddresses& helpers) const override {
-        if (!helpers.printf)
-            for (const Insn& in : program.insns())
-                if (in.reachable && in.op == Op::Printf)
-                    return make_error(ErrorCode::Unsupported,
-                                      "printf is not available to this compiled code");
-        return Translator(program, helpers).run();
-    }
-};
 
 } // namespace
 
 const bytecode::CompilerBackend& ax_backend() {
-    static const X86_64Backend backend;
+    static const jit::Backend<Translator> backend("x86-64");
     return backend;
 }
 
 } // namespace tpagent::arch::x86_64
-
-#if defined(__x86_64__)
-const tpagent::bytecode::CompilerBackend& tpagent::arch::host_compiler_backend() {
-    return tpagent::arch::x86_64::ax_backend();
-}
-#endif

@@ -1,5 +1,5 @@
 #include "arch/x86_64/jump_pad.hpp"
-#include "arch/x86_64/ax_jit_asm.hpp"
+#include "arch/x86_64/x86_writer.hpp"
 #include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/xsave_layout.hpp"
 #include <algorithm>
@@ -10,10 +10,10 @@
 namespace tpagent::arch::x86_64 {
 namespace {
 
-using axjit::Assembler;
-using axjit::Mem;
-using axjit::Reg;
-using enum axjit::Reg;
+using x86_writer::Mem;
+using x86_writer::Reg;
+using x86_writer::X86Writer;
+using enum x86_writer::Reg;
 
 constexpr std::size_t kRedZone = 128;
 constexpr std::size_t kGprBytes = 16 * 8; // rax..r15 at the start of the `g` block
@@ -28,26 +28,26 @@ bool fits_rel32(std::int64_t d) {
 }
 
 // op [rsp + disp] with the 0x0f-prefixed opcodes (xsave family, ldmxcsr).
-void op0f_rsp(Assembler& a, bool rex_w, std::uint8_t op, unsigned digit, std::int32_t disp) {
+void op0f_rsp(X86Writer& a, bool rex_w, std::uint8_t op, unsigned digit, std::int32_t disp) {
     a.rex(rex_w, 0, RSP);
     a.byte(0x0f);
     a.byte(op);
     a.modrm_mem(digit, Mem{RSP, disp});
 }
 
-void lea_rsp(Assembler& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keeps flags
+void lea_rsp(X86Writer& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keeps flags
     a.rex(true, RSP, RSP);
     a.byte(0x8d);
     a.modrm_mem(RSP, Mem{RSP, delta});
 }
 
-void load32(Assembler& a, Reg dst, Mem m) {
+void load32(X86Writer& a, Reg dst, Mem m) {
     a.rex(false, dst, m.base);
     a.byte(0x8b);
     a.modrm_mem(dst, m);
 }
 
-void store32(Assembler& a, Mem m, Reg src) {
+void store32(X86Writer& a, Mem m, Reg src) {
     a.rex(false, src, m.base);
     a.byte(0x89);
     a.modrm_mem(src, m);
@@ -120,7 +120,7 @@ Status check_state_save(const StateSave& s) {
     return ok_status();
 }
 
-void load_xsave_mask(Assembler& a, std::uint64_t mask) {
+void load_xsave_mask(X86Writer& a, std::uint64_t mask) {
     a.mov_imm(RAX, mask & 0xffffffffu);
     a.mov_imm(RDX, mask >> 32);
 }
@@ -225,7 +225,7 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const std::size_t area = no_save ? 0 : round_up(save.size, kStateAlign);
     const auto i32 = [](std::size_t v) { return static_cast<std::int32_t>(v); };
 
-    Assembler a;
+    X86Writer a;
     lea_rsp(a, -i32(kRedZone)); // first: leaf code keeps live data below rsp
     a.byte(0x9c);               // pushfq, before anything below changes a flag
     lea_rsp(a, -i32(upper));
@@ -254,7 +254,7 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     // State save area at A, 64-byte aligned below the block.
     a.mov(RBX, RSP);
-    a.alu_imm(axjit::AND, RSP, -i32(kStateAlign));
+    a.alu_imm(x86_writer::AND, RSP, -i32(kStateAlign));
     lea_rsp(a, -i32(area));
     if (no_save) {
     } else if (xsave) {

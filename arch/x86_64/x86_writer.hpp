@@ -1,10 +1,11 @@
-// The handful of x86-64 instruction encodings the agent-expression compiler emits.
+// An x86-64 instruction writer: the encodings that tpagent generates itself, for the
+// agent-expression compiler (ax_jit.cpp) and the fast tracepoints' jump pads (jump_pad.cpp).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-namespace tpagent::arch::x86_64::axjit {
+namespace tpagent::arch::x86_64::x86_writer {
 
 enum Reg : std::uint8_t {
     RAX,
@@ -40,7 +41,7 @@ struct Mem {
     std::int32_t disp;
 };
 
-class Assembler {
+class X86Writer {
   public:
     std::vector<std::uint8_t>& code() { return code_; }
     std::size_t pos() const { return code_.size(); }
@@ -225,4 +226,4 @@ class Assembler {
     std::vector<std::uint8_t> code_;
 };
 
-} // namespace tpagent::arch::x86_64::axjit
+} // namespace tpagent::arch::x86_64::x86_writer
