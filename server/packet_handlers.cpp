@@ -7,6 +7,17 @@ namespace tpagent::server {
 namespace {
 // See PacketTable::Entry::stops_all.
 constexpr bool kStopsAll = true;
+
+// Argument schemas (protocol/packet_args.hpp), with the reply to arguments that do not fit.
+using Arguments = protocol::PacketTable<Session>::Arguments;
+constexpr Arguments kHex{"x"};
+constexpr Arguments kThreadId{"t"};
+constexpr Arguments kText{"s"};
+constexpr Arguments kTextReplyingText{"s", protocol::reply_error_text};
+constexpr Arguments kRegisterNumber{"x", unknown_register};
+constexpr Arguments kHostIoPid{"x", hostio_bad_arguments};
+constexpr Arguments kHostIoFd{"x", hostio_bad_fd};
+constexpr Arguments kHostIoName{"s", hostio_bad_arguments};
 } // namespace
 
 const protocol::PacketTable<Session>& packet_table() {
@@ -20,13 +31,13 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qC", handle_current_thread},
         {"qfThreadInfo", handle_thread_info_first},
         {"qsThreadInfo", handle_thread_info_next},
-        {"T", handle_thread_alive},
-        {"H", handle_set_thread},
+        {"T", kThreadId, handle_thread_alive},
+        {"H", {"ct"}, handle_set_thread}, // Hg or Hc
         {"QPassSignals", handle_pass_signals},
         {"QProgramSignals", handle_program_signals},
         {"QDisableRandomization", handle_disable_randomization},
         {"qSymbol", handle_symbol},
-        {"qRcmd", handle_monitor},
+        {"qRcmd", kText, handle_monitor},
         {"QNonStop", handle_non_stop},
         {"vStopped", handle_stopped_ack},
         {"QThreadEvents", handle_thread_events},
@@ -39,16 +50,16 @@ const protocol::PacketTable<Session>& packet_table() {
         {"vCont", handle_vcont},
         {"vCont?", handle_vcont_query},
         {"k", handle_kill},
-        {"vKill", handle_vkill},
+        {"vKill", kHex, handle_vkill},
         {"D", handle_detach, kStopsAll},
         {"vRun", handle_vrun},
         {"R", handle_restart},
-        {"vAttach", handle_vattach},
+        {"vAttach", kHex, handle_vattach},
         {"vCtrlC", handle_vctrlc},
         // Registers, memory, breakpoints
         {"g", handle_read_registers},
         {"G", handle_write_registers},
-        {"p", handle_read_register},
+        {"p", kRegisterNumber, handle_read_register},
         {"P", handle_write_register},
         {"m", handle_read_memory},
         {"M", handle_write_memory_hex, kStopsAll},
@@ -72,8 +83,8 @@ const protocol::PacketTable<Session>& packet_table() {
         {"Qbtrace", handle_btrace},
         {"Qbtrace-conf", handle_btrace_conf},
         // Tracepoints
-        {"QEnvironmentHexEncoded", handle_environment_set},
-        {"QEnvironmentUnset", handle_environment_unset},
+        {"QEnvironmentHexEncoded", kTextReplyingText, handle_environment_set},
+        {"QEnvironmentUnset", kTextReplyingText, handle_environment_unset},
         {"QEnvironmentReset", handle_environment_reset},
         {"QTinit", handle_trace_init, kStopsAll},
         {"QTDP", handle_trace_define, kStopsAll},
@@ -96,20 +107,20 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qTsV", handle_trace_variables_next},
         {"qTfSTM", handle_static_markers_first},
         {"qTsSTM", handle_static_markers_next},
-        {"qTSTMat", handle_static_marker_at},
+        {"qTSTMat", kHex, handle_static_marker_at},
         {"QTFrame", handle_trace_frame},
         {"qTBuffer", handle_trace_buffer_read},
         {"QTSave", handle_trace_save},
         {"qTMinFTPILen", handle_min_fast_tracepoint_length},
         // Host I/O
-        {"vFile:setfs", handle_vfile_setfs},
-        {"vFile:open", handle_vfile_open},
-        {"vFile:close", handle_vfile_close},
+        {"vFile:setfs", kHostIoPid, handle_vfile_setfs},
+        {"vFile:open", {"s,x,x", hostio_bad_arguments}, handle_vfile_open},
+        {"vFile:close", kHostIoFd, handle_vfile_close},
         {"vFile:pread", handle_vfile_pread},
         {"vFile:pwrite", handle_vfile_pwrite},
-        {"vFile:fstat", handle_vfile_fstat},
-        {"vFile:unlink", handle_vfile_unlink},
-        {"vFile:readlink", handle_vfile_readlink},
+        {"vFile:fstat", kHostIoFd, handle_vfile_fstat},
+        {"vFile:unlink", kHostIoName, handle_vfile_unlink},
+        {"vFile:readlink", kHostIoName, handle_vfile_readlink},
     };
     return table;
 }
