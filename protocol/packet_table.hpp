@@ -14,25 +14,25 @@
 
 namespace tpagent::protocol {
 
+// An entry's argument schema (see PacketArgs), and its reply to arguments that do not fit it
+// (none: the parse error's code, as "Enn").
+struct ArgumentSchema {
+    std::string_view letters;
+    std::string (*bad_reply)(const Error&) = nullptr;
+};
+
 template <typename Context> class PacketTable {
   public:
     using Handler = std::function<std::string(Context&, std::string_view args)>;
     // The handler of an entry with an argument schema: it runs with the arguments parsed.
     using ArgsHandler = std::function<std::string(Context&, const PacketArgs& args)>;
 
-    // An entry's argument schema (see PacketArgs), and its reply to arguments that do not fit
-    // it (none: the parse error's code, as "Enn").
-    struct Arguments {
-        std::string_view schema;
-        std::string (*bad_reply)(const Error&) = nullptr;
-    };
-
     struct Entry {
         Entry(std::string_view name, Handler handler, bool stops_all = false)
             : name(name), handler(std::move(handler)), stops_all(stops_all) {}
-        Entry(std::string_view name, Arguments arguments, ArgsHandler handler,
+        Entry(std::string_view name, ArgumentSchema schema, ArgsHandler handler,
               bool stops_all = false)
-            : name(name), handler(parsing(arguments, std::move(handler))), stops_all(stops_all) {}
+            : name(name), handler(parsing(schema, std::move(handler))), stops_all(stops_all) {}
 
         std::string_view name;
         Handler handler;
@@ -41,15 +41,14 @@ template <typename Context> class PacketTable {
         bool stops_all = false;
 
       private:
-        static Handler parsing(Arguments arguments, ArgsHandler handler) {
-            return
-                [arguments, handler = std::move(handler)](Context& context, std::string_view args) {
-                    auto parsed = PacketArgs::parse(arguments.schema, args);
-                    if (!parsed)
-                        return arguments.bad_reply ? arguments.bad_reply(parsed.error())
-                                                   : reply_error(parsed.error());
-                    return handler(context, *parsed);
-                };
+        static Handler parsing(ArgumentSchema schema, ArgsHandler handler) {
+            return [schema, handler = std::move(handler)](Context& context, std::string_view args) {
+                auto parsed = PacketArgs::parse(schema.letters, args);
+                if (!parsed)
+                    return schema.bad_reply ? schema.bad_reply(parsed.error())
+                                            : reply_error(parsed.error());
+                return handler(context, *parsed);
+            };
         }
     };
 

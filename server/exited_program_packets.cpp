@@ -178,7 +178,7 @@ const protocol::PacketTable<Session>& exited_program_packets() {
         {"qfThreadInfo", exited_thread_list},
         {"qAttached", exited_attached},
         {"g", exited_registers},
-        {"p", {"x", unknown_register}, exited_register},
+        {"p", kRegisterNumber, exited_register},
         {"m", exited_read_memory},
         {"c", exited_resume},
         {"C", exited_resume},
@@ -186,12 +186,12 @@ const protocol::PacketTable<Session>& exited_program_packets() {
         {"S", exited_resume},
         {"vCont", exited_vcont},
         {"D", exited_detach},
-        {"vKill", {"x"}, exited_kill},
+        {"vKill", kHex, exited_kill},
         {"qXfer:threads:read", exited_xfer_threads},
         {"qXfer:auxv:read", exited_xfer_auxv},
         {"qXfer:exec-file:read", exited_xfer_exec_file},
         {"qXfer:libraries-svr4:read", exited_xfer_libraries},
-        {"vFile:setfs", {"x", hostio_bad_arguments}, exited_setfs},
+        {"vFile:setfs", kHostIoPid, exited_setfs},
     };
     return table;
 }

@@ -7,17 +7,6 @@ namespace tpagent::server {
 namespace {
 // See PacketTable::Entry::stops_all.
 constexpr bool kStopsAll = true;
-
-// Argument schemas (protocol/packet_args.hpp), with the reply to arguments that do not fit.
-using Arguments = protocol::PacketTable<Session>::Arguments;
-constexpr Arguments kHex{"x"};
-constexpr Arguments kThreadId{"t"};
-constexpr Arguments kText{"s"};
-constexpr Arguments kTextReplyingText{"s", protocol::reply_error_text};
-constexpr Arguments kRegisterNumber{"x", unknown_register};
-constexpr Arguments kHostIoPid{"x", hostio_bad_arguments};
-constexpr Arguments kHostIoFd{"x", hostio_bad_fd};
-constexpr Arguments kHostIoName{"s", hostio_bad_arguments};
 } // namespace
 
 const protocol::PacketTable<Session>& packet_table() {
@@ -32,7 +21,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qfThreadInfo", handle_thread_info_first},
         {"qsThreadInfo", handle_thread_info_next},
         {"T", kThreadId, handle_thread_alive},
-        {"H", {"ct"}, handle_set_thread}, // Hg or Hc
+        {"H", kThreadOperation, handle_set_thread},
         {"QPassSignals", handle_pass_signals},
         {"QProgramSignals", handle_program_signals},
         {"QDisableRandomization", handle_disable_randomization},
@@ -114,7 +103,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qTMinFTPILen", handle_min_fast_tracepoint_length},
         // Host I/O
         {"vFile:setfs", kHostIoPid, handle_vfile_setfs},
-        {"vFile:open", {"s,x,x", hostio_bad_arguments}, handle_vfile_open},
+        {"vFile:open", kHostIoOpen, handle_vfile_open},
         {"vFile:close", kHostIoFd, handle_vfile_close},
         {"vFile:pread", handle_vfile_pread},
         {"vFile:pwrite", handle_vfile_pwrite},

@@ -1,5 +1,6 @@
 // Every packet tpagent understands, with its handler. The table itself is in packet_handlers.cpp.
 #pragma once
+#include "protocol/replies.hpp"
 #include "protocol/packet_table.hpp"
 #include <string>
 #include <string_view>
@@ -60,5 +61,19 @@ ArgsHandler handle_vfile_setfs, handle_vfile_open, handle_vfile_close, handle_vf
 // Host I/O's replies to arguments that do not parse: EINVAL, or EBADF for a file descriptor.
 std::string hostio_bad_arguments(const Error&);
 std::string hostio_bad_fd(const Error&);
+
+// The tables' argument schemas (protocol/packet_args.hpp), with the handler's own reply to
+// arguments that do not fit where it is not the parse error's code.
+inline constexpr protocol::ArgumentSchema kHex{"x"};
+inline constexpr protocol::ArgumentSchema kThreadId{"t"};
+inline constexpr protocol::ArgumentSchema kThreadOperation{"ct"}; // H: g or c, a thread id
+inline constexpr protocol::ArgumentSchema kText{"s"};
+inline constexpr protocol::ArgumentSchema kTextReplyingText{"s", protocol::reply_error_text};
+inline constexpr protocol::ArgumentSchema kRegisterNumber{"x", unknown_register};
+inline constexpr protocol::ArgumentSchema kHostIoPid{"x", hostio_bad_arguments};
+inline constexpr protocol::ArgumentSchema kHostIoOpen{"s,x,x",
+                                                      hostio_bad_arguments}; // NAME,FLAGS,MODE
+inline constexpr protocol::ArgumentSchema kHostIoFd{"x", hostio_bad_fd};
+inline constexpr protocol::ArgumentSchema kHostIoName{"s", hostio_bad_arguments};
 
 } // namespace tpagent::server

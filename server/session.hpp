@@ -105,7 +105,7 @@ class Session {
     pid_t continue_thread() const { return continue_thread_; }
     void select_continue_thread(pid_t tid) { continue_thread_ = tid; }
 
-    // The stop `?` describes (all-stop), or the program's end.
+    // The last stop reported (all-stop's `?` repeats it), or how the program ended.
     const std::optional<process::StopEvent>& last_stop() const { return last_stop_; }
     void set_last_stop(const process::StopEvent& ev) { last_stop_ = ev; }
     void forget_last_stop() { last_stop_.reset(); }
