@@ -23,7 +23,7 @@ namespace {
 Result<pid_t> btrace_thread(Session& s) {
     auto* inf = s.live_inferior();
     if (!inf) return make_error(ErrorCode::NoProcess, "No such thread.");
-    const pid_t tid = s.general_thread > 0 ? s.general_thread : s.current_thread();
+    const pid_t tid = s.general_thread() > 0 ? s.general_thread() : s.current_thread();
     if (tid <= 0) return make_error(ErrorCode::NotAllowed, "Must select a single thread.");
     if (!inf->has_thread(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
     return tid;
@@ -68,22 +68,23 @@ std::string handle_btrace(Session& s, std::string_view args) {
     }
     process::Target::BranchTraceRequest request;
     if (args == "bts") {
-        request.size = s.btrace_bts_size;
+        request.size = s.branch_trace_sizes().bts;
     } else if (args == "pt") {
         request.format = process::BranchTraceFormat::Pt;
-        request.size = s.btrace_pt_size;
+        request.size = s.branch_trace_sizes().pt;
     } else {
         return "E.Bad Qbtrace operation.  Use bts, pt, or off.";
     }
-    request.method = s.server().btrace_method;
+    request.method = s.server().branch_step_method();
     if (auto r = inf.enable_branch_trace(*tid, request); !r) return reply_error_text(r.error());
     return reply_ok();
 }
 
 std::string handle_btrace_conf(Session& s, std::string_view args) {
     if (auto tid = btrace_thread(s); !tid) return reply_error_text(tid.error());
-    std::uint32_t* size = args.starts_with("bts:size=")  ? &s.btrace_bts_size
-                          : args.starts_with("pt:size=") ? &s.btrace_pt_size
+    Session::BranchTraceSizes sizes = s.branch_trace_sizes();
+    std::uint32_t* size = args.starts_with("bts:size=")  ? &sizes.bts
+                          : args.starts_with("pt:size=") ? &sizes.pt
                                                          : nullptr;
     if (!size) return "E.Bad Qbtrace configuration option.";
     std::string_view digits = args.substr(args.find('=') + 1);
@@ -91,6 +92,7 @@ std::string handle_btrace_conf(Session& s, std::string_view args) {
     auto value = parse_hex_u64(digits);
     if (!value || *value > UINT32_MAX) return "E.Bad size value.";
     *size = static_cast<std::uint32_t>(*value);
+    s.set_branch_trace_sizes(sizes);
     return reply_ok();
 }
 

@@ -28,8 +28,8 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
     auto& buffer = s.server().experiment().buffer();
     std::vector<std::uint8_t> g(arch.g_size());
     available.assign(arch.registers().size(), false);
-    auto frame = buffer.frame(*s.trace_frame);
-    auto info = buffer.info(*s.trace_frame);
+    auto frame = buffer.frame(*s.trace_frame());
+    auto info = buffer.info(*s.trace_frame());
     if (frame) {
         const bool full = !info || info->registers_valid == 0;
         // A short block may be longer than g: saved FP/vector state is placed, not copied.
@@ -55,7 +55,7 @@ std::vector<std::uint8_t> frame_registers(Session& s, std::vector<bool>& availab
 }
 
 Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& available) {
-    if (s.trace_frame) return frame_registers(s, available);
+    if (s.trace_frame()) return frame_registers(s, available);
     auto* inf = s.addressed();
     if (!inf) return make_error(ErrorCode::NoProcess, "no process");
     return inf->read_registers(s.addressed_thread(*inf), available);
@@ -80,7 +80,7 @@ std::string handle_read_registers(Session& s, std::string_view) {
 }
 
 std::string handle_write_registers(Session& s, std::string_view args) {
-    if (s.trace_frame) return refuse_in_frame();
+    if (s.trace_frame()) return refuse_in_frame();
     auto* inf = s.addressed();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
@@ -89,21 +89,25 @@ std::string handle_write_registers(Session& s, std::string_view args) {
     return w ? reply_ok() : reply_error(w.error());
 }
 
-std::string handle_read_register(Session& s, std::string_view args) {
-    auto n = parse_hex_u64(args);
+std::string unknown_register(const Error&) {
+    return reply_error(ErrorCode::NotFound);
+}
+
+std::string handle_read_register(Session& s, const PacketArgs& args) {
+    const std::uint64_t n = args.number(0);
     const auto regs = arch::host_architecture().registers();
-    if (!n || *n >= regs.size()) return reply_error(ErrorCode::NotFound);
+    if (n >= regs.size()) return reply_error(ErrorCode::NotFound);
     std::vector<bool> avail;
     auto g = registers_of(s, avail);
     if (!g) return reply_error(g.error());
     std::string out;
-    const auto& r = regs[*n];
-    append_register(out, std::span(g->data() + r.g_offset, r.size), *n < avail.size() && avail[*n]);
+    const auto& r = regs[n];
+    append_register(out, std::span(g->data() + r.g_offset, r.size), n < avail.size() && avail[n]);
     return out;
 }
 
 std::string handle_write_register(Session& s, std::string_view args) {
-    if (s.trace_frame) return refuse_in_frame();
+    if (s.trace_frame()) return refuse_in_frame();
     auto* inf = s.addressed();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     std::size_t eq = args.find('=');
@@ -122,16 +126,16 @@ std::string handle_read_memory(Session& s, std::string_view args) {
     std::uint64_t len = std::min<std::uint64_t>(range->length, kPacketSize / 2);
     std::vector<std::uint8_t> buf(len);
     auto* inf = s.live_inferior();
-    if (s.trace_frame) {
+    if (s.trace_frame()) {
         // Collected memory first; read-only sections (QTro) from the live program.
         auto& experiment = s.server().experiment();
-        auto frame = experiment.buffer().frame(*s.trace_frame);
+        auto frame = experiment.buffer().frame(*s.trace_frame());
         std::size_t got = frame ? frame->read_memory(range->addr, buf) : 0;
         if (got > 0) return to_hex(std::span(buf.data(), got));
         if (!inf || !experiment.in_readonly_range(range->addr, len))
             return reply_error(ErrorCode::MemoryAccess);
     }
-    if (!s.trace_frame) inf = s.addressed(); // (a forked child's copy, say)
+    if (!s.trace_frame()) inf = s.addressed(); // (a forked child's copy, say)
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto got = inf->read_memory(range->addr, buf);
     if (!got) return reply_error(got.error());
@@ -141,7 +145,7 @@ std::string handle_read_memory(Session& s, std::string_view args) {
 namespace {
 std::string write_memory(Session& s, const Result<MemoryWrite>& w) {
     if (!w) return reply_error(w.error());
-    if (s.trace_frame) return refuse_in_frame();
+    if (s.trace_frame()) return refuse_in_frame();
     auto* inf = s.addressed();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto st = inf->write_memory(w->addr, w->bytes);

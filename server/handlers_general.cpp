@@ -19,27 +19,28 @@ using namespace protocol;
 
 namespace {
 // The features of gdb's qSupported that change what tpagent does.
-constexpr std::pair<std::string_view, bool Session::*> kGdbFeatures[] = {
-    {"multiprocess+", &Session::multiprocess},
-    {"swbreak+", &Session::gdb_supports_swbreak},
-    {"hwbreak+", &Session::gdb_supports_hwbreak},
-    {"qRelocInsn+", &Session::gdb_supports_reloc_insn},
-    {"exec-events+", &Session::gdb_supports_exec_events},
-    {"no-resumed+", &Session::gdb_supports_no_resumed},
-    {"fork-events+", &Session::gdb_supports_fork_events},
-    {"vfork-events+", &Session::gdb_supports_vfork_events},
+constexpr std::pair<std::string_view, bool Session::GdbFeatures::*> kGdbFeatures[] = {
+    {"multiprocess+", &Session::GdbFeatures::multiprocess},
+    {"swbreak+", &Session::GdbFeatures::swbreak},
+    {"hwbreak+", &Session::GdbFeatures::hwbreak},
+    {"qRelocInsn+", &Session::GdbFeatures::reloc_insn},
+    {"exec-events+", &Session::GdbFeatures::exec_events},
+    {"no-resumed+", &Session::GdbFeatures::no_resumed},
+    {"fork-events+", &Session::GdbFeatures::fork_events},
+    {"vfork-events+", &Session::GdbFeatures::vfork_events},
 };
 } // namespace
 
 std::string handle_supported(Session& s, std::string_view args) {
+    Session::GdbFeatures gdb = s.gdb_features();
     for (std::string_view feature : split(args, ';'))
         for (const auto& [name, flag] : kGdbFeatures)
-            if (feature == name) s.*flag = true;
+            if (feature == name) gdb.*flag = true;
+    s.set_gdb_features(gdb);
     // A fork event names the child process: only in gdb's multiprocess thread ids.
-    const bool forks = s.gdb_supports_fork_events && s.multiprocess;
-    const bool vforks = s.gdb_supports_vfork_events && s.multiprocess;
-    s.server().event_reports = {s.gdb_supports_exec_events, s.gdb_supports_no_resumed, forks,
-                                vforks, false};
+    const bool forks = gdb.fork_events && gdb.multiprocess;
+    const bool vforks = gdb.vfork_events && gdb.multiprocess;
+    s.server().set_event_reports({gdb.exec_events, gdb.no_resumed, forks, vforks, false});
     if (auto* inf = s.inferior()) s.server().apply_gdb_settings(*inf);
     std::string reply =
         fmt::format("PacketSize={:x};QPassSignals+;QProgramSignals+;QStartNoAckMode+;"
@@ -57,11 +58,11 @@ std::string handle_supported(Session& s, std::string_view args) {
     // gdb warns of an empty item: no ';' without a feature after it.
     const std::pair<bool, std::string_view> optional[] = {
         {arch::host_architecture().supports_fast_tracepoints(), "FastTracepoints+"},
-        {s.multiprocess, "multiprocess+"},
-        {s.gdb_supports_swbreak, "swbreak+"},
-        {s.gdb_supports_hwbreak, "hwbreak+"},
-        {s.gdb_supports_exec_events, "exec-events+"},
-        {s.gdb_supports_no_resumed, "no-resumed+"},
+        {gdb.multiprocess, "multiprocess+"},
+        {gdb.swbreak, "swbreak+"},
+        {gdb.hwbreak, "hwbreak+"},
+        {gdb.exec_events, "exec-events+"},
+        {gdb.no_resumed, "no-resumed+"},
         {forks, "fork-events+"},
         {vforks, "vfork-events+"},
     };
@@ -71,12 +72,12 @@ std::string handle_supported(Session& s, std::string_view args) {
 }
 
 std::string handle_start_no_ack(Session& s, std::string_view) {
-    s.no_ack = true; // this OK still goes out with gdb acknowledging it
+    s.start_no_ack_mode(); // this OK still goes out with gdb acknowledging it
     return reply_ok();
 }
 
 std::string handle_extended_mode(Session& s, std::string_view) {
-    s.extended = true;
+    s.enter_extended_mode();
     return reply_ok();
 }
 
@@ -99,7 +100,7 @@ std::string handle_thread_info_first(Session& s, std::string_view) {
     std::string out = "m";
     for (const auto& [pid, tid] : s.all_threads()) {
         if (out.size() > 1) out += ',';
-        out += protocol::format_thread_id(pid, tid, s.multiprocess);
+        out += protocol::format_thread_id(pid, tid, s.multiprocess());
     }
     return out.size() > 1 ? out : "l";
 }
@@ -108,25 +109,22 @@ std::string handle_thread_info_next(Session&, std::string_view) {
     return "l";
 }
 
-std::string handle_thread_alive(Session& s, std::string_view args) {
-    auto id = parse_thread_id(args);
-    if (!id) return reply_error(id.error());
-    if (id->tid <= 0 || !s.has_thread(static_cast<pid_t>(id->tid)))
+std::string handle_thread_alive(Session& s, const PacketArgs& args) {
+    const ThreadId& id = args.thread(0);
+    if (id.tid <= 0 || !s.has_thread(static_cast<pid_t>(id.tid)))
         return reply_error(ErrorCode::NoProcess);
     return reply_ok();
 }
 
-std::string handle_set_thread(Session& s, std::string_view args) {
-    if (args.empty() || (args[0] != 'g' && args[0] != 'c'))
-        return reply_error(ErrorCode::BadPacket);
-    auto id = parse_thread_id(args.substr(1));
-    if (!id) return reply_error(id.error());
-    pid_t tid = static_cast<pid_t>(id->tid);
+std::string handle_set_thread(Session& s, const PacketArgs& args) {
+    const char op = args.character(0);
+    if (op != 'g' && op != 'c') return reply_error(ErrorCode::BadPacket);
+    pid_t tid = static_cast<pid_t>(args.thread(1).tid);
     if (tid > 0 && !s.has_thread(tid)) return reply_error(ErrorCode::NoProcess);
-    if (args[0] == 'g')
-        s.general_thread = tid > 0 ? tid : 0;
+    if (op == 'g')
+        s.select_general_thread(tid > 0 ? tid : 0);
     else
-        s.continue_thread = tid > 0 ? tid : -1;
+        s.select_continue_thread(tid > 0 ? tid : -1);
     return reply_ok();
 }
 
@@ -149,7 +147,7 @@ Result<std::set<int>> parse_signal_list(std::string_view args) {
 std::string handle_pass_signals(Session& s, std::string_view args) {
     auto set = parse_signal_list(args);
     if (!set) return reply_error(set.error());
-    s.server().pass_signals = *set;
+    s.server().set_pass_signals(*set);
     if (auto* inf = s.inferior()) inf->set_pass_signals(*set);
     return reply_ok();
 }
@@ -168,7 +166,7 @@ std::string handle_catch_syscalls(Session& s, std::string_view args) {
     } else if (args != "0") {
         return reply_error(ErrorCode::BadPacket);
     }
-    s.server().catch_syscalls = syscalls;
+    s.server().set_catch_syscalls(syscalls);
     if (auto* inf = s.inferior()) inf->set_catch_syscalls(std::move(syscalls));
     return reply_ok();
 }
@@ -206,7 +204,7 @@ std::string handle_non_stop(Session& s, std::string_view args) {
     const bool on = *switched;
     if (auto* inf = s.live_inferior())
         if (auto m = inf->set_non_stop(on); !m) return reply_error_text(m.error());
-    s.server().non_stop = on;
+    s.server().set_non_stop(on);
     return reply_ok();
 }
 
@@ -215,8 +213,10 @@ std::string handle_non_stop(Session& s, std::string_view args) {
 std::string handle_thread_events(Session& s, std::string_view args) {
     auto switched = parse_switch("QThreadEvents", args);
     if (!switched) return reply_error_text(switched.error());
-    s.server().event_reports.threads = *switched;
-    if (auto* inf = s.inferior()) inf->set_event_reports(s.server().event_reports);
+    auto reports = s.server().event_reports();
+    reports.threads = *switched;
+    s.server().set_event_reports(reports);
+    if (auto* inf = s.inferior()) inf->set_event_reports(reports);
     return reply_ok();
 }
 
@@ -275,14 +275,12 @@ std::optional<bool> switch_value(std::string_view command, std::string_view name
 }
 } // namespace
 
-std::string handle_monitor(Session& s, std::string_view args) {
-    auto cmd = hex_to_text(args);
-    if (!cmd) return reply_error(cmd.error());
-    const std::string_view command = *cmd;
+std::string handle_monitor(Session& s, const PacketArgs& args) {
+    const std::string_view command = args.text(0);
     if (command == "help") return to_hex(kMonitorHelp);
     if (command == "exit") {
         s.server().request_exit();
-        s.exit_after_reply = true;
+        s.close_after_reply();
         return reply_ok();
     }
     if (auto on = switch_value(command, "set debug ")) {
@@ -303,7 +301,7 @@ std::string handle_monitor(Session& s, std::string_view args) {
         };
         for (const auto& [name, method] : kMethods)
             if (command.substr(18) == name) {
-                s.server().btrace_method = method;
+                s.server().set_branch_step_method(method);
                 return to_hex(fmt::format("Threads recorded from now on: {}.\n", name));
             }
     }

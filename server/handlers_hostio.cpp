@@ -150,11 +150,17 @@ const std::optional<std::string>& hostio_dir(Session& s) {
     return s.server().options().hostio_dir;
 }
 
+// A file descriptor gdb opened here.
+Result<int> opened_fd(const HostIoState& st, std::uint64_t fd) {
+    if (!st.fds.count(static_cast<int>(fd)))
+        return make_error(ErrorCode::BadPacket, "not a file we opened");
+    return static_cast<int>(fd);
+}
+
 Result<int> parse_fd(const HostIoState& st, std::string_view text) {
     auto fd = parse_hex_u64(text);
-    if (!fd || !st.fds.count(static_cast<int>(*fd)))
-        return make_error(ErrorCode::BadPacket, "not a file we opened");
-    return static_cast<int>(*fd);
+    if (!fd) return make_error(ErrorCode::BadPacket, "not a file we opened");
+    return opened_fd(st, *fd);
 }
 
 void put_be(std::string& out, std::uint64_t v, int bytes) {
@@ -164,43 +170,47 @@ void put_be(std::string& out, std::uint64_t v, int bytes) {
 
 } // namespace
 
-std::string handle_vfile_setfs(Session& s, std::string_view args) {
-    auto pid = parse_hex_u64(args);
-    if (!pid || *pid > 0x7fffffff) return fail(EINVAL);
-    s.host_io.fs_pid = static_cast<pid_t>(*pid);
+std::string hostio_bad_arguments(const Error&) {
+    return fail(EINVAL);
+}
+
+std::string hostio_bad_fd(const Error&) {
+    return fail(EBADF);
+}
+
+std::string handle_vfile_setfs(Session& s, const PacketArgs& args) {
+    const std::uint64_t pid = args.number(0);
+    if (pid > 0x7fffffff) return fail(EINVAL);
+    s.host_io().fs_pid = static_cast<pid_t>(pid);
     return "F0";
 }
 
-std::string handle_vfile_open(Session& s, std::string_view args) {
-    auto parts = split(args, ',');
-    if (parts.size() != 3) return fail(EINVAL);
-    auto name = hex_to_text(parts[0]);
-    auto flags = parse_hex_u64(parts[1]);
-    auto mode = parse_hex_u64(parts[2]);
-    if (!name || !flags || !mode) return fail(EINVAL);
-    int host_flags = host_open_flags(*flags);
+// vFile:open:NAME,FLAGS,MODE
+std::string handle_vfile_open(Session& s, const PacketArgs& args) {
+    const std::string& name = args.text(0);
+    int host_flags = host_open_flags(args.number(1));
     if (host_flags < 0) return fail(EINVAL);
-    if (s.host_io.fds.size() >= HostIoState::kMaxOpenFiles) return fail(EMFILE);
-    const auto m = static_cast<mode_t>(*mode & 0777);
+    if (s.host_io().fds.size() >= HostIoState::kMaxOpenFiles) return fail(EMFILE);
+    const auto m = static_cast<mode_t>(args.number(2) & 0777);
     const auto& dir = hostio_dir(s);
-    int fd = dir ? ConfinedRoot(s.host_io, *dir).open(*name, host_flags, m)
-                 : ::open(resolve(s.host_io, *name).c_str(), host_flags, m);
+    int fd = dir ? ConfinedRoot(s.host_io(), *dir).open(name, host_flags, m)
+                 : ::open(resolve(s.host_io(), name).c_str(), host_flags, m);
     if (fd < 0) return fail(errno);
-    s.host_io.fds.insert(fd);
+    s.host_io().fds.insert(fd);
     return fmt::format("F{:x}", fd);
 }
 
-std::string handle_vfile_close(Session& s, std::string_view args) {
-    auto fd = parse_fd(s.host_io, args);
+std::string handle_vfile_close(Session& s, const PacketArgs& args) {
+    auto fd = opened_fd(s.host_io(), args.number(0));
     if (!fd) return fail(EBADF);
-    s.host_io.fds.erase(*fd);
+    s.host_io().fds.erase(*fd);
     return ::close(*fd) == 0 ? "F0" : fail(errno);
 }
 
 std::string handle_vfile_pread(Session& s, std::string_view args) {
     auto parts = split(args, ',');
     if (parts.size() != 3) return fail(EINVAL);
-    auto fd = parse_fd(s.host_io, parts[0]);
+    auto fd = parse_fd(s.host_io(), parts[0]);
     auto count = parse_hex_u64(parts[1]);
     auto offset = parse_hex_u64(parts[2]);
     if (!fd) return fail(EBADF);
@@ -217,7 +227,7 @@ std::string handle_vfile_pwrite(Session& s, std::string_view args) {
     std::size_t c1 = args.find(',');
     std::size_t c2 = c1 == std::string_view::npos ? c1 : args.find(',', c1 + 1);
     if (c2 == std::string_view::npos) return fail(EINVAL);
-    auto fd = parse_fd(s.host_io, args.substr(0, c1));
+    auto fd = parse_fd(s.host_io(), args.substr(0, c1));
     auto offset = parse_hex_u64(args.substr(c1 + 1, c2 - c1 - 1));
     if (!fd) return fail(EBADF);
     if (!offset) return fail(EINVAL);
@@ -227,8 +237,8 @@ std::string handle_vfile_pwrite(Session& s, std::string_view args) {
     return fmt::format("F{:x}", n);
 }
 
-std::string handle_vfile_fstat(Session& s, std::string_view args) {
-    auto fd = parse_fd(s.host_io, args);
+std::string handle_vfile_fstat(Session& s, const PacketArgs& args) {
+    auto fd = opened_fd(s.host_io(), args.number(0));
     if (!fd) return fail(EBADF);
     struct stat st {};
     if (::fstat(*fd, &st) != 0) return fail(errno);
@@ -249,38 +259,36 @@ std::string handle_vfile_fstat(Session& s, std::string_view args) {
     return fmt::format("F{:x};", out.size()) + escape_binary(out);
 }
 
-std::string handle_vfile_unlink(Session& s, std::string_view args) {
-    auto name = hex_to_text(args);
-    if (!name) return fail(EINVAL);
+std::string handle_vfile_unlink(Session& s, const PacketArgs& args) {
+    const std::string& name = args.text(0);
     if (const auto& dir = hostio_dir(s)) {
         std::string last;
-        ConfinedRoot root(s.host_io, *dir);
-        const int parent = root.parent(*name, last);
+        ConfinedRoot root(s.host_io(), *dir);
+        const int parent = root.parent(name, last);
         if (parent < 0) return fail(errno);
         const int r = ::unlinkat(parent, last.c_str(), 0);
         const int error = errno;
         ::close(parent);
         return r == 0 ? "F0" : fail(error);
     }
-    return ::unlink(resolve(s.host_io, *name).c_str()) == 0 ? "F0" : fail(errno);
+    return ::unlink(resolve(s.host_io(), name).c_str()) == 0 ? "F0" : fail(errno);
 }
 
-std::string handle_vfile_readlink(Session& s, std::string_view args) {
-    auto name = hex_to_text(args);
-    if (!name) return fail(EINVAL);
+std::string handle_vfile_readlink(Session& s, const PacketArgs& args) {
+    const std::string& name = args.text(0);
     char buf[4096];
     ssize_t n = -1;
     if (const auto& dir = hostio_dir(s)) {
         std::string last;
-        ConfinedRoot root(s.host_io, *dir);
-        const int parent = root.parent(*name, last);
+        ConfinedRoot root(s.host_io(), *dir);
+        const int parent = root.parent(name, last);
         if (parent < 0) return fail(errno);
         n = ::readlinkat(parent, last.c_str(), buf, sizeof buf);
         const int error = errno;
         ::close(parent);
         errno = error;
     } else {
-        n = ::readlink(resolve(s.host_io, *name).c_str(), buf, sizeof buf);
+        n = ::readlink(resolve(s.host_io(), name).c_str(), buf, sizeof buf);
     }
     if (n < 0) return fail(errno);
     return fmt::format("F{:x};", n) +

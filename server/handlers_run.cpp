@@ -31,7 +31,7 @@ std::string start(Session& s, const std::vector<process::ThreadResume>& plan) {
     if (!r) return reply_error(r.error());
     if (s.non_stop()) return reply_ok();
     if (*r) {
-        s.last_stop = **r;
+        s.set_last_stop(**r);
         return s.stop_reply(**r);
     }
     s.defer_reply();
@@ -57,7 +57,7 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
     int host_sig = protocol::gdb_to_host_signal(req->signal);
     std::vector<process::ThreadResume> plan;
     // c/s move every thread (all-stop); the signal and the step go to the selected thread.
-    pid_t focus = s.continue_thread > 0 ? s.continue_thread : current;
+    pid_t focus = s.continue_thread() > 0 ? s.continue_thread() : current;
     for (pid_t tid : inf->thread_ids()) {
         bool is_focus = tid == focus;
         if (step && !is_focus) continue; // a single step leaves the others where they are
@@ -74,8 +74,8 @@ Status run_afresh(Session& s, const std::vector<std::string>& argv) {
     process::StopEvent ev;
     ev.pid = ev.tid = s.inferior()->pid();
     ev.signal = SIGTRAP;
-    s.last_stop = ev;
-    s.general_thread = 0;
+    s.set_last_stop(ev);
+    s.select_general_thread(0);
     return ok_status();
 }
 } // namespace
@@ -156,8 +156,8 @@ std::string handle_vctrlc(Session& s, std::string_view) {
 
 std::string handle_kill(Session& s, std::string_view) {
     (void)s.server().kill_inferior(); // SIGKILL and reap: nothing to report if it was gone
-    s.last_stop.reset();
-    if (!s.extended) {
+    s.forget_last_stop();
+    if (!s.extended()) {
         // gdb does not wait for a reply: the connection simply ends.
         s.server().request_exit();
         s.close();
@@ -168,19 +168,18 @@ std::string handle_kill(Session& s, std::string_view) {
     return {};
 }
 
-std::string handle_vkill(Session& s, std::string_view args) {
-    auto pid = parse_hex_u64(args);
-    if (!pid) return reply_error(pid.error());
+std::string handle_vkill(Session& s, const PacketArgs& args) {
+    const std::uint64_t pid = args.number(0);
     auto* inf = s.inferior();
     // gdb's kill first kills a forked child it was told of and did not follow, and the
     // processes it holds.
-    if (inf && *pid <= 0x7fffffff && inf->kill_fork_child(static_cast<pid_t>(*pid)))
+    if (inf && pid <= 0x7fffffff && inf->kill_fork_child(static_cast<pid_t>(pid)))
         return reply_ok();
-    if (*pid <= 0x7fffffff && s.server().kill_held(static_cast<pid_t>(*pid))) return reply_ok();
-    if (!inf || static_cast<std::uint64_t>(inf->pid()) != *pid)
+    if (pid <= 0x7fffffff && s.server().kill_held(static_cast<pid_t>(pid))) return reply_ok();
+    if (!inf || static_cast<std::uint64_t>(inf->pid()) != pid)
         return reply_error(ErrorCode::NoProcess);
     (void)s.server().kill_inferior(); // as for k
-    s.last_stop.reset();
+    s.forget_last_stop();
     return reply_ok();
 }
 
@@ -204,18 +203,18 @@ std::string handle_detach(Session& s, std::string_view args) {
         fmt::print(stderr,
                    "Disconnected tracing in effect, leaving tpagent attached to the process\n");
         std::fflush(stderr);
-        s.last_stop.reset();
+        s.forget_last_stop();
         return reply_ok();
     }
     // gdb follows a forked child (follow-fork-mode child): it becomes the program served.
     std::unique_ptr<process::Target> child = inf->take_fork_child();
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
-    s.last_stop.reset();
+    s.forget_last_stop();
     if (child) s.server().adopt(std::move(child));
     if (s.inferior()) return reply_ok(); // (a held process is served now)
-    if (!s.extended) {
+    if (!s.extended()) {
         s.server().request_exit();
-        s.exit_after_reply = true;
+        s.close_after_reply();
     }
     return reply_ok();
 }
@@ -238,13 +237,13 @@ std::string handle_vrun(Session& s, std::string_view args) {
             argv.front() = prog.front();
     }
     if (auto st = run_afresh(s, argv); !st) return reply_error_text(st.error());
-    return s.stop_reply(*s.last_stop);
+    return s.stop_reply(*s.last_stop());
 }
 
 // R XX: extended mode's restart of the program started last (gdb sends it where vRun is not
 // there). No reply: gdb asks with `?` what the new program is doing.
 std::string handle_restart(Session& s, std::string_view) {
-    if (!s.extended) return reply_empty();
+    if (!s.extended()) return reply_empty();
     s.suppress_reply();
     std::vector<std::string> argv = s.server().last_program();
     if (argv.empty()) argv = s.server().options().program;
@@ -259,44 +258,42 @@ std::string handle_restart(Session& s, std::string_view) {
     return {};
 }
 
-std::string handle_vattach(Session& s, std::string_view args) {
-    auto pid = parse_hex_u64(args);
-    if (!pid || *pid == 0 || *pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
+std::string handle_vattach(Session& s, const PacketArgs& args) {
+    const std::uint64_t pid = args.number(0);
+    if (pid == 0 || pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
     if (s.live_inferior())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
-    if (auto st = s.server().attach_to(static_cast<pid_t>(*pid)); !st)
+    if (auto st = s.server().attach_to(static_cast<pid_t>(pid)); !st)
         return reply_error_text(st.error());
     process::StopEvent ev;
-    ev.pid = ev.tid = static_cast<pid_t>(*pid);
+    ev.pid = ev.tid = static_cast<pid_t>(pid);
     ev.signal = 0;
-    s.last_stop = ev;
-    s.general_thread = 0;
+    s.set_last_stop(ev);
+    s.select_general_thread(0);
     return s.stop_reply(ev);
 }
 
 // gdb's `set environment` / `unset environment` for programs started with `run`
 // (GDB manual, General Query Packets: QEnvironmentHexEncoded, QEnvironmentUnset,
 // QEnvironmentReset). gdb resets, then replays every change before each `run`.
-std::string handle_environment_set(Session& s, std::string_view args) {
-    auto text = protocol::hex_to_text(args);
-    if (!text) return reply_error_text(text.error());
-    const std::size_t eq = text->find('=');
+std::string handle_environment_set(Session& s, const PacketArgs& args) {
+    const std::string& text = args.text(0);
+    const std::size_t eq = text.find('=');
     if (eq == 0 || eq == std::string::npos)
         return reply_error_text(make_error(ErrorCode::BadPacket, "expected NAME=VALUE"));
-    s.server().environment[text->substr(0, eq)] = text->substr(eq + 1);
+    s.server().environment().set(text.substr(0, eq), text.substr(eq + 1));
     return reply_ok();
 }
 
-std::string handle_environment_unset(Session& s, std::string_view args) {
-    auto name = protocol::hex_to_text(args);
-    if (!name) return reply_error_text(name.error());
-    if (name->empty()) return reply_error_text(make_error(ErrorCode::BadPacket, "no name"));
-    s.server().environment[*name] = std::nullopt;
+std::string handle_environment_unset(Session& s, const PacketArgs& args) {
+    const std::string& name = args.text(0);
+    if (name.empty()) return reply_error_text(make_error(ErrorCode::BadPacket, "no name"));
+    s.server().environment().unset(name);
     return reply_ok();
 }
 
 std::string handle_environment_reset(Session& s, std::string_view) {
-    s.server().environment.clear();
+    s.server().environment().reset();
     return reply_ok();
 }
 

@@ -36,20 +36,18 @@ std::string handle_static_markers_first(Session& s, std::string_view) {
         }
         if (!reply.empty()) replies.push_back(std::move(reply));
     }
-    s.marker_upload = trace::UploadCursor(std::move(replies));
-    return s.marker_upload.next();
+    return s.begin_upload(Session::Upload::Markers, trace::UploadCursor(std::move(replies)));
 }
 
 std::string handle_static_markers_next(Session& s, std::string_view) {
-    return s.marker_upload.next();
+    return s.continue_upload(Session::Upload::Markers);
 }
 
-std::string handle_static_marker_at(Session& s, std::string_view args) {
-    auto address = parse_hex_u64(args);
-    if (!address) return reply_error(address.error());
+std::string handle_static_marker_at(Session& s, const PacketArgs& args) {
+    const std::uint64_t address = args.number(0);
     if (process::Target* inferior = s.live_inferior())
         for (const process::StaticMarker& m : inferior->static_markers())
-            if (m.address == *address) return "m" + marker_definition(m);
+            if (m.address == address) return "m" + marker_definition(m);
     return "l";
 }
 

@@ -54,7 +54,7 @@ std::string handle_trace_init(Session& s, std::string_view) {
     if (experiment(s).running()) experiment(s).stop(s.live_inferior());
     experiment(s).abandon_relocation(s.live_inferior());
     experiment(s).init();
-    s.trace_frame.reset();
+    s.leave_trace_frame();
     return reply_ok();
 }
 
@@ -89,11 +89,11 @@ std::string handle_trace_notes(Session& s, std::string_view args) {
 }
 
 std::string handle_trace_start(Session& s, std::string_view) {
-    s.trace_frame.reset();
+    s.leave_trace_frame();
     // gdb relocates x86 instructions only; elsewhere --relocate-with-gdb is ignored (told at
     // start-up) and tpagent's own relocator moves them.
     const bool gdb_relocates = s.server().options().relocate_with_gdb &&
-                               s.gdb_supports_reloc_insn &&
+                               s.gdb_features().reloc_insn &&
                                arch::host_architecture().gdb_relocates_instructions();
     return start_reply(s, experiment(s).start(s.live_inferior(), gdb_relocates));
 }
@@ -133,41 +133,39 @@ std::string handle_trace_variable_value(Session& s, std::string_view args) {
     auto num = parse_hex_u64(args);
     if (!num || *num > 0xffffffff) return reply_error(ErrorCode::BadPacket);
     auto number = static_cast<std::uint32_t>(*num);
-    if (s.trace_frame) {
-        auto frame = experiment(s).buffer().frame(*s.trace_frame);
+    if (s.trace_frame()) {
+        auto frame = experiment(s).buffer().frame(*s.trace_frame());
         return trace::format_tsv_value(frame ? frame->variable(number) : std::nullopt);
     }
     return experiment(s).variables().value_reply(number);
 }
 
 std::string handle_tracepoints_first(Session& s, std::string_view) {
-    s.tracepoint_upload = experiment(s).table().upload();
-    return s.tracepoint_upload.next();
+    return s.begin_upload(Session::Upload::Tracepoints, experiment(s).table().upload());
 }
 
 std::string handle_tracepoints_next(Session& s, std::string_view) {
-    return s.tracepoint_upload.next();
+    return s.continue_upload(Session::Upload::Tracepoints);
 }
 
 std::string handle_trace_variables_first(Session& s, std::string_view) {
-    s.variable_upload = experiment(s).variables().upload();
-    return s.variable_upload.next();
+    return s.begin_upload(Session::Upload::Variables, experiment(s).variables().upload());
 }
 
 std::string handle_trace_variables_next(Session& s, std::string_view) {
-    return s.variable_upload.next();
+    return s.continue_upload(Session::Upload::Variables);
 }
 
 std::string handle_trace_frame(Session& s, std::string_view args) {
     auto query = trace::parse_frame_query(args);
     if (!query) return reply_error(query.error());
     if (auto* n = std::get_if<trace::FrameByNumber>(&*query); n && n->number < 0) {
-        s.trace_frame.reset(); // tfind none: back to the live program
+        s.leave_trace_frame(); // tfind none: back to the live program
         return reply_ok();
     }
-    auto found = experiment(s).buffer().find(*query, s.trace_frame);
+    auto found = experiment(s).buffer().find(*query, s.trace_frame());
     if (!found) return trace::frame_not_found_reply();
-    s.trace_frame = found->number;
+    s.select_trace_frame(found->number);
     return trace::frame_found_reply(found->number, found->tracepoint);
 }
 
@@ -217,9 +215,9 @@ std::string xfer_frame_object(Session& s, std::string_view args,
                               const std::function<std::string(const trace::FrameView&)>& part) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
-    if (!s.trace_frame)
+    if (!s.trace_frame())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "no trace frame selected"));
-    auto frame = experiment(s).buffer().frame(*s.trace_frame);
+    auto frame = experiment(s).buffer().frame(*s.trace_frame());
     if (!frame) return reply_error(ErrorCode::NotFound);
     return xfer_reply(part(*frame), req->offset,
                       std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));

@@ -76,7 +76,7 @@ std::string handle_xfer_threads(Session& s, std::string_view args) {
                     s.inferior()->has_thread(tid) ? s.inferior() : s.server().held_process(pid);
                 const std::string name = p ? p->thread_name(tid) : "";
                 xml += fmt::format("<thread id=\"{}\" name=\"{}\"/>\n",
-                                   protocol::format_thread_id(pid, tid, s.multiprocess),
+                                   protocol::format_thread_id(pid, tid, s.multiprocess()),
                                    protocol::xml_escape(name));
             }
         }
@@ -103,14 +103,15 @@ std::string cached_xfer(Session& s, std::string_view object, std::string_view ar
                         const std::function<Result<std::string>(const std::string& annex)>& make) {
     auto req = parse_xfer_read(args);
     if (!req) return reply_error(req.error());
-    auto& doc = s.xfer_document;
-    if (req->offset == 0 || !doc || doc->object != object || doc->annex != req->annex) {
+    auto& documents = s.xfer_documents();
+    const std::string* doc = req->offset == 0 ? nullptr : documents.find(object, req->annex);
+    if (!doc) {
         auto data = make(req->annex);
         if (!data) return reply_error_text(data.error());
-        doc = Session::XferDocument{std::string(object), req->annex, std::move(*data)};
+        doc = &documents.keep(object, req->annex, std::move(*data));
     }
-    std::string reply = xfer_reply(doc->data, req->offset, chunk_limit(req->length));
-    if (reply.starts_with('l')) doc.reset(); // the last chunk: a branch trace can be large
+    std::string reply = xfer_reply(*doc, req->offset, chunk_limit(req->length));
+    if (reply.starts_with('l')) documents.drop(); // the last chunk: a branch trace can be large
     return reply;
 }
 

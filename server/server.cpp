@@ -168,10 +168,10 @@ std::string program_path(const std::string& name) {
 } // namespace
 
 void Server::apply_gdb_settings(process::Target& program) const {
-    program.set_pass_signals(pass_signals);
-    program.set_catch_syscalls(catch_syscalls);
-    program.set_event_reports(event_reports);
-    if (auto m = program.set_non_stop(non_stop); !m)
+    program.set_pass_signals(pass_signals_);
+    program.set_catch_syscalls(catch_syscalls_);
+    program.set_event_reports(event_reports_);
+    if (auto m = program.set_non_stop(non_stop_); !m)
         spdlog::warn("non-stop mode: {}", m.error().text);
 }
 
@@ -183,7 +183,7 @@ Status Server::start_program(const std::vector<std::string>& named) {
     spec.wrapper = options_.wrapper;
     spec.disable_randomization = options_.disable_randomization;
     spec.stdio_is_protocol = stdio_transport();
-    spec.environment = environment;
+    spec.environment = environment_.changes();
     if (options_.inproc) {
         auto lib = inproc_library_path(*options_.inproc);
         if (!lib) return lib.error();
@@ -439,7 +439,7 @@ void Server::accept_next() {
         }
         running_without_gdb_ = false; // gdb is back, and the program stopped for it
         exited_shown_ = exited_.has_value();
-        if (unreported_) session_->last_stop = std::exchange(unreported_, std::nullopt);
+        if (unreported_) session_->set_last_stop(*std::exchange(unreported_, std::nullopt));
         session_->start();
     });
 }
@@ -451,14 +451,14 @@ void Server::session_closed(Session&) {
         // A QTStart still waiting for gdb's qRelocInsn answers never started anything.
         experiment_.abandon_relocation(inferior_.get());
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
-        catch_syscalls.reset();
-        event_reports = {}; // an exec without gdb runs on into the new program
+        catch_syscalls_.reset();
+        event_reports_ = {}; // an exec without gdb runs on into the new program
         // What gdb held, it let go of by leaving.
         detach_all_held();
         if (inferior_)
             for (pid_t child : inferior_->fork_children())
                 inferior_->release_fork_child(child);
-        non_stop = false; // all-stop again: every thread stops, as gdb leaves it
+        non_stop_ = false; // all-stop again: every thread stops, as gdb leaves it
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
             shutdown();

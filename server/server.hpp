@@ -47,6 +47,20 @@ struct ExitedProgram {
     std::optional<ProgramImage> image;
 };
 
+// QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: changes to tpagent's own
+// environment for the programs started from now on.
+class EnvironmentChanges {
+  public:
+    void set(const std::string& name, std::string value) { changes_[name] = std::move(value); }
+    void unset(const std::string& name) { changes_[name] = std::nullopt; }
+    void reset() { changes_.clear(); }
+    // NAME -> value, nullopt = unset.
+    const std::map<std::string, std::optional<std::string>>& changes() const { return changes_; }
+
+  private:
+    std::map<std::string, std::optional<std::string>> changes_;
+};
+
 // How programs are started and attached to: Linux processes over ptrace, or fakes in tests.
 struct TargetFactory {
     std::function<Result<std::unique_ptr<process::Target>>(const process::LaunchSpec&)> launch;
@@ -104,21 +118,33 @@ class Server {
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
-    std::set<int> pass_signals;                  // host numbers, from QPassSignals
-    std::optional<std::set<int>> catch_syscalls; // QCatchSyscalls, for each program started
     // The program (and arguments) started last, which R starts again.
     const std::vector<std::string>& last_program() const { return last_program_; }
-    process::Target::EventReports event_reports; // what gdb's qSupported asked for
-    bool non_stop = false;                       // QNonStop
-    // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
-    process::BranchStepMethod btrace_method = process::BranchStepMethod::BlockEnds;
-    // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
-    void pump_events();
+
+    // What gdb asks of every program, kept for the programs started (or adopted) from now on;
+    // the handlers that set them give them to the served program themselves.
+    // QPassSignals (host numbers).
+    void set_pass_signals(std::set<int> signals) { pass_signals_ = std::move(signals); }
+    // QCatchSyscalls (nullopt: none caught; an empty set: every call).
+    void set_catch_syscalls(std::optional<std::set<int>> syscalls) {
+        catch_syscalls_ = std::move(syscalls);
+    }
+    // What gdb's qSupported (and QThreadEvents) asked to hear of.
+    const process::Target::EventReports& event_reports() const { return event_reports_; }
+    void set_event_reports(const process::Target::EventReports& r) { event_reports_ = r; }
+    // QNonStop.
+    bool non_stop() const { return non_stop_; }
+    void set_non_stop(bool on) { non_stop_ = on; }
     // Gives the program what gdb asked of every program (the four above).
     void apply_gdb_settings(process::Target& program) const;
-    // QEnvironmentHexEncoded / QEnvironmentUnset / QEnvironmentReset: for programs started from
-    // now on (NAME -> value, nullopt = unset).
-    std::map<std::string, std::optional<std::string>> environment;
+
+    // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
+    process::BranchStepMethod branch_step_method() const { return branch_step_method_; }
+    void set_branch_step_method(process::BranchStepMethod m) { branch_step_method_ = m; }
+    EnvironmentChanges& environment() { return environment_; }
+
+    // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
+    void pump_events();
     bool stdio_transport() const;
 
   private:
@@ -158,6 +184,12 @@ class Server {
     std::optional<ExitedProgram> exited_;
     bool exited_shown_ = false; // a gdb has connected since that program ended
     int exit_status_ = 0;
+    std::set<int> pass_signals_;
+    std::optional<std::set<int>> catch_syscalls_;
+    process::Target::EventReports event_reports_;
+    bool non_stop_ = false;
+    process::BranchStepMethod branch_step_method_ = process::BranchStepMethod::BlockEnds;
+    EnvironmentChanges environment_;
 };
 
 } // namespace tpagent::server

@@ -9,10 +9,8 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include "protocol/stop_reply.hpp"
-#include "protocol/xml.hpp"
 #include <algorithm>
 #include <csignal>
-#include <filesystem>
 #include <new>
 #include <utility>
 #include <fmt/format.h>
@@ -21,186 +19,6 @@
 namespace tpagent::server {
 
 using protocol::FrameEvent;
-
-namespace {
-// ---- A program that ended while gdb was away (Server::exited_program)
-// gdb's `target remote` wants a stopped thread to show, and tfind needs one to select frames
-// on: the program's main thread stands in. Outside trace frames it has no registers but a zero
-// pc (gdb gives up on a connection whose pc is unavailable), and no memory but the code of its
-// files. Resuming it reports how the program ended; `kill` and `detach` let go of it. Packets
-// about the process are answered here; the rest go to the usual handlers, which find no
-// process, or read the trace as usual.
-
-const ExitedProgram& exited(Session& s) {
-    return *s.exited_program();
-}
-
-std::string exited_current_thread(Session& s, std::string_view) {
-    return "QC" + s.thread_id(exited(s).end.pid);
-}
-
-std::string exited_thread_list(Session& s, std::string_view) {
-    return "m" + s.thread_id(exited(s).end.pid);
-}
-
-std::string exited_attached(Session& s, std::string_view) {
-    return exited(s).was_attached ? "1" : "0";
-}
-
-// A register as a stand-in thread has it: the pc is zero, the others unavailable.
-std::string exited_register_value(int regnum) {
-    const auto& arch = arch::host_architecture();
-    const auto& reg = arch.registers()[static_cast<std::size_t>(regnum)];
-    return std::string(reg.size * 2, regnum == arch.pc_regnum() ? '0' : 'x');
-}
-
-std::string exited_registers(Session& s, std::string_view args) {
-    if (s.trace_frame) return handle_read_registers(s, args);
-    std::string out;
-    const auto count = arch::host_architecture().registers().size();
-    for (std::size_t i = 0; i < count; ++i)
-        out += exited_register_value(static_cast<int>(i));
-    return out;
-}
-
-std::string exited_register(Session& s, std::string_view args) {
-    if (s.trace_frame) return handle_read_register(s, args);
-    auto n = protocol::parse_hex_u64(args);
-    if (!n || *n >= arch::host_architecture().registers().size())
-        return protocol::reply_error(ErrorCode::NotFound);
-    return exited_register_value(static_cast<int>(*n));
-}
-
-// What a trace frame holds, else the program's code from its files: memory is gone with it.
-std::string exited_read_memory(Session& s, std::string_view args) {
-    if (s.trace_frame) {
-        std::string collected = handle_read_memory(s, args);
-        if (!collected.starts_with('E')) return collected;
-    }
-    auto range = protocol::parse_memory_range(args);
-    if (!range) return protocol::reply_error(range.error());
-    const auto& image = exited(s).image;
-    std::vector<std::uint8_t> bytes(std::min<std::uint64_t>(range->length, kPacketSize / 2));
-    const std::size_t got = image ? read_code(*image, range->addr, bytes) : 0;
-    if (got == 0) return protocol::reply_error(ErrorCode::MemoryAccess);
-    return protocol::to_hex(std::span(bytes.data(), got));
-}
-
-std::string exited_resume(Session& s, std::string_view) {
-    const process::StopEvent end = exited(s).end;
-    s.server().forget_exited_program();
-    s.last_stop = end;
-    return s.stop_reply(end);
-}
-
-std::string exited_vcont(Session& s, std::string_view args) {
-    auto actions = protocol::parse_vcont(args);
-    if (!actions) return protocol::reply_error(actions.error());
-    const bool resumes = std::any_of(actions->begin(), actions->end(), [](const auto& a) {
-        return a.kind != protocol::ResumeAction::Kind::Stop;
-    });
-    return resumes ? exited_resume(s, args) : protocol::reply_ok();
-}
-
-bool names_exited_process(Session& s, std::string_view pid_text) {
-    auto pid = protocol::parse_hex_u64(pid_text);
-    return pid && *pid == static_cast<std::uint64_t>(exited(s).end.pid);
-}
-
-// As `D` of a live program, with nothing to detach from.
-std::string exited_detach(Session& s, std::string_view args) {
-    if (!args.empty() && !names_exited_process(s, args.front() == ';' ? args.substr(1) : args))
-        return protocol::reply_error(ErrorCode::NoProcess);
-    s.server().forget_exited_program();
-    s.last_stop.reset();
-    if (!s.extended) {
-        s.server().request_exit();
-        s.exit_after_reply = true;
-    }
-    return protocol::reply_ok();
-}
-
-std::string exited_kill(Session& s, std::string_view args) {
-    if (!names_exited_process(s, args)) return handle_vkill(s, args);
-    s.server().forget_exited_program();
-    s.last_stop.reset();
-    return protocol::reply_ok();
-}
-
-template <typename MakeData> std::string exited_xfer(std::string_view args, const MakeData& make) {
-    auto req = protocol::parse_xfer_read(args);
-    if (!req) return protocol::reply_error(req.error());
-    Result<std::string> data = make(req->annex);
-    if (!data) return protocol::reply_error_text(data.error());
-    return protocol::xfer_reply(*data, req->offset,
-                                std::min<std::uint64_t>(req->length, kPacketSize / 2 - 16));
-}
-
-// One of the things kept of the program when it went on without gdb.
-Result<std::string> kept(Session& s, std::string ProgramImage::*part) {
-    const auto& image = exited(s).image;
-    if (!image) return make_error(ErrorCode::NoProcess, "nothing of the ended program was kept");
-    return *image.*part;
-}
-
-std::string exited_xfer_threads(Session& s, std::string_view args) {
-    return exited_xfer(args, [&](const std::string&) -> Result<std::string> {
-        auto executable = kept(s, &ProgramImage::executable);
-        const std::string name =
-            executable ? std::filesystem::path(*executable).filename().string() : "program";
-        return fmt::format("<?xml version=\"1.0\"?>\n<threads>\n<thread id=\"{}\" "
-                           "name=\"{} (exited)\"/>\n</threads>\n",
-                           s.thread_id(exited(s).end.pid), protocol::xml_escape(name));
-    });
-}
-
-std::string exited_xfer_auxv(Session& s, std::string_view args) {
-    return exited_xfer(args, [&](const std::string&) { return kept(s, &ProgramImage::auxv); });
-}
-
-std::string exited_xfer_libraries(Session& s, std::string_view args) {
-    return exited_xfer(args, [&](const std::string&) { return kept(s, &ProgramImage::libraries); });
-}
-
-std::string exited_xfer_exec_file(Session& s, std::string_view args) {
-    auto req = protocol::parse_xfer_read(args);
-    if (req && !req->annex.empty() && !names_exited_process(s, req->annex))
-        return handle_xfer_exec_file(s, args); // another process
-    return exited_xfer(args,
-                       [&](const std::string&) { return kept(s, &ProgramImage::executable); });
-}
-
-// Its files are gone with /proc/PID/root: gdb reads them from tpagent's own filesystem.
-std::string exited_setfs(Session& s, std::string_view args) {
-    if (!names_exited_process(s, args)) return handle_vfile_setfs(s, args);
-    s.host_io.fs_pid = 0;
-    return "F0";
-}
-
-const protocol::PacketTable<Session>& exited_program_packets() {
-    static const protocol::PacketTable<Session> table{
-        {"qC", exited_current_thread},
-        {"qfThreadInfo", exited_thread_list},
-        {"qAttached", exited_attached},
-        {"g", exited_registers},
-        {"p", exited_register},
-        {"m", exited_read_memory},
-        {"c", exited_resume},
-        {"C", exited_resume},
-        {"s", exited_resume},
-        {"S", exited_resume},
-        {"vCont", exited_vcont},
-        {"D", exited_detach},
-        {"vKill", exited_kill},
-        {"qXfer:threads:read", exited_xfer_threads},
-        {"qXfer:auxv:read", exited_xfer_auxv},
-        {"qXfer:exec-file:read", exited_xfer_exec_file},
-        {"qXfer:libraries-svr4:read", exited_xfer_libraries},
-        {"vFile:setfs", exited_setfs},
-    };
-    return table;
-}
-} // namespace
 
 Session::Session(Server& server, std::unique_ptr<Connection> conn)
     : server_(server), conn_(std::move(conn)) {}
@@ -222,18 +40,18 @@ bool Session::has_thread(pid_t tid) {
 }
 
 process::Target* Session::addressed() {
-    if (general_thread > 0) {
+    if (general_thread_ > 0) {
         for (const auto& p : server_.held_processes())
-            if (p->has_thread(general_thread)) return p->alive() ? p.get() : nullptr;
-        if (general_thread_is_fork_child()) return server_.hold_fork_child(general_thread);
+            if (p->has_thread(general_thread_)) return p->alive() ? p.get() : nullptr;
+        if (general_thread_is_fork_child()) return server_.hold_fork_child(general_thread_);
     }
     return live_inferior();
 }
 
 pid_t Session::addressed_thread(process::Target& process) {
     if (&process == inferior()) return current_thread();
-    return general_thread > 0 && process.has_thread(general_thread) ? general_thread
-                                                                    : process.pid();
+    return general_thread_ > 0 && process.has_thread(general_thread_) ? general_thread_
+                                                                      : process.pid();
 }
 
 std::vector<std::pair<pid_t, pid_t>> Session::all_threads() {
@@ -252,7 +70,7 @@ std::vector<std::pair<pid_t, pid_t>> Session::all_threads() {
 
 bool Session::general_thread_is_fork_child() {
     auto* inf = inferior();
-    return inf && general_thread > 0 && inf->is_fork_child(general_thread);
+    return inf && general_thread_ > 0 && inf->is_fork_child(general_thread_);
 }
 
 const ExitedProgram* Session::exited_program() {
@@ -306,7 +124,7 @@ void Session::handle(const FrameEvent& ev) {
         return;
     case FrameEvent::Kind::BadChecksum:
         debug_output::packets().debug("<- bad checksum: {}", ev.payload);
-        if (!no_ack) {
+        if (!no_ack_) {
             conn_->write("-");
             return;
         }
@@ -315,11 +133,11 @@ void Session::handle(const FrameEvent& ev) {
         return;
     case FrameEvent::Kind::Oversize:
         debug_output::packets().debug("<- packet longer than PacketSize");
-        if (!no_ack) conn_->write("+");
+        if (!no_ack_) conn_->write("+");
         send_packet(protocol::reply_error(ErrorCode::TooLarge));
         return;
     case FrameEvent::Kind::Packet:
-        if (!no_ack) conn_->write("+");
+        if (!no_ack_) conn_->write("+");
         dispatch(ev.payload);
         return;
     }
@@ -353,7 +171,7 @@ void Session::dispatch(const std::string& payload) {
         return;
     }
     send_packet(reply);
-    if (exit_after_reply) {
+    if (exit_after_reply_) {
         close();
         server_.session_closed(*this);
         return;
@@ -393,6 +211,16 @@ std::string Session::run_handler(const protocol::PacketTable<Session>::Handler& 
     }
 }
 
+std::string Session::begin_upload(Upload which, trace::UploadCursor cursor) {
+    auto& upload = uploads_.at(static_cast<std::size_t>(which));
+    upload = std::move(cursor);
+    return upload.next();
+}
+
+std::string Session::continue_upload(Upload which) {
+    return uploads_.at(static_cast<std::size_t>(which)).next();
+}
+
 void Session::send_console(std::string_view text) {
     send_packet("O" + protocol::to_hex(text));
 }
@@ -407,7 +235,7 @@ void Session::send_packet(const std::string& payload) {
 }
 
 bool Session::non_stop() const {
-    return server_.non_stop;
+    return server_.non_stop();
 }
 
 void Session::on_stop(const process::StopEvent& ev) {
@@ -415,10 +243,10 @@ void Session::on_stop(const process::StopEvent& ev) {
         if (ev.thread_exited) { // (the last stop stays the one `?` describes)
             thread_stops_.erase(ev.tid);
         } else if (ev.kind == process::StopEvent::Kind::Signal) {
-            last_stop = ev;
+            last_stop_ = ev;
             thread_stops_[ev.tid] = ev;
         } else { // the process ended: its threads' stops are of no more use
-            last_stop = ev;
+            last_stop_ = ev;
             thread_stops_.clear();
             auto after_first = stop_notifications_.begin(); // the first one is out already
             if (after_first != stop_notifications_.end()) ++after_first;
@@ -434,8 +262,8 @@ void Session::on_stop(const process::StopEvent& ev) {
         return;
     }
     if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
-        last_stop = ev;
-        if (ev.kind == process::StopEvent::Kind::Signal) general_thread = ev.tid;
+        last_stop_ = ev;
+        if (ev.kind == process::StopEvent::Kind::Signal) general_thread_ = ev.tid;
     }
     if (!waiting_) return;
     waiting_ = false;
@@ -449,22 +277,22 @@ std::string Session::thread_id(pid_t tid) {
     if (inf && !inf->has_thread(tid))
         for (const auto& [p, t] : all_threads())
             if (t == tid) pid = p;
-    return protocol::format_thread_id(pid, tid, multiprocess);
+    return protocol::format_thread_id(pid, tid, multiprocess());
 }
 
 pid_t Session::current_thread() {
     if (const auto* gone = exited_program()) return gone->end.pid;
     auto* inf = inferior();
     if (!inf) return 0;
-    if (general_thread > 0 && inf->has_thread(general_thread)) return general_thread;
-    if (last_stop && inf->has_thread(last_stop->tid)) return last_stop->tid;
+    if (general_thread_ > 0 && inf->has_thread(general_thread_)) return general_thread_;
+    if (last_stop_ && inf->has_thread(last_stop_->tid)) return last_stop_->tid;
     return inf->pid();
 }
 
 std::string Session::stop_reply(const process::StopEvent& ev) {
     if (ev.no_resumed) return "N";
     protocol::StopReply r;
-    if (multiprocess) r.process = static_cast<std::uint64_t>(ev.pid);
+    if (multiprocess()) r.process = static_cast<std::uint64_t>(ev.pid);
     switch (ev.kind) {
     case process::StopEvent::Kind::Exited:
         r.kind = protocol::StopReply::Kind::Exited;
@@ -498,8 +326,8 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
         }
     }
     r.thread = thread_id(ev.tid);
-    r.swbreak = ev.swbreak && gdb_supports_swbreak;
-    r.hwbreak = ev.hwbreak && gdb_supports_hwbreak;
+    r.swbreak = ev.swbreak && gdb_features_.swbreak;
+    r.hwbreak = ev.hwbreak && gdb_features_.hwbreak;
     if (ev.watch_addr) r.watch = std::pair(ev.watch_type, *ev.watch_addr);
     if (ev.syscall)
         r.syscall = std::pair(ev.syscall->entry, static_cast<std::uint64_t>(ev.syscall->number));
@@ -548,9 +376,9 @@ std::string Session::non_stop_status() {
         process::StopEvent ev;
         if (auto it = thread_stops_.find(tid); it != thread_stops_.end()) {
             ev = it->second;
-        } else if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal &&
-                   last_stop->tid == tid) {
-            ev = *last_stop;
+        } else if (last_stop_ && last_stop_->kind == process::StopEvent::Kind::Signal &&
+                   last_stop_->tid == tid) {
+            ev = *last_stop_;
         } else if (tid == inf->pid()) {
             ev.pid = inf->pid();
             ev.tid = tid;
@@ -590,13 +418,13 @@ std::string Session::status_reply() {
     }
     auto* inf = live_inferior();
     if (!inf) {
-        if (last_stop && last_stop->kind != process::StopEvent::Kind::Signal)
-            return stop_reply(*last_stop);
+        if (last_stop_ && last_stop_->kind != process::StopEvent::Kind::Signal)
+            return stop_reply(*last_stop_);
         return "W00"; // no process
     }
-    if (last_stop && last_stop->kind == process::StopEvent::Kind::Signal &&
-        inf->has_thread(last_stop->tid))
-        return stop_reply(*last_stop);
+    if (last_stop_ && last_stop_->kind == process::StopEvent::Kind::Signal &&
+        inf->has_thread(last_stop_->tid))
+        return stop_reply(*last_stop_);
     process::StopEvent ev;
     ev.pid = inf->pid();
     ev.tid = current_thread();

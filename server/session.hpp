@@ -5,6 +5,7 @@
 #include "trace/upload_cursor.hpp"
 #include "process/stop_event.hpp"
 #include "server/transport.hpp"
+#include "server/xfer_read.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
 #include "protocol/packet_table.hpp"
@@ -73,32 +74,63 @@ class Session {
     // Whether a stop of the thread is still to be acknowledged: for gdb it is running.
     bool stop_unacknowledged(pid_t tid) const;
 
-    // Negotiated state.
-    bool no_ack = false;
-    bool multiprocess = false;
-    bool gdb_supports_swbreak = false;
-    bool gdb_supports_hwbreak = false;
-    bool gdb_supports_reloc_insn = false;
-    bool gdb_supports_exec_events = false;
-    bool gdb_supports_no_resumed = false;
-    bool gdb_supports_fork_events = false;
-    bool gdb_supports_vfork_events = false;
-    bool extended = false;
-    pid_t general_thread = 0;   // Hg: thread for g/G/p/P/m/M (0 = any)
-    pid_t continue_thread = -1; // Hc: thread for c/s (-1 = all)
-    bool list_threads_done = false;
-    std::optional<process::StopEvent> last_stop;
-    bool exit_after_reply = false;
-    HostIoState host_io;
-    std::optional<std::size_t> trace_frame; // QTFrame selection: g/p/m/qTV answer from it
-    trace::UploadCursor tracepoint_upload, variable_upload, marker_upload;
-    // The qXfer document being read in chunks (made at offset 0; see cached_xfer).
-    struct XferDocument {
-        std::string object, annex, data;
+    // What gdb said in qSupported that changes what tpagent does.
+    struct GdbFeatures {
+        bool multiprocess = false;
+        bool swbreak = false;
+        bool hwbreak = false;
+        bool reloc_insn = false;
+        bool exec_events = false;
+        bool no_resumed = false;
+        bool fork_events = false;
+        bool vfork_events = false;
     };
-    std::optional<XferDocument> xfer_document;
+    const GdbFeatures& gdb_features() const { return gdb_features_; }
+    void set_gdb_features(const GdbFeatures& features) { gdb_features_ = features; }
+    // Thread ids in replies carry the process (gdb's multiprocess+).
+    bool multiprocess() const { return gdb_features_.multiprocess; }
+
+    // QStartNoAckMode: from its OK on, neither side acknowledges packets.
+    bool no_ack() const { return no_ack_; }
+    void start_no_ack_mode() { no_ack_ = true; }
+    // `!`: gdb stays connected with no program (run, attach, kill leave the session open).
+    bool extended() const { return extended_; }
+    void enter_extended_mode() { extended_ = true; }
+    // After the reply to this packet the connection ends (detach, `monitor exit`).
+    void close_after_reply() { exit_after_reply_ = true; }
+
+    // Hg's thread, for g/G/p/P/m/M (0 = any), and Hc's, for c/s (-1 = all).
+    pid_t general_thread() const { return general_thread_; }
+    void select_general_thread(pid_t tid) { general_thread_ = tid; }
+    pid_t continue_thread() const { return continue_thread_; }
+    void select_continue_thread(pid_t tid) { continue_thread_ = tid; }
+
+    // The last stop reported (all-stop's `?` repeats it), or how the program ended.
+    const std::optional<process::StopEvent>& last_stop() const { return last_stop_; }
+    void set_last_stop(const process::StopEvent& ev) { last_stop_ = ev; }
+    void forget_last_stop() { last_stop_.reset(); }
+
+    // QTFrame's selection: g/p/m/qTV answer from that trace frame while there is one.
+    std::optional<std::size_t> trace_frame() const { return trace_frame_; }
+    void select_trace_frame(std::size_t number) { trace_frame_ = number; }
+    void leave_trace_frame() { trace_frame_.reset(); } // back to the live program
+
+    // qTfP/qTfV/qTfSTM start an upload (its first reply), qTsP/qTsV/qTsSTM go on with it.
+    enum class Upload { Tracepoints, Variables, Markers };
+    std::string begin_upload(Upload which, trace::UploadCursor cursor);
+    std::string continue_upload(Upload which);
+
+    // The qXfer document being read in chunks (see cached_xfer).
+    XferDocumentCache& xfer_documents() { return xfer_documents_; }
+
+    HostIoState& host_io() { return host_io_; }
+
     // Qbtrace-conf: the ring sizes asked for the threads recorded next (gdb's defaults).
-    std::uint32_t btrace_bts_size = 0x10000, btrace_pt_size = 0x4000;
+    struct BranchTraceSizes {
+        std::uint32_t bts = 0x10000, pt = 0x4000;
+    };
+    const BranchTraceSizes& branch_trace_sizes() const { return branch_trace_sizes_; }
+    void set_branch_trace_sizes(const BranchTraceSizes& sizes) { branch_trace_sizes_ = sizes; }
 
     // Thread selected for register access: Hg's choice, else the last stopped thread.
     pid_t current_thread();
@@ -140,6 +172,19 @@ class Session {
     bool suppressed_ = false;
     bool waiting_ = false;
     bool closed_ = false;
+
+    GdbFeatures gdb_features_;
+    bool no_ack_ = false;
+    bool extended_ = false;
+    bool exit_after_reply_ = false;
+    pid_t general_thread_ = 0;
+    pid_t continue_thread_ = -1;
+    std::optional<process::StopEvent> last_stop_;
+    std::optional<std::size_t> trace_frame_;
+    std::array<trace::UploadCursor, 3> uploads_; // by Upload
+    XferDocumentCache xfer_documents_;
+    HostIoState host_io_;
+    BranchTraceSizes branch_trace_sizes_;
 };
 
 } // namespace tpagent::server

@@ -181,6 +181,37 @@ TEST_CASE("qTfSTM/qTsSTM list the markers, qTSTMat finds one by address", "[serv
     CHECK(f.request("qTfSTM") == reply("l"));
 }
 
+TEST_CASE("malformed arguments get the replies their handlers gave", "[server]") {
+    Fixture f;
+    CHECK(f.request("pzz") == reply("E06"));
+    CHECK(f.request("p") == reply("E06"));
+    CHECK(f.request("Tzz") == reply("E01"));
+    CHECK(f.request("H") == reply("E01"));
+    CHECK(f.request("Hx0") == reply("E01"));
+    CHECK(f.request("Hgzz") == reply("E01"));
+    CHECK(f.request("Hg0") == reply("OK"));
+    CHECK(f.request("vKill;zz") == reply("E01"));
+    CHECK(f.request("vAttach;0") == reply("E01"));
+    CHECK(f.request("qRcmd,6") == reply("E01"));
+    CHECK(f.request("QEnvironmentUnset:6").rfind("+$E.", 0) == 0);
+    CHECK(f.request("vFile:setfs:zz") == reply("F-1,16"));
+    CHECK(f.request("vFile:open:2f,0") == reply("F-1,16"));
+    CHECK(f.request("vFile:open:2f,0,0,0") == reply("F-1,16"));
+    CHECK(f.request("vFile:close:zz") == reply("F-1,9"));
+    CHECK(f.request("vFile:fstat:7fff") == reply("F-1,9"));
+    CHECK(f.request("vFile:readlink:2") == reply("F-1,16"));
+}
+
+TEST_CASE("vFile:open and vFile:close take their arguments from the packet", "[server]") {
+    Fixture f;
+    const std::string opened = f.request("vFile:open:2f6465762f6e756c6c,0,0"); // /dev/null
+    REQUIRE(opened.rfind("+$F", 0) == 0);
+    const std::string fd = opened.substr(3, opened.find('#') - 3);
+    CHECK(fd.front() != '-');
+    CHECK(f.request("vFile:close:" + fd) == reply("F0"));
+    CHECK(f.request("vFile:close:" + fd) == reply("F-1,9"));
+}
+
 TEST_CASE("qXfer:statictrace:read needs a trace frame", "[server]") {
     Fixture f;
     CHECK(f.request("qXfer:statictrace:read::0,100").rfind("+$E", 0) == 0);
