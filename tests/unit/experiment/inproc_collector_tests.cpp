@@ -1,12 +1,14 @@
 // The in-process agent (libtpagent-inproc.so) loaded into this test process with dlopen: the
 // collector is called directly with fake register blocks, as a jump pad would call it, while
 // tpagent's side (InprocRegion) maps the same region a second time, configures it (tracepoint
-// records written by hand through the shared_region.hpp structs) and finds the frames the
+// records written by tpagent's RecordWriter) and finds the frames the
 // collector wrote into the chunks (InprocFrames).
 #include "inproc/frame_chunks.hpp"
 #include "inproc/shared_region.hpp"
 #include "experiment/inproc_frames.hpp"
 #include "experiment/inproc_region.hpp"
+#include "experiment/record_writer.hpp"
+#include "trace/tracepoint.hpp"
 #include "trace/trace_frame.hpp"
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
@@ -21,6 +23,7 @@
 #include <dlfcn.h>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -157,18 +160,12 @@ std::uint64_t register_in(const std::vector<std::uint8_t>& block, std::string_vi
     return v;
 }
 
-ActionRecord registers_action() {
-    ActionRecord a{};
-    a.kind = ActionKind::Registers;
-    return a;
+// `R`: the collector collects the whole block for any mask; this one wants no FP/vector state.
+trace::Action registers_action() {
+    return trace::RegisterMask{{0x01}};
 }
-ActionRecord memory_action(std::uint64_t offset, std::uint32_t length, int base_register = -1) {
-    ActionRecord a{};
-    a.kind = ActionKind::Memory;
-    a.base_register = base_register;
-    a.offset = offset;
-    a.length = length;
-    return a;
+trace::Action memory_action(std::uint64_t offset, std::uint32_t length, int base_register = -1) {
+    return trace::MemoryRange{base_register, offset, length};
 }
 template <class T> std::uint64_t address_of(const T* p) {
     return reinterpret_cast<std::uint64_t>(p);
@@ -203,15 +200,15 @@ void configure_chunks(std::size_t buffer_bytes) {
         std::shared_ptr<InprocRegion>(std::shared_ptr<void>{}, &region()));
 }
 
-// One run's configuration, written through InprocRegion as tpagent's prepare_fast writes it
-// (tracing off, chunks reset, registers described, variables and readable ranges cleared),
-// then tracepoint records, taken first, and their actions and expression code after them.
-// start() sets tracing.
+// One run's configuration, written through InprocRegion as tpagent's FastTracepoints::prepare
+// writes it (tracing off, chunks reset, registers described, variables and readable ranges
+// cleared), then tracepoint records by tpagent's RecordWriter, taken first, and their actions
+// and expression code after them. Expressions are interpreted (no code is placed). start()
+// sets tracing.
 class Config {
   public:
     explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40,
-                    std::size_t buffer_bytes = kTestBuffer)
-        : area_(region()) {
+                    std::size_t buffer_bytes = kTestBuffer) {
         region().begin_configuration(circular, budget);
         auto core = region().describe_registers(host());
         REQUIRE(core);
@@ -222,42 +219,38 @@ class Config {
         // from it even when it is empty, which UBSan reports for null).
         static const ReadableRange kNone[1] = {};
         region().set_readable_ranges(std::span(kNone, 0));
-        auto records = area_.take<TracepointRecord>(kRecordSlots);
+        writer_.emplace(region(), [](std::uint64_t, std::span<const std::uint8_t>) {
+            return Result<std::uint64_t>(make_error(ErrorCode::Unsupported, "no code placed"));
+        });
+        auto records = writer_->records(kRecordSlots);
         REQUIRE(records);
         records_ = *records;
     }
 
-    // The next record (index = position), with its actions and a frame bound computed as
-    // tpagent computes it.
+    // The next record (index = position), written as tpagent writes a fast tracepoint's.
     TracepointRecord& add(std::uint32_t number, std::uint64_t address,
-                          const std::vector<ActionRecord>& actions) {
+                          std::vector<trace::Action> actions) {
         REQUIRE(count_ < kRecordSlots);
         TracepointRecord& rec = records_[count_++];
-        rec.number = number;
-        rec.enabled = 1;
-        rec.address = address;
-        auto out = area_.take<ActionRecord>(actions.size());
-        REQUIRE(out);
-        std::copy(actions.begin(), actions.end(), out->begin());
-        rec.actions_offset = region().offset_of(out->data());
-        rec.action_count = static_cast<std::uint32_t>(actions.size());
-        rec.frame_bound =
-            experiment::staged_frame_bound(*out, static_cast<std::uint32_t>(frame_block_bytes()));
-        // Expressions here are built from ActionRecords, without their programs: any of them
-        // may read any register.
-        rec.complete_block =
-            experiment::reads_completed_register(header(), std::span<const ActionRecord>(*out)) ||
-            std::ranges::any_of(
-                actions, [](const ActionRecord& a) { return a.kind == ActionKind::Expression; });
+        trace::TracepointDefinition def;
+        def.key = {number, address};
+        def.kind = trace::TracepointKind::Fast;
+        def.actions.push_back({std::move(actions)});
+        auto written = writer_->write(rec, def);
+        INFO((written ? std::string() : written.error().text));
+        REQUIRE(written);
         REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
 
-    // An X action (or condition) running p's instructions in the interpreter.
-    ActionRecord expression(const bytecode::Program& p) {
-        auto a = area_.expression(p);
+    // An X action (or condition) running p's instructions.
+    static trace::Expression expression(bytecode::Program p) {
+        return trace::Expression{{}, std::move(p)};
+    }
+    void condition(TracepointRecord& rec, const trace::Expression& e) {
+        auto a = writer_->expression(e, rec.address);
         REQUIRE(a);
-        return *a;
+        condition(rec, *a);
     }
     void condition(TracepointRecord& rec, const ActionRecord& a) {
         rec.condition = a;
@@ -282,7 +275,7 @@ class Config {
     }
 
   private:
-    experiment::InprocConfigArea area_;
+    std::optional<experiment::RecordWriter> writer_;
     std::span<TracepointRecord> records_;
     std::size_t count_ = 0;
 };
