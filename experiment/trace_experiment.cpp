@@ -165,72 +165,39 @@ Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, st
     return false;
 }
 
-Status TraceExperiment::set_enabled(std::string_view payload, bool enabled,
+Status TraceExperiment::set_enabled(const trace::TracepointKey& key, bool enabled,
                                     process::Target* inferior) {
-    auto key = trace::parse_tracepoint_key(payload);
-    if (!key) return key.error();
-    if (auto s = table_.set_enabled(*key, enabled); !s) return s;
+    if (auto s = table_.set_enabled(key, enabled); !s) return s;
     if (!running_ || !inferior || !inferior->alive()) return ok_status();
     // A fast tracepoint stays installed; its record says whether it collects.
-    if (fast_.set_enabled(*key, enabled)) return ok_status();
-    if (any_enabled_at(key->address)) return install(*inferior, key->address);
-    inferior->remove_site(key->address);
-    return ok_status();
-}
-
-Status TraceExperiment::set_readonly_ranges(std::string_view payload) {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-    for (std::string_view range : split(payload, ':')) {
-        if (range.empty()) continue;
-        auto parts = split(range, ',');
-        if (parts.size() != 2) return make_error(ErrorCode::BadPacket, "expected start,end");
-        auto start = parse_hex_u64(parts[0]);
-        auto end = parse_hex_u64(parts[1]);
-        if (!start || !end || *end < *start) return make_error(ErrorCode::BadPacket, "bad range");
-        ranges.emplace_back(*start, *end);
-    }
-    readonly_ = std::move(ranges);
+    if (fast_.set_enabled(key, enabled)) return ok_status();
+    if (any_enabled_at(key.address)) return install(*inferior, key.address);
+    inferior->remove_site(key.address);
     return ok_status();
 }
 
 bool TraceExperiment::in_readonly_range(std::uint64_t addr, std::uint64_t len) const {
-    for (auto [start, end] : readonly_)
-        if (addr >= start && addr + len <= end) return true;
+    for (const protocol::AddressRange& r : readonly_)
+        if (addr >= r.start && addr + len <= r.end) return true;
     return false;
 }
 
-Status TraceExperiment::set_notes(std::string_view payload) {
-    // "user:<hex>;notes:<hex>;tstop:<hex>;" in any order, each optional.
-    for (std::string_view field : split(payload, ';')) {
-        if (field.empty()) continue;
-        std::size_t colon = field.find(':');
-        if (colon == std::string_view::npos)
-            return make_error(ErrorCode::BadPacket, "expected name:hex");
-        auto text = hex_to_text(field.substr(colon + 1));
-        if (!text) return text.error();
-        std::string_view name = field.substr(0, colon);
-        if (name == "user")
-            user_ = *text;
-        else if (name == "notes")
-            notes_ = *text;
-        else if (name == "tstop") {
-            stop_notes_ = *text;
-            // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
-            if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
-                stop_reason_.text = *text;
-        } else
-            return make_error(ErrorCode::BadPacket, "unknown note");
+void TraceExperiment::set_notes(const protocol::TraceNotes& notes) {
+    if (notes.user) user_ = *notes.user;
+    if (notes.notes) notes_ = *notes.notes;
+    if (notes.tstop) {
+        stop_notes_ = *notes.tstop;
+        // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
+        if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
+            stop_reason_.text = *notes.tstop;
     }
-    return ok_status();
 }
 
-Status TraceExperiment::set_buffer(std::string_view payload) {
-    auto setting = trace::parse_buffer_setting(payload);
-    if (!setting) return setting.error();
+Status TraceExperiment::set_buffer(const trace::BufferSetting& setting) {
     if (running_) return make_error(ErrorCode::NotAllowed, "the trace is running");
-    if (auto* size = std::get_if<trace::BufferSizeSetting>(&*setting))
+    if (const auto* size = std::get_if<trace::BufferSizeSetting>(&setting))
         return buffer_.set_size(size->size);
-    buffer_.set_circular(std::get<trace::BufferCircularSetting>(*setting).circular);
+    buffer_.set_circular(std::get<trace::BufferCircularSetting>(setting).circular);
     return ok_status();
 }
 

@@ -9,6 +9,7 @@
 #include "trace/tracepoint_table.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "protocol/requests.hpp"
 #include "protocol/trace_status.hpp"
 #include <cstdint>
 #include <functional>
@@ -49,10 +50,13 @@ class TraceExperiment {
     // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
     // when no jump covers `addr`.
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
-    Status set_enabled(std::string_view payload, bool enabled, process::Target* inferior);
-    Status set_readonly_ranges(std::string_view payload); // QTro
-    Status set_notes(std::string_view payload);           // QTNotes
-    Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
+    // QTEnable / QTDisable.
+    Status set_enabled(const trace::TracepointKey& key, bool enabled, process::Target* inferior);
+    void set_readonly_ranges(std::vector<protocol::AddressRange> ranges) { // QTro
+        readonly_ = std::move(ranges);
+    }
+    void set_notes(const protocol::TraceNotes& notes);      // QTNotes
+    Status set_buffer(const trace::BufferSetting& setting); // QTBuffer:size|circular
     void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
     bool disconnected_tracing() const { return disconnected_tracing_; }
     // The in-process agent loaded into a program that does not have it when a fast
@@ -130,7 +134,7 @@ class TraceExperiment {
     trace::TraceStateVariables variables_;
     trace::TraceFrameBuffer buffer_;
     trace::FrameBuilder builder_;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> readonly_; // [start, end)
+    std::vector<protocol::AddressRange> readonly_;
     bool running_ = false;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
