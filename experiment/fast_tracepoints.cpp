@@ -1,5 +1,5 @@
-// Fast tracepoints, tpagent's side: configuring the in-process agent's shared region at
-// QTStart, installing the jumps; hit counts and variables taken in from the region.
+// Fast tracepoints, tpagent's side: configuring the in-process agent's shared buffer at
+// QTStart, installing the jumps; hit counts and variables taken in from the shared buffer.
 #include "experiment/fast_tracepoints.hpp"
 #include "experiment/record_writer.hpp"
 #include "base/proc_maps.hpp"
@@ -18,10 +18,10 @@ using namespace inproc;
 // The library's copy routine (faults recovered) and code (threads stepped out of it), from the
 // header and the mappings of the file that holds the collector.
 process::Target::InprocAgentCode agent_code_of(pid_t pid,
-                                               const std::shared_ptr<InprocRegion>& region) {
-    const Header& lib = region->header();
+                                               const std::shared_ptr<SharedBuffer>& shared) {
+    const Header& lib = shared->header();
     process::Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
-    code.collector_frame = [weak = std::weak_ptr<InprocRegion>(region)](std::uint64_t sp) {
+    code.collector_frame = [weak = std::weak_ptr<SharedBuffer>(shared)](std::uint64_t sp) {
         const auto r = weak.lock();
         return r ? r->collector_frame(sp) : std::nullopt;
     };
@@ -115,15 +115,15 @@ bool FastTracepoints::jump_blocked(const process::Target& inferior, std::uint64_
 }
 
 // The program's in-process agent: the one it has, else the library loaded into it now.
-Result<std::unique_ptr<InprocRegion>> FastTracepoints::open_agent(process::Target& inferior) const {
-    auto region = InprocRegion::open(inferior.pid());
-    if (region || region.error().code != ErrorCode::NotFound || !agent_library_) return region;
+Result<std::unique_ptr<SharedBuffer>> FastTracepoints::open_agent(process::Target& inferior) const {
+    auto shared = SharedBuffer::open(inferior.pid());
+    if (shared || shared.error().code != ErrorCode::NotFound || !agent_library_) return shared;
     if (auto s = inferior.load_library(*agent_library_); !s)
         return make_error(s.error().code,
                           fmt::format("cannot load the in-process agent ({}) into the program: {}",
                                       *agent_library_, s.error().text));
     spdlog::info("in-process agent loaded into process {}: {}", inferior.pid(), *agent_library_);
-    return InprocRegion::open(inferior.pid());
+    return SharedBuffer::open(inferior.pid());
 }
 
 namespace {
@@ -140,23 +140,23 @@ Status FastTracepoints::prepare(process::Target& inferior) {
     full_core_.clear();
     saved_state_.clear();
     installed_ = false;
-    if (!region_ || region_->pid() != inferior.pid()) {
-        region_.reset();
-        auto region = open_agent(inferior);
-        if (!region) return region.error();
-        region_ = std::move(*region);
+    if (!shared_ || shared_->pid() != inferior.pid()) {
+        shared_.reset();
+        auto shared = open_agent(inferior);
+        if (!shared) return shared.error();
+        shared_ = std::move(*shared);
     }
-    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), region_));
-    // The whole buffer: this run's frames, fast and trap alike, go into the region's chunks.
-    region_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
-    if (auto core = region_->describe_registers(arch_, constant_registers(arch_, inferior)); !core)
+    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), shared_));
+    // The whole buffer: this run's frames, fast and trap alike, go into the shared buffer's chunks.
+    shared_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
+    if (auto core = shared_->describe_registers(arch_, constant_registers(arch_, inferior)); !core)
         return core.error();
     // Trace state variables: current values (reset at start); the clock reads itself.
-    region_->clear_variables();
+    shared_->clear_variables();
     for (std::uint32_t n : variables_.numbers())
-        region_->define_variable(n, variables_.get(n).value_or(0),
+        shared_->define_variable(n, variables_.get(n).value_or(0),
                                  static_cast<std::uint32_t>(variables_.reading(n)));
-    region_->set_readable_ranges(InprocRegion::readable_ranges_of(inferior.pid()));
+    shared_->set_readable_ranges(SharedBuffer::readable_ranges_of(inferior.pid()));
 
     std::vector<trace::Tracepoint*> fast;
     for (auto& [key, tp] : table_.all())
@@ -165,7 +165,7 @@ Status FastTracepoints::prepare(process::Target& inferior) {
             fast.push_back(table_.find(key));
             table_.mark_in_program(key);
         }
-    RecordWriter writer(*region_, placer_in(inferior));
+    RecordWriter writer(*shared_, placer_in(inferior));
     auto records = writer.records(fast.size());
     if (!records) return records.error();
     std::uint64_t largest = 0;
@@ -173,18 +173,18 @@ Status FastTracepoints::prepare(process::Target& inferior) {
         TracepointRecord& rec = (*records)[i];
         if (auto s = writer.write(rec, fast[i]->definition); !s) return s;
         largest = std::max(largest, rec.frame_bound);
-        records_.push_back({fast[i], inproc::record_index(region_->local(), &rec), {}});
+        records_.push_back({fast[i], inproc::record_index(shared_->local(), &rec), {}});
         chain_record(rec);
     }
     config_used_ = writer.used();
-    if (auto s = region_->configure_chunks(buffer_.size(), largest); !s) return s;
+    if (auto s = shared_->configure_chunks(buffer_.size(), largest); !s) return s;
     // Mapped into the program now, while it is stopped: else each chunk's first writer maps it
     // (about 16 us a 64 KiB chunk here, 1-4 ns a hit over the first pass of a 10^6-hit run).
-    if (auto m = inferior.map_now(region_->chunks_address(), region_->populated_bytes()); m)
-        region_->set_mapped_in_program();
+    if (auto m = inferior.map_now(shared_->chunks_address(), shared_->populated_bytes()); m)
+        shared_->set_mapped_in_program();
     else
         spdlog::debug("trace buffer left for the program to map: {}", m.error().text);
-    frames_ = std::make_unique<InprocFrames>(region_);
+    frames_ = std::make_unique<SharedBufferReader>(shared_);
     buffer_.share(frames_.get());
     return ok_status();
 }
@@ -202,8 +202,8 @@ std::string FastTracepoints::site_name(std::uint64_t addr) const {
 Status FastTracepoints::install(process::Target& inferior, std::uint64_t addr) {
     auto first = first_record_.find(addr);
     if (first == first_record_.end()) return ok_status();
-    const Header& h = region_->header();
-    auto s = inferior.add_fast_site(addr, h.collector, region_->remote(first->second),
+    const Header& h = shared_->header();
+    auto s = inferior.add_fast_site(addr, h.collector, shared_->remote(first->second),
                                     pad_options(addr));
     if (!s)
         return make_error(s.error().code, fmt::format("{}: {}", site_name(addr), s.error().text));
@@ -212,12 +212,12 @@ Status FastTracepoints::install(process::Target& inferior, std::uint64_t addr) {
 
 Result<process::Target::InstructionMove> FastTracepoints::begin_install(process::Target& inferior,
                                                                         std::uint64_t addr) {
-    const Header& h = region_->header();
+    const Header& h = shared_->header();
     auto first = first_record_.find(addr);
     Result<process::Target::InstructionMove> move =
         make_error(ErrorCode::NotFound, "no record for it in the in-process agent");
     if (first != first_record_.end())
-        move = inferior.begin_fast_site(addr, h.collector, region_->remote(first->second),
+        move = inferior.begin_fast_site(addr, h.collector, shared_->remote(first->second),
                                         pad_options(addr));
     if (!move)
         return make_error(move.error().code,
@@ -227,22 +227,22 @@ Result<process::Target::InstructionMove> FastTracepoints::begin_install(process:
 
 void FastTracepoints::begin_run() {
     installed_ = true;
-    region_->header().tracing.store(1, std::memory_order_release);
+    shared_->header().tracing.store(1, std::memory_order_release);
 }
 
 arch::FastPadOptions FastTracepoints::pad_options(std::uint64_t addr) {
     arch::FastPadOptions options;
-    options.save_vector_state = region_->header().general_registers_only == 0;
+    options.save_vector_state = shared_->header().general_registers_only == 0;
     auto first = first_record_.find(addr);
     std::vector<TracepointRecord*> chain;
     for (std::uint64_t at = first == first_record_.end() ? 0 : first->second; at;
          at = chain.back()->next)
-        chain.push_back(inproc::at<TracepointRecord>(region_->local(), at));
+        chain.push_back(inproc::at<TracepointRecord>(shared_->local(), at));
     for (const TracepointRecord* rec : chain)
         options.stage_full_core =
             options.stage_full_core ||
             collects_registers(
-                std::span(inproc::at<const ActionRecord>(region_->local(), rec->actions_offset),
+                std::span(inproc::at<const ActionRecord>(shared_->local(), rec->actions_offset),
                           rec->action_count));
     if (options.stage_full_core) {
         full_core_.insert(addr);
@@ -256,15 +256,15 @@ arch::FastPadOptions FastTracepoints::pad_options(std::uint64_t addr) {
 }
 
 bool FastTracepoints::chain_record(TracepointRecord& rec) {
-    const std::uint64_t offset = region_->offset_of(&rec);
+    const std::uint64_t offset = shared_->offset_of(&rec);
     auto first = first_record_.find(rec.address);
     if (first == first_record_.end()) {
         first_record_[rec.address] = offset;
         return true;
     }
-    auto* last = inproc::at<TracepointRecord>(region_->local(), first->second);
+    auto* last = inproc::at<TracepointRecord>(shared_->local(), first->second);
     while (last->next)
-        last = inproc::at<TracepointRecord>(region_->local(), last->next);
+        last = inproc::at<TracepointRecord>(shared_->local(), last->next);
     // Joining a pad that stages the whole core: nothing to fill in.
     if (full_core_.count(rec.address)) rec.complete_block = 0;
     // Joining during a run a pad that saves no FP/vector state: it collects without it.
@@ -283,12 +283,12 @@ Status FastTracepoints::add_during_run(process::Target& inferior, trace::Tracepo
     if (auto s = check(tp); !s) return s;
     // Threads are stopped, and reach a record only through a jump or the chain of the
     // records at its address, both written last.
-    RecordWriter writer(*region_, placer_in(inferior), config_used_);
+    RecordWriter writer(*shared_, placer_in(inferior), config_used_);
     auto records = writer.records(1);
     if (!records) return records.error();
     TracepointRecord& rec = records->front();
     if (auto s = writer.write(rec, tp.definition); !s) return s;
-    if (rec.frame_bound > inproc::chunk_payload(region_->header()))
+    if (rec.frame_bound > inproc::chunk_payload(shared_->header()))
         return make_error(ErrorCode::TooLarge, "its frames do not fit the run's chunks");
     config_used_ = writer.used();
     if (chain_record(rec)) {
@@ -297,17 +297,17 @@ Status FastTracepoints::add_during_run(process::Target& inferior, trace::Tracepo
             return s;
         }
     }
-    records_.push_back({&tp, inproc::record_index(region_->local(), &rec), {}});
+    records_.push_back({&tp, inproc::record_index(shared_->local(), &rec), {}});
     table_.mark_in_program(key);
     spdlog::debug("fast tracepoint {} at 0x{:x} joins the run", key.number, key.address);
     return ok_status();
 }
 
 bool FastTracepoints::set_enabled(const trace::TracepointKey& key, bool enabled) {
-    if (!region_) return false;
+    if (!shared_) return false;
     for (const Record& f : records_)
         if (f.tp->definition.key == key) {
-            __atomic_store_n(&inproc::tracepoint_record(region_->local(), f.index)->enabled,
+            __atomic_store_n(&inproc::tracepoint_record(shared_->local(), f.index)->enabled,
                              enabled ? 1u : 0u, __ATOMIC_RELEASE);
             return true;
         }
@@ -316,16 +316,16 @@ bool FastTracepoints::set_enabled(const trace::TracepointKey& key, bool enabled)
 
 void FastTracepoints::pull() {
     pull_counters();
-    if (!region_) return;
+    if (!shared_) return;
     for (std::uint32_t n : variables_.numbers())
-        if (const Variable* v = region_->variable(n); v && !v->reading)
+        if (const Variable* v = shared_->variable(n); v && !v->reading)
             variables_.set(n, v->value.load(std::memory_order_relaxed));
 }
 
 void FastTracepoints::pull_counters() {
-    if (!region_) return;
+    if (!shared_) return;
     for (Record& f : records_) {
-        const auto now = region_->hit_totals(f.index);
+        const auto now = shared_->hit_totals(f.index);
         // Differences: a tracepoint that moved to a trap site during the run counts there too.
         f.tp->counters.hits += now.hits - f.counted.hits;
         f.tp->counters.bytes_used += now.bytes - f.counted.bytes;
@@ -335,7 +335,7 @@ void FastTracepoints::pull_counters() {
 
 std::optional<protocol::TraceStopReason> FastTracepoints::agent_stop_reason() const {
     using protocol::TraceStopReason;
-    const Header& h = region_->header();
+    const Header& h = shared_->header();
     const auto why = static_cast<StopReason>(h.stop_reason.load(std::memory_order_acquire));
     switch (why) {
     case StopReason::None:
@@ -355,8 +355,8 @@ std::optional<protocol::TraceStopReason> FastTracepoints::agent_stop_reason() co
 }
 
 void FastTracepoints::stop(process::Target* inferior) {
-    if (!region_ || !installed_) return;
-    region_->header().tracing.store(0, std::memory_order_release);
+    if (!shared_ || !installed_) return;
+    shared_->header().tracing.store(0, std::memory_order_release);
     pull();
     installed_ = false;
     removal_pending_ = true;
@@ -376,8 +376,8 @@ void FastTracepoints::remove_pending_now(process::Target& inferior) {
 }
 
 void FastTracepoints::forget_image() {
-    if (installed()) pull_counters(); // the frames stay: the buffer holds the region
-    region_.reset();
+    if (installed()) pull_counters(); // the frames stay: the trace buffer holds the shared buffer
+    shared_.reset();
     installed_ = false;
     removal_pending_ = false;
     first_record_.clear();
@@ -387,7 +387,7 @@ void FastTracepoints::forget_image() {
 
 void FastTracepoints::discard_frames() {
     frames_.reset();
-    if (region_) region_->release_buffer();
+    if (shared_) shared_->release_buffer();
 }
 
 } // namespace tpagent::experiment

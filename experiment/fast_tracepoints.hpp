@@ -1,10 +1,10 @@
-// A trace run's fast tracepoints, tpagent's side: the in-process agent's shared region
+// A trace run's fast tracepoints, tpagent's side: the in-process agent's shared buffer
 // configured at QTStart (records, variables, the buffer's chunks), the jumps installed, a fast
-// tracepoint joining a run, the stop, hit counts and variables taken in from the region, and
+// tracepoint joining a run, the stop, hit counts and variables taken in from the shared buffer, and
 // the pads taken out once the program is stopped.
 #pragma once
-#include "experiment/inproc_frames.hpp"
-#include "experiment/inproc_region.hpp"
+#include "experiment/shared_buffer_reader.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "process/target.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
@@ -31,7 +31,7 @@ class FastTracepoints {
     // The in-process agent loaded into a program that does not have it (nullopt: never).
     void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
     // The jumps are in and the collectors collect.
-    bool installed() const { return region_ != nullptr && installed_; }
+    bool installed() const { return shared_ != nullptr && installed_; }
     // What fast tracepoints cannot do (while-stepping, printf).
     static Status check(const trace::Tracepoint& tp);
 
@@ -44,7 +44,7 @@ class FastTracepoints {
     // would write.
     bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;
 
-    // QTStart: writes every enabled fast tracepoint not collected by a trap into the region
+    // QTStart: writes every enabled fast tracepoint not collected by a trap into the shared buffer
     // (the agent loaded first if need be); nothing is installed yet.
     Status prepare(process::Target& inferior);
     // The jump at `addr` to its pad (nothing when no record is there).
@@ -60,7 +60,7 @@ class FastTracepoints {
     // A QTEnable/QTDisable of a tracepoint the agent holds a record of: false when none.
     bool set_enabled(const trace::TracepointKey& key, bool enabled);
 
-    // Hit counts and variables taken in from the region.
+    // Hit counts and variables taken in from the shared buffer.
     void pull();
     // Why the agent stopped collecting (buffer full, pass count, error); nullopt while it
     // collects.
@@ -81,13 +81,13 @@ class FastTracepoints {
     // program.
     void discard_frames();
     // Whether the agent in use is process `pid`'s, and letting it go (after discard_frames).
-    bool agent_of(pid_t pid) const { return region_ && region_->pid() == pid; }
-    void close_agent() { region_.reset(); }
+    bool agent_of(pid_t pid) const { return shared_ && shared_->pid() == pid; }
+    void close_agent() { shared_.reset(); }
     // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
     std::string site_name(std::uint64_t addr) const;
 
   private:
-    Result<std::unique_ptr<InprocRegion>> open_agent(process::Target& inferior) const;
+    Result<std::unique_ptr<SharedBuffer>> open_agent(process::Target& inferior) const;
     void pull_counters();
     // Links a written record after the others at its address (what the pad passes is the
     // first); true when it is the first there, whose jump is still to install.
@@ -100,20 +100,20 @@ class FastTracepoints {
     trace::TracepointTable& table_;
     trace::TraceStateVariables& variables_;
     trace::TraceFrameBuffer& buffer_;
-    // The shared region, its record index -> tracepoint, the first record at each address
+    // The shared buffer, its record index -> tracepoint, the first record at each address
     // (what the pad passes), and pads still to take out.
-    std::shared_ptr<InprocRegion> region_;
+    std::shared_ptr<SharedBuffer> shared_;
     std::optional<std::string> agent_library_;
     struct Record {
         trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit
         std::uint32_t index = 0;         // its TracepointRecord's
-        InprocRegion::HitTotals counted; // its hits and bytes counted into tp so far
+        SharedBuffer::HitTotals counted; // its hits and bytes counted into tp so far
     };
     std::vector<Record> records_;
-    std::uint64_t config_used_ = 0; // bytes of the region's configuration taken
-    // The buffer's frames in the last run with fast tracepoints (it may outlive region_: exec).
-    std::unique_ptr<InprocFrames> frames_;
-    std::map<std::uint64_t, std::uint64_t> first_record_; // address -> region offset
+    std::uint64_t config_used_ = 0; // bytes of the shared buffer's configuration taken
+    // The buffer's frames in the last run with fast tracepoints (it may outlive shared_: exec).
+    std::unique_ptr<SharedBufferReader> frames_;
+    std::map<std::uint64_t, std::uint64_t> first_record_; // address -> shared buffer offset
     std::set<std::uint64_t> full_core_;   // addresses whose pads stage the whole core
     std::set<std::uint64_t> saved_state_; // addresses whose pads save FP/vector state
     bool installed_ = false;

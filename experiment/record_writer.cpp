@@ -8,9 +8,9 @@ namespace tpagent::experiment {
 
 using namespace inproc;
 
-RecordWriter::RecordWriter(InprocRegion& region, CodePlacer place_code, std::uint64_t used)
-    : region_(region), area_(region, used), place_code_(std::move(place_code)),
-      helpers_(region.helpers()) {
+RecordWriter::RecordWriter(SharedBuffer& shared, CodePlacer place_code, std::uint64_t used)
+    : shared_(shared), area_(shared, used), place_code_(std::move(place_code)),
+      helpers_(shared.helpers()) {
     helpers_.printf = 0; // never in the program
 }
 
@@ -32,7 +32,7 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
         count += string.actions.size();
     auto actions = area_.take<ActionRecord>(count);
     if (!actions) return actions.error();
-    rec.actions_offset = region_.offset_of(actions->data());
+    rec.actions_offset = shared_.offset_of(actions->data());
     rec.action_count = static_cast<std::uint32_t>(count);
     std::size_t k = 0;
     for (const auto& string : def.actions)
@@ -41,7 +41,7 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             if (!a) return a.error();
             (*actions)[k++] = *a;
         }
-    const Header& h = region_.header();
+    const Header& h = shared_.header();
     bool reads = reads_completed_register(h, std::span<const ActionRecord>(*actions)) ||
                  (def.condition && reads_completed_register(h, def.condition->program));
     for (const auto& string : def.actions)
@@ -49,7 +49,7 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
             if (const auto* e = std::get_if<trace::Expression>(&action))
                 reads = reads || reads_completed_register(h, e->program);
     rec.complete_block = reads ? 1 : 0;
-    const FastSavedState* state = region_.saved_state();
+    const FastSavedState* state = shared_.saved_state();
     rec.collects_state = 0;
     for (const auto& string : def.actions)
         for (const auto& action : string.actions)

@@ -1,8 +1,8 @@
-// Fast tracepoints' records as the in-process collector reads them: written into a region
+// Fast tracepoints' records as the in-process collector reads them: written into a shared buffer
 // being configured (after its registers are described), with their actions and expression
 // code, at QTStart or for a fast tracepoint joining a run.
 #pragma once
-#include "experiment/inproc_region.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "trace/tracepoint.hpp"
 #include "base/result.hpp"
 #include "bytecode/compiler.hpp"
@@ -19,8 +19,8 @@ class RecordWriter {
     using CodePlacer =
         std::function<Result<std::uint64_t>(std::uint64_t near, std::span<const std::uint8_t>)>;
 
-    // `used`: bytes of the region's configuration already taken (a run's records).
-    RecordWriter(InprocRegion& region, CodePlacer place_code, std::uint64_t used = 0);
+    // `used`: bytes of the shared buffer's configuration already taken (a run's records).
+    RecordWriter(SharedBuffer& shared, CodePlacer place_code, std::uint64_t used = 0);
     std::uint64_t used() const { return area_.used(); }
 
     // Records, where inproc::tracepoint_record finds them by index: take them first.
@@ -36,8 +36,8 @@ class RecordWriter {
   private:
     Result<inproc::ActionRecord> action(const trace::Action& action, std::uint64_t near);
 
-    InprocRegion& region_;
-    InprocConfigArea area_;
+    SharedBuffer& shared_;
+    SharedBufferConfig area_;
     CodePlacer place_code_;
     bytecode::HelperAddresses helpers_;
 };
