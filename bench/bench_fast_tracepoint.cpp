@@ -1,6 +1,6 @@
 // Fast tracepoint hit cost without gdb: a small function in this process is patched with a real
 // jump pad (arch emit_jump_pad) that calls the real in-process agent (libtpagent-inproc.so,
-// dlopen'ed), configured through the shared region as tpagent configures it: a 16 MiB circular
+// dlopen'ed), configured through the shared buffer as tpagent configures it: a 16 MiB circular
 // buffer the threads write their frames into (tpagent reads them in place only when asked, so
 // nothing else runs). Each benchmark calls the function in a loop; the difference to
 // "untraced" is the cost of a hit. Threads(2), Threads(4): throughput with several threads
@@ -10,10 +10,10 @@
 // With TPAGENT_BENCH_ITERATIONS=N, each single-thread benchmark is also registered as
 // "count/NAME", run for exactly N calls: bench/hit_instructions.py counts a hit's instructions
 // under callgrind from two such runs.
-#include "inproc/shared_region.hpp"
+#include "inproc/shared_buffer.hpp"
 #include "arch/compiler_backend.hpp"
-#include "experiment/inproc_frames.hpp"
-#include "experiment/inproc_region.hpp"
+#include "experiment/shared_buffer_reader.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "arch/arch.hpp"
 #include "arch/frame_clock.hpp"
 #include "bytecode/compiler.hpp"
@@ -36,7 +36,7 @@ using namespace tpagent::inproc;
 
 // fn(n): push rbp; mov rbp,rsp; mov rax,[rip+d]; add rax,rdi; pop rbp; ret (the tracepoint
 // is its first instruction; the jump covers push+mov+mov).
-struct process::Target {
+struct Target {
     std::uint8_t* base = nullptr;
     std::uint64_t (*fn)(std::uint64_t) = nullptr;
     std::vector<std::uint8_t> original;
@@ -44,8 +44,8 @@ struct process::Target {
 };
 
 struct Setup {
-    std::shared_ptr<experiment::InprocRegion> region;
-    process::Target target;
+    std::shared_ptr<experiment::SharedBuffer> shared;
+    Target target;
     alignas(64) std::uint8_t buf[64] = {};
 };
 
@@ -58,22 +58,22 @@ Setup& setup() {
     g = new Setup;
     void* lib = dlopen(TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw std::runtime_error(dlerror());
-    auto region = experiment::InprocRegion::open(getpid());
-    if (!region) throw std::runtime_error(region.error().text);
-    g->region = std::move(*region);
+    auto shared = experiment::SharedBuffer::open(getpid());
+    if (!shared) throw std::runtime_error(shared.error().text);
+    g->shared = std::move(*shared);
     const auto& arch = arch::host_architecture();
-    g->region->begin_configuration(true, 0);
-    if (auto c = g->region->configure_chunks(kBufferBytes, 4096); !c)
+    g->shared->begin_configuration(true, 0);
+    if (auto c = g->shared->configure_chunks(kBufferBytes, 4096); !c)
         throw std::runtime_error(c.error().text);
-    if (auto core = g->region->describe_registers(arch); !core)
+    if (auto core = g->shared->describe_registers(arch); !core)
         throw std::runtime_error(core.error().text);
-    const auto ranges = experiment::InprocRegion::readable_ranges_of(getpid());
-    g->region->set_readable_ranges(ranges);
+    const auto ranges = experiment::SharedBuffer::readable_ranges_of(getpid());
+    g->shared->set_readable_ranges(ranges);
 
     constexpr std::size_t kSize = 0x3000; // the untraced copy at 0x1800 reads at 0x2000
     void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    process::Target& t = g->target;
+    Target& t = g->target;
     t.base = static_cast<std::uint8_t*>(mem);
     const auto disp = static_cast<std::uint32_t>(0x800 - 11);
     t.original = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x05};
@@ -94,13 +94,13 @@ Setup& setup() {
 // function to call instead of the agent's.
 void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t collector = 0) {
     Setup& s = setup();
-    process::Target& t = s.target;
+    Target& t = s.target;
     const auto addr = reinterpret_cast<std::uint64_t>(t.base);
     arch::JumpPadRequest request;
     request.pad_address = addr + 0x1000;
     request.tracepoint_address = addr;
-    request.collector = collector ? collector : s.region->header().collector;
-    request.argument = s.region->remote(kConfigOffset);
+    request.collector = collector ? collector : s.shared->header().collector;
+    request.argument = s.shared->remote(kConfigOffset);
     request.original_code = t.original;
     request.options.save_vector_state = false;
     request.options.stage_full_core = stage_full_core;
@@ -116,20 +116,20 @@ void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t co
 void configure(std::vector<ActionRecord> actions, const ActionRecord* condition = nullptr,
                bool vector_state = false) {
     Setup& s = setup();
-    Header& h = s.region->header();
+    Header& h = s.shared->header();
     h.tracing.store(0);
-    void* region = s.region->local();
-    auto* rec = at<TracepointRecord>(region, kConfigOffset);
+    void* shared = s.shared->local();
+    auto* rec = at<TracepointRecord>(shared, kConfigOffset);
     std::memset(static_cast<void*>(rec), 0, sizeof *rec);
     rec->number = 1;
     rec->enabled = 1;
     rec->address = reinterpret_cast<std::uint64_t>(s.target.base);
     rec->actions_offset = kConfigOffset + 4096;
     rec->action_count = static_cast<std::uint32_t>(actions.size());
-    std::memcpy(at<ActionRecord>(region, rec->actions_offset), actions.data(),
+    std::memcpy(at<ActionRecord>(shared, rec->actions_offset), actions.data(),
                 actions.size() * sizeof(ActionRecord));
     rec->frame_bound = 4096;
-    if (auto c = s.region->configure_chunks(kBufferBytes, rec->frame_bound); !c)
+    if (auto c = s.shared->configure_chunks(kBufferBytes, rec->frame_bound); !c)
         throw std::runtime_error(c.error().text);
     if (condition) {
         rec->condition = *condition;
@@ -144,12 +144,12 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
 
 void run(benchmark::State& state, bool tracing) {
     Setup& s = setup();
-    if (state.thread_index() == 0) s.region->header().tracing.store(tracing ? 1 : 0);
+    if (state.thread_index() == 0) s.shared->header().tracing.store(tracing ? 1 : 0);
     std::uint64_t n = 0;
     for (auto _ : state)
         benchmark::DoNotOptimize(s.target.fn(n++));
     state.SetItemsProcessed(state.iterations());
-    if (state.thread_index() == 0) s.region->header().tracing.store(0);
+    if (state.thread_index() == 0) s.shared->header().tracing.store(0);
 }
 
 void BM_untraced(benchmark::State& state) {
@@ -237,7 +237,7 @@ void BM_condition_compiled(benchmark::State& state) {
             const std::uint8_t bytes[] = {0x26, 0x00, 0x05, 0x22, 0x00, 0x14, 0x0e, 0x27};
             auto program = bytecode::validate(bytes, 64);
             auto native = tpagent::arch::host_compiler_backend().translate(
-                *program, setup().region->helpers());
+                *program, setup().shared->helpers());
             void* mem =
                 mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             std::memcpy(mem, native->data(), native->size());
@@ -281,10 +281,10 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     if (g) {
-        const experiment::InprocFrames frames(g->region);
+        const experiment::SharedBufferReader frames(g->shared);
         std::printf("frames created in the last benchmark: %llu (dropped: %llu)\n",
                     static_cast<unsigned long long>(frames.frames_created()),
-                    static_cast<unsigned long long>(g->region->header().dropped_frames.load()));
+                    static_cast<unsigned long long>(g->shared->header().dropped_frames.load()));
     }
     return 0;
 }

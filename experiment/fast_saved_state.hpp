@@ -3,7 +3,7 @@
 // those registers' places in the `g` block when the frame is served.
 #pragma once
 #include "arch/arch.hpp"
-#include "trace/shared_frames.hpp"
+#include "trace/shared_buffer_frames.hpp"
 #include "trace/tracepoint.hpp"
 #include <cstdint>
 #include <span>

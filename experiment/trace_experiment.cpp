@@ -24,7 +24,8 @@ std::int64_t monotonic_ns() {
 
 TraceExperiment::TraceExperiment(const arch::Architecture& arch)
     : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())),
-      variables_(now_us, monotonic_ns), buffer_(arch.g_size()), builder_(buffer_.make_builder()) {}
+      variables_(now_us, monotonic_ns), buffer_(arch.g_size()), builder_(buffer_.make_builder()),
+      fast_(arch, table_, variables_, buffer_) {}
 
 void TraceExperiment::attach_to(process::Target& inferior) {
     inferior.set_site_handlers(
@@ -33,13 +34,7 @@ void TraceExperiment::attach_to(process::Target& inferior) {
     // The in-process agent of the old image, its pads and jumps went with it: a new one
     // (the preload survives exec) is looked for at the next tstart.
     inferior.set_exec_handler([this] {
-        if (fast_running()) pull_fast_counters(); // the frames stay: the buffer holds the region
-        inproc_.reset();
-        fast_installed_ = false;
-        fast_removal_pending_ = false;
-        fast_first_record_.clear();
-        fast_full_core_.clear();
-        fast_saved_state_.clear();
+        fast_.forget_image();
         // The markers and semaphores were the old image's: nothing to lower in the new one.
         raised_semaphores_.clear();
         probed_markers_.clear();
@@ -51,7 +46,7 @@ void TraceExperiment::init() {
     // gdbserver's, it keeps the last run's frames until the next run starts (a tstart that
     // fails leaves them to look at); with none to keep, the in-process buffer's pages go back
     // to the program now.
-    fast_records_.clear();
+    fast_.forget_records();
     table_.clear();
     variables_.clear();
     readonly_.clear();
@@ -61,14 +56,13 @@ void TraceExperiment::init() {
 void TraceExperiment::discard_frames() {
     if (running_) return;
     buffer_.clear();
-    fast_frames_.reset();
-    if (inproc_) inproc_->release_buffer();
+    fast_.discard_frames();
 }
 
 void TraceExperiment::let_go(pid_t pid) {
-    if (running_ || !inproc_ || inproc_->pid() != pid) return;
+    if (running_ || !fast_.agent_of(pid)) return;
     discard_frames();
-    inproc_.reset();
+    fast_.close_agent();
 }
 
 bool TraceExperiment::any_enabled_at(std::uint64_t addr) const {
@@ -131,39 +125,17 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
         // site (where a jump is already, that one gives way to the trap site).
         if (tp && tp->definition.kind == trace::TracepointKind::Fast) {
             if (outcome.what == D::Added && tp->definition.enabled) {
-                auto s = add_fast_during_run(*inferior, *tp);
+                auto s = fast_.add_during_run(*inferior, *tp);
                 if (s) return s;
                 spdlog::debug("fast tracepoint {} at 0x{:x}, defined during the run: {}; "
                               "collected through a trap",
                               outcome.key.number, addr, s.error().text);
             }
-            fast_by_trap_.insert(addr);
+            fast_.collect_by_trap(addr);
         }
         if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
     return ok_status();
-}
-
-std::set<std::uint64_t> TraceExperiment::fast_needing_traps(const process::Target& inferior) const {
-    std::set<std::uint64_t> out;
-    for (const auto& [key, tp] : table_.all())
-        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
-            jump_blocked(inferior, key.address))
-            out.insert(key.address);
-    return out;
-}
-
-bool TraceExperiment::jump_blocked(const process::Target& inferior, std::uint64_t addr) const {
-    const std::uint64_t length = arch_.min_fast_tracepoint_length();
-    for (const auto& [other, otp] : table_.all())
-        if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
-            other.address >= addr && other.address - addr < length)
-            return true;
-    // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
-    // inside it would cut the jump.
-    for (std::uint64_t at = addr + 1; at < addr + length; ++at)
-        if (inferior.user_breakpoint_at(at)) return true;
-    return false;
 }
 
 Status TraceExperiment::install_during_run(process::Target& inferior, std::uint64_t addr) {
@@ -184,7 +156,7 @@ Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, st
             continue;
         spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
         inferior.remove_fast_site(fast);
-        fast_by_trap_.insert(fast);
+        fast_.collect_by_trap(fast);
         for (const auto& [other, otp] : table_.all())
             if (other.address == fast) table_.unmark_in_program(other);
         if (auto t = install(inferior, fast); !t) return t.error();
@@ -193,77 +165,39 @@ Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, st
     return false;
 }
 
-Status TraceExperiment::set_enabled(std::string_view payload, bool enabled,
+Status TraceExperiment::set_enabled(const trace::TracepointKey& key, bool enabled,
                                     process::Target* inferior) {
-    auto key = trace::parse_tracepoint_key(payload);
-    if (!key) return key.error();
-    if (auto s = table_.set_enabled(*key, enabled); !s) return s;
+    if (auto s = table_.set_enabled(key, enabled); !s) return s;
     if (!running_ || !inferior || !inferior->alive()) return ok_status();
     // A fast tracepoint stays installed; its record says whether it collects.
-    for (const FastRecord& f : fast_records_)
-        if (f.tp->definition.key == *key && inproc_) {
-            __atomic_store_n(&inproc::tracepoint_record(inproc_->local(), f.index)->enabled,
-                             enabled ? 1u : 0u, __ATOMIC_RELEASE);
-            return ok_status();
-        }
-    if (any_enabled_at(key->address)) return install(*inferior, key->address);
-    inferior->remove_site(key->address);
-    return ok_status();
-}
-
-Status TraceExperiment::set_readonly_ranges(std::string_view payload) {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-    for (std::string_view range : split(payload, ':')) {
-        if (range.empty()) continue;
-        auto parts = split(range, ',');
-        if (parts.size() != 2) return make_error(ErrorCode::BadPacket, "expected start,end");
-        auto start = parse_hex_u64(parts[0]);
-        auto end = parse_hex_u64(parts[1]);
-        if (!start || !end || *end < *start) return make_error(ErrorCode::BadPacket, "bad range");
-        ranges.emplace_back(*start, *end);
-    }
-    readonly_ = std::move(ranges);
+    if (fast_.set_enabled(key, enabled)) return ok_status();
+    if (any_enabled_at(key.address)) return install(*inferior, key.address);
+    inferior->remove_site(key.address);
     return ok_status();
 }
 
 bool TraceExperiment::in_readonly_range(std::uint64_t addr, std::uint64_t len) const {
-    for (auto [start, end] : readonly_)
-        if (addr >= start && addr + len <= end) return true;
+    for (const protocol::AddressRange& r : readonly_)
+        if (addr >= r.start && addr + len <= r.end) return true;
     return false;
 }
 
-Status TraceExperiment::set_notes(std::string_view payload) {
-    // "user:<hex>;notes:<hex>;tstop:<hex>;" in any order, each optional.
-    for (std::string_view field : split(payload, ';')) {
-        if (field.empty()) continue;
-        std::size_t colon = field.find(':');
-        if (colon == std::string_view::npos)
-            return make_error(ErrorCode::BadPacket, "expected name:hex");
-        auto text = hex_to_text(field.substr(colon + 1));
-        if (!text) return text.error();
-        std::string_view name = field.substr(0, colon);
-        if (name == "user")
-            user_ = *text;
-        else if (name == "notes")
-            notes_ = *text;
-        else if (name == "tstop") {
-            stop_notes_ = *text;
-            // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
-            if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
-                stop_reason_.text = *text;
-        } else
-            return make_error(ErrorCode::BadPacket, "unknown note");
+void TraceExperiment::set_notes(const protocol::TraceNotes& notes) {
+    if (notes.user) user_ = *notes.user;
+    if (notes.notes) notes_ = *notes.notes;
+    if (notes.tstop) {
+        stop_notes_ = *notes.tstop;
+        // gdb sends `tstop NOTE`'s note after QTStop: it belongs to that stop too.
+        if (!running_ && stop_reason_.kind == TraceStopReason::Kind::Stop)
+            stop_reason_.text = *notes.tstop;
     }
-    return ok_status();
 }
 
-Status TraceExperiment::set_buffer(std::string_view payload) {
-    auto setting = trace::parse_buffer_setting(payload);
-    if (!setting) return setting.error();
+Status TraceExperiment::set_buffer(const trace::BufferSetting& setting) {
     if (running_) return make_error(ErrorCode::NotAllowed, "the trace is running");
-    if (auto* size = std::get_if<trace::BufferSizeSetting>(&*setting))
+    if (const auto* size = std::get_if<trace::BufferSizeSetting>(&setting))
         return buffer_.set_size(size->size);
-    buffer_.set_circular(std::get<trace::BufferCircularSetting>(*setting).circular);
+    buffer_.set_circular(std::get<trace::BufferCircularSetting>(setting).circular);
     return ok_status();
 }
 
@@ -278,15 +212,15 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
     stepping_.clear();
     stop_after_steps_.reset();
     attach_to(*inferior);
-    if (fast_removal_pending_) remove_fast_sites(inferior);
+    fast_.remove_pending_now(*inferior);
     table_.set_running(false); // forgets a failed start's fast tracepoints in the program
-    fast_by_trap_ = fast_needing_traps(*inferior);
+    fast_.choose_trap_sites(*inferior);
     bool any_fast = false;
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
         if (tp.definition.kind == trace::TracepointKind::Fast) {
-            if (auto s = check_fast(tp); !s) return s;
-            if (fast_by_trap_.count(key.address))
+            if (auto s = FastTracepoints::check(tp); !s) return s;
+            if (fast_.by_trap(key.address))
                 spdlog::debug("fast tracepoint {} at 0x{:x}: a trap tracepoint or breakpoint "
                               "is inside its jump; collected through a trap",
                               key.number, key.address);
@@ -295,20 +229,20 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
         }
     }
     if (any_fast) {
-        if (auto s = prepare_fast(*inferior); !s) return s;
+        if (auto s = fast_.prepare(*inferior); !s) return s;
     } else {
         discard_frames(); // (a trap-only run: an earlier fast run's buffer goes)
     }
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
         const bool fast =
-            tp.definition.kind == trace::TracepointKind::Fast && !fast_by_trap_.count(key.address);
+            tp.definition.kind == trace::TracepointKind::Fast && !fast_.by_trap(key.address);
         if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
             if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
                 gdb_sites_.push_back(key.address);
             continue;
         }
-        auto s = fast ? install_fast(*inferior, key.address) : install(*inferior, key.address);
+        auto s = fast ? fast_.install(*inferior, key.address) : install(*inferior, key.address);
         if (!s) {
             uninstall_all(inferior);
             return s;
@@ -320,10 +254,7 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
 }
 
 void TraceExperiment::begin_run(bool any_fast) {
-    if (any_fast) {
-        fast_installed_ = true;
-        inproc_->header().tracing.store(1, std::memory_order_release);
-    }
+    if (any_fast) fast_.begin_run();
     table_.set_running(true);
     running_ = true;
     ever_started_ = true;
@@ -332,9 +263,66 @@ void TraceExperiment::begin_run(bool any_fast) {
     stop_time_ = 0;
 }
 
+// QTStart with gdb relocating: the next site's pad, or, with none left, the trace runs.
+Status TraceExperiment::next_gdb_site(process::Target& inferior) {
+    gdb_move_.reset();
+    if (gdb_sites_.empty()) {
+        begin_run(true);
+        return ok_status();
+    }
+    auto move = fast_.begin_install(inferior, gdb_sites_.front());
+    if (!move) {
+        gdb_sites_.clear();
+        uninstall_all(&inferior);
+        return move.error();
+    }
+    gdb_move_ = *move;
+    return ok_status();
+}
+
+Status TraceExperiment::relocated(process::Target* inferior, std::optional<std::uint64_t> length) {
+    if (!gdb_move_) return make_error(ErrorCode::NotAllowed, "no instruction relocation pending");
+    const std::uint64_t addr = gdb_sites_.front();
+    const std::uint64_t from = gdb_move_->from;
+    auto fail = [&](const Error& e) -> Status {
+        abandon_relocation(inferior);
+        return make_error(e.code, fmt::format("{}: {}", fast_.site_name(addr), e.text));
+    };
+    if (!inferior || !inferior->alive())
+        return fail(make_error(ErrorCode::NoProcess, "the process is gone"));
+    if (!length)
+        return fail(make_error(ErrorCode::Unsupported,
+                               fmt::format("gdb could not relocate the instruction at 0x{:x} "
+                                           "(qRelocInsn answered with an error)",
+                                           from)));
+    auto next = inferior->fast_site_moved(*length);
+    if (!next) return fail(next.error());
+    if (*next) {
+        gdb_move_ = **next;
+        return ok_status();
+    }
+    gdb_sites_.erase(gdb_sites_.begin());
+    return next_gdb_site(*inferior);
+}
+
+void TraceExperiment::abandon_relocation(process::Target* inferior) {
+    if (!gdb_move_ && gdb_sites_.empty()) return;
+    gdb_move_.reset();
+    gdb_sites_.clear();
+    if (inferior) inferior->abandon_fast_site();
+    uninstall_all(inferior);
+}
+
+void TraceExperiment::poll(process::Target* inferior) {
+    fast_.remove_pending(inferior);
+    if (!fast_running()) return;
+    fast_.pull();
+    if (auto why = fast_.agent_stop_reason()) stop_with(std::move(*why), inferior);
+}
+
 void TraceExperiment::stop_with(TraceStopReason reason, process::Target* inferior) {
     if (!running_) return;
-    stop_fast(inferior); // first: its last frames go in while the trace still runs
+    fast_.stop(inferior); // first: its last frames go in while the trace still runs
     uninstall_all(inferior);
     running_ = false;
     table_.set_running(false);

@@ -3,13 +3,13 @@
 // (disconnected tracing) and the next gdb finds it.
 #pragma once
 #include "process/target.hpp"
-#include "experiment/inproc_frames.hpp"
-#include "experiment/inproc_region.hpp"
+#include "experiment/fast_tracepoints.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
 #include "trace/tracepoint_table.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "protocol/requests.hpp"
 #include "protocol/trace_status.hpp"
 #include <cstdint>
 #include <functional>
@@ -50,15 +50,20 @@ class TraceExperiment {
     // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
     // when no jump covers `addr`.
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
-    Status set_enabled(std::string_view payload, bool enabled, process::Target* inferior);
-    Status set_readonly_ranges(std::string_view payload); // QTro
-    Status set_notes(std::string_view payload);           // QTNotes
-    Status set_buffer(std::string_view payload);          // QTBuffer:size|circular
+    // QTEnable / QTDisable.
+    Status set_enabled(const trace::TracepointKey& key, bool enabled, process::Target* inferior);
+    void set_readonly_ranges(std::vector<protocol::AddressRange> ranges) { // QTro
+        readonly_ = std::move(ranges);
+    }
+    void set_notes(const protocol::TraceNotes& notes);      // QTNotes
+    Status set_buffer(const trace::BufferSetting& setting); // QTBuffer:size|circular
     void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
     bool disconnected_tracing() const { return disconnected_tracing_; }
     // The in-process agent loaded into a program that does not have it when a fast
     // tracepoint needs it (nullopt: never, --no-inject).
-    void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
+    void set_agent_library(std::optional<std::string> path) {
+        fast_.set_agent_library(std::move(path));
+    }
     // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
     // start() then returns with the first of its requests pending (relocation_request()) and
     // the trace runs once relocated() has had the answer to the last one.
@@ -87,7 +92,7 @@ class TraceExperiment {
     // where the program wrote them. `inferior`, when given and stopped, also lets pads left in
     // place by a stop during a run be removed.
     void poll(process::Target* inferior);
-    bool fast_running() const { return running_ && inproc_ != nullptr && fast_installed_; }
+    bool fast_running() const { return running_ && fast_.installed(); }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
     process::Target::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
@@ -100,9 +105,6 @@ class TraceExperiment {
     void complete_pending(process::Target* inferior); // keeps what gdb left unfinished
     Status on_defined(const trace::TracepointTable::DefineOutcome& outcome,
                       process::Target* inferior);
-    // Fast tracepoints whose jump would cover a trap tracepoint or a breakpoint of gdb's.
-    std::set<std::uint64_t> fast_needing_traps(const process::Target& inferior) const;
-    bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;
     // During a run: a trap site for `addr`, taking the place of a fast tracepoint's jump that
     // covers it (that tracepoint is then collected through the trap site too).
     Status install_during_run(process::Target& inferior, std::uint64_t addr);
@@ -113,28 +115,10 @@ class TraceExperiment {
                  const std::vector<trace::ActionString>& actions, bool step);
     void stop_with(TraceStopReason reason, process::Target* inferior);
     void begin_run(bool any_fast); // the last step of start(): the trace runs
-    // trace_fast.cpp
-    Status check_fast(const trace::Tracepoint& tp) const;
-    Status prepare_fast(process::Target& inferior);
-    Result<std::unique_ptr<InprocRegion>> open_agent(process::Target& inferior) const;
-    // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
-    std::string fast_site_name(std::uint64_t addr) const;
-    Status install_fast(process::Target& inferior, std::uint64_t addr);
-    // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
-    // own; an error leaves it to a trap site.
-    Status add_fast_during_run(process::Target& inferior, trace::Tracepoint& tp);
-    // Links a written record after the others at its address (what the pad passes is the
-    // first); true when it is the first there, whose jump is still to install.
-    bool chain_record(inproc::TracepointRecord& rec);
-    // How the pad at addr is built, from the records chained there: one that collects `$regs`
-    // has the pad stage the whole core, and then no record there has the collector fill it in.
-    arch::FastPadOptions fast_pad_options(std::uint64_t addr);
+    // QTStart with gdb relocating: the next fast tracepoint's pad, or, with none left, the
+    // trace runs.
     Status next_gdb_site(process::Target& inferior);
-    void pull_fast_counters();
-    void pull_fast_variables();
-    void stop_fast(process::Target* inferior);
-    void remove_fast_sites(process::Target* inferior);
-    // trace_static.cpp: a static tracepoint's site (install) probes the SDT marker at its
+    // trace_collector.cpp: a static tracepoint's site (install) probes the SDT marker at its
     // address (an error when there is none) and raises the marker's semaphore for the run;
     // uninstall_all lowers them.
     Status probe_marker(process::Target& inferior, const trace::Tracepoint& tp);
@@ -150,7 +134,7 @@ class TraceExperiment {
     trace::TraceStateVariables variables_;
     trace::TraceFrameBuffer buffer_;
     trace::FrameBuilder builder_;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> readonly_; // [start, end)
+    std::vector<protocol::AddressRange> readonly_;
     bool running_ = false;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
@@ -166,27 +150,8 @@ class TraceExperiment {
     // A pass count reached by a hit with while-stepping: the trace stops once its steps are
     // collected (as gdbserver), no other hit collecting meanwhile.
     std::optional<TraceStopReason> stop_after_steps_;
-    // Fast tracepoints: the shared region, its record index -> tracepoint, the first record
-    // at each address (what the pad passes), and pads still to take out.
-    std::shared_ptr<InprocRegion> inproc_;
-    std::optional<std::string> agent_library_;
-    struct FastRecord {
-        trace::Tracepoint* tp = nullptr; // a node of table_, stable until QTinit
-        std::uint32_t index = 0;         // its TracepointRecord's
-        InprocRegion::HitTotals counted; // its hits and bytes counted into tp so far
-    };
-    std::vector<FastRecord> fast_records_;
-    std::uint64_t fast_config_used_ = 0; // bytes of the region's configuration taken
-    // The buffer's frames in the last run with fast tracepoints (it may outlive inproc_: exec).
-    std::unique_ptr<InprocFrames> fast_frames_;
-    std::map<std::uint64_t, std::uint64_t> fast_first_record_; // address -> region offset
-    std::set<std::uint64_t> fast_full_core_;   // addresses whose pads stage the whole core
-    std::set<std::uint64_t> fast_saved_state_; // addresses whose pads save FP/vector state
-    bool fast_installed_ = false;
-    bool fast_removal_pending_ = false;
-    // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
-    // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
-    std::set<std::uint64_t> fast_by_trap_;
+    // Fast tracepoints: the in-process agent's records, jumps and frames.
+    FastTracepoints fast_;
     // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;

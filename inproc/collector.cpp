@@ -46,9 +46,9 @@ bool g_exit_key_ok = false;
 // A thread that ends seals its chunk: circular mode can reuse it.
 void on_thread_exit(void*) {
     ChunkWriter& w = t_state.writer;
-    if (w.chunk && g_region &&
-        w.generation == header_of(g_region)->generation.load(std::memory_order_relaxed))
-        seal_chunk(g_region, w.chunk);
+    if (w.chunk && g_shared_buffer &&
+        w.generation == header_of(g_shared_buffer)->generation.load(std::memory_order_relaxed))
+        seal_chunk(g_shared_buffer, w.chunk);
     w.chunk = nullptr;
 }
 
@@ -83,7 +83,7 @@ void stop_tracing(Header* h, StopReason why, std::uint32_t tracepoint, std::uint
 
 // Which 64 KiB pieces of the chunk area this process has mapped (whatever the runs' chunk
 // sizes), in run g_mapped_generation: tpagent gives a buffer's pages back between runs
-// (InprocRegion::release_buffer), so a new run maps its chunks anew. (Two threads starting
+// (SharedBuffer::release_buffer), so a new run maps its chunks anew. (Two threads starting
 // over at once only map a chunk twice.)
 std::atomic<std::uint64_t> g_mapped[kMaxChunks / 64];
 std::atomic<std::uint64_t> g_mapped_generation{0};
@@ -98,10 +98,11 @@ void map_chunk(const ChunkHeader* chunk, std::uint64_t bytes, std::uint64_t gene
             word.store(0, std::memory_order_relaxed);
         g_mapped_generation.store(generation, std::memory_order_relaxed);
     }
-    const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(chunk) -
-                                                   static_cast<const std::uint8_t*>(g_region)) -
-                        kChunksOffset;
-    if (offset + bytes <= header_of(g_region)->mapped_chunk_bytes) return;
+    const auto offset =
+        static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(chunk) -
+                                   static_cast<const std::uint8_t*>(g_shared_buffer)) -
+        kChunksOffset;
+    if (offset + bytes <= header_of(g_shared_buffer)->mapped_chunk_bytes) return;
     const std::uint64_t first = offset / kMinChunkBytes, end = (offset + bytes) / kMinChunkBytes;
     bool mapped = true;
     for (std::uint64_t p = first; p < end && p < kMaxChunks; ++p)
@@ -281,7 +282,7 @@ bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
 
 Variable* variable(unsigned num) {
     if (num >= kMaxVariables) return nullptr;
-    Variable* v = at<Variable>(g_region, kVariablesOffset) + num;
+    Variable* v = at<Variable>(g_shared_buffer, kVariablesOffset) + num;
     return v->defined ? v : nullptr;
 }
 
@@ -413,7 +414,7 @@ bytecode::Context make_context(Hit& hit, bool collects) {
 EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
                           bytecode::EvalOut& out) {
     if (a.compiled) return reinterpret_cast<bytecode::CompiledFn>(a.compiled)(&ctx, &out);
-    return bytecode::run_insns(at<const bytecode::Insn>(g_region, a.insns_offset),
+    return bytecode::run_insns(at<const bytecode::Insn>(g_shared_buffer, a.insns_offset),
                                a.backward_jump_budget, nullptr, ctx, out);
 }
 
@@ -457,8 +458,8 @@ __attribute__((noinline)) Collected run_collecting(Header* h, const TracepointRe
 // A new run for this thread: its slot, and its writer emptied (the old chunk is void).
 __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t generation) {
     const std::uint32_t n = h->slots_taken.fetch_add(1, std::memory_order_relaxed);
-    t.slot = n < kMaxThreadSlots ? thread_slot(g_region, n) : nullptr;
-    t.counters = t.slot ? counter_row(g_region, n) : nullptr;
+    t.slot = n < kMaxThreadSlots ? thread_slot(g_shared_buffer, n) : nullptr;
+    t.counters = t.slot ? counter_row(g_shared_buffer, n) : nullptr;
     t.slot_generation = generation;
     join_generation(t.writer, generation);
     // (Sizes from the program's own memory: a tail that does not fit is collected by no hit.)
@@ -513,7 +514,7 @@ void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std
 __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadState& t,
                                                              std::uint64_t bound) {
     const ChunkHeader* had = t.writer.chunk;
-    std::uint8_t* record = reserve_record(g_region, t.writer, bound, [](int n) {
+    std::uint8_t* record = reserve_record(g_shared_buffer, t.writer, bound, [](int n) {
         // Yields let a preempted sealer on this CPU run; sleeps let an idle CPU pull it over.
         if (n < 20) {
             tpagent_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
@@ -552,7 +553,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         last_pass = n == tp->pass_count;
     }
 
-    const std::uint32_t index = record_index(g_region, tp);
+    const std::uint32_t index = record_index(g_shared_buffer, tp);
     const bool own_counter = t.counters && index < kMaxCountedRecords;
     HitCounter& counter = own_counter ? t.counters[index] : tp->shared_hits;
     bump(counter, &HitCounter::hits, 1, own_counter);
@@ -574,7 +575,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         hit.saved_state =
             reinterpret_cast<const std::uint8_t*>(frame + h->saved_state_frame_offset);
 
-    const auto* actions = at<const ActionRecord>(g_region, tp->actions_offset);
+    const auto* actions = at<const ActionRecord>(g_shared_buffer, tp->actions_offset);
     for (std::uint32_t i = 0; i < tp->action_count; ++i) {
         const ActionRecord& a = actions[i];
         if (a.kind == ActionKind::Registers) {
@@ -623,8 +624,8 @@ using namespace tpagent::inproc;
 
 extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block,
                                        std::uint64_t frame, const std::uint8_t* anchor) {
-    if (!g_region || g_forked) return;
-    Header* h = header_of(g_region);
+    if (!g_shared_buffer || g_forked) return;
+    Header* h = header_of(g_shared_buffer);
     if (!h->tracing.load(std::memory_order_acquire)) return;
     ThreadState& t = t_state;
     if (t.busy) {
@@ -640,7 +641,7 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     if (slot) slot->frame.store(frame, std::memory_order_relaxed);
     // Tracepoints sharing an address share the pad: their records are chained.
     for (auto* tp = reinterpret_cast<TracepointRecord*>(record); tp;
-         tp = tp->next ? at<TracepointRecord>(g_region, tp->next) : nullptr)
+         tp = tp->next ? at<TracepointRecord>(g_shared_buffer, tp->next) : nullptr)
         if (tp->enabled && h->tracing.load(std::memory_order_relaxed))
             hit(h, t, tp, block, frame, anchor);
     if (slot) slot->frame.store(0, std::memory_order_release);

@@ -1,7 +1,7 @@
-// Writing frames into the shared region's chunks: the protocol every writer follows, the
+// Writing frames into the shared buffer's chunks: the protocol every writer follows, the
 // program's collecting threads (collector.cpp) and tpagent for its trap tracepoints' frames
-// (experiment/inproc_frames.cpp) alike. Header-only and freestanding: the in-process agent has no
-// C library to lean on.
+// (experiment/shared_buffer_reader.cpp) alike. Header-only and freestanding: the in-process agent
+// has no C library to lean on.
 //
 // A writer owns one chunk at a time and appends records to it; only `committed` (release)
 // publishes a record. A full chunk is sealed: its index goes into the sealed ring. A writer
@@ -15,9 +15,9 @@
 // that make them safe on a weakly ordered CPU (arm64; x86-64 keeps stores and loads in order
 // anyway), each a release paired with an acquire:
 // - A record: publish_record's release store of `committed`, the reader's acquire load of it
-//   (InprocFrames::take_new), which reads only the bytes below what it loaded. A reused chunk's
-//   `committed` is reset before its epoch is bumped (an RMW, acq_rel): a reader that loads the
-//   new epoch with acquire reads the reset or a later value.
+//   (SharedBufferReader::take_new), which reads only the bytes below what it loaded. A reused
+//   chunk's `committed` is reset before its epoch is bumped (an RMW, acq_rel): a reader that loads
+//   the new epoch with acquire reads the reset or a later value.
 // - A chunk taken: the release store of state Owned, the reader's acquire load of `state`: it
 //   then reads `taken`, and finds the taker's earlier chunks final (take_new reads chunks in
 //   take order).
@@ -36,7 +36,7 @@
 //   relaxed. They publish nothing: RMWs keep the shared ones exact, and the figures tpagent
 //   makes of them (frames_created, bytes_free) may lag a moment.
 #pragma once
-#include "inproc/shared_region.hpp"
+#include "inproc/shared_buffer.hpp"
 #include <atomic>
 #include <cstdint>
 
@@ -49,23 +49,23 @@ struct ChunkWriter {
     std::int64_t linear_credit = 0; // budget bytes this writer already claimed
 };
 
-inline std::uint32_t chunk_index(void* region, const ChunkHeader* c) {
+inline std::uint32_t chunk_index(void* shared, const ChunkHeader* c) {
     const auto offset = static_cast<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(c) -
-                                                   static_cast<const std::uint8_t*>(region));
-    return static_cast<std::uint32_t>((offset - kChunksOffset) / header_of(region)->chunk_bytes);
+                                                   static_cast<const std::uint8_t*>(shared));
+    return static_cast<std::uint32_t>((offset - kChunksOffset) / header_of(shared)->chunk_bytes);
 }
 
 // The ring's entries hold (seal number << 16) | chunk index: a reader can tell an entry its
 // sealer has not written yet from an older one.
 inline constexpr std::uint64_t kSealNumberMask = (std::uint64_t{1} << 48) - 1;
 
-inline void seal_chunk(void* region, ChunkHeader* c) {
-    Header* h = header_of(region);
+inline void seal_chunk(void* shared, ChunkHeader* c) {
+    Header* h = header_of(shared);
     c->state.store(static_cast<std::uint32_t>(ChunkState::Sealed), std::memory_order_release);
     // Release: the chunk's records happen before a reuser's writes (reuse_sealed_chunk).
     const std::uint64_t n = h->sealed_count.fetch_add(1, std::memory_order_acq_rel);
-    sealed_ring(region)[n % h->chunk_count].store(
-        ((n & kSealNumberMask) << 16) | chunk_index(region, c), std::memory_order_release);
+    sealed_ring(shared)[n % h->chunk_count].store(
+        ((n & kSealNumberMask) << 16) | chunk_index(shared, c), std::memory_order_release);
 }
 
 // How a writer that has no other chunk gives way to a sealer between its two steps (counted,
@@ -77,10 +77,10 @@ using YieldFn = void (*)(int n);
 // its two steps would otherwise cost a frame (8 threads on 2 CPUs lost 2 in 40000). The wait is
 // bounded, and a seal once waited for in vain (its sealer held by a ptrace stop, say) is not
 // waited for again: later writers only spin. An entry naming no chunk of the run is refused.
-inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
+inline ChunkHeader* reuse_sealed_chunk(void* shared, YieldFn yield = nullptr) {
     constexpr int kSpins = 1000;
     constexpr int kWaits = 200;
-    Header* h = header_of(region);
+    Header* h = header_of(shared);
     if (h->chunk_count == 0) return nullptr;
     int waits = 0;
     for (int tries = 0; tries < kSpins + waits + 1; ++tries) {
@@ -89,7 +89,7 @@ inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
         // that seal's chunk writes happen before ours.
         if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
         const std::uint64_t entry =
-            sealed_ring(region)[head % h->chunk_count].load(std::memory_order_acquire);
+            sealed_ring(shared)[head % h->chunk_count].load(std::memory_order_acquire);
         if ((entry >> 16) != (head & kSealNumberMask)) { // its sealer is writing it
             if (tries < kSpins) continue;
             if (!yield || h->stalled_seal.load(std::memory_order_relaxed) == head) return nullptr;
@@ -102,14 +102,14 @@ inline ChunkHeader* reuse_sealed_chunk(void* region, YieldFn yield = nullptr) {
         }
         if ((entry & 0xffff) >= h->chunk_count) return nullptr;
         if (h->reused_count.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel))
-            return chunk_at(region, entry & 0xffff);
+            return chunk_at(shared, entry & 0xffff);
     }
     return nullptr;
 }
 
 // A chunk for a writer in run `generation`, emptied, or null.
-inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn yield) {
-    Header* h = header_of(region);
+inline ChunkHeader* take_chunk(void* shared, std::uint64_t generation, YieldFn yield) {
+    Header* h = header_of(shared);
     ChunkHeader* c = nullptr;
     // Circular: once the ring holds what the buffer's size asks for, its oldest chunk is reused
     // before a fresh one is taken. Fresh chunks are for more writers, not for more frames: each
@@ -117,12 +117,12 @@ inline ChunkHeader* take_chunk(void* region, std::uint64_t generation, YieldFn y
     if (h->circular && h->sealed_count.load(std::memory_order_acquire) -
                                h->reused_count.load(std::memory_order_acquire) >
                            h->circular_keep)
-        c = reuse_sealed_chunk(region);
+        c = reuse_sealed_chunk(shared);
     if (!c && h->next_fresh.load(std::memory_order_relaxed) < h->chunk_count) {
         const std::uint32_t i = h->next_fresh.fetch_add(1, std::memory_order_relaxed);
-        if (i < h->chunk_count) c = chunk_at(region, i);
+        if (i < h->chunk_count) c = chunk_at(shared, i);
     }
-    if (!c && h->circular) c = reuse_sealed_chunk(region, yield);
+    if (!c && h->circular) c = reuse_sealed_chunk(shared, yield);
     if (!c) return nullptr;
     // Emptied before the epoch changes: a reader whose acquire load sees the new epoch (the
     // bump's release) then reads `committed` 0 or later, never the chunk's previous use's. (Reset
@@ -168,16 +168,16 @@ inline std::uint8_t* room_in_chunk(const Header& h, const ChunkWriter& w, std::u
 
 // Where the writer's next record goes, with room for `bound` bytes: in its chunk, else in a
 // new one (the old one sealed). Null when no chunk is to be had.
-inline std::uint8_t* reserve_record(void* region, ChunkWriter& w, std::uint64_t bound,
+inline std::uint8_t* reserve_record(void* shared, ChunkWriter& w, std::uint64_t bound,
                                     YieldFn yield) {
-    Header* h = header_of(region);
+    Header* h = header_of(shared);
     // Acquire: the chunks and ring a new generation's configuration reset (released by its bump;
     // in the program the ptrace stops around a configuration order them too).
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     if (w.generation != generation) join_generation(w, generation);
     if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
-    if (w.chunk) seal_chunk(region, w.chunk);
-    w.chunk = take_chunk(region, generation, yield);
+    if (w.chunk) seal_chunk(shared, w.chunk);
+    w.chunk = take_chunk(shared, generation, yield);
     return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
 }
 

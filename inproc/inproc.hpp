@@ -1,13 +1,13 @@
-// Internals of the in-process agent (see shared_region.hpp for what it shares with tpagent).
+// Internals of the in-process agent (see shared_buffer.hpp for what it shares with tpagent).
 #pragma once
-#include "inproc/shared_region.hpp"
+#include "inproc/shared_buffer.hpp"
 #include <cstddef>
 #include <cstdint>
 
 namespace tpagent::inproc {
 
-// The shared region, or null when it could not be created (the collector then does nothing).
-extern void* g_region;
+// The shared buffer, or null when it could not be created (the collector then does nothing).
+extern void* g_shared_buffer;
 // True in a child forked from the traced program: it inherited the pads and the shared
 // mapping, but its frames would not belong to the trace.
 extern bool g_forked;
@@ -61,8 +61,8 @@ namespace tpagent::inproc {
 // to the copy (measured: 12 instructions fewer per range collected).
 inline std::size_t safe_read_in_line(void* dst, std::uint64_t addr, std::size_t len) {
     if (len != 0 &&
-        in_last_range(header_of(g_region)->ranges_sequence.load(std::memory_order_acquire), addr,
-                      len))
+        in_last_range(header_of(g_shared_buffer)->ranges_sequence.load(std::memory_order_acquire),
+                      addr, len))
         return tpagent_fault_recovering_copy(dst, reinterpret_cast<const void*>(addr), len);
     return safe_read(dst, addr, len);
 }

@@ -1,4 +1,4 @@
-// Loading the in-process agent: create the shared region and say where everything is.
+// Loading the in-process agent: create the shared buffer and say where everything is.
 #include "inproc/inproc.hpp"
 #include "bytecode/runtime.hpp"
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 
 namespace tpagent::inproc {
 
-void* g_region = nullptr;
+void* g_shared_buffer = nullptr;
 bool g_forked = false;
 
 namespace {
@@ -22,22 +22,22 @@ template <class F> std::uint64_t address_of(F* f) {
 }
 
 __attribute__((constructor)) void load() {
-    // The fd stays open: tpagent finds the region through it (its name) in /proc/PID/fd.
+    // The fd stays open: tpagent finds the shared buffer through it (its name) in /proc/PID/fd.
     const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
     if (fd < 0) return;
-    if (ftruncate(fd, kRegionBytes) != 0) {
+    if (ftruncate(fd, kSharedBufferBytes) != 0) {
         close(fd);
         return;
     }
-    void* region = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (region == MAP_FAILED) {
+    void* shared = mmap(nullptr, kSharedBufferBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (shared == MAP_FAILED) {
         close(fd);
         return;
     }
-    Header* h = header_of(region);
+    Header* h = header_of(shared);
     h->version = kVersion;
-    h->region_bytes = static_cast<std::uint32_t>(kRegionBytes);
-    h->region_address = reinterpret_cast<std::uint64_t>(region);
+    h->shared_buffer_bytes = static_cast<std::uint32_t>(kSharedBufferBytes);
+    h->shared_buffer_address = reinterpret_cast<std::uint64_t>(shared);
     h->collector = address_of(&tpagent_inproc_collect);
     namespace rt = bytecode::rt;
     h->helpers = bytecode::HelperAddresses{
@@ -57,7 +57,7 @@ __attribute__((constructor)) void load() {
     pthread_atfork(nullptr, nullptr, on_fork_child);
     catch_orphan_traps();
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
-    g_region = region;
+    g_shared_buffer = shared;
 }
 
 } // namespace

@@ -14,11 +14,11 @@ namespace {
 
 // Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them.
 bool listed_readable(std::uint64_t addr, std::size_t len) {
-    Header* h = header_of(g_region);
+    Header* h = header_of(g_shared_buffer);
     const std::uint64_t seq = h->ranges_sequence.load(std::memory_order_acquire);
     if (seq & 1) return false;
     if (in_last_range(seq, addr, len)) return true;
-    const auto* ranges = at<const ReadableRange>(g_region, kRangesOffset);
+    const auto* ranges = at<const ReadableRange>(g_shared_buffer, kRangesOffset);
     const std::uint32_t n = h->range_count < kMaxRanges ? h->range_count : kMaxRanges;
     std::uint32_t lo = 0, hi = n;
     while (lo < hi) { // ranges are sorted and disjoint: the first one ending above addr

@@ -236,4 +236,38 @@ Result<std::optional<std::uint64_t>> parse_reloc_insn_answer(std::string_view pa
     return std::optional(*length);
 }
 
+Result<std::vector<AddressRange>> parse_readonly_ranges(std::string_view args) {
+    std::vector<AddressRange> ranges;
+    for (std::string_view range : split(args, ':')) {
+        if (range.empty()) continue;
+        auto parts = split(range, ',');
+        if (parts.size() != 2) return bad("expected start,end");
+        auto start = parse_hex_u64(parts[0]);
+        auto end = parse_hex_u64(parts[1]);
+        if (!start || !end || *end < *start) return bad("bad range");
+        ranges.push_back({*start, *end});
+    }
+    return ranges;
+}
+
+Result<TraceNotes> parse_trace_notes(std::string_view args) {
+    TraceNotes notes;
+    for (std::string_view field : split(args, ';')) {
+        if (field.empty()) continue;
+        std::string_view name, hex;
+        if (!split_once(field, ':', name, hex)) return bad("expected name:hex");
+        auto text = hex_to_text(hex);
+        if (!text) return text.error();
+        if (name == "user")
+            notes.user = std::move(*text);
+        else if (name == "notes")
+            notes.notes = std::move(*text);
+        else if (name == "tstop")
+            notes.tstop = std::move(*text);
+        else
+            return bad("unknown note");
+    }
+    return notes;
+}
+
 } // namespace tpagent::protocol

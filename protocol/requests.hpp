@@ -88,4 +88,22 @@ std::string xfer_reply(std::string_view data, std::uint64_t offset, std::uint64_
 bool is_reloc_insn_answer(std::string_view payload);
 Result<std::optional<std::uint64_t>> parse_reloc_insn_answer(std::string_view payload);
 
+// QTro: "start,end[:start,end]..." (hex), the read-only ranges a trace file's memory is
+// served from; each range [start, end).
+struct AddressRange {
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+    bool operator==(const AddressRange&) const = default;
+};
+Result<std::vector<AddressRange>> parse_readonly_ranges(std::string_view args);
+
+// QTNotes: "user:<hex>;notes:<hex>;tstop:<hex>;" in any order, each optional (the text
+// decoded); a name given twice keeps the last.
+struct TraceNotes {
+    std::optional<std::string> user;
+    std::optional<std::string> notes;
+    std::optional<std::string> tstop;
+};
+Result<TraceNotes> parse_trace_notes(std::string_view args);
+
 } // namespace tpagent::protocol

@@ -71,7 +71,10 @@ std::string handle_trace_variable(Session& s, std::string_view args) {
 }
 
 std::string handle_trace_readonly(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_readonly_ranges(args));
+    auto ranges = parse_readonly_ranges(args);
+    if (!ranges) return reply_error_text(ranges.error());
+    experiment(s).set_readonly_ranges(std::move(*ranges));
+    return reply_ok();
 }
 
 std::string handle_trace_disconnected(Session& s, std::string_view args) {
@@ -81,11 +84,16 @@ std::string handle_trace_disconnected(Session& s, std::string_view args) {
 }
 
 std::string handle_trace_buffer_setting(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_buffer(args));
+    auto setting = trace::parse_buffer_setting(args);
+    if (!setting) return reply_error_text(setting.error());
+    return status_to_reply(experiment(s).set_buffer(*setting));
 }
 
 std::string handle_trace_notes(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_notes(args));
+    auto notes = parse_trace_notes(args);
+    if (!notes) return reply_error_text(notes.error());
+    experiment(s).set_notes(*notes);
+    return reply_ok();
 }
 
 std::string handle_trace_start(Session& s, std::string_view) {
@@ -110,11 +118,15 @@ std::string handle_min_fast_tracepoint_length(Session&, std::string_view) {
 }
 
 std::string handle_trace_enable(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_enabled(args, true, s.live_inferior()));
+    auto key = trace::parse_tracepoint_key(args);
+    if (!key) return reply_error_text(key.error());
+    return status_to_reply(experiment(s).set_enabled(*key, true, s.live_inferior()));
 }
 
 std::string handle_trace_disable(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).set_enabled(args, false, s.live_inferior()));
+    auto key = trace::parse_tracepoint_key(args);
+    if (!key) return reply_error_text(key.error());
+    return status_to_reply(experiment(s).set_enabled(*key, false, s.live_inferior()));
 }
 
 std::string handle_trace_status(Session& s, std::string_view) {

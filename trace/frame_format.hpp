@@ -1,7 +1,7 @@
 // The trace-file frame format, the one definition every writer and reader uses: tpagent's
 // frame builder and views (trace_frame.hpp), the in-process collector (inproc/collector.cpp),
-// the in-process region's configuration (experiment/inproc_region.*) and the trace-file reader
-// (tools/tracefile/). It is also the trace buffer's format, so qTBuffer and tsave are plain
+// the in-process shared buffer's configuration (experiment/shared_buffer.*) and the trace-file
+// reader (tools/tracefile/). It is also the trace buffer's format, so qTBuffer and tsave are plain
 // copies.
 //
 // A frame is a 2-byte tracepoint number and a 4-byte data length, then blocks:

@@ -38,7 +38,7 @@ void TraceFrameBuffer::clear() {
     shared_ = nullptr;
 }
 
-void TraceFrameBuffer::share(SharedFrameSource* source) {
+void TraceFrameBuffer::share(SharedBufferFrames* source) {
     clear();
     shared_ = source;
     seen_discards_ = source ? source->discards() : 0;
@@ -167,7 +167,7 @@ void TraceFrameBuffer::refresh() const {
                                f.epoch});
     }
     // Read in place: a chunk reused since take_new checked it gave other bytes (a seqlock read,
-    // as SharedFrameSource::copy's). Those frames were discarded with it: not indexed.
+    // as SharedBufferFrames::copy's). Those frames were discarded with it: not indexed.
     std::atomic_thread_fence(std::memory_order_acquire);
     index_.erase(std::remove_if(index_.begin() + static_cast<std::ptrdiff_t>(first_new),
                                 index_.end(),

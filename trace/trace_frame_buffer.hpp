@@ -26,7 +26,7 @@
 #pragma once
 #include "trace/trace_frame.hpp"
 #include "trace/frame_query.hpp"
-#include "trace/shared_frames.hpp"
+#include "trace/shared_buffer_frames.hpp"
 #include "base/mapped_bytes.hpp"
 #include "base/result.hpp"
 #include <cstddef>
@@ -74,7 +74,7 @@ class TraceFrameBuffer {
     // storage again.
     void clear();
     // From now on the frames are `source`'s (until clear()); discards every frame.
-    void share(SharedFrameSource* source);
+    void share(SharedBufferFrames* source);
     bool shared() const { return shared_ != nullptr; }
 
     using Commit = CommitResult;
@@ -153,7 +153,7 @@ class TraceFrameBuffer {
     std::size_t size_;
     MappedBytes storage_;
     bool circular_ = false;
-    SharedFrameSource* shared_ = nullptr;
+    SharedBufferFrames* shared_ = nullptr;
     // The index changes under const queries when shared frames arrive or go.
     mutable std::deque<Entry> index_; // frame-number order
     std::uint64_t created_ = 0;

@@ -1,16 +1,16 @@
 // The chunk protocol (inproc/frame_chunks.hpp) under load: writer threads append records
 // through the functions the collector calls (reserve_record, claim_linear, publish_record,
-// seal_chunk), tpagent appends frames of its own (InprocFrames::append), and a reader indexes
-// and copies frames as tpagent does (InprocFrames, TraceFrameBuffer), all at once, for about a
-// second. The protocol is compiled into this test rather than exercised through
-// libtpagent-inproc.so: that library is built without sanitizers and maps the region at
+// seal_chunk), tpagent appends frames of its own (SharedBufferReader::append), and a reader indexes
+// and copies frames as tpagent does (SharedBufferReader, TraceFrameBuffer), all at once, for about
+// a second. The protocol is compiled into this test rather than exercised through
+// libtpagent-inproc.so: that library is built without sanitizers and maps the shared buffer at
 // another address than tpagent's side, so ThreadSanitizer could see neither its accesses nor
 // their pairing with the reader's. Tag [tsan]: the tsan preset runs these under
 // ThreadSanitizer (scripts/test.sh tsan).
 #include "inproc/frame_chunks.hpp"
-#include "inproc/shared_region.hpp"
-#include "experiment/inproc_frames.hpp"
-#include "experiment/inproc_region.hpp"
+#include "inproc/shared_buffer.hpp"
+#include "experiment/shared_buffer_reader.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "trace/frame_format.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include <array>
@@ -41,8 +41,8 @@ namespace {
 
 using namespace tpagent;
 using namespace tpagent::inproc;
-using experiment::InprocFrames;
-using experiment::InprocRegion;
+using experiment::SharedBuffer;
+using experiment::SharedBufferReader;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kWriters = 4;
@@ -54,27 +54,27 @@ constexpr auto kCircularTime = std::chrono::milliseconds(1500);
 // Records of up to 4 KiB: a 64 KiB chunk holds a few dozen, so chunks change hands often.
 constexpr std::uint32_t kMaxLength = 4000;
 
-// A region as the agent library makes it (a memfd of that name, its header), mapped by
-// InprocRegion::open as tpagent maps a program's. Where a test of this process loaded the
-// library, open() may find the library's region first: either serves, each test configuring
+// A shared buffer as the agent library makes it (a memfd of that name, its header), mapped by
+// SharedBuffer::open as tpagent maps a program's. Where a test of this process loaded the
+// library, open() may find the library's shared buffer first: either serves, each test configuring
 // its own run. Our memfd is closed before returning, so it is never found later.
-std::shared_ptr<InprocRegion> open_region() {
+std::shared_ptr<SharedBuffer> open_shared_buffer() {
     const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
     REQUIRE(fd >= 0);
-    REQUIRE(ftruncate(fd, static_cast<off_t>(kRegionBytes)) == 0);
+    REQUIRE(ftruncate(fd, static_cast<off_t>(kSharedBufferBytes)) == 0);
     void* p = mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     REQUIRE(p != MAP_FAILED);
     Header* h = header_of(p);
     h->version = kVersion;
-    h->region_bytes = static_cast<std::uint32_t>(kRegionBytes);
-    h->region_address = reinterpret_cast<std::uint64_t>(p);
+    h->shared_buffer_bytes = static_cast<std::uint32_t>(kSharedBufferBytes);
+    h->shared_buffer_address = reinterpret_cast<std::uint64_t>(p);
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
     munmap(p, kHeaderBytes);
-    auto region = InprocRegion::open(getpid());
+    auto shared = SharedBuffer::open(getpid());
     close(fd);
-    INFO((region ? std::string() : region.error().text));
-    REQUIRE(region);
-    return std::shared_ptr<InprocRegion>(std::move(*region));
+    INFO((shared ? std::string() : shared.error().text));
+    REQUIRE(shared);
+    return std::shared_ptr<SharedBuffer>(std::move(*shared));
 }
 
 // Record `seq` of writer `w`: one M block of a length and bytes both derive from (w, seq), so
@@ -140,14 +140,14 @@ std::atomic<std::uint64_t> g_stamp{1};
 
 // One writer, as the collector writes a hit's record: reserve, blocks, linear budget, headers,
 // publish; its chunk sealed when it ends. Returns how many records it published (0 .. n-1).
-std::uint64_t write_records(void* region, std::uint32_t w, Clock::time_point deadline,
+std::uint64_t write_records(void* shared, std::uint32_t w, Clock::time_point deadline,
                             std::uint64_t& dropped) {
-    Header* h = header_of(region);
+    Header* h = header_of(shared);
     ChunkWriter writer;
     std::uint64_t seq = 0;
     while (Clock::now() < deadline) {
         const std::uint64_t bound = bound_of(w, seq);
-        std::uint8_t* record = reserve_record(region, writer, bound, [](int n) {
+        std::uint8_t* record = reserve_record(shared, writer, bound, [](int n) {
             if (n < 20)
                 std::this_thread::yield();
             else
@@ -170,7 +170,7 @@ std::uint64_t write_records(void* region, std::uint32_t w, Clock::time_point dea
         if (++seq % 8 == 0) std::this_thread::yield();
     }
     // A thread that ends seals its chunk (the collector's on_thread_exit).
-    if (writer.chunk) seal_chunk(region, writer.chunk);
+    if (writer.chunk) seal_chunk(shared, writer.chunk);
     return seq;
 }
 
@@ -217,7 +217,7 @@ struct Tally {
         last[w] = static_cast<std::int64_t>(seq);
     }
     // A copy of f: whole and f's, or refused and f no longer held.
-    bool check_copy(InprocFrames& frames, const trace::SharedFrame& f,
+    bool check_copy(SharedBufferReader& frames, const trace::SharedFrame& f,
                     std::vector<std::uint8_t>& copy) {
         if (!frames.copy(f, copy)) {
             if (frames.holds(f)) ++bad;
@@ -234,7 +234,7 @@ struct Tally {
 // likely reused by now), serves a few through a TraceFrameBuffer (a second reader of its own:
 // an index over the same chunks) and, given `append`, writes one frame of its own. (The other
 // passes come quicker, so more of them meet a chunk as it changes hands.)
-void read_pass(InprocFrames& frames, const trace::TraceFrameBuffer& buffer, bool circular,
+void read_pass(SharedBufferReader& frames, const trace::TraceFrameBuffer& buffer, bool circular,
                bool append, Tally& t) {
     std::vector<trace::SharedFrame> found;
     std::vector<std::uint8_t> copy;
@@ -297,12 +297,12 @@ struct Run {
 
 // One run: kWriters writers until the deadline (or, linear, the buffer is full), tpagent
 // reading meanwhile, then once more after they ended.
-Run run(const std::shared_ptr<InprocRegion>& region, bool circular, std::size_t buffer_bytes,
+Run run(const std::shared_ptr<SharedBuffer>& shared, bool circular, std::size_t buffer_bytes,
         Clock::time_point deadline) {
-    region->begin_configuration(circular, static_cast<std::int64_t>(buffer_bytes));
-    REQUIRE(region->configure_chunks(buffer_bytes, 1024));
-    InprocFrames frames(region);
-    InprocFrames index_source(region);
+    shared->begin_configuration(circular, static_cast<std::int64_t>(buffer_bytes));
+    REQUIRE(shared->configure_chunks(buffer_bytes, 1024));
+    SharedBufferReader frames(shared);
+    SharedBufferReader index_source(shared);
     trace::TraceFrameBuffer buffer(0);
     buffer.share(&index_source);
     Run r;
@@ -311,7 +311,7 @@ Run run(const std::shared_ptr<InprocRegion>& region, bool circular, std::size_t 
     std::vector<std::thread> threads;
     for (std::uint32_t w = 0; w < kWriters; ++w)
         threads.emplace_back([&, w] {
-            r.published[w] = write_records(region->local(), w, deadline, dropped[w]);
+            r.published[w] = write_records(shared->local(), w, deadline, dropped[w]);
             running.fetch_sub(1);
         });
     while (running.load() > 0) {
@@ -364,13 +364,13 @@ void check_found_once(const Run& r, bool all) {
 
 TEST_CASE("inproc chunks: writers and a reader at once, linear: every frame found once, whole",
           "[chunks][tsan]") {
-    const auto region = open_region();
+    const auto shared = open_shared_buffer();
     // Runs of a small buffer, one after the other: each starts with the writers taking fresh
     // chunks at once and ends with the budget running out under them.
     const auto end = Clock::now() + kLinearTime;
     int runs = 0;
     do {
-        const Run r = run(region, false, 512u << 10, end);
+        const Run r = run(shared, false, 512u << 10, end);
         INFO("run " << runs << ": " << r.passes << " passes, " << r.tally.found << " found");
         CHECK(r.tally.refused == 0);
         CHECK(r.tally.gone == 0);
@@ -385,11 +385,11 @@ TEST_CASE("inproc chunks: writers and a reader at once, linear: every frame foun
 TEST_CASE("inproc chunks: writers and a reader at once, circular: frames of reused chunks are "
           "refused, never served torn",
           "[chunks][tsan]") {
-    const auto region = open_region();
+    const auto shared = open_shared_buffer();
     // 256 KiB: five 64 KiB chunks kept, so the writers reuse chunks all the time. (With a
     // reused chunk's `committed` reset after its epoch bump, a reader took thousands of old
     // records again per run and had overwritten ones copied as whole: bad and repeated.)
-    const Run r = run(region, true, 256u << 10, Clock::now() + kCircularTime);
+    const Run r = run(shared, true, 256u << 10, Clock::now() + kCircularTime);
     INFO(r.passes << " passes, " << r.tally.found << " found, " << r.tally.refused << "+"
                   << r.tally.gone << " refused, " << r.discards << " chunks reused, " << r.dropped
                   << " dropped, " << r.tally.backward << " out of a writer's order");

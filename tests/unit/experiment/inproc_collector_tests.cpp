@@ -1,12 +1,14 @@
 // The in-process agent (libtpagent-inproc.so) loaded into this test process with dlopen: the
 // collector is called directly with fake register blocks, as a jump pad would call it, while
-// tpagent's side (InprocRegion) maps the same region a second time, configures it (tracepoint
-// records written by hand through the shared_region.hpp structs) and finds the frames the
-// collector wrote into the chunks (InprocFrames).
+// tpagent's side (SharedBuffer) maps the same shared buffer a second time, configures it
+// (tracepoint records written by tpagent's RecordWriter) and finds the frames the collector wrote
+// into the chunks (SharedBufferReader).
 #include "inproc/frame_chunks.hpp"
-#include "inproc/shared_region.hpp"
-#include "experiment/inproc_frames.hpp"
-#include "experiment/inproc_region.hpp"
+#include "inproc/shared_buffer.hpp"
+#include "experiment/shared_buffer_reader.hpp"
+#include "experiment/shared_buffer.hpp"
+#include "experiment/record_writer.hpp"
+#include "trace/tracepoint.hpp"
 #include "trace/trace_frame.hpp"
 #include "arch/arch.hpp"
 #include "bytecode/compiler.hpp"
@@ -21,6 +23,7 @@
 #include <dlfcn.h>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,15 +40,16 @@ namespace {
 
 using namespace tpagent;
 using namespace tpagent::inproc;
-using experiment::InprocRegion;
+using experiment::SharedBuffer;
 
 using CollectFn = void (*)(std::uint64_t record, std::uint8_t* block, std::uint64_t frame,
                            const std::uint8_t* anchor);
 
-// The library, loaded once (its constructor creates the memfd region), and tpagent's mapping.
+// The library, loaded once (its constructor creates the memfd shared buffer), and tpagent's
+// mapping.
 struct Agent {
     CollectFn collect = nullptr;
-    std::unique_ptr<InprocRegion> region;
+    std::unique_ptr<SharedBuffer> shared;
 };
 
 Agent load_agent() {
@@ -55,14 +59,14 @@ Agent load_agent() {
     REQUIRE(lib != nullptr);
     a.collect = reinterpret_cast<CollectFn>(dlsym(lib, "tpagent_inproc_collect"));
     REQUIRE(a.collect != nullptr);
-    auto region = InprocRegion::open(getpid());
-    INFO((region ? std::string() : region.error().text));
-    REQUIRE(region);
-    a.region = std::move(*region);
+    auto shared = SharedBuffer::open(getpid());
+    INFO((shared ? std::string() : shared.error().text));
+    REQUIRE(shared);
+    a.shared = std::move(*shared);
     // The header the library wrote describes this very library.
-    REQUIRE(a.region->header().collector == reinterpret_cast<std::uint64_t>(a.collect));
-    REQUIRE(a.region->header().general_registers_only == 1);
-    REQUIRE(a.region->remote(0) != reinterpret_cast<std::uint64_t>(a.region->local()));
+    REQUIRE(a.shared->header().collector == reinterpret_cast<std::uint64_t>(a.collect));
+    REQUIRE(a.shared->header().general_registers_only == 1);
+    REQUIRE(a.shared->remote(0) != reinterpret_cast<std::uint64_t>(a.shared->local()));
     return a;
 }
 
@@ -70,11 +74,11 @@ Agent& agent() {
     static Agent a = load_agent();
     return a;
 }
-InprocRegion& region() {
-    return *agent().region;
+SharedBuffer& shared() {
+    return *agent().shared;
 }
 Header& header() {
-    return region().header();
+    return shared().header();
 }
 
 const arch::Architecture& host() {
@@ -85,7 +89,7 @@ std::size_t core_bytes() {
 }
 // A frame's R block: the core, then the thread-pointer registers the collector appends.
 std::size_t frame_block_bytes() {
-    return frame_register_bytes(region().header());
+    return frame_register_bytes(shared().header());
 }
 const arch::RegisterDesc& reg(std::string_view name) {
     for (const auto& r : host().registers())
@@ -157,18 +161,12 @@ std::uint64_t register_in(const std::vector<std::uint8_t>& block, std::string_vi
     return v;
 }
 
-ActionRecord registers_action() {
-    ActionRecord a{};
-    a.kind = ActionKind::Registers;
-    return a;
+// `R`: the collector collects the whole block for any mask; this one wants no FP/vector state.
+trace::Action registers_action() {
+    return trace::RegisterMask{{0x01}};
 }
-ActionRecord memory_action(std::uint64_t offset, std::uint32_t length, int base_register = -1) {
-    ActionRecord a{};
-    a.kind = ActionKind::Memory;
-    a.base_register = base_register;
-    a.offset = offset;
-    a.length = length;
-    return a;
+trace::Action memory_action(std::uint64_t offset, std::uint32_t length, int base_register = -1) {
+    return trace::MemoryRange{base_register, offset, length};
 }
 template <class T> std::uint64_t address_of(const T* p) {
     return reinterpret_cast<std::uint64_t>(p);
@@ -190,74 +188,70 @@ constexpr std::size_t kTestBuffer = 64u << 20;
 constexpr std::uint64_t kLargestRecord = 256u << 10;
 
 // tpagent's reader of the run's frames; a new one per run, as tpagent makes.
-std::unique_ptr<experiment::InprocFrames>& frames_reader() {
-    static std::unique_ptr<experiment::InprocFrames> reader;
+std::unique_ptr<experiment::SharedBufferReader>& frames_reader() {
+    static std::unique_ptr<experiment::SharedBufferReader> reader;
     return reader;
 }
 
 // The run's chunks (a new generation) and a reader for them.
 void configure_chunks(std::size_t buffer_bytes) {
-    REQUIRE(region().configure_chunks(buffer_bytes, kLargestRecord));
-    // Not owned: the region lives as long as the test process.
-    frames_reader() = std::make_unique<experiment::InprocFrames>(
-        std::shared_ptr<InprocRegion>(std::shared_ptr<void>{}, &region()));
+    REQUIRE(shared().configure_chunks(buffer_bytes, kLargestRecord));
+    // Not owned: the shared buffer lives as long as the test process.
+    frames_reader() = std::make_unique<experiment::SharedBufferReader>(
+        std::shared_ptr<SharedBuffer>(std::shared_ptr<void>{}, &shared()));
 }
 
-// One run's configuration, written through InprocRegion as tpagent's prepare_fast writes it
-// (tracing off, chunks reset, registers described, variables and readable ranges cleared),
-// then tracepoint records, taken first, and their actions and expression code after them.
-// start() sets tracing.
+// One run's configuration, written through SharedBuffer as tpagent's FastTracepoints::prepare
+// writes it (tracing off, chunks reset, registers described, variables and readable ranges
+// cleared), then tracepoint records by tpagent's RecordWriter, taken first, and their actions
+// and expression code after them. Expressions are interpreted (no code is placed). start()
+// sets tracing.
 class Config {
   public:
     explicit Config(bool circular = true, std::int64_t budget = std::int64_t{1} << 40,
-                    std::size_t buffer_bytes = kTestBuffer)
-        : area_(region()) {
-        region().begin_configuration(circular, budget);
-        auto core = region().describe_registers(host());
+                    std::size_t buffer_bytes = kTestBuffer) {
+        shared().begin_configuration(circular, budget);
+        auto core = shared().describe_registers(host());
         REQUIRE(core);
         REQUIRE(*core == frame_block_bytes());
         configure_chunks(buffer_bytes); // after the registers, as tpagent: its reader reads them
-        region().clear_variables();
+        shared().clear_variables();
         // No ranges: an empty span with a non-null data() (set_readable_ranges memcpy()s
         // from it even when it is empty, which UBSan reports for null).
         static const ReadableRange kNone[1] = {};
-        region().set_readable_ranges(std::span(kNone, 0));
-        auto records = area_.take<TracepointRecord>(kRecordSlots);
+        shared().set_readable_ranges(std::span(kNone, 0));
+        writer_.emplace(shared(), [](std::uint64_t, std::span<const std::uint8_t>) {
+            return Result<std::uint64_t>(make_error(ErrorCode::Unsupported, "no code placed"));
+        });
+        auto records = writer_->records(kRecordSlots);
         REQUIRE(records);
         records_ = *records;
     }
 
-    // The next record (index = position), with its actions and a frame bound computed as
-    // tpagent computes it.
+    // The next record (index = position), written as tpagent writes a fast tracepoint's.
     TracepointRecord& add(std::uint32_t number, std::uint64_t address,
-                          const std::vector<ActionRecord>& actions) {
+                          std::vector<trace::Action> actions) {
         REQUIRE(count_ < kRecordSlots);
         TracepointRecord& rec = records_[count_++];
-        rec.number = number;
-        rec.enabled = 1;
-        rec.address = address;
-        auto out = area_.take<ActionRecord>(actions.size());
-        REQUIRE(out);
-        std::copy(actions.begin(), actions.end(), out->begin());
-        rec.actions_offset = region().offset_of(out->data());
-        rec.action_count = static_cast<std::uint32_t>(actions.size());
-        rec.frame_bound =
-            experiment::staged_frame_bound(*out, static_cast<std::uint32_t>(frame_block_bytes()));
-        // Expressions here are built from ActionRecords, without their programs: any of them
-        // may read any register.
-        rec.complete_block =
-            experiment::reads_completed_register(header(), std::span<const ActionRecord>(*out)) ||
-            std::ranges::any_of(
-                actions, [](const ActionRecord& a) { return a.kind == ActionKind::Expression; });
+        trace::TracepointDefinition def;
+        def.key = {number, address};
+        def.kind = trace::TracepointKind::Fast;
+        def.actions.push_back({std::move(actions)});
+        auto written = writer_->write(rec, def);
+        INFO((written ? std::string() : written.error().text));
+        REQUIRE(written);
         REQUIRE(rec.frame_bound <= chunk_payload(header()));
         return rec;
     }
 
-    // An X action (or condition) running p's instructions in the interpreter.
-    ActionRecord expression(const bytecode::Program& p) {
-        auto a = area_.expression(p);
+    // An X action (or condition) running p's instructions.
+    static trace::Expression expression(bytecode::Program p) {
+        return trace::Expression{{}, std::move(p)};
+    }
+    void condition(TracepointRecord& rec, const trace::Expression& e) {
+        auto a = writer_->expression(e, rec.address);
         REQUIRE(a);
-        return *a;
+        condition(rec, *a);
     }
     void condition(TracepointRecord& rec, const ActionRecord& a) {
         rec.condition = a;
@@ -266,23 +260,23 @@ class Config {
     }
     // Records at the same address share a pad: rec's hits run `then` after it.
     void chain(TracepointRecord& rec, const TracepointRecord& then) {
-        rec.next = region().offset_of(&then);
+        rec.next = shared().offset_of(&then);
     }
 
     void define_variable(unsigned num, std::int64_t value, std::uint32_t clock = 0) {
-        REQUIRE(region().define_variable(num, value, clock));
+        REQUIRE(shared().define_variable(num, value, clock));
     }
-    static std::int64_t variable(unsigned num) { return region().variable(num)->value.load(); }
+    static std::int64_t variable(unsigned num) { return shared().variable(num)->value.load(); }
 
     void start() { header().tracing.store(1, std::memory_order_release); }
 
     // What a pad passes: the record's address in the program (the library's mapping).
     static std::uint64_t remote(const TracepointRecord& rec) {
-        return region().remote(region().offset_of(&rec));
+        return shared().remote(shared().offset_of(&rec));
     }
 
   private:
-    experiment::InprocConfigArea area_;
+    std::optional<experiment::RecordWriter> writer_;
     std::span<TracepointRecord> records_;
     std::size_t count_ = 0;
 };
@@ -514,7 +508,7 @@ TEST_CASE("inproc: a record that collects the saved state ends its R block with 
     TracepointRecord& without = config.add(2, 0x2000, {registers_action()});
     with.collects_state = 1;
     with.frame_bound = experiment::staged_frame_bound(
-        std::span(at<const ActionRecord>(region().local(), with.actions_offset), 1),
+        std::span(at<const ActionRecord>(shared().local(), with.actions_offset), 1),
         static_cast<std::uint32_t>(frame_block_bytes()) + bytes);
     config.start();
     // As a pad leaves them on the stack: the state, then (above it) the register block.
@@ -587,7 +581,7 @@ TEST_CASE("inproc: unreadable memory is never read and the readable prefix is co
     if (listed) {
         // As tpagent lists them from /proc/PID/maps: the two read-write pages only.
         const ReadableRange ranges[] = {{pages.address(0), pages.address(2 * page)}};
-        region().set_readable_ranges(ranges);
+        shared().set_readable_ranges(ranges);
     }
     TracepointRecord& rec =
         config.add(1, 0x1000,
@@ -615,7 +609,7 @@ TEST_CASE("inproc: the range a thread last read from is forgotten when tpagent l
     Pages pages(2);
     const std::size_t page = pages.page;
     const ReadableRange both[] = {{pages.address(0), pages.address(2 * page)}};
-    region().set_readable_ranges(both);
+    shared().set_readable_ranges(both);
     TracepointRecord& rec = config.add(1, 0x1000, {memory_action(pages.address(100), 64)});
     config.start();
     Block block;
@@ -624,7 +618,7 @@ TEST_CASE("inproc: the range a thread last read from is forgotten when tpagent l
     // remembered from the first hit, it would fault (and end this test).
     REQUIRE(mprotect(pages.base, page, PROT_NONE) == 0);
     const ReadableRange second[] = {{pages.address(page), pages.address(2 * page)}};
-    region().set_readable_ranges(second);
+    shared().set_readable_ranges(second);
     hit(rec, block);
     REQUIRE(mprotect(pages.base, page, PROT_READ | PROT_WRITE) == 0);
     const auto frames = drain();
@@ -641,7 +635,7 @@ TEST_CASE("inproc: expressions read memory safely through the collector", "[inpr
     Config config;
     if (listed) {
         const ReadableRange ranges[] = {{pages.address(0), pages.address(pages.page)}};
-        region().set_readable_ranges(ranges);
+        shared().set_readable_ranges(ranges);
     }
     // X: trace 8 bytes at the last readable word, then `ref64` on the guard page (a memory
     // error, which does not stop the trace: the frame keeps what was collected).
@@ -711,7 +705,7 @@ TEST_CASE("inproc: pass count 5 with four threads: exactly five records", "[inpr
     CHECK(header().tracing.load() == 0);
     // The threads ended: their chunks were sealed.
     for (std::size_t i = 0; i < header().chunk_count; ++i)
-        CHECK(chunk_at(region().local(), i)->state.load() !=
+        CHECK(chunk_at(shared().local(), i)->state.load() !=
               static_cast<std::uint32_t>(ChunkState::Owned));
 }
 
@@ -1005,7 +999,7 @@ TEST_CASE("inproc: a new generation drops the old chunks and records still arriv
     // The main thread still owns its chunk: the other thread's exit did not seal it.
     std::size_t owned = 0;
     for (std::size_t i = 0; i < header().chunk_count; ++i) {
-        const auto s = static_cast<ChunkState>(chunk_at(region().local(), i)->state.load());
+        const auto s = static_cast<ChunkState>(chunk_at(shared().local(), i)->state.load());
         CHECK(s != ChunkState::Sealed);
         owned += s == ChunkState::Owned;
     }
@@ -1055,7 +1049,7 @@ std::atomic<int> g_waits{0};
 // run names.
 TEST_CASE("inproc: a writer waits for a chunk whose sealer is between its two steps", "[inproc]") {
     Config config(true, 0, 1u << 20);
-    void* r = region().local();
+    void* r = shared().local();
     Header& h = header();
     const std::uint64_t generation = h.generation.load();
     // An earlier run's seal 0 of chunk 0 in the ring, as a run that sealed chunk 0 first leaves.
@@ -1156,17 +1150,17 @@ TEST_CASE("inproc: hits are counted per thread and summed", "[inproc]") {
         for (int i = 0; i < 100; ++i)
             hit(rec, block);
     });
-    const auto totals = region().hit_totals(0);
+    const auto totals = shared().hit_totals(0);
     CHECK(totals.hits == 300);
     std::uint64_t bytes = 0;
     for (const Frame& f : drain())
         bytes += f.header.size - sizeof(RecordHeader);
     CHECK(totals.bytes == bytes);
-    CHECK(region().hit_totals(1).hits == 0);
+    CHECK(shared().hit_totals(1).hits == 0);
     CHECK(header().slots_taken.load() == 3);
 }
 
-TEST_CASE("inproc: setv and getv update trace state variables in the region", "[inproc]") {
+TEST_CASE("inproc: setv and getv update trace state variables in the shared", "[inproc]") {
     Config config;
     config.define_variable(1, 10);
     config.define_variable(3, 0, 2); // $trace_timestamp_ns
@@ -1239,7 +1233,7 @@ TEST_CASE("inproc: the R block ends with the thread's fs_base and gs_base", "[in
         CHECK(f.tail == expected);
     }
     // tpagent puts them where gdb's g block has them.
-    const auto& layout = region().short_register_block();
+    const auto& layout = shared().short_register_block();
     CHECK(layout.prefix == core_bytes());
     CHECK(layout.tail_offset == reg("fs_base").g_offset);
     CHECK(layout.tail == 16);

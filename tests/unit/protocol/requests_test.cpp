@@ -353,3 +353,35 @@ TEST_CASE("xfer_reply chunks with m/l and escapes", "[requests]") {
         }
     }
 }
+
+TEST_CASE("parse_readonly_ranges", "[requests]") {
+    auto r = parse_readonly_ranges("1000,2000:3000,3000");
+    REQUIRE(r.ok());
+    CHECK(*r == std::vector<AddressRange>{{0x1000, 0x2000}, {0x3000, 0x3000}});
+    // Empty pieces are skipped; no range at all is none.
+    CHECK(parse_readonly_ranges("")->empty());
+    CHECK(parse_readonly_ranges(":10,20:")->size() == 1);
+    check_all_rejected(parse_readonly_ranges,
+                       {"10", "10,20,30", "x,20", "10,", "20,10", "10,20:5"});
+    CHECK(parse_readonly_ranges("10").error().text == "expected start,end");
+    CHECK(parse_readonly_ranges("20,10").error().text == "bad range");
+}
+
+TEST_CASE("parse_trace_notes", "[requests]") {
+    // "alice", "lunch", "done"
+    auto n = parse_trace_notes("user:616c696365;notes:6c756e6368;tstop:646f6e65;");
+    REQUIRE(n.ok());
+    CHECK(n->user == "alice");
+    CHECK(n->notes == "lunch");
+    CHECK(n->tstop == "done");
+    auto only = parse_trace_notes("tstop:;notes:41");
+    REQUIRE(only.ok());
+    CHECK_FALSE(only->user);
+    CHECK(only->notes == "A");
+    CHECK(only->tstop == "");
+    CHECK(parse_trace_notes("notes:41;notes:42")->notes == "B");
+    CHECK_FALSE(parse_trace_notes("")->user);
+    check_all_rejected(parse_trace_notes, {"user", "user:4", "user:zz", "owner:41"});
+    CHECK(parse_trace_notes("user").error().text == "expected name:hex");
+    CHECK(parse_trace_notes("owner:41").error().text == "unknown note");
+}

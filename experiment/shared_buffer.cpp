@@ -1,4 +1,4 @@
-#include "experiment/inproc_region.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "process/linux/code_guard.hpp"
 #include "base/proc_maps.hpp"
 #include "base/proc_files.hpp"
@@ -21,22 +21,22 @@ using namespace inproc;
 
 constexpr std::string_view kMemfdLink = "/memfd:tpagent-inproc";
 
-// The region as a file of ours: through the program's open fd, else (the program closed it)
+// The shared buffer as a file of ours: through the program's open fd, else (the program closed it)
 // through its mapping.
-int open_region_file(pid_t pid) {
+int open_shared_buffer_file(pid_t pid) {
     return open_process_file(
         pid, [](const std::string& entry) { return read_link(entry).starts_with(kMemfdLink); });
 }
 
 } // namespace
 
-Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
-    const int fd = open_region_file(pid);
+Result<std::unique_ptr<SharedBuffer>> SharedBuffer::open(pid_t pid) {
+    const int fd = open_shared_buffer_file(pid);
     if (fd < 0)
         return make_error(ErrorCode::NotFound,
                           "the in-process agent (libtpagent-inproc.so) is not loaded in the "
                           "program: start it with tpagent --inproc, or LD_PRELOAD the library");
-    void* local = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* local = mmap(nullptr, kSharedBufferBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (local == MAP_FAILED) {
         ::close(fd);
         return make_error(
@@ -48,39 +48,40 @@ Result<std::unique_ptr<InprocRegion>> InprocRegion::open(pid_t pid) {
     ::close(fd);
     const Header& h = *header_of(local);
     if (__atomic_load_n(&h.magic, __ATOMIC_ACQUIRE) != kMagic || h.version != kVersion ||
-        h.region_bytes != kRegionBytes) {
-        munmap(local, kRegionBytes); // (not ours to change)
+        h.shared_buffer_bytes != kSharedBufferBytes) {
+        munmap(local, kSharedBufferBytes); // (not ours to change)
         return make_error(ErrorCode::Unsupported,
                           "the in-process agent loaded in the program is another version than "
                           "this tpagent's");
     }
-    std::unique_ptr<InprocRegion> region(new InprocRegion(pid, local));
+    std::unique_ptr<SharedBuffer> shared(new SharedBuffer(pid, local));
     // Should tpagent die, its watchdog gives the buffer's pages back in the program.
     if (known)
         process::code_guard::publish_shared_pages(pid, {file.st_dev, file.st_ino, kConfigOffset,
-                                                        kRegionBytes - kConfigOffset,
+                                                        kSharedBufferBytes - kConfigOffset,
                                                         offsetof(Header, tracing)});
-    return region;
+    return shared;
 }
 
-InprocRegion::~InprocRegion() {
-    // Nothing reads this region's frames any more: its pages go back to the program's system.
+SharedBuffer::~SharedBuffer() {
+    // Nothing reads this shared buffer's frames any more: its pages go back to the program's
+    // system.
     release_buffer();
     process::code_guard::forget_shared_pages(pid_);
-    munmap(local_, kRegionBytes);
+    munmap(local_, kSharedBufferBytes);
 }
 
-void InprocRegion::give_back(std::uint64_t from) {
+void SharedBuffer::give_back(std::uint64_t from) {
     // Punching the pages out of the memfd frees them in every process that maps it: the
     // program's RssShmem drops with tpagent's. The mapping stays, and a page written again
     // (a collector still inside a hit) is a new zero page, never a fault.
-    if (from < kRegionBytes &&
-        madvise(static_cast<std::uint8_t*>(local_) + from, kRegionBytes - from, MADV_REMOVE) != 0)
+    if (from < kSharedBufferBytes && madvise(static_cast<std::uint8_t*>(local_) + from,
+                                             kSharedBufferBytes - from, MADV_REMOVE) != 0)
         spdlog::warn("the trace buffer's pages in process {} cannot be given back: {}", pid_,
                      std::strerror(errno));
 }
 
-void InprocRegion::release_buffer() {
+void SharedBuffer::release_buffer() {
     Header& h = header();
     h.tracing.store(0, std::memory_order_release);
     // Threads drop the chunks they held (their exit no longer seals one): what they would
@@ -94,7 +95,7 @@ void InprocRegion::release_buffer() {
     give_back(kConfigOffset);
 }
 
-void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget) {
+void SharedBuffer::begin_configuration(bool circular, std::int64_t linear_budget) {
     Header& h = header();
     h.tracing.store(0, std::memory_order_release);
     h.stop_reason.store(static_cast<std::uint32_t>(StopReason::None), std::memory_order_relaxed);
@@ -113,7 +114,7 @@ void InprocRegion::begin_configuration(bool circular, std::int64_t linear_budget
     h.linear_budget.store(linear_budget, std::memory_order_relaxed);
 }
 
-Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t largest_record) {
+Status SharedBuffer::configure_chunks(std::size_t buffer_bytes, std::uint64_t largest_record) {
     Header& h = header();
     // About 16 chunks per buffer, so circular mode discards a sixteenth at a time, within
     // 64 KiB .. 1 MiB; larger when one record needs it.
@@ -166,7 +167,7 @@ Status InprocRegion::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     return ok_status();
 }
 
-trace::ShortRegisterBlock InprocRegion::short_register_block(std::uint32_t bytes) const {
+trace::ShortRegisterBlock SharedBuffer::short_register_block(std::uint32_t bytes) const {
     trace::ShortRegisterBlock layout = short_block_;
     if (saved_state_ && saved_state_->bytes() && bytes == layout.size() + saved_state_->bytes()) {
         layout.state = saved_state_->bytes();
@@ -175,7 +176,7 @@ trace::ShortRegisterBlock InprocRegion::short_register_block(std::uint32_t bytes
     return layout;
 }
 
-std::optional<std::uint64_t> InprocRegion::collector_frame(std::uint64_t sp) const {
+std::optional<std::uint64_t> SharedBuffer::collector_frame(std::uint64_t sp) const {
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -185,7 +186,7 @@ std::optional<std::uint64_t> InprocRegion::collector_frame(std::uint64_t sp) con
     return std::nullopt;
 }
 
-InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
+SharedBuffer::HitTotals SharedBuffer::hit_totals(std::uint32_t index) const {
     const Header& h = header();
     HitTotals t;
     if (index < kMaxCountedRecords) {
@@ -203,7 +204,7 @@ InprocRegion::HitTotals InprocRegion::hit_totals(std::uint32_t index) const {
 }
 
 Result<std::uint32_t>
-InprocRegion::describe_registers(const arch::Architecture& arch,
+SharedBuffer::describe_registers(const arch::Architecture& arch,
                                  std::span<const std::uint8_t> process_registers) {
     Header& h = header();
     const std::size_t core = h.general_registers_only ? arch.fast_block_bytes() : arch.g_size();
@@ -292,7 +293,7 @@ InprocRegion::describe_registers(const arch::Architecture& arch,
     return frame_register_bytes(h);
 }
 
-void InprocRegion::clear_variables() {
+void SharedBuffer::clear_variables() {
     auto* vars = at<Variable>(local_, kVariablesOffset);
     for (std::size_t i = 0; i < kMaxVariables; ++i) {
         vars[i].defined = 0;
@@ -301,7 +302,7 @@ void InprocRegion::clear_variables() {
     }
 }
 
-bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value,
+bool SharedBuffer::define_variable(std::uint32_t number, std::int64_t value,
                                    std::uint32_t reading) {
     if (number >= kMaxVariables) return false;
     Variable& v = at<Variable>(local_, kVariablesOffset)[number];
@@ -311,13 +312,13 @@ bool InprocRegion::define_variable(std::uint32_t number, std::int64_t value,
     return true;
 }
 
-const Variable* InprocRegion::variable(std::uint32_t number) const {
+const Variable* SharedBuffer::variable(std::uint32_t number) const {
     if (number >= kMaxVariables) return nullptr;
     const Variable& v = at<const Variable>(local_, kVariablesOffset)[number];
     return v.defined ? &v : nullptr;
 }
 
-void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
+void SharedBuffer::set_readable_ranges(std::span<const ReadableRange> ranges) {
     Header& h = header();
     const std::size_t n = std::min(ranges.size(), kMaxRanges);
     h.ranges_sequence.fetch_add(1, std::memory_order_acq_rel); // odd: being rewritten
@@ -328,7 +329,7 @@ void InprocRegion::set_readable_ranges(std::span<const ReadableRange> ranges) {
     h.ranges_sequence.fetch_add(1, std::memory_order_release);
 }
 
-std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
+std::vector<ReadableRange> SharedBuffer::readable_ranges_of(pid_t pid) {
     std::vector<ReadableRange> out;
     for (const MappedRange& m : read_maps(pid)) {
         if (!m.readable || m.name == "[vvar]") continue;
@@ -340,7 +341,7 @@ std::vector<ReadableRange> InprocRegion::readable_ranges_of(pid_t pid) {
     return out;
 }
 
-Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes, std::size_t align) {
+Result<std::uint64_t> SharedBufferConfig::take_bytes(std::size_t bytes, std::size_t align) {
     const std::uint64_t at = (used_ + align - 1) / align * align;
     if (at + bytes > kConfigBytes)
         return make_error(ErrorCode::TooLarge,
@@ -349,14 +350,14 @@ Result<std::uint64_t> InprocConfigArea::take_bytes(std::size_t bytes, std::size_
     return kConfigOffset + at;
 }
 
-Result<ActionRecord> InprocConfigArea::expression(const bytecode::Program& program) {
+Result<ActionRecord> SharedBufferConfig::expression(const bytecode::Program& program) {
     const auto insns = program.insns();
     auto code = take<bytecode::Insn>(insns.size());
     if (!code) return code.error();
     std::copy(insns.begin(), insns.end(), code->begin());
     ActionRecord a{};
     a.kind = ActionKind::Expression;
-    a.insns_offset = region_.offset_of(code->data());
+    a.insns_offset = shared_.offset_of(code->data());
     a.insn_count = static_cast<std::uint32_t>(insns.size());
     a.backward_jump_budget = program.backward_jump_budget();
     a.compiled = 0;

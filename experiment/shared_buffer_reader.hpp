@@ -1,21 +1,21 @@
 // The trace buffer of a run with fast tracepoints, seen from tpagent: the frames the program's
-// threads write into the shared region's chunks (inproc/frame_chunks.hpp), found and served
+// threads write into the shared buffer's chunks (inproc/frame_chunks.hpp), found and served
 // in place, and tpagent's own trap tracepoints' frames written among them.
 #pragma once
-#include "experiment/inproc_region.hpp"
+#include "experiment/shared_buffer.hpp"
 #include "inproc/frame_chunks.hpp"
-#include "trace/shared_frames.hpp"
+#include "trace/shared_buffer_frames.hpp"
 #include <memory>
 #include <utility>
 #include <vector>
 
 namespace tpagent::experiment {
 
-class InprocFrames final : public trace::SharedFrameSource {
+class SharedBufferReader final : public trace::SharedBufferFrames {
   public:
-    // The region's chunks as configured for this run (configure_chunks); keeps the region
-    // mapped for as long as its frames are wanted, even after the program is gone.
-    explicit InprocFrames(std::shared_ptr<InprocRegion> region);
+    // The shared buffer's chunks as configured for this run (configure_chunks); keeps the shared
+    // buffer mapped for as long as its frames are wanted, even after the program is gone.
+    explicit SharedBufferReader(std::shared_ptr<SharedBuffer> shared);
 
     void take_new(std::vector<trace::SharedFrame>& out) override;
     bool holds(const trace::SharedFrame& frame) const override;
@@ -24,18 +24,18 @@ class InprocFrames final : public trace::SharedFrameSource {
     std::uint64_t frames_created() const override;
     std::size_t bytes_free() const override;
     trace::ShortRegisterBlock short_block(std::uint32_t bytes) const override {
-        return region_->short_register_block(bytes);
+        return shared_->short_register_block(bytes);
     }
     trace::CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) override;
 
   private:
     const inproc::ChunkHeader* chunk(std::uint32_t i) const {
-        return inproc::chunk_at(region_->local(), i);
+        return inproc::chunk_at(shared_->local(), i);
     }
     // Chunks tpagent may look at: those handed out this run.
     std::uint32_t chunks_in_use() const;
 
-    std::shared_ptr<InprocRegion> region_;
+    std::shared_ptr<SharedBuffer> shared_;
     // The R block of a record with this index (0: a full one, tpagent's own).
     std::uint32_t registers_of(std::uint32_t index) const;
 

@@ -1,11 +1,11 @@
 // tpagent's side of the memory shared with the in-process agent (inproc/): finding it in a
 // program, mapping it, configuring a run in it, and reading frames out of it without ptrace.
 #pragma once
-#include "inproc/shared_region.hpp"
+#include "inproc/shared_buffer.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "bytecode/program.hpp"
-#include "trace/shared_frames.hpp"
+#include "trace/shared_buffer_frames.hpp"
 #include "experiment/fast_saved_state.hpp"
 #include <cstdint>
 #include <optional>
@@ -18,20 +18,22 @@
 
 namespace tpagent::experiment {
 
-class InprocRegion {
+class SharedBuffer {
   public:
-    // The region of the agent library loaded in process pid; NotFound if it is not loaded.
-    static Result<std::unique_ptr<InprocRegion>> open(pid_t pid);
-    ~InprocRegion();
-    InprocRegion(const InprocRegion&) = delete;
-    InprocRegion& operator=(const InprocRegion&) = delete;
+    // The shared buffer of the agent library loaded in process pid; NotFound if it is not loaded.
+    static Result<std::unique_ptr<SharedBuffer>> open(pid_t pid);
+    ~SharedBuffer();
+    SharedBuffer(const SharedBuffer&) = delete;
+    SharedBuffer& operator=(const SharedBuffer&) = delete;
 
     pid_t pid() const { return pid_; }
     inproc::Header& header() const { return *inproc::header_of(local_); }
     void* local() const { return local_; }
-    // The program's address of a region offset.
-    std::uint64_t remote(std::uint64_t offset) const { return header().region_address + offset; }
-    // The region offset of p, which points into our mapping.
+    // The program's address of a shared buffer offset.
+    std::uint64_t remote(std::uint64_t offset) const {
+        return header().shared_buffer_address + offset;
+    }
+    // The shared buffer offset of p, which points into our mapping.
     std::uint64_t offset_of(const void* p) const {
         return static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(p) -
                                           static_cast<const std::uint8_t*>(local_));
@@ -41,7 +43,7 @@ class InprocRegion {
     const bytecode::HelperAddresses& helpers() const { return header().helpers; }
 
     // Configuring a run, while every thread of the program is stopped (the tracepoint records
-    // go through InprocConfigArea).
+    // go through SharedBufferConfig).
     //
     // First: tracing off, the stop fields, frame counts and hit counters cleared; the
     // buffer's kind, and the bytes a linear buffer has free.
@@ -62,7 +64,7 @@ class InprocRegion {
     // The FP/vector state pads save for tracepoints that collect it, as described.
     const FastSavedState* saved_state() const { return saved_state_.get(); }
     // Trace state variables: all undefined, then defined one by one (false: a number beyond
-    // the region's table). A timestamp variable reads the clock.
+    // the shared buffer's table). A timestamp variable reads the clock.
     void clear_variables();
     // reading: trace::TraceStateVariables::Reading (0: a stored value).
     bool define_variable(std::uint32_t number, std::int64_t value, std::uint32_t reading);
@@ -90,7 +92,7 @@ class InprocRegion {
     // Gives back the pages of the buffer and of the run's configuration, in the program and
     // in tpagent alike, once nothing will read them (no frame is to be served, the trace is
     // not running): tracing off, threads drop their chunks. The header page stays, and the
-    // mapping (address space only). Also done when the region is destroyed.
+    // mapping (address space only). Also done when the shared buffer is destroyed.
     void release_buffer();
     // Rewrites the readable ranges (sorted, disjoint) under the seqlock.
     void set_readable_ranges(std::span<const inproc::ReadableRange> ranges);
@@ -98,8 +100,8 @@ class InprocRegion {
     static std::vector<inproc::ReadableRange> readable_ranges_of(pid_t pid);
 
   private:
-    InprocRegion(pid_t pid, void* local) : pid_(pid), local_(local) {}
-    // Punches the region's pages from offset `from` to its end out of the memfd.
+    SharedBuffer(pid_t pid, void* local) : pid_(pid), local_(local) {}
+    // Punches the shared buffer's pages from offset `from` to its end out of the memfd.
     void give_back(std::uint64_t from);
     pid_t pid_;
     void* local_;
@@ -109,13 +111,13 @@ class InprocRegion {
 };
 
 // A run's tracepoint records, actions and expression code, allocated one after the other in
-// the region's configuration area from its start: take the records first, so that a record's
+// the shared buffer's configuration area from its start: take the records first, so that a record's
 // index is its position.
-class InprocConfigArea {
+class SharedBufferConfig {
   public:
     // `used`: bytes already taken (a record added during a run goes after the run's others).
-    explicit InprocConfigArea(InprocRegion& region, std::uint64_t used = 0)
-        : region_(region), used_(used) {}
+    explicit SharedBufferConfig(SharedBuffer& shared, std::uint64_t used = 0)
+        : shared_(shared), used_(used) {}
     std::uint64_t used() const { return used_; }
 
     // `count` zeroed objects, at a multiple of `align` bytes from the area's start; TooLarge
@@ -123,7 +125,7 @@ class InprocConfigArea {
     template <class T> Result<std::span<T>> take(std::size_t count, std::size_t align = 8) {
         auto offset = take_bytes(count * sizeof(T), align);
         if (!offset) return offset.error();
-        auto* first = inproc::at<T>(region_.local(), *offset);
+        auto* first = inproc::at<T>(shared_.local(), *offset);
         std::memset(static_cast<void*>(first), 0, count * sizeof(T));
         return std::span<T>(first, count);
     }
@@ -134,7 +136,7 @@ class InprocConfigArea {
   private:
     Result<std::uint64_t> take_bytes(std::size_t bytes, std::size_t align);
 
-    InprocRegion& region_;
+    SharedBuffer& shared_;
     std::uint64_t used_ = 0;
 };
 

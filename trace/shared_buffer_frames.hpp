@@ -1,6 +1,6 @@
 // Frames a trace buffer serves from memory it does not own: the chunks a run with fast
-// tracepoints writes into, shared with the traced program (experiment/inproc_frames.hpp). The
-// buffer indexes them in place; frames are never copied to be numbered, only to be served.
+// tracepoints writes into, shared with the traced program (experiment/shared_buffer_reader.hpp).
+// The buffer indexes them in place; frames are never copied to be numbered, only to be served.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -88,9 +88,9 @@ struct SharedFrame {
     std::uint32_t epoch = 0;
 };
 
-class SharedFrameSource {
+class SharedBufferFrames {
   public:
-    virtual ~SharedFrameSource() = default;
+    virtual ~SharedBufferFrames() = default;
     // Appends the frames completed since the last call, in collection order.
     virtual void take_new(std::vector<SharedFrame>& out) = 0;
     // Whether the frame is still stored (its chunk not reused since).

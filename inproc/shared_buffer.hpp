@@ -61,7 +61,7 @@ inline constexpr std::size_t kCountersOffset = 4u << 20;
 inline constexpr std::size_t kMaxThreadSlots = 256;
 inline constexpr std::size_t kMaxCountedRecords = 1024;
 inline constexpr std::size_t kChunksOffset = 8u << 20;
-inline constexpr std::size_t kRegionBytes = kChunksOffset + kChunkAreaBytes;
+inline constexpr std::size_t kSharedBufferBytes = kChunksOffset + kChunkAreaBytes;
 
 inline constexpr std::size_t kMaxCoreRegisters = 64;
 
@@ -107,9 +107,9 @@ struct Header {
     // Written once by the library.
     std::uint64_t magic;
     std::uint32_t version;
-    std::uint32_t region_bytes;
-    std::uint64_t region_address; // where the library mapped the region
-    std::uint64_t collector;      // tpagent_inproc_collect
+    std::uint32_t shared_buffer_bytes;
+    std::uint64_t shared_buffer_address; // where the library mapped the shared buffer
+    std::uint64_t collector;             // tpagent_inproc_collect
     // The library's rt:: helpers, for expressions compiled to run in the program (printf 0).
     bytecode::HelperAddresses helpers;
     // 1: the collector and everything it calls use only general registers, so a pad need not
@@ -257,7 +257,7 @@ struct ActionRecord {
     std::uint64_t offset;
     std::uint32_t length;
     std::uint32_t insn_count;   // Expression: bytecode::Insn array at insns_offset
-    std::uint64_t insns_offset; // from the region start
+    std::uint64_t insns_offset; // from the shared buffer start
     std::uint64_t compiled;     // native code address in the program, 0 = interpret
     std::uint32_t backward_jump_budget;
     std::uint32_t reserved;
@@ -273,7 +273,7 @@ struct TracepointRecord {
     // or records beyond kMaxCountedRecords).
     HitCounter shared_hits;
     std::uint64_t frame_bound; // most bytes one staged record of this tracepoint may take
-    std::uint64_t next;        // region offset of the next record at the same address, or 0
+    std::uint64_t next;        // shared buffer offset of the next record at the same address, or 0
     std::uint64_t actions_offset;
     std::uint32_t action_count;
     std::uint8_t has_condition;
@@ -286,15 +286,15 @@ struct TracepointRecord {
 };
 static_assert(sizeof(TracepointRecord) == 128); // a power of two: an index is a shift
 
-// Offsets -> pointers in whichever process maps the region.
-template <class T> T* at(void* region, std::uint64_t offset) {
-    return reinterpret_cast<T*>(static_cast<std::uint8_t*>(region) + offset);
+// Offsets -> pointers in whichever process maps the shared buffer.
+template <class T> T* at(void* shared, std::uint64_t offset) {
+    return reinterpret_cast<T*>(static_cast<std::uint8_t*>(shared) + offset);
 }
-inline Header* header_of(void* region) {
-    return static_cast<Header*>(region);
+inline Header* header_of(void* shared) {
+    return static_cast<Header*>(shared);
 }
-inline ChunkHeader* chunk_at(void* region, std::size_t i) {
-    return at<ChunkHeader>(region, kChunksOffset + i * header_of(region)->chunk_bytes);
+inline ChunkHeader* chunk_at(void* shared, std::size_t i) {
+    return at<ChunkHeader>(shared, kChunksOffset + i * header_of(shared)->chunk_bytes);
 }
 // Bytes of a frame's R block: the staged core, then the tail.
 inline std::uint32_t frame_register_bytes(const Header& h) {
@@ -303,22 +303,22 @@ inline std::uint32_t frame_register_bytes(const Header& h) {
 inline std::size_t chunk_payload(const Header& h) {
     return h.chunk_bytes - kChunkHeaderBytes;
 }
-inline std::atomic<std::uint64_t>* sealed_ring(void* region) {
-    return at<std::atomic<std::uint64_t>>(region, kSealedOffset);
+inline std::atomic<std::uint64_t>* sealed_ring(void* shared) {
+    return at<std::atomic<std::uint64_t>>(shared, kSealedOffset);
 }
-inline ThreadSlot* thread_slot(void* region, std::size_t slot) {
-    return at<ThreadSlot>(region, kThreadSlotsOffset) + slot;
+inline ThreadSlot* thread_slot(void* shared, std::size_t slot) {
+    return at<ThreadSlot>(shared, kThreadSlotsOffset) + slot;
 }
-inline HitCounter* counter_row(void* region, std::size_t slot) {
-    return at<HitCounter>(region, kCountersOffset) + slot * kMaxCountedRecords;
+inline HitCounter* counter_row(void* shared, std::size_t slot) {
+    return at<HitCounter>(shared, kCountersOffset) + slot * kMaxCountedRecords;
 }
 // Tracepoint record `index` lies at kConfigOffset + index * sizeof(TracepointRecord): tpagent
 // takes records at such offsets only, also after a run's others (added during the run).
-inline TracepointRecord* tracepoint_record(void* region, std::uint32_t index) {
-    return at<TracepointRecord>(region, kConfigOffset) + index;
+inline TracepointRecord* tracepoint_record(void* shared, std::uint32_t index) {
+    return at<TracepointRecord>(shared, kConfigOffset) + index;
 }
-inline std::uint32_t record_index(void* region, const TracepointRecord* rec) {
-    return static_cast<std::uint32_t>(rec - tracepoint_record(region, 0));
+inline std::uint32_t record_index(void* shared, const TracepointRecord* rec) {
+    return static_cast<std::uint32_t>(rec - tracepoint_record(shared, 0));
 }
 // Whether the collector, not the pad, stages gdb register `regnum`.
 inline bool completed_by_collector(const Header& h, unsigned regnum) {

@@ -14,7 +14,7 @@ namespace {
 
 // Frames in "chunks" of a fake shared store: each frame lives in its own byte vector, and a
 // chunk's epoch changes when the test discards it.
-class FakeSource final : public SharedFrameSource {
+class FakeSource final : public SharedBufferFrames {
   public:
     ShortRegisterBlock layout;     // of the short R blocks (size 0: the prefix is the whole block)
     ShortRegisterBlock with_state; // of those that also hold saved state

@@ -1,4 +1,4 @@
-#include "experiment/inproc_frames.hpp"
+#include "experiment/shared_buffer_reader.hpp"
 #include "arch/frame_clock.hpp"
 #include <algorithm>
 #include <cstring>
@@ -7,22 +7,22 @@ namespace tpagent::experiment {
 
 using namespace inproc;
 
-InprocFrames::InprocFrames(std::shared_ptr<InprocRegion> region)
-    : region_(std::move(region)), register_bytes_(frame_register_bytes(region_->header())),
-      state_bytes_(region_->saved_state() ? region_->saved_state()->bytes() : 0),
-      chunk_count_(region_->header().chunk_count), chunk_bytes_(region_->header().chunk_bytes),
+SharedBufferReader::SharedBufferReader(std::shared_ptr<SharedBuffer> shared)
+    : shared_(std::move(shared)), register_bytes_(frame_register_bytes(shared_->header())),
+      state_bytes_(shared_->saved_state() ? shared_->saved_state()->bytes() : 0),
+      chunk_count_(shared_->header().chunk_count), chunk_bytes_(shared_->header().chunk_bytes),
       seen_(chunk_count_) {
     for (std::uint32_t i = 0; i < seen_.size(); ++i)
         seen_[i].epoch = chunk(i)->epoch.load(std::memory_order_acquire);
 }
 
-std::uint32_t InprocFrames::chunks_in_use() const {
-    const Header& h = region_->header();
+std::uint32_t SharedBufferReader::chunks_in_use() const {
+    const Header& h = shared_->header();
     return std::min({h.next_fresh.load(std::memory_order_acquire), h.chunk_count,
                      static_cast<std::uint32_t>(seen_.size())});
 }
 
-void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
+void SharedBufferReader::take_new(std::vector<trace::SharedFrame>& out) {
     // A writer's frames come out in its order even when it moves to another chunk meanwhile:
     // first note the chunks taken and in what order, then read them in that order. A writer
     // seals a chunk before it takes the next, so once its later chunk was noted, the earlier
@@ -42,7 +42,7 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
         if (epoch != seen.epoch) seen = {epoch, 0}; // reused: its records are new ones
         const std::uint32_t committed =
             std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire),
-                                    static_cast<std::uint32_t>(chunk_payload(region_->header())));
+                                    static_cast<std::uint32_t>(chunk_payload(shared_->header())));
         const auto* payload = reinterpret_cast<const std::uint8_t*>(c) + kChunkHeaderBytes;
         const std::size_t before = out.size();
         std::uint32_t read = seen.read;
@@ -74,36 +74,37 @@ void InprocFrames::take_new(std::vector<trace::SharedFrame>& out) {
                      [](const auto& a, const auto& b) { return a.stamp < b.stamp; });
 }
 
-std::uint32_t InprocFrames::registers_of(std::uint32_t index) const {
+std::uint32_t SharedBufferReader::registers_of(std::uint32_t index) const {
     if (index == kTrapRecord) return 0;
     return register_bytes_ + ((index & kRecordHoldsState) ? state_bytes_ : 0);
 }
 
-bool InprocFrames::holds(const trace::SharedFrame& frame) const {
+bool SharedBufferReader::holds(const trace::SharedFrame& frame) const {
     return frame.chunk < seen_.size() &&
            chunk(frame.chunk)->epoch.load(std::memory_order_acquire) == frame.epoch;
 }
 
-bool InprocFrames::copy(const trace::SharedFrame& frame, std::vector<std::uint8_t>& out) const {
+bool SharedBufferReader::copy(const trace::SharedFrame& frame,
+                              std::vector<std::uint8_t>& out) const {
     if (!holds(frame)) return false;
     out.assign(frame.bytes, frame.bytes + frame.size);
     std::atomic_thread_fence(std::memory_order_acquire);
     return chunk(frame.chunk)->epoch.load(std::memory_order_relaxed) == frame.epoch;
 }
 
-std::uint64_t InprocFrames::discards() const {
-    return region_->header().reused_count.load(std::memory_order_acquire);
+std::uint64_t SharedBufferReader::discards() const {
+    return shared_->header().reused_count.load(std::memory_order_acquire);
 }
 
-std::uint64_t InprocFrames::frames_created() const {
-    std::uint64_t n = region_->header().discarded_frames.load(std::memory_order_acquire);
+std::uint64_t SharedBufferReader::frames_created() const {
+    std::uint64_t n = shared_->header().discarded_frames.load(std::memory_order_acquire);
     for (std::uint32_t i = 0; i < chunks_in_use(); ++i)
         n += chunk(i)->frames.load(std::memory_order_acquire);
     return n;
 }
 
-std::size_t InprocFrames::bytes_free() const {
-    const Header& h = region_->header();
+std::size_t SharedBufferReader::bytes_free() const {
+    const Header& h = shared_->header();
     if (!h.circular)
         return static_cast<std::size_t>(
             std::max<std::int64_t>(0, h.linear_budget.load(std::memory_order_relaxed)));
@@ -114,16 +115,17 @@ std::size_t InprocFrames::bytes_free() const {
     return capacity > used ? capacity - used : 0;
 }
 
-trace::CommitResult InprocFrames::append(std::span<const std::uint8_t> frame, std::uint64_t pc) {
-    void* region = region_->local();
-    Header* h = header_of(region);
+trace::CommitResult SharedBufferReader::append(std::span<const std::uint8_t> frame,
+                                               std::uint64_t pc) {
+    void* shared = shared_->local();
+    Header* h = header_of(shared);
     const std::uint64_t size = (sizeof(RecordHeader) + frame.size() + 7) & ~std::uint64_t{7};
     if (size > chunk_payload(*h)) return trace::CommitResult::Full;
     // The program's memory: its run's chunks as tpagent configured them, or nothing is written.
     if (h->chunk_count != chunk_count_ || h->chunk_bytes != chunk_bytes_)
         return trace::CommitResult::Full;
     // No waiting for a sealer: it may be a thread stopped until tpagent serves its event.
-    std::uint8_t* record = reserve_record(region, writer_, size, nullptr);
+    std::uint8_t* record = reserve_record(shared, writer_, size, nullptr);
     if (!record) return trace::CommitResult::Full;
     if (!h->circular && !claim_linear(h, writer_, static_cast<std::int64_t>(size)))
         return trace::CommitResult::Full;

@@ -1,0 +1,124 @@
+// A trace run's fast tracepoints, tpagent's side: the in-process agent's shared buffer
+// configured at QTStart (records, variables, the buffer's chunks), the jumps installed, a fast
+// tracepoint joining a run, the stop, hit counts and variables taken in from the shared buffer, and
+// the pads taken out once the program is stopped.
+#pragma once
+#include "experiment/shared_buffer_reader.hpp"
+#include "experiment/shared_buffer.hpp"
+#include "process/target.hpp"
+#include "trace/trace_frame_buffer.hpp"
+#include "trace/trace_state_variables.hpp"
+#include "trace/tracepoint_table.hpp"
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include "protocol/trace_status.hpp"
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tpagent::experiment {
+
+class FastTracepoints {
+  public:
+    FastTracepoints(const arch::Architecture& arch, trace::TracepointTable& table,
+                    trace::TraceStateVariables& variables, trace::TraceFrameBuffer& buffer)
+        : arch_(arch), table_(table), variables_(variables), buffer_(buffer) {}
+
+    // The in-process agent loaded into a program that does not have it (nullopt: never).
+    void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
+    // The jumps are in and the collectors collect.
+    bool installed() const { return shared_ != nullptr && installed_; }
+    // What fast tracepoints cannot do (while-stepping, printf).
+    static Status check(const trace::Tracepoint& tp);
+
+    // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
+    // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
+    void choose_trap_sites(const process::Target& inferior);
+    bool by_trap(std::uint64_t addr) const { return by_trap_.count(addr) != 0; }
+    void collect_by_trap(std::uint64_t addr) { by_trap_.insert(addr); }
+    // A trap tracepoint or a breakpoint of gdb's inside the jump a fast tracepoint at `addr`
+    // would write.
+    bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;
+
+    // QTStart: writes every enabled fast tracepoint not collected by a trap into the shared buffer
+    // (the agent loaded first if need be); nothing is installed yet.
+    Status prepare(process::Target& inferior);
+    // The jump at `addr` to its pad (nothing when no record is there).
+    Status install(process::Target& inferior, std::uint64_t addr);
+    // The same, gdb relocating the instruction: the first instruction move for gdb.
+    Result<process::Target::InstructionMove> begin_install(process::Target& inferior,
+                                                           std::uint64_t addr);
+    // Every jump is in: the collectors collect from now on.
+    void begin_run();
+    // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
+    // own; an error leaves it to a trap site.
+    Status add_during_run(process::Target& inferior, trace::Tracepoint& tp);
+    // A QTEnable/QTDisable of a tracepoint the agent holds a record of: false when none.
+    bool set_enabled(const trace::TracepointKey& key, bool enabled);
+
+    // Hit counts and variables taken in from the shared buffer.
+    void pull();
+    // Why the agent stopped collecting (buffer full, pass count, error); nullopt while it
+    // collects.
+    std::optional<protocol::TraceStopReason> agent_stop_reason() const;
+    // The trace stops: collectors return at once from now on; their frames stay where they
+    // are, and the jumps go once the program is stopped.
+    void stop(process::Target* inferior);
+    // Jumps left in place by a stop while the program ran go now, if it is stopped.
+    void remove_pending(process::Target* inferior);
+    // The same, the program known to be stopped (QTStart).
+    void remove_pending_now(process::Target& inferior);
+
+    // QTinit: the records' tracepoints go.
+    void forget_records() { records_.clear(); }
+    // The program exec'd: its agent, pads and jumps went with the old image.
+    void forget_image();
+    // The frames of the last run with fast tracepoints go, and the buffer's pages back to the
+    // program.
+    void discard_frames();
+    // Whether the agent in use is process `pid`'s, and letting it go (after discard_frames).
+    bool agent_of(pid_t pid) const { return shared_ && shared_->pid() == pid; }
+    void close_agent() { shared_.reset(); }
+    // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
+    std::string site_name(std::uint64_t addr) const;
+
+  private:
+    Result<std::unique_ptr<SharedBuffer>> open_agent(process::Target& inferior) const;
+    void pull_counters();
+    // Links a written record after the others at its address (what the pad passes is the
+    // first); true when it is the first there, whose jump is still to install.
+    bool chain_record(inproc::TracepointRecord& rec);
+    // How the pad at addr is built, from the records chained there: one that collects `$regs`
+    // has the pad stage the whole core, and then no record there has the collector fill it in.
+    arch::FastPadOptions pad_options(std::uint64_t addr);
+
+    const arch::Architecture& arch_;
+    trace::TracepointTable& table_;
+    trace::TraceStateVariables& variables_;
+    trace::TraceFrameBuffer& buffer_;
+    // The shared buffer, its record index -> tracepoint, the first record at each address
+    // (what the pad passes), and pads still to take out.
+    std::shared_ptr<SharedBuffer> shared_;
+    std::optional<std::string> agent_library_;
+    struct Record {
+        trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit
+        std::uint32_t index = 0;         // its TracepointRecord's
+        SharedBuffer::HitTotals counted; // its hits and bytes counted into tp so far
+    };
+    std::vector<Record> records_;
+    std::uint64_t config_used_ = 0; // bytes of the shared buffer's configuration taken
+    // The buffer's frames in the last run with fast tracepoints (it may outlive shared_: exec).
+    std::unique_ptr<SharedBufferReader> frames_;
+    std::map<std::uint64_t, std::uint64_t> first_record_; // address -> shared buffer offset
+    std::set<std::uint64_t> full_core_;   // addresses whose pads stage the whole core
+    std::set<std::uint64_t> saved_state_; // addresses whose pads save FP/vector state
+    bool installed_ = false;
+    bool removal_pending_ = false;
+    std::set<std::uint64_t> by_trap_;
+};
+
+} // namespace tpagent::experiment

@@ -1,0 +1,99 @@
+#include "experiment/record_writer.hpp"
+#include "arch/compiler_backend.hpp"
+#include "experiment/fast_saved_state.hpp"
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tpagent::experiment {
+
+using namespace inproc;
+
+RecordWriter::RecordWriter(SharedBuffer& shared, CodePlacer place_code, std::uint64_t used)
+    : shared_(shared), area_(shared, used), place_code_(std::move(place_code)),
+      helpers_(shared.helpers()) {
+    helpers_.printf = 0; // never in the program
+}
+
+Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinition& def) {
+    rec.number = def.key.number;
+    rec.enabled = 1;
+    rec.address = def.key.address;
+    rec.pass_count = def.pass_count;
+    rec.pass_hits.store(0, std::memory_order_relaxed);
+    rec.next = 0;
+    if (def.condition) {
+        auto condition = expression(*def.condition, def.key.address);
+        if (!condition) return condition.error();
+        rec.condition = *condition;
+        rec.has_condition = 1;
+    }
+    std::size_t count = 0;
+    for (const auto& string : def.actions)
+        count += string.actions.size();
+    auto actions = area_.take<ActionRecord>(count);
+    if (!actions) return actions.error();
+    rec.actions_offset = shared_.offset_of(actions->data());
+    rec.action_count = static_cast<std::uint32_t>(count);
+    std::size_t k = 0;
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions) {
+            auto a = this->action(action, def.key.address);
+            if (!a) return a.error();
+            (*actions)[k++] = *a;
+        }
+    const Header& h = shared_.header();
+    bool reads = reads_completed_register(h, std::span<const ActionRecord>(*actions)) ||
+                 (def.condition && reads_completed_register(h, def.condition->program));
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions)
+            if (const auto* e = std::get_if<trace::Expression>(&action))
+                reads = reads || reads_completed_register(h, e->program);
+    rec.complete_block = reads ? 1 : 0;
+    const FastSavedState* state = shared_.saved_state();
+    rec.collects_state = 0;
+    for (const auto& string : def.actions)
+        for (const auto& action : string.actions)
+            if (const auto* mask = std::get_if<trace::RegisterMask>(&action))
+                if (state && state->wanted_by(*mask)) rec.collects_state = 1;
+    // The register block as the header describes it now (describe_registers).
+    const std::uint32_t core = inproc::frame_register_bytes(h);
+    rec.frame_bound =
+        staged_frame_bound(*actions, core + (rec.collects_state ? h.saved_state_bytes : 0));
+    if (rec.frame_bound > kMaxChunkBytes - kChunkHeaderBytes)
+        return make_error(ErrorCode::TooLarge,
+                          fmt::format("fast tracepoint {} collects up to {} bytes per hit; "
+                                      "the in-process agent takes at most {}",
+                                      def.key.number, rec.frame_bound,
+                                      kMaxChunkBytes - kChunkHeaderBytes));
+    return ok_status();
+}
+
+Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint64_t near) {
+    ActionRecord a{}; // kind 0: nothing to collect
+    if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
+        if (!mask->bytes.empty()) a.kind = ActionKind::Registers;
+    } else if (const auto* range = std::get_if<trace::MemoryRange>(&action)) {
+        a.kind = ActionKind::Memory;
+        a.base_register = range->base_register;
+        a.offset = range->offset;
+        a.length = range->length;
+    } else if (const auto* e = std::get_if<trace::Expression>(&action)) {
+        return expression(*e, near);
+    }
+    return a;
+}
+
+Result<ActionRecord> RecordWriter::expression(const trace::Expression& e, std::uint64_t near) {
+    auto a = area_.expression(e.program);
+    if (!a) return a;
+    auto native = tpagent::arch::host_compiler_backend().translate(e.program, helpers_);
+    if (native) {
+        if (auto placed = place_code_(near, *native)) a->compiled = *placed;
+    }
+    if (!a->compiled)
+        spdlog::debug("fast tracepoint expression interpreted: {}",
+                      native ? "no room in the program" : native.error().text);
+    return a;
+}
+
+} // namespace tpagent::experiment
