@@ -33,7 +33,7 @@ PRIVATE = {
         "server/server.cpp: process/linux/svr4_libraries.hpp",
         "server/server.hpp: process/linux/child_events.hpp",
         "server/handlers_xfer.cpp: process/linux/svr4_libraries.hpp",
-        "experiment/inproc_region.cpp: process/linux/code_guard.hpp",
+        "experiment/shared_buffer.cpp: process/linux/code_guard.hpp",
     },
 }
 INCLUDE = re.compile(r'^#include "(([a-z_0-9]+)/[^"]*)"', re.M)
