@@ -236,9 +236,9 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
 }
 
 void Inferior::add_thread(pid_t tid, bool awaiting_first_stop) {
-    Thread t;
+    LinuxThread t;
     t.stopped = true;
-    t.awaiting_first_stop = awaiting_first_stop;
+    if (awaiting_first_stop) t.owed_sigstop = OwedSigstop::First;
     threads_.emplace(tid, std::move(t));
 }
 
@@ -247,7 +247,7 @@ std::vector<pid_t> Inferior::thread_ids() const {
     // every thread stops it too (else gdb finds it running after its stop-all).
     std::vector<pid_t> ids;
     for (const auto& [tid, t] : threads_)
-        if (!t.awaiting_first_stop || non_stop_) ids.push_back(tid);
+        if (!t.awaiting_first_stop() || non_stop_) ids.push_back(tid);
     return ids;
 }
 
@@ -266,7 +266,7 @@ std::vector<StaticMarker> Inferior::static_markers() const {
 Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
-    Thread& t = it->second;
+    LinuxThread& t = it->second;
     if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
     if (!t.regs) {
         arch::RegisterSnapshot s;
@@ -460,7 +460,7 @@ Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len
 void Inferior::forget_image() {
     breakpoints_->forget_all();
     for (auto& [tid, t] : threads_)
-        t.record_trap.reset(); // (gone with the rest)
+        t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     user_breakpoints_.clear();
     sites_.clear();
     recently_removed_sites_.clear();
@@ -509,9 +509,10 @@ Status Inferior::detach() {
     hw_points_.clear();
     for (auto& [tid, t] : threads_) {
         int sig = 0;
-        if (!t.stopped || t.stop_requested) {
+        const bool ours_owed = t.owed_sigstop == OwedSigstop::Ours;
+        if (!t.stopped || ours_owed) {
             // Collect the SIGSTOP we sent so it does not stop the program after we leave.
-            if (!t.stop_requested) tgkill(pid_, tid, SIGSTOP);
+            if (!ours_owed) tgkill(pid_, tid, SIGSTOP);
             // Stopped with our SIGSTOP still to come (another stop came first): on to it.
             if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
             int status = 0;

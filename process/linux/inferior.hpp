@@ -5,6 +5,7 @@
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
 #include "process/linux/branch_recorder.hpp"
+#include "process/linux/linux_thread.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/perf_branch_trace.hpp"
 #include "process/linux/software_breakpoints.hpp"
@@ -149,49 +150,10 @@ class Inferior final : public Target {
     Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
     std::map<pid_t, BranchRecording> branch_traces_;
     std::unordered_map<std::uint64_t, arch::FlowInstruction> flow_cache_;
-    struct Thread {
-        bool stopped = true;
-        bool stop_requested = false;      // a SIGSTOP we sent has not shown up yet
-        bool awaiting_first_stop = false; // new clone, its initial SIGSTOP not seen yet
-        bool wants_run = false;           // gdb asked it to run (re-resume after our own SIGSTOP)
-        bool stop_for_gdb = false;        // non-stop: gdb asked it to stop (vCont;t)
-        bool stepping = false;
-        int resume_signal = 0;
-        std::optional<StopEvent> pending; // reportable event held back while another is reported
-        // The number of the system call whose entry stop was seen last (QCatchSyscalls), to
-        // name its return; forgotten when the thread is resumed otherwise than to that return.
-        std::optional<long> in_syscall;
-        // Stopped at a system call's entry: the call runs when the thread is resumed, so its pc
-        // is no place to step from or to borrow for an injected call.
-        bool at_syscall_entry = false;
-        std::optional<arch::RegisterSnapshot> regs;
-        bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
-        std::optional<std::uint64_t> step_from_site; // single-stepping the pad of this site
-        // Stepping over the lifted breakpoint of a site that has no pad (its instruction could
-        // not be relocated); step_over_resumes: the thread was to run on, not to step.
-        std::optional<std::uint64_t> step_over;
-        bool step_over_resumes = false;
-        std::uint64_t trace_steps_left = 0; // while-stepping steps still to collect
-        std::uint64_t trace_site = 0;
-        bool user_step = false;                       // gdb asked this thread to single-step
-        std::uint64_t range_start = 0, range_end = 0; // ... on through this range (vCont;r)
-        // The trap site at the pc whose hit was collected already (the thread stopped there
-        // after its breakpoint); any other stop at a site has not run it yet.
-        std::optional<std::uint64_t> collected_at;
-        // gdb's single step over a fast tracepoint's jump: stepping on through its pad (and the
-        // collector) until the displaced instruction has run, then back to program addresses.
-        std::optional<std::uint64_t> fast_step;
-        bool fast_step_in_copy = false; // reached the relocated instruction
-        std::uint64_t fast_step_count = 0;
-        // Running on under the software branch recorder: each step is tpagent's, not gdb's;
-        // or running to the breakpoint it placed at the next branch (record_trap).
-        bool record_step = false;
-        std::optional<std::uint64_t> record_trap;
-    };
     // Recording by block ends: a breakpoint at the first branch from the thread's pc, which
     // then runs there (false: none placed, the thread steps instead); and taking it out.
-    bool place_block_end(pid_t tid, Thread& t, const BranchRecording& r);
-    void clear_block_end(Thread& t);
+    bool place_block_end(pid_t tid, LinuxThread& t, const BranchRecording& r);
+    void clear_block_end(LinuxThread& t);
     struct Site {
         std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
         arch::Relocated code;
@@ -245,38 +207,38 @@ class Inferior final : public Target {
     void publish_code_patches() const;
     // The fast site whose displaced instructions include addr, if any.
     const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
-    bool finish_fast_step(pid_t tid, Thread& t);
+    bool finish_fast_step(pid_t tid, LinuxThread& t);
     bool recover_collector_fault(pid_t tid);
     // Threads stopped inside pads or the collector run (to the collector's return, then one
     // instruction at a time) until they are back at the program's own instructions, so gdb
     // never sees tpagent's code.
     void leave_pads();
-    void leave_pads(pid_t tid, Thread& t);
-    bool run_to(pid_t tid, Thread& t, std::uint64_t addr);
-    int wait_own_resume(pid_t tid, Thread& t);
+    void leave_pads(pid_t tid, LinuxThread& t);
+    bool run_to(pid_t tid, LinuxThread& t, std::uint64_t addr);
+    int wait_own_resume(pid_t tid, LinuxThread& t);
     bool in_tpagent_code(std::uint64_t pc) const;
     // Collects a trap site's hit for a thread about to leave its address without having run
     // the breakpoint (it stepped onto it, or was stopped there).
-    void collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step);
+    void collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step);
     explicit Inferior(pid_t pid, bool attached);
     Status finish_setup();
     // The cached registers of a stopped thread; `full` also fetches the vector/FP state.
     Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true);
     // Ok if `tid` is a thread of ours, stopped.
     Status check_stopped(pid_t tid) const;
-    Status resume_thread(pid_t tid, Thread& t, bool step, int signal);
+    Status resume_thread(pid_t tid, LinuxThread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, int status);
-    std::optional<StopEvent> handle_stop(pid_t tid, Thread& t, int status);
-    std::optional<StopEvent> handle_trap(pid_t tid, Thread& t);
-    std::optional<StopEvent> handle_syscall_stop(pid_t tid, Thread& t);
+    std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, int status);
+    std::optional<StopEvent> handle_trap(pid_t tid, LinuxThread& t);
+    std::optional<StopEvent> handle_syscall_stop(pid_t tid, LinuxThread& t);
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
     void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
-    bool finish_pad_step(pid_t tid, Thread& t);
-    void end_step_over(pid_t tid, Thread& t);
+    bool finish_pad_step(pid_t tid, LinuxThread& t);
+    void end_step_over(pid_t tid, LinuxThread& t);
     // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's
     // SIGSTOP.
-    void continue_after_event(pid_t tid, Thread& t, bool keep_running);
+    void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
     // A child the program forked: its copy of the code loses every breakpoint and jump, and it
     // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the
     // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
@@ -324,7 +286,7 @@ class Inferior final : public Target {
     BreakpointBytes give_up_user_breakpoints();
     // A trap site's displaced instruction, relocated into a pad near `addr`.
     Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
-    void continue_after_stop(pid_t tid, Thread& t, bool step);
+    void continue_after_stop(pid_t tid, LinuxThread& t, bool step);
     // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
     // a run whose code is dead, else in a page mapped by an injected mmap.
     Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
@@ -343,8 +305,8 @@ class Inferior final : public Target {
                                       std::span<const std::uint64_t> args, std::uint64_t landing);
     // After a thread exited: the event saying no resumed thread is left, if that is so.
     std::optional<StopEvent> no_resumed_event();
-    std::optional<StopEvent> report(pid_t tid, Thread& t, StopEvent ev);
-    std::optional<StopEvent> report_created(pid_t tid, Thread& t);
+    std::optional<StopEvent> report(pid_t tid, LinuxThread& t, StopEvent ev);
+    std::optional<StopEvent> report_created(pid_t tid, LinuxThread& t);
     // A thread of the program stopped by signal `sig`.
     StopEvent signal_event(pid_t tid, int sig) const {
         StopEvent ev;
@@ -354,9 +316,9 @@ class Inferior final : public Target {
         return ev;
     }
     // report() without finishing: the event is chosen (or held back) and the others stopped.
-    void choose(pid_t tid, Thread& t, StopEvent ev);
+    void choose(pid_t tid, LinuxThread& t, StopEvent ev);
     // Non-stop: the thread stays stopped with its event, which poll() hands out in turn.
-    void report_alone(pid_t tid, Thread& t, StopEvent ev);
+    void report_alone(pid_t tid, LinuxThread& t, StopEvent ev);
     // Non-stop: the next event to hand out, if any (none while a pause is on).
     std::optional<StopEvent> take_reported();
     // SIGSTOP to every thread that runs and has none on its way.
@@ -382,7 +344,7 @@ class Inferior final : public Target {
     void forget_image();
     std::optional<StopEvent> finish_stop_all();
     void add_thread(pid_t tid, bool awaiting_first_stop);
-    bool pending_still_valid(pid_t tid, Thread& t);
+    bool pending_still_valid(pid_t tid, LinuxThread& t);
     Status raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got);
     Status raw_write(std::uint64_t addr, std::span<const std::uint8_t> data);
     void reopen_memory();
@@ -400,7 +362,7 @@ class Inferior final : public Target {
     bool pausing_ = false;           // stopping every thread for a pause (no event is chosen)
     int mem_fd_ = -1;
     std::string executable_;
-    std::map<pid_t, Thread> threads_;
+    std::map<pid_t, LinuxThread> threads_;
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;

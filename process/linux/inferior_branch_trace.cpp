@@ -102,7 +102,7 @@ void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
         *pc, whole_block, [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
 }
 
-bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
+bool Inferior::place_block_end(pid_t tid, LinuxThread& t, const BranchRecording& r) {
     auto pc = read_pc(tid);
     // Only where the recorder knows the thread is (not sent into a pad), and with no other
     // thread that could meet the breakpoint: another would have to step over it, lifting it
@@ -124,16 +124,17 @@ bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
     for (const auto& [addr, site] : fast_sites_)
         if (at >= addr && at < addr + site.patch.size()) return false;
     if (auto i = breakpoints_->insert(at); !i) return false;
-    t.record_trap = at;
+    t.activity = thread_activity::RunningToBlockEnd{at};
     return true;
 }
 
-void Inferior::clear_block_end(Thread& t) {
-    if (!t.record_trap) return;
-    if (auto r = breakpoints_->remove(*t.record_trap); !r)
+void Inferior::clear_block_end(LinuxThread& t) {
+    const auto* block_end = t.doing<thread_activity::RunningToBlockEnd>();
+    if (!block_end) return;
+    if (auto r = breakpoints_->remove(block_end->trap); !r)
         spdlog::warn("cannot take out the branch recorder's breakpoint at 0x{:x}: {}",
-                     *t.record_trap, r.error().text);
-    t.record_trap.reset();
+                     block_end->trap, r.error().text);
+    t.end<thread_activity::RunningToBlockEnd>();
 }
 
 Result<arch::FlowInstruction> Inferior::flow_at(std::uint64_t addr) {

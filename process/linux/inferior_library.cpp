@@ -79,7 +79,7 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
     if (!pushed.empty()) result = raw_write(arch_.sp(call), pushed);
     if (result) result = arch_.write_snapshot(tid, call);
     std::uint64_t value = 0;
-    Thread& t = threads_[tid];
+    LinuxThread& t = threads_[tid];
     const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
     while (result) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
@@ -107,9 +107,8 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
         }
         t.regs.reset(); // the cache holds what the thread had before the call
         const int sig = WSTOPSIG(status);
-        if (sig == SIGSTOP && status >> 16 == 0)
-            t.stop_requested = false;                      // ours, taken: none is on its way now
-        if (status >> 16 != 0 || sig == SIGSTOP) continue; // an event or a stop of ours
+        if (sig == SIGSTOP && status >> 16 == 0) t.took_own_sigstop(); // none is on its way now
+        if (status >> 16 != 0 || sig == SIGSTOP) continue;             // an event or a stop of ours
         auto now = snapshot(tid, false);
         if (!now) {
             result = now.error();

@@ -37,7 +37,7 @@ Status Inferior::set_non_stop(bool on) {
     return ok_status();
 }
 
-void Inferior::report_alone(pid_t tid, Thread& t, StopEvent ev) {
+void Inferior::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
     t.wants_run = false;
     t.stop_for_gdb = false; // its stop answers a vCont;t as well (the SIGSTOP is taken later)
     // Out of pads and the collector before gdb sees it; a thread with an event of its own
@@ -64,14 +64,14 @@ void Inferior::stop_threads(const std::vector<pid_t>& tids) {
     for (pid_t tid : tids) {
         auto it = threads_.find(tid);
         if (it == threads_.end() || !it->second.wants_run) continue; // stopped for gdb already
-        Thread& t = it->second;
+        LinuxThread& t = it->second;
         if (t.stopped) { // between tpagent's own stops: it stops here
             report_alone(tid, t, signal_event(tid, 0));
             continue;
         }
         t.stop_for_gdb = true;
-        if (t.stop_requested || t.awaiting_first_stop) continue; // a SIGSTOP is on its way
-        t.stop_requested = true;
+        if (t.sigstop_on_way()) continue;
+        t.owed_sigstop = OwedSigstop::Ours;
         tgkill(pid_, tid, SIGSTOP);
     }
 }
@@ -79,7 +79,7 @@ void Inferior::stop_threads(const std::vector<pid_t>& tids) {
 Status Inferior::pause_all() {
     if (!non_stop_ || !alive_ || pause_depth_++ > 0) return ok_status();
     pausing_ = true;
-    stopping_all_ = true; // events that come meanwhile are held back (Thread::pending)
+    stopping_all_ = true; // events that come meanwhile are held back (LinuxThread::pending)
     stop_running_threads();
     pid_t tid = 0;
     int status = 0;

@@ -54,7 +54,7 @@ bool Inferior::reclaim_pads() {
     };
     std::vector<std::uint8_t> chunk(kScanChunk);
     for (auto& [tid, t] : threads_) {
-        if (!t.stopped || t.awaiting_first_stop) return false;
+        if (!t.stopped || t.awaiting_first_stop()) return false;
         auto s = snapshot(tid, false);
         if (!s) return false;
         const std::uint64_t pc = arch_.pc(**s);

@@ -68,7 +68,7 @@ Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
             if (WSTOPSIG(status) != SIGSTOP)
                 threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
             else
-                threads_[tid].stop_requested = false; // ours, taken: none is on its way now
+                threads_[tid].took_own_sigstop(); // none is on its way now
         }
         arch::RegisterSnapshot after;
         if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
@@ -183,7 +183,7 @@ void Inferior::leave_pads() {
 // through the main thread). A fault of the collector's copy is recovered (the thread goes on
 // from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
 // for later.
-int Inferior::wait_own_resume(pid_t tid, Thread& t) {
+int Inferior::wait_own_resume(pid_t tid, LinuxThread& t) {
     t.regs.reset();
     int status = 0;
     if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
@@ -193,12 +193,12 @@ int Inferior::wait_own_resume(pid_t tid, Thread& t) {
         return kRecoveredFault;
     }
     if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
-    if (sig == SIGSTOP) t.stop_requested = false; // ours, taken: none is on its way now
+    if (sig == SIGSTOP) t.took_own_sigstop(); // none is on its way now
     return sig;
 }
 
 // Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
-bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
+bool Inferior::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
     if (auto s = breakpoints_->insert(addr); !s) return false;
     bool arrived = false;
     for (;;) {
@@ -226,7 +226,7 @@ bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
 // of the program's own code: what it was doing anyway. A thread with an event of its own (a
 // signal it got there) is only moved back if it stands on an instruction boundary; running it
 // could raise the signal again.
-void Inferior::leave_pads(pid_t tid, Thread& t) {
+void Inferior::leave_pads(pid_t tid, LinuxThread& t) {
     const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
     bool ran_to_return = false;
     for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
@@ -276,8 +276,9 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
         if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
             break;
     }
-    t.step_from_site.reset(); // a gdb step it was in the middle of has been done
-    t.fast_step.reset();
+    // A gdb step it was in the middle of has been done.
+    t.end<thread_activity::SteppingThroughPad>();
+    t.end<thread_activity::SteppingFastJump>();
 }
 
 } // namespace tpagent::process
