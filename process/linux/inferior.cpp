@@ -36,34 +36,24 @@ long launch_ptrace_options() {
 }
 
 // Waits for `tid` to stop; false if it exited instead.
-bool wait_for_stop(pid_t tid, int& status) {
+bool wait_for_stop(pid_t tid, WaitStatus& status) {
     while (true) {
-        pid_t r = waitpid(tid, &status, __WALL);
-        if (r == tid) return WIFSTOPPED(status);
+        pid_t r = wait_thread(tid, status, __WALL);
+        if (r == tid) return status.stopped();
         if (r < 0 && errno != EINTR) return false;
     }
 }
 } // namespace
 
 Inferior::Inferior(pid_t pid, bool attached)
-    : pid_(pid), attached_(attached), arch_(arch::host_architecture()) {
-    breakpoints_ = std::make_unique<SoftwareBreakpoints>(
-        arch_.breakpoint_instruction(),
-        [this](std::uint64_t a, std::span<std::uint8_t> out) {
-            std::size_t got = 0;
-            auto s = raw_read(a, out, got);
-            if (s && got != out.size())
-                return Status(make_error(ErrorCode::MemoryAccess, "unreadable"));
-            return s;
-        },
-        [this](std::uint64_t a, std::span<const std::uint8_t> d) { return raw_write(a, d); });
-    breakpoints_->on_change([this] { publish_code_patches(); });
+    : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
+      memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())) {
+    memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
 Inferior::~Inferior() {
     release_held_children();
     code_guard::forget(pid_);
-    if (mem_fd_ >= 0) close(mem_fd_);
 }
 
 // What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
@@ -75,7 +65,7 @@ void Inferior::publish_code_patches() const {
         for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)
             bytes[addr + i] = {site.original[i], site.patch[i]};
     const auto insn = arch_.breakpoint_instruction();
-    breakpoints_->for_each_site(
+    memory_->breakpoints().for_each_site(
         [&](std::uint64_t addr, std::span<const std::uint8_t> original, bool in_memory) {
             for (std::size_t i = 0; i < original.size() && i < insn.size(); ++i) {
                 auto it = bytes.try_emplace(addr + i, original[i], original[i]).first;
@@ -95,14 +85,9 @@ void Inferior::publish_code_patches() const {
 
 Status Inferior::finish_setup() {
     publish_code_patches();
-    reopen_memory();
+    memory_->open(pid_);
     executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
     return ok_status();
-}
-
-void Inferior::reopen_memory() {
-    if (mem_fd_ >= 0) close(mem_fd_);
-    mem_fd_ = open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDWR | O_CLOEXEC);
 }
 
 Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
@@ -165,9 +150,9 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     int exec_errno = 0;
     ssize_t n = read(fds[0], &exec_errno, sizeof exec_errno);
     close(fds[0]);
-    int status = 0;
+    WaitStatus status;
     if (n == sizeof exec_errno) {
-        waitpid(child, &status, 0);
+        wait_thread(child, status, 0);
         // gdbserver's words, its last line included (scripts wait for it).
         return make_error(ErrorCode::SystemError,
                           fmt::format("Cannot exec {}: {}.\nDuring startup program exited with "
@@ -181,7 +166,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         // Without them its threads and execs would go unseen: better not to run it at all.
         Error e = sys_error("PTRACE_SETOPTIONS");
         ::kill(child, SIGKILL);
-        waitpid(child, &status, __WALL);
+        wait_thread(child, status, __WALL);
         return e;
     }
     // With a wrapper, the stop above was the wrapper's exec: run on to the program's exec.
@@ -191,7 +176,8 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
             if (!wait_for_stop(child, status))
                 return make_error(ErrorCode::SystemError,
                                   "wrapper exited before starting the program");
-            if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) break;
+            if (status.stop_signal() == SIGTRAP && status.ptrace_event() == PTRACE_EVENT_EXEC)
+                break;
         }
     }
     if (!spec.stdio_is_protocol) terminal::give_to(child); // its group is its own (setpgid)
@@ -218,7 +204,7 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
                 }
                 continue; // thread exited meanwhile
             }
-            int status = 0;
+            WaitStatus status;
             if (!wait_for_stop(tid, status)) continue;
             if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(kPtraceOptions)) !=
                 0)
@@ -355,33 +341,10 @@ Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
     return arch_.pc(**s);
 }
 
-Status Inferior::raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got) {
-    got = 0;
-    while (got < out.size()) {
-        ssize_t n =
-            pread(mem_fd_, out.data() + got, out.size() - got, static_cast<off_t>(addr + got));
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    if (got == 0 && !out.empty()) return make_error(ErrorCode::MemoryAccess, "cannot read memory");
-    return ok_status();
-}
-
-Status Inferior::raw_write(std::uint64_t addr, std::span<const std::uint8_t> data) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        ssize_t n = pwrite(mem_fd_, data.data() + done, data.size() - done,
-                           static_cast<off_t>(addr + done));
-        if (n <= 0) return make_error(ErrorCode::MemoryAccess, "cannot write memory");
-        done += static_cast<std::size_t>(n);
-    }
-    return ok_status();
-}
-
 Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
     std::size_t got = 0;
-    if (auto s = raw_read(addr, out, got); !s) return s.error();
-    breakpoints_->unshadow(addr, out.first(got));
+    if (auto s = memory_->read_raw(addr, out, got); !s) return s.error();
+    memory_->breakpoints().unshadow(addr, out.first(got));
     // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
     for (const auto& [site, fast] : fast_sites_) {
         for (std::size_t i = 0; i < fast.original.size(); ++i) {
@@ -458,7 +421,7 @@ Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len
 }
 
 void Inferior::forget_image() {
-    breakpoints_->forget_all();
+    memory_->breakpoints().forget_all();
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     user_breakpoints_.clear();
@@ -489,12 +452,12 @@ Status Inferior::kill() {
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
     // Reap every thread so nothing is left as a zombie.
-    int status = 0;
+    WaitStatus status;
     while (true) {
-        pid_t r = waitpid(-1, &status, __WALL);
+        pid_t r = wait_thread(-1, status, __WALL);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
-        if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
+        if (r == pid_ && status.ended()) break;
     }
     if (!attached_) terminal::take_back(); // the group it was given is gone
     mark_dead();
@@ -505,7 +468,7 @@ Status Inferior::detach() {
     release_held_children();
     if (!alive_) return ok_status();
     remove_all_sites();
-    breakpoints_->remove_all();
+    memory_->breakpoints().remove_all();
     hw_points_.clear();
     for (auto& [tid, t] : threads_) {
         int sig = 0;
@@ -515,9 +478,9 @@ Status Inferior::detach() {
             if (!ours_owed) tgkill(pid_, tid, SIGSTOP);
             // Stopped with our SIGSTOP still to come (another stop came first): on to it.
             if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
-            int status = 0;
-            while (wait_for_stop(tid, status) && WSTOPSIG(status) != SIGSTOP) {
-                if (WSTOPSIG(status) != SIGTRAP) sig = WSTOPSIG(status);
+            WaitStatus status;
+            while (wait_for_stop(tid, status) && status.stop_signal() != SIGSTOP) {
+                if (status.stop_signal() != SIGTRAP) sig = status.stop_signal();
                 ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
                 sig = 0;
             }

@@ -4,8 +4,10 @@
 #include "arch/arch.hpp"
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
+#include "process/linux/address_space.hpp"
 #include "process/linux/branch_recorder.hpp"
 #include "process/linux/linux_thread.hpp"
+#include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/perf_branch_trace.hpp"
 #include "process/linux/software_breakpoints.hpp"
@@ -61,7 +63,7 @@ class Inferior final : public Target {
     bool user_breakpoint_at(std::uint64_t addr) const override {
         return user_breakpoints_.count(addr) != 0;
     }
-    const SoftwareBreakpoints& breakpoints() const { return *breakpoints_; }
+    const SoftwareBreakpoints& breakpoints() const { return memory_->breakpoints(); }
 
     void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) override {
         on_site_hit_ = std::move(hit);
@@ -227,8 +229,8 @@ class Inferior final : public Target {
     // Ok if `tid` is a thread of ours, stopped.
     Status check_stopped(pid_t tid) const;
     Status resume_thread(pid_t tid, LinuxThread& t, bool step, int signal);
-    std::optional<StopEvent> handle_status(pid_t tid, int status);
-    std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, int status);
+    std::optional<StopEvent> handle_status(pid_t tid, WaitStatus status);
+    std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
     std::optional<StopEvent> handle_trap(pid_t tid, LinuxThread& t);
     std::optional<StopEvent> handle_syscall_stop(pid_t tid, LinuxThread& t);
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
@@ -324,7 +326,7 @@ class Inferior final : public Target {
     // SIGSTOP to every thread that runs and has none on its way.
     void stop_running_threads();
     // The next wait status of any of the program's threads (blocking); false on an error.
-    bool wait_next(pid_t& tid, int& status);
+    bool wait_next(pid_t& tid, WaitStatus& status);
     bool all_stopped() const {
         for (const auto& [tid, t] : threads_)
             if (!t.stopped) return false;
@@ -345,9 +347,6 @@ class Inferior final : public Target {
     std::optional<StopEvent> finish_stop_all();
     void add_thread(pid_t tid, bool awaiting_first_stop);
     bool pending_still_valid(pid_t tid, LinuxThread& t);
-    Status raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got);
-    Status raw_write(std::uint64_t addr, std::span<const std::uint8_t> data);
-    void reopen_memory();
     void mark_dead();
 
     pid_t pid_;
@@ -360,13 +359,11 @@ class Inferior final : public Target {
     std::deque<StopEvent> reported_; // non-stop: events for poll() to hand out, in order
     int pause_depth_ = 0;            // pause_all() calls not yet undone
     bool pausing_ = false;           // stopping every thread for a pause (no event is chosen)
-    int mem_fd_ = -1;
     std::string executable_;
     std::map<pid_t, LinuxThread> threads_;
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
-    std::unique_ptr<SoftwareBreakpoints> breakpoints_;
     arch::HwPoints hw_points_;
     std::set<std::uint64_t> user_breakpoints_;
     std::map<std::uint64_t, Site> sites_;
@@ -382,6 +379,9 @@ class Inferior final : public Target {
     SiteHitHandler on_site_hit_;
     SiteStepHandler on_site_step_;
     const arch::Architecture& arch_;
+    // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
+    // publish_code_patches.)
+    std::unique_ptr<AddressSpace> memory_;
 };
 
 } // namespace tpagent::process

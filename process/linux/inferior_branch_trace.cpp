@@ -120,10 +120,10 @@ bool Inferior::place_block_end(pid_t tid, LinuxThread& t, const BranchRecording&
     if (at == *pc) return false; // at the branch: a step takes it
     // Not into code tpagent or gdb has patched: a breakpoint (whose hit is theirs) or a fast
     // tracepoint's jump.
-    if (breakpoints_->inserted_at(at)) return false;
+    if (memory_->breakpoints().inserted_at(at)) return false;
     for (const auto& [addr, site] : fast_sites_)
         if (at >= addr && at < addr + site.patch.size()) return false;
-    if (auto i = breakpoints_->insert(at); !i) return false;
+    if (auto i = memory_->breakpoints().insert(at); !i) return false;
     t.activity = thread_activity::RunningToBlockEnd{at};
     return true;
 }
@@ -131,7 +131,7 @@ bool Inferior::place_block_end(pid_t tid, LinuxThread& t, const BranchRecording&
 void Inferior::clear_block_end(LinuxThread& t) {
     const auto* block_end = t.doing<thread_activity::RunningToBlockEnd>();
     if (!block_end) return;
-    if (auto r = breakpoints_->remove(block_end->trap); !r)
+    if (auto r = memory_->breakpoints().remove(block_end->trap); !r)
         spdlog::warn("cannot take out the branch recorder's breakpoint at 0x{:x}: {}",
                      block_end->trap, r.error().text);
     t.end<thread_activity::RunningToBlockEnd>();

@@ -21,10 +21,6 @@ using thread_activity::SteppingOverSite;
 using thread_activity::SteppingThroughPad;
 
 namespace {
-// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
-// past this many, something keeps the thread from the displaced instruction (a loop waiting
-// for tpagent, say) and the step is reported where it is.
-constexpr std::uint64_t kMaxFastStepInstructions = 200000;
 // The software branch recorder's step to the next taken branch (x86: the CPU's BTF).
 #if defined(__x86_64__)
 constexpr long kBlockStep = PTRACE_SINGLEBLOCK;
@@ -57,7 +53,7 @@ Status Inferior::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal)
                 // (the pc rewound onto it after the hit reaches the thread now).
                 if (auto w = arch_.write_general_registers(tid, **snapshot(tid, false)); !w)
                     return w;
-                if (auto l = breakpoints_->lift(pc); !l) return l;
+                if (auto l = memory_->breakpoints().lift(pc); !l) return l;
                 spdlog::debug("thread {}: stepping over the trap tracepoint at 0x{:x}", tid, pc);
                 t.activity = SteppingOverSite{pc, !step};
                 step = true;
@@ -78,7 +74,7 @@ Status Inferior::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal)
         auto s = snapshot(tid, false);
         if (!s) return s.error();
         const std::uint64_t pc = arch_.pc(**s);
-        if (fast_sites_.count(pc) && !breakpoints_->inserted_at(pc)) {
+        if (fast_sites_.count(pc) && !memory_->breakpoints().inserted_at(pc)) {
             t.activity = SteppingFastJump{pc};
         }
     }
@@ -129,14 +125,6 @@ void Inferior::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running
     }
 }
 
-void Inferior::end_step_over(pid_t tid, LinuxThread& t) {
-    const std::uint64_t addr = t.doing<SteppingOverSite>()->addr;
-    if (auto r = breakpoints_->lower(addr); !r)
-        spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid, addr,
-                     r.error().text);
-    t.end<SteppingOverSite>();
-}
-
 void Inferior::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
     if (!running_ || stopping_all_ || !t.wants_run) return;
     if (auto r = resume_thread(tid, t, step, 0); !r) {
@@ -151,93 +139,12 @@ void Inferior::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
     }
 }
 
-void Inferior::collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step) {
-    if (t.collected_at == pc || !on_site_hit_) return;
-    const SiteHit hit = on_site_hit_(tid, pc);
-    t.collected_at = pc;
-    if (hit.consumed && hit.steps > 0) {
-        t.while_stepping = WhileStepping{pc, hit.steps};
-        step = true;
-    }
-}
-
-// One instruction of a single step over a fast tracepoint's jump has run. True once the
-// displaced instruction has (the pc is put back into the program's code); false to step on.
-bool Inferior::finish_fast_step(pid_t tid, LinuxThread& t) {
-    SteppingFastJump& step = *t.doing<SteppingFastJump>();
-    auto site = fast_sites_.find(step.site);
-    auto s = snapshot(tid, false);
-    if (site == fast_sites_.end() || !s || ++step.steps > kMaxFastStepInstructions) {
-        if (s && site != fast_sites_.end())
-            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
-                         "instructions in its pad",
-                         tid, site->first, step.steps - 1);
-        t.end<SteppingFastJump>();
-        return true;
-    }
-    const FastSite& f = site->second;
-    const std::uint64_t pc = arch_.pc(**s);
-    const std::uint64_t relocated = f.pad + f.relocated_offset;
-    if (!step.in_copy) {
-        step.in_copy = pc == relocated; // the collector is done; next: the instruction
-        return false;
-    }
-    if (arch::in_relocated(f.code, relocated, pc)) {
-        auto back = arch::original_address(f.code, relocated, site->first, pc);
-        if (!back) return false; // within the instructions one original became
-        arch_.set_pc(**s, *back);
-        if (auto w = arch_.write_general_registers(tid, **s); !w)
-            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
-    } // else a branch left the pad: the pc is already the program's
-    t.end<SteppingFastJump>();
-    return true;
-}
-
-bool Inferior::recover_collector_fault(pid_t tid) {
-    if (!agent_code_) return false;
-    auto s = snapshot(tid, false);
-    if (!s) return false;
-    const std::uint64_t pc = arch_.pc(**s);
-    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
-    arch_.set_pc(**s, agent_code_->copy_fault);
-    if (auto w = arch_.write_general_registers(tid, **s); !w) {
-        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
-        return false;
-    }
-    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
-    return true;
-}
-
-// A single step that started in a pad: puts the pc back into the original code. False while
-// the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
-bool Inferior::finish_pad_step(pid_t tid, LinuxThread& t) {
-    const std::uint64_t site_addr = t.doing<SteppingThroughPad>()->site;
-    auto site = sites_.find(site_addr);
-    auto s = snapshot(tid, false);
-    if (site == sites_.end() || !s) {
-        t.end<SteppingThroughPad>();
-        return true;
-    }
-    const std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
-    if (!arch::in_relocated(site->second.code, pad, pc)) {
-        t.end<SteppingThroughPad>(); // a branch left the pad: the pc is already in original code
-        return true;
-    }
-    auto back = arch::original_address(site->second.code, pad, site_addr, pc);
-    if (!back) return false;
-    arch_.set_pc(**s, *back);
-    if (auto w = arch_.write_general_registers(tid, **s); !w)
-        spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
-    t.end<SteppingThroughPad>();
-    return true;
-}
-
 bool Inferior::pending_still_valid(pid_t tid, LinuxThread& t) {
     // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
     auto pc = read_pc(tid);
-    return pc && breakpoints_->inserted_at(*pc);
+    return pc && memory_->breakpoints().inserted_at(*pc);
 }
 
 Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
@@ -311,7 +218,7 @@ std::optional<StopEvent> Inferior::stop_all_now() {
     stop_running_threads();
     if (auto ev = finish_stop_all()) return ev;
     pid_t tid = 0;
-    int status = 0;
+    WaitStatus status;
     while (alive_ && wait_next(tid, status))
         if (auto ev = handle_status(tid, status)) return ev;
     return std::nullopt;
@@ -325,9 +232,9 @@ void Inferior::stop_running_threads() {
     }
 }
 
-bool Inferior::wait_next(pid_t& tid, int& status) {
+bool Inferior::wait_next(pid_t& tid, WaitStatus& status) {
     for (;;) {
-        tid = waitpid(-1, &status, __WALL);
+        tid = wait_thread(-1, status, __WALL);
         if (tid >= 0) return true;
         if (errno != EINTR) return false;
     }
@@ -345,26 +252,26 @@ void Inferior::interrupt() {
 std::optional<StopEvent> Inferior::poll() {
     if (auto ev = take_reported()) return ev;
     while (alive_) {
-        int status = 0;
-        pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
+        WaitStatus status;
+        pid_t tid = wait_thread(-1, status, WNOHANG | __WALL);
         if (tid <= 0) break;
         if (auto ev = handle_status(tid, status)) return ev;
     }
     return take_reported();
 }
 
-std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+std::optional<StopEvent> Inferior::handle_status(pid_t tid, WaitStatus status) {
+    if (status.ended()) {
         if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
-            if (WIFEXITED(status)) {
+            if (status.exited()) {
                 ev.kind = StopEvent::Kind::Exited;
-                ev.exit_code = WEXITSTATUS(status);
+                ev.exit_code = status.exit_code();
             } else {
                 ev.kind = StopEvent::Kind::Killed;
-                ev.signal = WTERMSIG(status);
+                ev.signal = status.fatal_signal();
             }
             if (!attached_) terminal::take_back(); // the group it was given is gone
             mark_dead();
@@ -379,7 +286,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             ev.pid = pid_;
             ev.tid = tid;
             ev.thread_exited = true;
-            ev.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+            ev.exit_code = status.exited() ? status.exit_code() : 0;
             reported_.push_back(ev);
         }
         if (it != threads_.end()) clear_block_end(it->second);
@@ -389,7 +296,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         if (auto ev = finish_stop_all()) return ev;
         return no_resumed_event();
     }
-    if (!WIFSTOPPED(status)) return std::nullopt;
+    if (!status.stopped()) return std::nullopt;
     auto it = threads_.find(tid);
     if (it == threads_.end() && is_new_process(tid)) {
         // A forked child's first stop, ahead of its parent's fork event: kept for that.
@@ -418,9 +325,9 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
     return handle_stop(tid, t, status);
 }
 
-std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, int status) {
-    int sig = WSTOPSIG(status);
-    int event = status >> 16;
+std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, WaitStatus status) {
+    const int sig = status.stop_signal();
+    const int event = status.ptrace_event();
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
     bool keep_running = running_ && !stopping_all_ && t.wants_run;
 
@@ -472,7 +379,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, int st
         vfork_running_ = false;
         // The vfork child has exec'd or exited: the parent's breakpoints go back.
         for (std::uint64_t addr : lifted_for_vfork_)
-            (void)breakpoints_->lower(addr);
+            (void)memory_->breakpoints().lower(addr);
         lifted_for_vfork_.clear();
         if (reports_.vfork) {
             StopEvent ev = signal_event(tid, SIGTRAP);
@@ -486,7 +393,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, int st
         // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
         // of it may be written into the new one. (A vfork child's old image is its parent's.)
         unshare_memory();
-        reopen_memory();
+        memory_->open(pid_);
         forget_image();
         hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
         // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
@@ -550,7 +457,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, int st
         if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
         return finish_stop_all();
     }
-    if (sig == (SIGTRAP | 0x80)) return handle_syscall_stop(tid, t);
+    if (status.kind() == WaitStatus::Kind::SyscallStop) return handle_syscall_stop(tid, t);
     if (sig == SIGTRAP) return handle_trap(tid, t);
     if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
         if (keep_running) continue_after_stop(tid, t, t.stepping);
@@ -619,7 +526,7 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, LinuxThread& t) {
     if (info.si_code == TRAP_BRKPT && stepped) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
-            if (!sites_.count(at) && !breakpoints_->inserted_at(at) &&
+            if (!sites_.count(at) && !memory_->breakpoints().inserted_at(at) &&
                 !recently_removed_sites_.count(at))
                 info.si_code = TRAP_TRACE;
         }
@@ -674,7 +581,8 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, LinuxThread& t) {
         auto s = snapshot(tid, false);
         std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         bool site = sites_.count(at) != 0;
-        bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
+        bool stale =
+            !site && recently_removed_sites_.count(at) && !memory_->breakpoints().inserted_at(at);
         if (s && (site || stale)) {
             // Back onto the site's address. The thread itself is told below: by the resume
             // through the pad, or (staying stopped) by a write, so that a report or a detach
@@ -747,7 +655,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
         if (s) {
             std::uint64_t pc = arch_.pc(**s);
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
-            if (breakpoints_->inserted_at(bp)) {
+            if (memory_->breakpoints().inserted_at(bp)) {
                 rewind_pc(tid, **s, bp);
                 ev.swbreak = true;
             }

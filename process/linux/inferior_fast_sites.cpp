@@ -8,8 +8,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 
 namespace tpagent::process {
 
@@ -73,7 +71,7 @@ Inferior::fast_site_covering(std::uint64_t addr) const {
 }
 
 Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data) {
-    return raw_write(addr, breakpoints_->shadow_write(addr, data));
+    return memory_->write_raw(addr, memory_->breakpoints().shadow_write(addr, data));
 }
 
 Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const FastCall& call) {
@@ -123,7 +121,7 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
                 ErrorCode::NotAllowed,
                 fmt::format("the fast tracepoint at 0x{:x} has its jump there", other));
     for (std::size_t i = 1; i < covered; ++i)
-        if (breakpoints_->inserted_at(addr + i))
+        if (memory_->breakpoints().inserted_at(addr + i))
             return make_error(
                 ErrorCode::NotAllowed,
                 fmt::format("a breakpoint at 0x{:x} is inside the {} bytes of "
@@ -167,7 +165,7 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std:
     if (fast_sites_.count(addr)) return ok_status();
     auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
-    if (auto w = raw_write(built->pad, built->emitted.code); !w) return w;
+    if (auto w = memory_->write_raw(built->pad, built->emitted.code); !w) return w;
     arch::Relocated code = std::move(built->emitted.relocated);
     return commit_fast_site(addr, *built, std::move(code));
 }
@@ -186,7 +184,7 @@ Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
     if (!built) return built.error();
     const arch::EmittedJumpPad& emitted = built->emitted;
     const auto own = std::span(emitted.code).first(emitted.relocated_offset);
-    if (auto w = raw_write(built->pad, own); !w) return w.error();
+    if (auto w = memory_->write_raw(built->pad, own); !w) return w.error();
     MovingSite m{addr, std::move(*built), {}, 0};
     m.next_to = m.pad.pad + m.pad.emitted.relocated_offset;
     moving_ = std::move(m);
@@ -219,7 +217,7 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     // were, short branches for one, which would go astray from the pad).
     std::vector<std::uint8_t> written(length);
     std::size_t got = 0;
-    if (auto r = raw_read(to, written, got); !r || got != length)
+    if (auto r = memory_->read_raw(to, written, got); !r || got != length)
         return fail(
             fmt::format("cannot read back gdb's relocation of the instruction at 0x{:x}", from));
     const auto original = std::span(m.pad.code).subspan(from - addr, from_length);
@@ -242,43 +240,21 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     // All moved: the jump back, then the site as add_fast_site makes it.
     auto jump = arch_.encode_pad_jump(m.next_to, addr + own.covered);
     if (!jump) return fail(jump.error().text);
-    if (auto w = raw_write(m.next_to, *jump); !w) return fail("the jump back: " + w.error().text);
+    if (auto w = memory_->write_raw(m.next_to, *jump); !w)
+        return fail("the jump back: " + w.error().text);
     m.moved.push_back({static_cast<std::uint32_t>(own.covered),
                        static_cast<std::uint32_t>(m.next_to - relocated)});
     arch::Relocated layout;
     layout.covered = own.covered;
     layout.boundaries = std::move(m.moved);
     layout.code.resize(m.next_to + jump->size() - relocated);
-    if (auto r = raw_read(relocated, layout.code, got); !r || got != layout.code.size())
+    if (auto r = memory_->read_raw(relocated, layout.code, got); !r || got != layout.code.size())
         return fail(
             fmt::format("cannot read back the instructions gdb relocated to 0x{:x}", relocated));
     const FastPad built = std::move(m.pad);
     moving_.reset();
     if (auto s = commit_fast_site(addr, built, std::move(layout)); !s) return s.error();
     return std::optional<InstructionMove>();
-}
-
-// Placed code is only ever called by the collector, from the records of the run that placed
-// it: it lives until that run's fast tracepoints are all removed (remove_all_fast_sites).
-Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {
-    auto at = allocate_pad(near, code.size());
-    if (!at) return at.error();
-    placed_code_live_ = true;
-    if (auto w = raw_write(*at, code); !w) return w.error();
-    return *at;
-}
-
-// madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
-// in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
-Status Inferior::map_now(std::uint64_t addr, std::uint64_t length) {
-    const pid_t tid = injection_thread();
-    if (tid == 0)
-        return make_error(ErrorCode::NotAllowed,
-                          "no thread to run it (none but at a system call's entry)");
-    const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
-    auto r = inject_syscall(tid, SYS_madvise, args, "madvise in the program");
-    if (!r) return r.error();
-    return ok_status();
 }
 
 void Inferior::remove_fast_site(std::uint64_t addr) {

@@ -43,7 +43,7 @@ void Inferior::clean_child(pid_t child) {
     };
     // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
     // the jump's own original bytes then replace.
-    breakpoints_->for_each_original(put);
+    memory_->breakpoints().for_each_original(put);
     for (const auto& [addr, site] : fast_sites_)
         put(addr, site.original);
     if (mem >= 0) ::close(mem);
@@ -59,8 +59,8 @@ void Inferior::detach_child(pid_t child) {
 void Inferior::lift_breakpoints_for_vfork() {
     // The child runs in the parent's memory until it execs or exits: no breakpoint in it
     // meanwhile (the parent waits; its hits are not missed).
-    breakpoints_->for_each_original([&](std::uint64_t addr, auto) {
-        if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
+    memory_->breakpoints().for_each_original([&](std::uint64_t addr, auto) {
+        if (memory_->breakpoints().lift(addr)) lifted_for_vfork_.push_back(addr);
     });
 }
 
@@ -143,18 +143,19 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
 
 void Inferior::take_breakpoints(const BreakpointBytes& breakpoints) {
     for (const auto& [addr, original] : breakpoints)
-        if (user_breakpoints_.insert(addr).second) breakpoints_->adopt(addr, original);
+        if (user_breakpoints_.insert(addr).second) memory_->breakpoints().adopt(addr, original);
 }
 
 Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
     BreakpointBytes given;
-    breakpoints_->for_each_original([&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-        if (user_breakpoints_.count(addr))
-            given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
-    });
+    memory_->breakpoints().for_each_original(
+        [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+            if (user_breakpoints_.count(addr))
+                given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
+        });
     for (const auto& [addr, bytes] : given) {
         user_breakpoints_.erase(addr);
-        breakpoints_->disown(addr);
+        memory_->breakpoints().disown(addr);
     }
     return given;
 }

@@ -82,7 +82,7 @@ Status Inferior::pause_all() {
     stopping_all_ = true; // events that come meanwhile are held back (LinuxThread::pending)
     stop_running_threads();
     pid_t tid = 0;
-    int status = 0;
+    WaitStatus status;
     while (alive_ && !all_stopped() && wait_next(tid, status))
         // The process's end (or an event with nowhere else to go) is handed out later.
         if (auto ev = handle_status(tid, status)) reported_.push_back(*ev);

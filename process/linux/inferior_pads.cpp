@@ -69,7 +69,8 @@ bool Inferior::reclaim_pads() {
         for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
             const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
             std::size_t got = 0;
-            if (auto r = raw_read(at, std::span(chunk).first(n), got); !r || got != n) return false;
+            if (auto r = memory_->read_raw(at, std::span(chunk).first(n), got); !r || got != n)
+                return false;
             see(chunk.data(), n);
         }
     }
@@ -113,6 +114,16 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
     spdlog::debug("pad page at 0x{:x} for code at 0x{:x} ({} bytes of pads mapped)", base, near,
                   pad_pages_.mapped_bytes());
     return base;
+}
+
+// Placed code is only ever called by the collector, from the records of the run that placed
+// it: it lives until that run's fast tracepoints are all removed (remove_all_fast_sites).
+Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {
+    auto at = allocate_pad(near, code.size());
+    if (!at) return at.error();
+    placed_code_live_ = true;
+    if (auto w = memory_->write_raw(*at, code); !w) return w.error();
+    return *at;
 }
 
 } // namespace tpagent::process

@@ -1,6 +1,5 @@
 // Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior, the system-call injection that maps pads (inferior_pads.cpp), and threads
-// stepped out of pads before gdb sees them.
+// inferior (mapped by inferior_pads.cpp), and threads stepped out of pads before gdb sees them.
 #include "process/linux/inferior.hpp"
 #include <algorithm>
 #include <fmt/format.h>
@@ -26,7 +25,7 @@ Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
                                       "tracepoint at 0x{:x} runs from its pad: no thread runs "
                                       "them there",
                                       addr, fast->second.code.covered, fast->first));
-    if (auto s = breakpoints_->insert(addr); !s) return s;
+    if (auto s = memory_->breakpoints().insert(addr); !s) return s;
     user_breakpoints_.insert(addr);
     return ok_status();
 }
@@ -34,59 +33,7 @@ Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
 Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
     if (!user_breakpoints_.erase(addr))
         return make_error(ErrorCode::NotFound, "no breakpoint there");
-    return breakpoints_->remove(addr);
-}
-
-Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
-                                               std::span<const std::uint64_t> args,
-                                               std::string_view what) {
-    auto cur = snapshot(tid);
-    if (!cur) return cur.error();
-    const arch::RegisterSnapshot saved = **cur;
-    std::uint64_t pc = arch_.pc(saved);
-    auto insn = arch_.syscall_instruction();
-    std::vector<std::uint8_t> original(insn.size());
-    std::size_t got = 0;
-    if (auto r = raw_read(pc, original, got); !r || got != original.size())
-        return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
-    if (auto w = raw_write(pc, insn); !w) return w.error();
-    // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
-    arch::RegisterSnapshot call = saved;
-    arch_.set_syscall(call, number, args, pc);
-    Status result = arch_.write_snapshot(tid, call);
-    std::int64_t value = -1;
-    if (result) {
-        // One step runs the system call; a signal arriving meanwhile is kept for later.
-        while (true) {
-            ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
-            int status = 0;
-            if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
-                result = make_error(ErrorCode::SystemError, "thread vanished during a system call");
-                break;
-            }
-            if (WSTOPSIG(status) == SIGTRAP) break;
-            if (WSTOPSIG(status) != SIGSTOP)
-                threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
-            else
-                threads_[tid].took_own_sigstop(); // none is on its way now
-        }
-        arch::RegisterSnapshot after;
-        if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
-    }
-    // Put back the code and the registers; if either cannot be, the thread must not run on.
-    Status restored = raw_write(pc, original);
-    if (restored) restored = arch_.write_snapshot(tid, saved);
-    threads_[tid].regs = saved;
-    if (!restored) {
-        spdlog::error("thread {}: cannot undo an injected system call at 0x{:x}: {}", tid, pc,
-                      restored.error().text);
-        return restored.error();
-    }
-    if (!result) return result.error();
-    if (value < 0 && value > -4096) // the kernel's -errno
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("{}: {}", what, std::strerror(static_cast<int>(-value))));
-    return static_cast<std::uint64_t>(value);
+    return memory_->breakpoints().remove(addr);
 }
 
 Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
@@ -98,7 +45,7 @@ Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
     if (!pad) return pad.error();
     auto reloc = arch_.relocate(code, addr, *pad, 1);
     if (!reloc) return reloc.error();
-    if (auto w = raw_write(*pad, reloc->code); !w) return w.error();
+    if (auto w = memory_->write_raw(*pad, reloc->code); !w) return w.error();
     return Site{*pad, std::move(*reloc)};
 }
 
@@ -142,7 +89,7 @@ Status Inferior::add_site(std::uint64_t addr) {
                       pad.error().text);
         pad = Site{};
     }
-    if (auto b = breakpoints_->insert(addr); !b) return b;
+    if (auto b = memory_->breakpoints().insert(addr); !b) return b;
     sites_[addr] = std::move(*pad);
     recently_removed_sites_.erase(addr);
     publish_code_patches();
@@ -153,7 +100,7 @@ void Inferior::remove_site(std::uint64_t addr) {
     if (!sites_.erase(addr)) return;
     // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
     // handler (recently_removed_sites_), which passes threads over it.
-    if (auto r = breakpoints_->remove(addr); !r)
+    if (auto r = memory_->breakpoints().remove(addr); !r)
         spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
     recently_removed_sites_.insert(addr);
 }
@@ -185,9 +132,9 @@ void Inferior::leave_pads() {
 // for later.
 int Inferior::wait_own_resume(pid_t tid, LinuxThread& t) {
     t.regs.reset();
-    int status = 0;
-    if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
-    const int sig = WSTOPSIG(status);
+    WaitStatus status;
+    if (wait_thread(tid, status, __WALL) != tid || !status.stopped()) return 0;
+    const int sig = status.stop_signal();
     if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
         t.regs.reset();
         return kRecoveredFault;
@@ -199,7 +146,7 @@ int Inferior::wait_own_resume(pid_t tid, LinuxThread& t) {
 
 // Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
 bool Inferior::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
-    if (auto s = breakpoints_->insert(addr); !s) return false;
+    if (auto s = memory_->breakpoints().insert(addr); !s) return false;
     bool arrived = false;
     for (;;) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
@@ -215,7 +162,7 @@ bool Inferior::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
         break;
     }
     t.regs.reset();
-    if (auto s = breakpoints_->remove(addr); !s)
+    if (auto s = memory_->breakpoints().remove(addr); !s)
         spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
                      s.error().text);
     return arrived;
