@@ -1,6 +1,7 @@
 // Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior (mapped by inferior_pads.cpp), and threads stepped out of pads before gdb sees them.
-#include "process/linux/inferior.hpp"
+// inferior (mapped by linux_process_pads.cpp), and threads stepped out of pads before gdb sees
+// them.
+#include "process/linux/linux_process.hpp"
 #include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -17,7 +18,7 @@ constexpr int kRecoveredFault = -1;
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
 
-Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
+Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
     if (user_breakpoints_.count(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
         return make_error(ErrorCode::NotAllowed,
@@ -30,14 +31,14 @@ Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
     return ok_status();
 }
 
-Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
+Status LinuxProcess::remove_user_breakpoint(std::uint64_t addr) {
     if (!user_breakpoints_.erase(addr))
         return make_error(ErrorCode::NotFound, "no breakpoint there");
     return memory_->breakpoints().remove(addr);
 }
 
-Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
-                                                 std::span<const std::uint8_t> code) {
+Result<LinuxProcess::Site> LinuxProcess::place_displaced(std::uint64_t addr,
+                                                         std::span<const std::uint8_t> code) {
     // Relocate once for a provisional address to learn the size, then for the real pad.
     auto probe = arch_.relocate(code, addr, addr, 1);
     if (!probe) return probe.error();
@@ -49,7 +50,7 @@ Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
     return Site{*pad, std::move(*reloc)};
 }
 
-Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
+Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
     const std::uint64_t window = arch_.interruption_window();
     if (window == 0) return ok_status();
     // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
@@ -68,7 +69,7 @@ Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
     return ok_status();
 }
 
-Status Inferior::add_site(std::uint64_t addr) {
+Status LinuxProcess::add_site(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr))
         return make_error(ErrorCode::NotAllowed,
@@ -96,7 +97,7 @@ Status Inferior::add_site(std::uint64_t addr) {
     return ok_status();
 }
 
-void Inferior::remove_site(std::uint64_t addr) {
+void LinuxProcess::remove_site(std::uint64_t addr) {
     if (!sites_.erase(addr)) return;
     // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
     // handler (recently_removed_sites_), which passes threads over it.
@@ -105,7 +106,7 @@ void Inferior::remove_site(std::uint64_t addr) {
     recently_removed_sites_.insert(addr);
 }
 
-void Inferior::remove_all_sites() {
+void LinuxProcess::remove_all_sites() {
     while (!sites_.empty())
         remove_site(sites_.begin()->first);
 }
@@ -114,12 +115,12 @@ void Inferior::remove_all_sites() {
 
 namespace tpagent::process {
 
-bool Inferior::in_tpagent_code(std::uint64_t pc) const {
+bool LinuxProcess::in_tpagent_code(std::uint64_t pc) const {
     if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
     return pad_pages_.contains(pc);
 }
 
-void Inferior::leave_pads() {
+void LinuxProcess::leave_pads() {
     if (pad_pages_.empty()) return;
     for (auto& [tid, t] : threads_)
         leave_pads(tid, t);
@@ -130,7 +131,7 @@ void Inferior::leave_pads() {
 // through the main thread). A fault of the collector's copy is recovered (the thread goes on
 // from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
 // for later.
-int Inferior::wait_own_resume(pid_t tid, LinuxThread& t) {
+int LinuxProcess::wait_own_resume(pid_t tid, LinuxThread& t) {
     t.regs.reset();
     WaitStatus status;
     if (wait_thread(tid, status, __WALL) != tid || !status.stopped()) return 0;
@@ -145,7 +146,7 @@ int Inferior::wait_own_resume(pid_t tid, LinuxThread& t) {
 }
 
 // Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
-bool Inferior::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
+bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
     if (auto s = memory_->breakpoints().insert(addr); !s) return false;
     bool arrived = false;
     for (;;) {
@@ -173,7 +174,7 @@ bool Inferior::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
 // of the program's own code: what it was doing anyway. A thread with an event of its own (a
 // signal it got there) is only moved back if it stands on an instruction boundary; running it
 // could raise the signal again.
-void Inferior::leave_pads(pid_t tid, LinuxThread& t) {
+void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
     const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
     bool ran_to_return = false;
     for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {

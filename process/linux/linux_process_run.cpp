@@ -1,5 +1,5 @@
 // Run control: resuming threads and turning wait statuses into all-stop events.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/terminal.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
@@ -31,7 +31,7 @@ constexpr bool kSyscallStepIsBreakpoint = false;
 #endif
 } // namespace
 
-Status Inferior::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal) {
+Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal) {
     if (hw_points_.any())
         if (auto h = hw_points_.apply(tid); !h) return h;
     step = step || t.while_stepping; // while-stepping goes on whatever gdb asked
@@ -108,7 +108,7 @@ Status Inferior::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal)
     return ok_status();
 }
 
-void Inferior::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running) {
+void LinuxProcess::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running) {
     if (keep_running) {
         continue_after_stop(tid, t, t.stepping);
     } else if (stopping_all_) {
@@ -125,7 +125,7 @@ void Inferior::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running
     }
 }
 
-void Inferior::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
+void LinuxProcess::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
     if (!running_ || stopping_all_ || !t.wants_run) return;
     if (auto r = resume_thread(tid, t, step, 0); !r) {
         // It stays stopped: report that rather than leave gdb waiting for a thread that
@@ -139,7 +139,7 @@ void Inferior::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
     }
 }
 
-bool Inferior::pending_still_valid(pid_t tid, LinuxThread& t) {
+bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
     // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
@@ -147,7 +147,7 @@ bool Inferior::pending_still_valid(pid_t tid, LinuxThread& t) {
     return pc && memory_->breakpoints().inserted_at(*pc);
 }
 
-Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
+Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
     flow_cache_.clear(); // gdb may have changed the code since
     for (const auto& a : actions) {
@@ -193,7 +193,7 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
     return std::optional<StopEvent>();
 }
 
-Status Inferior::resume_all() {
+Status LinuxProcess::resume_all() {
     std::vector<ThreadResume> plan;
     for (const auto& [tid, t] : threads_)
         if (!t.awaiting_first_stop()) plan.push_back({tid, false, 0});
@@ -207,7 +207,7 @@ Status Inferior::resume_all() {
     return ok_status();
 }
 
-std::optional<StopEvent> Inferior::stop_all_now() {
+std::optional<StopEvent> LinuxProcess::stop_all_now() {
     if (!alive_ || !running_) return std::nullopt;
     StopEvent quiet;
     quiet.pid = pid_;
@@ -224,7 +224,7 @@ std::optional<StopEvent> Inferior::stop_all_now() {
     return std::nullopt;
 }
 
-void Inferior::stop_running_threads() {
+void LinuxProcess::stop_running_threads() {
     for (auto& [tid, t] : threads_) {
         if (t.stopped || t.sigstop_on_way()) continue; // (a new thread's first is, say)
         t.owed_sigstop = OwedSigstop::Ours;
@@ -232,7 +232,7 @@ void Inferior::stop_running_threads() {
     }
 }
 
-bool Inferior::wait_next(pid_t& tid, WaitStatus& status) {
+bool LinuxProcess::wait_next(pid_t& tid, WaitStatus& status) {
     for (;;) {
         tid = wait_thread(-1, status, __WALL);
         if (tid >= 0) return true;
@@ -240,7 +240,7 @@ bool Inferior::wait_next(pid_t& tid, WaitStatus& status) {
     }
 }
 
-void Inferior::interrupt() {
+void LinuxProcess::interrupt() {
     if (!alive_ || !running_) return;
     // As a terminal would: the whole process group when we started it.
     if (!attached_)
@@ -249,7 +249,7 @@ void Inferior::interrupt() {
         ::kill(pid_, SIGINT);
 }
 
-std::optional<StopEvent> Inferior::poll() {
+std::optional<StopEvent> LinuxProcess::poll() {
     if (auto ev = take_reported()) return ev;
     while (alive_) {
         WaitStatus status;
@@ -260,7 +260,7 @@ std::optional<StopEvent> Inferior::poll() {
     return take_reported();
 }
 
-std::optional<StopEvent> Inferior::handle_status(pid_t tid, WaitStatus status) {
+std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
     if (status.ended()) {
         if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
@@ -325,7 +325,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, WaitStatus status) {
     return handle_stop(tid, t, status);
 }
 
-std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, WaitStatus status) {
+std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, WaitStatus status) {
     const int sig = status.stop_signal();
     const int event = status.ptrace_event();
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
@@ -470,7 +470,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, LinuxThread& t, WaitSt
     return report(tid, t, signal_event(tid, sig));
 }
 
-std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, LinuxThread& t) {
+std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThread& t) {
     // Entry or return: the kernel says which (5.3 and later); else they alternate.
     __ptrace_syscall_info info{};
     bool entry = !t.in_syscall;
@@ -502,7 +502,7 @@ std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, LinuxThread& t
     return report(tid, t, ev);
 }
 
-std::optional<StopEvent> Inferior::handle_trap(pid_t tid, LinuxThread& t) {
+std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
@@ -628,13 +628,13 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, LinuxThread& t) {
     return std::nullopt;
 }
 
-void Inferior::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
+void LinuxProcess::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
     arch_.set_pc(regs, at);
     if (auto w = arch_.write_general_registers(tid, regs); !w)
         spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at, w.error().text);
 }
 
-std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
+std::optional<StopEvent> LinuxProcess::classify_trap(pid_t tid, const siginfo_t& info) {
     StopEvent ev;
     ev.pid = pid_;
     ev.tid = tid;
@@ -664,7 +664,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
     return ev;
 }
 
-std::optional<StopEvent> Inferior::no_resumed_event() {
+std::optional<StopEvent> LinuxProcess::no_resumed_event() {
     // (Non-stop: gdb keeps its own count of the threads it resumed.)
     if (!reports_.no_resumed || non_stop_ || !running_ || stopping_all_ || chosen_)
         return std::nullopt;
@@ -676,19 +676,19 @@ std::optional<StopEvent> Inferior::no_resumed_event() {
     return ev;
 }
 
-std::optional<StopEvent> Inferior::report_created(pid_t tid, LinuxThread& t) {
+std::optional<StopEvent> LinuxProcess::report_created(pid_t tid, LinuxThread& t) {
     // QThreadEvents: the new thread stays stopped until gdb, told of it, resumes it.
     StopEvent ev = signal_event(tid, SIGTRAP);
     ev.thread_created = true;
     return report(tid, t, std::move(ev));
 }
 
-std::optional<StopEvent> Inferior::report(pid_t tid, LinuxThread& t, StopEvent ev) {
+std::optional<StopEvent> LinuxProcess::report(pid_t tid, LinuxThread& t, StopEvent ev) {
     choose(tid, t, std::move(ev));
     return finish_stop_all();
 }
 
-void Inferior::choose(pid_t tid, LinuxThread& t, StopEvent ev) {
+void LinuxProcess::choose(pid_t tid, LinuxThread& t, StopEvent ev) {
     if (non_stop_ && !stopping_all_) {
         report_alone(tid, t, std::move(ev));
         return;
@@ -702,7 +702,7 @@ void Inferior::choose(pid_t tid, LinuxThread& t, StopEvent ev) {
     stop_running_threads(); // (the thread with the event is stopped already)
 }
 
-std::optional<StopEvent> Inferior::finish_stop_all() {
+std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
     if (!stopping_all_) return take_reported();
     if (!all_stopped()) return std::nullopt;

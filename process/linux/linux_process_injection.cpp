@@ -1,7 +1,7 @@
 // Running tpagent's own code in a stopped thread of the program: one system call (to map pads,
 // say) or a function call (the program's dlopen). Each is a RemoteCall, which puts the thread's
 // registers and any overwritten code back however the call ends.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/remote_call.hpp"
 #include <cerrno>
 #include <chrono>
@@ -25,9 +25,9 @@ constexpr std::uint64_t kStackSkip = 1024;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 } // namespace
 
-Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
-                                               std::span<const std::uint64_t> args,
-                                               std::string_view what) {
+Result<std::uint64_t> LinuxProcess::inject_syscall(pid_t tid, long number,
+                                                   std::span<const std::uint64_t> args,
+                                                   std::string_view what) {
     auto cur = snapshot(tid);
     if (!cur) return cur.error();
     const std::uint64_t pc = arch_.pc(**cur);
@@ -76,9 +76,9 @@ Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
     return static_cast<std::uint64_t>(value);
 }
 
-Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
-                                            std::span<const std::uint64_t> args,
-                                            std::uint64_t landing) {
+Result<std::uint64_t> LinuxProcess::inject_call(pid_t tid, std::uint64_t function,
+                                                std::span<const std::uint64_t> args,
+                                                std::uint64_t landing) {
     auto cur = snapshot(tid, true);
     if (!cur) return cur.error();
     LinuxThread& t = threads_[tid];
@@ -151,7 +151,7 @@ Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
 
 // madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
 // in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
-Status Inferior::map_now(std::uint64_t addr, std::uint64_t length) {
+Status LinuxProcess::map_now(std::uint64_t addr, std::uint64_t length) {
     const pid_t tid = injection_thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,

@@ -1,4 +1,4 @@
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/terminal.hpp"
 #include "process/linux/code_guard.hpp"
 #include "process/linux/child_events.hpp"
@@ -45,20 +45,20 @@ bool wait_for_stop(pid_t tid, WaitStatus& status) {
 }
 } // namespace
 
-Inferior::Inferior(pid_t pid, bool attached)
+LinuxProcess::LinuxProcess(pid_t pid, bool attached)
     : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
       memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
-Inferior::~Inferior() {
+LinuxProcess::~LinuxProcess() {
     release_held_children();
     code_guard::forget(pid_);
 }
 
 // What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
 // on a fast tracepoint's jump saved a byte of the jump, whose own saved bytes are the program's.
-void Inferior::publish_code_patches() const {
+void LinuxProcess::publish_code_patches() const {
     if (!alive_ || !code_guard::running()) return;
     std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
     for (const auto& [addr, site] : fast_sites_)
@@ -83,14 +83,14 @@ void Inferior::publish_code_patches() const {
     code_guard::publish(pid_, patches, !attached_ && sites_.empty() && fast_sites_.empty());
 }
 
-Status Inferior::finish_setup() {
+Status LinuxProcess::finish_setup() {
     publish_code_patches();
     memory_->open(pid_);
     executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
     return ok_status();
 }
 
-Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
+Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spec) {
     if (spec.program.empty()) return make_error(ErrorCode::NotAllowed, "no program to run");
     std::vector<std::string> argv_s = spec.wrapper;
     argv_s.insert(argv_s.end(), spec.program.begin(), spec.program.end());
@@ -181,15 +181,15 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         }
     }
     if (!spec.stdio_is_protocol) terminal::give_to(child); // its group is its own (setpgid)
-    std::unique_ptr<Inferior> inf(new Inferior(child, false));
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(child, false));
     inf->add_thread(child, false);
     inf->finish_setup();
     spdlog::debug("launched {} as pid {}", spec.program.front(), child);
     return inf;
 }
 
-Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
-    std::unique_ptr<Inferior> inf(new Inferior(pid, true));
+Result<std::unique_ptr<LinuxProcess>> LinuxProcess::attach(pid_t pid) {
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(pid, true));
     // Threads may be created while we attach: repeat until no new ones appear.
     bool found_new = true;
     while (found_new) {
@@ -221,14 +221,14 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
     return inf;
 }
 
-void Inferior::add_thread(pid_t tid, bool awaiting_first_stop) {
+void LinuxProcess::add_thread(pid_t tid, bool awaiting_first_stop) {
     LinuxThread t;
     t.stopped = true;
     if (awaiting_first_stop) t.owed_sigstop = OwedSigstop::First;
     threads_.emplace(tid, std::move(t));
 }
 
-std::vector<pid_t> Inferior::thread_ids() const {
+std::vector<pid_t> LinuxProcess::thread_ids() const {
     // Non-stop: a new thread is listed (running) before its first stop, so that gdb stopping
     // every thread stops it too (else gdb finds it running after its stop-all).
     std::vector<pid_t> ids;
@@ -237,19 +237,19 @@ std::vector<pid_t> Inferior::thread_ids() const {
     return ids;
 }
 
-std::string Inferior::thread_name(pid_t tid) const {
+std::string LinuxProcess::thread_name(pid_t tid) const {
     std::string name = read_file(fmt::format("/proc/{}/task/{}/comm", pid_, tid));
     while (!name.empty() && name.back() == '\n')
         name.pop_back();
     return name;
 }
 
-std::vector<StaticMarker> Inferior::static_markers() const {
+std::vector<StaticMarker> LinuxProcess::static_markers() const {
     if (!alive()) return {};
     return sdt_markers_of_process(pid_, arch_);
 }
 
-Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
+Result<arch::RegisterSnapshot*> LinuxProcess::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
     LinuxThread& t = it->second;
@@ -270,8 +270,8 @@ Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
     return &*t.regs;
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vector<bool>& available,
-                                                           bool full) {
+Result<std::vector<std::uint8_t>>
+LinuxProcess::read_registers(pid_t tid, std::vector<bool>& available, bool full) {
     auto s = snapshot(tid, full);
     if (!s) return s.error();
     std::vector<std::uint8_t> g(arch_.g_size());
@@ -285,7 +285,7 @@ Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vecto
     return g;
 }
 
-Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
+Status LinuxProcess::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
     if (g.size() != arch_.g_size())
         return make_error(ErrorCode::BadPacket, "wrong register block size");
     auto s = snapshot(tid);
@@ -297,14 +297,14 @@ Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
     return arch_.write_snapshot(tid, **s);
 }
 
-Status Inferior::check_stopped(pid_t tid) const {
+Status LinuxProcess::check_stopped(pid_t tid) const {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
     if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
     return ok_status();
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
+Result<std::vector<std::uint8_t>> LinuxProcess::read_siginfo(pid_t tid) {
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
     siginfo_t info{};
     if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
@@ -312,7 +312,7 @@ Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
     return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
 }
 
-Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
+Status LinuxProcess::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
     siginfo_t info{};
     if (siginfo.size() != sizeof info)
@@ -322,7 +322,7 @@ Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo)
     return ok_status();
 }
 
-Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
+Status LinuxProcess::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
     auto regs = arch_.registers();
     if (regnum < 0 || static_cast<std::size_t>(regnum) >= regs.size())
         return make_error(ErrorCode::NotFound, "no such register");
@@ -335,13 +335,13 @@ Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint
     return write_registers(tid, *g);
 }
 
-Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
+Result<std::uint64_t> LinuxProcess::read_pc(pid_t tid) {
     auto s = snapshot(tid, false);
     if (!s) return s.error();
     return arch_.pc(**s);
 }
 
-Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
+Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
     std::size_t got = 0;
     if (auto s = memory_->read_raw(addr, out, got); !s) return s.error();
     memory_->breakpoints().unshadow(addr, out.first(got));
@@ -359,7 +359,7 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
 // instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
 // displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
 // and put a rebuilt jump back (its pad runs the new instructions).
-Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
+Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
     flow_cache_.clear(); // the branch recorder decodes the code anew
     std::vector<std::uint8_t> bytes(data.begin(), data.end());
@@ -395,7 +395,7 @@ Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> 
     return written;
 }
 
-Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+Status LinuxProcess::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.insert(type, addr, len); !s) return s;
     for (auto& [tid, t] : threads_) {
         if (!t.stopped) continue;
@@ -411,7 +411,7 @@ Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len
     return ok_status();
 }
 
-Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+Status LinuxProcess::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.remove(type, addr, len); !s) return s;
     Status all = ok_status();
     for (auto& [tid, t] : threads_)
@@ -420,7 +420,7 @@ Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len
     return all;
 }
 
-void Inferior::forget_image() {
+void LinuxProcess::forget_image() {
     memory_->breakpoints().forget_all();
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
@@ -435,7 +435,7 @@ void Inferior::forget_image() {
     publish_code_patches();
 }
 
-void Inferior::mark_dead() {
+void LinuxProcess::mark_dead() {
     unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
     branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
     vfork_running_ = false;
@@ -447,7 +447,7 @@ void Inferior::mark_dead() {
     code_guard::forget(pid_); // gone or let go: nothing for the watchdog to do with it
 }
 
-Status Inferior::kill() {
+Status LinuxProcess::kill() {
     release_held_children();
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
@@ -464,7 +464,7 @@ Status Inferior::kill() {
     return ok_status();
 }
 
-Status Inferior::detach() {
+Status LinuxProcess::detach() {
     release_held_children();
     if (!alive_) return ok_status();
     remove_all_sites();

@@ -3,7 +3,7 @@
 // send them into a collector that is not theirs. Each is caught at its first stop, cleaned
 // and detached, as gdb does with detach-on-fork.
 #include "base/proc_files.hpp"
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 namespace tpagent::process {
 
-bool Inferior::is_new_process(pid_t tid) const {
+bool LinuxProcess::is_new_process(pid_t tid) const {
     // A thread of the program has its tgid; a forked child leads a process of its own.
     const std::string tgid = status_field(tid, "Tgid");
     if (tgid.empty()) return false;
@@ -30,11 +30,11 @@ void wait_once(pid_t child) {
 }
 } // namespace
 
-void Inferior::await_child(pid_t child) {
+void LinuxProcess::await_child(pid_t child) {
     if (!children_seen_.erase(child)) wait_once(child);
 }
 
-void Inferior::clean_child(pid_t child) {
+void LinuxProcess::clean_child(pid_t child) {
     const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
     auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
         if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
@@ -49,14 +49,14 @@ void Inferior::clean_child(pid_t child) {
     if (mem >= 0) ::close(mem);
 }
 
-void Inferior::detach_child(pid_t child) {
+void LinuxProcess::detach_child(pid_t child) {
     if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
         spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
     else
         spdlog::debug("forked child {}: code restored, detached", child);
 }
 
-void Inferior::lift_breakpoints_for_vfork() {
+void LinuxProcess::lift_breakpoints_for_vfork() {
     // The child runs in the parent's memory until it execs or exits: no breakpoint in it
     // meanwhile (the parent waits; its hits are not missed).
     memory_->breakpoints().for_each_original([&](std::uint64_t addr, auto) {
@@ -64,7 +64,7 @@ void Inferior::lift_breakpoints_for_vfork() {
     });
 }
 
-void Inferior::release_child(pid_t child, bool vfork) {
+void LinuxProcess::release_child(pid_t child, bool vfork) {
     await_child(child);
     if (vfork)
         lift_breakpoints_for_vfork();
@@ -73,7 +73,7 @@ void Inferior::release_child(pid_t child, bool vfork) {
     detach_child(child);
 }
 
-void Inferior::hold_child(pid_t child, bool vfork) {
+void LinuxProcess::hold_child(pid_t child, bool vfork) {
     await_child(child);
     if (vfork)
         vfork_children_.insert(child);
@@ -82,7 +82,7 @@ void Inferior::hold_child(pid_t child, bool vfork) {
     fork_children_.insert(child);
 }
 
-bool Inferior::release_fork_child(pid_t pid) {
+bool LinuxProcess::release_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     // gdb took its own breakpoints out of the shared memory; tpagent's go for the child's life.
     if (vfork_children_.erase(pid)) lift_breakpoints_for_vfork();
@@ -90,7 +90,7 @@ bool Inferior::release_fork_child(pid_t pid) {
     return true;
 }
 
-void Inferior::release_held_children() {
+void LinuxProcess::release_held_children() {
     // A fork event still waiting in a thread (held back by another stop) has not reached
     // gdb: its child stays held for it.
     std::set<pid_t> unreported;
@@ -110,7 +110,7 @@ void Inferior::release_held_children() {
     }
 }
 
-bool Inferior::kill_fork_child(pid_t pid) {
+bool LinuxProcess::kill_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     vfork_children_.erase(pid);
     ::kill(pid, SIGKILL);
@@ -118,7 +118,7 @@ bool Inferior::kill_fork_child(pid_t pid) {
     return true;
 }
 
-std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
+std::unique_ptr<Target> LinuxProcess::take_fork_child(pid_t pid) {
     if (pid == 0 && fork_children_.size() != 1) return nullptr;
     const pid_t child = pid == 0 ? *fork_children_.begin() : pid;
     if (!fork_children_.erase(child)) return nullptr;
@@ -133,7 +133,7 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     // Traced since its birth, with the parent's ptrace options, and stopped. Taken as
     // attached: it shares its parent's process group and terminal, neither of them its own
     // (Ctrl-C goes to it alone).
-    std::unique_ptr<Inferior> inf(new Inferior(child, true));
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(child, true));
     inf->add_thread(child, false);
     inf->finish_setup();
     inf->take_breakpoints(shared);
@@ -141,12 +141,12 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     return inf;
 }
 
-void Inferior::take_breakpoints(const BreakpointBytes& breakpoints) {
+void LinuxProcess::take_breakpoints(const BreakpointBytes& breakpoints) {
     for (const auto& [addr, original] : breakpoints)
         if (user_breakpoints_.insert(addr).second) memory_->breakpoints().adopt(addr, original);
 }
 
-Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
+Target::BreakpointBytes LinuxProcess::give_up_user_breakpoints() {
     BreakpointBytes given;
     memory_->breakpoints().for_each_original(
         [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
@@ -160,7 +160,7 @@ Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
     return given;
 }
 
-void Inferior::unshare_memory() {
+void LinuxProcess::unshare_memory() {
     if (!memory_unshared_ || !std::exchange(vfork_child_, false)) return;
     // Still in the parent's memory, whose they are now.
     BreakpointBytes given = give_up_user_breakpoints();

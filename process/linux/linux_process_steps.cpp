@@ -1,7 +1,7 @@
 // tpagent's own steps of a thread: over a trap site's lifted breakpoint, through a site's
 // pad, through a fast tracepoint's pad and collector, and a site's hit collected before the
 // thread leaves it without running its breakpoint.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include <spdlog/spdlog.h>
 
 namespace tpagent::process {
@@ -17,7 +17,7 @@ namespace {
 constexpr std::uint64_t kMaxFastStepInstructions = 200000;
 } // namespace
 
-void Inferior::end_step_over(pid_t tid, LinuxThread& t) {
+void LinuxProcess::end_step_over(pid_t tid, LinuxThread& t) {
     const std::uint64_t addr = t.doing<SteppingOverSite>()->addr;
     if (auto r = memory_->breakpoints().lower(addr); !r)
         spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid, addr,
@@ -25,7 +25,7 @@ void Inferior::end_step_over(pid_t tid, LinuxThread& t) {
     t.end<SteppingOverSite>();
 }
 
-void Inferior::collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step) {
+void LinuxProcess::collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step) {
     if (t.collected_at == pc || !on_site_hit_) return;
     const SiteHit hit = on_site_hit_(tid, pc);
     t.collected_at = pc;
@@ -37,7 +37,7 @@ void Inferior::collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, b
 
 // One instruction of a single step over a fast tracepoint's jump has run. True once the
 // displaced instruction has (the pc is put back into the program's code); false to step on.
-bool Inferior::finish_fast_step(pid_t tid, LinuxThread& t) {
+bool LinuxProcess::finish_fast_step(pid_t tid, LinuxThread& t) {
     SteppingFastJump& step = *t.doing<SteppingFastJump>();
     auto site = fast_sites_.find(step.site);
     auto s = snapshot(tid, false);
@@ -67,7 +67,7 @@ bool Inferior::finish_fast_step(pid_t tid, LinuxThread& t) {
     return true;
 }
 
-bool Inferior::recover_collector_fault(pid_t tid) {
+bool LinuxProcess::recover_collector_fault(pid_t tid) {
     if (!agent_code_) return false;
     auto s = snapshot(tid, false);
     if (!s) return false;
@@ -84,7 +84,7 @@ bool Inferior::recover_collector_fault(pid_t tid) {
 
 // A single step that started in a pad: puts the pc back into the original code. False while
 // the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
-bool Inferior::finish_pad_step(pid_t tid, LinuxThread& t) {
+bool LinuxProcess::finish_pad_step(pid_t tid, LinuxThread& t) {
     const std::uint64_t site_addr = t.doing<SteppingThroughPad>()->site;
     auto site = sites_.find(site_addr);
     auto s = snapshot(tid, false);

@@ -3,7 +3,7 @@
 // Patching happens only while every thread is stopped (all-stop), so no thread can run a
 // half-written jump; the one hazard left is a thread stopped inside the bytes the jump
 // replaces, which is moved to the same instruction's copy in the pad.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/guarded_pages.hpp"
 #include <cstring>
 #include <fmt/format.h>
@@ -12,8 +12,8 @@
 namespace tpagent::process {
 
 Status
-Inferior::move_threads(std::uint64_t from, std::size_t len,
-                       const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
+LinuxProcess::move_threads(std::uint64_t from, std::size_t len,
+                           const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
     struct Move {
         pid_t tid;
         std::uint64_t from, to;
@@ -53,7 +53,7 @@ Inferior::move_threads(std::uint64_t from, std::size_t len,
     return ok_status();
 }
 
-void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
+void LinuxProcess::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     auto out = [&](std::uint64_t pc) {
         return arch::original_address(site.code, relocated, addr, pc);
@@ -62,19 +62,21 @@ void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
         spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
 }
 
-const std::pair<const std::uint64_t, Inferior::FastSite>*
-Inferior::fast_site_covering(std::uint64_t addr) const {
+const std::pair<const std::uint64_t, LinuxProcess::FastSite>*
+LinuxProcess::fast_site_covering(std::uint64_t addr) const {
     auto it = fast_sites_.upper_bound(addr);
     if (it == fast_sites_.begin()) return nullptr;
     --it;
     return addr - it->first < it->second.code.covered ? &*it : nullptr;
 }
 
-Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data) {
+Status LinuxProcess::write_under_breakpoints(std::uint64_t addr,
+                                             std::span<const std::uint8_t> data) {
     return memory_->write_raw(addr, memory_->breakpoints().shadow_write(addr, data));
 }
 
-Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const FastCall& call) {
+Result<LinuxProcess::FastPad> LinuxProcess::build_fast_pad(std::uint64_t addr,
+                                                           const FastCall& call) {
     if (auto s = check_interruptible(addr); !s) return s.error();
     FastPad out;
     out.call = call;
@@ -130,7 +132,8 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
     return out;
 }
 
-Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code) {
+Status LinuxProcess::commit_fast_site(std::uint64_t addr, const FastPad& built,
+                                      arch::Relocated code) {
     const std::vector<std::uint8_t>& patch = built.emitted.patch;
     FastSite site{
         built.pad,
@@ -160,8 +163,8 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
     return ok_status();
 }
 
-Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                               arch::FastPadOptions options) {
+Status LinuxProcess::add_fast_site(std::uint64_t addr, std::uint64_t collector,
+                                   std::uint64_t argument, arch::FastPadOptions options) {
     if (fast_sites_.count(addr)) return ok_status();
     auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
@@ -173,10 +176,10 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std:
 // gdb relocates each displaced instruction (tpagent's relocator still says where they start);
 // tpagent checks what gdb wrote with its decoder, since gdb's relocator leaves some
 // instructions as they were (short branches, for one), which would go astray from the pad.
-Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
-                                                            std::uint64_t collector,
-                                                            std::uint64_t argument,
-                                                            arch::FastPadOptions options) {
+Result<LinuxProcess::InstructionMove> LinuxProcess::begin_fast_site(std::uint64_t addr,
+                                                                    std::uint64_t collector,
+                                                                    std::uint64_t argument,
+                                                                    arch::FastPadOptions options) {
     moving_.reset();
     if (fast_sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
@@ -191,7 +194,8 @@ Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
     return InstructionMove{addr, moving_->next_to};
 }
 
-Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::uint64_t length) {
+Result<std::optional<LinuxProcess::InstructionMove>>
+LinuxProcess::fast_site_moved(std::uint64_t length) {
     if (!moving_) return make_error(ErrorCode::NotAllowed, "no instruction is being relocated");
     MovingSite& m = *moving_;
     const std::uint64_t addr = m.addr;
@@ -257,7 +261,7 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     return std::optional<InstructionMove>();
 }
 
-void Inferior::remove_fast_site(std::uint64_t addr) {
+void LinuxProcess::remove_fast_site(std::uint64_t addr) {
     auto it = fast_sites_.find(addr);
     if (it == fast_sites_.end()) return;
     const FastSite& site = it->second;
@@ -283,7 +287,7 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
 
 // The run is over: its pads and placed code are dead (reused by a later run once no thread
 // can be in them, allocate_pad).
-void Inferior::remove_all_fast_sites() {
+void LinuxProcess::remove_all_fast_sites() {
     while (!fast_sites_.empty())
         remove_fast_site(fast_sites_.begin()->first);
     placed_code_live_ = false;

@@ -4,7 +4,7 @@
 // state included, are put back afterwards, so a system call it was stopped in restarts as it
 // would have.
 #include "process/linux/elf_image.hpp"
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
 #include <cerrno>
@@ -59,7 +59,7 @@ std::optional<LoaderFunctions> loader_functions(pid_t pid) {
 
 } // namespace
 
-Status Inferior::load_library(const std::string& path) {
+Status LinuxProcess::load_library(const std::string& path) {
     const pid_t tid = injection_thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
