@@ -50,4 +50,52 @@ Status AddressSpace::write_raw(std::uint64_t addr, std::span<const std::uint8_t>
     return ok_status();
 }
 
+Status AddressSpace::insert_user_breakpoint(std::uint64_t addr) {
+    if (user_breakpoints_.count(addr)) return ok_status();
+    if (auto s = breakpoints_.insert(addr); !s) return s;
+    user_breakpoints_.insert(addr);
+    return ok_status();
+}
+
+Status AddressSpace::remove_user_breakpoint(std::uint64_t addr) {
+    if (!user_breakpoints_.erase(addr))
+        return make_error(ErrorCode::NotFound, "no breakpoint there");
+    return breakpoints_.remove(addr);
+}
+
+AddressSpace::BreakpointBytes AddressSpace::give_up_user_breakpoints() {
+    BreakpointBytes given;
+    breakpoints_.for_each_original([&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+        if (user_breakpoints_.count(addr))
+            given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
+    });
+    for (const auto& [addr, bytes] : given) {
+        user_breakpoints_.erase(addr);
+        breakpoints_.disown(addr);
+    }
+    return given;
+}
+
+void AddressSpace::adopt_user_breakpoints(const BreakpointBytes& breakpoints) {
+    for (const auto& [addr, original] : breakpoints)
+        if (user_breakpoints_.insert(addr).second) breakpoints_.adopt(addr, original);
+}
+
+void AddressSpace::forget_all() {
+    breakpoints_.forget_all();
+    user_breakpoints_.clear();
+}
+
+void AddressSpace::lift_for_vfork() {
+    breakpoints_.for_each_original([&](std::uint64_t addr, auto) {
+        if (breakpoints_.lift(addr)) lifted_for_vfork_.push_back(addr);
+    });
+}
+
+void AddressSpace::lower_after_vfork() {
+    for (std::uint64_t addr : lifted_for_vfork_)
+        (void)breakpoints_.lower(addr);
+    lifted_for_vfork_.clear();
+}
+
 } // namespace tpagent::process

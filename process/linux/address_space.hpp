@@ -5,8 +5,11 @@
 #include "process/linux/software_breakpoints.hpp"
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <span>
 #include <sys/types.h>
+#include <utility>
+#include <vector>
 
 namespace tpagent::process {
 
@@ -28,9 +31,29 @@ class AddressSpace {
     SoftwareBreakpoints& breakpoints() { return breakpoints_; }
     const SoftwareBreakpoints& breakpoints() const { return breakpoints_; }
 
+    // gdb's own breakpoints (Z0) among them; the others are tpagent's.
+    bool user_breakpoint_at(std::uint64_t addr) const { return user_breakpoints_.count(addr) != 0; }
+    Status insert_user_breakpoint(std::uint64_t addr);
+    Status remove_user_breakpoint(std::uint64_t addr);
+    // Each of gdb's breakpoints with the bytes it replaced.
+    using BreakpointBytes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
+    // For another process sharing this memory (a vfork child): gdb's breakpoints are
+    // forgotten here, left in memory, and adopted there.
+    BreakpointBytes give_up_user_breakpoints();
+    void adopt_user_breakpoints(const BreakpointBytes& breakpoints);
+    // The image is gone (exec, death): forgets every breakpoint, memory untouched.
+    void forget_all();
+
+    // A vfork child runs in this memory until it execs or exits: no breakpoint in it meanwhile
+    // (the parent waits; its hits are not missed), then they go back.
+    void lift_for_vfork();
+    void lower_after_vfork();
+
   private:
     int mem_fd_ = -1;
     SoftwareBreakpoints breakpoints_;
+    std::set<std::uint64_t> user_breakpoints_;
+    std::vector<std::uint64_t> lifted_for_vfork_;
 };
 
 } // namespace tpagent::process

@@ -421,10 +421,9 @@ Status LinuxProcess::remove_hw_point(int type, std::uint64_t addr, std::uint64_t
 }
 
 void LinuxProcess::forget_image() {
-    memory_->breakpoints().forget_all();
+    memory_->forget_all();
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
-    user_breakpoints_.clear();
     sites_.clear();
     recently_removed_sites_.clear();
     fast_sites_.clear();

@@ -61,7 +61,7 @@ class LinuxProcess final : public Target {
     Status insert_user_breakpoint(std::uint64_t addr) override;
     Status remove_user_breakpoint(std::uint64_t addr) override;
     bool user_breakpoint_at(std::uint64_t addr) const override {
-        return user_breakpoints_.count(addr) != 0;
+        return memory_->user_breakpoint_at(addr);
     }
     const SoftwareBreakpoints& breakpoints() const { return memory_->breakpoints(); }
 
@@ -248,9 +248,6 @@ class LinuxProcess final : public Target {
     // As release_child, but the child stays stopped, held for gdb (fork-events): cleaned, or
     // for a vfork child (sharing the parent's memory) left as it is until gdb lets it go.
     void hold_child(pid_t child, bool vfork);
-    // A released vfork child runs in the parent's memory: tpagent's breakpoints are lifted
-    // until the parent's PTRACE_EVENT_VFORK_DONE.
-    void lift_breakpoints_for_vfork();
     // The child's first stop (it may have come before the parent's event).
     void await_child(pid_t child);
     // Puts back the original code in a forked child's copy of the program.
@@ -275,7 +272,6 @@ class LinuxProcess final : public Target {
         return 0;
     }
     std::set<pid_t> children_seen_; // forked children whose first stop came before the event
-    std::vector<std::uint64_t> lifted_for_vfork_;
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
     bool vfork_child_ = false; // shares its parent's memory until it execs or exits
@@ -283,9 +279,6 @@ class LinuxProcess final : public Target {
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;
     void unshare_memory();
-    // gdb's breakpoints, for a process sharing this one's memory: this one forgets them,
-    // leaving them in memory.
-    BreakpointBytes give_up_user_breakpoints();
     // A trap site's displaced instruction, relocated into a pad near `addr`.
     Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, LinuxThread& t, bool step);
@@ -365,7 +358,6 @@ class LinuxProcess final : public Target {
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
     arch::HwPoints hw_points_;
-    std::set<std::uint64_t> user_breakpoints_;
     std::map<std::uint64_t, Site> sites_;
     std::map<std::uint64_t, FastSite> fast_sites_;
     std::optional<MovingSite> moving_;

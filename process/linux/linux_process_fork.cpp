@@ -56,18 +56,10 @@ void LinuxProcess::detach_child(pid_t child) {
         spdlog::debug("forked child {}: code restored, detached", child);
 }
 
-void LinuxProcess::lift_breakpoints_for_vfork() {
-    // The child runs in the parent's memory until it execs or exits: no breakpoint in it
-    // meanwhile (the parent waits; its hits are not missed).
-    memory_->breakpoints().for_each_original([&](std::uint64_t addr, auto) {
-        if (memory_->breakpoints().lift(addr)) lifted_for_vfork_.push_back(addr);
-    });
-}
-
 void LinuxProcess::release_child(pid_t child, bool vfork) {
     await_child(child);
     if (vfork)
-        lift_breakpoints_for_vfork();
+        memory_->lift_for_vfork();
     else
         clean_child(child);
     detach_child(child);
@@ -85,7 +77,7 @@ void LinuxProcess::hold_child(pid_t child, bool vfork) {
 bool LinuxProcess::release_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     // gdb took its own breakpoints out of the shared memory; tpagent's go for the child's life.
-    if (vfork_children_.erase(pid)) lift_breakpoints_for_vfork();
+    if (vfork_children_.erase(pid)) memory_->lift_for_vfork();
     detach_child(pid);
     return true;
 }
@@ -104,7 +96,7 @@ void LinuxProcess::release_held_children() {
             ++it;
             continue;
         }
-        if (vfork_children_.erase(*it)) lift_breakpoints_for_vfork();
+        if (vfork_children_.erase(*it)) memory_->lift_for_vfork();
         detach_child(*it);
         it = fork_children_.erase(it);
     }
@@ -127,8 +119,8 @@ std::unique_ptr<Target> LinuxProcess::take_fork_child(pid_t pid) {
     BreakpointBytes shared;
     const bool shared_memory = vfork_children_.erase(child) != 0;
     if (shared_memory) {
-        shared = give_up_user_breakpoints();
-        lift_breakpoints_for_vfork();
+        shared = memory_->give_up_user_breakpoints();
+        memory_->lift_for_vfork();
     }
     // Traced since its birth, with the parent's ptrace options, and stopped. Taken as
     // attached: it shares its parent's process group and terminal, neither of them its own
@@ -142,28 +134,13 @@ std::unique_ptr<Target> LinuxProcess::take_fork_child(pid_t pid) {
 }
 
 void LinuxProcess::take_breakpoints(const BreakpointBytes& breakpoints) {
-    for (const auto& [addr, original] : breakpoints)
-        if (user_breakpoints_.insert(addr).second) memory_->breakpoints().adopt(addr, original);
-}
-
-Target::BreakpointBytes LinuxProcess::give_up_user_breakpoints() {
-    BreakpointBytes given;
-    memory_->breakpoints().for_each_original(
-        [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-            if (user_breakpoints_.count(addr))
-                given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
-        });
-    for (const auto& [addr, bytes] : given) {
-        user_breakpoints_.erase(addr);
-        memory_->breakpoints().disown(addr);
-    }
-    return given;
+    memory_->adopt_user_breakpoints(breakpoints);
 }
 
 void LinuxProcess::unshare_memory() {
     if (!memory_unshared_ || !std::exchange(vfork_child_, false)) return;
     // Still in the parent's memory, whose they are now.
-    BreakpointBytes given = give_up_user_breakpoints();
+    BreakpointBytes given = memory_->give_up_user_breakpoints();
     std::exchange(memory_unshared_, nullptr)(std::move(given));
 }
 

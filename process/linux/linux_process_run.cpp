@@ -378,9 +378,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     if (event == PTRACE_EVENT_VFORK_DONE) {
         vfork_running_ = false;
         // The vfork child has exec'd or exited: the parent's breakpoints go back.
-        for (std::uint64_t addr : lifted_for_vfork_)
-            (void)memory_->breakpoints().lower(addr);
-        lifted_for_vfork_.clear();
+        memory_->lower_after_vfork();
         if (reports_.vfork) {
             StopEvent ev = signal_event(tid, SIGTRAP);
             ev.vfork_done = true;

@@ -19,22 +19,18 @@ constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
 
 Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
-    if (user_breakpoints_.count(addr)) return ok_status();
+    if (memory_->user_breakpoint_at(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
                                       "tracepoint at 0x{:x} runs from its pad: no thread runs "
                                       "them there",
                                       addr, fast->second.code.covered, fast->first));
-    if (auto s = memory_->breakpoints().insert(addr); !s) return s;
-    user_breakpoints_.insert(addr);
-    return ok_status();
+    return memory_->insert_user_breakpoint(addr);
 }
 
 Status LinuxProcess::remove_user_breakpoint(std::uint64_t addr) {
-    if (!user_breakpoints_.erase(addr))
-        return make_error(ErrorCode::NotFound, "no breakpoint there");
-    return memory_->breakpoints().remove(addr);
+    return memory_->remove_user_breakpoint(addr);
 }
 
 Result<LinuxProcess::Site> LinuxProcess::place_displaced(std::uint64_t addr,
