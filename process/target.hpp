@@ -1,5 +1,5 @@
 // What tpagent asks of a traced program: run control, registers, memory, breakpoints and the
-// sites tracepoints are made of. process/linux/Inferior is the real one (ptrace); the server's
+// sites tracepoints are made of. process/linux/LinuxProcess is the real one (ptrace); the server's
 // tests drive their handlers against fakes. All-stop: when one thread has something to report,
 // every other thread is stopped before the event is handed out (non-stop: see set_non_stop).
 #pragma once

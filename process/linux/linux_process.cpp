@@ -1,4 +1,4 @@
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/terminal.hpp"
 #include "process/linux/code_guard.hpp"
 #include "process/linux/child_events.hpp"
@@ -36,46 +36,36 @@ long launch_ptrace_options() {
 }
 
 // Waits for `tid` to stop; false if it exited instead.
-bool wait_for_stop(pid_t tid, int& status) {
+bool wait_for_stop(pid_t tid, WaitStatus& status) {
     while (true) {
-        pid_t r = waitpid(tid, &status, __WALL);
-        if (r == tid) return WIFSTOPPED(status);
+        pid_t r = wait_thread(tid, status, __WALL);
+        if (r == tid) return status.stopped();
         if (r < 0 && errno != EINTR) return false;
     }
 }
 } // namespace
 
-Inferior::Inferior(pid_t pid, bool attached)
-    : pid_(pid), attached_(attached), arch_(arch::host_architecture()) {
-    breakpoints_ = std::make_unique<SoftwareBreakpoints>(
-        arch_.breakpoint_instruction(),
-        [this](std::uint64_t a, std::span<std::uint8_t> out) {
-            std::size_t got = 0;
-            auto s = raw_read(a, out, got);
-            if (s && got != out.size())
-                return Status(make_error(ErrorCode::MemoryAccess, "unreadable"));
-            return s;
-        },
-        [this](std::uint64_t a, std::span<const std::uint8_t> d) { return raw_write(a, d); });
-    breakpoints_->on_change([this] { publish_code_patches(); });
+LinuxProcess::LinuxProcess(pid_t pid, bool attached)
+    : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
+      memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())) {
+    memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
-Inferior::~Inferior() {
+LinuxProcess::~LinuxProcess() {
     release_held_children();
     code_guard::forget(pid_);
-    if (mem_fd_ >= 0) close(mem_fd_);
 }
 
 // What tpagent has put in the program's code, byte by byte, for the code guard: a breakpoint
 // on a fast tracepoint's jump saved a byte of the jump, whose own saved bytes are the program's.
-void Inferior::publish_code_patches() const {
+void LinuxProcess::publish_code_patches() const {
     if (!alive_ || !code_guard::running()) return;
     std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
     for (const auto& [addr, site] : fast_sites_)
         for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)
             bytes[addr + i] = {site.original[i], site.patch[i]};
     const auto insn = arch_.breakpoint_instruction();
-    breakpoints_->for_each_site(
+    memory_->breakpoints().for_each_site(
         [&](std::uint64_t addr, std::span<const std::uint8_t> original, bool in_memory) {
             for (std::size_t i = 0; i < original.size() && i < insn.size(); ++i) {
                 auto it = bytes.try_emplace(addr + i, original[i], original[i]).first;
@@ -93,19 +83,14 @@ void Inferior::publish_code_patches() const {
     code_guard::publish(pid_, patches, !attached_ && sites_.empty() && fast_sites_.empty());
 }
 
-Status Inferior::finish_setup() {
+Status LinuxProcess::finish_setup() {
     publish_code_patches();
-    reopen_memory();
+    memory_->open(pid_);
     executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
     return ok_status();
 }
 
-void Inferior::reopen_memory() {
-    if (mem_fd_ >= 0) close(mem_fd_);
-    mem_fd_ = open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDWR | O_CLOEXEC);
-}
-
-Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
+Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spec) {
     if (spec.program.empty()) return make_error(ErrorCode::NotAllowed, "no program to run");
     std::vector<std::string> argv_s = spec.wrapper;
     argv_s.insert(argv_s.end(), spec.program.begin(), spec.program.end());
@@ -165,9 +150,9 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
     int exec_errno = 0;
     ssize_t n = read(fds[0], &exec_errno, sizeof exec_errno);
     close(fds[0]);
-    int status = 0;
+    WaitStatus status;
     if (n == sizeof exec_errno) {
-        waitpid(child, &status, 0);
+        wait_thread(child, status, 0);
         // gdbserver's words, its last line included (scripts wait for it).
         return make_error(ErrorCode::SystemError,
                           fmt::format("Cannot exec {}: {}.\nDuring startup program exited with "
@@ -181,7 +166,7 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
         // Without them its threads and execs would go unseen: better not to run it at all.
         Error e = sys_error("PTRACE_SETOPTIONS");
         ::kill(child, SIGKILL);
-        waitpid(child, &status, __WALL);
+        wait_thread(child, status, __WALL);
         return e;
     }
     // With a wrapper, the stop above was the wrapper's exec: run on to the program's exec.
@@ -191,19 +176,20 @@ Result<std::unique_ptr<Inferior>> Inferior::launch(const LaunchSpec& spec) {
             if (!wait_for_stop(child, status))
                 return make_error(ErrorCode::SystemError,
                                   "wrapper exited before starting the program");
-            if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) break;
+            if (status.stop_signal() == SIGTRAP && status.ptrace_event() == PTRACE_EVENT_EXEC)
+                break;
         }
     }
     if (!spec.stdio_is_protocol) terminal::give_to(child); // its group is its own (setpgid)
-    std::unique_ptr<Inferior> inf(new Inferior(child, false));
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(child, false));
     inf->add_thread(child, false);
     inf->finish_setup();
     spdlog::debug("launched {} as pid {}", spec.program.front(), child);
     return inf;
 }
 
-Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
-    std::unique_ptr<Inferior> inf(new Inferior(pid, true));
+Result<std::unique_ptr<LinuxProcess>> LinuxProcess::attach(pid_t pid) {
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(pid, true));
     // Threads may be created while we attach: repeat until no new ones appear.
     bool found_new = true;
     while (found_new) {
@@ -218,7 +204,7 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
                 }
                 continue; // thread exited meanwhile
             }
-            int status = 0;
+            WaitStatus status;
             if (!wait_for_stop(tid, status)) continue;
             if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(kPtraceOptions)) !=
                 0)
@@ -235,38 +221,38 @@ Result<std::unique_ptr<Inferior>> Inferior::attach(pid_t pid) {
     return inf;
 }
 
-void Inferior::add_thread(pid_t tid, bool awaiting_first_stop) {
-    Thread t;
+void LinuxProcess::add_thread(pid_t tid, bool awaiting_first_stop) {
+    LinuxThread t;
     t.stopped = true;
-    t.awaiting_first_stop = awaiting_first_stop;
+    if (awaiting_first_stop) t.owed_sigstop = OwedSigstop::First;
     threads_.emplace(tid, std::move(t));
 }
 
-std::vector<pid_t> Inferior::thread_ids() const {
+std::vector<pid_t> LinuxProcess::thread_ids() const {
     // Non-stop: a new thread is listed (running) before its first stop, so that gdb stopping
     // every thread stops it too (else gdb finds it running after its stop-all).
     std::vector<pid_t> ids;
     for (const auto& [tid, t] : threads_)
-        if (!t.awaiting_first_stop || non_stop_) ids.push_back(tid);
+        if (!t.awaiting_first_stop() || non_stop_) ids.push_back(tid);
     return ids;
 }
 
-std::string Inferior::thread_name(pid_t tid) const {
+std::string LinuxProcess::thread_name(pid_t tid) const {
     std::string name = read_file(fmt::format("/proc/{}/task/{}/comm", pid_, tid));
     while (!name.empty() && name.back() == '\n')
         name.pop_back();
     return name;
 }
 
-std::vector<StaticMarker> Inferior::static_markers() const {
+std::vector<StaticMarker> LinuxProcess::static_markers() const {
     if (!alive()) return {};
     return sdt_markers_of_process(pid_, arch_);
 }
 
-Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
+Result<arch::RegisterSnapshot*> LinuxProcess::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
-    Thread& t = it->second;
+    LinuxThread& t = it->second;
     if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
     if (!t.regs) {
         arch::RegisterSnapshot s;
@@ -284,8 +270,8 @@ Result<arch::RegisterSnapshot*> Inferior::snapshot(pid_t tid, bool full) {
     return &*t.regs;
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vector<bool>& available,
-                                                           bool full) {
+Result<std::vector<std::uint8_t>>
+LinuxProcess::read_registers(pid_t tid, std::vector<bool>& available, bool full) {
     auto s = snapshot(tid, full);
     if (!s) return s.error();
     std::vector<std::uint8_t> g(arch_.g_size());
@@ -299,7 +285,7 @@ Result<std::vector<std::uint8_t>> Inferior::read_registers(pid_t tid, std::vecto
     return g;
 }
 
-Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
+Status LinuxProcess::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
     if (g.size() != arch_.g_size())
         return make_error(ErrorCode::BadPacket, "wrong register block size");
     auto s = snapshot(tid);
@@ -311,14 +297,14 @@ Status Inferior::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
     return arch_.write_snapshot(tid, **s);
 }
 
-Status Inferior::check_stopped(pid_t tid) const {
+Status LinuxProcess::check_stopped(pid_t tid) const {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
     if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
     return ok_status();
 }
 
-Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
+Result<std::vector<std::uint8_t>> LinuxProcess::read_siginfo(pid_t tid) {
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
     siginfo_t info{};
     if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
@@ -326,7 +312,7 @@ Result<std::vector<std::uint8_t>> Inferior::read_siginfo(pid_t tid) {
     return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
 }
 
-Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
+Status LinuxProcess::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
     siginfo_t info{};
     if (siginfo.size() != sizeof info)
@@ -336,7 +322,7 @@ Status Inferior::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo)
     return ok_status();
 }
 
-Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
+Status LinuxProcess::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
     auto regs = arch_.registers();
     if (regnum < 0 || static_cast<std::size_t>(regnum) >= regs.size())
         return make_error(ErrorCode::NotFound, "no such register");
@@ -349,39 +335,16 @@ Status Inferior::write_register(pid_t tid, int regnum, std::span<const std::uint
     return write_registers(tid, *g);
 }
 
-Result<std::uint64_t> Inferior::read_pc(pid_t tid) {
+Result<std::uint64_t> LinuxProcess::read_pc(pid_t tid) {
     auto s = snapshot(tid, false);
     if (!s) return s.error();
     return arch_.pc(**s);
 }
 
-Status Inferior::raw_read(std::uint64_t addr, std::span<std::uint8_t> out, std::size_t& got) {
-    got = 0;
-    while (got < out.size()) {
-        ssize_t n =
-            pread(mem_fd_, out.data() + got, out.size() - got, static_cast<off_t>(addr + got));
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    if (got == 0 && !out.empty()) return make_error(ErrorCode::MemoryAccess, "cannot read memory");
-    return ok_status();
-}
-
-Status Inferior::raw_write(std::uint64_t addr, std::span<const std::uint8_t> data) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        ssize_t n = pwrite(mem_fd_, data.data() + done, data.size() - done,
-                           static_cast<off_t>(addr + done));
-        if (n <= 0) return make_error(ErrorCode::MemoryAccess, "cannot write memory");
-        done += static_cast<std::size_t>(n);
-    }
-    return ok_status();
-}
-
-Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
+Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
     std::size_t got = 0;
-    if (auto s = raw_read(addr, out, got); !s) return s.error();
-    breakpoints_->unshadow(addr, out.first(got));
+    if (auto s = memory_->read_raw(addr, out, got); !s) return s.error();
+    memory_->breakpoints().unshadow(addr, out.first(got));
     // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
     for (const auto& [site, fast] : fast_sites_) {
         for (std::size_t i = 0; i < fast.original.size(); ++i) {
@@ -396,7 +359,7 @@ Result<std::size_t> Inferior::read_memory(std::uint64_t addr, std::span<std::uin
 // instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
 // displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
 // and put a rebuilt jump back (its pad runs the new instructions).
-Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
+Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
     flow_cache_.clear(); // the branch recorder decodes the code anew
     std::vector<std::uint8_t> bytes(data.begin(), data.end());
@@ -432,7 +395,7 @@ Status Inferior::write_memory(std::uint64_t addr, std::span<const std::uint8_t> 
     return written;
 }
 
-Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+Status LinuxProcess::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.insert(type, addr, len); !s) return s;
     for (auto& [tid, t] : threads_) {
         if (!t.stopped) continue;
@@ -448,7 +411,7 @@ Status Inferior::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len
     return ok_status();
 }
 
-Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+Status LinuxProcess::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.remove(type, addr, len); !s) return s;
     Status all = ok_status();
     for (auto& [tid, t] : threads_)
@@ -457,11 +420,10 @@ Status Inferior::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len
     return all;
 }
 
-void Inferior::forget_image() {
-    breakpoints_->forget_all();
+void LinuxProcess::forget_image() {
+    memory_->forget_all();
     for (auto& [tid, t] : threads_)
-        t.record_trap.reset(); // (gone with the rest)
-    user_breakpoints_.clear();
+        t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     sites_.clear();
     recently_removed_sites_.clear();
     fast_sites_.clear();
@@ -472,7 +434,7 @@ void Inferior::forget_image() {
     publish_code_patches();
 }
 
-void Inferior::mark_dead() {
+void LinuxProcess::mark_dead() {
     unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
     branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
     vfork_running_ = false;
@@ -484,39 +446,40 @@ void Inferior::mark_dead() {
     code_guard::forget(pid_); // gone or let go: nothing for the watchdog to do with it
 }
 
-Status Inferior::kill() {
+Status LinuxProcess::kill() {
     release_held_children();
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
     // Reap every thread so nothing is left as a zombie.
-    int status = 0;
+    WaitStatus status;
     while (true) {
-        pid_t r = waitpid(-1, &status, __WALL);
+        pid_t r = wait_thread(-1, status, __WALL);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
-        if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
+        if (r == pid_ && status.ended()) break;
     }
     if (!attached_) terminal::take_back(); // the group it was given is gone
     mark_dead();
     return ok_status();
 }
 
-Status Inferior::detach() {
+Status LinuxProcess::detach() {
     release_held_children();
     if (!alive_) return ok_status();
     remove_all_sites();
-    breakpoints_->remove_all();
+    memory_->breakpoints().remove_all();
     hw_points_.clear();
     for (auto& [tid, t] : threads_) {
         int sig = 0;
-        if (!t.stopped || t.stop_requested) {
+        const bool ours_owed = t.owed_sigstop == OwedSigstop::Ours;
+        if (!t.stopped || ours_owed) {
             // Collect the SIGSTOP we sent so it does not stop the program after we leave.
-            if (!t.stop_requested) tgkill(pid_, tid, SIGSTOP);
+            if (!ours_owed) tgkill(pid_, tid, SIGSTOP);
             // Stopped with our SIGSTOP still to come (another stop came first): on to it.
             if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
-            int status = 0;
-            while (wait_for_stop(tid, status) && WSTOPSIG(status) != SIGSTOP) {
-                if (WSTOPSIG(status) != SIGTRAP) sig = WSTOPSIG(status);
+            WaitStatus status;
+            while (wait_for_stop(tid, status) && status.stop_signal() != SIGSTOP) {
+                if (status.stop_signal() != SIGTRAP) sig = status.stop_signal();
                 ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
                 sig = 0;
             }

@@ -1,7 +1,7 @@
 // Branch trace (record btrace): each recorded thread has a ring of taken branches, filled by
 // the CPU (perf BTS) where it can, else by the software recorder, which steps the thread while
 // it runs (resume_thread) and finds each taken branch from where the steps stop.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -19,8 +19,8 @@ constexpr bool kHasBlockStep = false;
 #endif
 } // namespace
 
-Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
-                                                        const BranchTraceRequest& request) {
+Result<BranchTraceConfig> LinuxProcess::enable_branch_trace(pid_t tid,
+                                                            const BranchTraceRequest& request) {
     if (!threads_.count(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
     if (branch_traces_.count(tid))
         return make_error(ErrorCode::NotAllowed, "Btrace already enabled.");
@@ -52,7 +52,7 @@ Result<BranchTraceConfig> Inferior::enable_branch_trace(pid_t tid,
     return r.config;
 }
 
-Status Inferior::disable_branch_trace(pid_t tid) {
+Status LinuxProcess::disable_branch_trace(pid_t tid) {
     // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
     // at its next branch is taken out when it gets there: the next resume just continues.)
     if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
@@ -62,7 +62,7 @@ Status Inferior::disable_branch_trace(pid_t tid) {
     return ok_status();
 }
 
-Result<BranchTraceConfig> Inferior::branch_trace_config(pid_t tid) const {
+Result<BranchTraceConfig> LinuxProcess::branch_trace_config(pid_t tid) const {
     auto it = branch_traces_.find(tid);
     if (it == branch_traces_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
     BranchTraceConfig c = it->second.config;
@@ -72,7 +72,7 @@ Result<BranchTraceConfig> Inferior::branch_trace_config(pid_t tid) const {
     return c;
 }
 
-Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTraceRead kind) {
+Result<std::vector<BranchBlock>> LinuxProcess::read_branch_trace(pid_t tid, BranchTraceRead kind) {
     auto it = branch_traces_.find(tid);
     if (it == branch_traces_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
@@ -86,12 +86,12 @@ Result<std::vector<BranchBlock>> Inferior::read_branch_trace(pid_t tid, BranchTr
     return r.ring.read(kind, *pc);
 }
 
-Inferior::BranchRecording* Inferior::software_recording(pid_t tid) {
+LinuxProcess::BranchRecording* LinuxProcess::software_recording(pid_t tid) {
     auto it = branch_traces_.find(tid);
     return it != branch_traces_.end() && !it->second.hardware ? &it->second : nullptr;
 }
 
-void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
+void LinuxProcess::observe_branches(pid_t tid, BranchRecording& r) {
     auto pc = read_pc(tid);
     if (!pc) return;
     // (After a block end's breakpoint, the walk goes through the whole block; a block step is
@@ -102,7 +102,7 @@ void Inferior::observe_branches(pid_t tid, BranchRecording& r) {
         *pc, whole_block, [this](std::uint64_t addr) { return flow_at(addr); }, r.ring);
 }
 
-bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
+bool LinuxProcess::place_block_end(pid_t tid, LinuxThread& t, const BranchRecording& r) {
     auto pc = read_pc(tid);
     // Only where the recorder knows the thread is (not sent into a pad), and with no other
     // thread that could meet the breakpoint: another would have to step over it, lifting it
@@ -120,23 +120,24 @@ bool Inferior::place_block_end(pid_t tid, Thread& t, const BranchRecording& r) {
     if (at == *pc) return false; // at the branch: a step takes it
     // Not into code tpagent or gdb has patched: a breakpoint (whose hit is theirs) or a fast
     // tracepoint's jump.
-    if (breakpoints_->inserted_at(at)) return false;
+    if (memory_->breakpoints().inserted_at(at)) return false;
     for (const auto& [addr, site] : fast_sites_)
         if (at >= addr && at < addr + site.patch.size()) return false;
-    if (auto i = breakpoints_->insert(at); !i) return false;
-    t.record_trap = at;
+    if (auto i = memory_->breakpoints().insert(at); !i) return false;
+    t.activity = thread_activity::RunningToBlockEnd{at};
     return true;
 }
 
-void Inferior::clear_block_end(Thread& t) {
-    if (!t.record_trap) return;
-    if (auto r = breakpoints_->remove(*t.record_trap); !r)
+void LinuxProcess::clear_block_end(LinuxThread& t) {
+    const auto* block_end = t.doing<thread_activity::RunningToBlockEnd>();
+    if (!block_end) return;
+    if (auto r = memory_->breakpoints().remove(block_end->trap); !r)
         spdlog::warn("cannot take out the branch recorder's breakpoint at 0x{:x}: {}",
-                     *t.record_trap, r.error().text);
-    t.record_trap.reset();
+                     block_end->trap, r.error().text);
+    t.end<thread_activity::RunningToBlockEnd>();
 }
 
-Result<arch::FlowInstruction> Inferior::flow_at(std::uint64_t addr) {
+Result<arch::FlowInstruction> LinuxProcess::flow_at(std::uint64_t addr) {
     if (auto hit = flow_cache_.find(addr); hit != flow_cache_.end()) return hit->second;
     std::uint8_t code[16] = {};
     const std::size_t want = std::min(sizeof code, arch_.max_instruction_bytes());

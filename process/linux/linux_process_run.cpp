@@ -1,5 +1,5 @@
 // Run control: resuming threads and turning wait statuses into all-stop events.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/terminal.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
@@ -13,11 +13,14 @@
 
 namespace tpagent::process {
 
+using thread_activity::Plain;
+using thread_activity::RecordStepping;
+using thread_activity::RunningToBlockEnd;
+using thread_activity::SteppingFastJump;
+using thread_activity::SteppingOverSite;
+using thread_activity::SteppingThroughPad;
+
 namespace {
-// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
-// past this many, something keeps the thread from the displaced instruction (a loop waiting
-// for tpagent, say) and the step is reported where it is.
-constexpr std::uint64_t kMaxFastStepInstructions = 200000;
 // The software branch recorder's step to the next taken branch (x86: the CPU's BTF).
 #if defined(__x86_64__)
 constexpr long kBlockStep = PTRACE_SINGLEBLOCK;
@@ -28,19 +31,19 @@ constexpr bool kSyscallStepIsBreakpoint = false;
 #endif
 } // namespace
 
-Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
+Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal) {
     if (hw_points_.any())
         if (auto h = hw_points_.apply(tid); !h) return h;
-    step = step || t.trace_steps_left > 0; // while-stepping goes on whatever gdb asked
+    step = step || t.while_stepping; // while-stepping goes on whatever gdb asked
     BranchRecording* recorder = software_recording(tid);
     clear_block_end(t); // (placed again below, from where the thread is now)
     if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
-    if (!step) t.step_from_site.reset();            // a thread inside a pad just runs out of it
+    if (!step) t.end<SteppingThroughPad>();         // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
     // call, a hit as any other.)
-    if (!sites_.empty() && !t.step_from_site && !t.at_syscall_entry) {
+    if (!sites_.empty() && !t.is_doing<SteppingThroughPad>() && !t.at_syscall_entry) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t pc = arch_.pc(**s);
             if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
@@ -50,16 +53,15 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
                 // (the pc rewound onto it after the hit reaches the thread now).
                 if (auto w = arch_.write_general_registers(tid, **snapshot(tid, false)); !w)
                     return w;
-                if (auto l = breakpoints_->lift(pc); !l) return l;
+                if (auto l = memory_->breakpoints().lift(pc); !l) return l;
                 spdlog::debug("thread {}: stepping over the trap tracepoint at 0x{:x}", tid, pc);
-                t.step_over = pc;
-                t.step_over_resumes = !step;
+                t.activity = SteppingOverSite{pc, !step};
                 step = true;
             } else if (site != sites_.end() && !user_breakpoint_at(pc)) {
                 arch::RegisterSnapshot& regs = **snapshot(tid, false);
                 arch_.set_pc(regs, site->second.pad);
                 if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
-                if (step) t.step_from_site = pc;
+                if (step) t.activity = SteppingThroughPad{pc};
             }
         } else {
             return s.error();
@@ -67,27 +69,28 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     }
     t.collected_at.reset();
     if (!step) {
-        t.fast_step.reset();
-    } else if (!t.fast_step && !fast_sites_.empty()) {
+        t.end<SteppingFastJump>();
+    } else if ((t.is_doing<Plain>() || t.is_doing<RecordStepping>()) && !fast_sites_.empty()) {
         auto s = snapshot(tid, false);
         if (!s) return s.error();
         const std::uint64_t pc = arch_.pc(**s);
-        if (fast_sites_.count(pc) && !breakpoints_->inserted_at(pc)) {
-            t.fast_step = pc;
-            t.fast_step_in_copy = false;
-            t.fast_step_count = 0;
+        if (fast_sites_.count(pc) && !memory_->breakpoints().inserted_at(pc)) {
+            t.activity = SteppingFastJump{pc};
         }
     }
     // A recorded thread that is to run steps instead: one branch (or instruction) at a time.
-    t.record_step = recorder && !step;
+    if (recorder && !step)
+        t.activity = RecordStepping{};
+    else
+        t.end<RecordStepping>();
     long req = step ? PTRACE_SINGLESTEP : catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
-    if (t.record_step) {
+    if (t.is_doing<RecordStepping>()) {
         req = recorder->method == BranchStepMethod::SingleSteps ? long{PTRACE_SINGLESTEP}
                                                                 : kBlockStep;
         // Faster: run to a breakpoint at the next branch (a signal's handler is stepped into).
-        if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 && !t.step_over &&
+        // (place_block_end sets the thread RunningToBlockEnd.)
+        if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 &&
             place_block_end(tid, t, *recorder)) {
-            t.record_step = false;
             req = catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
         }
     }
@@ -105,7 +108,7 @@ Status Inferior::resume_thread(pid_t tid, Thread& t, bool step, int signal) {
     return ok_status();
 }
 
-void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
+void LinuxProcess::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running) {
     if (keep_running) {
         continue_after_stop(tid, t, t.stepping);
     } else if (stopping_all_) {
@@ -115,21 +118,14 @@ void Inferior::continue_after_event(pid_t tid, Thread& t, bool keep_running) {
         // One SIGSTOP at a time: a second, sent after the first was taken, would stop the
         // thread again after the stop-all, in front of gdb (a system call's stops come
         // before the signal that ends the call is taken).
-        if (!t.stop_requested) {
-            t.stop_requested = true;
+        if (t.owed_sigstop != OwedSigstop::Ours) {
+            t.owed_sigstop = OwedSigstop::Ours;
             tgkill(pid_, tid, SIGSTOP);
         }
     }
 }
 
-void Inferior::end_step_over(pid_t tid, Thread& t) {
-    if (auto r = breakpoints_->lower(*t.step_over); !r)
-        spdlog::warn("thread {}: cannot put back the trap tracepoint at 0x{:x}: {}", tid,
-                     *t.step_over, r.error().text);
-    t.step_over.reset();
-}
-
-void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
+void LinuxProcess::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
     if (!running_ || stopping_all_ || !t.wants_run) return;
     if (auto r = resume_thread(tid, t, step, 0); !r) {
         // It stays stopped: report that rather than leave gdb waiting for a thread that
@@ -143,96 +139,15 @@ void Inferior::continue_after_stop(pid_t tid, Thread& t, bool step) {
     }
 }
 
-void Inferior::collect_unrun_site(pid_t tid, Thread& t, std::uint64_t pc, bool& step) {
-    if (t.collected_at == pc || !on_site_hit_) return;
-    const SiteHit hit = on_site_hit_(tid, pc);
-    t.collected_at = pc;
-    if (hit.consumed && hit.steps > 0) {
-        t.trace_steps_left = hit.steps;
-        t.trace_site = pc;
-        step = true;
-    }
-}
-
-// One instruction of a single step over a fast tracepoint's jump has run. True once the
-// displaced instruction has (the pc is put back into the program's code); false to step on.
-bool Inferior::finish_fast_step(pid_t tid, Thread& t) {
-    auto site = fast_sites_.find(*t.fast_step);
-    auto s = snapshot(tid, false);
-    if (site == fast_sites_.end() || !s || ++t.fast_step_count > kMaxFastStepInstructions) {
-        if (s && site != fast_sites_.end())
-            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
-                         "instructions in its pad",
-                         tid, site->first, t.fast_step_count - 1);
-        t.fast_step.reset();
-        return true;
-    }
-    const FastSite& f = site->second;
-    const std::uint64_t pc = arch_.pc(**s);
-    const std::uint64_t relocated = f.pad + f.relocated_offset;
-    if (!t.fast_step_in_copy) {
-        t.fast_step_in_copy = pc == relocated; // the collector is done; next: the instruction
-        return false;
-    }
-    if (arch::in_relocated(f.code, relocated, pc)) {
-        auto back = arch::original_address(f.code, relocated, site->first, pc);
-        if (!back) return false; // within the instructions one original became
-        arch_.set_pc(**s, *back);
-        if (auto w = arch_.write_general_registers(tid, **s); !w)
-            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
-    } // else a branch left the pad: the pc is already the program's
-    t.fast_step.reset();
-    return true;
-}
-
-bool Inferior::recover_collector_fault(pid_t tid) {
-    if (!agent_code_) return false;
-    auto s = snapshot(tid, false);
-    if (!s) return false;
-    const std::uint64_t pc = arch_.pc(**s);
-    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
-    arch_.set_pc(**s, agent_code_->copy_fault);
-    if (auto w = arch_.write_general_registers(tid, **s); !w) {
-        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
-        return false;
-    }
-    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
-    return true;
-}
-
-// A single step that started in a pad: puts the pc back into the original code. False while
-// the step has not left the displaced instruction yet (e.g. it entered a call trampoline).
-bool Inferior::finish_pad_step(pid_t tid, Thread& t) {
-    std::uint64_t site_addr = *t.step_from_site;
-    auto site = sites_.find(site_addr);
-    auto s = snapshot(tid, false);
-    if (site == sites_.end() || !s) {
-        t.step_from_site.reset();
-        return true;
-    }
-    const std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
-    if (!arch::in_relocated(site->second.code, pad, pc)) {
-        t.step_from_site.reset(); // a branch left the pad: the pc is already in original code
-        return true;
-    }
-    auto back = arch::original_address(site->second.code, pad, site_addr, pc);
-    if (!back) return false;
-    arch_.set_pc(**s, *back);
-    if (auto w = arch_.write_general_registers(tid, **s); !w)
-        spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
-    t.step_from_site.reset();
-    return true;
-}
-
-bool Inferior::pending_still_valid(pid_t tid, Thread& t) {
+bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
     // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
     auto pc = read_pc(tid);
-    return pc && breakpoints_->inserted_at(*pc);
+    return pc && memory_->breakpoints().inserted_at(*pc);
 }
 
-Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume>& actions) {
+Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
     flow_cache_.clear(); // gdb may have changed the code since
     for (const auto& a : actions) {
@@ -257,7 +172,7 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
     for (const auto& a : actions) {
         auto it = threads_.find(a.tid);
         if (it == threads_.end()) continue;
-        Thread& t = it->second;
+        LinuxThread& t = it->second;
         if (non_stop_ &&
             (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
                                         [&](const auto& e) { return e.tid == a.tid; })))
@@ -278,10 +193,10 @@ Result<std::optional<StopEvent>> Inferior::resume(const std::vector<ThreadResume
     return std::optional<StopEvent>();
 }
 
-Status Inferior::resume_all() {
+Status LinuxProcess::resume_all() {
     std::vector<ThreadResume> plan;
     for (const auto& [tid, t] : threads_)
-        if (!t.awaiting_first_stop) plan.push_back({tid, false, 0});
+        if (!t.awaiting_first_stop()) plan.push_back({tid, false, 0});
     // All-stop's resume() hands back one held-back event instead of resuming: with nobody
     // to report them to, they are dropped until the threads run.
     for (std::size_t held = 0; held <= plan.size(); ++held) {
@@ -292,7 +207,7 @@ Status Inferior::resume_all() {
     return ok_status();
 }
 
-std::optional<StopEvent> Inferior::stop_all_now() {
+std::optional<StopEvent> LinuxProcess::stop_all_now() {
     if (!alive_ || !running_) return std::nullopt;
     StopEvent quiet;
     quiet.pid = pid_;
@@ -303,30 +218,29 @@ std::optional<StopEvent> Inferior::stop_all_now() {
     stop_running_threads();
     if (auto ev = finish_stop_all()) return ev;
     pid_t tid = 0;
-    int status = 0;
+    WaitStatus status;
     while (alive_ && wait_next(tid, status))
         if (auto ev = handle_status(tid, status)) return ev;
     return std::nullopt;
 }
 
-void Inferior::stop_running_threads() {
+void LinuxProcess::stop_running_threads() {
     for (auto& [tid, t] : threads_) {
-        if (t.stopped || t.stop_requested) continue;
-        if (t.awaiting_first_stop) continue; // its first SIGSTOP is already on the way
-        t.stop_requested = true;
+        if (t.stopped || t.sigstop_on_way()) continue; // (a new thread's first is, say)
+        t.owed_sigstop = OwedSigstop::Ours;
         tgkill(pid_, tid, SIGSTOP);
     }
 }
 
-bool Inferior::wait_next(pid_t& tid, int& status) {
+bool LinuxProcess::wait_next(pid_t& tid, WaitStatus& status) {
     for (;;) {
-        tid = waitpid(-1, &status, __WALL);
+        tid = wait_thread(-1, status, __WALL);
         if (tid >= 0) return true;
         if (errno != EINTR) return false;
     }
 }
 
-void Inferior::interrupt() {
+void LinuxProcess::interrupt() {
     if (!alive_ || !running_) return;
     // As a terminal would: the whole process group when we started it.
     if (!attached_)
@@ -335,36 +249,36 @@ void Inferior::interrupt() {
         ::kill(pid_, SIGINT);
 }
 
-std::optional<StopEvent> Inferior::poll() {
+std::optional<StopEvent> LinuxProcess::poll() {
     if (auto ev = take_reported()) return ev;
     while (alive_) {
-        int status = 0;
-        pid_t tid = waitpid(-1, &status, WNOHANG | __WALL);
+        WaitStatus status;
+        pid_t tid = wait_thread(-1, status, WNOHANG | __WALL);
         if (tid <= 0) break;
         if (auto ev = handle_status(tid, status)) return ev;
     }
     return take_reported();
 }
 
-std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
+    if (status.ended()) {
         if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
-            if (WIFEXITED(status)) {
+            if (status.exited()) {
                 ev.kind = StopEvent::Kind::Exited;
-                ev.exit_code = WEXITSTATUS(status);
+                ev.exit_code = status.exit_code();
             } else {
                 ev.kind = StopEvent::Kind::Killed;
-                ev.signal = WTERMSIG(status);
+                ev.signal = status.fatal_signal();
             }
             if (!attached_) terminal::take_back(); // the group it was given is gone
             mark_dead();
             return ev;
         }
         auto it = threads_.find(tid);
-        if (it != threads_.end() && it->second.step_over)
+        if (it != threads_.end() && it->second.is_doing<SteppingOverSite>())
             end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
         if (it != threads_.end() && non_stop_ && reports_.threads) {
             // (gdb may be waiting for its stop: a vCont;t it will never answer.)
@@ -372,7 +286,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
             ev.pid = pid_;
             ev.tid = tid;
             ev.thread_exited = true;
-            ev.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+            ev.exit_code = status.exited() ? status.exit_code() : 0;
             reported_.push_back(ev);
         }
         if (it != threads_.end()) clear_block_end(it->second);
@@ -382,7 +296,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         if (auto ev = finish_stop_all()) return ev;
         return no_resumed_event();
     }
-    if (!WIFSTOPPED(status)) return std::nullopt;
+    if (!status.stopped()) return std::nullopt;
     auto it = threads_.find(tid);
     if (it == threads_.end() && is_new_process(tid)) {
         // A forked child's first stop, ahead of its parent's fork event: kept for that.
@@ -392,7 +306,7 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
     if (it == threads_.end()) {
         // A new thread's first stop can arrive before its parent's clone event.
         add_thread(tid, false);
-        Thread& t = threads_[tid];
+        LinuxThread& t = threads_[tid];
         if (non_stop_ && reports_.threads) {
             t.wants_run = true; // (a pause hands out its event when it ends)
             return report_created(tid, t);
@@ -405,22 +319,22 @@ std::optional<StopEvent> Inferior::handle_status(pid_t tid, int status) {
         }
         return finish_stop_all();
     }
-    Thread& t = it->second;
+    LinuxThread& t = it->second;
     t.stopped = true;
     t.regs.reset();
     return handle_stop(tid, t, status);
 }
 
-std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status) {
-    int sig = WSTOPSIG(status);
-    int event = status >> 16;
+std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, WaitStatus status) {
+    const int sig = status.stop_signal();
+    const int event = status.ptrace_event();
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
     bool keep_running = running_ && !stopping_all_ && t.wants_run;
 
-    if (t.step_over && event == PTRACE_EVENT_EXEC) t.step_over.reset(); // that image is gone
-    if (t.step_over) {
+    if (event == PTRACE_EVENT_EXEC) t.end<SteppingOverSite>(); // that image is gone
+    if (const auto* over = t.doing<SteppingOverSite>()) {
         // Whatever stopped the step (its trap, a signal, an event), the breakpoint goes back.
-        const bool resumes = t.step_over_resumes;
+        const bool resumes = over->resumes;
         end_step_over(tid, t);
         siginfo_t info{};
         if (sig == SIGTRAP && event == 0 && resumes &&
@@ -464,9 +378,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
     if (event == PTRACE_EVENT_VFORK_DONE) {
         vfork_running_ = false;
         // The vfork child has exec'd or exited: the parent's breakpoints go back.
-        for (std::uint64_t addr : lifted_for_vfork_)
-            (void)breakpoints_->lower(addr);
-        lifted_for_vfork_.clear();
+        memory_->lower_after_vfork();
         if (reports_.vfork) {
             StopEvent ev = signal_event(tid, SIGTRAP);
             ev.vfork_done = true;
@@ -479,7 +391,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
         // of it may be written into the new one. (A vfork child's old image is its parent's.)
         unshare_memory();
-        reopen_memory();
+        memory_->open(pid_);
         forget_image();
         hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
         // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
@@ -496,7 +408,7 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         }
         if (auto f = threads_.find(static_cast<pid_t>(former));
             other_thread && f != threads_.end()) {
-            Thread moved = std::move(f->second);
+            LinuxThread moved = std::move(f->second);
             moved.stopped = true;
             moved.regs.reset();
             t = std::move(moved);
@@ -518,10 +430,10 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
                 chosen_ = signal_event(tid, 0);
             }
         }
-        t.step_from_site.reset();
-        t.fast_step.reset();
+        t.end<SteppingThroughPad>();
+        t.end<SteppingFastJump>();
         t.collected_at.reset();
-        t.trace_steps_left = 0;
+        t.while_stepping.reset();
         executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
         if (on_exec_) on_exec_();
         if (reports_.exec) {
@@ -532,9 +444,9 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
-    if (sig == SIGSTOP && (t.awaiting_first_stop || t.stop_requested)) {
-        const bool first = std::exchange(t.awaiting_first_stop, false);
-        if (!first) t.stop_requested = false;
+    if (sig == SIGSTOP && t.sigstop_on_way()) {
+        const bool first = t.awaiting_first_stop();
+        t.owed_sigstop = OwedSigstop::None;
         if (first && non_stop_ && reports_.threads && !t.stop_for_gdb)
             return report_created(tid, t);
         // Non-stop: gdb's vCont;t, answered with signal 0.
@@ -543,19 +455,20 @@ std::optional<StopEvent> Inferior::handle_stop(pid_t tid, Thread& t, int status)
         if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
         return finish_stop_all();
     }
-    if (sig == (SIGTRAP | 0x80)) return handle_syscall_stop(tid, t);
+    if (status.kind() == WaitStatus::Kind::SyscallStop) return handle_syscall_stop(tid, t);
     if (sig == SIGTRAP) return handle_trap(tid, t);
     if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
-    if (pass_signals_.count(sig) && (!t.stepping || t.fast_step) && !stopping_all_ && running_) {
+    if (pass_signals_.count(sig) && (!t.stepping || t.is_doing<SteppingFastJump>()) &&
+        !stopping_all_ && running_) {
         if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
     }
     return report(tid, t, signal_event(tid, sig));
 }
 
-std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, Thread& t) {
+std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThread& t) {
     // Entry or return: the kernel says which (5.3 and later); else they alternate.
     __ptrace_syscall_info info{};
     bool entry = !t.in_syscall;
@@ -587,15 +500,15 @@ std::optional<StopEvent> Inferior::handle_syscall_stop(pid_t tid, Thread& t) {
     return report(tid, t, ev);
 }
 
-std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
+std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
     // (The x86 system-call quirk below applies to the recorder's steps too; on arm64 a TRAP_BRKPT
     // during them is the program's own brk.)
-    const bool stepped = t.stepping || (kSyscallStepIsBreakpoint && t.record_step);
-    bool plain_run = !stepped && !t.step_from_site && !t.fast_step && t.trace_steps_left == 0 &&
-                     !hw_points_.any();
+    const bool stepped = t.stepping || (kSyscallStepIsBreakpoint && t.is_doing<RecordStepping>());
+    bool plain_run = !stepped && !t.is_doing<SteppingThroughPad>() &&
+                     !t.is_doing<SteppingFastJump>() && !t.while_stepping && !hw_points_.any();
     bool at_site = false;
     if (plain_run && !sites_.empty()) {
         if (auto s = snapshot(tid, false))
@@ -611,48 +524,49 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     if (info.si_code == TRAP_BRKPT && stepped) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
-            if (!sites_.count(at) && !breakpoints_->inserted_at(at) &&
+            if (!sites_.count(at) && !memory_->breakpoints().inserted_at(at) &&
                 !recently_removed_sites_.count(at))
                 info.si_code = TRAP_TRACE;
         }
     }
     bool single_step = info.si_code == TRAP_TRACE;
-    if (t.step_from_site && single_step && !finish_pad_step(tid, t)) {
+    if (t.is_doing<SteppingThroughPad>() && single_step && !finish_pad_step(tid, t)) {
         continue_after_stop(tid, t, true); // still inside the displaced code: step on
         return finish_stop_all();
     }
-    if (t.fast_step && single_step && !finish_fast_step(tid, t)) {
+    if (t.is_doing<SteppingFastJump>() && single_step && !finish_fast_step(tid, t)) {
         continue_after_stop(tid, t, true); // still in the pad or the collector: step on
         return finish_stop_all();
     }
-    if (t.trace_steps_left > 0 && single_step) {
-        if (on_site_step_) on_site_step_(tid, t.trace_site);
-        --t.trace_steps_left;
+    if (t.while_stepping && single_step) {
+        if (on_site_step_) on_site_step_(tid, t.while_stepping->site);
+        if (--t.while_stepping->left == 0) t.while_stepping.reset();
         if (!t.user_step) {
-            continue_after_stop(tid, t, t.trace_steps_left > 0);
+            continue_after_stop(tid, t, t.while_stepping.has_value());
             return finish_stop_all();
         }
         // gdb asked for this step: reported like any other (the next resume steps on).
     }
     // (A stepped thread given a signal stops at its handler's entry with TRAP_UNK.)
-    if (t.record_trap && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
+    const auto* block_end = t.doing<RunningToBlockEnd>();
+    if (block_end && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
         // The branch recorder's breakpoint at the end of the block: the thread is put back
         // onto the branch, which the next resume steps.
         auto s = snapshot(tid, false);
         const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
-        if (s && at == *t.record_trap && !user_breakpoint_at(at)) {
+        if (s && at == block_end->trap && !user_breakpoint_at(at)) {
             rewind_pc(tid, **s, at);
             clear_block_end(t);
             continue_after_stop(tid, t, false);
             return finish_stop_all();
         }
     }
-    if (t.record_step && info.si_code == TRAP_UNK) {
+    if (t.is_doing<RecordStepping>() && info.si_code == TRAP_UNK) {
         if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
             r->second.software.entered_handler();
         single_step = true;
     }
-    if (single_step && t.record_step) {
+    if (single_step && t.is_doing<RecordStepping>()) {
         // The branch recorder's step: on to the next, unless a watchpoint triggered on it.
         if (hw_points_.any()) {
             if (auto ev = classify_trap(tid, info); ev && (ev->watch_addr || ev->hwbreak))
@@ -665,7 +579,8 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
         auto s = snapshot(tid, false);
         std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         bool site = sites_.count(at) != 0;
-        bool stale = !site && recently_removed_sites_.count(at) && !breakpoints_->inserted_at(at);
+        bool stale =
+            !site && recently_removed_sites_.count(at) && !memory_->breakpoints().inserted_at(at);
         if (s && (site || stale)) {
             // Back onto the site's address. The thread itself is told below: by the resume
             // through the pad, or (staying stopped) by a write, so that a report or a detach
@@ -683,8 +598,10 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
             if (site) t.collected_at = at;
             if (!resumes || stale || removed) rewind_pc(tid, **s, at);
             if (passes) {
-                t.trace_steps_left = hit.steps;
-                t.trace_site = at;
+                if (hit.steps > 0)
+                    t.while_stepping = WhileStepping{at, hit.steps};
+                else
+                    t.while_stepping.reset();
                 continue_after_stop(tid, t, hit.steps > 0 || t.stepping);
                 return finish_stop_all();
             }
@@ -709,13 +626,13 @@ std::optional<StopEvent> Inferior::handle_trap(pid_t tid, Thread& t) {
     return std::nullopt;
 }
 
-void Inferior::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
+void LinuxProcess::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {
     arch_.set_pc(regs, at);
     if (auto w = arch_.write_general_registers(tid, regs); !w)
         spdlog::warn("thread {}: cannot rewind the pc to 0x{:x}: {}", tid, at, w.error().text);
 }
 
-std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& info) {
+std::optional<StopEvent> LinuxProcess::classify_trap(pid_t tid, const siginfo_t& info) {
     StopEvent ev;
     ev.pid = pid_;
     ev.tid = tid;
@@ -736,7 +653,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
         if (s) {
             std::uint64_t pc = arch_.pc(**s);
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
-            if (breakpoints_->inserted_at(bp)) {
+            if (memory_->breakpoints().inserted_at(bp)) {
                 rewind_pc(tid, **s, bp);
                 ev.swbreak = true;
             }
@@ -745,7 +662,7 @@ std::optional<StopEvent> Inferior::classify_trap(pid_t tid, const siginfo_t& inf
     return ev;
 }
 
-std::optional<StopEvent> Inferior::no_resumed_event() {
+std::optional<StopEvent> LinuxProcess::no_resumed_event() {
     // (Non-stop: gdb keeps its own count of the threads it resumed.)
     if (!reports_.no_resumed || non_stop_ || !running_ || stopping_all_ || chosen_)
         return std::nullopt;
@@ -757,19 +674,19 @@ std::optional<StopEvent> Inferior::no_resumed_event() {
     return ev;
 }
 
-std::optional<StopEvent> Inferior::report_created(pid_t tid, Thread& t) {
+std::optional<StopEvent> LinuxProcess::report_created(pid_t tid, LinuxThread& t) {
     // QThreadEvents: the new thread stays stopped until gdb, told of it, resumes it.
     StopEvent ev = signal_event(tid, SIGTRAP);
     ev.thread_created = true;
     return report(tid, t, std::move(ev));
 }
 
-std::optional<StopEvent> Inferior::report(pid_t tid, Thread& t, StopEvent ev) {
+std::optional<StopEvent> LinuxProcess::report(pid_t tid, LinuxThread& t, StopEvent ev) {
     choose(tid, t, std::move(ev));
     return finish_stop_all();
 }
 
-void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
+void LinuxProcess::choose(pid_t tid, LinuxThread& t, StopEvent ev) {
     if (non_stop_ && !stopping_all_) {
         report_alone(tid, t, std::move(ev));
         return;
@@ -783,7 +700,7 @@ void Inferior::choose(pid_t tid, Thread& t, StopEvent ev) {
     stop_running_threads(); // (the thread with the event is stopped already)
 }
 
-std::optional<StopEvent> Inferior::finish_stop_all() {
+std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
     if (!stopping_all_) return take_reported();
     if (!all_stopped()) return std::nullopt;

@@ -1,12 +1,12 @@
 // Non-stop mode: an event stops its own thread only; pauses stop them all for a while.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include <csignal>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 namespace tpagent::process {
 
-Status Inferior::set_non_stop(bool on) {
+Status LinuxProcess::set_non_stop(bool on) {
     if (on == non_stop_) return ok_status();
     if (on) {
         // From all-stop, stopped: every thread stays so until gdb resumes it; events held back
@@ -37,7 +37,7 @@ Status Inferior::set_non_stop(bool on) {
     return ok_status();
 }
 
-void Inferior::report_alone(pid_t tid, Thread& t, StopEvent ev) {
+void LinuxProcess::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
     t.wants_run = false;
     t.stop_for_gdb = false; // its stop answers a vCont;t as well (the SIGSTOP is taken later)
     // Out of pads and the collector before gdb sees it; a thread with an event of its own
@@ -51,7 +51,7 @@ void Inferior::report_alone(pid_t tid, Thread& t, StopEvent ev) {
     reported_.push_back(std::move(ev));
 }
 
-std::optional<StopEvent> Inferior::take_reported() {
+std::optional<StopEvent> LinuxProcess::take_reported() {
     if (pausing_ || pause_depth_ > 0 || reported_.empty()) return std::nullopt;
     if (!non_stop_ && reported_.front().kind == StopEvent::Kind::Signal) return std::nullopt;
     StopEvent ev = std::move(reported_.front());
@@ -59,30 +59,30 @@ std::optional<StopEvent> Inferior::take_reported() {
     return ev;
 }
 
-void Inferior::stop_threads(const std::vector<pid_t>& tids) {
+void LinuxProcess::stop_threads(const std::vector<pid_t>& tids) {
     if (!non_stop_ || !alive_) return;
     for (pid_t tid : tids) {
         auto it = threads_.find(tid);
         if (it == threads_.end() || !it->second.wants_run) continue; // stopped for gdb already
-        Thread& t = it->second;
+        LinuxThread& t = it->second;
         if (t.stopped) { // between tpagent's own stops: it stops here
             report_alone(tid, t, signal_event(tid, 0));
             continue;
         }
         t.stop_for_gdb = true;
-        if (t.stop_requested || t.awaiting_first_stop) continue; // a SIGSTOP is on its way
-        t.stop_requested = true;
+        if (t.sigstop_on_way()) continue;
+        t.owed_sigstop = OwedSigstop::Ours;
         tgkill(pid_, tid, SIGSTOP);
     }
 }
 
-Status Inferior::pause_all() {
+Status LinuxProcess::pause_all() {
     if (!non_stop_ || !alive_ || pause_depth_++ > 0) return ok_status();
     pausing_ = true;
-    stopping_all_ = true; // events that come meanwhile are held back (Thread::pending)
+    stopping_all_ = true; // events that come meanwhile are held back (LinuxThread::pending)
     stop_running_threads();
     pid_t tid = 0;
-    int status = 0;
+    WaitStatus status;
     while (alive_ && !all_stopped() && wait_next(tid, status))
         // The process's end (or an event with nowhere else to go) is handed out later.
         if (auto ev = handle_status(tid, status)) reported_.push_back(*ev);
@@ -95,7 +95,7 @@ Status Inferior::pause_all() {
     return ok_status();
 }
 
-void Inferior::unpause_all() {
+void LinuxProcess::unpause_all() {
     if (!non_stop_ || pause_depth_ == 0 || --pause_depth_ > 0) return;
     pausing_ = false;
     if (!alive_) return;

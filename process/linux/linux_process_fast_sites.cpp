@@ -3,19 +3,17 @@
 // Patching happens only while every thread is stopped (all-stop), so no thread can run a
 // half-written jump; the one hazard left is a thread stopped inside the bytes the jump
 // replaces, which is moved to the same instruction's copy in the pad.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/guarded_pages.hpp"
 #include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 
 namespace tpagent::process {
 
 Status
-Inferior::move_threads(std::uint64_t from, std::size_t len,
-                       const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
+LinuxProcess::move_threads(std::uint64_t from, std::size_t len,
+                           const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
     struct Move {
         pid_t tid;
         std::uint64_t from, to;
@@ -55,7 +53,7 @@ Inferior::move_threads(std::uint64_t from, std::size_t len,
     return ok_status();
 }
 
-void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
+void LinuxProcess::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     auto out = [&](std::uint64_t pc) {
         return arch::original_address(site.code, relocated, addr, pc);
@@ -64,19 +62,21 @@ void Inferior::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
         spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
 }
 
-const std::pair<const std::uint64_t, Inferior::FastSite>*
-Inferior::fast_site_covering(std::uint64_t addr) const {
+const std::pair<const std::uint64_t, LinuxProcess::FastSite>*
+LinuxProcess::fast_site_covering(std::uint64_t addr) const {
     auto it = fast_sites_.upper_bound(addr);
     if (it == fast_sites_.begin()) return nullptr;
     --it;
     return addr - it->first < it->second.code.covered ? &*it : nullptr;
 }
 
-Status Inferior::write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data) {
-    return raw_write(addr, breakpoints_->shadow_write(addr, data));
+Status LinuxProcess::write_under_breakpoints(std::uint64_t addr,
+                                             std::span<const std::uint8_t> data) {
+    return memory_->write_raw(addr, memory_->breakpoints().shadow_write(addr, data));
 }
 
-Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const FastCall& call) {
+Result<LinuxProcess::FastPad> LinuxProcess::build_fast_pad(std::uint64_t addr,
+                                                           const FastCall& call) {
     if (auto s = check_interruptible(addr); !s) return s.error();
     FastPad out;
     out.call = call;
@@ -123,7 +123,7 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
                 ErrorCode::NotAllowed,
                 fmt::format("the fast tracepoint at 0x{:x} has its jump there", other));
     for (std::size_t i = 1; i < covered; ++i)
-        if (breakpoints_->inserted_at(addr + i))
+        if (memory_->breakpoints().inserted_at(addr + i))
             return make_error(
                 ErrorCode::NotAllowed,
                 fmt::format("a breakpoint at 0x{:x} is inside the {} bytes of "
@@ -132,7 +132,8 @@ Result<Inferior::FastPad> Inferior::build_fast_pad(std::uint64_t addr, const Fas
     return out;
 }
 
-Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code) {
+Status LinuxProcess::commit_fast_site(std::uint64_t addr, const FastPad& built,
+                                      arch::Relocated code) {
     const std::vector<std::uint8_t>& patch = built.emitted.patch;
     FastSite site{
         built.pad,
@@ -162,12 +163,12 @@ Status Inferior::commit_fast_site(std::uint64_t addr, const FastPad& built, arch
     return ok_status();
 }
 
-Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                               arch::FastPadOptions options) {
+Status LinuxProcess::add_fast_site(std::uint64_t addr, std::uint64_t collector,
+                                   std::uint64_t argument, arch::FastPadOptions options) {
     if (fast_sites_.count(addr)) return ok_status();
     auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
-    if (auto w = raw_write(built->pad, built->emitted.code); !w) return w;
+    if (auto w = memory_->write_raw(built->pad, built->emitted.code); !w) return w;
     arch::Relocated code = std::move(built->emitted.relocated);
     return commit_fast_site(addr, *built, std::move(code));
 }
@@ -175,10 +176,10 @@ Status Inferior::add_fast_site(std::uint64_t addr, std::uint64_t collector, std:
 // gdb relocates each displaced instruction (tpagent's relocator still says where they start);
 // tpagent checks what gdb wrote with its decoder, since gdb's relocator leaves some
 // instructions as they were (short branches, for one), which would go astray from the pad.
-Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
-                                                            std::uint64_t collector,
-                                                            std::uint64_t argument,
-                                                            arch::FastPadOptions options) {
+Result<LinuxProcess::InstructionMove> LinuxProcess::begin_fast_site(std::uint64_t addr,
+                                                                    std::uint64_t collector,
+                                                                    std::uint64_t argument,
+                                                                    arch::FastPadOptions options) {
     moving_.reset();
     if (fast_sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
@@ -186,14 +187,15 @@ Result<Inferior::InstructionMove> Inferior::begin_fast_site(std::uint64_t addr,
     if (!built) return built.error();
     const arch::EmittedJumpPad& emitted = built->emitted;
     const auto own = std::span(emitted.code).first(emitted.relocated_offset);
-    if (auto w = raw_write(built->pad, own); !w) return w.error();
+    if (auto w = memory_->write_raw(built->pad, own); !w) return w.error();
     MovingSite m{addr, std::move(*built), {}, 0};
     m.next_to = m.pad.pad + m.pad.emitted.relocated_offset;
     moving_ = std::move(m);
     return InstructionMove{addr, moving_->next_to};
 }
 
-Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::uint64_t length) {
+Result<std::optional<LinuxProcess::InstructionMove>>
+LinuxProcess::fast_site_moved(std::uint64_t length) {
     if (!moving_) return make_error(ErrorCode::NotAllowed, "no instruction is being relocated");
     MovingSite& m = *moving_;
     const std::uint64_t addr = m.addr;
@@ -219,7 +221,7 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     // were, short branches for one, which would go astray from the pad).
     std::vector<std::uint8_t> written(length);
     std::size_t got = 0;
-    if (auto r = raw_read(to, written, got); !r || got != length)
+    if (auto r = memory_->read_raw(to, written, got); !r || got != length)
         return fail(
             fmt::format("cannot read back gdb's relocation of the instruction at 0x{:x}", from));
     const auto original = std::span(m.pad.code).subspan(from - addr, from_length);
@@ -242,14 +244,15 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     // All moved: the jump back, then the site as add_fast_site makes it.
     auto jump = arch_.encode_pad_jump(m.next_to, addr + own.covered);
     if (!jump) return fail(jump.error().text);
-    if (auto w = raw_write(m.next_to, *jump); !w) return fail("the jump back: " + w.error().text);
+    if (auto w = memory_->write_raw(m.next_to, *jump); !w)
+        return fail("the jump back: " + w.error().text);
     m.moved.push_back({static_cast<std::uint32_t>(own.covered),
                        static_cast<std::uint32_t>(m.next_to - relocated)});
     arch::Relocated layout;
     layout.covered = own.covered;
     layout.boundaries = std::move(m.moved);
     layout.code.resize(m.next_to + jump->size() - relocated);
-    if (auto r = raw_read(relocated, layout.code, got); !r || got != layout.code.size())
+    if (auto r = memory_->read_raw(relocated, layout.code, got); !r || got != layout.code.size())
         return fail(
             fmt::format("cannot read back the instructions gdb relocated to 0x{:x}", relocated));
     const FastPad built = std::move(m.pad);
@@ -258,30 +261,7 @@ Result<std::optional<Inferior::InstructionMove>> Inferior::fast_site_moved(std::
     return std::optional<InstructionMove>();
 }
 
-// Placed code is only ever called by the collector, from the records of the run that placed
-// it: it lives until that run's fast tracepoints are all removed (remove_all_fast_sites).
-Result<std::uint64_t> Inferior::place_code(std::uint64_t near, std::span<const std::uint8_t> code) {
-    auto at = allocate_pad(near, code.size());
-    if (!at) return at.error();
-    placed_code_live_ = true;
-    if (auto w = raw_write(*at, code); !w) return w.error();
-    return *at;
-}
-
-// madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
-// in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
-Status Inferior::map_now(std::uint64_t addr, std::uint64_t length) {
-    const pid_t tid = injection_thread();
-    if (tid == 0)
-        return make_error(ErrorCode::NotAllowed,
-                          "no thread to run it (none but at a system call's entry)");
-    const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
-    auto r = inject_syscall(tid, SYS_madvise, args, "madvise in the program");
-    if (!r) return r.error();
-    return ok_status();
-}
-
-void Inferior::remove_fast_site(std::uint64_t addr) {
+void LinuxProcess::remove_fast_site(std::uint64_t addr) {
     auto it = fast_sites_.find(addr);
     if (it == fast_sites_.end()) return;
     const FastSite& site = it->second;
@@ -307,7 +287,7 @@ void Inferior::remove_fast_site(std::uint64_t addr) {
 
 // The run is over: its pads and placed code are dead (reused by a later run once no thread
 // can be in them, allocate_pad).
-void Inferior::remove_all_fast_sites() {
+void LinuxProcess::remove_all_fast_sites() {
     while (!fast_sites_.empty())
         remove_fast_site(fast_sites_.begin()->first);
     placed_code_live_ = false;

@@ -1,7 +1,7 @@
 // Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior, the system-call injection that maps pads (inferior_pads.cpp), and threads
-// stepped out of pads before gdb sees them.
-#include "process/linux/inferior.hpp"
+// inferior (mapped by linux_process_pads.cpp), and threads stepped out of pads before gdb sees
+// them.
+#include "process/linux/linux_process.hpp"
 #include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -18,79 +18,23 @@ constexpr int kRecoveredFault = -1;
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
 
-Status Inferior::insert_user_breakpoint(std::uint64_t addr) {
-    if (user_breakpoints_.count(addr)) return ok_status();
+Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
+    if (memory_->user_breakpoint_at(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
                                       "tracepoint at 0x{:x} runs from its pad: no thread runs "
                                       "them there",
                                       addr, fast->second.code.covered, fast->first));
-    if (auto s = breakpoints_->insert(addr); !s) return s;
-    user_breakpoints_.insert(addr);
-    return ok_status();
+    return memory_->insert_user_breakpoint(addr);
 }
 
-Status Inferior::remove_user_breakpoint(std::uint64_t addr) {
-    if (!user_breakpoints_.erase(addr))
-        return make_error(ErrorCode::NotFound, "no breakpoint there");
-    return breakpoints_->remove(addr);
+Status LinuxProcess::remove_user_breakpoint(std::uint64_t addr) {
+    return memory_->remove_user_breakpoint(addr);
 }
 
-Result<std::uint64_t> Inferior::inject_syscall(pid_t tid, long number,
-                                               std::span<const std::uint64_t> args,
-                                               std::string_view what) {
-    auto cur = snapshot(tid);
-    if (!cur) return cur.error();
-    const arch::RegisterSnapshot saved = **cur;
-    std::uint64_t pc = arch_.pc(saved);
-    auto insn = arch_.syscall_instruction();
-    std::vector<std::uint8_t> original(insn.size());
-    std::size_t got = 0;
-    if (auto r = raw_read(pc, original, got); !r || got != original.size())
-        return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
-    if (auto w = raw_write(pc, insn); !w) return w.error();
-    // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
-    arch::RegisterSnapshot call = saved;
-    arch_.set_syscall(call, number, args, pc);
-    Status result = arch_.write_snapshot(tid, call);
-    std::int64_t value = -1;
-    if (result) {
-        // One step runs the system call; a signal arriving meanwhile is kept for later.
-        while (true) {
-            ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
-            int status = 0;
-            if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
-                result = make_error(ErrorCode::SystemError, "thread vanished during a system call");
-                break;
-            }
-            if (WSTOPSIG(status) == SIGTRAP) break;
-            if (WSTOPSIG(status) != SIGSTOP)
-                threads_[tid].pending = signal_event(tid, WSTOPSIG(status));
-            else
-                threads_[tid].stop_requested = false; // ours, taken: none is on its way now
-        }
-        arch::RegisterSnapshot after;
-        if (result && arch_.read_snapshot(tid, after)) value = arch_.syscall_result(after);
-    }
-    // Put back the code and the registers; if either cannot be, the thread must not run on.
-    Status restored = raw_write(pc, original);
-    if (restored) restored = arch_.write_snapshot(tid, saved);
-    threads_[tid].regs = saved;
-    if (!restored) {
-        spdlog::error("thread {}: cannot undo an injected system call at 0x{:x}: {}", tid, pc,
-                      restored.error().text);
-        return restored.error();
-    }
-    if (!result) return result.error();
-    if (value < 0 && value > -4096) // the kernel's -errno
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("{}: {}", what, std::strerror(static_cast<int>(-value))));
-    return static_cast<std::uint64_t>(value);
-}
-
-Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
-                                                 std::span<const std::uint8_t> code) {
+Result<LinuxProcess::Site> LinuxProcess::place_displaced(std::uint64_t addr,
+                                                         std::span<const std::uint8_t> code) {
     // Relocate once for a provisional address to learn the size, then for the real pad.
     auto probe = arch_.relocate(code, addr, addr, 1);
     if (!probe) return probe.error();
@@ -98,11 +42,11 @@ Result<Inferior::Site> Inferior::place_displaced(std::uint64_t addr,
     if (!pad) return pad.error();
     auto reloc = arch_.relocate(code, addr, *pad, 1);
     if (!reloc) return reloc.error();
-    if (auto w = raw_write(*pad, reloc->code); !w) return w.error();
+    if (auto w = memory_->write_raw(*pad, reloc->code); !w) return w.error();
     return Site{*pad, std::move(*reloc)};
 }
 
-Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
+Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
     const std::uint64_t window = arch_.interruption_window();
     if (window == 0) return ok_status();
     // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
@@ -121,7 +65,7 @@ Status Inferior::check_interruptible(std::uint64_t addr, bool stepped) {
     return ok_status();
 }
 
-Status Inferior::add_site(std::uint64_t addr) {
+Status LinuxProcess::add_site(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
     if (const auto* fast = fast_site_covering(addr))
         return make_error(ErrorCode::NotAllowed,
@@ -142,23 +86,23 @@ Status Inferior::add_site(std::uint64_t addr) {
                       pad.error().text);
         pad = Site{};
     }
-    if (auto b = breakpoints_->insert(addr); !b) return b;
+    if (auto b = memory_->breakpoints().insert(addr); !b) return b;
     sites_[addr] = std::move(*pad);
     recently_removed_sites_.erase(addr);
     publish_code_patches();
     return ok_status();
 }
 
-void Inferior::remove_site(std::uint64_t addr) {
+void LinuxProcess::remove_site(std::uint64_t addr) {
     if (!sites_.erase(addr)) return;
     // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
     // handler (recently_removed_sites_), which passes threads over it.
-    if (auto r = breakpoints_->remove(addr); !r)
+    if (auto r = memory_->breakpoints().remove(addr); !r)
         spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
     recently_removed_sites_.insert(addr);
 }
 
-void Inferior::remove_all_sites() {
+void LinuxProcess::remove_all_sites() {
     while (!sites_.empty())
         remove_site(sites_.begin()->first);
 }
@@ -167,12 +111,12 @@ void Inferior::remove_all_sites() {
 
 namespace tpagent::process {
 
-bool Inferior::in_tpagent_code(std::uint64_t pc) const {
+bool LinuxProcess::in_tpagent_code(std::uint64_t pc) const {
     if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
     return pad_pages_.contains(pc);
 }
 
-void Inferior::leave_pads() {
+void LinuxProcess::leave_pads() {
     if (pad_pages_.empty()) return;
     for (auto& [tid, t] : threads_)
         leave_pads(tid, t);
@@ -183,23 +127,23 @@ void Inferior::leave_pads() {
 // through the main thread). A fault of the collector's copy is recovered (the thread goes on
 // from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
 // for later.
-int Inferior::wait_own_resume(pid_t tid, Thread& t) {
+int LinuxProcess::wait_own_resume(pid_t tid, LinuxThread& t) {
     t.regs.reset();
-    int status = 0;
-    if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) return 0;
-    const int sig = WSTOPSIG(status);
+    WaitStatus status;
+    if (wait_thread(tid, status, __WALL) != tid || !status.stopped()) return 0;
+    const int sig = status.stop_signal();
     if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
         t.regs.reset();
         return kRecoveredFault;
     }
     if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
-    if (sig == SIGSTOP) t.stop_requested = false; // ours, taken: none is on its way now
+    if (sig == SIGSTOP) t.took_own_sigstop(); // none is on its way now
     return sig;
 }
 
 // Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
-bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
-    if (auto s = breakpoints_->insert(addr); !s) return false;
+bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
+    if (auto s = memory_->breakpoints().insert(addr); !s) return false;
     bool arrived = false;
     for (;;) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
@@ -215,7 +159,7 @@ bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
         break;
     }
     t.regs.reset();
-    if (auto s = breakpoints_->remove(addr); !s)
+    if (auto s = memory_->breakpoints().remove(addr); !s)
         spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
                      s.error().text);
     return arrived;
@@ -226,7 +170,7 @@ bool Inferior::run_to(pid_t tid, Thread& t, std::uint64_t addr) {
 // of the program's own code: what it was doing anyway. A thread with an event of its own (a
 // signal it got there) is only moved back if it stands on an instruction boundary; running it
 // could raise the signal again.
-void Inferior::leave_pads(pid_t tid, Thread& t) {
+void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
     const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
     bool ran_to_return = false;
     for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
@@ -276,8 +220,9 @@ void Inferior::leave_pads(pid_t tid, Thread& t) {
         if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
             break;
     }
-    t.step_from_site.reset(); // a gdb step it was in the middle of has been done
-    t.fast_step.reset();
+    // A gdb step it was in the middle of has been done.
+    t.end<thread_activity::SteppingThroughPad>();
+    t.end<thread_activity::SteppingFastJump>();
 }
 
 } // namespace tpagent::process

@@ -3,7 +3,7 @@
 // send them into a collector that is not theirs. Each is caught at its first stop, cleaned
 // and detached, as gdb does with detach-on-fork.
 #include "base/proc_files.hpp"
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 namespace tpagent::process {
 
-bool Inferior::is_new_process(pid_t tid) const {
+bool LinuxProcess::is_new_process(pid_t tid) const {
     // A thread of the program has its tgid; a forked child leads a process of its own.
     const std::string tgid = status_field(tid, "Tgid");
     if (tgid.empty()) return false;
@@ -30,11 +30,11 @@ void wait_once(pid_t child) {
 }
 } // namespace
 
-void Inferior::await_child(pid_t child) {
+void LinuxProcess::await_child(pid_t child) {
     if (!children_seen_.erase(child)) wait_once(child);
 }
 
-void Inferior::clean_child(pid_t child) {
+void LinuxProcess::clean_child(pid_t child) {
     const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
     auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
         if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
@@ -43,37 +43,29 @@ void Inferior::clean_child(pid_t child) {
     };
     // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
     // the jump's own original bytes then replace.
-    breakpoints_->for_each_original(put);
+    memory_->breakpoints().for_each_original(put);
     for (const auto& [addr, site] : fast_sites_)
         put(addr, site.original);
     if (mem >= 0) ::close(mem);
 }
 
-void Inferior::detach_child(pid_t child) {
+void LinuxProcess::detach_child(pid_t child) {
     if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
         spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
     else
         spdlog::debug("forked child {}: code restored, detached", child);
 }
 
-void Inferior::lift_breakpoints_for_vfork() {
-    // The child runs in the parent's memory until it execs or exits: no breakpoint in it
-    // meanwhile (the parent waits; its hits are not missed).
-    breakpoints_->for_each_original([&](std::uint64_t addr, auto) {
-        if (breakpoints_->lift(addr)) lifted_for_vfork_.push_back(addr);
-    });
-}
-
-void Inferior::release_child(pid_t child, bool vfork) {
+void LinuxProcess::release_child(pid_t child, bool vfork) {
     await_child(child);
     if (vfork)
-        lift_breakpoints_for_vfork();
+        memory_->lift_for_vfork();
     else
         clean_child(child);
     detach_child(child);
 }
 
-void Inferior::hold_child(pid_t child, bool vfork) {
+void LinuxProcess::hold_child(pid_t child, bool vfork) {
     await_child(child);
     if (vfork)
         vfork_children_.insert(child);
@@ -82,15 +74,15 @@ void Inferior::hold_child(pid_t child, bool vfork) {
     fork_children_.insert(child);
 }
 
-bool Inferior::release_fork_child(pid_t pid) {
+bool LinuxProcess::release_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     // gdb took its own breakpoints out of the shared memory; tpagent's go for the child's life.
-    if (vfork_children_.erase(pid)) lift_breakpoints_for_vfork();
+    if (vfork_children_.erase(pid)) memory_->lift_for_vfork();
     detach_child(pid);
     return true;
 }
 
-void Inferior::release_held_children() {
+void LinuxProcess::release_held_children() {
     // A fork event still waiting in a thread (held back by another stop) has not reached
     // gdb: its child stays held for it.
     std::set<pid_t> unreported;
@@ -104,13 +96,13 @@ void Inferior::release_held_children() {
             ++it;
             continue;
         }
-        if (vfork_children_.erase(*it)) lift_breakpoints_for_vfork();
+        if (vfork_children_.erase(*it)) memory_->lift_for_vfork();
         detach_child(*it);
         it = fork_children_.erase(it);
     }
 }
 
-bool Inferior::kill_fork_child(pid_t pid) {
+bool LinuxProcess::kill_fork_child(pid_t pid) {
     if (!fork_children_.erase(pid)) return false;
     vfork_children_.erase(pid);
     ::kill(pid, SIGKILL);
@@ -118,7 +110,7 @@ bool Inferior::kill_fork_child(pid_t pid) {
     return true;
 }
 
-std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
+std::unique_ptr<Target> LinuxProcess::take_fork_child(pid_t pid) {
     if (pid == 0 && fork_children_.size() != 1) return nullptr;
     const pid_t child = pid == 0 ? *fork_children_.begin() : pid;
     if (!fork_children_.erase(child)) return nullptr;
@@ -127,13 +119,13 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     BreakpointBytes shared;
     const bool shared_memory = vfork_children_.erase(child) != 0;
     if (shared_memory) {
-        shared = give_up_user_breakpoints();
-        lift_breakpoints_for_vfork();
+        shared = memory_->give_up_user_breakpoints();
+        memory_->lift_for_vfork();
     }
     // Traced since its birth, with the parent's ptrace options, and stopped. Taken as
     // attached: it shares its parent's process group and terminal, neither of them its own
     // (Ctrl-C goes to it alone).
-    std::unique_ptr<Inferior> inf(new Inferior(child, true));
+    std::unique_ptr<LinuxProcess> inf(new LinuxProcess(child, true));
     inf->add_thread(child, false);
     inf->finish_setup();
     inf->take_breakpoints(shared);
@@ -141,28 +133,14 @@ std::unique_ptr<Target> Inferior::take_fork_child(pid_t pid) {
     return inf;
 }
 
-void Inferior::take_breakpoints(const BreakpointBytes& breakpoints) {
-    for (const auto& [addr, original] : breakpoints)
-        if (user_breakpoints_.insert(addr).second) breakpoints_->adopt(addr, original);
+void LinuxProcess::take_breakpoints(const BreakpointBytes& breakpoints) {
+    memory_->adopt_user_breakpoints(breakpoints);
 }
 
-Target::BreakpointBytes Inferior::give_up_user_breakpoints() {
-    BreakpointBytes given;
-    breakpoints_->for_each_original([&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-        if (user_breakpoints_.count(addr))
-            given.emplace_back(addr, std::vector(bytes.begin(), bytes.end()));
-    });
-    for (const auto& [addr, bytes] : given) {
-        user_breakpoints_.erase(addr);
-        breakpoints_->disown(addr);
-    }
-    return given;
-}
-
-void Inferior::unshare_memory() {
+void LinuxProcess::unshare_memory() {
     if (!memory_unshared_ || !std::exchange(vfork_child_, false)) return;
     // Still in the parent's memory, whose they are now.
-    BreakpointBytes given = give_up_user_breakpoints();
+    BreakpointBytes given = memory_->give_up_user_breakpoints();
     std::exchange(memory_unshared_, nullptr)(std::move(given));
 }
 

@@ -4,11 +4,10 @@
 // state included, are put back afterwards, so a system call it was stopped in restarts as it
 // would have.
 #include "process/linux/elf_image.hpp"
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <dlfcn.h>
@@ -19,18 +18,12 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 namespace tpagent::process {
 
 namespace {
 
-// Below the thread's stack pointer: x86-64's red zone and more, untouched by the call.
-constexpr std::uint64_t kStackSkip = 1024;
-// dlopen takes a few milliseconds; one that does not return waits for a lock that a stopped
-// thread holds.
-constexpr auto kCallTimeout = std::chrono::seconds(10);
 constexpr std::size_t kMaxErrorText = 512;
 constexpr std::uint64_t kPage = 4096;
 
@@ -66,80 +59,7 @@ std::optional<LoaderFunctions> loader_functions(pid_t pid) {
 
 } // namespace
 
-Result<std::uint64_t> Inferior::inject_call(pid_t tid, std::uint64_t function,
-                                            std::span<const std::uint64_t> args,
-                                            std::uint64_t landing) {
-    auto cur = snapshot(tid, true);
-    if (!cur) return cur.error();
-    const arch::RegisterSnapshot saved = **cur;
-    arch::RegisterSnapshot call = saved;
-    const std::uint64_t stack = (arch_.sp(saved) - kStackSkip) & ~std::uint64_t{15};
-    const auto pushed = arch_.set_call(call, function, args, stack, landing);
-    Status result = ok_status();
-    if (!pushed.empty()) result = raw_write(arch_.sp(call), pushed);
-    if (result) result = arch_.write_snapshot(tid, call);
-    std::uint64_t value = 0;
-    Thread& t = threads_[tid];
-    const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
-    while (result) {
-        if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
-            result = make_error(ErrorCode::SystemError,
-                                fmt::format("cannot run thread {}: {}", tid, std::strerror(errno)));
-            break;
-        }
-        int status = 0;
-        pid_t got = 0;
-        while ((got = waitpid(tid, &status, __WALL | WNOHANG)) == 0 &&
-               std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        if (got == 0) {
-            // Taken back where it waits; what it holds by now stays held.
-            syscall(SYS_tgkill, pid_, tid, SIGSTOP);
-            waitpid(tid, &status, __WALL);
-            result = make_error(ErrorCode::SystemError,
-                                "the call did not return within 10 s: another thread of the "
-                                "program may hold a lock it needs");
-            break;
-        }
-        if (got != tid || !WIFSTOPPED(status)) {
-            result = make_error(ErrorCode::SystemError, "the thread ended during the call");
-            break;
-        }
-        t.regs.reset(); // the cache holds what the thread had before the call
-        const int sig = WSTOPSIG(status);
-        if (sig == SIGSTOP && status >> 16 == 0)
-            t.stop_requested = false;                      // ours, taken: none is on its way now
-        if (status >> 16 != 0 || sig == SIGSTOP) continue; // an event or a stop of ours
-        auto now = snapshot(tid, false);
-        if (!now) {
-            result = now.error();
-            break;
-        }
-        const std::uint64_t pc = arch_.pc(**now);
-        if (sig == SIGTRAP && pc == arch_.pc_after_breakpoint(landing)) {
-            value = arch_.call_result(**now);
-            break;
-        }
-        if (sig == SIGTRAP || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
-            result = make_error(ErrorCode::SystemError,
-                                fmt::format("the call stopped on signal {} at 0x{:x}", sig, pc));
-            break;
-        }
-        // A signal for the program: kept for later, as an injected system call keeps one.
-        if (!t.pending) t.pending = signal_event(tid, sig);
-    }
-    // The registers as they were; if they cannot be, the thread must not run on.
-    Status restored = arch_.write_snapshot(tid, saved);
-    t.regs = saved;
-    if (!restored) {
-        spdlog::error("thread {}: cannot undo an injected call: {}", tid, restored.error().text);
-        return restored.error();
-    }
-    if (!result) return result.error();
-    return value;
-}
-
-Status Inferior::load_library(const std::string& path) {
+Status LinuxProcess::load_library(const std::string& path) {
     const pid_t tid = injection_thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
@@ -172,7 +92,7 @@ Status Inferior::load_library(const std::string& path) {
     bytes.insert(bytes.end(), path.begin(), path.end());
     bytes.push_back(0);
 
-    Status status = raw_write(landing, bytes);
+    Status status = memory_->write_raw(landing, bytes);
     if (status) {
         const std::uint64_t open_args[] = {landing + 16, RTLD_NOW};
         auto handle = inject_call(tid, loader->dlopen, open_args, landing);
@@ -184,7 +104,7 @@ Status Inferior::load_library(const std::string& path) {
                 if (auto text = inject_call(tid, loader->dlerror, {}, landing); text && *text) {
                     std::vector<std::uint8_t> s(kMaxErrorText);
                     std::size_t got = 0;
-                    if (raw_read(*text, s, got)) {
+                    if (memory_->read_raw(*text, s, got)) {
                         const auto* c = reinterpret_cast<const char*>(s.data());
                         why = std::string(c, strnlen(c, got));
                     }

@@ -1,7 +1,7 @@
 // Memory for pads and placed code in the program: mapped by an injected mmap, and reused
 // from one trace run to the next once no thread can still be in the old code, so that many
 // tstart/tstop cycles keep the program's mappings flat. Nothing is ever unmapped.
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/pad_allocator.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
@@ -30,7 +30,7 @@ std::uint64_t word_at(const std::uint8_t* p) {
 }
 } // namespace
 
-bool Inferior::pads_in_use() const {
+bool LinuxProcess::pads_in_use() const {
     return placed_code_live_ || moving_ || !fast_sites_.empty() ||
            std::any_of(sites_.begin(), sites_.end(), [](const auto& s) { return s.second.pad; });
 }
@@ -44,7 +44,7 @@ bool Inferior::pads_in_use() const {
 // blocked anywhere in the program). A stale stack word only keeps its run's pages a while.
 // Not seen: a signal handler running on an alternate stack (sigaltstack) that interrupted a
 // pad, the collector or such a callee, whose return path is on the thread's other stack.
-bool Inferior::reclaim_pads() {
+bool LinuxProcess::reclaim_pads() {
     if (running_ || stopping_all_) return false;
     const auto maps = read_maps(pid_);
     std::set<std::uint64_t> kept;
@@ -54,7 +54,7 @@ bool Inferior::reclaim_pads() {
     };
     std::vector<std::uint8_t> chunk(kScanChunk);
     for (auto& [tid, t] : threads_) {
-        if (!t.stopped || t.awaiting_first_stop) return false;
+        if (!t.stopped || t.awaiting_first_stop()) return false;
         auto s = snapshot(tid, false);
         if (!s) return false;
         const std::uint64_t pc = arch_.pc(**s);
@@ -69,7 +69,8 @@ bool Inferior::reclaim_pads() {
         for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
             const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
             std::size_t got = 0;
-            if (auto r = raw_read(at, std::span(chunk).first(n), got); !r || got != n) return false;
+            if (auto r = memory_->read_raw(at, std::span(chunk).first(n), got); !r || got != n)
+                return false;
             see(chunk.data(), n);
         }
     }
@@ -79,7 +80,7 @@ bool Inferior::reclaim_pads() {
     return freed > 0;
 }
 
-Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t size) {
+Result<std::uint64_t> LinuxProcess::allocate_pad(std::uint64_t near, std::size_t size) {
     size = (size + 15) & ~std::size_t{15};
     const std::uint64_t reach = arch_.pad_reach() - PadPages::kPageSize;
     // Nothing installed uses this run's code any more (a new run is placing its own): it is
@@ -113,6 +114,17 @@ Result<std::uint64_t> Inferior::allocate_pad(std::uint64_t near, std::size_t siz
     spdlog::debug("pad page at 0x{:x} for code at 0x{:x} ({} bytes of pads mapped)", base, near,
                   pad_pages_.mapped_bytes());
     return base;
+}
+
+// Placed code is only ever called by the collector, from the records of the run that placed
+// it: it lives until that run's fast tracepoints are all removed (remove_all_fast_sites).
+Result<std::uint64_t> LinuxProcess::place_code(std::uint64_t near,
+                                               std::span<const std::uint8_t> code) {
+    auto at = allocate_pad(near, code.size());
+    if (!at) return at.error();
+    placed_code_live_ = true;
+    if (auto w = memory_->write_raw(*at, code); !w) return w.error();
+    return *at;
 }
 
 } // namespace tpagent::process

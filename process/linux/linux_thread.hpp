@@ -1,0 +1,104 @@
+// One thread of a traced Linux process: what tpagent has it doing, and the facts about it that
+// hold whatever it does (cached registers, an event held back, gdb's last resume request).
+#pragma once
+#include "arch/arch.hpp"
+#include "process/stop_event.hpp"
+#include <cstdint>
+#include <optional>
+#include <variant>
+
+namespace tpagent::process {
+
+// What tpagent is doing with a thread beyond gdb's plain continue or step. One at a time: each
+// of these resumes the thread its own way, so no two can be under way together.
+namespace thread_activity {
+// Runs or steps as gdb asked, nothing of tpagent's under way.
+struct Plain {};
+// Single-stepping the relocated instruction in the pad of the trap site at `site` (gdb's step
+// from that site); the pc goes back to the program's code when the step is done.
+struct SteppingThroughPad {
+    std::uint64_t site = 0;
+};
+// Stepping over the lifted breakpoint of a trap site with no pad (its instruction could not be
+// relocated); `resumes`: the thread was to run on after the step, not to stop.
+struct SteppingOverSite {
+    std::uint64_t addr = 0;
+    bool resumes = false;
+};
+// gdb's single step over a fast tracepoint's jump at `site`: stepping on through its pad (and
+// the collector) until the displaced instruction has run, then back to program addresses.
+struct SteppingFastJump {
+    std::uint64_t site = 0;
+    bool in_copy = false; // reached the relocated instruction
+    std::uint64_t steps = 0;
+};
+// Running on under the software branch recorder one branch (or instruction) at a time: each
+// step is tpagent's, not gdb's.
+struct RecordStepping {};
+// Running under the software branch recorder to the breakpoint it placed at the next branch.
+struct RunningToBlockEnd {
+    std::uint64_t trap = 0;
+};
+} // namespace thread_activity
+
+using ThreadActivity =
+    std::variant<thread_activity::Plain, thread_activity::SteppingThroughPad,
+                 thread_activity::SteppingOverSite, thread_activity::SteppingFastJump,
+                 thread_activity::RecordStepping, thread_activity::RunningToBlockEnd>;
+
+// The SIGSTOP a thread has on its way: none, one tpagent sent (to stop it), or a new clone's
+// first stop. Never two: tpagent sends none to a thread whose first stop is still to come.
+enum class OwedSigstop { None, Ours, First };
+
+// While-stepping: a tracepoint whose hit asked for `left` more single steps to be collected.
+struct WhileStepping {
+    std::uint64_t site = 0;
+    std::uint64_t left = 0;
+};
+
+struct LinuxThread {
+    // The kernel's side: in a ptrace stop or not, and which SIGSTOP it still has to take.
+    bool stopped = true;
+    OwedSigstop owed_sigstop = OwedSigstop::None;
+    bool sigstop_on_way() const { return owed_sigstop != OwedSigstop::None; }
+    bool awaiting_first_stop() const { return owed_sigstop == OwedSigstop::First; }
+    // A SIGSTOP tpagent sent was taken while it ran the thread itself (an injected call, say).
+    void took_own_sigstop() {
+        if (owed_sigstop == OwedSigstop::Ours) owed_sigstop = OwedSigstop::None;
+    }
+
+    // tpagent's side: what the thread's last resume set it doing (see thread_activity).
+    ThreadActivity activity;
+    template <class State> State* doing() { return std::get_if<State>(&activity); }
+    template <class State> const State* doing() const { return std::get_if<State>(&activity); }
+    template <class State> bool is_doing() const { return std::holds_alternative<State>(activity); }
+    // Done with `State` if that is what the thread was doing.
+    template <class State> void end() {
+        if (is_doing<State>()) activity = thread_activity::Plain{};
+    }
+    bool stepping = false; // the last resume was a single step (PTRACE_SINGLESTEP)
+    std::optional<WhileStepping> while_stepping;
+    // The trap site at the pc whose hit was collected already (the thread stopped there after
+    // its breakpoint); any other stop at a site has not run it yet. Forgotten at each resume.
+    std::optional<std::uint64_t> collected_at;
+
+    // gdb's side.
+    bool wants_run = false;    // gdb asked it to run (re-resume after our own SIGSTOP)
+    bool stop_for_gdb = false; // non-stop: gdb asked it to stop (vCont;t)
+    int resume_signal = 0;
+    bool user_step = false;                       // gdb asked this thread to single-step
+    std::uint64_t range_start = 0, range_end = 0; // ... on through this range (vCont;r)
+    std::optional<StopEvent> pending; // reportable event held back while another is reported
+
+    // The number of the system call whose entry stop was seen last (QCatchSyscalls), to name
+    // its return; forgotten when the thread is resumed otherwise than to that return.
+    std::optional<long> in_syscall;
+    // Stopped at a system call's entry: the call runs when the thread is resumed, so its pc is
+    // no place to step from or to borrow for an injected call.
+    bool at_syscall_entry = false;
+
+    std::optional<arch::RegisterSnapshot> regs;
+    bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
+};
+
+} // namespace tpagent::process
