@@ -29,7 +29,7 @@ PRIVATE = {
     # publishes its buffer to the watchdog; everything else goes through process/target.hpp
     "process/linux": {
         "server/main.cpp: process/linux/code_guard.hpp",
-        "server/server.cpp: process/linux/inferior.hpp",
+        "server/server.cpp: process/linux/linux_process.hpp",
         "server/server.cpp: process/linux/svr4_libraries.hpp",
         "server/server.hpp: process/linux/child_events.hpp",
         "server/handlers_xfer.cpp: process/linux/svr4_libraries.hpp",

@@ -1,5 +1,5 @@
 #include "server/server.hpp"
-#include "process/linux/inferior.hpp"
+#include "process/linux/linux_process.hpp"
 #include "process/linux/svr4_libraries.hpp"
 #include "experiment/trace_file_writer.hpp"
 #include "arch/arch.hpp"
@@ -112,12 +112,12 @@ std::size_t read_code(const ProgramImage& image, std::uint64_t addr, std::span<s
 
 TargetFactory linux_targets() {
     return {[](const process::LaunchSpec& spec) -> Result<std::unique_ptr<process::Target>> {
-                auto inferior = process::Inferior::launch(spec);
+                auto inferior = process::LinuxProcess::launch(spec);
                 if (!inferior) return inferior.error();
                 return std::unique_ptr<process::Target>(std::move(*inferior));
             },
             [](pid_t pid) -> Result<std::unique_ptr<process::Target>> {
-                auto inferior = process::Inferior::attach(pid);
+                auto inferior = process::LinuxProcess::attach(pid);
                 if (!inferior) return inferior.error();
                 return std::unique_ptr<process::Target>(std::move(*inferior));
             }};
