@@ -176,6 +176,7 @@ class Target {
     virtual void set_pass_signals(std::set<int> signals) = 0;
     // QCatchSyscalls: stop at the entry and return of these system calls (every one if the
     // set is empty; none if nullopt).
+    // NOLINTNEXTLINE(performance-unnecessary-value-param): a sink; an override keeps it
     virtual void set_catch_syscalls(std::optional<std::set<int>> /*syscalls*/) {}
     // The events gdb asked for in qSupported, beyond stops and exits.
     struct EventReports {
@@ -212,6 +213,7 @@ class Target {
     using BreakpointBytes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
     // A vfork child's memory stops being its parent's (it exits or execs): `hand_back` gets
     // the breakpoints gdb put in that memory through the child first.
+    // NOLINTNEXTLINE(performance-unnecessary-value-param): a sink; an override keeps it
     virtual void when_memory_unshared(std::function<void(BreakpointBytes)> /*hand_back*/) {}
     // Takes over breakpoints already in this process's memory (handed back by a vfork child).
     virtual void take_breakpoints(const BreakpointBytes& /*breakpoints*/) {}

@@ -5,11 +5,14 @@
 #include "server/server.hpp"
 #include "process/linux/code_guard.hpp"
 #include <csignal>
+#include <cstdio>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     using namespace tpagent::server;
     auto opts = parse_options(argc, argv);
     if (!opts) {
@@ -40,6 +43,17 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         // The event loop reports I/O failures as exceptions: say what failed and exit cleanly.
         fmt::print(stderr, "tpagent: {}\nExiting\n", e.what());
+        return 1;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) { // before the event loop (out of memory, stdout gone)
+        std::fprintf(stderr, "tpagent: %s\n", e.what());
         return 1;
     }
 }
