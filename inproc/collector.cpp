@@ -148,6 +148,7 @@ void copy_registers(std::uint8_t* d, const std::uint8_t* s, std::uint32_t n) {
         __builtin_memcpy(d, s, 256); // inlined as 8-byte moves (general registers only)
     d += 8 * words;
     s += 8 * words;
+    // NOLINTBEGIN(bugprone-branch-clone): an unrolled copy, one word per case
     switch (words) {
     case 32:
         move_word(d, s, 32);
@@ -248,6 +249,7 @@ void copy_registers(std::uint8_t* d, const std::uint8_t* s, std::uint32_t n) {
     default:
         break;
     }
+    // NOLINTEND(bugprone-branch-clone)
     for (n %= 8; n >= 4; n -= 4, d += 4, s += 4) {
         std::uint32_t w;
         __builtin_memcpy(&w, s, 4);
@@ -297,6 +299,7 @@ bool get_tsv(void* user, unsigned num, std::int64_t* value) {
             hit.stamp = arch::frame_clock();
         }
     }
+    // NOLINTBEGIN(bugprone-branch-clone): each case reads its own source
     switch (v->reading) {
     case 1:
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -313,6 +316,7 @@ bool get_tsv(void* user, unsigned num, std::int64_t* value) {
         *value = v->value.load(std::memory_order_relaxed);
         return true;
     }
+    // NOLINTEND(bugprone-branch-clone)
 }
 
 bool set_tsv(void*, unsigned num, std::int64_t value) {
@@ -500,7 +504,7 @@ void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std
         const std::uint64_t w = flags | std::uint64_t{first} << 32;
         __builtin_memcpy(block + c.flags_offset, &w, 8);
         done = 4;
-    } else if (c.flags_size == 4) {
+    } else if (c.flags_size == 4) { // NOLINT(bugprone-branch-clone): 4 and 8 bytes
         __builtin_memcpy(block + c.flags_offset, anchor, 4);
     } else if (c.flags_size == 8) {
         __builtin_memcpy(block + c.flags_offset, anchor, 8);
