@@ -93,10 +93,10 @@ void TraceExperiment::uninstall_all(process::Target* inferior) {
     lower_semaphores(inferior);
 }
 
-Status TraceExperiment::define(std::string_view payload, process::Target* inferior) {
+Status TraceExperiment::define(trace::TracepointPacket packet, process::Target* inferior) {
     // A new tracepoint's first packet: the one gdb left unfinished before it is complete.
-    if (!payload.empty() && payload.front() != '-') complete_pending(inferior);
-    auto outcome = table_.define(payload);
+    if (std::holds_alternative<Result<trace::TracepointHeader>>(packet)) complete_pending(inferior);
+    auto outcome = table_.define(std::move(packet));
     if (!outcome) return outcome.error();
     return on_defined(*outcome, inferior);
 }
@@ -108,9 +108,11 @@ void TraceExperiment::complete_pending(process::Target* inferior) {
     if (!s) spdlog::warn("unfinished tracepoint definition: {}", s.error().text);
 }
 
-Status TraceExperiment::add_source(std::string_view payload, process::Target* inferior) {
+Status TraceExperiment::add_source(Result<trace::SourcePacket> packet, process::Target* inferior) {
     complete_pending(inferior);
-    return table_.add_source(payload);
+    if (!packet) return packet.error();
+    table_.add_source(std::move(*packet));
+    return ok_status();
 }
 
 Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& outcome,

@@ -6,6 +6,7 @@
 #include "experiment/fast_tracepoints.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "trace/tracepoint_table.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
@@ -43,9 +44,11 @@ class TraceExperiment {
     bool running() const { return running_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
-    void init();                                                            // QTinit
-    Status define(std::string_view payload, process::Target* inferior);     // QTDP
-    Status add_source(std::string_view payload, process::Target* inferior); // QTDPsrc
+    void init(); // QTinit
+    // QTDP. A first packet, parsed or not, completes the definition gdb left unfinished.
+    Status define(trace::TracepointPacket packet, process::Target* inferior);
+    // QTDPsrc. It completes the definition gdb left unfinished, parsed or not.
+    Status add_source(Result<trace::SourcePacket> packet, process::Target* inferior);
     // A fast tracepoint's jump covering `addr` gives way to a trap site (the tracepoint is
     // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
     // when no jump covers `addr`.

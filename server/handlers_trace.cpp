@@ -58,16 +58,23 @@ std::string handle_trace_init(Session& s, std::string_view) {
     return reply_ok();
 }
 
+// A QTDP or QTDPsrc packet that does not parse still goes to the experiment: it ends the
+// definition in progress all the same.
 std::string handle_trace_define(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).define(args, s.live_inferior()));
+    auto packet = trace::parse_tracepoint_packet(args, experiment(s).table().register_count());
+    return status_to_reply(experiment(s).define(std::move(packet), s.live_inferior()));
 }
 
 std::string handle_trace_source(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).add_source(args, s.live_inferior()));
+    return status_to_reply(
+        experiment(s).add_source(trace::parse_source_packet(args), s.live_inferior()));
 }
 
 std::string handle_trace_variable(Session& s, std::string_view args) {
-    return status_to_reply(experiment(s).variables().define(args));
+    auto variable = trace::parse_variable_definition(args);
+    if (!variable) return reply_error_text(variable.error());
+    experiment(s).variables().define(std::move(*variable));
+    return reply_ok();
 }
 
 std::string handle_trace_readonly(Session& s, std::string_view args) {

@@ -5,12 +5,6 @@
 
 namespace tpagent::trace {
 
-namespace {
-Error bad(std::string text) {
-    return make_error(ErrorCode::BadPacket, std::move(text));
-}
-} // namespace
-
 TraceStateVariables::TraceStateVariables(Clock micros, Clock nanos)
     : micros_(std::move(micros)), nanos_(std::move(nanos)) {
     clear();
@@ -32,18 +26,8 @@ TraceStateVariables::Variable& TraceStateVariables::install(std::uint32_t number
     return v;
 }
 
-Status TraceStateVariables::define(std::string_view payload) {
-    auto fields = protocol::split(payload, ':');
-    if (fields.size() != 4) return bad("QTDV: expected <num>:<value>:<builtin>:<hexname>");
-    auto number = protocol::parse_hex_u64(fields[0]);
-    if (!number || *number == 0 || *number > 0xffffffff) return bad("QTDV: bad variable number");
-    auto value = protocol::parse_hex_i64(fields[1]);
-    if (!value) return bad("QTDV: bad initial value");
-    if (fields[2] != "0" && fields[2] != "1") return bad("QTDV: builtin flag must be 0 or 1");
-    auto name = protocol::hex_to_text(fields[3]);
-    if (!name) return bad("QTDV: bad hex name");
-    install(static_cast<std::uint32_t>(*number), *value, fields[2] == "1", std::move(*name));
-    return ok_status();
+void TraceStateVariables::define(VariableDefinition variable) {
+    install(variable.number, variable.initial, variable.builtin, std::move(variable.name));
 }
 
 void TraceStateVariables::clear() {

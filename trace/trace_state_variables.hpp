@@ -14,7 +14,6 @@
 // and clearing are for the packet thread only.
 #pragma once
 #include "trace/upload_cursor.hpp"
-#include "base/result.hpp"
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -25,6 +24,14 @@
 #include <vector>
 
 namespace tpagent::trace {
+
+// One variable as QTDV defines it (parse_variable_definition, tracepoint_codec.hpp).
+struct VariableDefinition {
+    std::uint32_t number = 0;
+    std::int64_t initial = 0;
+    bool builtin = false;
+    std::string name;
+};
 
 // qTV reply for a value: `V<value hex>` (two's complement), or `U` when unknown (no such
 // variable, or not collected in the selected trace frame).
@@ -44,10 +51,9 @@ class TraceStateVariables {
     // micros: $trace_timestamp; nanos: $trace_timestamp_ns.
     TraceStateVariables(Clock micros, Clock nanos);
 
-    // QTDV payload `<num>:<value>:<builtin>:<hexname>`. Redefinition replaces. A builtin
-    // variable named trace_timestamp, or any named trace_timestamp_ns, reads its clock; one
-    // named trace_thread reads the collecting thread.
-    Status define(std::string_view payload);
+    // QTDV. Redefinition replaces. A builtin variable named trace_timestamp, or any named
+    // trace_timestamp_ns, reads its clock; one named trace_thread reads the collecting thread.
+    void define(VariableDefinition variable);
     // QTinit: forget every variable but the built-in timestamp.
     void clear();
     // QTStart: every variable back to its initial value.

@@ -231,6 +231,17 @@ Result<ActionPacket> parse_action_packet(std::string_view payload, unsigned regi
     return out;
 }
 
+TracepointPacket parse_tracepoint_packet(std::string_view payload, unsigned register_count) {
+    if (payload.empty()) // the error of a header without its fields
+        return TracepointPacket(std::in_place_type<Error>,
+                                parse_tracepoint_header(payload, register_count).error());
+    if (payload.front() == '-')
+        return TracepointPacket(std::in_place_type<Result<ActionPacket>>,
+                                parse_action_packet(payload, register_count));
+    return TracepointPacket(std::in_place_type<Result<TracepointHeader>>,
+                            parse_tracepoint_header(payload, register_count));
+}
+
 Result<SourcePacket> parse_source_packet(std::string_view payload) {
     auto fields = protocol::split(payload, ':');
     if (fields.size() != 6)
@@ -253,6 +264,25 @@ Result<SourcePacket> parse_source_packet(std::string_view payload) {
     out.source.length = *length;
     out.source.text = std::move(*text);
     return out;
+}
+
+Result<VariableDefinition> parse_variable_definition(std::string_view payload) {
+    auto bad_packet = [](std::string text) {
+        return make_error(ErrorCode::BadPacket, std::move(text));
+    };
+    auto fields = protocol::split(payload, ':');
+    if (fields.size() != 4) return bad_packet("QTDV: expected <num>:<value>:<builtin>:<hexname>");
+    auto number = parse_hex_u64(fields[0]);
+    if (!number || *number == 0 || *number > 0xffffffff)
+        return bad_packet("QTDV: bad variable number");
+    auto value = protocol::parse_hex_i64(fields[1]);
+    if (!value) return bad_packet("QTDV: bad initial value");
+    if (fields[2] != "0" && fields[2] != "1")
+        return bad_packet("QTDV: builtin flag must be 0 or 1");
+    auto name = protocol::hex_to_text(fields[3]);
+    if (!name) return bad_packet("QTDV: bad hex name");
+    return VariableDefinition{static_cast<std::uint32_t>(*number), *value, fields[2] == "1",
+                              std::move(*name)};
 }
 
 Result<TracepointKey> parse_tracepoint_key(std::string_view payload) {

@@ -1,12 +1,14 @@
-// Wire forms of tracepoint definitions: the QTDP / QTDPsrc payloads gdb sends (after
-// `QTDP:` / `QTDPsrc:`) and the qTfP/qTsP upload pieces sent back. Numbers are hex, read
-// case-insensitively; output is lower-case minimal hex. Parsing an upload piece's text
-// through these parsers gives back the same definition.
+// Wire forms of tracepoint and trace state variable definitions: the QTDP / QTDPsrc / QTDV
+// payloads gdb sends (after `QTDP:` / `QTDPsrc:` / `QTDV:`) and the qTfP/qTsP upload pieces
+// sent back. Numbers are hex, read case-insensitively; output is lower-case minimal hex.
+// Parsing an upload piece's text through these parsers gives back the same definition.
 #pragma once
+#include "trace/trace_state_variables.hpp"
 #include "trace/tracepoint.hpp"
 #include "base/result.hpp"
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace tpagent::trace {
@@ -33,6 +35,13 @@ struct ActionPacket {
 };
 Result<ActionPacket> parse_action_packet(std::string_view payload, unsigned register_count);
 
+// One QTDP payload. Its first character tells its kind before any field is read: `-` an
+// action packet, anything else a definition's first packet (header). A packet that fails to
+// parse keeps its kind, since the kind decides what becomes of the definition in progress
+// (TracepointTable::define); an empty payload is of neither kind, only its error.
+using TracepointPacket = std::variant<Result<TracepointHeader>, Result<ActionPacket>, Error>;
+TracepointPacket parse_tracepoint_packet(std::string_view payload, unsigned register_count);
+
 // A run of concatenated actions (`R..`, `M..`, `X..`, `L`). X bytecode is validated against
 // register_count; M base registers must be below it.
 Result<ActionString> parse_action_string(std::string_view text, unsigned register_count);
@@ -43,6 +52,10 @@ struct SourcePacket {
     SourceString source;
 };
 Result<SourcePacket> parse_source_packet(std::string_view payload);
+
+// `<num>:<value>:<builtin>:<hexname>` (QTDV payload, and a qTfV/qTsV piece). Errors are
+// BadPacket.
+Result<VariableDefinition> parse_variable_definition(std::string_view payload);
 
 // `<num>:<addr>` as in QTEnable, QTDisable and qTP.
 Result<TracepointKey> parse_tracepoint_key(std::string_view payload);

@@ -1,42 +1,15 @@
 #include "trace/tracepoint_table.hpp"
 
-#include "trace/tracepoint_codec.hpp"
 #include <fmt/format.h>
 
 namespace tpagent::trace {
 
-Result<TracepointTable::DefineOutcome> TracepointTable::define(std::string_view payload) {
-    if (!payload.empty() && payload[0] == '-') {
-        // Whatever happens, this packet ends the pending definition unless it is valid.
-        std::optional<Pending> pending = std::move(pending_);
-        pending_.reset();
-        if (!pending)
-            return make_error(ErrorCode::BadTracepoint, "QTDP actions without a definition");
-        auto packet = parse_action_packet(payload, register_count_);
-        if (!packet) return packet.error();
-        if (packet->key != pending->definition.key)
-            return make_error(ErrorCode::BadTracepoint,
-                              fmt::format("QTDP actions for {} while defining {}",
-                                          format_key(packet->key),
-                                          format_key(pending->definition.key)));
-        if (packet->starts_stepping) {
-            if (pending->stepping)
-                return make_error(ErrorCode::BadTracepoint, "QTDP: second while-stepping marker");
-            pending->stepping = true;
-        }
-        auto& list =
-            pending->stepping ? pending->definition.stepping_actions : pending->definition.actions;
-        list.push_back(std::move(packet->actions));
-        if (packet->more) {
-            DefineOutcome out{Defined::Pending, pending->definition.key};
-            pending_ = std::move(pending);
-            return out;
-        }
-        return finish(std::move(pending->definition));
-    }
-
+Result<TracepointTable::DefineOutcome> TracepointTable::define(TracepointPacket packet) {
+    if (auto* actions = std::get_if<Result<ActionPacket>>(&packet))
+        return add_actions(std::move(*actions));
     pending_.reset();
-    auto header = parse_tracepoint_header(payload, register_count_);
+    if (const auto* refused = std::get_if<Error>(&packet)) return *refused;
+    auto& header = std::get<Result<TracepointHeader>>(packet);
     if (!header) return header.error();
     if (header->more) {
         DefineOutcome out{Defined::Pending, header->definition.key};
@@ -44,6 +17,33 @@ Result<TracepointTable::DefineOutcome> TracepointTable::define(std::string_view 
         return out;
     }
     return finish(std::move(header->definition));
+}
+
+Result<TracepointTable::DefineOutcome> TracepointTable::add_actions(Result<ActionPacket> packet) {
+    // Whatever happens, this packet ends the pending definition unless it is valid.
+    std::optional<Pending> pending = std::move(pending_);
+    pending_.reset();
+    if (!pending) return make_error(ErrorCode::BadTracepoint, "QTDP actions without a definition");
+    if (!packet) return packet.error();
+    if (packet->key != pending->definition.key)
+        return make_error(ErrorCode::BadTracepoint,
+                          fmt::format("QTDP actions for {} while defining {}",
+                                      format_key(packet->key),
+                                      format_key(pending->definition.key)));
+    if (packet->starts_stepping) {
+        if (pending->stepping)
+            return make_error(ErrorCode::BadTracepoint, "QTDP: second while-stepping marker");
+        pending->stepping = true;
+    }
+    auto& list =
+        pending->stepping ? pending->definition.stepping_actions : pending->definition.actions;
+    list.push_back(std::move(packet->actions));
+    if (packet->more) {
+        DefineOutcome out{Defined::Pending, pending->definition.key};
+        pending_ = std::move(pending);
+        return out;
+    }
+    return finish(std::move(pending->definition));
 }
 
 Result<std::optional<TracepointTable::DefineOutcome>> TracepointTable::complete_pending() {
@@ -86,16 +86,13 @@ Result<TracepointTable::DefineOutcome> TracepointTable::finish(TracepointDefinit
     return DefineOutcome{Defined::Replaced, key};
 }
 
-Status TracepointTable::add_source(std::string_view payload) {
-    auto packet = parse_source_packet(payload);
-    if (!packet) return packet.error();
-    Tracepoint* tp = find(packet->key);
+void TracepointTable::add_source(SourcePacket packet) {
+    Tracepoint* tp = find(packet.key);
     // gdb sends the source of a tracepoint it could not define (an action it failed to
     // compile): kept nowhere, and no error, as gdbserver.
-    if (!tp) return ok_status();
-    if (sources_restart_.erase(packet->key) != 0) tp->sources.clear();
-    tp->sources.push_back(std::move(packet->source));
-    return ok_status();
+    if (!tp) return;
+    if (sources_restart_.erase(packet.key) != 0) tp->sources.clear();
+    tp->sources.push_back(std::move(packet.source));
 }
 
 Status TracepointTable::set_enabled(const TracepointKey& key, bool enabled) {

@@ -16,19 +16,19 @@
 // Sources (QTDPsrc) of a tracepoint the table does not have are ignored, as gdbserver does.
 #pragma once
 #include "trace/tracepoint.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "trace/upload_cursor.hpp"
 #include "base/result.hpp"
 #include <map>
 #include <optional>
 #include <set>
-#include <string_view>
 
 namespace tpagent::trace {
 
 class TracepointTable {
   public:
     // register_count bounds register numbers in bytecode and M actions (the target
-    // description's register count).
+    // description's register count): the packets given to define() are parsed with it.
     explicit TracepointTable(unsigned register_count) : register_count_(register_count) {}
     unsigned register_count() const { return register_count_; }
 
@@ -42,16 +42,16 @@ class TracepointTable {
         Defined what = Defined::Pending;
         TracepointKey key;
     };
-    // One QTDP payload (after "QTDP:"). A first packet while another definition is pending
-    // drops the pending one: complete_pending() first to keep it.
-    Result<DefineOutcome> define(std::string_view payload);
+    // One QTDP packet. Any packet but a valid action packet continuing it drops the pending
+    // definition: complete_pending() first to keep it.
+    Result<DefineOutcome> define(TracepointPacket packet);
     bool has_pending() const { return pending_.has_value(); }
     // gdb leaves a definition unfinished ("more follows", then nothing) when it cannot compile
     // the actions: what arrived, all valid, defines the tracepoint, as gdbserver takes it.
     Result<std::optional<DefineOutcome>> complete_pending();
 
-    // One QTDPsrc payload; the first source after a (re)definition replaces the old list.
-    Status add_source(std::string_view payload);
+    // One QTDPsrc packet; the first source after a (re)definition replaces the old list.
+    void add_source(SourcePacket packet);
 
     // QTEnable / QTDisable.
     Status set_enabled(const TracepointKey& key, bool enabled);
@@ -87,6 +87,8 @@ class TracepointTable {
         TracepointDefinition definition;
         bool stepping = false;
     };
+    // A QTDP action packet, parsed or not: it continues the pending definition or drops it.
+    Result<DefineOutcome> add_actions(Result<ActionPacket> packet);
     Result<DefineOutcome> finish(TracepointDefinition definition);
 
     unsigned register_count_;

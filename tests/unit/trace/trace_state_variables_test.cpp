@@ -1,4 +1,5 @@
 #include "trace/trace_state_variables.hpp"
+#include "trace/tracepoint_codec.hpp"
 #include "gdb13_captures.hpp"
 #include "test_support.hpp"
 
@@ -7,6 +8,14 @@ using namespace tpagent::trace;
 using namespace trace_test;
 
 namespace {
+// A QTDV payload (after "QTDV:"), parsed as the server's handler parses it.
+Status define(TraceStateVariables& vars, std::string_view payload) {
+    auto variable = parse_variable_definition(payload);
+    if (!variable) return variable.error();
+    vars.define(std::move(*variable));
+    return ok_status();
+}
+
 std::vector<std::string> all_pieces(const TraceStateVariables& vars) {
     std::vector<std::string> out;
     UploadCursor c = vars.upload();
@@ -30,14 +39,14 @@ TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
     CHECK(vars.value_reply(2) == "U");
 
     // tpagent's nanosecond clock, under the name the user gives a variable of gdb's.
-    REQUIRE(vars.define("2:0:0:74726163655f74696d657374616d705f6e73").ok());
+    REQUIRE(define(vars, "2:0:0:74726163655f74696d657374616d705f6e73").ok());
     CHECK(*vars.get(2) == 7);
     CHECK_FALSE(vars.set(2, 5));
     CHECK(vars.reading(2) == TraceStateVariables::Reading::Nanos);
     CHECK(vars.reading(1) == TraceStateVariables::Reading::Micros);
 
     // $trace_thread: the collecting thread's id; unknown when no thread collects it (qTV).
-    REQUIRE(vars.define("3:0:0:74726163655f746872656164").ok());
+    REQUIRE(define(vars, "3:0:0:74726163655f746872656164").ok());
     CHECK(vars.reading(3) == TraceStateVariables::Reading::ThreadId);
     CHECK(*vars.get(3, 4242) == 4242);
     CHECK(vars.value_reply(3) == "U");
@@ -47,7 +56,7 @@ TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
 TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
     TraceStateVariables vars([] { return std::int64_t{42}; }, nullptr);
     for (const auto& p : gdb13::kQtdv1)
-        REQUIRE(vars.define(p).ok());
+        REQUIRE(define(vars, p).ok());
     CHECK(*vars.get(1) == 42); // still the clock after gdb re-sent it
     CHECK(*vars.get(2) == 5);
     CHECK(*vars.get(3) == -3);
@@ -69,7 +78,7 @@ TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
     CHECK(*vars.get(2) == 5);
 
     // Redefinition replaces; `-` form accepted too.
-    REQUIRE(vars.define("2:-10:0:76").ok());
+    REQUIRE(define(vars, "2:-10:0:76").ok());
     CHECK(*vars.get(2) == -16);
 
     // Upload pieces parse back as QTDV.
@@ -77,7 +86,7 @@ TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {
     auto pieces = all_pieces(vars);
     pieces.pop_back();
     for (const auto& p : pieces)
-        REQUIRE(again.define(p).ok());
+        REQUIRE(define(again, p).ok());
     CHECK(all_pieces(again) == all_pieces(vars));
 
     vars.clear(); // QTinit
@@ -91,7 +100,7 @@ TEST_CASE("tsv: rejected QTDV", "[trace][tsv]") {
          {"", "2", "2:5:0", "2:5:0:76:", "0:5:0:76", "100000000:5:0:76", "2:x:0:76",
           "2:10000000000000000:0:76", "2:5:2:76", "2:5::76", "2:5:0:7", "2:5:0:zz"}) {
         INFO('"' << s << '"');
-        check_rejected(vars.define(s), ErrorCode::BadPacket);
+        check_rejected(define(vars, s), ErrorCode::BadPacket);
     }
     CHECK_FALSE(vars.contains(2));
     CHECK(*vars.get(1) == 0); // no clock given

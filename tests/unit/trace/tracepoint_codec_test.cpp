@@ -241,6 +241,51 @@ TEST_CASE("action packets", "[trace][codec]") {
     }
 }
 
+TEST_CASE("QTDP packets are told apart before they are parsed", "[trace][codec]") {
+    auto header = parse_tracepoint_packet(gdb13::kQtdp1[0], kRegisterCount);
+    const auto* h = std::get_if<Result<TracepointHeader>>(&header);
+    REQUIRE(h);
+    REQUIRE(h->ok());
+    CHECK((*h)->definition.key == TracepointKey{1, 0x555555555144});
+
+    auto actions = parse_tracepoint_packet(gdb13::kQtdp1[4], kRegisterCount);
+    const auto* a = std::get_if<Result<ActionPacket>>(&actions);
+    REQUIRE(a);
+    REQUIRE(a->ok());
+    CHECK((*a)->starts_stepping);
+
+    // A packet that fails keeps its kind and its parser's error.
+    auto bad_header = parse_tracepoint_packet("1:1000:Q:0:0", kRegisterCount);
+    h = std::get_if<Result<TracepointHeader>>(&bad_header);
+    REQUIRE(h);
+    check_rejected(*h, ErrorCode::BadTracepoint);
+    auto bad_actions = parse_tracepoint_packet("-1:1000:X2,0227", kRegisterCount);
+    a = std::get_if<Result<ActionPacket>>(&bad_actions);
+    REQUIRE(a);
+    check_rejected(*a, ErrorCode::BadBytecode);
+
+    // Nothing at all is of neither kind: refused as a header without its fields.
+    auto empty = parse_tracepoint_packet("", kRegisterCount);
+    const auto* e = std::get_if<Error>(&empty);
+    REQUIRE(e);
+    CHECK(e->code == ErrorCode::BadTracepoint);
+    CHECK(e->text == parse_tracepoint_header("", kRegisterCount).error().text);
+}
+
+TEST_CASE("variable definitions", "[trace][codec]") {
+    auto v = parse_variable_definition("3:fffffffffffffffd:0:6e6567");
+    REQUIRE(v.ok());
+    CHECK(v->number == 3);
+    CHECK(v->initial == -3);
+    CHECK_FALSE(v->builtin);
+    CHECK(v->name == "neg");
+    v = parse_variable_definition("1:0:1:74726163655f74696d657374616d70");
+    REQUIRE(v.ok());
+    CHECK(v->builtin);
+    CHECK(v->name == "trace_timestamp");
+    CHECK(parse_variable_definition("ffffffff:-10:0:")->initial == -16);
+}
+
 TEST_CASE("sources", "[trace][codec]") {
     auto s = parse_source_packet(gdb13::kQtdpsrc1[1]);
     REQUIRE(s.ok());

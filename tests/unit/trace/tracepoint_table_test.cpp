@@ -13,16 +13,29 @@ using Defined = TracepointTable::Defined;
 
 namespace {
 
+// A QTDP payload (after "QTDP:"), parsed as the server's handler parses it.
+Result<TracepointTable::DefineOutcome> define(TracepointTable& table, std::string_view payload) {
+    return table.define(parse_tracepoint_packet(payload, kRegisterCount));
+}
+
+// A QTDPsrc payload (after "QTDPsrc:"); one that does not parse is refused.
+Status add_source(TracepointTable& table, std::string_view payload) {
+    auto packet = parse_source_packet(payload);
+    if (!packet) return packet.error();
+    table.add_source(std::move(*packet));
+    return ok_status();
+}
+
 void define_all(TracepointTable& table, const std::vector<std::string>& qtdp,
                 const std::vector<std::string>& qtdpsrc = {}) {
     for (const std::string& p : qtdp) {
         INFO(p);
-        auto r = table.define(p);
+        auto r = define(table, p);
         REQUIRE(r.ok());
     }
     for (const std::string& p : qtdpsrc) {
         INFO(p);
-        REQUIRE(table.add_source(p).ok());
+        REQUIRE(add_source(table, p).ok());
     }
 }
 
@@ -43,7 +56,7 @@ TEST_CASE("table: gdb 13 session 1 definitions", "[trace][table]") {
     // Outcomes of each packet.
     std::vector<Defined> outcomes;
     for (const std::string& p : gdb13::kQtdp1) {
-        auto r = table.define(p);
+        auto r = define(table, p);
         REQUIRE(r.ok());
         outcomes.push_back(r->what);
     }
@@ -52,7 +65,7 @@ TEST_CASE("table: gdb 13 session 1 definitions", "[trace][table]") {
                                            Defined::Pending, Defined::Pending, Defined::Added,
                                            Defined::Added, Defined::Added});
     for (const std::string& p : gdb13::kQtdpsrc1)
-        REQUIRE(table.add_source(p).ok());
+        REQUIRE(add_source(table, p).ok());
     REQUIRE(table.size() == 4);
     CHECK_FALSE(table.has_pending());
 
@@ -98,7 +111,7 @@ TEST_CASE("table: one number at several addresses", "[trace][table]") {
     CHECK(table.find({5, 0x402000})->definition.actions[0] ==
           *parse_action_string("M-1,10,4", kRegisterCount));
     // QTDPsrc writes the address unpadded; it still names the same location.
-    REQUIRE(table.add_source("5:401000:at:0:4:6d61696e").ok());
+    REQUIRE(add_source(table, "5:401000:at:0:4:6d61696e").ok());
     CHECK(table.find({5, 0x401000})->sources.size() == 1);
     CHECK(table.find({5, 0x402000})->sources.empty());
 }
@@ -107,9 +120,9 @@ namespace {
 
 // A QTDP ("QTDP:...") or QTDPsrc ("QTDPsrc:...") payload given to the table.
 Status send(TracepointTable& table, std::string_view packet) {
-    if (packet.starts_with("QTDPsrc:")) return table.add_source(packet.substr(8));
+    if (packet.starts_with("QTDPsrc:")) return add_source(table, packet.substr(8));
     REQUIRE(packet.starts_with("QTDP:"));
-    auto r = table.define(packet.substr(5));
+    auto r = define(table, packet.substr(5));
     if (!r) return r.error();
     return ok_status();
 }
@@ -146,6 +159,9 @@ const std::vector<Refusal>& refusals() {
         {"second while-stepping marker",
          {{"QTDP:7:1000:E:2:0-"}, {"QTDP:-7:1000:SR01-"}, {"QTDP:-7:1000:SR01", kBad}}},
         {"wrong tracepoint number", {{"QTDP:0:1000:E:0:0", kBad}, {"QTDP:10000:1000:E:0:0", kBad}}},
+        {"bad header after an unfinished one",
+         {{"QTDP:7:1000:E:0:0-"}, {"QTDP:8:1000:Q:0:0", kBad}}},
+        {"empty packet after an unfinished one", {{"QTDP:7:1000:E:0:0-"}, {"QTDP:", kBad}}},
         {"bad source", {{"QTDPsrc:2:555555555144:at:0:4:776f7", kBad}}},
     };
     return all;
@@ -177,8 +193,8 @@ TEST_CASE("table: bad packets leave the table unchanged", "[trace][table]") {
         }
     }
     SECTION("a new definition drops an unfinished one") {
-        REQUIRE(table.define("7:1000:E:0:0-").ok());
-        REQUIRE(table.define("8:2000:E:0:0")->what == Defined::Added);
+        REQUIRE(define(table, "7:1000:E:0:0-").ok());
+        REQUIRE(define(table, "8:2000:E:0:0")->what == Defined::Added);
         CHECK(table.size() == 3);
         CHECK_FALSE(table.find({7, 0x1000}));
     }
@@ -196,11 +212,11 @@ TEST_CASE("table: redefinition", "[trace][table]") {
         REQUIRE(table.set_enabled(work, false).ok());
         std::vector<Defined> outcomes;
         for (const auto& p : gdb13::kQtdp2)
-            outcomes.push_back(table.define(p)->what);
+            outcomes.push_back(define(table, p)->what);
         CHECK(outcomes[5] == Defined::Identical);
         CHECK(outcomes[7] == Defined::Identical);
         for (const auto& p : gdb13::kQtdpsrc2)
-            REQUIRE(table.add_source(p).ok());
+            REQUIRE(add_source(table, p).ok());
         const Tracepoint* tp = table.find(work);
         CHECK(tp->definition.enabled); // gdb re-sent it as E
         CHECK(tp->counters.hits == 1);
@@ -210,28 +226,28 @@ TEST_CASE("table: redefinition", "[trace][table]") {
     }
     SECTION("different: a trap tracepoint's replaced during a run") {
         table.set_running(true);
-        REQUIRE(table.define("2:0000555555555144:E:0:0")->what == Defined::Replaced);
+        REQUIRE(define(table, "2:0000555555555144:E:0:0")->what == Defined::Replaced);
         CHECK(table.find(work)->definition.step_count == 0);
         // Its source comes again; one for a tracepoint gdb could not define is ignored.
-        REQUIRE(table.add_source("2:555555555144:at:0:4:776f726b").ok());
-        REQUIRE(table.add_source("9:1000:at:0:4:776f726b").ok());
+        REQUIRE(add_source(table, "2:555555555144:at:0:4:776f726b").ok());
+        REQUIRE(add_source(table, "9:1000:at:0:4:776f726b").ok());
         CHECK(table.find(work)->sources.size() == 1);
         CHECK_FALSE(table.find({9, 0x1000}));
     }
     SECTION("different: refused during a run for a fast tracepoint in the program") {
-        REQUIRE(table.define("5:401000:E:0:0:F5")->what == Defined::Added);
+        REQUIRE(define(table, "5:401000:E:0:0:F5")->what == Defined::Added);
         table.mark_in_program({5, 0x401000});
         table.set_running(true);
-        check_rejected(table.define("5:401000:E:0:0"), ErrorCode::BadTracepoint);
+        check_rejected(define(table, "5:401000:E:0:0"), ErrorCode::BadTracepoint);
         CHECK(table.find({5, 0x401000})->definition.kind == TracepointKind::Fast);
         // One collected through a trap site takes the new definition.
-        REQUIRE(table.define("2:0000555555555144:E:0:0:F5")->what == Defined::Replaced);
+        REQUIRE(define(table, "2:0000555555555144:E:0:0:F5")->what == Defined::Replaced);
         table.set_running(false); // the run is over: the marks with it
         table.set_running(true);
-        REQUIRE(table.define("5:401000:E:0:0")->what == Defined::Replaced);
+        REQUIRE(define(table, "5:401000:E:0:0")->what == Defined::Replaced);
     }
     SECTION("different: replaces when no trace runs") {
-        REQUIRE(table.define("2:0000555555555144:D:0:5")->what == Defined::Replaced);
+        REQUIRE(define(table, "2:0000555555555144:D:0:5")->what == Defined::Replaced);
         const Tracepoint* tp = table.find(work);
         CHECK(tp->definition.pass_count == 5);
         CHECK_FALSE(tp->definition.enabled);
