@@ -149,7 +149,8 @@ TEST_CASE("inproc: hits are counted per thread and summed", "[inproc]") {
     CHECK(header().slots_taken.load() == 3);
 }
 
-TEST_CASE("inproc: setv and getv update trace state variables in the shared", "[inproc]") {
+// (The test's name keeps "region", the shared buffer's earlier name: its id.)
+TEST_CASE("inproc: setv and getv update trace state variables in the region", "[inproc]") {
     Config config;
     config.define_variable(1, 10);
     config.define_variable(3, 0, 2); // $trace_timestamp_ns
