@@ -5,7 +5,7 @@
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
-#include "process/linux/branch_recorder.hpp"
+#include "process/linux/branch_traces.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
@@ -134,28 +134,6 @@ class LinuxProcess final : public Target {
     Status detach() override;
 
   private:
-    // A thread's branch trace: the CPU's BTS ring, or the software recorder's steps.
-    struct BranchRecording {
-        explicit BranchRecording(std::size_t size) : ring(size) {}
-        BranchRing ring;
-        std::unique_ptr<PerfBranchStore> hardware; // nullptr: recorded by stepping
-        SoftwareBranchRecorder software;
-        BranchStepMethod method = BranchStepMethod::BlockSteps;
-        BranchTraceConfig config;
-    };
-    // The thread's recording if the software recorder makes it (nullptr: none, or the CPU's).
-    BranchRecording* software_recording(pid_t tid);
-    // Software recording: the thread stopped where it is now; what branch got it there?
-    void observe_branches(pid_t tid, BranchRecording& r);
-    // The software recorder's view of the program's instructions (cached until gdb resumes,
-    // writes memory or the image changes).
-    Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
-    std::map<pid_t, BranchRecording> branch_traces_;
-    std::unordered_map<std::uint64_t, arch::FlowInstruction> flow_cache_;
-    // Recording by block ends: a breakpoint at the first branch from the thread's pc, which
-    // then runs there (false: none placed, the thread steps instead); and taking it out.
-    bool place_block_end(pid_t tid, LinuxThread& t, const BranchRecording& r);
-    void clear_block_end(LinuxThread& t);
     struct Site {
         std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
         arch::Relocated code;
@@ -374,6 +352,7 @@ class LinuxProcess final : public Target {
     // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
     // publish_code_patches.)
     std::unique_ptr<AddressSpace> memory_;
+    BranchTraces branch_traces_; // (after arch_, which decodes its instructions)
 };
 
 } // namespace tpagent::process
