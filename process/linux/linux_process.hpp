@@ -6,6 +6,7 @@
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
 #include "process/linux/branch_traces.hpp"
+#include "process/linux/fork_children.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
@@ -110,10 +111,8 @@ class LinuxProcess final : public Target {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
-    bool is_fork_child(pid_t pid) const override { return fork_children_.count(pid) != 0; }
-    std::vector<pid_t> fork_children() const override {
-        return {fork_children_.begin(), fork_children_.end()};
-    }
+    bool is_fork_child(pid_t pid) const override { return fork_children_.held(pid); }
+    std::vector<pid_t> fork_children() const override { return fork_children_.list(); }
     bool release_fork_child(pid_t pid) override;
     bool kill_fork_child(pid_t pid) override;
     std::unique_ptr<Target> take_fork_child(pid_t pid = 0) override;
@@ -226,13 +225,9 @@ class LinuxProcess final : public Target {
     // As release_child, but the child stays stopped, held for gdb (fork-events): cleaned, or
     // for a vfork child (sharing the parent's memory) left as it is until gdb lets it go.
     void hold_child(pid_t child, bool vfork);
-    // The child's first stop (it may have come before the parent's event).
-    void await_child(pid_t child);
     // Puts back the original code in a forked child's copy of the program.
     void clean_child(pid_t child);
-    void detach_child(pid_t child);
-    std::set<pid_t> fork_children_;  // held for gdb, stopped (fork-events)
-    std::set<pid_t> vfork_children_; // those of them that share the parent's memory
+    ForkChildren fork_children_;
     void release_held_children();
     bool is_new_process(pid_t tid) const;
     // The thread that speaks for the process: its leader while it lives, else another; 0 with
@@ -249,7 +244,6 @@ class LinuxProcess final : public Target {
             if (!t.at_syscall_entry) return tid;
         return 0;
     }
-    std::set<pid_t> children_seen_; // forked children whose first stop came before the event
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
     bool vfork_child_ = false; // shares its parent's memory until it execs or exits

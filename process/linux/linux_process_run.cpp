@@ -272,7 +272,7 @@ std::optional<StopEvent> LinuxProcess::poll() {
 
 std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
     if (status.ended()) {
-        if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
+        if (fork_children_.take(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
@@ -310,7 +310,7 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
     auto it = threads_.find(tid);
     if (it == threads_.end() && is_new_process(tid)) {
         // A forked child's first stop, ahead of its parent's fork event: kept for that.
-        children_seen_.insert(tid);
+        fork_children_.seen_early(tid);
         return std::nullopt;
     }
     if (it == threads_.end()) {
