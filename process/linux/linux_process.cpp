@@ -47,7 +47,12 @@ bool wait_for_stop(pid_t tid, WaitStatus& status) {
 
 LinuxProcess::LinuxProcess(pid_t pid, bool attached)
     : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
-      memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())) {
+      memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())),
+      branch_traces_(
+          arch_, [this](pid_t tid) { return read_pc(tid); },
+          [this](std::uint64_t addr, std::span<std::uint8_t> out) {
+              return read_memory(addr, out);
+          }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
@@ -290,8 +295,8 @@ Status LinuxProcess::write_registers(pid_t tid, std::span<const std::uint8_t> g)
         return make_error(ErrorCode::BadPacket, "wrong register block size");
     auto s = snapshot(tid);
     if (!s) return s.error();
-    BranchRecording* recording = software_recording(tid);
-    if (recording) observe_branches(tid, *recording); // where it got to, before the pc moves
+    BranchTraces::Recording* recording = branch_traces_.software_recording(tid);
+    if (recording) branch_traces_.observe(tid, *recording); // where it got to, before the pc moves
     arch_.g_to_snapshot(g, **s);
     if (recording) recording->software.moved_to(arch_.pc(**s));
     return arch_.write_snapshot(tid, **s);
@@ -361,7 +366,7 @@ Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std:
 // and put a rebuilt jump back (its pad runs the new instructions).
 Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
-    flow_cache_.clear(); // the branch recorder decodes the code anew
+    branch_traces_.forget_decoded(); // the branch recorder decodes the code anew
     std::vector<std::uint8_t> bytes(data.begin(), data.end());
     std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
     const std::uint64_t end = addr + data.size();
@@ -494,6 +499,30 @@ Status LinuxProcess::detach() {
     }
     mark_dead();
     return ok_status();
+}
+
+Result<BranchTraceConfig> LinuxProcess::enable_branch_trace(pid_t tid,
+                                                            const BranchTraceRequest& request) {
+    if (!threads_.count(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
+    return branch_traces_.enable(tid, request);
+}
+
+Status LinuxProcess::disable_branch_trace(pid_t tid) {
+    // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
+    // at its next branch is taken out when it gets there: the next resume just continues.)
+    if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
+        BranchTraces::clear_block_end(t->second, memory_->breakpoints());
+    return branch_traces_.disable(tid);
+}
+
+Result<BranchTraceConfig> LinuxProcess::branch_trace_config(pid_t tid) const {
+    return branch_traces_.config(tid);
+}
+
+Result<std::vector<BranchBlock>> LinuxProcess::read_branch_trace(pid_t tid, BranchTraceRead kind) {
+    if (branch_traces_.enabled(tid))
+        if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+    return branch_traces_.read(tid, kind);
 }
 
 } // namespace tpagent::process

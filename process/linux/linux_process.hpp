@@ -5,7 +5,8 @@
 #include "arch/hw_points.hpp"
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
-#include "process/linux/branch_recorder.hpp"
+#include "process/linux/branch_traces.hpp"
+#include "process/linux/fork_children.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
@@ -110,10 +111,8 @@ class LinuxProcess final : public Target {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
-    bool is_fork_child(pid_t pid) const override { return fork_children_.count(pid) != 0; }
-    std::vector<pid_t> fork_children() const override {
-        return {fork_children_.begin(), fork_children_.end()};
-    }
+    bool is_fork_child(pid_t pid) const override { return fork_children_.held(pid); }
+    std::vector<pid_t> fork_children() const override { return fork_children_.list(); }
     bool release_fork_child(pid_t pid) override;
     bool kill_fork_child(pid_t pid) override;
     std::unique_ptr<Target> take_fork_child(pid_t pid = 0) override;
@@ -134,28 +133,6 @@ class LinuxProcess final : public Target {
     Status detach() override;
 
   private:
-    // A thread's branch trace: the CPU's BTS ring, or the software recorder's steps.
-    struct BranchRecording {
-        explicit BranchRecording(std::size_t size) : ring(size) {}
-        BranchRing ring;
-        std::unique_ptr<PerfBranchStore> hardware; // nullptr: recorded by stepping
-        SoftwareBranchRecorder software;
-        BranchStepMethod method = BranchStepMethod::BlockSteps;
-        BranchTraceConfig config;
-    };
-    // The thread's recording if the software recorder makes it (nullptr: none, or the CPU's).
-    BranchRecording* software_recording(pid_t tid);
-    // Software recording: the thread stopped where it is now; what branch got it there?
-    void observe_branches(pid_t tid, BranchRecording& r);
-    // The software recorder's view of the program's instructions (cached until gdb resumes,
-    // writes memory or the image changes).
-    Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
-    std::map<pid_t, BranchRecording> branch_traces_;
-    std::unordered_map<std::uint64_t, arch::FlowInstruction> flow_cache_;
-    // Recording by block ends: a breakpoint at the first branch from the thread's pc, which
-    // then runs there (false: none placed, the thread steps instead); and taking it out.
-    bool place_block_end(pid_t tid, LinuxThread& t, const BranchRecording& r);
-    void clear_block_end(LinuxThread& t);
     struct Site {
         std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
         arch::Relocated code;
@@ -248,13 +225,9 @@ class LinuxProcess final : public Target {
     // As release_child, but the child stays stopped, held for gdb (fork-events): cleaned, or
     // for a vfork child (sharing the parent's memory) left as it is until gdb lets it go.
     void hold_child(pid_t child, bool vfork);
-    // The child's first stop (it may have come before the parent's event).
-    void await_child(pid_t child);
     // Puts back the original code in a forked child's copy of the program.
     void clean_child(pid_t child);
-    void detach_child(pid_t child);
-    std::set<pid_t> fork_children_;  // held for gdb, stopped (fork-events)
-    std::set<pid_t> vfork_children_; // those of them that share the parent's memory
+    ForkChildren fork_children_;
     void release_held_children();
     bool is_new_process(pid_t tid) const;
     // The thread that speaks for the process: its leader while it lives, else another; 0 with
@@ -271,7 +244,6 @@ class LinuxProcess final : public Target {
             if (!t.at_syscall_entry) return tid;
         return 0;
     }
-    std::set<pid_t> children_seen_; // forked children whose first stop came before the event
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
     bool vfork_child_ = false; // shares its parent's memory until it execs or exits
@@ -374,6 +346,7 @@ class LinuxProcess final : public Target {
     // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
     // publish_code_patches.)
     std::unique_ptr<AddressSpace> memory_;
+    BranchTraces branch_traces_; // (after arch_, which decodes its instructions)
 };
 
 } // namespace tpagent::process

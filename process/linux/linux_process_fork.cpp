@@ -21,19 +21,6 @@ bool LinuxProcess::is_new_process(pid_t tid) const {
     return std::strtol(tgid.c_str(), nullptr, 10) == tid && tid != pid_;
 }
 
-namespace {
-// The child's next wait status, whatever it is.
-void wait_once(pid_t child) {
-    int status = 0;
-    while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
-    }
-}
-} // namespace
-
-void LinuxProcess::await_child(pid_t child) {
-    if (!children_seen_.erase(child)) wait_once(child);
-}
-
 void LinuxProcess::clean_child(pid_t child) {
     const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
     auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
@@ -49,37 +36,23 @@ void LinuxProcess::clean_child(pid_t child) {
     if (mem >= 0) ::close(mem);
 }
 
-void LinuxProcess::detach_child(pid_t child) {
-    if (ptrace(PTRACE_DETACH, child, nullptr, nullptr) != 0)
-        spdlog::warn("forked child {}: cannot detach: {}", child, std::strerror(errno));
-    else
-        spdlog::debug("forked child {}: code restored, detached", child);
-}
-
 void LinuxProcess::release_child(pid_t child, bool vfork) {
-    await_child(child);
+    fork_children_.await(child);
     if (vfork)
         memory_->lift_for_vfork();
     else
         clean_child(child);
-    detach_child(child);
+    ForkChildren::detach(child);
 }
 
 void LinuxProcess::hold_child(pid_t child, bool vfork) {
-    await_child(child);
-    if (vfork)
-        vfork_children_.insert(child);
-    else
-        clean_child(child);
-    fork_children_.insert(child);
+    fork_children_.await(child);
+    if (!vfork) clean_child(child);
+    fork_children_.hold(child, vfork);
 }
 
 bool LinuxProcess::release_fork_child(pid_t pid) {
-    if (!fork_children_.erase(pid)) return false;
-    // gdb took its own breakpoints out of the shared memory; tpagent's go for the child's life.
-    if (vfork_children_.erase(pid)) memory_->lift_for_vfork();
-    detach_child(pid);
-    return true;
+    return fork_children_.release(pid, *memory_);
 }
 
 void LinuxProcess::release_held_children() {
@@ -91,33 +64,22 @@ void LinuxProcess::release_held_children() {
     if (chosen_ && chosen_->fork_child) unreported.insert(*chosen_->fork_child);
     for (const StopEvent& ev : reported_)
         if (ev.fork_child) unreported.insert(*ev.fork_child);
-    for (auto it = fork_children_.begin(); it != fork_children_.end();) {
-        if (unreported.count(*it)) {
-            ++it;
-            continue;
-        }
-        if (vfork_children_.erase(*it)) memory_->lift_for_vfork();
-        detach_child(*it);
-        it = fork_children_.erase(it);
-    }
+    fork_children_.release_all_but(unreported, *memory_);
 }
 
 bool LinuxProcess::kill_fork_child(pid_t pid) {
-    if (!fork_children_.erase(pid)) return false;
-    vfork_children_.erase(pid);
-    ::kill(pid, SIGKILL);
-    wait_once(pid); // its end, reaped
-    return true;
+    return fork_children_.kill(pid);
 }
 
 std::unique_ptr<Target> LinuxProcess::take_fork_child(pid_t pid) {
     if (pid == 0 && fork_children_.size() != 1) return nullptr;
-    const pid_t child = pid == 0 ? *fork_children_.begin() : pid;
-    if (!fork_children_.erase(child)) return nullptr;
+    const pid_t child = pid == 0 ? fork_children_.list().front() : pid;
+    const std::optional<bool> vfork = fork_children_.take(child);
+    if (!vfork) return nullptr;
     // A vfork child runs in this process's memory: gdb's breakpoints there are its now (gdb
     // sees one program space), and tpagent's own are lifted meanwhile.
     BreakpointBytes shared;
-    const bool shared_memory = vfork_children_.erase(child) != 0;
+    const bool shared_memory = *vfork;
     if (shared_memory) {
         shared = memory_->give_up_user_breakpoints();
         memory_->lift_for_vfork();

@@ -45,7 +45,7 @@ void LinuxProcess::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
     const bool own_event = ev.signal != 0;
     if (own_event) t.pending = ev;
     leave_pads(tid, t);
-    clear_block_end(t);
+    BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (own_event) t.pending.reset();
     running_ = any_wants_run();
     reported_.push_back(std::move(ev));
@@ -90,7 +90,7 @@ Status LinuxProcess::pause_all() {
     running_ = false; // as in all-stop with the program stopped: nothing resumes by itself
     if (alive_) leave_pads();
     for (auto& [tid, t] : threads_)
-        clear_block_end(t);
+        BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program ended");
     return ok_status();
 }

@@ -35,10 +35,11 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
     if (hw_points_.any())
         if (auto h = hw_points_.apply(tid); !h) return h;
     step = step || t.while_stepping; // while-stepping goes on whatever gdb asked
-    BranchRecording* recorder = software_recording(tid);
-    clear_block_end(t); // (placed again below, from where the thread is now)
-    if (recorder) observe_branches(tid, *recorder); // before a site's pad takes the pc
-    if (!step) t.end<SteppingThroughPad>();         // a thread inside a pad just runs out of it
+    BranchTraces::Recording* recorder = branch_traces_.software_recording(tid);
+    // (A block end's breakpoint is placed again below, from where the thread is now.)
+    BranchTraces::clear_block_end(t, memory_->breakpoints());
+    if (recorder) branch_traces_.observe(tid, *recorder); // before a site's pad takes the pc
+    if (!step) t.end<SteppingThroughPad>(); // a thread inside a pad just runs out of it
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
@@ -88,9 +89,18 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
         req = recorder->method == BranchStepMethod::SingleSteps ? long{PTRACE_SINGLESTEP}
                                                                 : kBlockStep;
         // Faster: run to a breakpoint at the next branch (a signal's handler is stepped into).
-        // (place_block_end sets the thread RunningToBlockEnd.)
+        // (place_block_end sets the thread RunningToBlockEnd.) Only with no other thread that
+        // could meet the breakpoint: another would have to step over it, lifting it for a
+        // moment in which this one could pass it unseen; nor with the memory shared with
+        // another process. Not into a fast tracepoint's jump.
+        const auto in_jump = [this](std::uint64_t at) {
+            for (const auto& [addr, site] : fast_sites_)
+                if (at >= addr && at < addr + site.patch.size()) return true;
+            return false;
+        };
         if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 &&
-            place_block_end(tid, t, *recorder)) {
+            threads_.size() == 1 && !vfork_running_ && !vfork_child_ &&
+            branch_traces_.place_block_end(tid, t, *recorder, memory_->breakpoints(), in_jump)) {
             req = catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
         }
     }
@@ -149,7 +159,7 @@ bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
 
 Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadResume>& actions) {
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program is not being run");
-    flow_cache_.clear(); // gdb may have changed the code since
+    branch_traces_.forget_decoded(); // gdb may have changed the code since
     for (const auto& a : actions) {
         if (!non_stop_) break;
         // Non-stop: a held-back event is handed out by the next poll(), its thread staying.
@@ -262,7 +272,7 @@ std::optional<StopEvent> LinuxProcess::poll() {
 
 std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
     if (status.ended()) {
-        if (fork_children_.erase(tid)) return std::nullopt; // a held child, killed meanwhile
+        if (fork_children_.take(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
@@ -289,7 +299,7 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
             ev.exit_code = status.exited() ? status.exit_code() : 0;
             reported_.push_back(ev);
         }
-        if (it != threads_.end()) clear_block_end(it->second);
+        if (it != threads_.end()) BranchTraces::clear_block_end(it->second, memory_->breakpoints());
         threads_.erase(tid);
         branch_traces_.erase(tid);
         if (non_stop_ && !stopping_all_) running_ = any_wants_run();
@@ -300,7 +310,7 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
     auto it = threads_.find(tid);
     if (it == threads_.end() && is_new_process(tid)) {
         // A forked child's first stop, ahead of its parent's fork event: kept for that.
-        children_seen_.insert(tid);
+        fork_children_.seen_early(tid);
         return std::nullopt;
     }
     if (it == threads_.end()) {
@@ -399,13 +409,9 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         unsigned long former = 0;
         const bool other_thread = ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &former) == 0 &&
                                   former > 0 && static_cast<pid_t>(former) != tid;
-        if (auto r = branch_traces_.find(static_cast<pid_t>(former));
-            other_thread && r != branch_traces_.end()) {
-            auto node = branch_traces_.extract(r);
-            node.key() = tid;
-            branch_traces_.erase(tid);
-            branch_traces_.insert(std::move(node));
-        }
+        // The other threads' recordings end with them; the survivor's goes on in the new image.
+        branch_traces_.keep_only(tid, other_thread ? std::optional(static_cast<pid_t>(former))
+                                                   : std::nullopt);
         if (auto f = threads_.find(static_cast<pid_t>(former));
             other_thread && f != threads_.end()) {
             LinuxThread moved = std::move(f->second);
@@ -415,11 +421,9 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         }
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
-        // The other threads' recordings end with them; the survivor's goes on in the new image.
-        std::erase_if(branch_traces_, [&](const auto& r) { return r.first != tid; });
-        flow_cache_.clear();
-        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
-            if (auto pc = read_pc(tid)) r->second.software.moved_to(*pc);
+        branch_traces_.forget_decoded();
+        if (auto* r = branch_traces_.find(tid))
+            if (auto pc = read_pc(tid)) r->software.moved_to(*pc);
         // A stop-all for a thread the exec ended: the exec's event takes its place, or, not
         // reported, a quiet stop of the thread left (a stop_all_now waits for one).
         if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
@@ -556,14 +560,13 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         if (s && at == block_end->trap && !user_breakpoint_at(at)) {
             rewind_pc(tid, **s, at);
-            clear_block_end(t);
+            BranchTraces::clear_block_end(t, memory_->breakpoints());
             continue_after_stop(tid, t, false);
             return finish_stop_all();
         }
     }
     if (t.is_doing<RecordStepping>() && info.si_code == TRAP_UNK) {
-        if (auto r = branch_traces_.find(tid); r != branch_traces_.end())
-            r->second.software.entered_handler();
+        if (auto* r = branch_traces_.find(tid)) r->software.entered_handler();
         single_step = true;
     }
     if (single_step && t.is_doing<RecordStepping>()) {
@@ -709,7 +712,8 @@ std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     running_ = false;
     for (auto& [tid, t] : threads_) {
         t.wants_run = false;
-        clear_block_end(t); // (not left in the code while gdb looks at it or patches it)
+        // (A block end's breakpoint is not left in the code while gdb looks at it or patches it.)
+        BranchTraces::clear_block_end(t, memory_->breakpoints());
     }
     auto ev = *chosen_;
     chosen_.reset();
