@@ -97,8 +97,23 @@ int open_shared_file(pid_t pid, const SharedPages& pages) {
     });
 }
 
+bool punch_buffer(int fd, const SharedPages& pages) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                     static_cast<off_t>(pages.offset), static_cast<off_t>(pages.bytes)) == 0;
+}
+
 // Collection off, then the pages punched out of the file: the program's mapping stays, and
 // holds no memory. Whether they were.
+bool give_back_shared_pages(pid_t pid, const SharedPages& pages) {
+    const int fd = open_shared_file(pid, pages);
+    if (fd < 0) return false;
+    const std::uint32_t off = 0;
+    (void)!pwrite(fd, &off, sizeof off, static_cast<off_t>(pages.off_flag));
+    const bool done = punch_buffer(fd, pages);
+    close(fd);
+    return done;
+}
+
 // Punches the buffer out again if it is still off: not if a new tpagent has begun a run in it.
 void give_back_again(pid_t pid, const SharedPages& pages) {
     const int fd = open_shared_file(pid, pages);
@@ -107,21 +122,8 @@ void give_back_again(pid_t pid, const SharedPages& pages) {
     if (pread(fd, &tracing, sizeof tracing, static_cast<off_t>(pages.off_flag)) ==
             static_cast<ssize_t>(sizeof tracing) &&
         tracing == 0)
-        (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                        static_cast<off_t>(pages.offset), static_cast<off_t>(pages.bytes));
+        (void)punch_buffer(fd, pages);
     close(fd);
-}
-
-bool give_back_shared_pages(pid_t pid, const SharedPages& pages) {
-    const int fd = open_shared_file(pid, pages);
-    if (fd < 0) return false;
-    const std::uint32_t off = 0;
-    (void)!pwrite(fd, &off, sizeof off, static_cast<off_t>(pages.off_flag));
-    const bool done =
-        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(pages.offset),
-                  static_cast<off_t>(pages.bytes)) == 0;
-    close(fd);
-    return done;
 }
 
 } // namespace
