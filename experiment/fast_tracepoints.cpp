@@ -52,7 +52,7 @@ std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch,
     if (constants.empty()) return {};
     for (pid_t tid : inferior.thread_ids()) {
         std::vector<bool> available;
-        auto g = inferior.read_registers(tid, available);
+        auto g = inferior.registers().read(tid, available);
         if (!g) continue;
         const bool all = std::ranges::all_of(constants, [&](int r) {
             return r >= 0 && static_cast<std::size_t>(r) < available.size() &&

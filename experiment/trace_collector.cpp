@@ -145,7 +145,7 @@ bool TraceExperiment::collect(process::Target& inferior, pid_t tid, trace::Trace
                 mask && !mask->bytes.empty())
                 all_registers = true;
     std::vector<bool> available;
-    auto g = inferior.read_registers(tid, available, all_registers);
+    auto g = inferior.registers().read(tid, available, all_registers);
     if (!g) {
         stop_with(trace_error(g.error().text, tp.definition.key.number), &inferior);
         return false;

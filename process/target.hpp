@@ -8,6 +8,7 @@
 #include "process/branch_trace.hpp"
 #include "process/static_marker.hpp"
 #include "process/stop_event.hpp"
+#include "process/thread_registers.hpp"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,21 +57,8 @@ class Target {
     virtual bool has_thread(pid_t tid) const = 0;
     virtual std::string thread_name(pid_t tid) const = 0;
 
-    // Registers of a stopped thread, in gdb's `g` layout.
-    // full=false reads only the general registers (the rest are marked unavailable): cheaper.
-    virtual Result<std::vector<std::uint8_t>>
-    read_registers(pid_t tid, std::vector<bool>& available, bool full = true) = 0;
-    virtual Status write_registers(pid_t tid, std::span<const std::uint8_t> g) = 0;
-    virtual Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) = 0;
-    virtual Result<std::uint64_t> read_pc(pid_t tid) = 0;
-    // The siginfo of a stopped thread's last stop, as the kernel has it (gdb's $_siginfo), and
-    // a new one for the signal it is resumed with.
-    virtual Result<std::vector<std::uint8_t>> read_siginfo(pid_t /*tid*/) {
-        return make_error(ErrorCode::Unsupported, "no siginfo here");
-    }
-    virtual Status write_siginfo(pid_t /*tid*/, std::span<const std::uint8_t> /*siginfo*/) {
-        return make_error(ErrorCode::Unsupported, "no siginfo here");
-    }
+    // Registers of a stopped thread (see ThreadRegisters).
+    virtual ThreadRegisters& registers() = 0;
 
     // Memory as the program's own: everything tpagent patched in (breakpoint instructions,
     // fast-tracepoint jumps) is hidden from reads and kept by writes, which change what the

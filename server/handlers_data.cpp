@@ -58,7 +58,7 @@ Result<std::vector<std::uint8_t>> registers_of(Session& s, std::vector<bool>& av
     if (s.trace_frame()) return frame_registers(s, available);
     auto* inf = s.addressed();
     if (!inf) return make_error(ErrorCode::NoProcess, "no process");
-    return inf->read_registers(s.addressed_thread(*inf), available);
+    return inf->registers().read(s.addressed_thread(*inf), available);
 }
 
 std::string refuse_in_frame() {
@@ -85,7 +85,7 @@ std::string handle_write_registers(Session& s, std::string_view args) {
     if (!inf) return reply_error(ErrorCode::NoProcess);
     auto bytes = from_hex(args);
     if (!bytes) return reply_error(bytes.error());
-    auto w = inf->write_registers(s.addressed_thread(*inf), *bytes);
+    auto w = inf->registers().write(s.addressed_thread(*inf), *bytes);
     return w ? reply_ok() : reply_error(w.error());
 }
 
@@ -115,7 +115,7 @@ std::string handle_write_register(Session& s, std::string_view args) {
     auto n = parse_hex_u64(args.substr(0, eq));
     auto value = from_hex(args.substr(eq + 1));
     if (!n || !value || *n > 0x10000) return reply_error(ErrorCode::BadPacket);
-    auto w = inf->write_register(s.addressed_thread(*inf), static_cast<int>(*n), *value);
+    auto w = inf->registers().write_one(s.addressed_thread(*inf), static_cast<int>(*n), *value);
     return w ? reply_ok() : reply_error(w.error());
 }
 

@@ -51,7 +51,7 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
             arch.registers()[static_cast<std::size_t>(arch.pc_regnum())].size);
         for (std::size_t i = 0; i < pc.size() && i < 8; ++i)
             pc[i] = static_cast<std::uint8_t>(*req->addr >> (8 * i));
-        if (auto w = inf->write_register(current, arch.pc_regnum(), pc); !w)
+        if (auto w = inf->registers().write_one(current, arch.pc_regnum(), pc); !w)
             return reply_error(w.error());
     }
     int host_sig = protocol::gdb_to_host_signal(req->signal);

@@ -125,7 +125,7 @@ std::string handle_xfer_siginfo_read(Session& s, std::string_view args) {
         if (!annex.empty()) return make_error(ErrorCode::NotFound, "no such annex");
         auto* inf = s.live_inferior();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
-        auto info = inf->read_siginfo(s.current_thread());
+        auto info = inf->registers().read_siginfo(s.current_thread());
         if (!info) return info.error();
         return std::string(info->begin(), info->end());
     });
@@ -139,14 +139,14 @@ std::string handle_xfer_siginfo_write(Session& s, std::string_view args) {
     auto* inf = s.live_inferior();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     const pid_t tid = s.current_thread();
-    auto info = inf->read_siginfo(tid);
+    auto info = inf->registers().read_siginfo(tid);
     if (!info) return reply_error_text(info.error());
     if (req->offset > info->size() || req->data.size() > info->size() - req->offset)
         return reply_error_text(
             make_error(ErrorCode::TooLarge, fmt::format("siginfo is {} bytes", info->size())));
     std::copy(req->data.begin(), req->data.end(),
               info->begin() + static_cast<std::ptrdiff_t>(req->offset));
-    if (auto written = inf->write_siginfo(tid, *info); !written)
+    if (auto written = inf->registers().write_siginfo(tid, *info); !written)
         return reply_error_text(written.error());
     return fmt::format("{:x}", req->data.size());
 }

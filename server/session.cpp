@@ -316,7 +316,7 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
     if (auto* inf = inferior(); inf && inf->has_thread(ev.tid)) {
         const auto& arch = arch::host_architecture();
         std::vector<bool> avail;
-        if (auto g = inf->read_registers(ev.tid, avail)) {
+        if (auto g = inf->registers().read(ev.tid, avail)) {
             for (int regnum : arch.expedited_registers()) {
                 const auto& reg = arch.registers()[static_cast<std::size_t>(regnum)];
                 std::string value;

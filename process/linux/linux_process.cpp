@@ -49,10 +49,11 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
     : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
       memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())),
       branch_traces_(
-          arch_, [this](pid_t tid) { return read_pc(tid); },
+          arch_, [this](pid_t tid) { return registers_.read_pc(tid); },
           [this](std::uint64_t addr, std::span<std::uint8_t> out) {
               return read_memory(addr, out);
-          }) {
+          }),
+      registers_(threads_, arch_, branch_traces_) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
@@ -254,98 +255,6 @@ std::vector<StaticMarker> LinuxProcess::static_markers() const {
     return sdt_markers_of_process(pid_, arch_);
 }
 
-Result<arch::RegisterSnapshot*> LinuxProcess::snapshot(pid_t tid, bool full) {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
-    LinuxThread& t = it->second;
-    if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
-    if (!t.regs) {
-        arch::RegisterSnapshot s;
-        auto r = full ? arch_.read_snapshot(tid, s) : arch_.read_general_registers(tid, s);
-        if (!r) return r.error();
-        t.regs = std::move(s);
-        t.regs_full = full;
-    } else if (full && !t.regs_full) {
-        // The cached gpr may hold changes not yet written (a moved pc): fetch only the rest.
-        arch::RegisterSnapshot s;
-        if (auto r = arch_.read_snapshot(tid, s); !r) return r.error();
-        t.regs->xstate = std::move(s.xstate);
-        t.regs_full = true;
-    }
-    return &*t.regs;
-}
-
-Result<std::vector<std::uint8_t>>
-LinuxProcess::read_registers(pid_t tid, std::vector<bool>& available, bool full) {
-    auto s = snapshot(tid, full);
-    if (!s) return s.error();
-    std::vector<std::uint8_t> g(arch_.g_size());
-    if (full || threads_[tid].regs_full) {
-        arch_.snapshot_to_g(**s, g, available);
-    } else {
-        arch::RegisterSnapshot gpr_only;
-        gpr_only.gpr = (*s)->gpr;
-        arch_.snapshot_to_g(gpr_only, g, available);
-    }
-    return g;
-}
-
-Status LinuxProcess::write_registers(pid_t tid, std::span<const std::uint8_t> g) {
-    if (g.size() != arch_.g_size())
-        return make_error(ErrorCode::BadPacket, "wrong register block size");
-    auto s = snapshot(tid);
-    if (!s) return s.error();
-    BranchTraces::Recording* recording = branch_traces_.software_recording(tid);
-    if (recording) branch_traces_.observe(tid, *recording); // where it got to, before the pc moves
-    arch_.g_to_snapshot(g, **s);
-    if (recording) recording->software.moved_to(arch_.pc(**s));
-    return arch_.write_snapshot(tid, **s);
-}
-
-Status LinuxProcess::check_stopped(pid_t tid) const {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
-    if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
-    return ok_status();
-}
-
-Result<std::vector<std::uint8_t>> LinuxProcess::read_siginfo(pid_t tid) {
-    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
-    siginfo_t info{};
-    if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&info);
-    return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
-}
-
-Status LinuxProcess::write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) {
-    if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
-    siginfo_t info{};
-    if (siginfo.size() != sizeof info)
-        return make_error(ErrorCode::BadPacket, fmt::format("siginfo is {} bytes", sizeof info));
-    std::memcpy(&info, siginfo.data(), sizeof info);
-    if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_SETSIGINFO");
-    return ok_status();
-}
-
-Status LinuxProcess::write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) {
-    auto regs = arch_.registers();
-    if (regnum < 0 || static_cast<std::size_t>(regnum) >= regs.size())
-        return make_error(ErrorCode::NotFound, "no such register");
-    const auto& desc = regs[static_cast<std::size_t>(regnum)];
-    if (value.size() != desc.size) return make_error(ErrorCode::BadPacket, "wrong register size");
-    std::vector<bool> avail;
-    auto g = read_registers(tid, avail);
-    if (!g) return g.error();
-    std::copy(value.begin(), value.end(), g->begin() + desc.g_offset);
-    return write_registers(tid, *g);
-}
-
-Result<std::uint64_t> LinuxProcess::read_pc(pid_t tid) {
-    auto s = snapshot(tid, false);
-    if (!s) return s.error();
-    return arch_.pc(**s);
-}
-
 Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std::uint8_t> out) {
     std::size_t got = 0;
     if (auto s = memory_->read_raw(addr, out, got); !s) return s.error();
@@ -521,7 +430,7 @@ Result<BranchTraceConfig> LinuxProcess::branch_trace_config(pid_t tid) const {
 
 Result<std::vector<BranchBlock>> LinuxProcess::read_branch_trace(pid_t tid, BranchTraceRead kind) {
     if (branch_traces_.enabled(tid))
-        if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
+        if (auto stopped = registers_.check_stopped(tid); !stopped) return stopped.error();
     return branch_traces_.read(tid, kind);
 }
 

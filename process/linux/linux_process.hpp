@@ -7,6 +7,7 @@
 #include "process/linux/address_space.hpp"
 #include "process/linux/branch_traces.hpp"
 #include "process/linux/fork_children.hpp"
+#include "process/linux/linux_registers.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
@@ -48,13 +49,7 @@ class LinuxProcess final : public Target {
     bool has_thread(pid_t tid) const override { return threads_.count(tid) != 0; }
     std::string thread_name(pid_t tid) const override;
 
-    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available,
-                                                     bool full = true) override;
-    Status write_registers(pid_t tid, std::span<const std::uint8_t> g) override;
-    Status write_register(pid_t tid, int regnum, std::span<const std::uint8_t> value) override;
-    Result<std::uint64_t> read_pc(pid_t tid) override;
-    Result<std::vector<std::uint8_t>> read_siginfo(pid_t tid) override;
-    Status write_siginfo(pid_t tid, std::span<const std::uint8_t> siginfo) override;
+    ThreadRegisters& registers() override { return registers_; }
 
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override;
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
@@ -201,10 +196,9 @@ class LinuxProcess final : public Target {
     void collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step);
     explicit LinuxProcess(pid_t pid, bool attached);
     Status finish_setup();
-    // The cached registers of a stopped thread; `full` also fetches the vector/FP state.
-    Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true);
-    // Ok if `tid` is a thread of ours, stopped.
-    Status check_stopped(pid_t tid) const;
+    Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true) {
+        return registers_.snapshot(tid, full);
+    }
     Status resume_thread(pid_t tid, LinuxThread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, WaitStatus status);
     std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
@@ -347,6 +341,7 @@ class LinuxProcess final : public Target {
     // publish_code_patches.)
     std::unique_ptr<AddressSpace> memory_;
     BranchTraces branch_traces_; // (after arch_, which decodes its instructions)
+    LinuxRegisters registers_;   // (after threads_, arch_ and branch_traces_, which it uses)
 };
 
 } // namespace tpagent::process

@@ -153,7 +153,7 @@ bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
     // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
-    auto pc = read_pc(tid);
+    auto pc = registers_.read_pc(tid);
     return pc && memory_->breakpoints().inserted_at(*pc);
 }
 
@@ -423,7 +423,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
             i = i->first == tid ? std::next(i) : threads_.erase(i);
         branch_traces_.forget_decoded();
         if (auto* r = branch_traces_.find(tid))
-            if (auto pc = read_pc(tid)) r->software.moved_to(*pc);
+            if (auto pc = registers_.read_pc(tid)) r->software.moved_to(*pc);
         // A stop-all for a thread the exec ended: the exec's event takes its place, or, not
         // reported, a quiet stop of the thread left (a stop_all_now waits for one).
         if (chosen_ && (!threads_.count(chosen_->tid) || (other_thread && chosen_->tid == tid))) {
@@ -618,7 +618,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     }
     if (single_step && t.user_step && t.range_end > t.range_start && !hw_points_.any()) {
         // Range stepping: stepping on inside the range saves gdb a round trip per line.
-        auto pc = read_pc(tid);
+        auto pc = registers_.read_pc(tid);
         if (pc && *pc >= t.range_start && *pc < t.range_end && running_ && !stopping_all_ &&
             !user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
             continue_after_stop(tid, t, true);

@@ -11,14 +11,37 @@
 
 namespace tpagent::server::testing {
 
-class FakeTarget final : public process::Target {
+// One stopped thread's register block.
+class FakeRegisters final : public process::ThreadRegisters {
   public:
     static constexpr pid_t kPid = 4242;
+    std::vector<std::uint8_t> block = std::vector<std::uint8_t>(arch::host_architecture().g_size());
+
+    Result<std::vector<std::uint8_t>> read(pid_t tid, std::vector<bool>& available,
+                                           bool = true) override {
+        if (tid != kPid) return make_error(ErrorCode::NoProcess, "no such thread");
+        available.assign(arch::host_architecture().registers().size(), true);
+        return block;
+    }
+    Status write(pid_t, std::span<const std::uint8_t> g) override {
+        block.assign(g.begin(), g.end());
+        return ok_status();
+    }
+    Status write_one(pid_t, int regnum, std::span<const std::uint8_t> value) override {
+        const auto& r = arch::host_architecture().registers()[static_cast<std::size_t>(regnum)];
+        std::copy(value.begin(), value.end(), block.begin() + r.g_offset);
+        return ok_status();
+    }
+    Result<std::uint64_t> read_pc(pid_t) override { return 0x1000; }
+};
+
+class FakeTarget final : public process::Target {
+  public:
+    static constexpr pid_t kPid = FakeRegisters::kPid;
 
     std::map<std::uint64_t, std::uint8_t> memory; // readable bytes
     std::vector<process::StaticMarker> markers;
-    std::vector<std::uint8_t> registers =
-        std::vector<std::uint8_t>(arch::host_architecture().g_size());
+    FakeRegisters thread_registers;
     std::set<std::uint64_t> breakpoints;
     std::vector<std::vector<process::ThreadResume>> resumes;
     bool throw_on_memory_read = false; // as an allocation failing inside a handler would
@@ -33,22 +56,7 @@ class FakeTarget final : public process::Target {
     bool has_thread(pid_t tid) const override { return tid == kPid; }
     std::string thread_name(pid_t) const override { return "fake"; }
 
-    Result<std::vector<std::uint8_t>> read_registers(pid_t tid, std::vector<bool>& available,
-                                                     bool = true) override {
-        if (tid != kPid) return make_error(ErrorCode::NoProcess, "no such thread");
-        available.assign(arch::host_architecture().registers().size(), true);
-        return registers;
-    }
-    Status write_registers(pid_t, std::span<const std::uint8_t> g) override {
-        registers.assign(g.begin(), g.end());
-        return ok_status();
-    }
-    Status write_register(pid_t, int regnum, std::span<const std::uint8_t> value) override {
-        const auto& r = arch::host_architecture().registers()[static_cast<std::size_t>(regnum)];
-        std::copy(value.begin(), value.end(), registers.begin() + r.g_offset);
-        return ok_status();
-    }
-    Result<std::uint64_t> read_pc(pid_t) override { return 0x1000; }
+    process::ThreadRegisters& registers() override { return thread_registers; }
 
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override {
         if (throw_on_memory_read) throw std::bad_alloc();

@@ -92,7 +92,7 @@ TEST_CASE("Z0 and z0 reach the target's breakpoints", "[server]") {
 
 TEST_CASE("g sends the whole register block", "[server]") {
     Fixture f;
-    f.target->registers[0] = 0x2a;
+    f.target->thread_registers.block[0] = 0x2a;
     const std::string answer = f.request("g");
     REQUIRE(answer.size() > 4);
     CHECK(answer.substr(0, 4) == "+$2a");
