@@ -53,7 +53,8 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
           [this](std::uint64_t addr, std::span<std::uint8_t> out) {
               return read_memory(addr, out);
           }),
-      registers_(threads_, arch_, branch_traces_) {
+      registers_(threads_, arch_, branch_traces_),
+      remote_calls_(pid_, arch_, threads_, registers_, *memory_) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 

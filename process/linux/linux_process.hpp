@@ -9,6 +9,7 @@
 #include "process/linux/fork_children.hpp"
 #include "process/linux/linux_registers.hpp"
 #include "process/linux/linux_thread.hpp"
+#include "process/linux/remote_calls.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/perf_branch_trace.hpp"
@@ -229,15 +230,6 @@ class LinuxProcess final : public Target {
     pid_t lead_thread() const {
         return threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
     }
-    // The thread to run an injected system call or function: the lead, else another, but not
-    // one stopped at a system call's entry (its own call would be lost); 0 with none.
-    pid_t injection_thread() const {
-        const pid_t lead = lead_thread();
-        if (lead == 0 || !threads_.at(lead).at_syscall_entry) return lead;
-        for (const auto& [tid, t] : threads_)
-            if (!t.at_syscall_entry) return tid;
-        return 0;
-    }
     // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
     std::function<void(BreakpointBytes)> memory_unshared_;
     bool vfork_child_ = false; // shares its parent's memory until it execs or exits
@@ -256,14 +248,6 @@ class LinuxProcess final : public Target {
     // Frees the retired runs' pages that no thread can still be running in or return into;
     // false if none could be freed.
     bool reclaim_pads();
-    // Runs a system call in a stopped thread; its -errno result is an error "WHAT: reason".
-    Result<std::uint64_t> inject_syscall(pid_t tid, long number,
-                                         std::span<const std::uint64_t> args,
-                                         std::string_view what);
-    // Calls function(args) in a stopped thread, which returns onto a breakpoint at `landing`;
-    // the thread's registers are put back after. The function's result.
-    Result<std::uint64_t> inject_call(pid_t tid, std::uint64_t function,
-                                      std::span<const std::uint64_t> args, std::uint64_t landing);
     // After a thread exited: the event saying no resumed thread is left, if that is so.
     std::optional<StopEvent> no_resumed_event();
     std::optional<StopEvent> report(pid_t tid, LinuxThread& t, StopEvent ev);
@@ -342,6 +326,7 @@ class LinuxProcess final : public Target {
     std::unique_ptr<AddressSpace> memory_;
     BranchTraces branch_traces_; // (after arch_, which decodes its instructions)
     LinuxRegisters registers_;   // (after threads_, arch_ and branch_traces_, which it uses)
+    RemoteCalls remote_calls_;   // (after registers_ and memory_, which it uses)
 };
 
 } // namespace tpagent::process

@@ -95,7 +95,7 @@ Result<std::uint64_t> LinuxProcess::allocate_pad(std::uint64_t near, std::size_t
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));
-    const pid_t tid = injection_thread();
+    const pid_t tid = remote_calls_.thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to map a pad page with (none but at a system call's entry)");
@@ -105,7 +105,7 @@ Result<std::uint64_t> LinuxProcess::allocate_pad(std::uint64_t near, std::size_t
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
                                   static_cast<std::uint64_t>(-1),
                                   0};
-    auto mapped = inject_syscall(tid, SYS_mmap, args, "mmap in the program failed");
+    auto mapped = remote_calls_.system_call(tid, SYS_mmap, args, "mmap in the program failed");
     if (!mapped) return mapped.error();
     const std::uint64_t base = *mapped;
     if (base != *where)

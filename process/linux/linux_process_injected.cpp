@@ -1,5 +1,6 @@
-// Loading a shared library into a running program (the in-process agent, for fast tracepoints
-// in a process tpagent attached to): the program's own dlopen, called in one stopped thread
+// What the program is made to do for tpagent by injected calls (RemoteCalls): map shared pages
+// in now (map_now), and load a shared library (the in-process agent, for fast tracepoints in a
+// process tpagent attached to): the program's own dlopen, called in one stopped thread
 // that returns onto a breakpoint in a page mapped for the call; the thread's registers, vector
 // state included, are put back afterwards, so a system call it was stopped in restarts as it
 // would have.
@@ -60,7 +61,7 @@ std::optional<LoaderFunctions> loader_functions(pid_t pid) {
 } // namespace
 
 Status LinuxProcess::load_library(const std::string& path) {
-    const pid_t tid = injection_thread();
+    const pid_t tid = remote_calls_.thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to run it (none but at a system call's entry)");
@@ -83,7 +84,8 @@ Status LinuxProcess::load_library(const std::string& path) {
                                       MAP_PRIVATE | MAP_ANONYMOUS,
                                       static_cast<std::uint64_t>(-1),
                                       0};
-    auto page = inject_syscall(tid, SYS_mmap, map_args, "cannot map a page in the program");
+    auto page =
+        remote_calls_.system_call(tid, SYS_mmap, map_args, "cannot map a page in the program");
     if (!page) return page.error();
     const std::uint64_t landing = *page;
     std::vector<std::uint8_t> bytes(16, 0);
@@ -95,13 +97,14 @@ Status LinuxProcess::load_library(const std::string& path) {
     Status status = memory_->write_raw(landing, bytes);
     if (status) {
         const std::uint64_t open_args[] = {landing + 16, RTLD_NOW};
-        auto handle = inject_call(tid, loader->dlopen, open_args, landing);
+        auto handle = remote_calls_.function_call(tid, loader->dlopen, open_args, landing);
         if (!handle) {
             status = make_error(handle.error().code, "dlopen: " + handle.error().text);
         } else if (*handle == 0) {
             std::string why = "dlopen failed";
             if (loader->dlerror)
-                if (auto text = inject_call(tid, loader->dlerror, {}, landing); text && *text) {
+                if (auto text = remote_calls_.function_call(tid, loader->dlerror, {}, landing);
+                    text && *text) {
                     std::vector<std::uint8_t> s(kMaxErrorText);
                     std::size_t got = 0;
                     if (memory_->read_raw(*text, s, got)) {
@@ -115,10 +118,23 @@ Status LinuxProcess::load_library(const std::string& path) {
         }
     }
     const std::uint64_t unmap_args[] = {landing, kPage, 0, 0, 0, 0};
-    if (!inject_syscall(tid, SYS_munmap, unmap_args, "munmap"))
+    if (!remote_calls_.system_call(tid, SYS_munmap, unmap_args, "munmap"))
         spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
                      landing);
     return status;
+}
+
+// madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
+// in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
+Status LinuxProcess::map_now(std::uint64_t addr, std::uint64_t length) {
+    const pid_t tid = remote_calls_.thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to run it (none but at a system call's entry)");
+    const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
+    auto r = remote_calls_.system_call(tid, SYS_madvise, args, "madvise in the program");
+    if (!r) return r.error();
+    return ok_status();
 }
 
 } // namespace tpagent::process

@@ -1,8 +1,9 @@
 // Running tpagent's own code in a stopped thread of the program: one system call (to map pads,
 // say) or a function call (the program's dlopen). Each is a RemoteCall, which puts the thread's
 // registers and any overwritten code back however the call ends.
-#include "process/linux/linux_process.hpp"
+#include "process/linux/remote_calls.hpp"
 #include "process/linux/remote_call.hpp"
+#include "process/linux/wait_status.hpp"
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -25,24 +26,32 @@ constexpr std::uint64_t kStackSkip = 1024;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 } // namespace
 
-Result<std::uint64_t> LinuxProcess::inject_syscall(pid_t tid, long number,
-                                                   std::span<const std::uint64_t> args,
-                                                   std::string_view what) {
-    auto cur = snapshot(tid);
+pid_t RemoteCalls::thread() const {
+    const pid_t lead = threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
+    if (lead == 0 || !threads_.at(lead).at_syscall_entry) return lead;
+    for (const auto& [tid, t] : threads_)
+        if (!t.at_syscall_entry) return tid;
+    return 0;
+}
+
+Result<std::uint64_t> RemoteCalls::system_call(pid_t tid, long number,
+                                               std::span<const std::uint64_t> args,
+                                               std::string_view what) {
+    auto cur = registers_.snapshot(tid);
     if (!cur) return cur.error();
     const std::uint64_t pc = arch_.pc(**cur);
     RemoteCall call(
         arch_, tid, threads_[tid], **cur,
         [this](std::uint64_t addr, std::span<const std::uint8_t> data) {
-            return memory_->write_raw(addr, data);
+            return memory_.write_raw(addr, data);
         },
         fmt::format("system call at 0x{:x}", pc));
     auto insn = arch_.syscall_instruction();
     std::vector<std::uint8_t> original(insn.size());
     std::size_t got = 0;
-    if (auto r = memory_->read_raw(pc, original, got); !r || got != original.size())
+    if (auto r = memory_.read_raw(pc, original, got); !r || got != original.size())
         return make_error(ErrorCode::MemoryAccess, "cannot read code at the pc");
-    if (auto w = memory_->write_raw(pc, insn); !w) return w.error();
+    if (auto w = memory_.write_raw(pc, insn); !w) return w.error();
     call.overwrote(pc, std::move(original));
     // PTRACE_SINGLESTEP is checked by the wait below: a failed request leaves no stop.
     arch::RegisterSnapshot regs = call.saved();
@@ -60,7 +69,7 @@ Result<std::uint64_t> LinuxProcess::inject_syscall(pid_t tid, long number,
             }
             if (status.stop_signal() == SIGTRAP) break;
             if (status.stop_signal() != SIGSTOP)
-                threads_[tid].pending = signal_event(tid, status.stop_signal());
+                threads_[tid].pending = signal_stop(tid, status.stop_signal());
             else
                 threads_[tid].took_own_sigstop(); // none is on its way now
         }
@@ -76,23 +85,23 @@ Result<std::uint64_t> LinuxProcess::inject_syscall(pid_t tid, long number,
     return static_cast<std::uint64_t>(value);
 }
 
-Result<std::uint64_t> LinuxProcess::inject_call(pid_t tid, std::uint64_t function,
-                                                std::span<const std::uint64_t> args,
-                                                std::uint64_t landing) {
-    auto cur = snapshot(tid, true);
+Result<std::uint64_t> RemoteCalls::function_call(pid_t tid, std::uint64_t function,
+                                                 std::span<const std::uint64_t> args,
+                                                 std::uint64_t landing) {
+    auto cur = registers_.snapshot(tid, true);
     if (!cur) return cur.error();
     LinuxThread& t = threads_[tid];
     RemoteCall call(
         arch_, tid, t, **cur,
         [this](std::uint64_t addr, std::span<const std::uint8_t> data) {
-            return memory_->write_raw(addr, data);
+            return memory_.write_raw(addr, data);
         },
         "call");
     arch::RegisterSnapshot regs = call.saved();
     const std::uint64_t stack = (arch_.sp(regs) - kStackSkip) & ~std::uint64_t{15};
     const auto pushed = arch_.set_call(regs, function, args, stack, landing);
     Status result = ok_status();
-    if (!pushed.empty()) result = memory_->write_raw(arch_.sp(regs), pushed);
+    if (!pushed.empty()) result = memory_.write_raw(arch_.sp(regs), pushed);
     if (result) result = call.set_registers(regs);
     std::uint64_t value = 0;
     const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
@@ -125,7 +134,7 @@ Result<std::uint64_t> LinuxProcess::inject_call(pid_t tid, std::uint64_t functio
         const bool event = status.kind() == WaitStatus::Kind::PtraceEvent;
         if (sig == SIGSTOP && !event) t.took_own_sigstop(); // none is on its way now
         if (event || sig == SIGSTOP) continue;              // an event or a stop of ours
-        auto now = snapshot(tid, false);
+        auto now = registers_.snapshot(tid, false);
         if (!now) {
             result = now.error();
             break;
@@ -141,25 +150,12 @@ Result<std::uint64_t> LinuxProcess::inject_call(pid_t tid, std::uint64_t functio
             break;
         }
         // A signal for the program: kept for later, as an injected system call keeps one.
-        if (!t.pending) t.pending = signal_event(tid, sig);
+        if (!t.pending) t.pending = signal_stop(tid, sig);
     }
     // The registers as they were; if they cannot be, the thread must not run on.
     if (auto restored = call.finish(); !restored) return restored.error();
     if (!result) return result.error();
     return value;
-}
-
-// madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
-// in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
-Status LinuxProcess::map_now(std::uint64_t addr, std::uint64_t length) {
-    const pid_t tid = injection_thread();
-    if (tid == 0)
-        return make_error(ErrorCode::NotAllowed,
-                          "no thread to run it (none but at a system call's entry)");
-    const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
-    auto r = inject_syscall(tid, SYS_madvise, args, "madvise in the program");
-    if (!r) return r.error();
-    return ok_status();
 }
 
 } // namespace tpagent::process
