@@ -98,9 +98,9 @@ std::string error_text(const bytecode::Program& program, bytecode::EvalStatus st
 
 } // namespace
 
-process::Target::SiteHit TraceExperiment::on_hit(process::Target& inferior, pid_t tid,
-                                                 std::uint64_t addr) {
-    process::Target::SiteHit result;
+process::TrapSites::SiteHit TraceExperiment::on_hit(process::Target& inferior, pid_t tid,
+                                                    std::uint64_t addr) {
+    process::TrapSites::SiteHit result;
     result.consumed = true;
     if (!running_ || stop_after_steps_) return result;
     for (auto& [key, tp] : table_.all()) {

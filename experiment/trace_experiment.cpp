@@ -28,7 +28,7 @@ TraceExperiment::TraceExperiment(const arch::Architecture& arch)
       fast_(arch, table_, variables_, buffer_) {}
 
 void TraceExperiment::attach_to(process::Target& inferior) {
-    inferior.set_site_handlers(
+    inferior.trap_sites().set_handlers(
         [this, &inferior](pid_t tid, std::uint64_t addr) { return on_hit(inferior, tid, addr); },
         [this, &inferior](pid_t tid, std::uint64_t addr) { on_step(inferior, tid, addr); });
     // The in-process agent of the old image, its pads and jumps went with it: a new one
@@ -78,7 +78,7 @@ Status TraceExperiment::install(process::Target& inferior, std::uint64_t addr) {
         if (key.address == addr && tp.definition.enabled &&
             tp.definition.kind == trace::TracepointKind::Static)
             if (auto probed = probe_marker(inferior, tp); !probed) return probed;
-    auto s = inferior.add_site(addr);
+    auto s = inferior.trap_sites().add(addr);
     if (!s)
         return make_error(s.error().code,
                           fmt::format("tracepoint at 0x{:x}: {}", addr, s.error().text));
@@ -87,7 +87,7 @@ Status TraceExperiment::install(process::Target& inferior, std::uint64_t addr) {
 
 void TraceExperiment::uninstall_all(process::Target* inferior) {
     if (inferior && inferior->alive()) {
-        inferior->remove_all_sites();
+        inferior->trap_sites().remove_all();
         if (!inferior->running()) inferior->remove_all_fast_sites();
     }
     lower_semaphores(inferior);
@@ -174,7 +174,7 @@ Status TraceExperiment::set_enabled(const trace::TracepointKey& key, bool enable
     // A fast tracepoint stays installed; its record says whether it collects.
     if (fast_.set_enabled(key, enabled)) return ok_status();
     if (any_enabled_at(key.address)) return install(*inferior, key.address);
-    inferior->remove_site(key.address);
+    inferior->trap_sites().remove(key.address);
     return ok_status();
 }
 

@@ -98,7 +98,7 @@ class TraceExperiment {
     bool fast_running() const { return running_ && fast_.installed(); }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
-    process::Target::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
+    process::TrapSites::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
     void on_step(process::Target& inferior, pid_t tid, std::uint64_t addr);
     // Binds the site handlers of a (new) inferior to this experiment.
     void attach_to(process::Target& inferior);

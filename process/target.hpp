@@ -5,10 +5,11 @@
 #pragma once
 #include "arch/arch.hpp"
 #include "base/result.hpp"
-#include "process/branch_trace.hpp"
+#include "process/branch_tracing.hpp"
 #include "process/static_marker.hpp"
 #include "process/stop_event.hpp"
 #include "process/thread_registers.hpp"
+#include "process/trap_sites.hpp"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -74,20 +75,8 @@ class Target {
     virtual Status remove_user_breakpoint(std::uint64_t addr) = 0;
     virtual bool user_breakpoint_at(std::uint64_t addr) const = 0;
 
-    // Displaced-execution sites (trap tracepoints): a breakpoint whose original instruction is
-    // run from a pad mapped near the code, so a thread passes the site with a single stop.
-    struct SiteHit {
-        bool consumed = false;   // handled here: resume the thread unless gdb has a breakpoint too
-        std::uint64_t steps = 0; // then single-step this many times (while-stepping)
-    };
-    using SiteHitHandler = std::function<SiteHit(pid_t tid, std::uint64_t site)>;
-    using SiteStepHandler = std::function<void(pid_t tid, std::uint64_t site)>;
-    virtual void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) = 0;
-    // All threads must be stopped (a pad may have to be mapped with an injected mmap).
-    virtual Status add_site(std::uint64_t addr) = 0;
-    virtual void remove_site(std::uint64_t addr) = 0;
-    virtual void remove_all_sites() = 0;
-    virtual bool has_site(std::uint64_t addr) const = 0;
+    // Displaced-execution sites (trap tracepoints), see process/trap_sites.hpp.
+    virtual TrapSites& trap_sites() = 0;
 
     // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
     // collector(argument, block, frame, anchor) in the program (see arch::JumpPadRequest). All
@@ -225,26 +214,11 @@ class Target {
     // Called when the process execs: the old image, and everything placed in it, is gone.
     virtual void set_exec_handler(std::function<void()> handler) = 0;
 
-    // Branch trace (record btrace), per thread. Where the hardware has no BTS, the software
-    // recorder runs a recorded thread from branch to branch as `method` says.
-    struct BranchTraceRequest {
-        BranchTraceFormat format = BranchTraceFormat::Bts;
-        std::uint32_t size = 0x10000;
-        BranchStepMethod method = BranchStepMethod::BlockEnds;
-    };
-    virtual Result<BranchTraceConfig> enable_branch_trace(pid_t /*tid*/,
-                                                          const BranchTraceRequest& /*request*/) {
-        return make_error(ErrorCode::Unsupported, "Target does not support branch tracing.");
-    }
-    virtual Status disable_branch_trace(pid_t /*tid*/) {
-        return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
-    }
-    virtual Result<BranchTraceConfig> branch_trace_config(pid_t /*tid*/) const {
-        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
-    }
-    virtual Result<std::vector<BranchBlock>> read_branch_trace(pid_t /*tid*/,
-                                                               BranchTraceRead /*kind*/) {
-        return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    // Branch trace (record btrace), per thread (process/branch_tracing.hpp). The default
+    // records nothing: every call fails.
+    virtual BranchTracing& branch_tracing() {
+        static BranchTracing none;
+        return none;
     }
 
     virtual Status kill() = 0;

@@ -63,10 +63,10 @@ std::string handle_btrace(Session& s, std::string_view args) {
     if (!tid) return reply_error_text(tid.error());
     process::Target& inf = *s.live_inferior();
     if (args == "off") {
-        if (auto r = inf.disable_branch_trace(*tid); !r) return reply_error_text(r.error());
+        if (auto r = inf.branch_tracing().disable(*tid); !r) return reply_error_text(r.error());
         return reply_ok();
     }
-    process::Target::BranchTraceRequest request;
+    process::BranchTracing::Request request;
     if (args == "bts") {
         request.size = s.branch_trace_sizes().bts;
     } else if (args == "pt") {
@@ -76,7 +76,7 @@ std::string handle_btrace(Session& s, std::string_view args) {
         return "E.Bad Qbtrace operation.  Use bts, pt, or off.";
     }
     request.method = s.server().branch_step_method();
-    if (auto r = inf.enable_branch_trace(*tid, request); !r) return reply_error_text(r.error());
+    if (auto r = inf.branch_tracing().enable(*tid, request); !r) return reply_error_text(r.error());
     return reply_ok();
 }
 
@@ -102,7 +102,7 @@ std::string handle_xfer_btrace(Session& s, std::string_view args) {
         if (!tid) return tid.error();
         auto kind = read_kind(annex);
         if (!kind) return make_error(ErrorCode::BadPacket, "Bad annex.");
-        auto blocks = s.live_inferior()->read_branch_trace(*tid, *kind);
+        auto blocks = s.live_inferior()->branch_tracing().read(*tid, *kind);
         if (!blocks) return blocks.error();
         return btrace_xml(*blocks);
     });
@@ -114,7 +114,7 @@ std::string handle_xfer_btrace_conf(Session& s, std::string_view args) {
                            if (!annex.empty()) return make_error(ErrorCode::NotFound, "Bad annex.");
                            auto tid = btrace_thread(s);
                            if (!tid) return tid.error();
-                           auto conf = s.live_inferior()->branch_trace_config(*tid);
+                           auto conf = s.live_inferior()->branch_tracing().config(*tid);
                            if (!conf) return conf.error();
                            return btrace_conf_xml(*conf);
                        });

@@ -253,7 +253,7 @@ std::string branch_trace_summary(Session& s) {
     std::string out;
     auto* inf = s.live_inferior();
     for (pid_t tid : inf ? inf->thread_ids() : std::vector<pid_t>{}) {
-        auto c = inf->branch_trace_config(tid);
+        auto c = inf->branch_tracing().config(tid);
         if (!c) continue;
         out += fmt::format("Thread {}: {}; ring {} bytes; {} branches recorded", tid, c->backend,
                            c->size, c->branches);

@@ -19,11 +19,13 @@ constexpr bool kHasBlockStep = false;
 #endif
 } // namespace
 
-BranchTraces::BranchTraces(const arch::Architecture& arch, ReadPc read_pc, ReadMemory read_memory)
-    : arch_(arch), read_pc_(std::move(read_pc)), read_memory_(std::move(read_memory)) {}
+BranchTraces::BranchTraces(const arch::Architecture& arch, std::map<pid_t, LinuxThread>& threads,
+                           SoftwareBreakpoints& breakpoints, ReadPc read_pc, ReadMemory read_memory)
+    : arch_(arch), threads_(threads), breakpoints_(breakpoints), read_pc_(std::move(read_pc)),
+      read_memory_(std::move(read_memory)) {}
 
-Result<BranchTraceConfig> BranchTraces::enable(pid_t tid,
-                                               const Target::BranchTraceRequest& request) {
+Result<BranchTraceConfig> BranchTraces::enable(pid_t tid, const Request& request) {
+    if (!threads_.count(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
     if (recordings_.count(tid)) return make_error(ErrorCode::NotAllowed, "Btrace already enabled.");
     if (request.format == BranchTraceFormat::Pt)
         return make_error(ErrorCode::Unsupported,
@@ -54,6 +56,10 @@ Result<BranchTraceConfig> BranchTraces::enable(pid_t tid,
 }
 
 Status BranchTraces::disable(pid_t tid) {
+    // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
+    // at its next branch is taken out when it gets there: the next resume just continues.)
+    if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
+        clear_block_end(t->second, breakpoints_);
     if (!recordings_.erase(tid))
         return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
     return ok_status();
@@ -72,6 +78,11 @@ Result<BranchTraceConfig> BranchTraces::config(pid_t tid) const {
 Result<std::vector<BranchBlock>> BranchTraces::read(pid_t tid, BranchTraceRead kind) {
     auto it = recordings_.find(tid);
     if (it == recordings_.end()) return make_error(ErrorCode::NotAllowed, "Btrace not enabled.");
+    // Only a thread of ours, stopped.
+    if (auto t = threads_.find(tid); t == threads_.end())
+        return make_error(ErrorCode::NoProcess, "no such thread");
+    else if (!t->second.stopped)
+        return make_error(ErrorCode::NotAllowed, "thread is running");
     Recording& r = it->second;
     auto pc = read_pc_(tid);
     if (!pc) return pc.error();

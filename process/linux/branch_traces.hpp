@@ -9,8 +9,7 @@
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/perf_branch_trace.hpp"
 #include "process/linux/software_breakpoints.hpp"
-#include "process/branch_trace.hpp"
-#include "process/target.hpp"
+#include "process/branch_tracing.hpp"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,7 +21,7 @@
 
 namespace tpagent::process {
 
-class BranchTraces {
+class BranchTraces final : public BranchTracing {
   public:
     // A thread's branch trace: the CPU's BTS ring, or the software recorder's steps.
     struct Recording {
@@ -38,16 +37,17 @@ class BranchTraces {
     // The program's memory as the program sees it (tpagent's breakpoints and jumps hidden).
     using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
 
-    BranchTraces(const arch::Architecture& arch, ReadPc read_pc, ReadMemory read_memory);
+    // The process's threads, and the breakpoints its block ends go in.
+    BranchTraces(const arch::Architecture& arch, std::map<pid_t, LinuxThread>& threads,
+                 SoftwareBreakpoints& breakpoints, ReadPc read_pc, ReadMemory read_memory);
 
-    // The Target operations of the same names, for a thread of the process.
-    Result<BranchTraceConfig> enable(pid_t tid, const Target::BranchTraceRequest& request);
-    bool enabled(pid_t tid) const { return recordings_.count(tid) != 0; }
+    // For a thread of the process.
+    Result<BranchTraceConfig> enable(pid_t tid, const Request& request) override;
     // Ends the thread's recording (an error if there is none).
-    Status disable(pid_t tid);
-    Result<BranchTraceConfig> config(pid_t tid) const;
+    Status disable(pid_t tid) override;
+    Result<BranchTraceConfig> config(pid_t tid) const override;
     // The trace of a recorded, stopped thread.
-    Result<std::vector<BranchBlock>> read(pid_t tid, BranchTraceRead kind);
+    Result<std::vector<BranchBlock>> read(pid_t tid, BranchTraceRead kind) override;
 
     // The thread's recording (nullptr: none).
     Recording* find(pid_t tid);
@@ -79,6 +79,8 @@ class BranchTraces {
     Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
 
     const arch::Architecture& arch_;
+    std::map<pid_t, LinuxThread>& threads_;
+    SoftwareBreakpoints& breakpoints_;
     ReadPc read_pc_;
     ReadMemory read_memory_;
     std::map<pid_t, Recording> recordings_;

@@ -48,8 +48,16 @@ bool wait_for_stop(pid_t tid, WaitStatus& status) {
 LinuxProcess::LinuxProcess(pid_t pid, bool attached)
     : pid_(pid), attached_(attached), arch_(arch::host_architecture()),
       memory_(std::make_unique<AddressSpace>(arch_.breakpoint_instruction())),
+      trap_sites_(
+          arch_, *memory_,
+          {[this](std::uint64_t addr, std::span<std::uint8_t> out) {
+               return read_memory(addr, out);
+           },
+           [this](std::uint64_t addr, bool stepped) { return check_site_address(addr, stepped); },
+           [this](std::uint64_t near, std::size_t size) { return allocate_pad(near, size); },
+           [this](pid_t tid) { return snapshot(tid, false); }, [this] { publish_code_patches(); }}),
       branch_traces_(
-          arch_, [this](pid_t tid) { return registers_.read_pc(tid); },
+          arch_, threads_, memory_->breakpoints(), [this](pid_t tid) { return registers_.read_pc(tid); },
           [this](std::uint64_t addr, std::span<std::uint8_t> out) {
               return read_memory(addr, out);
           }),
@@ -87,7 +95,7 @@ void LinuxProcess::publish_code_patches() const {
         patches.back().current.push_back(pair.second);
     }
     // A program tpagent started dies with it, as gdbserver's do, unless a trace runs in it.
-    code_guard::publish(pid_, patches, !attached_ && sites_.empty() && fast_sites_.empty());
+    code_guard::publish(pid_, patches, !attached_ && trap_sites_.empty() && fast_sites_.empty());
 }
 
 Status LinuxProcess::finish_setup() {
@@ -339,8 +347,7 @@ void LinuxProcess::forget_image() {
     memory_->forget_all();
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
-    sites_.clear();
-    recently_removed_sites_.clear();
+    trap_sites_.forget();
     fast_sites_.clear();
     moving_.reset();
     pad_pages_.clear();
@@ -381,7 +388,7 @@ Status LinuxProcess::kill() {
 Status LinuxProcess::detach() {
     release_held_children();
     if (!alive_) return ok_status();
-    remove_all_sites();
+    trap_sites_.remove_all();
     memory_->breakpoints().remove_all();
     hw_points_.clear();
     for (auto& [tid, t] : threads_) {
@@ -409,30 +416,6 @@ Status LinuxProcess::detach() {
     }
     mark_dead();
     return ok_status();
-}
-
-Result<BranchTraceConfig> LinuxProcess::enable_branch_trace(pid_t tid,
-                                                            const BranchTraceRequest& request) {
-    if (!threads_.count(tid)) return make_error(ErrorCode::NoProcess, "No such thread.");
-    return branch_traces_.enable(tid, request);
-}
-
-Status LinuxProcess::disable_branch_trace(pid_t tid) {
-    // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
-    // at its next branch is taken out when it gets there: the next resume just continues.)
-    if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
-        BranchTraces::clear_block_end(t->second, memory_->breakpoints());
-    return branch_traces_.disable(tid);
-}
-
-Result<BranchTraceConfig> LinuxProcess::branch_trace_config(pid_t tid) const {
-    return branch_traces_.config(tid);
-}
-
-Result<std::vector<BranchBlock>> LinuxProcess::read_branch_trace(pid_t tid, BranchTraceRead kind) {
-    if (branch_traces_.enabled(tid))
-        if (auto stopped = registers_.check_stopped(tid); !stopped) return stopped.error();
-    return branch_traces_.read(tid, kind);
 }
 
 } // namespace tpagent::process

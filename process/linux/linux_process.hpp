@@ -10,6 +10,7 @@
 #include "process/linux/linux_registers.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/remote_calls.hpp"
+#include "process/linux/linux_trap_sites.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/perf_branch_trace.hpp"
@@ -62,14 +63,7 @@ class LinuxProcess final : public Target {
     }
     const SoftwareBreakpoints& breakpoints() const { return memory_->breakpoints(); }
 
-    void set_site_handlers(SiteHitHandler hit, SiteStepHandler step) override {
-        on_site_hit_ = std::move(hit);
-        on_site_step_ = std::move(step);
-    }
-    Status add_site(std::uint64_t addr) override;
-    void remove_site(std::uint64_t addr) override;
-    void remove_all_sites() override;
-    bool has_site(std::uint64_t addr) const override { return sites_.count(addr) != 0; }
+    TrapSites& trap_sites() override { return trap_sites_; }
 
     Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                          arch::FastPadOptions options) override;
@@ -119,20 +113,12 @@ class LinuxProcess final : public Target {
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
-    Result<BranchTraceConfig> enable_branch_trace(pid_t tid,
-                                                  const BranchTraceRequest& request) override;
-    Status disable_branch_trace(pid_t tid) override;
-    Result<BranchTraceConfig> branch_trace_config(pid_t tid) const override;
-    Result<std::vector<BranchBlock>> read_branch_trace(pid_t tid, BranchTraceRead kind) override;
+    BranchTracing& branch_tracing() override { return branch_traces_; }
 
     Status kill() override;
     Status detach() override;
 
   private:
-    struct Site {
-        std::uint64_t pad = 0; // 0: no pad, the instruction is stepped over in place
-        arch::Relocated code;
-    };
     // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
     struct FastCall {
         std::uint64_t collector = 0, argument = 0;
@@ -158,6 +144,9 @@ class LinuxProcess final : public Target {
     // Refused where a trap or a jump at addr would change what the program does
     // (Architecture::interruption_hazard); `stepped`: the instruction is stepped there.
     Status check_interruptible(std::uint64_t addr, bool stepped = false);
+    // Refused where no trap site may go: inside a fast tracepoint's jump, or where
+    // check_interruptible refuses it.
+    Status check_site_address(std::uint64_t addr, bool stepped);
     // Moves threads out of the displaced bytes, writes built's patch and records the site,
     // whose relocated instructions are laid out as `code` says.
     Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);
@@ -192,9 +181,6 @@ class LinuxProcess final : public Target {
     bool run_to(pid_t tid, LinuxThread& t, std::uint64_t addr);
     int wait_own_resume(pid_t tid, LinuxThread& t);
     bool in_tpagent_code(std::uint64_t pc) const;
-    // Collects a trap site's hit for a thread about to leave its address without having run
-    // the breakpoint (it stepped onto it, or was stopped there).
-    void collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t pc, bool& step);
     explicit LinuxProcess(pid_t pid, bool attached);
     Status finish_setup();
     Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true) {
@@ -208,8 +194,6 @@ class LinuxProcess final : public Target {
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
     void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
-    bool finish_pad_step(pid_t tid, LinuxThread& t);
-    void end_step_over(pid_t tid, LinuxThread& t);
     // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's
     // SIGSTOP.
     void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
@@ -237,8 +221,6 @@ class LinuxProcess final : public Target {
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;
     void unshare_memory();
-    // A trap site's displaced instruction, relocated into a pad near `addr`.
-    Result<Site> place_displaced(std::uint64_t addr, std::span<const std::uint8_t> code);
     void continue_after_stop(pid_t tid, LinuxThread& t, bool step);
     // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
     // a run whose code is dead, else in a page mapped by an injected mmap.
@@ -308,25 +290,23 @@ class LinuxProcess final : public Target {
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
     arch::HwPoints hw_points_;
-    std::map<std::uint64_t, Site> sites_;
     std::map<std::uint64_t, FastSite> fast_sites_;
     std::optional<MovingSite> moving_;
-    std::set<std::uint64_t> recently_removed_sites_; // traps already taken may still arrive
     PadPages pad_pages_;
     // Code placed (place_code) since the last remove_all_fast_sites: the in-process agent's
     // records may call it until then.
     bool placed_code_live_ = false;
     std::optional<InprocAgentCode> agent_code_;
     std::function<void()> on_exec_;
-    SiteHitHandler on_site_hit_;
-    SiteStepHandler on_site_step_;
     const arch::Architecture& arch_;
     // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
     // publish_code_patches.)
     std::unique_ptr<AddressSpace> memory_;
-    BranchTraces branch_traces_; // (after arch_, which decodes its instructions)
-    LinuxRegisters registers_;   // (after threads_, arch_ and branch_traces_, which it uses)
-    RemoteCalls remote_calls_;   // (after registers_ and memory_, which it uses)
+    // (After arch_, threads_ and memory_, which they use.)
+    LinuxTrapSites trap_sites_;
+    BranchTraces branch_traces_;
+    LinuxRegisters registers_; // (after threads_, arch_ and branch_traces_, which it uses)
+    RemoteCalls remote_calls_; // (after registers_ and memory_, which it uses)
 };
 
 } // namespace tpagent::process

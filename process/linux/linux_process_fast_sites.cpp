@@ -113,7 +113,7 @@ Result<LinuxProcess::FastPad> LinuxProcess::build_fast_pad(std::uint64_t addr,
     // would resume into the middle of the jump.
     const std::size_t covered = out.emitted.relocated.covered;
     for (std::size_t i = 0; i < covered; ++i)
-        if (sites_.count(addr + i))
+        if (trap_sites_.has(addr + i))
             return make_error(ErrorCode::NotAllowed,
                               fmt::format("a trap tracepoint is installed at 0x{:x}", addr + i));
     // Two jumps never share a byte.

@@ -31,8 +31,7 @@ std::uint64_t word_at(const std::uint8_t* p) {
 } // namespace
 
 bool LinuxProcess::pads_in_use() const {
-    return placed_code_live_ || moving_ || !fast_sites_.empty() ||
-           std::any_of(sites_.begin(), sites_.end(), [](const auto& s) { return s.second.pad; });
+    return placed_code_live_ || moving_ || !fast_sites_.empty() || trap_sites_.any_pad();
 }
 
 // A retired run's code is safe to overwrite when no thread can reach it again: every thread

@@ -44,30 +44,8 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
     // call, a hit as any other.)
-    if (!sites_.empty() && !t.is_doing<SteppingThroughPad>() && !t.at_syscall_entry) {
-        if (auto s = snapshot(tid, false)) {
-            const std::uint64_t pc = arch_.pc(**s);
-            if (sites_.count(pc) && !user_breakpoint_at(pc)) collect_unrun_site(tid, t, pc, step);
-            auto site = sites_.find(pc); // the hit may have removed it (the trace stopped)
-            if (site != sites_.end() && site->second.pad == 0 && !user_breakpoint_at(pc)) {
-                // No pad: the instruction runs in place, its breakpoint lifted for one step
-                // (the pc rewound onto it after the hit reaches the thread now).
-                if (auto w = arch_.write_general_registers(tid, **snapshot(tid, false)); !w)
-                    return w;
-                if (auto l = memory_->breakpoints().lift(pc); !l) return l;
-                spdlog::debug("thread {}: stepping over the trap tracepoint at 0x{:x}", tid, pc);
-                t.activity = SteppingOverSite{pc, !step};
-                step = true;
-            } else if (site != sites_.end() && !user_breakpoint_at(pc)) {
-                arch::RegisterSnapshot& regs = **snapshot(tid, false);
-                arch_.set_pc(regs, site->second.pad);
-                if (auto w = arch_.write_general_registers(tid, regs); !w) return w;
-                if (step) t.activity = SteppingThroughPad{pc};
-            }
-        } else {
-            return s.error();
-        }
-    }
+    if (!trap_sites_.empty() && !t.is_doing<SteppingThroughPad>() && !t.at_syscall_entry)
+        if (auto p = trap_sites_.pass(tid, t, step); !p) return p;
     t.collected_at.reset();
     if (!step) {
         t.end<SteppingFastJump>();
@@ -288,8 +266,9 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
             return ev;
         }
         auto it = threads_.find(tid);
+        // It died mid-step: the breakpoint goes back.
         if (it != threads_.end() && it->second.is_doing<SteppingOverSite>())
-            end_step_over(tid, it->second); // it died mid-step: the breakpoint goes back
+            trap_sites_.end_step_over(tid, it->second);
         if (it != threads_.end() && non_stop_ && reports_.threads) {
             // (gdb may be waiting for its stop: a vCont;t it will never answer.)
             StopEvent ev;
@@ -345,7 +324,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     if (const auto* over = t.doing<SteppingOverSite>()) {
         // Whatever stopped the step (its trap, a signal, an event), the breakpoint goes back.
         const bool resumes = over->resumes;
-        end_step_over(tid, t);
+        trap_sites_.end_step_over(tid, t);
         siginfo_t info{};
         if (sig == SIGTRAP && event == 0 && resumes &&
             ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) == 0 && info.si_code == TRAP_TRACE &&
@@ -514,9 +493,9 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     bool plain_run = !stepped && !t.is_doing<SteppingThroughPad>() &&
                      !t.is_doing<SteppingFastJump>() && !t.while_stepping && !hw_points_.any();
     bool at_site = false;
-    if (plain_run && !sites_.empty()) {
+    if (plain_run && !trap_sites_.empty()) {
         if (auto s = snapshot(tid, false))
-            at_site = sites_.count(arch_.pc(**s) - arch_.pc_after_breakpoint(0)) != 0;
+            at_site = trap_sites_.has(arch_.pc(**s) - arch_.pc_after_breakpoint(0));
     }
     if (at_site)
         info.si_code = SI_KERNEL;
@@ -528,13 +507,13 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     if (info.si_code == TRAP_BRKPT && stepped) {
         if (auto s = snapshot(tid, false)) {
             const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
-            if (!sites_.count(at) && !memory_->breakpoints().inserted_at(at) &&
-                !recently_removed_sites_.count(at))
+            if (!trap_sites_.has(at) && !memory_->breakpoints().inserted_at(at) &&
+                !trap_sites_.recently_removed(at))
                 info.si_code = TRAP_TRACE;
         }
     }
     bool single_step = info.si_code == TRAP_TRACE;
-    if (t.is_doing<SteppingThroughPad>() && single_step && !finish_pad_step(tid, t)) {
+    if (t.is_doing<SteppingThroughPad>() && single_step && !trap_sites_.finish_pad_step(tid, t)) {
         continue_after_stop(tid, t, true); // still inside the displaced code: step on
         return finish_stop_all();
     }
@@ -543,7 +522,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         return finish_stop_all();
     }
     if (t.while_stepping && single_step) {
-        if (on_site_step_) on_site_step_(tid, t.while_stepping->site);
+        trap_sites_.stepped(tid, t.while_stepping->site);
         if (--t.while_stepping->left == 0) t.while_stepping.reset();
         if (!t.user_step) {
             continue_after_stop(tid, t, t.while_stepping.has_value());
@@ -581,23 +560,23 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
         auto s = snapshot(tid, false);
         std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
-        bool site = sites_.count(at) != 0;
+        bool site = trap_sites_.has(at);
         bool stale =
-            !site && recently_removed_sites_.count(at) && !memory_->breakpoints().inserted_at(at);
+            !site && trap_sites_.recently_removed(at) && !memory_->breakpoints().inserted_at(at);
         if (s && (site || stale)) {
             // Back onto the site's address. The thread itself is told below: by the resume
             // through the pad, or (staying stopped) by a write, so that a report or a detach
             // sees the real instruction boundary.
             arch_.set_pc(**s, at);
-            SiteHit hit;
-            if (site && on_site_hit_) hit = on_site_hit_(tid, at);
+            TrapSites::SiteHit hit;
+            if (site) hit = trap_sites_.hit(tid, at);
             bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
             bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
             // The handler may have removed this very site (the trace stopped during the hit:
             // pass count, full buffer, error), restoring the original instruction. The resume
             // then no longer goes through the pad, so the rewound pc must reach the thread
             // now, or it would run on from one byte into the instruction.
-            bool removed = site && !sites_.count(at);
+            bool removed = site && !trap_sites_.has(at);
             if (site) t.collected_at = at;
             if (!resumes || stale || removed) rewind_pc(tid, **s, at);
             if (passes) {

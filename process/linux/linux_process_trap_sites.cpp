@@ -1,6 +1,5 @@
-// Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior (mapped by linux_process_pads.cpp), and threads stepped out of pads before gdb sees
-// them.
+// Threads stepped out of pads (mapped by linux_process_pads.cpp) and the collector before gdb
+// sees them.
 #include "process/linux/linux_process.hpp"
 #include <algorithm>
 #include <fmt/format.h>
@@ -17,99 +16,6 @@ constexpr int kRecoveredFault = -1;
 // inside a system call or the vDSO could take long one step at a time).
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
-
-Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
-    if (memory_->user_breakpoint_at(addr)) return ok_status();
-    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
-        return make_error(ErrorCode::NotAllowed,
-                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
-                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
-                                      "them there",
-                                      addr, fast->second.code.covered, fast->first));
-    return memory_->insert_user_breakpoint(addr);
-}
-
-Status LinuxProcess::remove_user_breakpoint(std::uint64_t addr) {
-    return memory_->remove_user_breakpoint(addr);
-}
-
-Result<LinuxProcess::Site> LinuxProcess::place_displaced(std::uint64_t addr,
-                                                         std::span<const std::uint8_t> code) {
-    // Relocate once for a provisional address to learn the size, then for the real pad.
-    auto probe = arch_.relocate(code, addr, addr, 1);
-    if (!probe) return probe.error();
-    auto pad = allocate_pad(addr, probe->code.size() + 32);
-    if (!pad) return pad.error();
-    auto reloc = arch_.relocate(code, addr, *pad, 1);
-    if (!reloc) return reloc.error();
-    if (auto w = memory_->write_raw(*pad, reloc->code); !w) return w.error();
-    return Site{*pad, std::move(*reloc)};
-}
-
-Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
-    const std::uint64_t window = arch_.interruption_window();
-    if (window == 0) return ok_status();
-    // Within addr's own 4 KiB, which is mapped: a read across into a hole would fail.
-    constexpr std::uint64_t kPage = 4096;
-    const std::uint64_t page = addr & ~(kPage - 1);
-    const std::uint64_t start = addr - std::min(window, addr - page);
-    std::vector<std::uint8_t> code(addr - start + std::min(window, page + kPage - addr));
-    auto got = read_memory(start, code); // breakpoints hidden: the program's own code
-    if (!got) return got.error();
-    const std::size_t at = addr - start;
-    if (*got <= at) return ok_status(); // no code read from addr on: nothing to find
-    const std::span<const std::uint8_t> read(code.data(), *got);
-    const auto before = read.first(at), from = read.subspan(at);
-    if (auto hazard = arch_.interruption_hazard(addr, before, from, stepped))
-        return make_error(ErrorCode::NotAllowed, *hazard);
-    return ok_status();
-}
-
-Status LinuxProcess::add_site(std::uint64_t addr) {
-    if (sites_.count(addr)) return ok_status();
-    if (const auto* fast = fast_site_covering(addr))
-        return make_error(ErrorCode::NotAllowed,
-                          fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
-                                      "at 0x{:x}",
-                                      fast->first, addr));
-    if (auto s = check_interruptible(addr); !s) return s;
-    std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
-    auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
-    if (!got) return got.error();
-    code.resize(*got);
-    auto pad = place_displaced(addr, code);
-    if (!pad) {
-        // Stepped over in place instead: exact for one thread; a thread that reaches the
-        // address while another steps over it passes it unseen.
-        if (auto s = check_interruptible(addr, true); !s) return s;
-        spdlog::debug("trap tracepoint at 0x{:x}: {}; stepping over it in place", addr,
-                      pad.error().text);
-        pad = Site{};
-    }
-    if (auto b = memory_->breakpoints().insert(addr); !b) return b;
-    sites_[addr] = std::move(*pad);
-    recently_removed_sites_.erase(addr);
-    publish_code_patches();
-    return ok_status();
-}
-
-void LinuxProcess::remove_site(std::uint64_t addr) {
-    if (!sites_.erase(addr)) return;
-    // Removal cannot be refused; a breakpoint that stays is still a site's to the trap
-    // handler (recently_removed_sites_), which passes threads over it.
-    if (auto r = memory_->breakpoints().remove(addr); !r)
-        spdlog::warn("trap tracepoint at 0x{:x}: {}", addr, r.error().text);
-    recently_removed_sites_.insert(addr);
-}
-
-void LinuxProcess::remove_all_sites() {
-    while (!sites_.empty())
-        remove_site(sites_.begin()->first);
-}
-
-} // namespace tpagent::process
-
-namespace tpagent::process {
 
 bool LinuxProcess::in_tpagent_code(std::uint64_t pc) const {
     if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
@@ -178,7 +84,7 @@ void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
         std::optional<std::uint64_t> back;
-        for (const auto& [addr, site] : sites_) {
+        for (const auto& [addr, site] : trap_sites_.sites()) {
             if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
                 back = at;
                 if (*at == addr) t.collected_at = addr; // its hit was collected before the pad

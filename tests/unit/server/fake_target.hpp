@@ -86,11 +86,7 @@ class FakeTarget final : public process::Target {
     bool user_breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
 
     // Tracepoint sites and hardware points: not this fake's business.
-    void set_site_handlers(SiteHitHandler, SiteStepHandler) override {}
-    Status add_site(std::uint64_t) override { return unsupported(); }
-    void remove_site(std::uint64_t) override {}
-    void remove_all_sites() override {}
-    bool has_site(std::uint64_t) const override { return false; }
+    process::TrapSites& trap_sites() override { return trap_sites_; }
     Status add_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
                          arch::FastPadOptions) override {
         return unsupported();
@@ -146,6 +142,16 @@ class FakeTarget final : public process::Target {
 
   private:
     static Error unsupported() { return make_error(ErrorCode::Unsupported, "not in the fake"); }
+    // Takes no site.
+    class NoTrapSites final : public process::TrapSites {
+      public:
+        void set_handlers(SiteHitHandler, SiteStepHandler) override {}
+        Status add(std::uint64_t) override { return unsupported(); }
+        void remove(std::uint64_t) override {}
+        void remove_all() override {}
+        bool has(std::uint64_t) const override { return false; }
+    };
+    NoTrapSites trap_sites_;
     bool alive_ = true;
     bool running_ = false;
     std::string executable_ = "/fake/prog";
