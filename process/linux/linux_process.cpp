@@ -52,12 +52,13 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
           arch_, [this](pid_t tid) { return read_pc(tid); },
           [this](std::uint64_t addr, std::span<std::uint8_t> out) {
               return read_memory(addr, out);
-          }) {
+          }),
+      fork_children_(pid_, *memory_, [this](pid_t child) { clean_child(child); }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
 LinuxProcess::~LinuxProcess() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     code_guard::forget(pid_);
 }
 
@@ -440,8 +441,8 @@ void LinuxProcess::forget_image() {
 }
 
 void LinuxProcess::mark_dead() {
-    unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
-    branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
+    fork_children_.unshare_memory(); // a vfork child's breakpoints stay in its parent's memory
+    branch_traces_.clear();          // (a vfork child places no breakpoint of the recorder's)
     vfork_running_ = false;
     alive_ = false;
     running_ = false;
@@ -452,7 +453,7 @@ void LinuxProcess::mark_dead() {
 }
 
 Status LinuxProcess::kill() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
     // Reap every thread so nothing is left as a zombie.
@@ -469,7 +470,7 @@ Status LinuxProcess::kill() {
 }
 
 Status LinuxProcess::detach() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     if (!alive_) return ok_status();
     remove_all_sites();
     memory_->breakpoints().remove_all();
