@@ -6,6 +6,7 @@
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "process/branch_tracing.hpp"
+#include "process/held_fork_children.hpp"
 #include "process/static_marker.hpp"
 #include "process/stop_event.hpp"
 #include "process/thread_registers.hpp"
@@ -174,26 +175,11 @@ class Target {
         bool threads = false;
     };
     virtual void set_event_reports(EventReports /*reports*/) {}
-    // A child reported by a fork event and held for gdb.
-    virtual bool is_fork_child(pid_t /*pid*/) const { return false; }
-    virtual std::vector<pid_t> fork_children() const { return {}; }
-    // Lets a held child run on untraced (gdb's detach-on-fork); false if there is none.
-    virtual bool release_fork_child(pid_t /*pid*/) { return false; }
-    // Kills a held child (gdb's kill); false if there is none.
-    virtual bool kill_fork_child(pid_t /*pid*/) { return false; }
-    // A child held for gdb, as a target of its own: gdb follows it (follow-fork-mode child,
-    // or it detaches the parent of a child it kept), or addresses it (detach-on-fork off).
-    // pid 0: the only one held. nullptr if there is none such. A vfork child shares this
-    // process's memory: tpagent's own breakpoints in it are lifted meanwhile.
-    virtual std::unique_ptr<Target> take_fork_child(pid_t /*pid*/ = 0) { return nullptr; }
-    // gdb's breakpoints in memory, with the bytes each replaced.
-    using BreakpointBytes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
-    // A vfork child's memory stops being its parent's (it exits or execs): `hand_back` gets
-    // the breakpoints gdb put in that memory through the child first.
-    // NOLINTNEXTLINE(performance-unnecessary-value-param): a sink; an override keeps it
-    virtual void when_memory_unshared(std::function<void(BreakpointBytes)> /*hand_back*/) {}
-    // Takes over breakpoints already in this process's memory (handed back by a vfork child).
-    virtual void take_breakpoints(const BreakpointBytes& /*breakpoints*/) {}
+    // The children fork events reported, held stopped for gdb (none by default).
+    virtual HeldForkChildren& fork_children() {
+        static HeldForkChildren none;
+        return none;
+    }
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

@@ -173,7 +173,7 @@ std::string handle_vkill(Session& s, const PacketArgs& args) {
     auto* inf = s.inferior();
     // gdb's kill first kills a forked child it was told of and did not follow, and the
     // processes it holds.
-    if (inf && pid <= 0x7fffffff && inf->kill_fork_child(static_cast<pid_t>(pid)))
+    if (inf && pid <= 0x7fffffff && inf->fork_children().kill(static_cast<pid_t>(pid)))
         return reply_ok();
     if (pid <= 0x7fffffff && s.server().kill_held(static_cast<pid_t>(pid))) return reply_ok();
     if (!inf || static_cast<std::uint64_t>(inf->pid()) != pid)
@@ -190,7 +190,7 @@ std::string handle_detach(Session& s, std::string_view args) {
         auto pid = parse_hex_u64(args.front() == ';' ? args.substr(1) : args);
         if (!pid || *pid > 0x7fffffff) return reply_error(ErrorCode::NoProcess);
         // A forked child gdb does not follow (detach-on-fork): it runs on untraced.
-        if (inf->release_fork_child(static_cast<pid_t>(*pid))) {
+        if (inf->fork_children().release(static_cast<pid_t>(*pid))) {
             fmt::print(stderr, "Detaching from process {}\n", *pid);
             std::fflush(stderr);
             return reply_ok();
@@ -207,7 +207,7 @@ std::string handle_detach(Session& s, std::string_view args) {
         return reply_ok();
     }
     // gdb follows a forked child (follow-fork-mode child): it becomes the program served.
-    std::unique_ptr<process::Target> child = inf->take_fork_child();
+    std::unique_ptr<process::Target> child = inf->fork_children().take();
     if (auto d = s.server().detach_inferior(); !d) return reply_error(d.error());
     s.forget_last_stop();
     if (child) s.server().adopt(std::move(child));

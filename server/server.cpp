@@ -272,18 +272,19 @@ process::Target* Server::held_process(pid_t pid) {
 }
 
 process::Target* Server::hold_fork_child(pid_t pid) {
-    if (!inferior_ || !inferior_->is_fork_child(pid)) return nullptr;
-    std::unique_ptr<process::Target> child = inferior_->take_fork_child(pid);
+    if (!inferior_ || !inferior_->fork_children().held(pid)) return nullptr;
+    std::unique_ptr<process::Target> child = inferior_->fork_children().take(pid);
     if (!child) return nullptr;
     apply_gdb_settings(*child);
     // A vfork child: the breakpoints gdb puts in the memory it shares with its parent are
     // the parent's once it exits or execs (gdb removes them through the parent).
     const pid_t parent = inferior_->pid();
-    child->when_memory_unshared([this, parent](const process::Target::BreakpointBytes& bps) {
-        process::Target* p =
-            inferior_ && inferior_->pid() == parent ? inferior_.get() : held_process(parent);
-        if (p) p->take_breakpoints(bps);
-    });
+    child->fork_children().when_memory_unshared(
+        [this, parent](const process::HeldForkChildren::BreakpointBytes& bps) {
+            process::Target* p =
+                inferior_ && inferior_->pid() == parent ? inferior_.get() : held_process(parent);
+            if (p) p->fork_children().take_breakpoints(bps);
+        });
     held_.push_back(std::move(child));
     return held_.back().get();
 }
@@ -456,8 +457,8 @@ void Server::session_closed(Session&) {
         // What gdb held, it let go of by leaving.
         detach_all_held();
         if (inferior_)
-            for (pid_t child : inferior_->fork_children())
-                inferior_->release_fork_child(child);
+            for (pid_t child : inferior_->fork_children().list())
+                inferior_->fork_children().release(child);
         non_stop_ = false; // all-stop again: every thread stops, as gdb leaves it
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {

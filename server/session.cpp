@@ -63,14 +63,14 @@ std::vector<std::pair<pid_t, pid_t>> Session::all_threads() {
     for (const auto& p : server_.held_processes())
         for (pid_t tid : p->thread_ids())
             out.emplace_back(p->pid(), tid);
-    for (pid_t child : inf->fork_children())
+    for (pid_t child : inf->fork_children().list())
         out.emplace_back(child, child);
     return out;
 }
 
 bool Session::general_thread_is_fork_child() {
     auto* inf = inferior();
-    return inf && general_thread_ > 0 && inf->is_fork_child(general_thread_);
+    return inf && general_thread_ > 0 && inf->fork_children().held(general_thread_);
 }
 
 const ExitedProgram* Session::exited_program() {

@@ -62,12 +62,13 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
               return read_memory(addr, out);
           }),
       registers_(threads_, arch_, branch_traces_),
-      remote_calls_(pid_, arch_, threads_, registers_, *memory_) {
+      remote_calls_(pid_, arch_, threads_, registers_, *memory_),
+      fork_children_(pid_, *memory_, [this](pid_t child) { clean_child(child); }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
 LinuxProcess::~LinuxProcess() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     code_guard::forget(pid_);
 }
 
@@ -357,8 +358,8 @@ void LinuxProcess::forget_image() {
 }
 
 void LinuxProcess::mark_dead() {
-    unshare_memory();       // a vfork child's breakpoints stay in its parent's memory
-    branch_traces_.clear(); // (a vfork child places no breakpoint of the recorder's)
+    fork_children_.unshare_memory(); // a vfork child's breakpoints stay in its parent's memory
+    branch_traces_.clear();          // (a vfork child places no breakpoint of the recorder's)
     vfork_running_ = false;
     alive_ = false;
     running_ = false;
@@ -369,7 +370,7 @@ void LinuxProcess::mark_dead() {
 }
 
 Status LinuxProcess::kill() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     if (!alive_) return ok_status();
     ::kill(pid_, SIGKILL);
     // Reap every thread so nothing is left as a zombie.
@@ -386,7 +387,7 @@ Status LinuxProcess::kill() {
 }
 
 Status LinuxProcess::detach() {
-    release_held_children();
+    fork_children_.release_reported(threads_, chosen_, reported_);
     if (!alive_) return ok_status();
     trap_sites_.remove_all();
     memory_->breakpoints().remove_all();

@@ -6,7 +6,7 @@
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
 #include "process/linux/branch_traces.hpp"
-#include "process/linux/fork_children.hpp"
+#include "process/linux/linux_fork_children.hpp"
 #include "process/linux/linux_registers.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/remote_calls.hpp"
@@ -101,15 +101,9 @@ class LinuxProcess final : public Target {
         catch_syscalls_ = std::move(syscalls); // gdb clears it at each stop and sends it again
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
-    bool is_fork_child(pid_t pid) const override { return fork_children_.held(pid); }
-    std::vector<pid_t> fork_children() const override { return fork_children_.list(); }
-    bool release_fork_child(pid_t pid) override;
-    bool kill_fork_child(pid_t pid) override;
-    std::unique_ptr<Target> take_fork_child(pid_t pid = 0) override;
-    void when_memory_unshared(std::function<void(BreakpointBytes)> hand_back) override {
-        memory_unshared_ = std::move(hand_back);
-    }
-    void take_breakpoints(const BreakpointBytes& breakpoints) override;
+    LinuxForkChildren& fork_children() override { return fork_children_; }
+    // A forked child held stopped for gdb, taken as a process of its own.
+    static std::unique_ptr<LinuxProcess> forked_child(pid_t child);
     void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
@@ -197,30 +191,16 @@ class LinuxProcess final : public Target {
     // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's
     // SIGSTOP.
     void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
-    // A child the program forked: its copy of the code loses every breakpoint and jump, and it
-    // runs on untraced (gdb's detach-on-fork). A vfork child shares the parent's memory: the
-    // breakpoints are lifted until the parent's PTRACE_EVENT_VFORK_DONE.
-    void release_child(pid_t child, bool vfork);
-    // As release_child, but the child stays stopped, held for gdb (fork-events): cleaned, or
-    // for a vfork child (sharing the parent's memory) left as it is until gdb lets it go.
-    void hold_child(pid_t child, bool vfork);
     // Puts back the original code in a forked child's copy of the program.
     void clean_child(pid_t child);
-    ForkChildren fork_children_;
-    void release_held_children();
-    bool is_new_process(pid_t tid) const;
     // The thread that speaks for the process: its leader while it lives, else another; 0 with
     // none.
     pid_t lead_thread() const {
         return threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
     }
-    // A vfork child (taken as a target by gdb): hands gdb's breakpoints to its parent.
-    std::function<void(BreakpointBytes)> memory_unshared_;
-    bool vfork_child_ = false; // shares its parent's memory until it execs or exits
     // A vfork child runs in this process's memory (from the vfork event to vfork-done): no
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;
-    void unshare_memory();
     void continue_after_stop(pid_t tid, LinuxThread& t, bool step);
     // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
     // a run whose code is dead, else in a page mapped by an injected mmap.
@@ -307,6 +287,8 @@ class LinuxProcess final : public Target {
     BranchTraces branch_traces_;
     LinuxRegisters registers_; // (after threads_, arch_ and branch_traces_, which it uses)
     RemoteCalls remote_calls_; // (after registers_ and memory_, which it uses)
+    // (After memory_, the memory the children's parent has.)
+    LinuxForkChildren fork_children_;
 };
 
 } // namespace tpagent::process

@@ -77,7 +77,7 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
             return false;
         };
         if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 &&
-            threads_.size() == 1 && !vfork_running_ && !vfork_child_ &&
+            threads_.size() == 1 && !vfork_running_ && !fork_children_.in_parent_memory() &&
             branch_traces_.place_block_end(tid, t, *recorder, memory_->breakpoints(), in_jump)) {
             req = catch_syscalls_ ? PTRACE_SYSCALL : PTRACE_CONT;
         }
@@ -250,7 +250,7 @@ std::optional<StopEvent> LinuxProcess::poll() {
 
 std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
     if (status.ended()) {
-        if (fork_children_.take(tid)) return std::nullopt; // a held child, killed meanwhile
+        if (fork_children_.ended(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
             StopEvent ev;
             ev.pid = ev.tid = pid_;
@@ -287,11 +287,8 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
     }
     if (!status.stopped()) return std::nullopt;
     auto it = threads_.find(tid);
-    if (it == threads_.end() && is_new_process(tid)) {
-        // A forked child's first stop, ahead of its parent's fork event: kept for that.
-        fork_children_.seen_early(tid);
-        return std::nullopt;
-    }
+    // A forked child's first stop, ahead of its parent's fork event: kept for that.
+    if (it == threads_.end() && fork_children_.first_stop_early(tid)) return std::nullopt;
     if (it == threads_.end()) {
         // A new thread's first stop can arrive before its parent's clone event.
         add_thread(tid, false);
@@ -354,13 +351,13 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         const bool vfork = event == PTRACE_EVENT_VFORK;
         if (vfork) vfork_running_ = true;
         if (known && (vfork ? reports_.vfork : reports_.fork)) {
-            hold_child(static_cast<pid_t>(child), vfork);
+            fork_children_.hold_child(static_cast<pid_t>(child), vfork);
             StopEvent ev = signal_event(tid, SIGTRAP);
             ev.fork_child = static_cast<pid_t>(child);
             ev.vfork = vfork;
             return report(tid, t, std::move(ev));
         }
-        if (known) release_child(static_cast<pid_t>(child), vfork);
+        if (known) fork_children_.release_child(static_cast<pid_t>(child), vfork);
         continue_after_event(tid, t, keep_running);
         return finish_stop_all();
     }
@@ -379,7 +376,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     if (event == PTRACE_EVENT_EXEC) {
         // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
         // of it may be written into the new one. (A vfork child's old image is its parent's.)
-        unshare_memory();
+        fork_children_.unshare_memory();
         memory_->open(pid_);
         forget_image();
         hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
