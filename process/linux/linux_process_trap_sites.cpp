@@ -1,6 +1,5 @@
 // Displaced-execution sites: breakpoints whose original instructions run from pads in the
-// inferior (mapped by linux_process_pads.cpp), and threads stepped out of pads before gdb sees
-// them.
+// inferior (mapped by LinuxFastSites::allocate_pad), and what the fast sites ask of them.
 #include "process/linux/linux_process.hpp"
 #include <algorithm>
 #include <fmt/format.h>
@@ -10,22 +9,14 @@
 
 namespace tpagent::process {
 
-namespace {
-// wait_own_resume: the thread stopped on a fault of the collector's copy, now recovered.
-constexpr int kRecoveredFault = -1;
-// Instructions a thread may take to get out of a pad and the collector (a collector waiting
-// inside a system call or the vDSO could take long one step at a time).
-constexpr std::uint64_t kMaxPadExitInstructions = 200000;
-} // namespace
-
 Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
     if (memory_->user_breakpoint_at(addr)) return ok_status();
-    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
+    if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
                                       "tracepoint at 0x{:x} runs from its pad: no thread runs "
                                       "them there",
-                                      addr, fast->second.code.covered, fast->first));
+                                      addr, fast->covered, fast->site));
     return memory_->insert_user_breakpoint(addr);
 }
 
@@ -38,7 +29,7 @@ Result<LinuxProcess::Site> LinuxProcess::place_displaced(std::uint64_t addr,
     // Relocate once for a provisional address to learn the size, then for the real pad.
     auto probe = arch_.relocate(code, addr, addr, 1);
     if (!probe) return probe.error();
-    auto pad = allocate_pad(addr, probe->code.size() + 32);
+    auto pad = fast_sites_.allocate_pad(addr, probe->code.size() + 32);
     if (!pad) return pad.error();
     auto reloc = arch_.relocate(code, addr, *pad, 1);
     if (!reloc) return reloc.error();
@@ -67,11 +58,11 @@ Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
 
 Status LinuxProcess::add_site(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
-    if (const auto* fast = fast_site_covering(addr))
+    if (const auto fast = fast_sites_.covering(addr))
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
                                       "at 0x{:x}",
-                                      fast->first, addr));
+                                      fast->site, addr));
     if (auto s = check_interruptible(addr); !s) return s;
     std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
     auto got = read_memory(addr, code); // breakpoint bytes hidden: the program's own code
@@ -111,118 +102,25 @@ void LinuxProcess::remove_all_sites() {
 
 namespace tpagent::process {
 
-bool LinuxProcess::in_tpagent_code(std::uint64_t pc) const {
-    if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
-    return pad_pages_.contains(pc);
+bool LinuxProcess::FastSiteAccess::trap_site_at(std::uint64_t addr) const {
+    return p_.sites_.count(addr) != 0;
 }
 
-void LinuxProcess::leave_pads() {
-    if (pad_pages_.empty()) return;
-    for (auto& [tid, t] : threads_)
-        leave_pads(tid, t);
+bool LinuxProcess::FastSiteAccess::trap_pads_in_use() const {
+    return std::any_of(p_.sites_.begin(), p_.sites_.end(),
+                       [](const auto& s) { return s.second.pad; });
 }
 
-// Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
-// thread killed from outside takes its status with it; its process's end is still seen
-// through the main thread). A fault of the collector's copy is recovered (the thread goes on
-// from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
-// for later.
-int LinuxProcess::wait_own_resume(pid_t tid, LinuxThread& t) {
-    t.regs.reset();
-    WaitStatus status;
-    if (wait_thread(tid, status, __WALL) != tid || !status.stopped()) return 0;
-    const int sig = status.stop_signal();
-    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
-        t.regs.reset();
-        return kRecoveredFault;
+std::optional<std::uint64_t> LinuxProcess::FastSiteAccess::out_of_trap_pad(LinuxThread& t,
+                                                                           std::uint64_t pc) {
+    std::optional<std::uint64_t> back;
+    for (const auto& [addr, site] : p_.sites_) {
+        if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
+            back = at;
+            if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
+        }
     }
-    if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
-    if (sig == SIGSTOP) t.took_own_sigstop(); // none is on its way now
-    return sig;
-}
-
-// Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
-bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
-    if (auto s = memory_->breakpoints().insert(addr); !s) return false;
-    bool arrived = false;
-    for (;;) {
-        if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
-        const int sig = wait_own_resume(tid, t);
-        if (sig == kRecoveredFault) continue; // the copy read short; on to the return
-        if (sig == SIGTRAP) {
-            auto s = snapshot(tid, false);
-            if (s && arch_.pc(**s) == arch_.pc_after_breakpoint(addr)) {
-                arch_.set_pc(**s, addr);
-                arrived = static_cast<bool>(arch_.write_general_registers(tid, **s));
-            }
-        }
-        break;
-    }
-    t.regs.reset();
-    if (auto s = memory_->breakpoints().remove(addr); !s)
-        spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
-                     s.error().text);
-    return arrived;
-}
-
-// A thread stopped by all-stop inside a pad or the collector runs on alone, to the collector's
-// return with a breakpoint, then one instruction at a time, to the next instruction boundary
-// of the program's own code: what it was doing anyway. A thread with an event of its own (a
-// signal it got there) is only moved back if it stands on an instruction boundary; running it
-// could raise the signal again.
-void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
-    const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
-    bool ran_to_return = false;
-    for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
-        auto s = snapshot(tid, false);
-        if (!s) return;
-        const std::uint64_t pc = arch_.pc(**s);
-        std::optional<std::uint64_t> back;
-        for (const auto& [addr, site] : sites_) {
-            if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
-                back = at;
-                if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
-            }
-        }
-        for (const auto& [addr, site] : fast_sites_) {
-            // At the site itself the collector has run and the instruction has not: step it,
-            // unless the thread must not run (back at the jump, it would collect once more).
-            auto at = arch::original_address(site.code, site.pad + site.relocated_offset, addr, pc);
-            if (at && (*at != addr || has_event)) back = at;
-        }
-        if (back) {
-            arch_.set_pc(**s, *back);
-            if (auto w = arch_.write_general_registers(tid, **s); !w)
-                spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
-            else
-                spdlog::debug("thread {}: out of tpagent's code, 0x{:x} -> 0x{:x}", tid, pc, *back);
-            break;
-        }
-        std::optional<std::uint64_t> collector_return;
-        if (agent_code_ && agent_code_->collector_frame)
-            if (auto frame = agent_code_->collector_frame(arch_.sp(**s))) {
-                std::uint64_t back = 0;
-                auto got =
-                    read_memory(*frame - 8, std::span(reinterpret_cast<std::uint8_t*>(&back), 8));
-                collector_return = got && *got == 8 ? back : 0;
-            }
-        if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
-        // (Not while other threads run, in non-stop mode: they would stop there too.)
-        if (collector_return && *collector_return && !ran_to_return && !others_running(tid)) {
-            // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a
-            // thread stamped but not yet at its clock would read it that late.
-            ran_to_return = true;
-            if (!run_to(tid, t, *collector_return)) break;
-            spdlog::debug("thread {}: ran out of the collector to 0x{:x}", tid, *collector_return);
-            continue;
-        }
-        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) break;
-        if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
-            break;
-    }
-    // A gdb step it was in the middle of has been done.
-    t.end<thread_activity::SteppingThroughPad>();
-    t.end<thread_activity::SteppingFastJump>();
+    return back;
 }
 
 } // namespace tpagent::process
