@@ -17,10 +17,11 @@ using namespace inproc;
 
 // The library's copy routine (faults recovered) and code (threads stepped out of it), from the
 // header and the mappings of the file that holds the collector.
-process::Target::InprocAgentCode agent_code_of(pid_t pid,
-                                               const std::shared_ptr<SharedBuffer>& shared) {
+process::FastSites::InprocAgentCode agent_code_of(pid_t pid,
+                                                  const std::shared_ptr<SharedBuffer>& shared) {
     const Header& lib = shared->header();
-    process::Target::InprocAgentCode code{lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
+    process::FastSites::InprocAgentCode code{
+        lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
     code.collector_frame = [weak = std::weak_ptr<SharedBuffer>(shared)](std::uint64_t sp) {
         const auto r = weak.lock();
         return r ? r->collector_frame(sp) : std::nullopt;
@@ -129,7 +130,7 @@ Result<std::unique_ptr<SharedBuffer>> FastTracepoints::open_agent(process::Targe
 namespace {
 RecordWriter::CodePlacer placer_in(process::Target& inferior) {
     return [&inferior](std::uint64_t near, std::span<const std::uint8_t> code) {
-        return inferior.place_code(near, code);
+        return inferior.fast_sites().place_code(near, code);
     };
 }
 } // namespace
@@ -146,7 +147,7 @@ Status FastTracepoints::prepare(process::Target& inferior) {
         if (!shared) return shared.error();
         shared_ = std::move(*shared);
     }
-    inferior.set_inproc_agent_code(agent_code_of(inferior.pid(), shared_));
+    inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
     // The whole buffer: this run's frames, fast and trap alike, go into the shared buffer's chunks.
     shared_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
     if (auto core = shared_->describe_registers(arch_, constant_registers(arch_, inferior)); !core)
@@ -203,22 +204,22 @@ Status FastTracepoints::install(process::Target& inferior, std::uint64_t addr) {
     auto first = first_record_.find(addr);
     if (first == first_record_.end()) return ok_status();
     const Header& h = shared_->header();
-    auto s = inferior.add_fast_site(addr, h.collector, shared_->remote(first->second),
-                                    pad_options(addr));
+    auto s = inferior.fast_sites().add(addr, h.collector, shared_->remote(first->second),
+                                       pad_options(addr));
     if (!s)
         return make_error(s.error().code, fmt::format("{}: {}", site_name(addr), s.error().text));
     return s;
 }
 
-Result<process::Target::InstructionMove> FastTracepoints::begin_install(process::Target& inferior,
-                                                                        std::uint64_t addr) {
+Result<process::FastSites::InstructionMove>
+FastTracepoints::begin_install(process::Target& inferior, std::uint64_t addr) {
     const Header& h = shared_->header();
     auto first = first_record_.find(addr);
-    Result<process::Target::InstructionMove> move =
+    Result<process::FastSites::InstructionMove> move =
         make_error(ErrorCode::NotFound, "no record for it in the in-process agent");
     if (first != first_record_.end())
-        move = inferior.begin_fast_site(addr, h.collector, shared_->remote(first->second),
-                                        pad_options(addr));
+        move = inferior.fast_sites().begin(addr, h.collector, shared_->remote(first->second),
+                                           pad_options(addr));
     if (!move)
         return make_error(move.error().code,
                           fmt::format("{}: {}", site_name(addr), move.error().text));
@@ -371,7 +372,7 @@ void FastTracepoints::remove_pending(process::Target* inferior) {
 
 void FastTracepoints::remove_pending_now(process::Target& inferior) {
     if (!removal_pending_) return;
-    inferior.remove_all_fast_sites();
+    inferior.fast_sites().remove_all();
     removal_pending_ = false;
 }
 

@@ -50,8 +50,8 @@ class FastTracepoints {
     // The jump at `addr` to its pad (nothing when no record is there).
     Status install(process::Target& inferior, std::uint64_t addr);
     // The same, gdb relocating the instruction: the first instruction move for gdb.
-    Result<process::Target::InstructionMove> begin_install(process::Target& inferior,
-                                                           std::uint64_t addr);
+    Result<process::FastSites::InstructionMove> begin_install(process::Target& inferior,
+                                                              std::uint64_t addr);
     // Every jump is in: the collectors collect from now on.
     void begin_run();
     // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its

@@ -88,7 +88,7 @@ Status TraceExperiment::install(process::Target& inferior, std::uint64_t addr) {
 void TraceExperiment::uninstall_all(process::Target* inferior) {
     if (inferior && inferior->alive()) {
         inferior->trap_sites().remove_all();
-        if (!inferior->running()) inferior->remove_all_fast_sites();
+        if (!inferior->running()) inferior->fast_sites().remove_all();
     }
     lower_semaphores(inferior);
 }
@@ -154,10 +154,10 @@ Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, st
     for (const auto& [key, tp] : table_.all()) {
         const std::uint64_t fast = key.address;
         if (tp.definition.kind != trace::TracepointKind::Fast || fast > addr ||
-            addr - fast >= arch_.min_fast_tracepoint_length() || !inferior.has_fast_site(fast))
+            addr - fast >= arch_.min_fast_tracepoint_length() || !inferior.fast_sites().has(fast))
             continue;
         spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
-        inferior.remove_fast_site(fast);
+        inferior.fast_sites().remove(fast);
         fast_.collect_by_trap(fast);
         for (const auto& [other, otp] : table_.all())
             if (other.address == fast) table_.unmark_in_program(other);
@@ -297,7 +297,7 @@ Status TraceExperiment::relocated(process::Target* inferior, std::optional<std::
                                fmt::format("gdb could not relocate the instruction at 0x{:x} "
                                            "(qRelocInsn answered with an error)",
                                            from)));
-    auto next = inferior->fast_site_moved(*length);
+    auto next = inferior->fast_sites().moved(*length);
     if (!next) return fail(next.error());
     if (*next) {
         gdb_move_ = **next;
@@ -311,7 +311,7 @@ void TraceExperiment::abandon_relocation(process::Target* inferior) {
     if (!gdb_move_ && gdb_sites_.empty()) return;
     gdb_move_.reset();
     gdb_sites_.clear();
-    if (inferior) inferior->abandon_fast_site();
+    if (inferior) inferior->fast_sites().abandon();
     uninstall_all(inferior);
 }
 

@@ -72,7 +72,9 @@ class TraceExperiment {
     // the trace runs once relocated() has had the answer to the last one.
     Status start(process::Target* inferior, bool gdb_relocates = false);
     // The instruction gdb is to relocate next (qRelocInsn:FROM;TO); nullopt when none is.
-    std::optional<process::Target::InstructionMove> relocation_request() const { return gdb_move_; }
+    std::optional<process::FastSites::InstructionMove> relocation_request() const {
+        return gdb_move_;
+    }
     // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
     // the trace not started and nothing installed.
     Status relocated(process::Target* inferior, std::optional<std::uint64_t> length);
@@ -158,7 +160,7 @@ class TraceExperiment {
     // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;
-    std::optional<process::Target::InstructionMove> gdb_move_;
+    std::optional<process::FastSites::InstructionMove> gdb_move_;
     // Static tracepoints: address -> the marker probed there this run; the semaphores raised
     // (one entry per raise).
     std::map<std::uint64_t, process::StaticMarker> probed_markers_;

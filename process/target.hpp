@@ -6,6 +6,7 @@
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "process/branch_tracing.hpp"
+#include "process/fast_sites.hpp"
 #include "process/held_fork_children.hpp"
 #include "process/static_marker.hpp"
 #include "process/stop_event.hpp"
@@ -79,30 +80,8 @@ class Target {
     // Displaced-execution sites (trap tracepoints), see process/trap_sites.hpp.
     virtual TrapSites& trap_sites() = 0;
 
-    // Fast tracepoints: the instruction at addr becomes a jump to a pad that calls
-    // collector(argument, block, frame, anchor) in the program (see arch::JumpPadRequest). All
-    // threads must be stopped; a thread stopped inside the displaced bytes is moved into the pad,
-    // and out again on removal. Pads are never unmapped: a thread may still be running one.
-    virtual Status add_fast_site(std::uint64_t addr, std::uint64_t collector,
-                                 std::uint64_t argument, arch::FastPadOptions options) = 0;
-    virtual void remove_fast_site(std::uint64_t addr) = 0;
-    // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
-    // at a time: begin writes the pad's own code and says where the first instruction goes;
-    // each relocated length gives the next move, and after the last the jump back and the patch
-    // go in (nullopt). A failure (or abandon) leaves nothing installed at that address.
-    struct InstructionMove {
-        std::uint64_t from = 0; // the original instruction
-        std::uint64_t to = 0;   // where its relocated form goes in the pad
-    };
-    virtual Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
-                                                    std::uint64_t argument,
-                                                    arch::FastPadOptions options) = 0;
-    virtual Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) = 0;
-    virtual void abandon_fast_site() = 0;
-    // Executable code for the program (compiled agent expressions), in pad memory near `near`.
-    virtual Result<std::uint64_t> place_code(std::uint64_t near,
-                                             std::span<const std::uint8_t> code) = 0;
-    virtual void remove_all_fast_sites() = 0;
+    // Fast tracepoints (jumps to pads that call the in-process collector).
+    virtual FastSites& fast_sites() = 0;
     // Maps [addr, addr + length) of a shared mapping of the program into its page tables now
     // (all threads stopped), so that its threads do not fault page by page on their first
     // writes. A target that cannot leaves them to fault.
@@ -113,7 +92,6 @@ class Target {
     virtual Status load_library(const std::string& /*path*/) {
         return make_error(ErrorCode::Unsupported, "not supported by this target");
     }
-    virtual bool has_fast_site(std::uint64_t addr) const = 0;
 
     // Installs hardware watchpoints/breakpoints (Z1..Z4).
     virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
@@ -181,22 +159,6 @@ class Target {
         return none;
     }
 
-    // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
-    // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,
-    // not the program's: the pc moves to copy_fault (which returns a short count) and the
-    // signal is never delivered. A thread stopped in [code_begin, code_end) is collecting: it
-    // is stepped out (with threads in pads) before gdb sees a stop.
-    struct InprocAgentCode {
-        std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
-        std::uint64_t code_begin = 0, code_end = 0;
-        // If a thread whose stack pointer is `sp` is inside a collector call, also where the
-        // collector called out of the library (the vDSO's clock, the C library), the stack
-        // pointer the pad called with: the call returns to the address just below it. Such a
-        // thread runs on to there, and is stepped on out of the pad, so no run starts or
-        // ends with a frame half written.
-        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_frame;
-    };
-    virtual void set_inproc_agent_code(std::optional<InprocAgentCode> code) = 0;
     // Called when the process execs: the old image, and everything placed in it, is gone.
     virtual void set_exec_handler(std::function<void()> handler) = 0;
 

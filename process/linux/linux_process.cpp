@@ -54,7 +54,7 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
                return read_memory(addr, out);
            },
            [this](std::uint64_t addr, bool stepped) { return check_site_address(addr, stepped); },
-           [this](std::uint64_t near, std::size_t size) { return allocate_pad(near, size); },
+           [this](std::uint64_t near, std::size_t size) { return fast_sites_.allocate_pad(near, size); },
            [this](pid_t tid) { return snapshot(tid, false); }, [this] { publish_code_patches(); }}),
       branch_traces_(
           arch_, threads_, memory_->breakpoints(), [this](pid_t tid) { return registers_.read_pc(tid); },
@@ -77,9 +77,11 @@ LinuxProcess::~LinuxProcess() {
 void LinuxProcess::publish_code_patches() const {
     if (!alive_ || !code_guard::running()) return;
     std::map<std::uint64_t, std::pair<std::uint8_t, std::uint8_t>> bytes; // clean, current
-    for (const auto& [addr, site] : fast_sites_)
-        for (std::size_t i = 0; i < site.patch.size() && i < site.original.size(); ++i)
-            bytes[addr + i] = {site.original[i], site.patch[i]};
+    fast_sites_.for_each_patch([&](std::uint64_t addr, std::span<const std::uint8_t> original,
+                                   std::span<const std::uint8_t> patch) {
+        for (std::size_t i = 0; i < patch.size() && i < original.size(); ++i)
+            bytes[addr + i] = {original[i], patch[i]};
+    });
     const auto insn = arch_.breakpoint_instruction();
     memory_->breakpoints().for_each_site(
         [&](std::uint64_t addr, std::span<const std::uint8_t> original, bool in_memory) {
@@ -270,53 +272,16 @@ Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std:
     if (auto s = memory_->read_raw(addr, out, got); !s) return s.error();
     memory_->breakpoints().unshadow(addr, out.first(got));
     // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
-    for (const auto& [site, fast] : fast_sites_) {
-        for (std::size_t i = 0; i < fast.original.size(); ++i) {
-            const std::uint64_t a = site + i;
-            if (a >= addr && a - addr < got) out[a - addr] = fast.original[i];
-        }
-    }
+    fast_sites_.hide_jumps(addr, out.first(got));
     return got;
 }
 
-// Layers, bottom up: the program's code, fast-tracepoint jumps over it, breakpoint
-// instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
-// displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
-// and put a rebuilt jump back (its pad runs the new instructions).
+// Of the program's code, under the fast tracepoints' jumps and the breakpoints
+// (LinuxFastSites::write_code).
 Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) {
     if (data.empty()) return ok_status();
     branch_traces_.forget_decoded(); // the branch recorder decodes the code anew
-    std::vector<std::uint8_t> bytes(data.begin(), data.end());
-    std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
-    const std::uint64_t end = addr + data.size();
-    for (const auto& [site_addr, site] : fast_sites_) {
-        const std::uint64_t lo = std::max(addr, site_addr);
-        const std::uint64_t hi = std::min(end, site_addr + site.code.covered);
-        if (lo >= hi) continue;
-        std::vector<std::uint8_t> now(hi - lo);
-        auto got = read_memory(lo, now);
-        const bool same = got && *got == now.size() &&
-                          std::equal(now.begin(), now.end(), data.begin() + (lo - addr));
-        if (!same) {
-            rebuild.emplace_back(site_addr, site.call);
-            continue;
-        }
-        for (std::size_t i = 0; i < site.patch.size(); ++i)
-            if (site_addr + i >= addr && site_addr + i < end)
-                bytes[site_addr + i - addr] = site.patch[i];
-    }
-    for (const auto& [site_addr, call] : rebuild)
-        remove_fast_site(site_addr);
-    Status written = write_under_breakpoints(addr, bytes);
-    for (const auto& [site_addr, call] : rebuild) {
-        auto again = add_fast_site(site_addr, call.collector, call.argument, call.options);
-        if (!again && written)
-            written = make_error(again.error().code,
-                                 fmt::format("memory written, but the fast tracepoint at 0x{:x} "
-                                             "could not be put back over the new code: {}",
-                                             site_addr, again.error().text));
-    }
-    return written;
+    return fast_sites_.write_code(addr, data);
 }
 
 Status LinuxProcess::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
@@ -349,11 +314,7 @@ void LinuxProcess::forget_image() {
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     trap_sites_.forget();
-    fast_sites_.clear();
-    moving_.reset();
-    pad_pages_.clear();
-    placed_code_live_ = false;
-    agent_code_.reset();
+    fast_sites_.forget();
     publish_code_patches();
 }
 

@@ -6,13 +6,13 @@
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
 #include "process/linux/branch_traces.hpp"
+#include "process/linux/linux_fast_sites.hpp"
 #include "process/linux/linux_fork_children.hpp"
 #include "process/linux/linux_registers.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/remote_calls.hpp"
 #include "process/linux/linux_trap_sites.hpp"
 #include "process/linux/wait_status.hpp"
-#include "process/linux/pad_pages.hpp"
 #include "process/linux/perf_branch_trace.hpp"
 #include "process/linux/software_breakpoints.hpp"
 #include "process/target.hpp"
@@ -65,20 +65,9 @@ class LinuxProcess final : public Target {
 
     TrapSites& trap_sites() override { return trap_sites_; }
 
-    Status add_fast_site(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
-                         arch::FastPadOptions options) override;
-    void remove_fast_site(std::uint64_t addr) override;
-    Result<InstructionMove> begin_fast_site(std::uint64_t addr, std::uint64_t collector,
-                                            std::uint64_t argument,
-                                            arch::FastPadOptions options) override;
-    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t length) override;
-    void abandon_fast_site() override { moving_.reset(); }
+    FastSites& fast_sites() override { return fast_sites_; }
     Status map_now(std::uint64_t addr, std::uint64_t length) override;
     Status load_library(const std::string& path) override;
-    Result<std::uint64_t> place_code(std::uint64_t near,
-                                     std::span<const std::uint8_t> code) override;
-    void remove_all_fast_sites() override;
-    bool has_fast_site(std::uint64_t addr) const override { return fast_sites_.count(addr) != 0; }
 
     Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
     Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
@@ -104,7 +93,6 @@ class LinuxProcess final : public Target {
     LinuxForkChildren& fork_children() override { return fork_children_; }
     // A forked child held stopped for gdb, taken as a process of its own.
     static std::unique_ptr<LinuxProcess> forked_child(pid_t child);
-    void set_inproc_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }
 
     BranchTracing& branch_tracing() override { return branch_traces_; }
@@ -113,68 +101,13 @@ class LinuxProcess final : public Target {
     Status detach() override;
 
   private:
-    // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
-    struct FastCall {
-        std::uint64_t collector = 0, argument = 0;
-        arch::FastPadOptions options;
-    };
-    struct FastSite {
-        std::uint64_t pad = 0;
-        std::size_t relocated_offset = 0;
-        arch::Relocated code;
-        std::vector<std::uint8_t> original; // the bytes the patch replaced
-        std::vector<std::uint8_t> patch;    // the jump written over them
-        FastCall call;
-    };
-    // A pad built and placed, nothing written yet (add_fast_site, begin_fast_site).
-    struct FastPad {
-        std::uint64_t pad = 0;
-        std::size_t room = 0; // bytes allocated at pad
-        arch::EmittedJumpPad emitted;
-        std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
-        FastCall call;
-    };
-    Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
     // Refused where a trap or a jump at addr would change what the program does
     // (Architecture::interruption_hazard); `stepped`: the instruction is stepped there.
     Status check_interruptible(std::uint64_t addr, bool stepped = false);
     // Refused where no trap site may go: inside a fast tracepoint's jump, or where
     // check_interruptible refuses it.
     Status check_site_address(std::uint64_t addr, bool stepped);
-    // Moves threads out of the displaced bytes, writes built's patch and records the site,
-    // whose relocated instructions are laid out as `code` says.
-    Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);
-    // A site whose instructions are being relocated by gdb (begin_fast_site).
-    struct MovingSite {
-        std::uint64_t addr = 0;
-        FastPad pad;
-        // gdb's layout so far (pad offsets from the pad's relocated_offset)
-        std::vector<arch::Boundary> moved;
-        std::uint64_t next_to = 0;
-    };
-    // Moves stopped threads whose pc is in [from, from+len) by `move` (nullopt: leave it).
-    // Fails, having moved nothing, if a thread's registers cannot be read or written.
-    Status move_threads(std::uint64_t from, std::size_t len,
-                        const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
-    // Threads in a fast site's relocated copy go back to the same original instructions
-    // (the jump is gone, or was never written); a failure is logged.
-    void move_out_of_copy(std::uint64_t addr, const FastSite& site);
-    // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
-    // instructions stay, their saved bytes change).
-    Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
     void publish_code_patches() const;
-    // The fast site whose displaced instructions include addr, if any.
-    const std::pair<const std::uint64_t, FastSite>* fast_site_covering(std::uint64_t addr) const;
-    bool finish_fast_step(pid_t tid, LinuxThread& t);
-    bool recover_collector_fault(pid_t tid);
-    // Threads stopped inside pads or the collector run (to the collector's return, then one
-    // instruction at a time) until they are back at the program's own instructions, so gdb
-    // never sees tpagent's code.
-    void leave_pads();
-    void leave_pads(pid_t tid, LinuxThread& t);
-    bool run_to(pid_t tid, LinuxThread& t, std::uint64_t addr);
-    int wait_own_resume(pid_t tid, LinuxThread& t);
-    bool in_tpagent_code(std::uint64_t pc) const;
     explicit LinuxProcess(pid_t pid, bool attached);
     Status finish_setup();
     Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true) {
@@ -202,14 +135,6 @@ class LinuxProcess final : public Target {
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;
     void continue_after_stop(pid_t tid, LinuxThread& t, bool step);
-    // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
-    // a run whose code is dead, else in a page mapped by an injected mmap.
-    Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
-    // Whether anything installed still uses the current run's pads or placed code.
-    bool pads_in_use() const;
-    // Frees the retired runs' pages that no thread can still be running in or return into;
-    // false if none could be freed.
-    bool reclaim_pads();
     // After a thread exited: the event saying no resumed thread is left, if that is so.
     std::optional<StopEvent> no_resumed_event();
     std::optional<StopEvent> report(pid_t tid, LinuxThread& t, StopEvent ev);
@@ -270,13 +195,6 @@ class LinuxProcess final : public Target {
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
     arch::HwPoints hw_points_;
-    std::map<std::uint64_t, FastSite> fast_sites_;
-    std::optional<MovingSite> moving_;
-    PadPages pad_pages_;
-    // Code placed (place_code) since the last remove_all_fast_sites: the in-process agent's
-    // records may call it until then.
-    bool placed_code_live_ = false;
-    std::optional<InprocAgentCode> agent_code_;
     std::function<void()> on_exec_;
     const arch::Architecture& arch_;
     // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
@@ -289,6 +207,39 @@ class LinuxProcess final : public Target {
     RemoteCalls remote_calls_; // (after registers_ and memory_, which it uses)
     // (After memory_, the memory the children's parent has.)
     LinuxForkChildren fork_children_;
+    // What the fast sites ask of this process.
+    class FastSiteAccess final : public FastSiteProcess {
+      public:
+        explicit FastSiteAccess(LinuxProcess& process) : p_(process) {}
+        pid_t pid() const override { return p_.pid_; }
+        bool alive() const override { return p_.alive_; }
+        bool at_rest() const override { return !p_.running_ && !p_.stopping_all_; }
+        Result<arch::RegisterSnapshot*> registers(pid_t tid) override {
+            return p_.snapshot(tid, false);
+        }
+        Result<std::size_t> read_program(std::uint64_t addr, std::span<std::uint8_t> out) override {
+            return p_.read_memory(addr, out);
+        }
+        Status check_interruptible(std::uint64_t addr) override {
+            return p_.check_interruptible(addr);
+        }
+        void code_patched() override { p_.publish_code_patches(); }
+        bool trap_site_at(std::uint64_t addr) const override;
+        bool trap_pads_in_use() const override;
+        std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) override;
+        pid_t injection_thread() const override { return p_.remote_calls_.thread(); }
+        Result<std::uint64_t> inject_syscall(pid_t tid, long number,
+                                             std::span<const std::uint64_t> args,
+                                             std::string_view what) override {
+            return p_.remote_calls_.system_call(tid, number, args, what);
+        }
+
+      private:
+        LinuxProcess& p_;
+    };
+    FastSiteAccess fast_site_access_{*this};
+    // (After memory_ and threads_, which it works on.)
+    LinuxFastSites fast_sites_{arch_, *memory_, threads_, fast_site_access_};
 };
 
 } // namespace tpagent::process

@@ -1,4 +1,5 @@
-// gdb's own breakpoints, and where a breakpoint or a jump of tpagent's may go.
+// gdb's own breakpoints, and where a breakpoint or a jump of tpagent's may go (the trap sites
+// as the fast sites see them included).
 #include "process/linux/linux_process.hpp"
 #include <algorithm>
 #include <fmt/format.h>
@@ -7,12 +8,12 @@ namespace tpagent::process {
 
 Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
     if (memory_->user_breakpoint_at(addr)) return ok_status();
-    if (const auto* fast = fast_site_covering(addr); fast && fast->first != addr)
+    if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
                                       "tracepoint at 0x{:x} runs from its pad: no thread runs "
                                       "them there",
-                                      addr, fast->second.code.covered, fast->first));
+                                      addr, fast->covered, fast->site));
     return memory_->insert_user_breakpoint(addr);
 }
 
@@ -40,12 +41,30 @@ Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
 }
 
 Status LinuxProcess::check_site_address(std::uint64_t addr, bool stepped) {
-    if (const auto* fast = fast_site_covering(addr))
+    if (const auto fast = fast_sites_.covering(addr))
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "
                                       "at 0x{:x}",
-                                      fast->first, addr));
+                                      fast->site, addr));
     return check_interruptible(addr, stepped);
+}
+
+bool LinuxProcess::FastSiteAccess::trap_site_at(std::uint64_t addr) const {
+    return p_.trap_sites_.has(addr);
+}
+
+bool LinuxProcess::FastSiteAccess::trap_pads_in_use() const { return p_.trap_sites_.any_pad(); }
+
+std::optional<std::uint64_t> LinuxProcess::FastSiteAccess::out_of_trap_pad(LinuxThread& t,
+                                                                           std::uint64_t pc) {
+    std::optional<std::uint64_t> back;
+    for (const auto& [addr, site] : p_.trap_sites_.sites()) {
+        if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
+            back = at;
+            if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
+        }
+    }
+    return back;
 }
 
 } // namespace tpagent::process

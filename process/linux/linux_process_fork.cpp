@@ -17,8 +17,8 @@ void LinuxProcess::clean_child(pid_t child) {
     // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
     // the jump's own original bytes then replace.
     memory_->breakpoints().for_each_original(put);
-    for (const auto& [addr, site] : fast_sites_)
-        put(addr, site.original);
+    fast_sites_.for_each_patch([&](std::uint64_t addr, std::span<const std::uint8_t> original,
+                                   std::span<const std::uint8_t>) { put(addr, original); });
     if (mem >= 0) ::close(mem);
 }
 

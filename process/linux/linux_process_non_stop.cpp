@@ -44,7 +44,7 @@ void LinuxProcess::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
     // only where it stands on an instruction boundary.
     const bool own_event = ev.signal != 0;
     if (own_event) t.pending = ev;
-    leave_pads(tid, t);
+    fast_sites_.leave_pads(tid, t, t.pending || (chosen_ && chosen_->tid == tid));
     BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (own_event) t.pending.reset();
     running_ = any_wants_run();
@@ -88,7 +88,7 @@ Status LinuxProcess::pause_all() {
         if (auto ev = handle_status(tid, status)) reported_.push_back(*ev);
     stopping_all_ = false;
     running_ = false; // as in all-stop with the program stopped: nothing resumes by itself
-    if (alive_) leave_pads();
+    if (alive_) fast_sites_.leave_pads(chosen_ ? chosen_->tid : 0);
     for (auto& [tid, t] : threads_)
         BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (!alive_) return make_error(ErrorCode::NoProcess, "the program ended");

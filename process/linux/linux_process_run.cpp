@@ -53,7 +53,7 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
         auto s = snapshot(tid, false);
         if (!s) return s.error();
         const std::uint64_t pc = arch_.pc(**s);
-        if (fast_sites_.count(pc) && !memory_->breakpoints().inserted_at(pc)) {
+        if (fast_sites_.has(pc) && !memory_->breakpoints().inserted_at(pc)) {
             t.activity = SteppingFastJump{pc};
         }
     }
@@ -71,11 +71,7 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
         // could meet the breakpoint: another would have to step over it, lifting it for a
         // moment in which this one could pass it unseen; nor with the memory shared with
         // another process. Not into a fast tracepoint's jump.
-        const auto in_jump = [this](std::uint64_t at) {
-            for (const auto& [addr, site] : fast_sites_)
-                if (at >= addr && at < addr + site.patch.size()) return true;
-            return false;
-        };
+        const auto in_jump = [this](std::uint64_t at) { return fast_sites_.in_jump(at); };
         if (recorder->method == BranchStepMethod::BlockEnds && signal == 0 &&
             threads_.size() == 1 && !vfork_running_ && !fork_children_.in_parent_memory() &&
             branch_traces_.place_block_end(tid, t, *recorder, memory_->breakpoints(), in_jump)) {
@@ -437,7 +433,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     }
     if (status.kind() == WaitStatus::Kind::SyscallStop) return handle_syscall_stop(tid, t);
     if (sig == SIGTRAP) return handle_trap(tid, t);
-    if ((sig == SIGSEGV || sig == SIGBUS) && recover_collector_fault(tid)) {
+    if ((sig == SIGSEGV || sig == SIGBUS) && fast_sites_.recover_collector_fault(tid)) {
         if (keep_running) continue_after_stop(tid, t, t.stepping);
         return finish_stop_all();
     }
@@ -465,7 +461,7 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
     // The in-process agent's own calls (fast tracepoints' collector) are not the program's.
     std::uint64_t pc = 0;
     if (auto s = snapshot(tid, false)) pc = arch_.pc(**s);
-    const bool agent = agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end;
+    const bool agent = fast_sites_.in_agent_code(pc);
     // A return whose entry was not seen (the thread was in the call when catching began) has
     // no number to report, as has a call gdb did not ask for.
     const bool caught =
@@ -514,7 +510,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         continue_after_stop(tid, t, true); // still inside the displaced code: step on
         return finish_stop_all();
     }
-    if (t.is_doing<SteppingFastJump>() && single_step && !finish_fast_step(tid, t)) {
+    if (t.is_doing<SteppingFastJump>() && single_step && !fast_sites_.finish_step(tid, t)) {
         continue_after_stop(tid, t, true); // still in the pad or the collector: step on
         return finish_stop_all();
     }
@@ -683,7 +679,7 @@ std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
     if (!stopping_all_) return take_reported();
     if (!all_stopped()) return std::nullopt;
-    leave_pads();
+    fast_sites_.leave_pads(chosen_ ? chosen_->tid : 0);
     stopping_all_ = false;
     running_ = false;
     for (auto& [tid, t] : threads_) {

@@ -1,7 +1,7 @@
 // The memory mapped in a program for pads and placed code, and which trace run's code each
 // page holds. A run (a generation) takes room from its own pages, or claims a free one. When
 // nothing installed uses its code any more, its pages retire; a retired run that no thread can
-// still be running in or return into (the caller checks, see LinuxProcess::reclaim_pads) frees
+// still be running in or return into (the caller checks, see LinuxFastSites::reclaim_pads) frees
 // them for later runs, so repeated tstarts keep reusing the same pages instead of mapping more.
 // A run's pages retire and are freed together: a thread in one of its pads may go on to any
 // of its placed code.

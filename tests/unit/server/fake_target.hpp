@@ -87,24 +87,29 @@ class FakeTarget final : public process::Target {
 
     // Tracepoint sites and hardware points: not this fake's business.
     process::TrapSites& trap_sites() override { return trap_sites_; }
-    Status add_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
-                         arch::FastPadOptions) override {
-        return unsupported();
-    }
-    void remove_fast_site(std::uint64_t) override {}
-    Result<InstructionMove> begin_fast_site(std::uint64_t, std::uint64_t, std::uint64_t,
-                                            arch::FastPadOptions) override {
-        return unsupported();
-    }
-    Result<std::optional<InstructionMove>> fast_site_moved(std::uint64_t) override {
-        return unsupported();
-    }
-    void abandon_fast_site() override {}
-    Result<std::uint64_t> place_code(std::uint64_t, std::span<const std::uint8_t>) override {
-        return unsupported();
-    }
-    void remove_all_fast_sites() override {}
-    bool has_fast_site(std::uint64_t) const override { return false; }
+    // Fast tracepoints: refused, none installed.
+    struct NoFastSites final : process::FastSites {
+        Status add(std::uint64_t, std::uint64_t, std::uint64_t, arch::FastPadOptions) override {
+            return unsupported();
+        }
+        void remove(std::uint64_t) override {}
+        Result<InstructionMove> begin(std::uint64_t, std::uint64_t, std::uint64_t,
+                                      arch::FastPadOptions) override {
+            return unsupported();
+        }
+        Result<std::optional<InstructionMove>> moved(std::uint64_t) override {
+            return unsupported();
+        }
+        void abandon() override {}
+        Result<std::uint64_t> place_code(std::uint64_t, std::span<const std::uint8_t>) override {
+            return unsupported();
+        }
+        void remove_all() override {}
+        bool has(std::uint64_t) const override { return false; }
+        void set_agent_code(std::optional<InprocAgentCode>) override {}
+    };
+    NoFastSites no_fast_sites;
+    process::FastSites& fast_sites() override { return no_fast_sites; }
     Status insert_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
     Status remove_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
 
@@ -132,7 +137,6 @@ class FakeTarget final : public process::Target {
     std::optional<process::StopEvent> stop_all_now() override { return std::nullopt; }
     void interrupt() override {}
     void set_pass_signals(std::set<int>) override {}
-    void set_inproc_agent_code(std::optional<InprocAgentCode>) override {}
     void set_exec_handler(std::function<void()>) override {}
     Status kill() override {
         alive_ = false;

@@ -1,15 +1,22 @@
-// Threads stepped out of pads (mapped by linux_process_pads.cpp) and the collector before gdb
-// sees them.
-#include "process/linux/linux_process.hpp"
-#include <algorithm>
-#include <fmt/format.h>
+// tpagent's own steps of a thread through fast tracepoints' code: a gdb step over a jump runs
+// its pad and collector, a fault of the collector's copy is recovered, and threads stopped in
+// pads or the collector are taken back to the program's code before gdb sees them.
+#include "process/linux/linux_fast_sites.hpp"
+#include "process/linux/wait_status.hpp"
+#include <csignal>
 #include <spdlog/spdlog.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
 namespace tpagent::process {
 
+using thread_activity::SteppingFastJump;
+
 namespace {
+// A single step over a fast tracepoint runs its pad and collector one instruction at a time;
+// past this many, something keeps the thread from the displaced instruction (a loop waiting
+// for tpagent, say) and the step is reported where it is.
+constexpr std::uint64_t kMaxFastStepInstructions = 200000;
 // wait_own_resume: the thread stopped on a fault of the collector's copy, now recovered.
 constexpr int kRecoveredFault = -1;
 // Instructions a thread may take to get out of a pad and the collector (a collector waiting
@@ -17,15 +24,67 @@ constexpr int kRecoveredFault = -1;
 constexpr std::uint64_t kMaxPadExitInstructions = 200000;
 } // namespace
 
-bool LinuxProcess::in_tpagent_code(std::uint64_t pc) const {
-    if (agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end) return true;
-    return pad_pages_.contains(pc);
+// One instruction of a single step over a fast tracepoint's jump has run. True once the
+// displaced instruction has (the pc is put back into the program's code); false to step on.
+bool LinuxFastSites::finish_step(pid_t tid, LinuxThread& t) {
+    SteppingFastJump& step = *t.doing<SteppingFastJump>();
+    auto site = sites_.find(step.site);
+    auto s = process_.registers(tid);
+    if (site == sites_.end() || !s || ++step.steps > kMaxFastStepInstructions) {
+        if (s && site != sites_.end())
+            spdlog::warn("thread {}: step over the fast tracepoint at 0x{:x} stopped after {} "
+                         "instructions in its pad",
+                         tid, site->first, step.steps - 1);
+        t.end<SteppingFastJump>();
+        return true;
+    }
+    const FastSite& f = site->second;
+    const std::uint64_t pc = arch_.pc(**s);
+    const std::uint64_t relocated = f.pad + f.relocated_offset;
+    if (!step.in_copy) {
+        step.in_copy = pc == relocated; // the collector is done; next: the instruction
+        return false;
+    }
+    if (arch::in_relocated(f.code, relocated, pc)) {
+        auto back = arch::original_address(f.code, relocated, site->first, pc);
+        if (!back) return false; // within the instructions one original became
+        arch_.set_pc(**s, *back);
+        if (auto w = arch_.write_general_registers(tid, **s); !w)
+            spdlog::warn("thread {}: cannot move the pc out of a pad: {}", tid, w.error().text);
+    } // else a branch left the pad: the pc is already the program's
+    t.end<SteppingFastJump>();
+    return true;
 }
 
-void LinuxProcess::leave_pads() {
+bool LinuxFastSites::recover_collector_fault(pid_t tid) {
+    if (!agent_code_) return false;
+    auto s = process_.registers(tid);
+    if (!s) return false;
+    const std::uint64_t pc = arch_.pc(**s);
+    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
+    arch_.set_pc(**s, agent_code_->copy_fault);
+    if (auto w = arch_.write_general_registers(tid, **s); !w) {
+        spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
+        return false;
+    }
+    spdlog::debug("thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid, pc);
+    return true;
+}
+
+bool LinuxFastSites::in_tpagent_code(std::uint64_t pc) const {
+    return in_agent_code(pc) || pad_pages_.contains(pc);
+}
+
+void LinuxFastSites::leave_pads(pid_t chosen) {
     if (pad_pages_.empty()) return;
     for (auto& [tid, t] : threads_)
-        leave_pads(tid, t);
+        leave_pads(tid, t, t.pending || tid == chosen);
+}
+
+bool LinuxFastSites::others_running(pid_t tid) const {
+    for (const auto& [other, t] : threads_)
+        if (other != tid && !t.stopped) return true;
+    return false;
 }
 
 // Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
@@ -33,7 +92,7 @@ void LinuxProcess::leave_pads() {
 // through the main thread). A fault of the collector's copy is recovered (the thread goes on
 // from the copy's fault path); any other signal but SIGTRAP came meanwhile: the thread's event
 // for later.
-int LinuxProcess::wait_own_resume(pid_t tid, LinuxThread& t) {
+int LinuxFastSites::wait_own_resume(pid_t tid, LinuxThread& t) {
     t.regs.reset();
     WaitStatus status;
     if (wait_thread(tid, status, __WALL) != tid || !status.stopped()) return 0;
@@ -42,21 +101,27 @@ int LinuxProcess::wait_own_resume(pid_t tid, LinuxThread& t) {
         t.regs.reset();
         return kRecoveredFault;
     }
-    if (sig != SIGTRAP && sig != SIGSTOP) t.pending = signal_event(tid, sig);
+    if (sig != SIGTRAP && sig != SIGSTOP) {
+        StopEvent ev;
+        ev.pid = process_.pid();
+        ev.tid = tid;
+        ev.signal = sig;
+        t.pending = ev;
+    }
     if (sig == SIGSTOP) t.took_own_sigstop(); // none is on its way now
     return sig;
 }
 
 // Runs a stopped thread (the others stay stopped) to `addr` with a breakpoint there.
-bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
-    if (auto s = memory_->breakpoints().insert(addr); !s) return false;
+bool LinuxFastSites::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
+    if (auto s = memory_.breakpoints().insert(addr); !s) return false;
     bool arrived = false;
     for (;;) {
         if (ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) break;
         const int sig = wait_own_resume(tid, t);
         if (sig == kRecoveredFault) continue; // the copy read short; on to the return
         if (sig == SIGTRAP) {
-            auto s = snapshot(tid, false);
+            auto s = process_.registers(tid);
             if (s && arch_.pc(**s) == arch_.pc_after_breakpoint(addr)) {
                 arch_.set_pc(**s, addr);
                 arrived = static_cast<bool>(arch_.write_general_registers(tid, **s));
@@ -65,7 +130,7 @@ bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
         break;
     }
     t.regs.reset();
-    if (auto s = memory_->breakpoints().remove(addr); !s)
+    if (auto s = memory_.breakpoints().remove(addr); !s)
         spdlog::warn("thread {}: cannot remove the breakpoint at 0x{:x}: {}", tid, addr,
                      s.error().text);
     return arrived;
@@ -76,21 +141,14 @@ bool LinuxProcess::run_to(pid_t tid, LinuxThread& t, std::uint64_t addr) {
 // of the program's own code: what it was doing anyway. A thread with an event of its own (a
 // signal it got there) is only moved back if it stands on an instruction boundary; running it
 // could raise the signal again.
-void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
-    const bool has_event = t.pending || (chosen_ && chosen_->tid == tid);
+void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
     bool ran_to_return = false;
     for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
-        auto s = snapshot(tid, false);
+        auto s = process_.registers(tid);
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
-        std::optional<std::uint64_t> back;
-        for (const auto& [addr, site] : trap_sites_.sites()) {
-            if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
-                back = at;
-                if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
-            }
-        }
-        for (const auto& [addr, site] : fast_sites_) {
+        std::optional<std::uint64_t> back = process_.out_of_trap_pad(t, pc);
+        for (const auto& [addr, site] : sites_) {
             // At the site itself the collector has run and the instruction has not: step it,
             // unless the thread must not run (back at the jump, it would collect once more).
             auto at = arch::original_address(site.code, site.pad + site.relocated_offset, addr, pc);
@@ -108,8 +166,8 @@ void LinuxProcess::leave_pads(pid_t tid, LinuxThread& t) {
         if (agent_code_ && agent_code_->collector_frame)
             if (auto frame = agent_code_->collector_frame(arch_.sp(**s))) {
                 std::uint64_t back = 0;
-                auto got =
-                    read_memory(*frame - 8, std::span(reinterpret_cast<std::uint8_t*>(&back), 8));
+                auto got = process_.read_program(
+                    *frame - 8, std::span(reinterpret_cast<std::uint8_t*>(&back), 8));
                 collector_return = got && *got == 8 ? back : 0;
             }
         if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;

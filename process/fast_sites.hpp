@@ -1,0 +1,61 @@
+// Fast tracepoints in a traced program: the instruction at an address becomes a jump to a pad
+// that calls collector(argument, block, frame, anchor) in the program (see
+// arch::JumpPadRequest), and the in-process agent's code is known to run control. One facet of
+// process::Target (Target::fast_sites()).
+#pragma once
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+
+namespace tpagent::process {
+
+class FastSites {
+  public:
+    virtual ~FastSites() = default;
+
+    // All threads must be stopped; a thread stopped inside the displaced bytes is moved into
+    // the pad, and out again on removal. Pads are never unmapped: a thread may still be
+    // running one.
+    virtual Status add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+                       arch::FastPadOptions options) = 0;
+    virtual void remove(std::uint64_t addr) = 0;
+    // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
+    // at a time: begin writes the pad's own code and says where the first instruction goes;
+    // each relocated length gives the next move, and after the last the jump back and the patch
+    // go in (nullopt). A failure (or abandon) leaves nothing installed at that address.
+    struct InstructionMove {
+        std::uint64_t from = 0; // the original instruction
+        std::uint64_t to = 0;   // where its relocated form goes in the pad
+    };
+    virtual Result<InstructionMove> begin(std::uint64_t addr, std::uint64_t collector,
+                                          std::uint64_t argument, arch::FastPadOptions options) = 0;
+    virtual Result<std::optional<InstructionMove>> moved(std::uint64_t length) = 0;
+    virtual void abandon() = 0;
+    // Executable code for the program (compiled agent expressions), in pad memory near `near`.
+    virtual Result<std::uint64_t> place_code(std::uint64_t near,
+                                             std::span<const std::uint8_t> code) = 0;
+    virtual void remove_all() = 0;
+    virtual bool has(std::uint64_t addr) const = 0;
+
+    // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
+    // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,
+    // not the program's: the pc moves to copy_fault (which returns a short count) and the
+    // signal is never delivered. A thread stopped in [code_begin, code_end) is collecting: it
+    // is stepped out (with threads in pads) before gdb sees a stop.
+    struct InprocAgentCode {
+        std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
+        std::uint64_t code_begin = 0, code_end = 0;
+        // If a thread whose stack pointer is `sp` is inside a collector call, also where the
+        // collector called out of the library (the vDSO's clock, the C library), the stack
+        // pointer the pad called with: the call returns to the address just below it. Such a
+        // thread runs on to there, and is stepped on out of the pad, so no run starts or
+        // ends with a frame half written.
+        std::function<std::optional<std::uint64_t>(std::uint64_t sp)> collector_frame;
+    };
+    virtual void set_agent_code(std::optional<InprocAgentCode> code) = 0;
+};
+
+} // namespace tpagent::process

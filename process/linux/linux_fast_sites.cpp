@@ -1,0 +1,486 @@
+// Fast-tracepoint sites: a jump from the program's code to a pad that calls the in-process
+// collector, built by the architecture and mapped near the code (PIE and shared libraries).
+// Patching happens only while every thread is stopped (all-stop), so no thread can run a
+// half-written jump; the one hazard left is a thread stopped inside the bytes the jump
+// replaces, which is moved to the same instruction's copy in the pad.
+//
+// Memory for pads and placed code in the program: mapped by an injected mmap, and reused
+// from one trace run to the next once no thread can still be in the old code, so that many
+// tstart/tstop cycles keep the program's mappings flat. Nothing is ever unmapped.
+#include "process/linux/linux_fast_sites.hpp"
+#include "process/linux/guarded_pages.hpp"
+#include "process/linux/pad_allocator.hpp"
+#include "base/proc_files.hpp"
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+namespace tpagent::process {
+
+Status LinuxFastSites::move_threads(
+    std::uint64_t from, std::size_t len,
+    const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
+    struct Move {
+        pid_t tid;
+        std::uint64_t from, to;
+    };
+    std::vector<Move> moves;
+    for (auto& [tid, t] : threads_) {
+        if (!t.stopped) continue;
+        auto s = process_.registers(tid);
+        if (!s)
+            return make_error(
+                ErrorCode::SystemError,
+                fmt::format("thread {}: cannot read its pc: {}", tid, s.error().text));
+        const std::uint64_t pc = arch_.pc(**s);
+        if (pc < from || pc - from >= len) continue;
+        if (auto to = move(pc)) moves.push_back({tid, pc, *to});
+    }
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+        const Move& m = moves[i];
+        arch::RegisterSnapshot& regs = **process_.registers(m.tid); // cached by the loop above
+        arch_.set_pc(regs, m.to);
+        if (auto w = arch_.write_general_registers(m.tid, regs); !w) {
+            // Put back the ones already moved: either every thread moves or none does.
+            arch_.set_pc(regs, m.from);
+            for (std::size_t j = 0; j < i; ++j) {
+                arch::RegisterSnapshot& done = **process_.registers(moves[j].tid);
+                arch_.set_pc(done, moves[j].from);
+                if (auto back = arch_.write_general_registers(moves[j].tid, done); !back)
+                    spdlog::warn("thread {}: cannot move the pc back to 0x{:x}: {}", moves[j].tid,
+                                 moves[j].from, back.error().text);
+            }
+            return make_error(
+                ErrorCode::SystemError,
+                fmt::format("thread {}: cannot move the pc: {}", m.tid, w.error().text));
+        }
+        spdlog::debug("thread {}: pc 0x{:x} -> 0x{:x}", m.tid, m.from, m.to);
+    }
+    return ok_status();
+}
+
+void LinuxFastSites::move_out_of_copy(std::uint64_t addr, const FastSite& site) {
+    const std::uint64_t relocated = site.pad + site.relocated_offset;
+    auto out = [&](std::uint64_t pc) {
+        return arch::original_address(site.code, relocated, addr, pc);
+    };
+    if (auto m = move_threads(relocated, site.code.code.size(), out); !m)
+        spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
+}
+
+std::optional<LinuxFastSites::Covering> LinuxFastSites::covering(std::uint64_t addr) const {
+    auto it = sites_.upper_bound(addr);
+    if (it == sites_.begin()) return std::nullopt;
+    --it;
+    if (addr - it->first >= it->second.code.covered) return std::nullopt;
+    return Covering{it->first, it->second.code.covered};
+}
+
+void LinuxFastSites::for_each_patch(
+    const std::function<void(std::uint64_t, std::span<const std::uint8_t>,
+                             std::span<const std::uint8_t>)>& fn) const {
+    for (const auto& [addr, site] : sites_)
+        fn(addr, site.original, site.patch);
+}
+
+void LinuxFastSites::hide_jumps(std::uint64_t addr, std::span<std::uint8_t> out) const {
+    for (const auto& [site, fast] : sites_) {
+        for (std::size_t i = 0; i < fast.original.size(); ++i) {
+            const std::uint64_t a = site + i;
+            if (a >= addr && a - addr < out.size()) out[a - addr] = fast.original[i];
+        }
+    }
+}
+
+bool LinuxFastSites::in_jump(std::uint64_t at) const {
+    for (const auto& [addr, site] : sites_)
+        if (at >= addr && at < addr + site.patch.size()) return true;
+    return false;
+}
+
+// Layers, bottom up: the program's code, fast-tracepoint jumps over it, breakpoint
+// instructions over both. A write is of the bottom layer: where it falls on a fast tracepoint's
+// displaced instructions, the same bytes keep the jump, and new ones take the jump out, go in,
+// and put a rebuilt jump back (its pad runs the new instructions).
+Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8_t> data) {
+    std::vector<std::uint8_t> bytes(data.begin(), data.end());
+    std::vector<std::pair<std::uint64_t, FastCall>> rebuild;
+    const std::uint64_t end = addr + data.size();
+    for (const auto& [site_addr, site] : sites_) {
+        const std::uint64_t lo = std::max(addr, site_addr);
+        const std::uint64_t hi = std::min(end, site_addr + site.code.covered);
+        if (lo >= hi) continue;
+        std::vector<std::uint8_t> now(hi - lo);
+        auto got = process_.read_program(lo, now);
+        const bool same = got && *got == now.size() &&
+                          std::equal(now.begin(), now.end(), data.begin() + (lo - addr));
+        if (!same) {
+            rebuild.emplace_back(site_addr, site.call);
+            continue;
+        }
+        for (std::size_t i = 0; i < site.patch.size(); ++i)
+            if (site_addr + i >= addr && site_addr + i < end)
+                bytes[site_addr + i - addr] = site.patch[i];
+    }
+    for (const auto& [site_addr, call] : rebuild)
+        remove(site_addr);
+    Status written = write_under_breakpoints(addr, bytes);
+    for (const auto& [site_addr, call] : rebuild) {
+        auto again = add(site_addr, call.collector, call.argument, call.options);
+        if (!again && written)
+            written = make_error(again.error().code,
+                                 fmt::format("memory written, but the fast tracepoint at 0x{:x} "
+                                             "could not be put back over the new code: {}",
+                                             site_addr, again.error().text));
+    }
+    return written;
+}
+
+void LinuxFastSites::forget() {
+    sites_.clear();
+    moving_.reset();
+    pad_pages_.clear();
+    placed_code_live_ = false;
+    agent_code_.reset();
+}
+
+Status LinuxFastSites::write_under_breakpoints(std::uint64_t addr,
+                                               std::span<const std::uint8_t> data) {
+    return memory_.write_raw(addr, memory_.breakpoints().shadow_write(addr, data));
+}
+
+Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t addr,
+                                                               const FastCall& call) {
+    if (auto s = process_.check_interruptible(addr); !s) return s.error();
+    FastPad out;
+    out.call = call;
+    // Whole instructions covering the jump: it ends within one instruction's length of them.
+    out.code.resize(arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
+    auto got = process_.read_program(addr, out.code); // breakpoints hidden: the program's own code
+    if (!got) return got.error();
+    out.code.resize(*got);
+
+    arch::JumpPadRequest request;
+    request.tracepoint_address = addr;
+    request.collector = call.collector;
+    request.argument = call.argument;
+    request.original_code = out.code;
+    request.options = call.options;
+    // smaps is read only where it can matter: a landing pad (never on x86-64).
+    request.branch_target_guarded =
+        arch_.branch_target_landing_pad(out.code) && branch_target_guarded(process_.pid(), addr);
+    // Emit once at a provisional address for the size, then for the real pad.
+    request.pad_address = addr;
+    auto probe = arch_.emit_jump_pad(request);
+    if (!probe) return probe.error();
+    out.room = probe->code.size() + 64;
+    auto pad = allocate_pad(addr, out.room);
+    if (!pad) return pad.error();
+    out.pad = *pad;
+    request.pad_address = *pad;
+    auto emitted = arch_.emit_jump_pad(request);
+    if (!emitted) return emitted.error();
+    out.emitted = std::move(*emitted);
+
+    // A breakpoint at addr stays in front of the jump (its saved byte becomes the jump's);
+    // one further in would sit on bytes no thread runs any more, and a trap tracepoint there
+    // would resume into the middle of the jump.
+    const std::size_t covered = out.emitted.relocated.covered;
+    for (std::size_t i = 0; i < covered; ++i)
+        if (process_.trap_site_at(addr + i))
+            return make_error(ErrorCode::NotAllowed,
+                              fmt::format("a trap tracepoint is installed at 0x{:x}", addr + i));
+    // Two jumps never share a byte.
+    for (const auto& [other, site] : sites_)
+        if (other != addr && other < addr + covered && addr < other + site.code.covered)
+            return make_error(
+                ErrorCode::NotAllowed,
+                fmt::format("the fast tracepoint at 0x{:x} has its jump there", other));
+    for (std::size_t i = 1; i < covered; ++i)
+        if (memory_.breakpoints().inserted_at(addr + i))
+            return make_error(
+                ErrorCode::NotAllowed,
+                fmt::format("a breakpoint at 0x{:x} is inside the {} bytes of "
+                            "instructions a fast tracepoint at 0x{:x} moves to its pad",
+                            addr + i, covered, addr));
+    return out;
+}
+
+Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built,
+                                        arch::Relocated code) {
+    const std::vector<std::uint8_t>& patch = built.emitted.patch;
+    FastSite site{
+        built.pad,
+        built.emitted.relocated_offset,
+        std::move(code),
+        std::vector<std::uint8_t>(built.code.begin(),
+                                  built.code.begin() + static_cast<std::ptrdiff_t>(patch.size())),
+        patch,
+        built.call};
+    const std::uint64_t relocated = site.pad + site.relocated_offset;
+    auto into_pad = [&](std::uint64_t pc) {
+        auto off = arch::pad_offset_of(site.code, pc - addr);
+        return off ? std::optional(relocated + *off) : std::nullopt;
+    };
+    if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) return m;
+    sites_[addr] = site;
+    process_.code_patched(); // known before it is in memory
+    if (auto w = write_under_breakpoints(addr, patch); !w) {
+        // Nothing patched: threads moved into the pad go back to the same instructions.
+        sites_.erase(addr);
+        process_.code_patched();
+        move_out_of_copy(addr, site);
+        return w;
+    }
+    spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
+                  patch.size());
+    return ok_status();
+}
+
+Status LinuxFastSites::add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+                           arch::FastPadOptions options) {
+    if (sites_.count(addr)) return ok_status();
+    auto built = build_fast_pad(addr, {collector, argument, options});
+    if (!built) return built.error();
+    if (auto w = memory_.write_raw(built->pad, built->emitted.code); !w) return w;
+    arch::Relocated code = std::move(built->emitted.relocated);
+    return commit_fast_site(addr, *built, std::move(code));
+}
+
+// gdb relocates each displaced instruction (tpagent's relocator still says where they start);
+// tpagent checks what gdb wrote with its decoder, since gdb's relocator leaves some
+// instructions as they were (short branches, for one), which would go astray from the pad.
+Result<LinuxFastSites::InstructionMove> LinuxFastSites::begin(std::uint64_t addr,
+                                                              std::uint64_t collector,
+                                                              std::uint64_t argument,
+                                                              arch::FastPadOptions options) {
+    moving_.reset();
+    if (sites_.count(addr))
+        return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
+    auto built = build_fast_pad(addr, {collector, argument, options});
+    if (!built) return built.error();
+    const arch::EmittedJumpPad& emitted = built->emitted;
+    const auto own = std::span(emitted.code).first(emitted.relocated_offset);
+    if (auto w = memory_.write_raw(built->pad, own); !w) return w.error();
+    MovingSite m{addr, std::move(*built), {}, 0};
+    m.next_to = m.pad.pad + m.pad.emitted.relocated_offset;
+    moving_ = std::move(m);
+    return InstructionMove{addr, moving_->next_to};
+}
+
+Result<std::optional<LinuxFastSites::InstructionMove>> LinuxFastSites::moved(std::uint64_t length) {
+    if (!moving_) return make_error(ErrorCode::NotAllowed, "no instruction is being relocated");
+    MovingSite& m = *moving_;
+    const std::uint64_t addr = m.addr;
+    const arch::Relocated& own = m.pad.emitted.relocated; // instruction starts, then `covered`
+    const std::size_t index = m.moved.size();
+    const std::uint64_t from = addr + own.boundaries[index].from_offset;
+    const std::size_t from_length =
+        own.boundaries[index + 1].from_offset - own.boundaries[index].from_offset;
+    const std::uint64_t relocated = m.pad.pad + m.pad.emitted.relocated_offset;
+    const std::uint64_t end = m.pad.pad + m.pad.room;
+    const std::size_t jump_length = arch_.min_fast_tracepoint_length();
+    const std::uint64_t to = m.next_to;
+    auto fail = [&](std::string text) -> Error {
+        moving_.reset();
+        return make_error(ErrorCode::Unsupported, std::move(text));
+    };
+    if (length == 0 || length > end - to || end - to - length < jump_length)
+        return fail(fmt::format("gdb relocated the instruction at 0x{:x} to {} bytes; the pad "
+                                "has room for {}",
+                                from, length, end - to - jump_length));
+
+    // What gdb wrote must reach what the original did (it leaves some instructions as they
+    // were, short branches for one, which would go astray from the pad).
+    std::vector<std::uint8_t> written(length);
+    std::size_t got = 0;
+    if (auto r = memory_.read_raw(to, written, got); !r || got != length)
+        return fail(
+            fmt::format("cannot read back gdb's relocation of the instruction at 0x{:x}", from));
+    const auto original = std::span(m.pad.code).subspan(from - addr, from_length);
+    auto want = arch_.pc_relative_targets(original, from);
+    if (!want) return fail(want.error().text);
+    auto have = arch_.pc_relative_targets(written, to);
+    const auto wrong = have ? arch::relocation_mismatch(*want, *have, addr, own.covered)
+                            : std::optional("does not decode: " + have.error().text);
+    if (wrong)
+        return fail(fmt::format("gdb's relocation of the instruction at 0x{:x} (to 0x{:x}) {}",
+                                from, to, *wrong));
+
+    m.moved.push_back(
+        {own.boundaries[index].from_offset, static_cast<std::uint32_t>(to - relocated)});
+    m.next_to = to + length;
+    if (m.moved.size() + 1 < own.boundaries.size())
+        return std::optional(
+            InstructionMove{addr + own.boundaries[index + 1].from_offset, m.next_to});
+
+    // All moved: the jump back, then the site as add makes it.
+    auto jump = arch_.encode_pad_jump(m.next_to, addr + own.covered);
+    if (!jump) return fail(jump.error().text);
+    if (auto w = memory_.write_raw(m.next_to, *jump); !w)
+        return fail("the jump back: " + w.error().text);
+    m.moved.push_back({static_cast<std::uint32_t>(own.covered),
+                       static_cast<std::uint32_t>(m.next_to - relocated)});
+    arch::Relocated layout;
+    layout.covered = own.covered;
+    layout.boundaries = std::move(m.moved);
+    layout.code.resize(m.next_to + jump->size() - relocated);
+    if (auto r = memory_.read_raw(relocated, layout.code, got); !r || got != layout.code.size())
+        return fail(
+            fmt::format("cannot read back the instructions gdb relocated to 0x{:x}", relocated));
+    const FastPad built = std::move(m.pad);
+    moving_.reset();
+    if (auto s = commit_fast_site(addr, built, std::move(layout)); !s) return s.error();
+    return std::optional<InstructionMove>();
+}
+
+void LinuxFastSites::remove(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end()) return;
+    const FastSite& site = it->second;
+    if (process_.alive()) {
+        // Removal cannot be refused (the trace is over, or the code changed): on a failure
+        // the program keeps the jump, whose pad stays mapped and correct (never reused), and
+        // threads stay.
+        if (auto w = write_under_breakpoints(addr, site.original); !w) {
+            spdlog::warn("fast tracepoint at 0x{:x}: cannot restore the code: {}", addr,
+                         w.error().text);
+            pad_pages_.pin(site.pad);
+            sites_.erase(it);
+            process_.code_patched();
+            return;
+        }
+        // Threads in the relocated copy go back to the original instruction; threads in the
+        // pad's own code finish it and jump back, into the restored code.
+        move_out_of_copy(addr, site);
+    }
+    sites_.erase(it);
+    process_.code_patched();
+}
+
+// The run is over: its pads and placed code are dead (reused by a later run once no thread
+// can be in them, allocate_pad).
+void LinuxFastSites::remove_all() {
+    while (!sites_.empty())
+        remove(sites_.begin()->first);
+    placed_code_live_ = false;
+}
+
+namespace {
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+// How much of a thread's stack is searched for return addresses into retired pads. A thread
+// with more (or a stack pointer outside any mapping) keeps every retired page: nothing is
+// reused while it is there.
+constexpr std::uint64_t kMaxStackScan = 8 << 20;
+constexpr std::size_t kScanChunk = 64 << 10;
+
+std::uint64_t word_at(const std::uint8_t* p) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+}
+} // namespace
+
+bool LinuxFastSites::pads_in_use() const {
+    return placed_code_live_ || moving_ || !sites_.empty() || process_.trap_pads_in_use();
+}
+
+// A retired run's code is safe to overwrite when no thread can reach it again: every thread
+// is stopped (gdb is all-stop, and leave_pads stepped them out of pads and the collector),
+// none is still in the collector (which may go on to placed code of any run), and no general
+// register or word of its live stack ([sp, end of that mapping)) points into one of the run's
+// pages. That covers a thread in a pad, the return address of a collector call, and the
+// return address of a call the pad's relocated instructions made natively (the callee may be
+// blocked anywhere in the program). A stale stack word only keeps its run's pages a while.
+// Not seen: a signal handler running on an alternate stack (sigaltstack) that interrupted a
+// pad, the collector or such a callee, whose return path is on the thread's other stack.
+bool LinuxFastSites::reclaim_pads() {
+    if (!process_.at_rest()) return false;
+    const auto maps = read_maps(process_.pid());
+    std::set<std::uint64_t> kept;
+    auto see = [&](const std::uint8_t* words, std::size_t bytes) {
+        for (std::size_t i = 0; i + 8 <= bytes; i += 8)
+            if (auto run = pad_pages_.retired_run_at(word_at(words + i))) kept.insert(*run);
+    };
+    std::vector<std::uint8_t> chunk(kScanChunk);
+    for (auto& [tid, t] : threads_) {
+        if (!t.stopped || t.awaiting_first_stop()) return false;
+        auto s = process_.registers(tid);
+        if (!s) return false;
+        const std::uint64_t pc = arch_.pc(**s);
+        if (in_agent_code(pc)) return false;
+        see((*s)->gpr.data(), (*s)->gpr.size()); // the pc too, and a link register
+        const std::uint64_t sp = arch_.sp(**s) & ~std::uint64_t{7};
+        auto stack = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
+            return m.start <= sp && sp < m.end;
+        });
+        if (stack == maps.end() || stack->end - sp > kMaxStackScan) return false;
+        for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
+            const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
+            std::size_t got = 0;
+            if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
+                return false;
+            see(chunk.data(), n);
+        }
+    }
+    const std::size_t freed = pad_pages_.free_retired_except(kept);
+    spdlog::debug("pads: {} page(s) of earlier runs free for reuse, {} run(s) kept", freed,
+                  kept.size());
+    return freed > 0;
+}
+
+Result<std::uint64_t> LinuxFastSites::allocate_pad(std::uint64_t near, std::size_t size) {
+    size = (size + 15) & ~std::size_t{15};
+    const std::uint64_t reach = arch_.pad_reach() - PadPages::kPageSize;
+    // Nothing installed uses this run's code any more (a new run is placing its own): it is
+    // dead, and its pages retire.
+    if (!pads_in_use()) pad_pages_.retire_current();
+    if (auto at = pad_pages_.take(near, size, reach)) return *at;
+    if (pad_pages_.any_retired() && reclaim_pads())
+        if (auto at = pad_pages_.take(near, size, reach)) return *at;
+
+    const std::size_t length = (size + PadPages::kPageSize - 1) & ~(PadPages::kPageSize - 1);
+    auto where =
+        find_free_range(read_maps(process_.pid()), near, length, reach, arch_.user_address_top());
+    if (!where)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("no free memory within reach of 0x{:x}", near));
+    const pid_t tid = process_.injection_thread();
+    if (tid == 0)
+        return make_error(ErrorCode::NotAllowed,
+                          "no thread to map a pad page with (none but at a system call's entry)");
+    const std::uint64_t args[] = {*where,
+                                  length,
+                                  PROT_READ | PROT_EXEC,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                                  static_cast<std::uint64_t>(-1),
+                                  0};
+    auto mapped = process_.inject_syscall(tid, SYS_mmap, args, "mmap in the program failed");
+    if (!mapped) return mapped.error();
+    const std::uint64_t base = *mapped;
+    if (base != *where)
+        return make_error(ErrorCode::SystemError, "mmap in the program ignored the address");
+    pad_pages_.add(base, length, size);
+    spdlog::debug("pad page at 0x{:x} for code at 0x{:x} ({} bytes of pads mapped)", base, near,
+                  pad_pages_.mapped_bytes());
+    return base;
+}
+
+// Placed code is only ever called by the collector, from the records of the run that placed
+// it: it lives until that run's fast tracepoints are all removed (remove_all).
+Result<std::uint64_t> LinuxFastSites::place_code(std::uint64_t near,
+                                                 std::span<const std::uint8_t> code) {
+    auto at = allocate_pad(near, code.size());
+    if (!at) return at.error();
+    placed_code_live_ = true;
+    if (auto w = memory_.write_raw(*at, code); !w) return w.error();
+    return *at;
+}
+
+} // namespace tpagent::process

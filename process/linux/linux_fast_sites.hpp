@@ -1,0 +1,180 @@
+// The fast tracepoints of one traced Linux process: jumps from the program's code to pads that
+// call the in-process collector, the memory those pads and placed code live in (shared with
+// the trap sites' pads), and tpagent's own steps of threads out of that code.
+#pragma once
+#include "arch/arch.hpp"
+#include "base/result.hpp"
+#include "process/fast_sites.hpp"
+#include "process/linux/address_space.hpp"
+#include "process/linux/linux_thread.hpp"
+#include "process/linux/pad_pages.hpp"
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace tpagent::process {
+
+// What the fast sites need of the process they are in, beyond its threads and memory.
+class FastSiteProcess {
+  public:
+    virtual pid_t pid() const = 0;
+    virtual bool alive() const = 0;
+    // Every thread stopped and no event being chosen: no thread can move under a page scan.
+    virtual bool at_rest() const = 0;
+    // The cached registers of a stopped thread (general registers only).
+    virtual Result<arch::RegisterSnapshot*> registers(pid_t tid) = 0;
+    // The program's own bytes: breakpoints and jumps hidden.
+    virtual Result<std::size_t> read_program(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
+    // Refused where a jump at addr would change what the program does.
+    virtual Status check_interruptible(std::uint64_t addr) = 0;
+    virtual void code_patched() = 0; // what tpagent has written into the code changed
+    // Trap sites: one at addr; whether any has a pad; where a pc in one of their pads is in
+    // the program's code (a thread there is marked as having collected that site's hit).
+    virtual bool trap_site_at(std::uint64_t addr) const = 0;
+    virtual bool trap_pads_in_use() const = 0;
+    virtual std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) = 0;
+    // A system call run in a stopped thread of the program (mmap for pad pages).
+    virtual pid_t injection_thread() const = 0;
+    virtual Result<std::uint64_t> inject_syscall(pid_t tid, long number,
+                                                 std::span<const std::uint64_t> args,
+                                                 std::string_view what) = 0;
+
+  protected:
+    ~FastSiteProcess() = default;
+};
+
+class LinuxFastSites final : public FastSites {
+  public:
+    LinuxFastSites(const arch::Architecture& arch, AddressSpace& memory,
+                   std::map<pid_t, LinuxThread>& threads, FastSiteProcess& process)
+        : arch_(arch), memory_(memory), threads_(threads), process_(process) {}
+    LinuxFastSites(const LinuxFastSites&) = delete;
+    LinuxFastSites& operator=(const LinuxFastSites&) = delete;
+
+    Status add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
+               arch::FastPadOptions options) override;
+    void remove(std::uint64_t addr) override;
+    Result<InstructionMove> begin(std::uint64_t addr, std::uint64_t collector,
+                                  std::uint64_t argument, arch::FastPadOptions options) override;
+    Result<std::optional<InstructionMove>> moved(std::uint64_t length) override;
+    void abandon() override { moving_.reset(); }
+    Result<std::uint64_t> place_code(std::uint64_t near,
+                                     std::span<const std::uint8_t> code) override;
+    void remove_all() override;
+    bool has(std::uint64_t addr) const override { return sites_.count(addr) != 0; }
+    void set_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
+
+    bool empty() const { return sites_.empty(); }
+    // Each jump written: its address, the bytes it replaced, the jump's own bytes.
+    void for_each_patch(const std::function<void(std::uint64_t, std::span<const std::uint8_t>,
+                                                 std::span<const std::uint8_t>)>& fn) const;
+    // Puts the program's bytes back over the jumps in `out` (read from addr).
+    void hide_jumps(std::uint64_t addr, std::span<std::uint8_t> out) const;
+    // Whether `at` is one of the bytes of a jump.
+    bool in_jump(std::uint64_t at) const;
+    // The fast site whose displaced instructions include addr: its address and their length.
+    struct Covering {
+        std::uint64_t site = 0;
+        std::size_t covered = 0;
+    };
+    std::optional<Covering> covering(std::uint64_t addr) const;
+    // Writes the program's code under the jumps and breakpoints (see LinuxProcess::write_memory):
+    // the same bytes keep a jump, new ones take it out, go in, and a rebuilt jump goes back.
+    Status write_code(std::uint64_t addr, std::span<const std::uint8_t> data);
+    // Forgets everything placed in the process image (exec, death): nothing is written back.
+    void forget();
+
+    // Room for a pad (or placed code) near `near`: in a page of this run, in one reused from
+    // a run whose code is dead, else in a page mapped by an injected mmap.
+    Result<std::uint64_t> allocate_pad(std::uint64_t near, std::size_t size);
+
+    // Run control (linux_fast_site_steps.cpp).
+    // Whether pc is in the in-process agent's code (the collector).
+    bool in_agent_code(std::uint64_t pc) const {
+        return agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end;
+    }
+    // A SIGSEGV/SIGBUS of the collector's copy: the thread goes on from the copy's fault path.
+    bool recover_collector_fault(pid_t tid);
+    // One instruction of a single step over a fast tracepoint's jump has run. True once the
+    // displaced instruction has (the pc is put back into the program's code); false to step on.
+    bool finish_step(pid_t tid, LinuxThread& t);
+    // Threads stopped inside pads or the collector run (to the collector's return, then one
+    // instruction at a time) until they are back at the program's own instructions, so gdb
+    // never sees tpagent's code. `chosen`: the thread whose event is chosen (0: none); it and
+    // a thread with an event pending only move back where they stand on a boundary.
+    void leave_pads(pid_t chosen);
+    void leave_pads(pid_t tid, LinuxThread& t, bool has_event);
+
+  private:
+    // What a fast site's pad calls, kept to rebuild the site when gdb writes into its code.
+    struct FastCall {
+        std::uint64_t collector = 0, argument = 0;
+        arch::FastPadOptions options;
+    };
+    struct FastSite {
+        std::uint64_t pad = 0;
+        std::size_t relocated_offset = 0;
+        arch::Relocated code;
+        std::vector<std::uint8_t> original; // the bytes the patch replaced
+        std::vector<std::uint8_t> patch;    // the jump written over them
+        FastCall call;
+    };
+    // A pad built and placed, nothing written yet (add, begin).
+    struct FastPad {
+        std::uint64_t pad = 0;
+        std::size_t room = 0; // bytes allocated at pad
+        arch::EmittedJumpPad emitted;
+        std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
+        FastCall call;
+    };
+    // A site whose instructions are being relocated by gdb (begin).
+    struct MovingSite {
+        std::uint64_t addr = 0;
+        FastPad pad;
+        // gdb's layout so far (pad offsets from the pad's relocated_offset)
+        std::vector<arch::Boundary> moved;
+        std::uint64_t next_to = 0;
+    };
+    Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
+    // Moves threads out of the displaced bytes, writes built's patch and records the site,
+    // whose relocated instructions are laid out as `code` says.
+    Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);
+    // Moves stopped threads whose pc is in [from, from+len) by `move` (nullopt: leave it).
+    // Fails, having moved nothing, if a thread's registers cannot be read or written.
+    Status move_threads(std::uint64_t from, std::size_t len,
+                        const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move);
+    // Threads in a fast site's relocated copy go back to the same original instructions
+    // (the jump is gone, or was never written); a failure is logged.
+    void move_out_of_copy(std::uint64_t addr, const FastSite& site);
+    // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
+    // instructions stay, their saved bytes change).
+    Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
+    // Whether anything installed still uses the current run's pads or placed code.
+    bool pads_in_use() const;
+    // Frees the retired runs' pages that no thread can still be running in or return into;
+    // false if none could be freed.
+    bool reclaim_pads();
+    bool run_to(pid_t tid, LinuxThread& t, std::uint64_t addr);
+    int wait_own_resume(pid_t tid, LinuxThread& t);
+    bool in_tpagent_code(std::uint64_t pc) const;
+    bool others_running(pid_t tid) const;
+
+    const arch::Architecture& arch_;
+    AddressSpace& memory_;
+    std::map<pid_t, LinuxThread>& threads_;
+    FastSiteProcess& process_;
+    std::map<std::uint64_t, FastSite> sites_;
+    std::optional<MovingSite> moving_;
+    PadPages pad_pages_;
+    // Code placed (place_code) since the last remove_all: the in-process agent's records may
+    // call it until then.
+    bool placed_code_live_ = false;
+    std::optional<InprocAgentCode> agent_code_;
+};
+
+} // namespace tpagent::process
