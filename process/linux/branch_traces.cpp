@@ -58,7 +58,7 @@ Result<BranchTraceConfig> BranchTraces::enable(pid_t tid, const Request& request
 Status BranchTraces::disable(pid_t tid) {
     // (A step of the recorder's still in flight ends as one, and a running thread's breakpoint
     // at its next branch is taken out when it gets there: the next resume just continues.)
-    if (auto t = threads_.find(tid); t != threads_.end() && t->second.stopped)
+    if (auto t = threads_.find(tid); t != threads_.end() && t->second.kernel.stopped())
         clear_block_end(t->second, breakpoints_);
     if (!recordings_.erase(tid))
         return make_error(ErrorCode::NotAllowed, "Branch tracing not enabled.");
@@ -81,7 +81,7 @@ Result<std::vector<BranchBlock>> BranchTraces::read(pid_t tid, BranchTraceRead k
     // Only a thread of ours, stopped.
     if (auto t = threads_.find(tid); t == threads_.end())
         return make_error(ErrorCode::NoProcess, "no such thread");
-    else if (!t->second.stopped)
+    else if (!t->second.kernel.stopped())
         return make_error(ErrorCode::NotAllowed, "thread is running");
     Recording& r = it->second;
     auto pc = read_pc_(tid);

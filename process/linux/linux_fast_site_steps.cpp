@@ -83,7 +83,7 @@ void LinuxFastSites::leave_pads(pid_t chosen) {
 
 bool LinuxFastSites::others_running(pid_t tid) const {
     for (const auto& [other, t] : threads_)
-        if (other != tid && !t.stopped) return true;
+        if (other != tid && !t.kernel.stopped()) return true;
     return false;
 }
 

@@ -30,7 +30,7 @@ Status LinuxFastSites::move_threads(
     };
     std::vector<Move> moves;
     for (auto& [tid, t] : threads_) {
-        if (!t.stopped) continue;
+        if (!t.kernel.stopped()) continue;
         auto s = process_.registers(tid);
         if (!s)
             return make_error(
@@ -410,7 +410,7 @@ bool LinuxFastSites::reclaim_pads() {
     };
     std::vector<std::uint8_t> chunk(kScanChunk);
     for (auto& [tid, t] : threads_) {
-        if (!t.stopped || t.awaiting_first_stop()) return false;
+        if (!t.kernel.stopped() || t.awaiting_first_stop()) return false;
         auto s = process_.registers(tid);
         if (!s) return false;
         const std::uint64_t pc = arch_.pc(**s);

@@ -54,10 +54,13 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
                return read_memory(addr, out);
            },
            [this](std::uint64_t addr, bool stepped) { return check_site_address(addr, stepped); },
-           [this](std::uint64_t near, std::size_t size) { return fast_sites_.allocate_pad(near, size); },
+           [this](std::uint64_t near, std::size_t size) {
+               return fast_sites_.allocate_pad(near, size);
+           },
            [this](pid_t tid) { return snapshot(tid, false); }, [this] { publish_code_patches(); }}),
       branch_traces_(
-          arch_, threads_, memory_->breakpoints(), [this](pid_t tid) { return registers_.read_pc(tid); },
+          arch_, threads_, memory_->breakpoints(),
+          [this](pid_t tid) { return registers_.read_pc(tid); },
           [this](std::uint64_t addr, std::span<std::uint8_t> out) {
               return read_memory(addr, out);
           }),
@@ -241,7 +244,7 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::attach(pid_t pid) {
 
 void LinuxProcess::add_thread(pid_t tid, bool awaiting_first_stop) {
     LinuxThread t;
-    t.stopped = true;
+    t.kernel.took_stop();
     if (awaiting_first_stop) t.owed_sigstop = OwedSigstop::First;
     threads_.emplace(tid, std::move(t));
 }
@@ -287,12 +290,12 @@ Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8
 Status LinuxProcess::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_points_.insert(type, addr, len); !s) return s;
     for (auto& [tid, t] : threads_) {
-        if (!t.stopped) continue;
+        if (!t.kernel.stopped()) continue;
         if (auto a = hw_points_.apply(tid); !a) {
             // Refused as a whole: no thread keeps half of it.
             if (auto r = hw_points_.remove(type, addr, len); r)
                 for (auto& [other, ot] : threads_)
-                    if (ot.stopped && !hw_points_.apply(other))
+                    if (ot.kernel.stopped() && !hw_points_.apply(other))
                         spdlog::warn("thread {}: debug registers not restored", other);
             return a;
         }
@@ -304,7 +307,7 @@ Status LinuxProcess::remove_hw_point(int type, std::uint64_t addr, std::uint64_t
     if (auto s = hw_points_.remove(type, addr, len); !s) return s;
     Status all = ok_status();
     for (auto& [tid, t] : threads_)
-        if (t.stopped)
+        if (t.kernel.stopped())
             if (auto a = hw_points_.apply(tid); !a && all) all = a; // the rest still go
     return all;
 }
@@ -356,11 +359,11 @@ Status LinuxProcess::detach() {
     for (auto& [tid, t] : threads_) {
         int sig = 0;
         const bool ours_owed = t.owed_sigstop == OwedSigstop::Ours;
-        if (!t.stopped || ours_owed) {
+        if (!t.kernel.stopped() || ours_owed) {
             // Collect the SIGSTOP we sent so it does not stop the program after we leave.
             if (!ours_owed) tgkill(pid_, tid, SIGSTOP);
             // Stopped with our SIGSTOP still to come (another stop came first): on to it.
-            if (t.stopped) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+            if (t.kernel.stopped()) ptrace(PTRACE_CONT, tid, nullptr, nullptr);
             WaitStatus status;
             while (wait_for_stop(tid, status) && status.stop_signal() != SIGSTOP) {
                 if (status.stop_signal() != SIGTRAP) sig = status.stop_signal();

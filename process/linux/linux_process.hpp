@@ -79,7 +79,7 @@ class LinuxProcess final : public Target {
     Status set_non_stop(bool on) override;
     bool thread_stopped(pid_t tid) const override {
         auto it = threads_.find(tid);
-        return it != threads_.end() && !it->second.wants_run;
+        return it != threads_.end() && !it->second.wants_run();
     }
     void stop_threads(const std::vector<pid_t>& tids) override;
     Status pause_all() override;
@@ -159,17 +159,17 @@ class LinuxProcess final : public Target {
     bool wait_next(pid_t& tid, WaitStatus& status);
     bool all_stopped() const {
         for (const auto& [tid, t] : threads_)
-            if (!t.stopped) return false;
+            if (!t.kernel.stopped()) return false;
         return true;
     }
     bool others_running(pid_t tid) const {
         for (const auto& [other, t] : threads_)
-            if (other != tid && !t.stopped) return true;
+            if (other != tid && !t.kernel.stopped()) return true;
         return false;
     }
     bool any_wants_run() const {
         for (const auto& [tid, t] : threads_)
-            if (t.wants_run) return true;
+            if (t.wants_run()) return true;
         return false;
     }
     // Forgets everything placed in the process image (exec, death): nothing is written back.

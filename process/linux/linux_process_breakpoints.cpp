@@ -53,7 +53,9 @@ bool LinuxProcess::FastSiteAccess::trap_site_at(std::uint64_t addr) const {
     return p_.trap_sites_.has(addr);
 }
 
-bool LinuxProcess::FastSiteAccess::trap_pads_in_use() const { return p_.trap_sites_.any_pad(); }
+bool LinuxProcess::FastSiteAccess::trap_pads_in_use() const {
+    return p_.trap_sites_.any_pad();
+}
 
 std::optional<std::uint64_t> LinuxProcess::FastSiteAccess::out_of_trap_pad(LinuxThread& t,
                                                                            std::uint64_t pc) {

@@ -20,7 +20,7 @@ Status LinuxProcess::set_non_stop(bool on) {
         unpause_all();
     non_stop_ = false;
     for (auto& [tid, t] : threads_)
-        t.stop_for_gdb = false; // its SIGSTOP, still on the way, is a quiet one now
+        t.forget_stop_request(); // its SIGSTOP, still on the way, is a quiet one now
     running_ = any_wants_run();
     std::optional<StopEvent> end;
     if (running_) end = stop_all_now(); // a quiet stop (gdb asks `?` next), or the process's end
@@ -38,8 +38,7 @@ Status LinuxProcess::set_non_stop(bool on) {
 }
 
 void LinuxProcess::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
-    t.wants_run = false;
-    t.stop_for_gdb = false; // its stop answers a vCont;t as well (the SIGSTOP is taken later)
+    t.gdb = GdbRequest::Stopped; // (this answers a vCont;t too; its SIGSTOP is taken later)
     // Out of pads and the collector before gdb sees it; a thread with an event of its own
     // only where it stands on an instruction boundary.
     const bool own_event = ev.signal != 0;
@@ -63,13 +62,13 @@ void LinuxProcess::stop_threads(const std::vector<pid_t>& tids) {
     if (!non_stop_ || !alive_) return;
     for (pid_t tid : tids) {
         auto it = threads_.find(tid);
-        if (it == threads_.end() || !it->second.wants_run) continue; // stopped for gdb already
+        if (it == threads_.end() || !it->second.wants_run()) continue; // stopped for gdb already
         LinuxThread& t = it->second;
-        if (t.stopped) { // between tpagent's own stops: it stops here
+        if (t.kernel.stopped()) { // between tpagent's own stops: it stops here
             report_alone(tid, t, signal_event(tid, 0));
             continue;
         }
-        t.stop_for_gdb = true;
+        t.gdb = GdbRequest::StopAsked;
         if (t.sigstop_on_way()) continue;
         t.owed_sigstop = OwedSigstop::Ours;
         tgkill(pid_, tid, SIGSTOP);
@@ -100,23 +99,22 @@ void LinuxProcess::unpause_all() {
     pausing_ = false;
     if (!alive_) return;
     for (auto& [tid, t] : threads_) {
-        if (!t.wants_run) continue; // stopped for gdb: stays so
-        if (t.pending || t.stop_for_gdb) {
+        if (!t.wants_run()) continue; // stopped for gdb: stays so
+        if (t.pending || t.stop_requested()) {
             // Its event came during the pause (or its vCont;t SIGSTOP was taken by one).
             StopEvent ev = t.pending ? *t.pending : signal_event(tid, 0);
             const bool valid = !t.pending || pending_still_valid(tid, t);
             t.pending.reset();
             if (valid) {
-                t.wants_run = false;
-                t.stop_for_gdb = false;
+                t.gdb = GdbRequest::Stopped;
                 reported_.push_back(std::move(ev));
                 continue;
             }
         }
-        if (!t.stopped) continue; // a new thread on its way to its first stop
-        if (auto r = resume_thread(tid, t, t.user_step, 0); !r) {
+        if (!t.kernel.stopped()) continue; // a new thread on its way to its first stop
+        if (auto r = resume_thread(tid, t, t.last_resume.step, 0); !r) {
             spdlog::warn("thread {}: cannot resume after a pause: {}", tid, r.error().text);
-            t.wants_run = false;
+            t.gdb = GdbRequest::Stopped;
             reported_.push_back(signal_event(tid, SIGTRAP));
         }
     }

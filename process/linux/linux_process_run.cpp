@@ -86,18 +86,17 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
         if (errno == ESRCH) return ok_status(); // died meanwhile: its exit status will come
         return make_error(ErrorCode::SystemError, "ptrace resume failed");
     }
-    t.stopped = false;
-    t.stepping = step;
+    t.kernel.resumed(step);
     t.regs.reset();
     return ok_status();
 }
 
 void LinuxProcess::continue_after_event(pid_t tid, LinuxThread& t, bool keep_running) {
     if (keep_running) {
-        continue_after_stop(tid, t, t.stepping);
+        continue_after_stop(tid, t, t.kernel.stepping());
     } else if (stopping_all_) {
         // An event stop is no place to stay: on to a SIGSTOP, with everyone else.
-        if (auto r = resume_thread(tid, t, t.stepping, 0); !r)
+        if (auto r = resume_thread(tid, t, t.kernel.stepping(), 0); !r)
             spdlog::warn("thread {}: cannot resume after a ptrace event: {}", tid, r.error().text);
         // One SIGSTOP at a time: a second, sent after the first was taken, would stop the
         // thread again after the stop-all, in front of gdb (a system call's stops come
@@ -110,7 +109,7 @@ void LinuxProcess::continue_after_event(pid_t tid, LinuxThread& t, bool keep_run
 }
 
 void LinuxProcess::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
-    if (!running_ || stopping_all_ || !t.wants_run) return;
+    if (!running_ || stopping_all_ || !t.wants_run()) return;
     if (auto r = resume_thread(tid, t, step, 0); !r) {
         // It stays stopped: report that rather than leave gdb waiting for a thread that
         // will never run.
@@ -158,17 +157,16 @@ Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadRe
         if (it == threads_.end()) continue;
         LinuxThread& t = it->second;
         if (non_stop_ &&
-            (t.wants_run || std::any_of(reported_.begin(), reported_.end(),
-                                        [&](const auto& e) { return e.tid == a.tid; })))
+            (t.wants_run() || std::any_of(reported_.begin(), reported_.end(),
+                                          [&](const auto& e) { return e.tid == a.tid; })))
             continue; // running already, or its event is still to be handed out
-        t.wants_run = true;
-        t.resume_signal = a.signal;
-        t.user_step = a.step;
-        t.range_start = a.range_start;
-        t.range_end = a.range_end;
-        if (!t.stopped) continue;
+        t.gdb_resumed();
+        t.last_resume.step = a.step;
+        t.last_resume.range_start = a.range_start;
+        t.last_resume.range_end = a.range_end;
+        if (!t.kernel.stopped()) continue;
         if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) {
-            t.wants_run = false;
+            t.gdb = GdbRequest::Stopped;
             running_ = non_stop_ ? any_wants_run() : running_ || any_wants_run();
             return s.error();
         }
@@ -210,7 +208,7 @@ std::optional<StopEvent> LinuxProcess::stop_all_now() {
 
 void LinuxProcess::stop_running_threads() {
     for (auto& [tid, t] : threads_) {
-        if (t.stopped || t.sigstop_on_way()) continue; // (a new thread's first is, say)
+        if (t.kernel.stopped() || t.sigstop_on_way()) continue; // (a new thread's first is, say)
         t.owed_sigstop = OwedSigstop::Ours;
         tgkill(pid_, tid, SIGSTOP);
     }
@@ -290,19 +288,19 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
         add_thread(tid, false);
         LinuxThread& t = threads_[tid];
         if (non_stop_ && reports_.threads) {
-            t.wants_run = true; // (a pause hands out its event when it ends)
+            t.gdb_resumed(); // (a pause hands out its event when it ends)
             return report_created(tid, t);
         }
         if (running_ && !stopping_all_) {
-            t.wants_run = true;
+            t.gdb_resumed();
             continue_after_stop(tid, t, false);
         } else if (non_stop_) {
-            t.wants_run = true; // its parent runs: so does it, once the pause is over
+            t.gdb_resumed(); // its parent runs: so does it, once the pause is over
         }
         return finish_stop_all();
     }
     LinuxThread& t = it->second;
-    t.stopped = true;
+    t.kernel.took_stop();
     t.regs.reset();
     return handle_stop(tid, t, status);
 }
@@ -311,7 +309,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     const int sig = status.stop_signal();
     const int event = status.ptrace_event();
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
-    bool keep_running = running_ && !stopping_all_ && t.wants_run;
+    bool keep_running = running_ && !stopping_all_ && t.wants_run();
 
     if (event == PTRACE_EVENT_EXEC) t.end<SteppingOverSite>(); // that image is gone
     if (const auto* over = t.doing<SteppingOverSite>()) {
@@ -334,8 +332,8 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         auto nt = static_cast<pid_t>(new_tid);
         if (nt > 0 && !threads_.count(nt)) {
             add_thread(nt, true);
-            threads_[nt].stopped = false; // it is running towards its first SIGSTOP
-            threads_[nt].wants_run = true;
+            threads_[nt].kernel.resumed(false); // it is running towards its first SIGSTOP
+            threads_[nt].gdb_resumed();
         }
         // While stopping all, the new thread is on its way to a stop already.
         continue_after_event(tid, t, keep_running);
@@ -387,7 +385,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         if (auto f = threads_.find(static_cast<pid_t>(former));
             other_thread && f != threads_.end()) {
             LinuxThread moved = std::move(f->second);
-            moved.stopped = true;
+            moved.kernel.took_stop();
             moved.regs.reset();
             t = std::move(moved);
         }
@@ -417,29 +415,28 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
             ev.exec_path = executable_;
             return report(tid, t, std::move(ev));
         }
-        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        if (keep_running) continue_after_stop(tid, t, t.kernel.stepping());
         return finish_stop_all();
     }
     if (sig == SIGSTOP && t.sigstop_on_way()) {
         const bool first = t.awaiting_first_stop();
         t.owed_sigstop = OwedSigstop::None;
-        if (first && non_stop_ && reports_.threads && !t.stop_for_gdb)
+        if (first && non_stop_ && reports_.threads && !t.stop_requested())
             return report_created(tid, t);
         // Non-stop: gdb's vCont;t, answered with signal 0.
-        if (std::exchange(t.stop_for_gdb, false) && non_stop_)
-            return report(tid, t, signal_event(tid, 0));
-        if (keep_running) continue_after_stop(tid, t, !first && t.stepping);
+        if (t.take_stop_request() && non_stop_) return report(tid, t, signal_event(tid, 0));
+        if (keep_running) continue_after_stop(tid, t, !first && t.kernel.stepping());
         return finish_stop_all();
     }
     if (status.kind() == WaitStatus::Kind::SyscallStop) return handle_syscall_stop(tid, t);
     if (sig == SIGTRAP) return handle_trap(tid, t);
     if ((sig == SIGSEGV || sig == SIGBUS) && fast_sites_.recover_collector_fault(tid)) {
-        if (keep_running) continue_after_stop(tid, t, t.stepping);
+        if (keep_running) continue_after_stop(tid, t, t.kernel.stepping());
         return finish_stop_all();
     }
-    if (pass_signals_.count(sig) && (!t.stepping || t.is_doing<SteppingFastJump>()) &&
+    if (pass_signals_.count(sig) && (!t.kernel.stepping() || t.is_doing<SteppingFastJump>()) &&
         !stopping_all_ && running_) {
-        if (auto r = resume_thread(tid, t, t.stepping, sig); r) return std::nullopt;
+        if (auto r = resume_thread(tid, t, t.kernel.stepping(), sig); r) return std::nullopt;
     }
     return report(tid, t, signal_event(tid, sig));
 }
@@ -468,7 +465,7 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
         catch_syscalls_ && number >= 0 && !agent &&
         (catch_syscalls_->empty() || catch_syscalls_->count(static_cast<int>(number)));
     if (!caught) {
-        continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run);
+        continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run());
         return finish_stop_all();
     }
     StopEvent ev = signal_event(tid, SIGTRAP);
@@ -482,7 +479,8 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
     // (The x86 system-call quirk below applies to the recorder's steps too; on arm64 a TRAP_BRKPT
     // during them is the program's own brk.)
-    const bool stepped = t.stepping || (kSyscallStepIsBreakpoint && t.is_doing<RecordStepping>());
+    const bool stepped =
+        t.kernel.stepping() || (kSyscallStepIsBreakpoint && t.is_doing<RecordStepping>());
     bool plain_run = !stepped && !t.is_doing<SteppingThroughPad>() &&
                      !t.is_doing<SteppingFastJump>() && !t.while_stepping && !hw_points_.any();
     bool at_site = false;
@@ -517,7 +515,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     if (t.while_stepping && single_step) {
         trap_sites_.stepped(tid, t.while_stepping->site);
         if (--t.while_stepping->left == 0) t.while_stepping.reset();
-        if (!t.user_step) {
+        if (!t.last_resume.step) {
             continue_after_stop(tid, t, t.while_stepping.has_value());
             return finish_stop_all();
         }
@@ -564,7 +562,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             TrapSites::SiteHit hit;
             if (site) hit = trap_sites_.hit(tid, at);
             bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
-            bool resumes = passes && running_ && !stopping_all_ && t.wants_run;
+            bool resumes = passes && running_ && !stopping_all_ && t.wants_run();
             // The handler may have removed this very site (the trace stopped during the hit:
             // pass count, full buffer, error), restoring the original instruction. The resume
             // then no longer goes through the pad, so the rewound pc must reach the thread
@@ -577,7 +575,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
                     t.while_stepping = WhileStepping{at, hit.steps};
                 else
                     t.while_stepping.reset();
-                continue_after_stop(tid, t, hit.steps > 0 || t.stepping);
+                continue_after_stop(tid, t, hit.steps > 0 || t.kernel.stepping());
                 return finish_stop_all();
             }
             StopEvent ev; // gdb's breakpoint at the same place
@@ -588,11 +586,12 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             return report(tid, t, ev);
         }
     }
-    if (single_step && t.user_step && t.range_end > t.range_start && !hw_points_.any()) {
+    if (single_step && t.last_resume.step && t.last_resume.range_end > t.last_resume.range_start &&
+        !hw_points_.any()) {
         // Range stepping: stepping on inside the range saves gdb a round trip per line.
         auto pc = registers_.read_pc(tid);
-        if (pc && *pc >= t.range_start && *pc < t.range_end && running_ && !stopping_all_ &&
-            !user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
+        if (pc && *pc >= t.last_resume.range_start && *pc < t.last_resume.range_end && running_ &&
+            !stopping_all_ && !user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
             continue_after_stop(tid, t, true);
             return finish_stop_all();
         }
@@ -642,7 +641,8 @@ std::optional<StopEvent> LinuxProcess::no_resumed_event() {
     if (!reports_.no_resumed || non_stop_ || !running_ || stopping_all_ || chosen_)
         return std::nullopt;
     for (const auto& [tid, t] : threads_)
-        if (!t.stopped || t.wants_run) return std::nullopt; // something still runs, or will
+        if (!t.kernel.stopped() || t.wants_run())
+            return std::nullopt; // something still runs, or will
     running_ = false;
     StopEvent ev = signal_event(pid_, 0);
     ev.no_resumed = true;
@@ -683,7 +683,7 @@ std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     stopping_all_ = false;
     running_ = false;
     for (auto& [tid, t] : threads_) {
-        t.wants_run = false;
+        t.gdb = GdbRequest::Stopped;
         // (A block end's breakpoint is not left in the code while gdb looks at it or patches it.)
         BranchTraces::clear_block_end(t, memory_->breakpoints());
     }

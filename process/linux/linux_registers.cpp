@@ -18,7 +18,7 @@ Result<arch::RegisterSnapshot*> LinuxRegisters::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
     LinuxThread& t = it->second;
-    if (!t.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
+    if (!t.kernel.stopped()) return make_error(ErrorCode::NotAllowed, "thread is running");
     if (!t.regs) {
         arch::RegisterSnapshot s;
         auto r = full ? arch_.read_snapshot(tid, s) : arch_.read_general_registers(tid, s);
@@ -65,7 +65,7 @@ Status LinuxRegisters::write(pid_t tid, std::span<const std::uint8_t> g) {
 Status LinuxRegisters::check_stopped(pid_t tid) const {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return make_error(ErrorCode::NoProcess, "no such thread");
-    if (!it->second.stopped) return make_error(ErrorCode::NotAllowed, "thread is running");
+    if (!it->second.kernel.stopped()) return make_error(ErrorCode::NotAllowed, "thread is running");
     return ok_status();
 }
 

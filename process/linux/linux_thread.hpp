@@ -56,9 +56,39 @@ struct WhileStepping {
     std::uint64_t left = 0;
 };
 
+// The kernel's side of a thread: running (continued or single-stepping) or in a ptrace stop,
+// which keeps how the thread was last resumed (a SIGTRAP then may be that step's).
+class KernelRunState {
+  public:
+    bool stopped() const { return state_ == State::Stopped || state_ == State::StoppedAfterStep; }
+    // The last resume was a single step (PTRACE_SINGLESTEP), whether or not it has stopped since.
+    bool stepping() const { return state_ == State::Stepping || state_ == State::StoppedAfterStep; }
+    void resumed(bool step) { state_ = step ? State::Stepping : State::Running; }
+    void took_stop() { state_ = stepping() ? State::StoppedAfterStep : State::Stopped; }
+
+  private:
+    enum class State : std::uint8_t { Stopped, StoppedAfterStep, Running, Stepping };
+    State state_ = State::Stopped;
+};
+
+// gdb's side: whether gdb has the thread running, as far as gdb knows.
+enum class GdbRequest : std::uint8_t {
+    Stopped,   // its stop was reported (or is being), or gdb never resumed it
+    Running,   // gdb resumed it (see LinuxThread::last_resume); tpagent may stop it meanwhile
+    StopAsked, // non-stop: running, and gdb asked it to stop (vCont;t), the stop not yet reported
+};
+
+// gdb's last resume request for a thread (vCont): a step, and the range it steps on through.
+struct GdbResume {
+    bool step = false;
+    std::uint64_t range_start = 0, range_end = 0; // vCont;r (empty: none)
+};
+
 struct LinuxThread {
-    // The kernel's side: in a ptrace stop or not, and which SIGSTOP it still has to take.
-    bool stopped = true;
+    // A thread's run state is three values, one per side, each changed by that side alone:
+    // the kernel's (`kernel`), tpagent's (`activity`) and gdb's (`gdb`).
+    KernelRunState kernel;
+    // Which SIGSTOP it still has to take.
     OwedSigstop owed_sigstop = OwedSigstop::None;
     bool sigstop_on_way() const { return owed_sigstop != OwedSigstop::None; }
     bool awaiting_first_stop() const { return owed_sigstop == OwedSigstop::First; }
@@ -76,18 +106,27 @@ struct LinuxThread {
     template <class State> void end() {
         if (is_doing<State>()) activity = thread_activity::Plain{};
     }
-    bool stepping = false; // the last resume was a single step (PTRACE_SINGLESTEP)
     std::optional<WhileStepping> while_stepping;
     // The trap site at the pc whose hit was collected already (the thread stopped there after
     // its breakpoint); any other stop at a site has not run it yet. Forgotten at each resume.
     std::optional<std::uint64_t> collected_at;
 
     // gdb's side.
-    bool wants_run = false;    // gdb asked it to run (re-resume after our own SIGSTOP)
-    bool stop_for_gdb = false; // non-stop: gdb asked it to stop (vCont;t)
-    int resume_signal = 0;
-    bool user_step = false;                       // gdb asked this thread to single-step
-    std::uint64_t range_start = 0, range_end = 0; // ... on through this range (vCont;r)
+    GdbRequest gdb = GdbRequest::Stopped;
+    GdbResume last_resume;
+    bool wants_run() const { return gdb != GdbRequest::Stopped; }
+    bool stop_requested() const { return gdb == GdbRequest::StopAsked; }
+    // gdb resumes it; a stop it asked for meanwhile still stands.
+    void gdb_resumed() {
+        if (gdb == GdbRequest::Stopped) gdb = GdbRequest::Running;
+    }
+    // The stop gdb asked for is no longer to be reported as such (true if there was one).
+    bool take_stop_request() {
+        if (gdb != GdbRequest::StopAsked) return false;
+        gdb = GdbRequest::Running;
+        return true;
+    }
+    void forget_stop_request() { take_stop_request(); }
     std::optional<StopEvent> pending; // reportable event held back while another is reported
 
     // The number of the system call whose entry stop was seen last (QCatchSyscalls), to name
