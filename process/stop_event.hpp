@@ -8,6 +8,15 @@
 namespace tpagent::process {
 
 struct StopEvent {
+    // Thread `tid` of process `pid` stopped by signal `sig` (0: a stop of tpagent's or gdb's).
+    static StopEvent signal_stop(pid_t pid, pid_t tid, int sig) {
+        StopEvent ev;
+        ev.pid = pid;
+        ev.tid = tid;
+        ev.signal = sig;
+        return ev;
+    }
+
     enum class Kind {
         Signal, // thread stopped with a signal (SIGTRAP for breakpoints and steps)
         Exited, // process exited normally: exit_code

@@ -19,7 +19,7 @@ constexpr bool kHasBlockStep = false;
 #endif
 } // namespace
 
-BranchTraces::BranchTraces(const arch::Architecture& arch, std::map<pid_t, LinuxThread>& threads,
+BranchTraces::BranchTraces(const arch::Architecture& arch, LinuxThreads& threads,
                            SoftwareBreakpoints& breakpoints, ReadPc read_pc, ReadMemory read_memory)
     : arch_(arch), threads_(threads), breakpoints_(breakpoints), read_pc_(std::move(read_pc)),
       read_memory_(std::move(read_memory)) {}

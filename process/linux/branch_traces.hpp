@@ -38,7 +38,7 @@ class BranchTraces final : public BranchTracing {
     using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
 
     // The process's threads, and the breakpoints its block ends go in.
-    BranchTraces(const arch::Architecture& arch, std::map<pid_t, LinuxThread>& threads,
+    BranchTraces(const arch::Architecture& arch, LinuxThreads& threads,
                  SoftwareBreakpoints& breakpoints, ReadPc read_pc, ReadMemory read_memory);
 
     // For a thread of the process.
@@ -79,7 +79,7 @@ class BranchTraces final : public BranchTracing {
     Result<arch::FlowInstruction> flow_at(std::uint64_t addr);
 
     const arch::Architecture& arch_;
-    std::map<pid_t, LinuxThread>& threads_;
+    LinuxThreads& threads_;
     SoftwareBreakpoints& breakpoints_;
     ReadPc read_pc_;
     ReadMemory read_memory_;

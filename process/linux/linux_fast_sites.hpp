@@ -50,8 +50,8 @@ class FastSiteProcess {
 
 class LinuxFastSites final : public FastSites {
   public:
-    LinuxFastSites(const arch::Architecture& arch, AddressSpace& memory,
-                   std::map<pid_t, LinuxThread>& threads, FastSiteProcess& process)
+    LinuxFastSites(const arch::Architecture& arch, AddressSpace& memory, LinuxThreads& threads,
+                   FastSiteProcess& process)
         : arch_(arch), memory_(memory), threads_(threads), process_(process) {}
     LinuxFastSites(const LinuxFastSites&) = delete;
     LinuxFastSites& operator=(const LinuxFastSites&) = delete;
@@ -166,7 +166,7 @@ class LinuxFastSites final : public FastSites {
 
     const arch::Architecture& arch_;
     AddressSpace& memory_;
-    std::map<pid_t, LinuxThread>& threads_;
+    LinuxThreads& threads_;
     FastSiteProcess& process_;
     std::map<std::uint64_t, FastSite> sites_;
     std::optional<MovingSite> moving_;

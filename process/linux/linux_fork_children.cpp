@@ -37,7 +37,7 @@ bool LinuxForkChildren::first_stop_early(pid_t tid) {
     return true;
 }
 
-void LinuxForkChildren::release_reported(const std::map<pid_t, LinuxThread>& threads,
+void LinuxForkChildren::release_reported(const LinuxThreads& threads,
                                          const std::optional<StopEvent>& chosen,
                                          const std::deque<StopEvent>& reported) {
     // A fork event still waiting in a thread (held back by another stop) has not reached

@@ -53,8 +53,7 @@ class LinuxForkChildren final : public HeldForkChildren {
     bool ended(pid_t pid) { return children_.take(pid).has_value(); }
     // Lets every held child run on but those whose fork event has not reached gdb: one still
     // waiting in a thread (held back by another stop), chosen, or reported in non-stop.
-    void release_reported(const std::map<pid_t, LinuxThread>& threads,
-                          const std::optional<StopEvent>& chosen,
+    void release_reported(const LinuxThreads& threads, const std::optional<StopEvent>& chosen,
                           const std::deque<StopEvent>& reported);
 
     // This process is a vfork child gdb took: it shares its parent's memory until it execs or

@@ -66,8 +66,12 @@ class LinuxProcess final : public Target {
     TrapSites& trap_sites() override { return trap_sites_; }
 
     FastSites& fast_sites() override { return fast_sites_; }
-    Status map_now(std::uint64_t addr, std::uint64_t length) override;
-    Status load_library(const std::string& path) override;
+    Status map_now(std::uint64_t addr, std::uint64_t length) override {
+        return remote_calls_.map_now(addr, length);
+    }
+    Status load_library(const std::string& path) override {
+        return remote_calls_.load_library(path);
+    }
 
     Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
     Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
@@ -110,9 +114,6 @@ class LinuxProcess final : public Target {
     void publish_code_patches() const;
     explicit LinuxProcess(pid_t pid, bool attached);
     Status finish_setup();
-    Result<arch::RegisterSnapshot*> snapshot(pid_t tid, bool full = true) {
-        return registers_.snapshot(tid, full);
-    }
     Status resume_thread(pid_t tid, LinuxThread& t, bool step, int signal);
     std::optional<StopEvent> handle_status(pid_t tid, WaitStatus status);
     std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
@@ -126,11 +127,6 @@ class LinuxProcess final : public Target {
     void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
     // Puts back the original code in a forked child's copy of the program.
     void clean_child(pid_t child);
-    // The thread that speaks for the process: its leader while it lives, else another; 0 with
-    // none.
-    pid_t lead_thread() const {
-        return threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
-    }
     // A vfork child runs in this process's memory (from the vfork event to vfork-done): no
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;
@@ -139,14 +135,6 @@ class LinuxProcess final : public Target {
     std::optional<StopEvent> no_resumed_event();
     std::optional<StopEvent> report(pid_t tid, LinuxThread& t, StopEvent ev);
     std::optional<StopEvent> report_created(pid_t tid, LinuxThread& t);
-    // A thread of the program stopped by signal `sig`.
-    StopEvent signal_event(pid_t tid, int sig) const {
-        StopEvent ev;
-        ev.pid = pid_;
-        ev.tid = tid;
-        ev.signal = sig;
-        return ev;
-    }
     // report() without finishing: the event is chosen (or held back) and the others stopped.
     void choose(pid_t tid, LinuxThread& t, StopEvent ev);
     // Non-stop: the thread stays stopped with its event, which poll() hands out in turn.
@@ -157,21 +145,6 @@ class LinuxProcess final : public Target {
     void stop_running_threads();
     // The next wait status of any of the program's threads (blocking); false on an error.
     bool wait_next(pid_t& tid, WaitStatus& status);
-    bool all_stopped() const {
-        for (const auto& [tid, t] : threads_)
-            if (!t.kernel.stopped()) return false;
-        return true;
-    }
-    bool others_running(pid_t tid) const {
-        for (const auto& [other, t] : threads_)
-            if (other != tid && !t.kernel.stopped()) return true;
-        return false;
-    }
-    bool any_wants_run() const {
-        for (const auto& [tid, t] : threads_)
-            if (t.wants_run()) return true;
-        return false;
-    }
     // Forgets everything placed in the process image (exec, death): nothing is written back.
     void forget_image();
     std::optional<StopEvent> finish_stop_all();
@@ -190,7 +163,7 @@ class LinuxProcess final : public Target {
     int pause_depth_ = 0;            // pause_all() calls not yet undone
     bool pausing_ = false;           // stopping every thread for a pause (no event is chosen)
     std::string executable_;
-    std::map<pid_t, LinuxThread> threads_;
+    LinuxThreads threads_;
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
@@ -215,7 +188,7 @@ class LinuxProcess final : public Target {
         bool alive() const override { return p_.alive_; }
         bool at_rest() const override { return !p_.running_ && !p_.stopping_all_; }
         Result<arch::RegisterSnapshot*> registers(pid_t tid) override {
-            return p_.snapshot(tid, false);
+            return p_.registers_.snapshot(tid, false);
         }
         Result<std::size_t> read_program(std::uint64_t addr, std::span<std::uint8_t> out) override {
             return p_.read_memory(addr, out);

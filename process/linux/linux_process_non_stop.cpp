@@ -12,7 +12,7 @@ Status LinuxProcess::set_non_stop(bool on) {
         // From all-stop, stopped: every thread stays so until gdb resumes it; events held back
         // are handed out when it does.
         non_stop_ = true;
-        running_ = any_wants_run();
+        running_ = any_wants_run(threads_);
         return ok_status();
     }
     // Back to all-stop: everything stops; events not handed out wait for the next resume.
@@ -21,7 +21,7 @@ Status LinuxProcess::set_non_stop(bool on) {
     non_stop_ = false;
     for (auto& [tid, t] : threads_)
         t.forget_stop_request(); // its SIGSTOP, still on the way, is a quiet one now
-    running_ = any_wants_run();
+    running_ = any_wants_run(threads_);
     std::optional<StopEvent> end;
     if (running_) end = stop_all_now(); // a quiet stop (gdb asks `?` next), or the process's end
     std::deque<StopEvent> ends;
@@ -46,7 +46,7 @@ void LinuxProcess::report_alone(pid_t tid, LinuxThread& t, StopEvent ev) {
     fast_sites_.leave_pads(tid, t, t.pending || (chosen_ && chosen_->tid == tid));
     BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (own_event) t.pending.reset();
-    running_ = any_wants_run();
+    running_ = any_wants_run(threads_);
     reported_.push_back(std::move(ev));
 }
 
@@ -65,7 +65,7 @@ void LinuxProcess::stop_threads(const std::vector<pid_t>& tids) {
         if (it == threads_.end() || !it->second.wants_run()) continue; // stopped for gdb already
         LinuxThread& t = it->second;
         if (t.kernel.stopped()) { // between tpagent's own stops: it stops here
-            report_alone(tid, t, signal_event(tid, 0));
+            report_alone(tid, t, StopEvent::signal_stop(pid_, tid, 0));
             continue;
         }
         t.gdb = GdbRequest::StopAsked;
@@ -82,7 +82,7 @@ Status LinuxProcess::pause_all() {
     stop_running_threads();
     pid_t tid = 0;
     WaitStatus status;
-    while (alive_ && !all_stopped() && wait_next(tid, status))
+    while (alive_ && !all_stopped(threads_) && wait_next(tid, status))
         // The process's end (or an event with nowhere else to go) is handed out later.
         if (auto ev = handle_status(tid, status)) reported_.push_back(*ev);
     stopping_all_ = false;
@@ -102,7 +102,7 @@ void LinuxProcess::unpause_all() {
         if (!t.wants_run()) continue; // stopped for gdb: stays so
         if (t.pending || t.stop_requested()) {
             // Its event came during the pause (or its vCont;t SIGSTOP was taken by one).
-            StopEvent ev = t.pending ? *t.pending : signal_event(tid, 0);
+            StopEvent ev = t.pending ? *t.pending : StopEvent::signal_stop(pid_, tid, 0);
             const bool valid = !t.pending || pending_still_valid(tid, t);
             t.pending.reset();
             if (valid) {
@@ -115,10 +115,10 @@ void LinuxProcess::unpause_all() {
         if (auto r = resume_thread(tid, t, t.last_resume.step, 0); !r) {
             spdlog::warn("thread {}: cannot resume after a pause: {}", tid, r.error().text);
             t.gdb = GdbRequest::Stopped;
-            reported_.push_back(signal_event(tid, SIGTRAP));
+            reported_.push_back(StopEvent::signal_stop(pid_, tid, SIGTRAP));
         }
     }
-    running_ = any_wants_run();
+    running_ = any_wants_run(threads_);
 }
 
 } // namespace tpagent::process

@@ -50,7 +50,7 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
     if (!step) {
         t.end<SteppingFastJump>();
     } else if ((t.is_doing<Plain>() || t.is_doing<RecordStepping>()) && !fast_sites_.empty()) {
-        auto s = snapshot(tid, false);
+        auto s = registers_.snapshot(tid, false);
         if (!s) return s.error();
         const std::uint64_t pc = arch_.pc(**s);
         if (fast_sites_.has(pc) && !memory_->breakpoints().inserted_at(pc)) {
@@ -167,11 +167,11 @@ Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadRe
         if (!t.kernel.stopped()) continue;
         if (auto s = resume_thread(a.tid, t, a.step, a.signal); !s) {
             t.gdb = GdbRequest::Stopped;
-            running_ = non_stop_ ? any_wants_run() : running_ || any_wants_run();
+            running_ = non_stop_ ? any_wants_run(threads_) : running_ || any_wants_run(threads_);
             return s.error();
         }
     }
-    running_ = non_stop_ ? any_wants_run() : true;
+    running_ = non_stop_ ? any_wants_run(threads_) : true;
     return std::optional<StopEvent>();
 }
 
@@ -193,7 +193,7 @@ std::optional<StopEvent> LinuxProcess::stop_all_now() {
     if (!alive_ || !running_) return std::nullopt;
     StopEvent quiet;
     quiet.pid = pid_;
-    quiet.tid = lead_thread();
+    quiet.tid = lead_thread(threads_, pid_);
     quiet.signal = 0;
     chosen_ = quiet;
     stopping_all_ = true;
@@ -275,7 +275,7 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
         if (it != threads_.end()) BranchTraces::clear_block_end(it->second, memory_->breakpoints());
         threads_.erase(tid);
         branch_traces_.erase(tid);
-        if (non_stop_ && !stopping_all_) running_ = any_wants_run();
+        if (non_stop_ && !stopping_all_) running_ = any_wants_run(threads_);
         if (auto ev = finish_stop_all()) return ev;
         return no_resumed_event();
     }
@@ -346,7 +346,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         if (vfork) vfork_running_ = true;
         if (known && (vfork ? reports_.vfork : reports_.fork)) {
             fork_children_.hold_child(static_cast<pid_t>(child), vfork);
-            StopEvent ev = signal_event(tid, SIGTRAP);
+            StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
             ev.fork_child = static_cast<pid_t>(child);
             ev.vfork = vfork;
             return report(tid, t, std::move(ev));
@@ -360,7 +360,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         // The vfork child has exec'd or exited: the parent's breakpoints go back.
         memory_->lower_after_vfork();
         if (reports_.vfork) {
-            StopEvent ev = signal_event(tid, SIGTRAP);
+            StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
             ev.vfork_done = true;
             return report(tid, t, std::move(ev));
         }
@@ -401,7 +401,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
                 chosen_.reset();
                 stopping_all_ = false;
             } else {
-                chosen_ = signal_event(tid, 0);
+                chosen_ = StopEvent::signal_stop(pid_, tid, 0);
             }
         }
         t.end<SteppingThroughPad>();
@@ -411,7 +411,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         executable_ = read_link(fmt::format("/proc/{}/exe", pid_));
         if (on_exec_) on_exec_();
         if (reports_.exec) {
-            StopEvent ev = signal_event(tid, SIGTRAP);
+            StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
             ev.exec_path = executable_;
             return report(tid, t, std::move(ev));
         }
@@ -424,7 +424,8 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         if (first && non_stop_ && reports_.threads && !t.stop_requested())
             return report_created(tid, t);
         // Non-stop: gdb's vCont;t, answered with signal 0.
-        if (t.take_stop_request() && non_stop_) return report(tid, t, signal_event(tid, 0));
+        if (t.take_stop_request() && non_stop_)
+            return report(tid, t, StopEvent::signal_stop(pid_, tid, 0));
         if (keep_running) continue_after_stop(tid, t, !first && t.kernel.stepping());
         return finish_stop_all();
     }
@@ -438,7 +439,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         !stopping_all_ && running_) {
         if (auto r = resume_thread(tid, t, t.kernel.stepping(), sig); r) return std::nullopt;
     }
-    return report(tid, t, signal_event(tid, sig));
+    return report(tid, t, StopEvent::signal_stop(pid_, tid, sig));
 }
 
 std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThread& t) {
@@ -457,7 +458,7 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
     t.at_syscall_entry = entry;
     // The in-process agent's own calls (fast tracepoints' collector) are not the program's.
     std::uint64_t pc = 0;
-    if (auto s = snapshot(tid, false)) pc = arch_.pc(**s);
+    if (auto s = registers_.snapshot(tid, false)) pc = arch_.pc(**s);
     const bool agent = fast_sites_.in_agent_code(pc);
     // A return whose entry was not seen (the thread was in the call when catching began) has
     // no number to report, as has a call gdb did not ask for.
@@ -468,7 +469,7 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
         continue_after_event(tid, t, running_ && !stopping_all_ && t.wants_run());
         return finish_stop_all();
     }
-    StopEvent ev = signal_event(tid, SIGTRAP);
+    StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
     ev.syscall = StopEvent::Syscall{entry, number};
     return report(tid, t, ev);
 }
@@ -485,7 +486,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
                      !t.is_doing<SteppingFastJump>() && !t.while_stepping && !hw_points_.any();
     bool at_site = false;
     if (plain_run && !trap_sites_.empty()) {
-        if (auto s = snapshot(tid, false))
+        if (auto s = registers_.snapshot(tid, false))
             at_site = trap_sites_.has(arch_.pc(**s) - arch_.pc_after_breakpoint(0));
     }
     if (at_site)
@@ -496,7 +497,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     // exit as TRAP_BRKPT (x86): a step of ours that stopped where no breakpoint of ours is,
     // is that step. The collector makes system calls (mapping its buffer, reading memory).
     if (info.si_code == TRAP_BRKPT && stepped) {
-        if (auto s = snapshot(tid, false)) {
+        if (auto s = registers_.snapshot(tid, false)) {
             const std::uint64_t at = arch_.pc(**s) - arch_.pc_after_breakpoint(0);
             if (!trap_sites_.has(at) && !memory_->breakpoints().inserted_at(at) &&
                 !trap_sites_.recently_removed(at))
@@ -526,7 +527,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     if (block_end && (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT)) {
         // The branch recorder's breakpoint at the end of the block: the thread is put back
         // onto the branch, which the next resume steps.
-        auto s = snapshot(tid, false);
+        auto s = registers_.snapshot(tid, false);
         const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         if (s && at == block_end->trap && !user_breakpoint_at(at)) {
             rewind_pc(tid, **s, at);
@@ -549,7 +550,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         return finish_stop_all();
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
-        auto s = snapshot(tid, false);
+        auto s = registers_.snapshot(tid, false);
         std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
         bool site = trap_sites_.has(at);
         bool stale =
@@ -623,7 +624,7 @@ std::optional<StopEvent> LinuxProcess::classify_trap(pid_t tid, const siginfo_t&
         }
     }
     if (info.si_code == SI_KERNEL || info.si_code == TRAP_BRKPT) {
-        auto s = snapshot(tid, false);
+        auto s = registers_.snapshot(tid, false);
         if (s) {
             std::uint64_t pc = arch_.pc(**s);
             std::uint64_t bp = pc - (arch_.pc_after_breakpoint(0));
@@ -644,14 +645,14 @@ std::optional<StopEvent> LinuxProcess::no_resumed_event() {
         if (!t.kernel.stopped() || t.wants_run())
             return std::nullopt; // something still runs, or will
     running_ = false;
-    StopEvent ev = signal_event(pid_, 0);
+    StopEvent ev = StopEvent::signal_stop(pid_, pid_, 0);
     ev.no_resumed = true;
     return ev;
 }
 
 std::optional<StopEvent> LinuxProcess::report_created(pid_t tid, LinuxThread& t) {
     // QThreadEvents: the new thread stays stopped until gdb, told of it, resumes it.
-    StopEvent ev = signal_event(tid, SIGTRAP);
+    StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
     ev.thread_created = true;
     return report(tid, t, std::move(ev));
 }
@@ -678,7 +679,7 @@ void LinuxProcess::choose(pid_t tid, LinuxThread& t, StopEvent ev) {
 std::optional<StopEvent> LinuxProcess::finish_stop_all() {
     if (pausing_) return std::nullopt; // pause_all() waits for the threads itself
     if (!stopping_all_) return take_reported();
-    if (!all_stopped()) return std::nullopt;
+    if (!all_stopped(threads_)) return std::nullopt;
     fast_sites_.leave_pads(chosen_ ? chosen_->tid : 0);
     stopping_all_ = false;
     running_ = false;

@@ -11,7 +11,7 @@ namespace tpagent::process {
 
 class LinuxRegisters final : public ThreadRegisters {
   public:
-    LinuxRegisters(std::map<pid_t, LinuxThread>& threads, const arch::Architecture& arch,
+    LinuxRegisters(LinuxThreads& threads, const arch::Architecture& arch,
                    BranchTraces& branch_traces)
         : threads_(threads), arch_(arch), branch_traces_(branch_traces) {}
 
@@ -29,7 +29,7 @@ class LinuxRegisters final : public ThreadRegisters {
     Status check_stopped(pid_t tid) const;
 
   private:
-    std::map<pid_t, LinuxThread>& threads_;
+    LinuxThreads& threads_;
     const arch::Architecture& arch_;
     BranchTraces& branch_traces_; // a software recording follows writes of the pc
 };

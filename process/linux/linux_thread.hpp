@@ -4,6 +4,8 @@
 #include "arch/arch.hpp"
 #include "process/stop_event.hpp"
 #include <cstdint>
+#include <map>
+#include <sys/types.h>
 #include <optional>
 #include <variant>
 
@@ -139,5 +141,29 @@ struct LinuxThread {
     std::optional<arch::RegisterSnapshot> regs;
     bool regs_full = false; // regs holds the vector/FP state too, not just the gpr
 };
+
+// A process's threads, by thread id.
+using LinuxThreads = std::map<pid_t, LinuxThread>;
+
+inline bool all_stopped(const LinuxThreads& threads) {
+    for (const auto& [tid, t] : threads)
+        if (!t.kernel.stopped()) return false;
+    return true;
+}
+inline bool others_running(const LinuxThreads& threads, pid_t tid) {
+    for (const auto& [other, t] : threads)
+        if (other != tid && !t.kernel.stopped()) return true;
+    return false;
+}
+inline bool any_wants_run(const LinuxThreads& threads) {
+    for (const auto& [tid, t] : threads)
+        if (t.wants_run()) return true;
+    return false;
+}
+// The thread that speaks for process `pid`: its leader while it lives, else another; 0 with
+// none.
+inline pid_t lead_thread(const LinuxThreads& threads, pid_t pid) {
+    return threads.count(pid) ? pid : threads.empty() ? 0 : threads.begin()->first;
+}
 
 } // namespace tpagent::process

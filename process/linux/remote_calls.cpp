@@ -27,7 +27,7 @@ constexpr auto kCallTimeout = std::chrono::seconds(10);
 } // namespace
 
 pid_t RemoteCalls::thread() const {
-    const pid_t lead = threads_.count(pid_) ? pid_ : threads_.empty() ? 0 : threads_.begin()->first;
+    const pid_t lead = lead_thread(threads_, pid_);
     if (lead == 0 || !threads_.at(lead).at_syscall_entry) return lead;
     for (const auto& [tid, t] : threads_)
         if (!t.at_syscall_entry) return tid;
@@ -69,7 +69,7 @@ Result<std::uint64_t> RemoteCalls::system_call(pid_t tid, long number,
             }
             if (status.stop_signal() == SIGTRAP) break;
             if (status.stop_signal() != SIGSTOP)
-                threads_[tid].pending = signal_stop(tid, status.stop_signal());
+                threads_[tid].pending = StopEvent::signal_stop(pid_, tid, status.stop_signal());
             else
                 threads_[tid].took_own_sigstop(); // none is on its way now
         }
@@ -150,7 +150,7 @@ Result<std::uint64_t> RemoteCalls::function_call(pid_t tid, std::uint64_t functi
             break;
         }
         // A signal for the program: kept for later, as an injected system call keeps one.
-        if (!t.pending) t.pending = signal_stop(tid, sig);
+        if (!t.pending) t.pending = StopEvent::signal_stop(pid_, tid, sig);
     }
     // The registers as they were; if they cannot be, the thread must not run on.
     if (auto restored = call.finish(); !restored) return restored.error();

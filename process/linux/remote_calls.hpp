@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <string_view>
 #include <sys/types.h>
 
@@ -16,7 +17,7 @@ namespace tpagent::process {
 
 class RemoteCalls {
   public:
-    RemoteCalls(pid_t pid, const arch::Architecture& arch, std::map<pid_t, LinuxThread>& threads,
+    RemoteCalls(pid_t pid, const arch::Architecture& arch, LinuxThreads& threads,
                 LinuxRegisters& registers, AddressSpace& memory)
         : pid_(pid), arch_(arch), threads_(threads), registers_(registers), memory_(memory) {}
 
@@ -31,19 +32,14 @@ class RemoteCalls {
     Result<std::uint64_t> function_call(pid_t tid, std::uint64_t function,
                                         std::span<const std::uint64_t> args, std::uint64_t landing);
 
-  private:
-    // A signal for the program that came during a call, kept to be reported after it.
-    StopEvent signal_stop(pid_t tid, int sig) const {
-        StopEvent ev;
-        ev.pid = pid_;
-        ev.tid = tid;
-        ev.signal = sig;
-        return ev;
-    }
+    // Target::map_now and Target::load_library, in one thread of the program (thread()).
+    Status map_now(std::uint64_t addr, std::uint64_t length);
+    Status load_library(const std::string& path);
 
+  private:
     pid_t pid_;
     const arch::Architecture& arch_;
-    std::map<pid_t, LinuxThread>& threads_;
+    LinuxThreads& threads_;
     LinuxRegisters& registers_;
     AddressSpace& memory_;
 };

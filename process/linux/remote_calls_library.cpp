@@ -1,11 +1,11 @@
-// What the program is made to do for tpagent by injected calls (RemoteCalls): map shared pages
-// in now (map_now), and load a shared library (the in-process agent, for fast tracepoints in a
+// The RemoteCalls that make the program do something for tpagent: map shared pages in now
+// (map_now), and load a shared library (the in-process agent, for fast tracepoints in a
 // process tpagent attached to): the program's own dlopen, called in one stopped thread
 // that returns onto a breakpoint in a page mapped for the call; the thread's registers, vector
 // state included, are put back afterwards, so a system call it was stopped in restarts as it
 // would have.
 #include "process/linux/elf_image.hpp"
-#include "process/linux/linux_process.hpp"
+#include "process/linux/remote_calls.hpp"
 #include "process/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
 #include <cerrno>
@@ -60,8 +60,8 @@ std::optional<LoaderFunctions> loader_functions(pid_t pid) {
 
 } // namespace
 
-Status LinuxProcess::load_library(const std::string& path) {
-    const pid_t tid = remote_calls_.thread();
+Status RemoteCalls::load_library(const std::string& path) {
+    const pid_t tid = thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to run it (none but at a system call's entry)");
@@ -84,8 +84,7 @@ Status LinuxProcess::load_library(const std::string& path) {
                                       MAP_PRIVATE | MAP_ANONYMOUS,
                                       static_cast<std::uint64_t>(-1),
                                       0};
-    auto page =
-        remote_calls_.system_call(tid, SYS_mmap, map_args, "cannot map a page in the program");
+    auto page = system_call(tid, SYS_mmap, map_args, "cannot map a page in the program");
     if (!page) return page.error();
     const std::uint64_t landing = *page;
     std::vector<std::uint8_t> bytes(16, 0);
@@ -94,20 +93,19 @@ Status LinuxProcess::load_library(const std::string& path) {
     bytes.insert(bytes.end(), path.begin(), path.end());
     bytes.push_back(0);
 
-    Status status = memory_->write_raw(landing, bytes);
+    Status status = memory_.write_raw(landing, bytes);
     if (status) {
         const std::uint64_t open_args[] = {landing + 16, RTLD_NOW};
-        auto handle = remote_calls_.function_call(tid, loader->dlopen, open_args, landing);
+        auto handle = function_call(tid, loader->dlopen, open_args, landing);
         if (!handle) {
             status = make_error(handle.error().code, "dlopen: " + handle.error().text);
         } else if (*handle == 0) {
             std::string why = "dlopen failed";
             if (loader->dlerror)
-                if (auto text = remote_calls_.function_call(tid, loader->dlerror, {}, landing);
-                    text && *text) {
+                if (auto text = function_call(tid, loader->dlerror, {}, landing); text && *text) {
                     std::vector<std::uint8_t> s(kMaxErrorText);
                     std::size_t got = 0;
-                    if (memory_->read_raw(*text, s, got)) {
+                    if (memory_.read_raw(*text, s, got)) {
                         const auto* c = reinterpret_cast<const char*>(s.data());
                         why = std::string(c, strnlen(c, got));
                     }
@@ -118,7 +116,7 @@ Status LinuxProcess::load_library(const std::string& path) {
         }
     }
     const std::uint64_t unmap_args[] = {landing, kPage, 0, 0, 0, 0};
-    if (!remote_calls_.system_call(tid, SYS_munmap, unmap_args, "munmap"))
+    if (!system_call(tid, SYS_munmap, unmap_args, "munmap"))
         spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
                      landing);
     return status;
@@ -126,13 +124,13 @@ Status LinuxProcess::load_library(const std::string& path) {
 
 // madvise(MADV_POPULATE_WRITE) run by one of the program's threads: the kernel maps the pages
 // in one call (Linux 5.14 and later; before, EINVAL, and they fault in as before).
-Status LinuxProcess::map_now(std::uint64_t addr, std::uint64_t length) {
-    const pid_t tid = remote_calls_.thread();
+Status RemoteCalls::map_now(std::uint64_t addr, std::uint64_t length) {
+    const pid_t tid = thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to run it (none but at a system call's entry)");
     const std::uint64_t args[] = {addr, length, MADV_POPULATE_WRITE, 0, 0, 0};
-    auto r = remote_calls_.system_call(tid, SYS_madvise, args, "madvise in the program");
+    auto r = system_call(tid, SYS_madvise, args, "madvise in the program");
     if (!r) return r.error();
     return ok_status();
 }
