@@ -111,7 +111,7 @@ bool FastTracepoints::jump_blocked(const process::Target& inferior, std::uint64_
     // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
     // inside it would cut the jump.
     for (std::uint64_t at = addr + 1; at < addr + length; ++at)
-        if (inferior.user_breakpoint_at(at)) return true;
+        if (inferior.debug_points().breakpoint_at(at)) return true;
     return false;
 }
 

@@ -6,6 +6,7 @@
 #include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "process/branch_tracing.hpp"
+#include "process/debug_points.hpp"
 #include "process/fast_sites.hpp"
 #include "process/held_fork_children.hpp"
 #include "process/static_marker.hpp"
@@ -70,12 +71,8 @@ class Target {
     virtual Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
     virtual Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) = 0;
 
-    // gdb's own breakpoints (Z0), sharing the instruction sites with tracepoints. One at a fast
-    // tracepoint's address stops threads before its jump; one inside the instructions the
-    // jump replaces is refused (no thread runs those bytes).
-    virtual Status insert_user_breakpoint(std::uint64_t addr) = 0;
-    virtual Status remove_user_breakpoint(std::uint64_t addr) = 0;
-    virtual bool user_breakpoint_at(std::uint64_t addr) const = 0;
+    // gdb's own breakpoints and watchpoints (see process/debug_points.hpp).
+    virtual DebugPoints& debug_points() = 0;
 
     // Displaced-execution sites (trap tracepoints), see process/trap_sites.hpp.
     virtual TrapSites& trap_sites() = 0;
@@ -92,10 +89,6 @@ class Target {
     virtual Status load_library(const std::string& /*path*/) {
         return make_error(ErrorCode::Unsupported, "not supported by this target");
     }
-
-    // Installs hardware watchpoints/breakpoints (Z1..Z4).
-    virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
-    virtual Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
 
     // Starts the threads named in `actions`; the rest stay stopped. If a thread already has an
     // event waiting, nothing is resumed and that event is returned at once.

@@ -178,13 +178,13 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 
 std::string handle_insert_point(Session& s, std::string_view args) {
     return change_point(s, args, [&s](process::Target& inf, const BreakpointRequest& bp) {
-        if (bp.type != 0) return inf.insert_hw_point(bp.type, bp.addr, bp.kind);
-        Status st = inf.insert_user_breakpoint(bp.addr);
+        if (bp.type != 0) return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind);
+        Status st = inf.debug_points().insert_breakpoint(bp.addr);
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
         if (!st && st.error().code == ErrorCode::NotAllowed) {
             if (&inf != s.inferior()) return st; // the trace is the served program's
             auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
-            if (moved && *moved) st = inf.insert_user_breakpoint(bp.addr);
+            if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr);
         }
         return st;
     });
@@ -195,8 +195,8 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     // as it was born: gdb's removals there have nothing left to do.
     if (s.general_thread_is_fork_child()) return reply_ok();
     return change_point(s, args, [](process::Target& inf, const BreakpointRequest& bp) {
-        return bp.type == 0 ? inf.remove_user_breakpoint(bp.addr)
-                            : inf.remove_hw_point(bp.type, bp.addr, bp.kind);
+        return bp.type == 0 ? inf.debug_points().remove_breakpoint(bp.addr)
+                            : inf.debug_points().remove_hw_point(bp.type, bp.addr, bp.kind);
     });
 }
 

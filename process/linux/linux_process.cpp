@@ -288,31 +288,6 @@ Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8
     return fast_sites_.write_code(addr, data);
 }
 
-Status LinuxProcess::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
-    if (auto s = hw_points_.insert(type, addr, len); !s) return s;
-    for (auto& [tid, t] : threads_) {
-        if (!t.kernel.stopped()) continue;
-        if (auto a = hw_points_.apply(tid); !a) {
-            // Refused as a whole: no thread keeps half of it.
-            if (auto r = hw_points_.remove(type, addr, len); r)
-                for (auto& [other, ot] : threads_)
-                    if (ot.kernel.stopped() && !hw_points_.apply(other))
-                        spdlog::warn("thread {}: debug registers not restored", other);
-            return a;
-        }
-    }
-    return ok_status();
-}
-
-Status LinuxProcess::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
-    if (auto s = hw_points_.remove(type, addr, len); !s) return s;
-    Status all = ok_status();
-    for (auto& [tid, t] : threads_)
-        if (t.kernel.stopped())
-            if (auto a = hw_points_.apply(tid); !a && all) all = a; // the rest still go
-    return all;
-}
-
 void LinuxProcess::forget_image() {
     memory_->forget_all();
     for (auto& [tid, t] : threads_)
@@ -356,7 +331,7 @@ Status LinuxProcess::detach() {
     if (!alive_) return ok_status();
     trap_sites_.remove_all();
     memory_->breakpoints().remove_all();
-    hw_points_.clear();
+    debug_points_.hw().clear();
     for (auto& [tid, t] : threads_) {
         int sig = 0;
         const bool ours_owed = t.owed_sigstop == OwedSigstop::Ours;
@@ -375,8 +350,9 @@ Status LinuxProcess::detach() {
         if (t.pending && t.pending->kind == StopEvent::Kind::Signal &&
             t.pending->signal != SIGTRAP && t.pending->signal != SIGSTOP)
             sig = t.pending->signal;
-        // Clears the debug registers (hw_points_ is empty now); a thread gone meanwhile has none.
-        if (auto a = hw_points_.apply(tid); !a)
+        // Clears the debug registers (no hardware point is left now); a thread gone meanwhile has
+        // none.
+        if (auto a = debug_points_.hw().apply(tid); !a)
             spdlog::warn("thread {}: debug registers not cleared: {}", tid, a.error().text);
         ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
     }
@@ -384,23 +360,8 @@ Status LinuxProcess::detach() {
     return ok_status();
 }
 
-// gdb's own breakpoints, and where a breakpoint or a jump of tpagent's may go (the trap sites
-// as the fast sites see them included).
-Status LinuxProcess::insert_user_breakpoint(std::uint64_t addr) {
-    if (memory_->user_breakpoint_at(addr)) return ok_status();
-    if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
-        return make_error(ErrorCode::NotAllowed,
-                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
-                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
-                                      "them there",
-                                      addr, fast->covered, fast->site));
-    return memory_->insert_user_breakpoint(addr);
-}
-
-Status LinuxProcess::remove_user_breakpoint(std::uint64_t addr) {
-    return memory_->remove_user_breakpoint(addr);
-}
-
+// Where a breakpoint or a jump of tpagent's may go (the trap sites as the fast sites see them
+// included).
 Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
     const std::uint64_t window = arch_.interruption_window();
     if (window == 0) return ok_status();

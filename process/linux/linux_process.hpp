@@ -2,10 +2,10 @@
 // each operation promises).
 #pragma once
 #include "arch/arch.hpp"
-#include "arch/hw_points.hpp"
 #include "base/result.hpp"
 #include "process/linux/address_space.hpp"
 #include "process/linux/branch_traces.hpp"
+#include "process/linux/linux_debug_points.hpp"
 #include "process/linux/linux_fast_sites.hpp"
 #include "process/linux/linux_fork_children.hpp"
 #include "process/linux/linux_registers.hpp"
@@ -56,11 +56,7 @@ class LinuxProcess final : public Target {
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override;
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
 
-    Status insert_user_breakpoint(std::uint64_t addr) override;
-    Status remove_user_breakpoint(std::uint64_t addr) override;
-    bool user_breakpoint_at(std::uint64_t addr) const override {
-        return memory_->user_breakpoint_at(addr);
-    }
+    DebugPoints& debug_points() override { return debug_points_; }
     const SoftwareBreakpoints& breakpoints() const { return memory_->breakpoints(); }
 
     TrapSites& trap_sites() override { return trap_sites_; }
@@ -72,9 +68,6 @@ class LinuxProcess final : public Target {
     Status load_library(const std::string& path) override {
         return remote_calls_.load_library(path);
     }
-
-    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
-    Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
 
     Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) override;
     std::optional<StopEvent> poll() override;
@@ -167,7 +160,6 @@ class LinuxProcess final : public Target {
     std::set<int> pass_signals_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
-    arch::HwPoints hw_points_;
     std::function<void()> on_exec_;
     const arch::Architecture& arch_;
     // (After arch_, which gives it the breakpoint instruction; its breakpoints call back into
@@ -213,6 +205,7 @@ class LinuxProcess final : public Target {
     FastSiteAccess fast_site_access_{*this};
     // (After memory_ and threads_, which it works on.)
     LinuxFastSites fast_sites_{arch_, *memory_, threads_, fast_site_access_};
+    LinuxDebugPoints debug_points_{*memory_, fast_sites_, threads_}; // (after fast_sites_)
 };
 
 } // namespace tpagent::process

@@ -32,8 +32,8 @@ constexpr bool kSyscallStepIsBreakpoint = false;
 } // namespace
 
 Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal) {
-    if (hw_points_.any())
-        if (auto h = hw_points_.apply(tid); !h) return h;
+    if (debug_points_.hw().any())
+        if (auto h = debug_points_.hw().apply(tid); !h) return h;
     step = step || t.while_stepping; // while-stepping goes on whatever gdb asked
     BranchTraces::Recording* recorder = branch_traces_.software_recording(tid);
     // (A block end's breakpoint is placed again below, from where the thread is now.)
@@ -319,7 +319,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         siginfo_t info{};
         if (sig == SIGTRAP && event == 0 && resumes &&
             ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) == 0 && info.si_code == TRAP_TRACE &&
-            !hw_points_.any()) {
+            !debug_points_.hw().any()) {
             continue_after_stop(tid, t, false); // the step was tpagent's: run on as asked
             return finish_stop_all();
         }
@@ -373,7 +373,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         fork_children_.unshare_memory();
         memory_->open(pid_);
         forget_image();
-        hw_points_.clear(); // the kernel cleared the debug registers; gdb sets them again
+        debug_points_.hw().clear(); // the kernel cleared the debug registers; gdb sets them again
         // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
         // to it, say) comes along, the old leader's goes.
         unsigned long former = 0;
@@ -483,7 +483,8 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     const bool stepped =
         t.kernel.stepping() || (kSyscallStepIsBreakpoint && t.is_doing<RecordStepping>());
     bool plain_run = !stepped && !t.is_doing<SteppingThroughPad>() &&
-                     !t.is_doing<SteppingFastJump>() && !t.while_stepping && !hw_points_.any();
+                     !t.is_doing<SteppingFastJump>() && !t.while_stepping &&
+                     !debug_points_.hw().any();
     bool at_site = false;
     if (plain_run && !trap_sites_.empty()) {
         if (auto s = registers_.snapshot(tid, false))
@@ -529,7 +530,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         // onto the branch, which the next resume steps.
         auto s = registers_.snapshot(tid, false);
         const std::uint64_t at = s ? arch_.pc(**s) - arch_.pc_after_breakpoint(0) : 0;
-        if (s && at == block_end->trap && !user_breakpoint_at(at)) {
+        if (s && at == block_end->trap && !memory_->user_breakpoint_at(at)) {
             rewind_pc(tid, **s, at);
             BranchTraces::clear_block_end(t, memory_->breakpoints());
             continue_after_stop(tid, t, false);
@@ -542,7 +543,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     }
     if (single_step && t.is_doing<RecordStepping>()) {
         // The branch recorder's step: on to the next, unless a watchpoint triggered on it.
-        if (hw_points_.any()) {
+        if (debug_points_.hw().any()) {
             if (auto ev = classify_trap(tid, info); ev && (ev->watch_addr || ev->hwbreak))
                 return report(tid, t, *ev);
         }
@@ -562,7 +563,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             arch_.set_pc(**s, at);
             TrapSites::SiteHit hit;
             if (site) hit = trap_sites_.hit(tid, at);
-            bool passes = stale || (hit.consumed && !user_breakpoint_at(at));
+            bool passes = stale || (hit.consumed && !memory_->user_breakpoint_at(at));
             bool resumes = passes && running_ && !stopping_all_ && t.wants_run();
             // The handler may have removed this very site (the trace stopped during the hit:
             // pass count, full buffer, error), restoring the original instruction. The resume
@@ -588,11 +589,12 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         }
     }
     if (single_step && t.last_resume.step && t.last_resume.range_end > t.last_resume.range_start &&
-        !hw_points_.any()) {
+        !debug_points_.hw().any()) {
         // Range stepping: stepping on inside the range saves gdb a round trip per line.
         auto pc = registers_.read_pc(tid);
         if (pc && *pc >= t.last_resume.range_start && *pc < t.last_resume.range_end && running_ &&
-            !stopping_all_ && !user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
+            !stopping_all_ &&
+            !memory_->user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
             continue_after_stop(tid, t, true);
             return finish_stop_all();
         }
@@ -612,8 +614,8 @@ std::optional<StopEvent> LinuxProcess::classify_trap(pid_t tid, const siginfo_t&
     ev.pid = pid_;
     ev.tid = tid;
     ev.signal = SIGTRAP;
-    if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && hw_points_.any())) {
-        if (auto hit = hw_points_.triggered(tid)) {
+    if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && debug_points_.hw().any())) {
+        if (auto hit = debug_points_.hw().triggered(tid)) {
             if (hit->type == 1)
                 ev.hwbreak = true;
             else {

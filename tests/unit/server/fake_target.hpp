@@ -35,6 +35,27 @@ class FakeRegisters final : public process::ThreadRegisters {
     Result<std::uint64_t> read_pc(pid_t) override { return 0x1000; }
 };
 
+// gdb's breakpoints, recorded; no hardware points.
+class FakeDebugPoints final : public process::DebugPoints {
+  public:
+    std::set<std::uint64_t> breakpoints;
+    Status insert_breakpoint(std::uint64_t addr) override {
+        breakpoints.insert(addr);
+        return ok_status();
+    }
+    Status remove_breakpoint(std::uint64_t addr) override {
+        if (!breakpoints.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
+        return ok_status();
+    }
+    bool breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
+    Status insert_hw_point(int, std::uint64_t, std::uint64_t) override {
+        return make_error(ErrorCode::Unsupported, "not in the fake");
+    }
+    Status remove_hw_point(int, std::uint64_t, std::uint64_t) override {
+        return make_error(ErrorCode::Unsupported, "not in the fake");
+    }
+};
+
 class FakeTarget final : public process::Target {
   public:
     static constexpr pid_t kPid = FakeRegisters::kPid;
@@ -42,7 +63,7 @@ class FakeTarget final : public process::Target {
     std::map<std::uint64_t, std::uint8_t> memory; // readable bytes
     std::vector<process::StaticMarker> markers;
     FakeRegisters thread_registers;
-    std::set<std::uint64_t> breakpoints;
+    FakeDebugPoints points;
     std::vector<std::vector<process::ThreadResume>> resumes;
     bool throw_on_memory_read = false; // as an allocation failing inside a handler would
 
@@ -75,15 +96,7 @@ class FakeTarget final : public process::Target {
         return ok_status();
     }
 
-    Status insert_user_breakpoint(std::uint64_t addr) override {
-        breakpoints.insert(addr);
-        return ok_status();
-    }
-    Status remove_user_breakpoint(std::uint64_t addr) override {
-        if (!breakpoints.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
-        return ok_status();
-    }
-    bool user_breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
+    process::DebugPoints& debug_points() override { return points; }
 
     // Tracepoint sites and hardware points: not this fake's business.
     process::TrapSites& trap_sites() override { return trap_sites_; }
@@ -110,8 +123,6 @@ class FakeTarget final : public process::Target {
     };
     NoFastSites no_fast_sites;
     process::FastSites& fast_sites() override { return no_fast_sites; }
-    Status insert_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
-    Status remove_hw_point(int, std::uint64_t, std::uint64_t) override { return unsupported(); }
 
     // Run control: a resume is recorded and the program "stops" at once when polled.
     Result<std::optional<process::StopEvent>>

@@ -84,9 +84,9 @@ TEST_CASE("M and X write the target's memory", "[server]") {
 TEST_CASE("Z0 and z0 reach the target's breakpoints", "[server]") {
     Fixture f;
     CHECK(f.request("Z0,401000,1") == reply("OK"));
-    CHECK(f.target->breakpoints.count(0x401000) == 1);
+    CHECK(f.target->points.breakpoints.count(0x401000) == 1);
     CHECK(f.request("z0,401000,1") == reply("OK"));
-    CHECK(f.target->breakpoints.empty());
+    CHECK(f.target->points.breakpoints.empty());
     CHECK(f.request("z0,401000,1") == reply("E06"));
 }
 

@@ -1,0 +1,40 @@
+// gdb's breakpoints and watchpoints in a traced Linux process: breakpoint instructions in its
+// AddressSpace (never inside a fast tracepoint's displaced instructions) and the threads' debug
+// registers, which every stopped thread gets and every new thread is given at its first resume.
+#pragma once
+#include "arch/hw_points.hpp"
+#include "process/debug_points.hpp"
+#include "process/linux/address_space.hpp"
+#include "process/linux/linux_fast_sites.hpp"
+#include "process/linux/linux_thread.hpp"
+
+namespace tpagent::process {
+
+class LinuxDebugPoints final : public DebugPoints {
+  public:
+    LinuxDebugPoints(AddressSpace& memory, const LinuxFastSites& fast_sites, LinuxThreads& threads)
+        : memory_(memory), fast_sites_(fast_sites), threads_(threads) {}
+
+    Status insert_breakpoint(std::uint64_t addr) override;
+    Status remove_breakpoint(std::uint64_t addr) override {
+        return memory_.remove_user_breakpoint(addr);
+    }
+    bool breakpoint_at(std::uint64_t addr) const override {
+        return memory_.user_breakpoint_at(addr);
+    }
+    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
+    Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
+
+    // The hardware points set, for the run loop (watchpoint hits, debug registers of new
+    // threads, range stepping).
+    arch::HwPoints& hw() { return hw_; }
+    const arch::HwPoints& hw() const { return hw_; }
+
+  private:
+    AddressSpace& memory_;
+    const LinuxFastSites& fast_sites_;
+    LinuxThreads& threads_;
+    arch::HwPoints hw_;
+};
+
+} // namespace tpagent::process
