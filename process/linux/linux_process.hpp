@@ -57,7 +57,6 @@ class LinuxProcess final : public Target {
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
 
     DebugPoints& debug_points() override { return debug_points_; }
-    const SoftwareBreakpoints& breakpoints() const { return memory_->breakpoints(); }
 
     TrapSites& trap_sites() override { return trap_sites_; }
 
