@@ -94,7 +94,7 @@ Status FastTracepoints::check(const trace::Tracepoint& tp) {
     return ok_status();
 }
 
-void FastTracepoints::choose_trap_sites(const process::Target& inferior) {
+void FastTracepoints::choose_trap_sites(process::Target& inferior) {
     by_trap_.clear();
     for (const auto& [key, tp] : table_.all())
         if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
@@ -102,7 +102,7 @@ void FastTracepoints::choose_trap_sites(const process::Target& inferior) {
             by_trap_.insert(key.address);
 }
 
-bool FastTracepoints::jump_blocked(const process::Target& inferior, std::uint64_t addr) const {
+bool FastTracepoints::jump_blocked(process::Target& inferior, std::uint64_t addr) const {
     const std::uint64_t length = arch_.min_fast_tracepoint_length();
     for (const auto& [other, otp] : table_.all())
         if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&

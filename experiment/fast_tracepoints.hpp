@@ -37,12 +37,12 @@ class FastTracepoints {
 
     // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
     // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
-    void choose_trap_sites(const process::Target& inferior);
+    void choose_trap_sites(process::Target& inferior);
     bool by_trap(std::uint64_t addr) const { return by_trap_.count(addr) != 0; }
     void collect_by_trap(std::uint64_t addr) { by_trap_.insert(addr); }
     // A trap tracepoint or a breakpoint of gdb's inside the jump a fast tracepoint at `addr`
     // would write.
-    bool jump_blocked(const process::Target& inferior, std::uint64_t addr) const;
+    bool jump_blocked(process::Target& inferior, std::uint64_t addr) const;
 
     // QTStart: writes every enabled fast tracepoint not collected by a trap into the shared buffer
     // (the agent loaded first if need be); nothing is installed yet.
