@@ -81,12 +81,6 @@ void LinuxFastSites::leave_pads(pid_t chosen) {
         leave_pads(tid, t, t.pending || tid == chosen);
 }
 
-bool LinuxFastSites::others_running(pid_t tid) const {
-    for (const auto& [other, t] : threads_)
-        if (other != tid && !t.kernel.stopped()) return true;
-    return false;
-}
-
 // Waits for the stop of a thread tpagent resumed itself: its signal, or 0 when it is gone (a
 // thread killed from outside takes its status with it; its process's end is still seen
 // through the main thread). A fault of the collector's copy is recovered (the thread goes on
@@ -101,13 +95,8 @@ int LinuxFastSites::wait_own_resume(pid_t tid, LinuxThread& t) {
         t.regs.reset();
         return kRecoveredFault;
     }
-    if (sig != SIGTRAP && sig != SIGSTOP) {
-        StopEvent ev;
-        ev.pid = process_.pid();
-        ev.tid = tid;
-        ev.signal = sig;
-        t.pending = ev;
-    }
+    if (sig != SIGTRAP && sig != SIGSTOP)
+        t.pending = StopEvent::signal_stop(process_.pid(), tid, sig);
     if (sig == SIGSTOP) t.took_own_sigstop(); // none is on its way now
     return sig;
 }
@@ -172,7 +161,8 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
             }
         if ((!in_tpagent_code(pc) && !collector_return) || has_event) break;
         // (Not while other threads run, in non-stop mode: they would stop there too.)
-        if (collector_return && *collector_return && !ran_to_return && !others_running(tid)) {
+        if (collector_return && *collector_return && !ran_to_return &&
+            !others_running(threads_, tid)) {
             // Stepping out of a hit takes thousands of steps (tens of milliseconds), and a
             // thread stamped but not yet at its clock would read it that late.
             ran_to_return = true;

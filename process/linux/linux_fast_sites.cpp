@@ -451,7 +451,7 @@ Result<std::uint64_t> LinuxFastSites::allocate_pad(std::uint64_t near, std::size
     if (!where)
         return make_error(ErrorCode::Unsupported,
                           fmt::format("no free memory within reach of 0x{:x}", near));
-    const pid_t tid = process_.injection_thread();
+    const pid_t tid = remote_calls_.thread();
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to map a pad page with (none but at a system call's entry)");
@@ -461,7 +461,7 @@ Result<std::uint64_t> LinuxFastSites::allocate_pad(std::uint64_t near, std::size
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
                                   static_cast<std::uint64_t>(-1),
                                   0};
-    auto mapped = process_.inject_syscall(tid, SYS_mmap, args, "mmap in the program failed");
+    auto mapped = remote_calls_.system_call(tid, SYS_mmap, args, "mmap in the program failed");
     if (!mapped) return mapped.error();
     const std::uint64_t base = *mapped;
     if (base != *where)

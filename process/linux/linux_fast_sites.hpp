@@ -8,6 +8,7 @@
 #include "process/linux/address_space.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/pad_pages.hpp"
+#include "process/linux/remote_calls.hpp"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,7 +20,8 @@
 
 namespace tpagent::process {
 
-// What the fast sites need of the process they are in, beyond its threads and memory.
+// What the fast sites need of the process they are in, beyond its threads, memory and remote
+// calls.
 class FastSiteProcess {
   public:
     virtual pid_t pid() const = 0;
@@ -38,11 +40,6 @@ class FastSiteProcess {
     virtual bool trap_site_at(std::uint64_t addr) const = 0;
     virtual bool trap_pads_in_use() const = 0;
     virtual std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) = 0;
-    // A system call run in a stopped thread of the program (mmap for pad pages).
-    virtual pid_t injection_thread() const = 0;
-    virtual Result<std::uint64_t> inject_syscall(pid_t tid, long number,
-                                                 std::span<const std::uint64_t> args,
-                                                 std::string_view what) = 0;
 
   protected:
     ~FastSiteProcess() = default;
@@ -50,9 +47,11 @@ class FastSiteProcess {
 
 class LinuxFastSites final : public FastSites {
   public:
+    // `remote_calls` maps pad pages (an mmap run by a stopped thread of the program).
     LinuxFastSites(const arch::Architecture& arch, AddressSpace& memory, LinuxThreads& threads,
-                   FastSiteProcess& process)
-        : arch_(arch), memory_(memory), threads_(threads), process_(process) {}
+                   RemoteCalls& remote_calls, FastSiteProcess& process)
+        : arch_(arch), memory_(memory), threads_(threads), remote_calls_(remote_calls),
+          process_(process) {}
     LinuxFastSites(const LinuxFastSites&) = delete;
     LinuxFastSites& operator=(const LinuxFastSites&) = delete;
 
@@ -162,11 +161,11 @@ class LinuxFastSites final : public FastSites {
     bool run_to(pid_t tid, LinuxThread& t, std::uint64_t addr);
     int wait_own_resume(pid_t tid, LinuxThread& t);
     bool in_tpagent_code(std::uint64_t pc) const;
-    bool others_running(pid_t tid) const;
 
     const arch::Architecture& arch_;
     AddressSpace& memory_;
     LinuxThreads& threads_;
+    RemoteCalls& remote_calls_;
     FastSiteProcess& process_;
     std::map<std::uint64_t, FastSite> sites_;
     std::optional<MovingSite> moving_;

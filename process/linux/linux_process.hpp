@@ -191,19 +191,13 @@ class LinuxProcess final : public Target {
         bool trap_site_at(std::uint64_t addr) const override;
         bool trap_pads_in_use() const override;
         std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) override;
-        pid_t injection_thread() const override { return p_.remote_calls_.thread(); }
-        Result<std::uint64_t> inject_syscall(pid_t tid, long number,
-                                             std::span<const std::uint64_t> args,
-                                             std::string_view what) override {
-            return p_.remote_calls_.system_call(tid, number, args, what);
-        }
 
       private:
         LinuxProcess& p_;
     };
     FastSiteAccess fast_site_access_{*this};
     // (After memory_ and threads_, which it works on.)
-    LinuxFastSites fast_sites_{arch_, *memory_, threads_, fast_site_access_};
+    LinuxFastSites fast_sites_{arch_, *memory_, threads_, remote_calls_, fast_site_access_};
     LinuxDebugPoints debug_points_{*memory_, fast_sites_, threads_}; // (after fast_sites_)
 };
 

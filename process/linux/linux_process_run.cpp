@@ -114,11 +114,8 @@ void LinuxProcess::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
         // It stays stopped: report that rather than leave gdb waiting for a thread that
         // will never run.
         spdlog::warn("thread {}: cannot resume: {}", tid, r.error().text);
-        StopEvent ev;
-        ev.pid = pid_;
-        ev.tid = tid;
-        ev.signal = SIGTRAP;
-        choose(tid, t, ev); // the caller's finish_stop_all() reports it
+        // (The caller's finish_stop_all() reports it.)
+        choose(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
     }
 }
 
@@ -580,10 +577,8 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
                 continue_after_stop(tid, t, hit.steps > 0 || t.kernel.stepping());
                 return finish_stop_all();
             }
-            StopEvent ev; // gdb's breakpoint at the same place
-            ev.pid = pid_;
-            ev.tid = tid;
-            ev.signal = SIGTRAP;
+            // gdb's breakpoint at the same place
+            StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
             ev.swbreak = true;
             return report(tid, t, ev);
         }
@@ -610,10 +605,7 @@ void LinuxProcess::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint6
 }
 
 std::optional<StopEvent> LinuxProcess::classify_trap(pid_t tid, const siginfo_t& info) {
-    StopEvent ev;
-    ev.pid = pid_;
-    ev.tid = tid;
-    ev.signal = SIGTRAP;
+    StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
     if (info.si_code == TRAP_HWBKPT || (info.si_code == TRAP_TRACE && debug_points_.hw().any())) {
         if (auto hit = debug_points_.hw().triggered(tid)) {
             if (hit->type == 1)
