@@ -3,6 +3,7 @@
 // one this build runs on.
 #pragma once
 #include "arch/control_flow.hpp"
+#include "arch/code_references.hpp"
 #include "arch/relocation.hpp"
 #include "arch/sdt_arguments.hpp"
 #include "base/result.hpp"
@@ -122,6 +123,26 @@ class Architecture {
     // unavailable in such frames), and the pad itself.
     virtual bool supports_fast_tracepoints() const { return true; }
     virtual std::size_t min_fast_tracepoint_length() const = 0;
+    // What gdb is told (qTMinFTPILen) is the shortest instruction a fast tracepoint may be at.
+    // x86-64 answers 1: at a shorter instruction than the jump, the jump also displaces the
+    // instructions after it where nothing else reaches them (displacement_hazard, and the
+    // module's branch targets from sweep_code_references); elsewhere the tracepoint is
+    // collected through a trap.
+    virtual std::size_t fast_tracepoint_instruction_minimum() const {
+        return min_fast_tracepoint_length();
+    }
+    virtual void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t addr,
+                                       CodeReferences& out) const {
+        (void)code, (void)addr, (void)out;
+    }
+    // Why the instructions `relocated` displaces from `code` (at `addr`) cannot all move as
+    // far as they themselves tell (one transfers control before the last), or nullopt.
+    virtual std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> code,
+                                                           std::uint64_t addr,
+                                                           const Relocated& relocated) const {
+        (void)code, (void)addr, (void)relocated;
+        return std::nullopt;
+    }
     virtual std::size_t fast_block_bytes() const = 0;
     // The registers the in-process agent appends to that block, each thread's own and outside
     // the pad's reach (x86-64: fs_base and gs_base, for TLS in tfind), adjacent in `g`; and

@@ -96,23 +96,34 @@ Status FastTracepoints::check(const trace::Tracepoint& tp) {
 
 void FastTracepoints::choose_trap_sites(process::Target& inferior) {
     by_trap_.clear();
-    for (const auto& [key, tp] : table_.all())
-        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
-            jump_blocked(inferior, key.address))
-            by_trap_.insert(key.address);
+    std::set<std::uint64_t> by_jump;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast ||
+            by_jump.count(key.address) || by_trap_.count(key.address))
+            continue;
+        if (auto why = trap_reason(inferior, key.address))
+            by_trap_[key.address] = std::move(*why);
+        else
+            by_jump.insert(key.address);
+    }
 }
 
-bool FastTracepoints::jump_blocked(process::Target& inferior, std::uint64_t addr) const {
-    const std::uint64_t length = arch_.min_fast_tracepoint_length();
+std::optional<std::string> FastTracepoints::trap_reason(process::Target& inferior,
+                                                        std::uint64_t addr) const {
+    if (auto it = by_trap_.find(addr); it != by_trap_.end()) return it->second;
+    auto span = inferior.fast_sites().jump_span(addr);
+    if (!span) return span.error().text;
     for (const auto& [other, otp] : table_.all())
         if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
-            other.address >= addr && other.address - addr < length)
-            return true;
+            other.address >= addr && other.address - addr < *span)
+            return fmt::format("trap tracepoint {} at 0x{:x} is inside its jump", other.number,
+                               other.address);
     // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
     // inside it would cut the jump.
-    for (std::uint64_t at = addr + 1; at < addr + length; ++at)
-        if (inferior.debug_points().breakpoint_at(at)) return true;
-    return false;
+    for (std::uint64_t at = addr + 1; at < addr + *span; ++at)
+        if (inferior.debug_points().breakpoint_at(at))
+            return fmt::format("a breakpoint at 0x{:x} is inside its jump", at);
+    return std::nullopt;
 }
 
 // The program's in-process agent: the one it has, else the library loaded into it now.
@@ -279,8 +290,8 @@ Status FastTracepoints::add_during_run(process::Target& inferior, trace::Tracepo
     if (!installed())
         return make_error(ErrorCode::NotAllowed, "the run has no fast tracepoints of its own");
     if (inferior.running()) return make_error(ErrorCode::NotAllowed, "the program is running");
-    if (by_trap_.count(key.address) || jump_blocked(inferior, key.address))
-        return make_error(ErrorCode::NotAllowed, "a trap tracepoint or breakpoint is in the way");
+    if (auto why = trap_reason(inferior, key.address))
+        return make_error(ErrorCode::NotAllowed, *why);
     if (auto s = check(tp); !s) return s;
     // Threads are stopped, and reach a record only through a jump or the chain of the
     // records at its address, both written last.

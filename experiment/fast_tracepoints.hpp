@@ -35,14 +35,17 @@ class FastTracepoints {
     // What fast tracepoints cannot do (while-stepping, printf).
     static Status check(const trace::Tracepoint& tp);
 
-    // Fast tracepoint addresses collected through a trap site this run instead of a jump: a
-    // trap tracepoint or gdb breakpoint inside the jump's bytes, or added during the run.
+    // Fast tracepoint addresses collected through a trap site this run instead of a jump, and
+    // why: no jump can go there (FastSites::jump_span), a trap tracepoint or gdb breakpoint is
+    // inside the jump's bytes, or it was added during the run and could not have one.
     void choose_trap_sites(process::Target& inferior);
     bool by_trap(std::uint64_t addr) const { return by_trap_.count(addr) != 0; }
-    void collect_by_trap(std::uint64_t addr) { by_trap_.insert(addr); }
-    // A trap tracepoint or a breakpoint of gdb's inside the jump a fast tracepoint at `addr`
-    // would write.
-    bool jump_blocked(process::Target& inferior, std::uint64_t addr) const;
+    void collect_by_trap(std::uint64_t addr, std::string why) {
+        by_trap_.emplace(addr, std::move(why));
+    }
+    const std::map<std::uint64_t, std::string>& trap_reasons() const { return by_trap_; }
+    // Why a fast tracepoint at `addr` cannot have a jump now, or nullopt.
+    std::optional<std::string> trap_reason(process::Target& inferior, std::uint64_t addr) const;
 
     // QTStart: writes every enabled fast tracepoint not collected by a trap into the shared buffer
     // (the agent loaded first if need be); nothing is installed yet.
@@ -118,7 +121,7 @@ class FastTracepoints {
     std::set<std::uint64_t> saved_state_; // addresses whose pads save FP/vector state
     bool installed_ = false;
     bool removal_pending_ = false;
-    std::set<std::uint64_t> by_trap_;
+    std::map<std::uint64_t, std::string> by_trap_; // address -> why
 };
 
 } // namespace tpagent::experiment

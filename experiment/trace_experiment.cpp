@@ -126,14 +126,16 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
         // in-process agent, a trap tracepoint is in the way, a replaced definition) a trap
         // site (where a jump is already, that one gives way to the trap site).
         if (tp && tp->definition.kind == trace::TracepointKind::Fast) {
+            std::string why = "its definition replaced one during the run";
             if (outcome.what == D::Added && tp->definition.enabled) {
                 auto s = fast_.add_during_run(*inferior, *tp);
                 if (s) return s;
                 spdlog::debug("fast tracepoint {} at 0x{:x}, defined during the run: {}; "
                               "collected through a trap",
                               outcome.key.number, addr, s.error().text);
+                why = "defined during the run: " + s.error().text;
             }
-            fast_.collect_by_trap(addr);
+            fast_.collect_by_trap(addr, std::move(why));
         }
         if (any_enabled_at(addr)) return install_during_run(*inferior, addr);
     }
@@ -151,20 +153,18 @@ Status TraceExperiment::install_during_run(process::Target& inferior, std::uint6
 Result<bool> TraceExperiment::trap_instead_of_jump(process::Target& inferior, std::uint64_t addr) {
     // A fast tracepoint's jump covers the address: it gives way to a trap site at its own
     // address, which collects it from now on.
-    for (const auto& [key, tp] : table_.all()) {
-        const std::uint64_t fast = key.address;
-        if (tp.definition.kind != trace::TracepointKind::Fast || fast > addr ||
-            addr - fast >= arch_.min_fast_tracepoint_length() || !inferior.fast_sites().has(fast))
-            continue;
-        spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
-        inferior.fast_sites().remove(fast);
-        fast_.collect_by_trap(fast);
-        for (const auto& [other, otp] : table_.all())
-            if (other.address == fast) table_.unmark_in_program(other);
-        if (auto t = install(inferior, fast); !t) return t.error();
-        return true;
-    }
-    return false;
+    const auto covering = inferior.fast_sites().covering(addr);
+    if (!covering) return false;
+    const std::uint64_t fast = covering->site;
+    spdlog::debug("fast tracepoint at 0x{:x}: collected through a trap from now on", fast);
+    inferior.fast_sites().remove(fast);
+    fast_.collect_by_trap(fast, fmt::format("a tracepoint defined during the run at 0x{:x} is "
+                                            "inside its jump",
+                                            addr));
+    for (const auto& [other, otp] : table_.all())
+        if (other.address == fast) table_.unmark_in_program(other);
+    if (auto t = install(inferior, fast); !t) return t.error();
+    return true;
 }
 
 Status TraceExperiment::set_enabled(const trace::TracepointKey& key, bool enabled,
@@ -223,9 +223,8 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
         if (tp.definition.kind == trace::TracepointKind::Fast) {
             if (auto s = FastTracepoints::check(tp); !s) return s;
             if (fast_.by_trap(key.address))
-                spdlog::debug("fast tracepoint {} at 0x{:x}: a trap tracepoint or breakpoint "
-                              "is inside its jump; collected through a trap",
-                              key.number, key.address);
+                spdlog::debug("fast tracepoint {} at 0x{:x}: collected through a trap: {}",
+                              key.number, key.address, fast_.trap_reasons().at(key.address));
             else
                 any_fast = true;
         }
@@ -358,6 +357,30 @@ std::string TraceExperiment::status_reply() const {
     s.user = user_;
     s.notes = notes_;
     return protocol::encode_trace_status(s);
+}
+
+std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target* inferior,
+                                                                bool only_traps) const {
+    std::vector<std::string> lines;
+    for (const auto& [key, tp] : table_.all()) {
+        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast) continue;
+        const auto& traps = fast_.trap_reasons();
+        if (auto it = traps.find(key.address); it != traps.end()) {
+            lines.push_back(fmt::format("Fast tracepoint {} at 0x{:x} is collected through a "
+                                        "trap (trap speed): {}.",
+                                        key.number, key.address, it->second));
+            continue;
+        }
+        if (only_traps) continue;
+        const auto covering =
+            inferior && running_ ? inferior->fast_sites().covering(key.address) : std::nullopt;
+        lines.push_back(covering ? fmt::format("Fast tracepoint {} at 0x{:x} jumps to its pad "
+                                               "({} bytes of instructions displaced).",
+                                               key.number, key.address, covering->covered)
+                                 : fmt::format("Fast tracepoint {} at 0x{:x} is not installed.",
+                                               key.number, key.address));
+    }
+    return lines;
 }
 
 } // namespace tpagent::experiment

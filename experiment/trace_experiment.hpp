@@ -75,6 +75,10 @@ class TraceExperiment {
     std::optional<process::FastSites::InstructionMove> relocation_request() const {
         return gdb_move_;
     }
+    // How each enabled fast tracepoint is collected (after start): a line per tracepoint, by
+    // number. `only_traps`: just those collected through a trap, with why.
+    std::vector<std::string> fast_tracepoint_lines(process::Target* inferior,
+                                                   bool only_traps) const;
     // gdb's answer: the bytes it wrote at TO, or nullopt when it could not. An error leaves
     // the trace not started and nothing installed.
     Status relocated(process::Target* inferior, std::optional<std::uint64_t> length);

@@ -22,6 +22,11 @@ class FastSites {
     virtual Status add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                        arch::FastPadOptions options) = 0;
     virtual void remove(std::uint64_t addr) = 0;
+    // The bytes a jump at addr would displace, or why no jump can go there: the instruction
+    // cannot run from a pad, or (x86-64, an instruction shorter than the jump) the ones after
+    // it that the jump also displaces are reached from elsewhere. Such a tracepoint is
+    // collected through a trap.
+    virtual Result<std::size_t> jump_span(std::uint64_t addr) = 0;
     // The same with the displaced instructions relocated by someone else (gdb, qRelocInsn), one
     // at a time: begin writes the pad's own code and says where the first instruction goes;
     // each relocated length gives the next move, and after the last the jump back and the patch
@@ -39,6 +44,12 @@ class FastSites {
                                              std::span<const std::uint8_t> code) = 0;
     virtual void remove_all() = 0;
     virtual bool has(std::uint64_t addr) const = 0;
+    // The jump whose displaced instructions include addr: its address and their length.
+    struct Covering {
+        std::uint64_t site = 0;
+        std::size_t covered = 0;
+    };
+    virtual std::optional<Covering> covering(std::uint64_t addr) const = 0;
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

@@ -240,6 +240,9 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "<block-ends|block-steps|single-steps>\n"
                                           "    How threads recorded from now on are run from "
                                           "branch to branch without BTS\n"
+                                          "  tracepoints\n"
+                                          "    Show how each fast tracepoint is collected "
+                                          "(a jump, or a trap and why)\n"
                                           "  btrace\n"
                                           "    Show how each thread's branch trace is "
                                           "recorded\n"
@@ -263,6 +266,14 @@ std::string branch_trace_summary(Session& s) {
         out += '\n';
     }
     return out.empty() ? "No thread's branches are being recorded.\n" : out;
+}
+
+// `monitor tracepoints`: one line per enabled fast tracepoint.
+std::string fast_tracepoint_summary(Session& s) {
+    std::string out;
+    for (const auto& line : s.server().experiment().fast_tracepoint_lines(s.live_inferior(), false))
+        out += line + "\n";
+    return out.empty() ? "No fast tracepoint is enabled.\n" : out;
 }
 
 // `set NAME <0|1>`'s value, if `command` is that.
@@ -293,6 +304,7 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
                           : "Protocol debug output disabled.\n");
     }
     if (command == "btrace") return to_hex(branch_trace_summary(s));
+    if (command == "tracepoints") return to_hex(fast_tracepoint_summary(s));
     if (command.starts_with("set btrace-method ")) {
         constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {
             {"block-ends", process::BranchStepMethod::BlockEnds},

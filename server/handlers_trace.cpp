@@ -31,12 +31,29 @@ std::string status_to_reply(const Status& st) {
     return st ? reply_ok() : reply_error_text(st.error());
 }
 
+// Fast tracepoints collected through traps, said on gdb's console before QTStart's OK (gdb
+// prints `O` packets that come before a reply): the first few, then how many more.
+constexpr std::size_t kTrapSpeedLinesShown = 10;
+void tell_trap_speed(Session& s) {
+    const auto lines = experiment(s).fast_tracepoint_lines(s.live_inferior(), true);
+    std::string text;
+    for (std::size_t i = 0; i < lines.size() && i < kTrapSpeedLinesShown; ++i)
+        text += lines[i] + "\n";
+    if (lines.size() > kTrapSpeedLinesShown)
+        text += fmt::format("... and {} more (monitor tracepoints lists them all).\n",
+                            lines.size() - kTrapSpeedLinesShown);
+    if (!text.empty()) s.send_console(text);
+}
+
 // QTStart with gdb relocating fast tracepoints' instructions: the reply is gdb's next
 // qRelocInsn request while there is one; gdb's answer comes back here.
 std::string start_reply(Session& s, const Status& st) {
     if (!st) return reply_error_text(st.error());
     auto move = experiment(s).relocation_request();
-    if (!move) return reply_ok();
+    if (!move) {
+        tell_trap_speed(s);
+        return reply_ok();
+    }
     s.await_reloc_answer([](Session& s, std::string_view answer) {
         auto length = parse_reloc_insn_answer(answer);
         if (!length) {
@@ -118,10 +135,11 @@ std::string handle_trace_stop(Session& s, std::string_view) {
     return reply_ok();
 }
 
-// The shortest instruction span a fast tracepoint's jump may replace, loaded agent or not:
-// the jump's length does not depend on it.
+// The shortest instruction gdb may place a fast tracepoint at (tracepoint-packets.md,
+// qTMinFTPILen), loaded agent or not: on x86-64 any, since the jump displaces the next
+// instructions where that is safe, and a trap collects the tracepoint where it is not.
 std::string handle_min_fast_tracepoint_length(Session&, std::string_view) {
-    return fmt::format("{:x}", arch::host_architecture().min_fast_tracepoint_length());
+    return fmt::format("{:x}", arch::host_architecture().fast_tracepoint_instruction_minimum());
 }
 
 std::string handle_trace_enable(Session& s, std::string_view args) {

@@ -1,6 +1,7 @@
 // Architecture for x86-64 GNU/Linux: gdb's amd64-linux register set, sized to the CPU.
 #pragma once
 #include "arch/arch.hpp"
+#include "arch/x86_64/code_references.hpp"
 #include "arch/x86_64/control_flow.hpp"
 #include "arch/x86_64/cpu_features.hpp"
 #include "arch/x86_64/ptrace_regsets.hpp"
@@ -48,6 +49,16 @@ class X86_64Architecture final : public Architecture {
     }
     std::uint64_t user_address_top() const override { return 0x7ffffffff000; } // 47 bits
     std::size_t min_fast_tracepoint_length() const override;
+    std::size_t fast_tracepoint_instruction_minimum() const override { return 1; }
+    void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t addr,
+                               CodeReferences& out) const override {
+        x86_64::sweep_code_references(code, addr, out);
+    }
+    std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> code,
+                                                   std::uint64_t addr,
+                                                   const Relocated& relocated) const override {
+        return x86_64::displacement_hazard(code, addr, relocated);
+    }
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
     FastBlockCompletion fast_block_completion() const override;

@@ -141,6 +141,7 @@ Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8
 }
 
 void LinuxFastSites::forget() {
+    entries_.forget();
     sites_.clear();
     moving_.reset();
     pad_pages_.clear();
@@ -158,11 +159,9 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     if (auto s = process_.check_interruptible(addr); !s) return s.error();
     FastPad out;
     out.call = call;
-    // Whole instructions covering the jump: it ends within one instruction's length of them.
-    out.code.resize(arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
-    auto got = process_.read_program(addr, out.code); // breakpoints hidden: the program's own code
-    if (!got) return got.error();
-    out.code.resize(*got);
+    auto code = code_at(addr);
+    if (!code) return code.error();
+    out.code = std::move(*code);
 
     arch::JumpPadRequest request;
     request.tracepoint_address = addr;
@@ -185,6 +184,8 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     auto emitted = arch_.emit_jump_pad(request);
     if (!emitted) return emitted.error();
     out.emitted = std::move(*emitted);
+    if (auto refused = displacement_refused(addr, out.code, out.emitted.relocated))
+        return make_error(ErrorCode::NotAllowed, *refused);
 
     // A breakpoint at addr stays in front of the jump (its saved byte becomes the jump's);
     // one further in would sit on bytes no thread runs any more, and a trap tracepoint there
@@ -208,6 +209,36 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
                             "instructions a fast tracepoint at 0x{:x} moves to its pad",
                             addr + i, covered, addr));
     return out;
+}
+
+Result<std::vector<std::uint8_t>> LinuxFastSites::code_at(std::uint64_t addr) {
+    // Whole instructions covering the jump: it ends within one instruction's length of them.
+    std::vector<std::uint8_t> code(arch_.min_fast_tracepoint_length() +
+                                   arch_.max_instruction_bytes());
+    auto got = process_.read_program(addr, code); // breakpoints hidden: the program's own code
+    if (!got) return got.error();
+    code.resize(*got);
+    return code;
+}
+
+std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t addr,
+                                                                std::span<const std::uint8_t> code,
+                                                                const arch::Relocated& relocated) {
+    if (relocated.boundaries.size() <= 2) return std::nullopt; // only its own instruction
+    if (auto hazard = arch_.displacement_hazard(code, addr, relocated)) return hazard;
+    return entries_.entry_inside(process_.pid(), addr, addr + relocated.covered);
+}
+
+Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
+    if (auto s = process_.check_interruptible(addr); !s) return s.error();
+    auto code = code_at(addr);
+    if (!code) return code.error();
+    // Relocated as if its pad were at addr: what is displaced does not depend on where.
+    auto relocated = arch_.relocate(*code, addr, addr, arch_.min_fast_tracepoint_length());
+    if (!relocated) return relocated.error();
+    if (auto refused = displacement_refused(addr, *code, *relocated))
+        return make_error(ErrorCode::NotAllowed, *refused);
+    return relocated->covered;
 }
 
 Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built,

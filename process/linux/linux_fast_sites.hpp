@@ -6,6 +6,7 @@
 #include "base/result.hpp"
 #include "process/fast_sites.hpp"
 #include "process/linux/address_space.hpp"
+#include "process/linux/code_entries.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/remote_calls.hpp"
@@ -51,13 +52,17 @@ class LinuxFastSites final : public FastSites {
     LinuxFastSites(const arch::Architecture& arch, AddressSpace& memory, LinuxThreads& threads,
                    RemoteCalls& remote_calls, FastSiteProcess& process)
         : arch_(arch), memory_(memory), threads_(threads), remote_calls_(remote_calls),
-          process_(process) {}
+          process_(process),
+          entries_(arch, [&process](std::uint64_t addr, std::span<std::uint8_t> out) {
+              return process.read_program(addr, out);
+          }) {}
     LinuxFastSites(const LinuxFastSites&) = delete;
     LinuxFastSites& operator=(const LinuxFastSites&) = delete;
 
     Status add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                arch::FastPadOptions options) override;
     void remove(std::uint64_t addr) override;
+    Result<std::size_t> jump_span(std::uint64_t addr) override;
     Result<InstructionMove> begin(std::uint64_t addr, std::uint64_t collector,
                                   std::uint64_t argument, arch::FastPadOptions options) override;
     Result<std::optional<InstructionMove>> moved(std::uint64_t length) override;
@@ -76,12 +81,7 @@ class LinuxFastSites final : public FastSites {
     void hide_jumps(std::uint64_t addr, std::span<std::uint8_t> out) const;
     // Whether `at` is one of the bytes of a jump.
     bool in_jump(std::uint64_t at) const;
-    // The fast site whose displaced instructions include addr: its address and their length.
-    struct Covering {
-        std::uint64_t site = 0;
-        std::size_t covered = 0;
-    };
-    std::optional<Covering> covering(std::uint64_t addr) const;
+    std::optional<Covering> covering(std::uint64_t addr) const override;
     // Writes the program's code under the jumps and breakpoints (see LinuxProcess::write_memory):
     // the same bytes keep a jump, new ones take it out, go in, and a rebuilt jump goes back.
     Status write_code(std::uint64_t addr, std::span<const std::uint8_t> data);
@@ -140,6 +140,13 @@ class LinuxFastSites final : public FastSites {
         std::uint64_t next_to = 0;
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
+    // The program's bytes at addr: whole instructions covering the jump.
+    Result<std::vector<std::uint8_t>> code_at(std::uint64_t addr);
+    // Why the instructions `relocated` displaces from `code` at addr cannot all move (see
+    // jump_span), or nullopt.
+    std::optional<std::string> displacement_refused(std::uint64_t addr,
+                                                    std::span<const std::uint8_t> code,
+                                                    const arch::Relocated& relocated);
     // Moves threads out of the displaced bytes, writes built's patch and records the site,
     // whose relocated instructions are laid out as `code` says.
     Status commit_fast_site(std::uint64_t addr, const FastPad& built, arch::Relocated code);
@@ -167,6 +174,7 @@ class LinuxFastSites final : public FastSites {
     LinuxThreads& threads_;
     RemoteCalls& remote_calls_;
     FastSiteProcess& process_;
+    CodeEntries entries_; // where control arrives from elsewhere, per file
     std::map<std::uint64_t, FastSite> sites_;
     std::optional<MovingSite> moving_;
     PadPages pad_pages_;

@@ -106,6 +106,7 @@ class FakeTarget final : public process::Target {
             return unsupported();
         }
         void remove(std::uint64_t) override {}
+        Result<std::size_t> jump_span(std::uint64_t) override { return unsupported(); }
         Result<InstructionMove> begin(std::uint64_t, std::uint64_t, std::uint64_t,
                                       arch::FastPadOptions) override {
             return unsupported();
@@ -119,6 +120,7 @@ class FakeTarget final : public process::Target {
         }
         void remove_all() override {}
         bool has(std::uint64_t) const override { return false; }
+        std::optional<Covering> covering(std::uint64_t) const override { return std::nullopt; }
         void set_agent_code(std::optional<InprocAgentCode>) override {}
     };
     NoFastSites no_fast_sites;
