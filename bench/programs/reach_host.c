@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-const char *zlibVersion(void);
-const char *sqlite3_libversion(void);
+const char* zlibVersion(void);
+const char* sqlite3_libversion(void);
 
 int main(void) {
     if (!zlibVersion() || !sqlite3_libversion()) return 1;

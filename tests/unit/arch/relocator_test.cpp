@@ -1,5 +1,6 @@
 // The relocator, checked by running original and relocated code in Unicorn from the same state
 // and comparing registers, flags and memory where execution leaves the displaced code.
+#include "arch/x86_64/code_references.hpp"
 #include "arch/x86_64/relocator.hpp"
 #include "tests/unit/arch/unicorn_x86_64.hpp"
 #include "tests/unit/test_bytes.hpp"
@@ -10,6 +11,7 @@
 #include <Zydis/Zydis.h>
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <link.h>
 #include <map>
@@ -666,4 +668,115 @@ TEST_CASE("random real instructions behave the same when relocated far away", "[
     }
     CHECK(ran > 120);
     CHECK(refused_far < 50);
+}
+
+namespace {
+
+// The addresses (in this process) of the C library's exported functions, from its file's
+// dynamic symbol table: where `ftrace FUNC` puts a fast tracepoint in a stripped library.
+std::vector<std::uint64_t> libc_functions() {
+    std::string path;
+    std::uint64_t bias = 0;
+    struct Found {
+        std::string* path;
+        std::uint64_t* bias;
+    } found{&path, &bias};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* user) {
+            if (!info->dlpi_name || !std::strstr(info->dlpi_name, "libc.so")) return 0;
+            auto* f = static_cast<Found*>(user);
+            *f->path = info->dlpi_name;
+            *f->bias = info->dlpi_addr;
+            return 1;
+        },
+        &found);
+    std::vector<std::uint64_t> out;
+    FILE* file = path.empty() ? nullptr : std::fopen(path.c_str(), "rb");
+    if (!file) return out;
+    std::vector<std::uint8_t> elf;
+    std::uint8_t buf[1 << 16];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, file)) > 0;)
+        elf.insert(elf.end(), buf, buf + n);
+    std::fclose(file);
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, elf.data(), sizeof eh);
+    for (int i = 0; i < eh.e_shnum; ++i) {
+        Elf64_Shdr sh;
+        std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+        if (sh.sh_type != SHT_DYNSYM) continue;
+        for (std::uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size;
+             off += sizeof(Elf64_Sym)) {
+            Elf64_Sym sym;
+            std::memcpy(&sym, elf.data() + sh.sh_offset + off, sizeof sym);
+            if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF &&
+                sym.st_value != 0)
+                out.push_back(bias + sym.st_value);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+} // namespace
+
+// The windows a fast tracepoint displaces at the start of real functions, most of them longer
+// than the instruction there (x86-64 compilers start functions with 1..4-byte pushes, movs
+// and xors): every one displacement_hazard lets move runs the same from a pad, from every
+// instruction boundary in it, from random states.
+TEST_CASE("windows displaced at a real library's functions run the same from a pad",
+          "[relocator]") {
+    const auto functions = libc_functions();
+    REQUIRE(functions.size() > 500);
+    std::mt19937_64 g(46);
+    const std::uint64_t from = 0x500000001000;
+    int ran = 0, longer = 0, refused = 0;
+    for (std::size_t i = 0; i < functions.size(); i += functions.size() / 300) {
+        const Bytes code(reinterpret_cast<const std::uint8_t*>(functions[i]),
+                         reinterpret_cast<const std::uint8_t*>(functions[i]) + 24);
+        const std::uint64_t to = region_of(from + 0x40000000) + g() % (kRegion / 2);
+        INFO("libc function at " << hex(functions[i]) << " code " << hex(code));
+        auto r = x86::relocate(code, from, to, 5);
+        if (!r.ok() || x86::displacement_hazard(code, from, *r)) {
+            ++refused;
+            continue;
+        }
+        if (r->boundaries.size() > 2) ++longer;
+        if (has_mnemonic(code, r->covered,
+                         {ZYDIS_MNEMONIC_SYSCALL, ZYDIS_MNEMONIC_RDTSC, ZYDIS_MNEMONIC_RDTSCP,
+                          ZYDIS_MNEMONIC_RDRAND, ZYDIS_MNEMONIC_RDSEED, ZYDIS_MNEMONIC_RDPID}))
+            continue;
+        for (int state = 0; state < 2; ++state) {
+            Setup s;
+            for (auto& v : s.gpr)
+                v = (g() % 4 == 0) ? g() % 4 : g() & ((1ULL << 47) - 1);
+            s.gpr[7] = kStack + kRegion / 2 + 8 * (g() % 64);
+            s.rflags = 0x202 | (g() & 0x8d5);
+            for (auto& x : s.xmm)
+                x = {g(), g()};
+            s.regions = {region_of(from), region_of(to), region_of(kStack)};
+            s.code[from] = code;
+            s.code[to] = r->code;
+            INFO("pad " << hex(r->code));
+            std::pair<std::uint64_t, std::uint64_t> ignore{0, 0};
+            if (has_mnemonic(code, r->covered, {}, true)) ignore = {s.gpr[7] - 24, s.gpr[7] - 8};
+            for (const auto& b : r->boundaries) {
+                if (b.from_offset == r->covered) break;
+                const Outcome a = run(s, from + b.from_offset, from + r->covered);
+                Outcome m = run(s, to + b.pad_offset, to + r->code.size());
+                if (m.err != UC_ERR_OK && m.rip >= to && m.rip < to + r->code.size()) {
+                    const auto off = x86::from_offset_of(*r, m.rip - to);
+                    CHECK(off.has_value());
+                    if (off) m.rip = from + *off;
+                }
+                CHECK(difference(a, m, ignore) == "");
+                ++ran;
+            }
+        }
+    }
+    INFO("ran " << ran << ", windows of several instructions " << longer << ", refused "
+                << refused);
+    CHECK(longer > 150); // most functions start with an instruction shorter than the jump
+    CHECK(refused < 60);
+    CHECK(ran > 600);
 }

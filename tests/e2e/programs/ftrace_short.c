@@ -1,0 +1,92 @@
+/* Fast tracepoints at x86-64 instructions shorter than the 5-byte jump (test_ftrace_short.py).
+   Each function is written in assembly so that its first instructions, and what reaches the
+   ones after them, are known:
+     short_entry(n)  xor; mov; lea; ret: nothing reaches inside its first 5 bytes -> a jump.
+                     Returns 3n.
+     loop_head(n)    xor, then a loop whose head is the next instruction -> a trap. Returns n.
+     leaf_ret(n)     mov; ret: the jump would have to displace the return -> a trap. Returns n.
+     table_target()  xor, then an instruction switch_case's jump table leads to -> a trap.
+                     Returns 7.
+     switch_case(n)  a PIC jump table: n even -> 10, n odd -> table_target's second
+                     instruction (7).
+     ptr_target()    xor, then an instruction a stored pointer (stored_pointer, in
+                     .data.rel.ro) leads to -> a trap. Returns 9; stored_pointer() also 9.
+   main(calls) calls each once per iteration and prints the sum. */
+#include <stdio.h>
+#include <stdlib.h>
+
+long short_entry(long n);
+long loop_head(long n);
+long leaf_ret(long n);
+long table_target(void);
+long switch_case(long n);
+long ptr_target(void);
+extern long (*const stored_pointer)(void);
+
+__asm__(".text\n"
+        ".globl short_entry\n.type short_entry,@function\nshort_entry:\n"
+        "  xor %eax,%eax\n"
+        "  mov %rdi,%rdx\n"
+        "  lea (%rdx,%rdx,2),%rax\n"
+        "  ret\n"
+        ".size short_entry,.-short_entry\n"
+        ".globl loop_head\n.type loop_head,@function\nloop_head:\n"
+        "  xor %eax,%eax\n"
+        "1: inc %rax\n"
+        "  cmp %rdi,%rax\n"
+        "  jl 1b\n"
+        "  ret\n"
+        ".size loop_head,.-loop_head\n"
+        ".globl leaf_ret\n.type leaf_ret,@function\nleaf_ret:\n"
+        "  mov %rdi,%rax\n"
+        "  ret\n"
+        "  int3\n  int3\n  int3\n  int3\n"
+        ".size leaf_ret,.-leaf_ret\n"
+        ".globl table_target\n.type table_target,@function\ntable_target:\n"
+        "  xor %eax,%eax\n"
+        ".Ltable_target_inner:\n"
+        "  mov $7,%eax\n"
+        "  ret\n"
+        ".size table_target,.-table_target\n"
+        ".globl switch_case\n.type switch_case,@function\nswitch_case:\n"
+        "  lea .Lcases(%rip),%rdx\n"
+        "  and $1,%edi\n"
+        "  movslq (%rdx,%rdi,4),%rax\n"
+        "  add %rdx,%rax\n"
+        "  jmp *%rax\n"
+        ".Leven:\n"
+        "  mov $10,%eax\n"
+        "  ret\n"
+        ".size switch_case,.-switch_case\n"
+        ".globl ptr_target\n.type ptr_target,@function\nptr_target:\n"
+        "  xor %eax,%eax\n"
+        ".Lptr_target_inner:\n"
+        "  mov $9,%eax\n"
+        "  ret\n"
+        ".size ptr_target,.-ptr_target\n"
+        ".section .rodata\n"
+        ".balign 4\n"
+        ".Lcases:\n"
+        "  .long .Leven-.Lcases\n"
+        "  .long .Ltable_target_inner-.Lcases\n"
+        ".section .data.rel.ro,\"aw\"\n"
+        ".balign 8\n"
+        ".globl stored_pointer\n"
+        "stored_pointer:\n"
+        "  .quad .Lptr_target_inner\n"
+        ".text\n");
+
+__attribute__((noinline)) void finished(void) {
+    __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+    const long calls = argc > 1 ? atol(argv[1]) : 5;
+    long sum = 0;
+    for (long i = 0; i < calls; i++)
+        sum += short_entry(i) + loop_head(i + 1) + leaf_ret(i) + table_target() +
+               switch_case(i) + ptr_target() + stored_pointer();
+    printf("sum %ld\n", sum);
+    finished();
+    return 0;
+}

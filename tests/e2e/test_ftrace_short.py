@@ -1,0 +1,97 @@
+"""Fast tracepoints at x86-64 instructions shorter than the 5-byte jump: gdb accepts `ftrace`
+anywhere (qTMinFTPILen is 1), and tpagent displaces the instructions after the tracepoint's
+own into the pad where nothing else reaches them; where something does, the tracepoint is
+collected through a trap, and tstart's output and `monitor tracepoints` say why.
+
+programs/ftrace_short.c: functions in assembly whose first instructions are short, each with a
+known reason to take a jump or not (see the file); main(calls) calls each once per iteration.
+"""
+
+import platform
+import re
+
+import pytest
+
+from scenario import TO_MAIN, TO_THE_END, FastTrace, ftrace
+
+pytestmark = [
+    pytest.mark.tpagent_only("gdbserver's qTMinFTPILen is 5: gdb refuses these instructions"),
+    pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 instruction lengths"),
+]
+
+PROGRAM = "ftrace_short"
+CALLS = 5
+# Why each function's tracepoint is collected through a trap (tstart's lines, monitor's).
+TRAPS = {
+    "loop_head": r"is reached from elsewhere in .*ftrace_short",
+    "leaf_ret": r"the jump would displace a return at 0x[0-9a-f]+ and the instruction after it",
+    "table_target": r"is reached from elsewhere in .*ftrace_short",
+    "ptr_target": r"is reached from elsewhere in .*ftrace_short",
+}
+
+
+def define_all(s: FastTrace) -> str:
+    return s.define(
+        ftrace("short_entry", "collect $rdi"),
+        ftrace("loop_head", "collect $rdi"),
+        ftrace("leaf_ret", "collect $rdi"),
+        ftrace("table_target", "collect $rax"),
+        ftrace("ptr_target", "collect $rax"),
+    )
+
+
+def addresses(r, command: str) -> dict[int, int]:
+    """Tracepoint number -> address, from `info tracepoints`."""
+    return {int(n): int(a, 16) for n, a in re.findall(r"^(\d+)\s+fast tracepoint\s+\S+\s+\S+\s+(0x[0-9a-f]+)",
+                                                       r.of(command), re.M)}
+
+
+class ToldTrace(FastTrace):
+    # tstart says which tracepoints run at trap speed.
+    quiet_tstart = False
+
+
+def test_short_instructions_take_a_jump_or_a_trap_that_says_why(e2e):
+    s = ToldTrace(e2e, PROGRAM, str(CALLS), pie=True)
+    walk = s.walk("$rdi", tracepoint=2)
+    r = s.gdb(
+        *TO_MAIN, define_all(s), "info tracepoints", "print/x &short_entry",
+        "break finished", "tstart", "monitor tracepoints", "continue", "tstop", "tstatus",
+        walk,
+        "tfind none", "tfind tracepoint 3", "print $rdi",
+        "tfind none", "tfind tracepoint 5", "print $rax",
+        *TO_THE_END,
+    )
+    numbers = {"short_entry": 2, "loop_head": 3, "leaf_ret": 4, "table_target": 5, "ptr_target": 6}
+    where = addresses(r, "info tracepoints")
+    assert len(where) == 5, r.of("info tracepoints")
+    assert where[2] == int(r.value("print/x &short_entry"), 16)
+
+    told, listed = r.of("tstart"), r.of("monitor tracepoints")
+    for name, why in TRAPS.items():
+        n = numbers[name]
+        line = rf"Fast tracepoint {n} at 0x{where[n]:x} is collected through a trap \(trap speed\): .*{why}"
+        assert re.search(line, told), (name, told)
+        assert re.search(line, listed), (name, listed)
+    assert re.search(rf"Fast tracepoint 2 at 0x{where[2]:x} jumps to its pad \(5 bytes of instructions "
+                     r"displaced\)", listed), listed
+    assert "Fast tracepoint 2" not in told, told
+
+    # Every call collected, fast or trapped, with its values; the program as it runs alone.
+    r.trace_stopped("by a tstop command", 5 * CALLS)
+    assert [f[2] for f in r.frames(walk)] == list(range(CALLS)), r.of(walk)
+    assert r.value("print $rdi") == "1"  # loop_head(i + 1), first call
+    assert r.value("print $rax") == "0"  # table_target's xor has not run yet
+    s.ends_as_natively(r.of("continue", 2))
+
+
+def test_a_short_instruction_frame_reads_back_from_a_trace_file(e2e):
+    """The fast tracepoint at short_entry's 2-byte first instruction: the frames saved by
+    `tsave -r` read back in a new gdb as in the live run."""
+    s = FastTrace(e2e, PROGRAM, str(CALLS), pie=True)
+    saved = e2e.tmp / "short.tf"
+    live = s.trace_and_save(s.define(ftrace("short_entry", "collect $rdi, $rsp")), f"tsave -r {saved}",
+                            anchor="short_entry")
+    walk = s.walk("$rdi")
+    r = s.open_trace_file(saved, walk, live=live)
+    assert [f[2] for f in r.frames(walk)] == list(range(CALLS)), r.of(walk)

@@ -1,0 +1,104 @@
+// The x86-64 code sweep (what reaches into a module's code) and the displacement check of a
+// fast tracepoint's jump at an instruction shorter than itself, from encodings checked with
+// objdump.
+#include "arch/x86_64/code_references.hpp"
+#include "arch/x86_64/relocator.hpp"
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+namespace x86 = tpagent::arch::x86_64;
+using Bytes = std::vector<std::uint8_t>;
+
+namespace {
+
+constexpr std::uint64_t kAt = 0x401000;
+
+bool has(const std::vector<std::uint64_t>& v, std::uint64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+tpagent::arch::Relocated five_bytes_of(const Bytes& code) {
+    auto r = x86::relocate(code, kAt, 0x500000, 5);
+    REQUIRE(r);
+    return *r;
+}
+
+} // namespace
+
+TEST_CASE("the sweep finds branch and call targets, computed code addresses and table bases",
+          "[arch][code_references]") {
+    const Bytes code = {
+        0x74, 0x02,                               // 401000: je 401004
+        0xeb, 0xfc,                               // 401002: jmp 401000
+        0xe8, 0x10, 0x00, 0x00, 0x00,             // 401004: call 401019
+        0x48, 0x8d, 0x05, 0x20, 0x00, 0x00, 0x00, // 401009: lea rax, [rip+0x20] (401030)
+        0x48, 0x8b, 0x0d, 0x00, 0x10, 0x00, 0x00, // 401010: mov rcx, [rip+0x1000] (402017)
+        0xff, 0x24, 0xc5, 0x00, 0x20, 0x60, 0x00, // 401017: jmp [rax*8+0x602000]
+    };
+    tpagent::arch::CodeReferences refs;
+    x86::sweep_code_references(code, kAt, refs);
+    CHECK(has(refs.targets, 0x401004));
+    CHECK(has(refs.targets, 0x401000));
+    CHECK(has(refs.targets, 0x401019));
+    CHECK(has(refs.targets, 0x401030)); // lea: an address the code may jump to later
+    CHECK_FALSE(has(refs.targets, 0x402017));
+    CHECK(has(refs.tables, 0x401030));
+    CHECK(has(refs.tables, 0x402017));
+    CHECK(has(refs.tables, 0x602000)); // non-PIC jump table
+}
+
+TEST_CASE("the sweep steps over bytes that do not decode", "[arch][code_references]") {
+    const Bytes code = {0x06, 0x74, 0x00}; // (invalid in 64-bit mode) je +0
+    tpagent::arch::CodeReferences refs;
+    x86::sweep_code_references(code, kAt, refs);
+    CHECK(has(refs.targets, 0x401003));
+}
+
+TEST_CASE("displaced instructions must each fall through to the next", "[arch][code_references]") {
+    SECTION("straight-line code moves") {
+        const Bytes code = {0x55, 0x48, 0x89, 0xe5, 0x41, 0x57}; // push rbp; mov rbp,rsp; push r15
+        auto r = five_bytes_of(code);
+        CHECK(r.covered == 6);
+        CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
+    }
+    SECTION("a conditional branch before the last one is fine") {
+        const Bytes code = {0x85, 0xff, 0x7e, 0x10, 0x31, 0xc0}; // test edi,edi; jle; xor eax,eax
+        auto r = five_bytes_of(code);
+        CHECK(r.covered == 6);
+        CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
+    }
+    SECTION("a return with code after it is refused") {
+        const Bytes code = {0x89, 0xf8, 0xc3, 0xcc, 0xcc, 0xcc}; // mov eax,edi; ret; int3...
+        auto r = five_bytes_of(code);
+        auto why = x86::displacement_hazard(code, kAt, r);
+        REQUIRE(why);
+        CHECK(why->find("a return at 0x401002") != std::string::npos);
+    }
+    SECTION("a jump before the last is refused") {
+        const Bytes code = {0xeb, 0x10, 0x90, 0x90, 0x90, 0x90}; // jmp +0x10; nops
+        auto r = five_bytes_of(code);
+        auto why = x86::displacement_hazard(code, kAt, r);
+        REQUIRE(why);
+        CHECK(why->find("a jump") != std::string::npos);
+    }
+    SECTION("a call before the last is refused: a thread in its callee returns inside") {
+        const Bytes code = {0xff, 0xd0, 0x31, 0xc0, 0x90, 0x90}; // call rax; xor eax,eax; nops
+        auto r = five_bytes_of(code);
+        auto why = x86::displacement_hazard(code, kAt, r);
+        REQUIRE(why);
+        CHECK(why->find("a call") != std::string::npos);
+    }
+    SECTION("ud2 before the last is refused") {
+        const Bytes code = {0x0f, 0x0b, 0x90, 0x90, 0x90, 0x90};
+        auto r = five_bytes_of(code);
+        CHECK(x86::displacement_hazard(code, kAt, r));
+    }
+    SECTION("the last instruction may be anything") {
+        const Bytes code = {0x48, 0x83, 0xc4, 0x08, 0xc3}; // add rsp,8; ret
+        auto r = five_bytes_of(code);
+        CHECK(r.covered == 5);
+        CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
+    }
+}
