@@ -98,9 +98,16 @@ void FastTracepoints::choose_trap_sites(process::Target& inferior) {
     by_trap_.clear();
     std::set<std::uint64_t> by_jump;
     for (const auto& [key, tp] : table_.all()) {
-        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast ||
-            by_jump.count(key.address) || by_trap_.count(key.address))
+        if (!tp.definition.enabled || !in_pad(tp) || by_jump.count(key.address) ||
+            by_trap_.count(key.address))
             continue;
+        // A static tracepoint with what a pad cannot do (while-stepping, printf) is still
+        // collected, by a trap (a fast one with them is refused: the user asked for a pad).
+        if (tp.definition.kind == trace::TracepointKind::Static)
+            if (auto s = check(tp); !s) {
+                by_trap_[key.address] = s.error().text;
+                continue;
+            }
         if (auto why = trap_reason(inferior, key.address))
             by_trap_[key.address] = std::move(*why);
         else
@@ -114,16 +121,24 @@ std::optional<std::string> FastTracepoints::trap_reason(process::Target& inferio
     auto span = inferior.fast_sites().jump_span(addr);
     if (!span) return span.error().text;
     for (const auto& [other, otp] : table_.all())
-        if (otp.definition.enabled && otp.definition.kind != trace::TracepointKind::Fast &&
-            other.address >= addr && other.address - addr < *span)
-            return fmt::format("trap tracepoint {} at 0x{:x} is inside its jump", other.number,
-                               other.address);
+        if (otp.definition.enabled && !in_pad(otp) && other.address >= addr &&
+            other.address - addr < *span)
+            return other.address == addr
+                       ? fmt::format("trap tracepoint {} is at the same address", other.number)
+                       : fmt::format("trap tracepoint {} at 0x{:x} is inside its jump",
+                                     other.number, other.address);
     // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
     // inside it would cut the jump.
     for (std::uint64_t at = addr + 1; at < addr + *span; ++at)
         if (inferior.debug_points().breakpoint_at(at))
             return fmt::format("a breakpoint at 0x{:x} is inside its jump", at);
     return std::nullopt;
+}
+
+std::span<const arch::SdtArgument> FastTracepoints::marker_of(const trace::Tracepoint& tp) const {
+    if (tp.definition.kind != trace::TracepointKind::Static) return {};
+    auto it = markers_.find(tp.definition.key.address);
+    return it == markers_.end() ? std::span<const arch::SdtArgument>() : it->second.decoded;
 }
 
 // The program's in-process agent: the one it has, else the library loaded into it now.
@@ -172,8 +187,7 @@ Status FastTracepoints::prepare(process::Target& inferior) {
 
     std::vector<trace::Tracepoint*> fast;
     for (auto& [key, tp] : table_.all())
-        if (tp.definition.enabled && tp.definition.kind == trace::TracepointKind::Fast &&
-            !by_trap_.count(key.address)) {
+        if (tp.definition.enabled && in_pad(tp) && !by_trap_.count(key.address)) {
             fast.push_back(table_.find(key));
             table_.mark_in_program(key);
         }
@@ -183,7 +197,7 @@ Status FastTracepoints::prepare(process::Target& inferior) {
     std::uint64_t largest = 0;
     for (std::size_t i = 0; i < fast.size(); ++i) {
         TracepointRecord& rec = (*records)[i];
-        if (auto s = writer.write(rec, fast[i]->definition); !s) return s;
+        if (auto s = writer.write(rec, fast[i]->definition, marker_of(*fast[i])); !s) return s;
         largest = std::max(largest, rec.frame_bound);
         records_.push_back({fast[i], inproc::record_index(shared_->local(), &rec), {}});
         chain_record(rec);
@@ -204,8 +218,7 @@ Status FastTracepoints::prepare(process::Target& inferior) {
 std::string FastTracepoints::site_name(std::uint64_t addr) const {
     std::vector<std::uint32_t> numbers;
     for (const auto& [key, tp] : table_.all())
-        if (key.address == addr && tp.definition.kind == trace::TracepointKind::Fast)
-            numbers.push_back(key.number);
+        if (key.address == addr && in_pad(tp)) numbers.push_back(key.number);
     if (numbers.empty()) return fmt::format("fast tracepoint at 0x{:x}", addr);
     return fmt::format("fast tracepoint{} {} at 0x{:x}", numbers.size() > 1 ? "s" : "",
                        fmt::join(numbers, ", "), addr);
@@ -299,7 +312,7 @@ Status FastTracepoints::add_during_run(process::Target& inferior, trace::Tracepo
     auto records = writer.records(1);
     if (!records) return records.error();
     TracepointRecord& rec = records->front();
-    if (auto s = writer.write(rec, tp.definition); !s) return s;
+    if (auto s = writer.write(rec, tp.definition, marker_of(tp)); !s) return s;
     if (rec.frame_bound > inproc::chunk_payload(shared_->header()))
         return make_error(ErrorCode::TooLarge, "its frames do not fit the run's chunks");
     config_used_ = writer.used();

@@ -5,6 +5,7 @@
 #pragma once
 #include "experiment/shared_buffer_reader.hpp"
 #include "experiment/shared_buffer.hpp"
+#include "process/static_marker.hpp"
 #include "process/target.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
@@ -24,9 +25,18 @@ namespace tpagent::experiment {
 
 class FastTracepoints {
   public:
+    // `markers`: the SDT markers static tracepoints probe this run, by address (a static
+    // tracepoint runs from a pad too, and its `$_sdata` is collected in the program).
     FastTracepoints(const arch::Architecture& arch, trace::TracepointTable& table,
-                    trace::TraceStateVariables& variables, trace::TraceFrameBuffer& buffer)
-        : arch_(arch), table_(table), variables_(variables), buffer_(buffer) {}
+                    trace::TraceStateVariables& variables, trace::TraceFrameBuffer& buffer,
+                    const std::map<std::uint64_t, process::StaticMarker>& markers)
+        : arch_(arch), table_(table), variables_(variables), buffer_(buffer), markers_(markers) {}
+    // Whether a tracepoint of this kind runs from a pad (fast and static ones), unless a trap
+    // has to collect it (by_trap).
+    static bool in_pad(const trace::Tracepoint& tp) {
+        return tp.definition.kind == trace::TracepointKind::Fast ||
+               tp.definition.kind == trace::TracepointKind::Static;
+    }
 
     // The in-process agent loaded into a program that does not have it (nullopt: never).
     void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
@@ -122,6 +132,9 @@ class FastTracepoints {
     bool installed_ = false;
     bool removal_pending_ = false;
     std::map<std::uint64_t, std::string> by_trap_; // address -> why
+    const std::map<std::uint64_t, process::StaticMarker>& markers_;
+    // The marker arguments of a static tracepoint's record (none for others).
+    std::span<const arch::SdtArgument> marker_of(const trace::Tracepoint& tp) const;
 };
 
 } // namespace tpagent::experiment

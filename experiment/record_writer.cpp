@@ -1,6 +1,7 @@
 #include "experiment/record_writer.hpp"
 #include "arch/compiler_backend.hpp"
 #include "experiment/fast_saved_state.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -14,7 +15,8 @@ RecordWriter::RecordWriter(SharedBuffer& shared, CodePlacer place_code, std::uin
     helpers_.printf = 0; // never in the program
 }
 
-Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinition& def) {
+Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinition& def,
+                           std::span<const arch::SdtArgument> marker) {
     rec.number = def.key.number;
     rec.enabled = 1;
     rec.address = def.key.address;
@@ -37,7 +39,10 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
     std::size_t k = 0;
     for (const auto& string : def.actions)
         for (const auto& action : string.actions) {
-            auto a = this->action(action, def.key.address);
+            auto a = this->action(action, def.key.address,
+                                  def.kind == trace::TracepointKind::Static
+                                      ? marker
+                                      : std::span<const arch::SdtArgument>());
             if (!a) return a.error();
             (*actions)[k++] = *a;
         }
@@ -68,9 +73,23 @@ Status RecordWriter::write(TracepointRecord& rec, const trace::TracepointDefinit
     return ok_status();
 }
 
-Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint64_t near) {
+// The text of `$_sdata` at most, as a trap tracepoint's frame holds it.
+constexpr std::uint32_t kStaticDataText = 1024;
+
+Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint64_t near,
+                                          std::span<const arch::SdtArgument> marker) {
     ActionRecord a{}; // kind 0: nothing to collect
-    if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
+    if (std::holds_alternative<trace::StaticData>(action)) {
+        // Only a static tracepoint's (gdb documents it as ignored for the others).
+        if (marker.empty()) return a;
+        auto args = area_.take<arch::SdtArgument>(marker.size());
+        if (!args) return args.error();
+        std::copy(marker.begin(), marker.end(), args->begin());
+        a.kind = ActionKind::StaticData;
+        a.insns_offset = shared_.offset_of(args->data());
+        a.insn_count = static_cast<std::uint32_t>(marker.size());
+        a.length = kStaticDataText;
+    } else if (const auto* mask = std::get_if<trace::RegisterMask>(&action)) {
         if (!mask->bytes.empty()) a.kind = ActionKind::Registers;
     } else if (const auto* range = std::get_if<trace::MemoryRange>(&action)) {
         a.kind = ActionKind::Memory;

@@ -4,6 +4,7 @@
 #pragma once
 #include "experiment/shared_buffer.hpp"
 #include "trace/tracepoint.hpp"
+#include "arch/sdt_argument.hpp"
 #include "base/result.hpp"
 #include "bytecode/compiler.hpp"
 #include <cstdint>
@@ -28,13 +29,16 @@ class RecordWriter {
         return area_.take<inproc::TracepointRecord>(count, sizeof(inproc::TracepointRecord));
     }
     // `rec` collects by `def`: condition, actions, what the collector fills in, frame bound.
-    Status write(inproc::TracepointRecord& rec, const trace::TracepointDefinition& def);
+    // `marker`: a static tracepoint's SDT marker arguments (`collect $_sdata`).
+    Status write(inproc::TracepointRecord& rec, const trace::TracepointDefinition& def,
+                 std::span<const arch::SdtArgument> marker = {});
     // An expression (action or condition): native code placed near `near` when the compiler
     // takes it and there is room in the program; else interpreted.
     Result<inproc::ActionRecord> expression(const trace::Expression& e, std::uint64_t near);
 
   private:
-    Result<inproc::ActionRecord> action(const trace::Action& action, std::uint64_t near);
+    Result<inproc::ActionRecord> action(const trace::Action& action, std::uint64_t near,
+                                        std::span<const arch::SdtArgument> marker);
 
     SharedBuffer& shared_;
     SharedBufferConfig area_;

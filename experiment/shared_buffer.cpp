@@ -377,9 +377,11 @@ bool collects_registers(std::span<const ActionRecord> actions) {
 }
 
 bool reads_completed_register(const Header& h, std::span<const ActionRecord> actions) {
+    // A marker's arguments may be anywhere, the stack pointer included.
     return collects_registers(actions) || std::ranges::any_of(actions, [&](const ActionRecord& a) {
-               return a.kind == ActionKind::Memory && a.base_register >= 0 &&
-                      completed_by_collector(h, static_cast<unsigned>(a.base_register));
+               return (a.kind == ActionKind::Memory && a.base_register >= 0 &&
+                       completed_by_collector(h, static_cast<unsigned>(a.base_register))) ||
+                      a.kind == ActionKind::StaticData;
            });
 }
 
@@ -393,6 +395,8 @@ std::uint64_t staged_frame_bound(std::span<const ActionRecord> actions,
             bound += trace::memory_blocks_bound(a.length);
         else if (a.kind == ActionKind::Expression)
             bound += kExpressionAllowance;
+        else if (a.kind == ActionKind::StaticData)
+            bound += trace::kStaticDataBlockHeaderSize + a.length;
     }
     return bound & ~std::uint64_t{7};
 }

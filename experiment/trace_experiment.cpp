@@ -25,7 +25,7 @@ std::int64_t monotonic_ns() {
 TraceExperiment::TraceExperiment(const arch::Architecture& arch)
     : arch_(arch), table_(static_cast<unsigned>(arch.registers().size())),
       variables_(now_us, monotonic_ns), buffer_(arch.g_size()), builder_(buffer_.make_builder()),
-      fast_(arch, table_, variables_, buffer_) {}
+      fast_(arch, table_, variables_, buffer_, probed_markers_) {}
 
 void TraceExperiment::attach_to(process::Target& inferior) {
     inferior.trap_sites().set_handlers(
@@ -125,8 +125,10 @@ Status TraceExperiment::on_defined(const trace::TracepointTable::DefineOutcome& 
         // A fast tracepoint joining the run gets a jump of its own, or (the run has no
         // in-process agent, a trap tracepoint is in the way, a replaced definition) a trap
         // site (where a jump is already, that one gives way to the trap site).
-        if (tp && tp->definition.kind == trace::TracepointKind::Fast) {
+        if (tp && FastTracepoints::in_pad(*tp)) {
             std::string why = "its definition replaced one during the run";
+            if (tp->definition.kind == trace::TracepointKind::Static && tp->definition.enabled)
+                if (auto p = probe_marker(*inferior, *tp); !p) return p;
             if (outcome.what == D::Added && tp->definition.enabled) {
                 auto s = fast_.add_during_run(*inferior, *tp);
                 if (s) return s;
@@ -217,27 +219,39 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
     fast_.remove_pending_now(*inferior);
     table_.set_running(false); // forgets a failed start's fast tracepoints in the program
     fast_.choose_trap_sites(*inferior);
-    bool any_fast = false;
+    bool any_fast = false, only_static = true;
     for (const auto& [key, tp] : table_.all()) {
-        if (!tp.definition.enabled) continue;
-        if (tp.definition.kind == trace::TracepointKind::Fast) {
+        if (!tp.definition.enabled || !FastTracepoints::in_pad(tp)) continue;
+        const bool is_fast = tp.definition.kind == trace::TracepointKind::Fast;
+        if (is_fast)
             if (auto s = FastTracepoints::check(tp); !s) return s;
-            if (fast_.by_trap(key.address))
-                spdlog::debug("fast tracepoint {} at 0x{:x}: collected through a trap: {}",
-                              key.number, key.address, fast_.trap_reasons().at(key.address));
-            else
-                any_fast = true;
+        if (fast_.by_trap(key.address)) {
+            spdlog::debug("tracepoint {} at 0x{:x}: collected through a trap: {}", key.number,
+                          key.address, fast_.trap_reasons().at(key.address));
+            continue;
         }
+        any_fast = true;
+        only_static = only_static && !is_fast;
+        // A static tracepoint's record holds its marker's arguments: probed first.
+        if (!is_fast)
+            if (auto p = probe_marker(*inferior, tp); !p) return p;
     }
     if (any_fast) {
-        if (auto s = fast_.prepare(*inferior); !s) return s;
-    } else {
-        discard_frames(); // (a trap-only run: an earlier fast run's buffer goes)
+        auto s = fast_.prepare(*inferior);
+        if (!s && !only_static) return s;
+        if (!s) {
+            // Static tracepoints alone do not need the in-process agent: traps collect them.
+            for (const auto& [key, tp] : table_.all())
+                if (tp.definition.enabled && FastTracepoints::in_pad(tp) &&
+                    !fast_.by_trap(key.address))
+                    fast_.collect_by_trap(key.address, s.error().text);
+            any_fast = false;
+        }
     }
+    if (!any_fast) discard_frames(); // (a trap-only run: an earlier fast run's buffer goes)
     for (const auto& [key, tp] : table_.all()) {
         if (!tp.definition.enabled) continue;
-        const bool fast =
-            tp.definition.kind == trace::TracepointKind::Fast && !fast_.by_trap(key.address);
+        const bool fast = FastTracepoints::in_pad(tp) && !fast_.by_trap(key.address);
         if (fast && gdb_relocates) { // after the others, one exchange with gdb at a time
             if (std::find(gdb_sites_.begin(), gdb_sites_.end(), key.address) == gdb_sites_.end())
                 gdb_sites_.push_back(key.address);
@@ -363,21 +377,22 @@ std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target*
                                                                 bool only_traps) const {
     std::vector<std::string> lines;
     for (const auto& [key, tp] : table_.all()) {
-        if (!tp.definition.enabled || tp.definition.kind != trace::TracepointKind::Fast) continue;
+        if (!tp.definition.enabled || !FastTracepoints::in_pad(tp)) continue;
+        const char* kind = tp.definition.kind == trace::TracepointKind::Static ? "Static" : "Fast";
         const auto& traps = fast_.trap_reasons();
         if (auto it = traps.find(key.address); it != traps.end()) {
-            lines.push_back(fmt::format("Fast tracepoint {} at 0x{:x} is collected through a "
+            lines.push_back(fmt::format("{} tracepoint {} at 0x{:x} is collected through a "
                                         "trap (trap speed): {}.",
-                                        key.number, key.address, it->second));
+                                        kind, key.number, key.address, it->second));
             continue;
         }
         if (only_traps) continue;
         const auto covering =
             inferior && running_ ? inferior->fast_sites().covering(key.address) : std::nullopt;
-        lines.push_back(covering ? fmt::format("Fast tracepoint {} at 0x{:x} jumps to its pad "
+        lines.push_back(covering ? fmt::format("{} tracepoint {} at 0x{:x} jumps to its pad "
                                                "({} bytes of instructions displaced).",
-                                               key.number, key.address, covering->covered)
-                                 : fmt::format("Fast tracepoint {} at 0x{:x} is not installed.",
+                                               kind, key.number, key.address, covering->covered)
+                                 : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
                                                key.number, key.address));
     }
     return lines;

@@ -7,8 +7,10 @@
 #include "inproc/inproc.hpp"
 #include "inproc/frame_chunks.hpp"
 #include "arch/frame_clock.hpp"
+#include "arch/sdt_argument.hpp"
 #include "bytecode/compiler.hpp"
 #include "bytecode/interpreter.hpp"
+#include "trace/static_data.hpp"
 #include <cstring>
 #include <ctime>
 #include <pthread.h>
@@ -280,6 +282,38 @@ bool staged_register(const Header* h, const std::uint8_t* block, unsigned regnum
 bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
     const Hit* hit = static_cast<const Hit*>(user);
     return staged_register(hit->header, hit->block, regnum, value);
+}
+
+// `collect $_sdata` at an SDT marker: its arguments, read from the staged registers and the
+// program's memory, as the text a trap tracepoint's frame holds (trace::StaticDataWriter).
+void collect_static_data(Hit& hit, const ActionRecord& a) {
+    const auto room = static_cast<std::uint64_t>(hit.out_end - hit.out);
+    if (room <= trace::kStaticDataBlockHeaderSize) return;
+    const std::uint64_t text_room = room - trace::kStaticDataBlockHeaderSize < a.length
+                                        ? room - trace::kStaticDataBlockHeaderSize
+                                        : a.length;
+    char* text = reinterpret_cast<char*>(hit.out + trace::kStaticDataBlockHeaderSize);
+    trace::StaticDataWriter writer(text, text_room);
+    const auto* args = at<const arch::SdtArgument>(g_shared_buffer, a.insns_offset);
+    for (std::uint32_t i = 0; i < a.insn_count; ++i) {
+        std::uint64_t value = 0;
+        const bool known = arch::sdt_argument_value(
+            args[i],
+            [&](int regnum, std::uint64_t* v) {
+                return regnum >= 0 &&
+                       staged_register(hit.header, hit.block, static_cast<unsigned>(regnum), v);
+            },
+            [](std::uint64_t addr, void* out, unsigned size) {
+                return safe_read(out, addr, size) == size;
+            },
+            &value);
+        if (known)
+            writer.argument(value, args[i].size, args[i].is_signed);
+        else
+            writer.unknown();
+    }
+    const std::size_t n = writer.finish();
+    hit.out = trace::store_static_data_header(hit.out, static_cast<std::uint16_t>(n)) + n;
 }
 
 Variable* variable(unsigned num) {
@@ -590,6 +624,8 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
                 !staged_register(h, block, static_cast<unsigned>(a.base_register), &base))
                 continue;
             collect_range(hit, base + a.offset, a.length);
+        } else if (a.kind == ActionKind::StaticData) {
+            collect_static_data(hit, a);
         } else if (a.kind == ActionKind::Expression) {
             const Collected c = run_collecting(h, tp, a, block, hit.out, hit.out_end, stamp);
             if (!c.out) return;

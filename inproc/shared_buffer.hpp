@@ -26,6 +26,7 @@
 // when it serves the frame. Each record carries a stamp taken at the hit, so tpagent numbers
 // the frames of all threads in collection order without moving them.
 #pragma once
+#include "arch/sdt_argument.hpp"
 #include "bytecode/compiler.hpp"
 #include "trace/frame_format.hpp"
 #include <atomic>
@@ -249,7 +250,11 @@ enum class ActionKind : std::uint32_t {
     Registers = 1,  // R: the core registers
     Memory = 2,     // M: length bytes at (base_register or 0) + offset
     Expression = 3, // X: run code/insns (collects through trace opcodes)
+    // S: a static tracepoint's `collect $_sdata`, the SDT marker's insn_count arguments
+    // (arch::SdtArgument at insns_offset) as text of at most `length` bytes.
+    StaticData = 4,
 };
+static_assert(sizeof(arch::SdtArgument) == 24); // as tpagent writes them
 
 struct ActionRecord {
     ActionKind kind;

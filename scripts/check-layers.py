@@ -14,7 +14,8 @@ ALLOWED = {
     "trace": {"base", "protocol", "bytecode"},
     "process": {"base", "protocol", "arch"},
     # the library loaded into programs: its ABI, the interpreter, the frame format and clock
-    "inproc": {"bytecode", "trace/frame_format.hpp", "arch/frame_clock.hpp", "arch/inproc_trap.hpp"},
+    "inproc": {"bytecode", "trace/frame_format.hpp", "trace/static_data.hpp", "arch/frame_clock.hpp",
+               "arch/inproc_trap.hpp", "arch/sdt_argument.hpp"},
     "experiment": {"base", "protocol", "bytecode", "arch", "trace", "process", "inproc"},
     "server": {"base", "protocol", "bytecode", "arch", "trace", "process", "experiment"},
     "tools": {"base", "protocol", "bytecode", "trace"},

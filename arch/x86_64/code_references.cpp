@@ -60,8 +60,6 @@ std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> cod
         const char* what = nullptr;
         if (category == ZYDIS_CATEGORY_UNCOND_BR)
             what = "a jump";
-        else if (category == ZYDIS_CATEGORY_CALL)
-            what = "a call";
         else if (category == ZYDIS_CATEGORY_RET)
             what = "a return";
         else if (category == ZYDIS_CATEGORY_INTERRUPT || mnemonic == ZYDIS_MNEMONIC_UD0 ||

@@ -18,10 +18,11 @@ void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t add
                            CodeReferences& out);
 
 // Why the instructions `relocated` displaces from `code` (at `addr`) cannot all move, or
-// nullopt: each but the last must hand control to the next one (no jmp, call, ret, int3, ud2,
-// hlt), so that nothing but a branch from elsewhere reaches the next instruction. A call is
-// refused too: a thread already inside its callee would return into the jump. Branches into
-// the displaced instructions from elsewhere are the caller's to rule out.
+// nullopt: each but the last must go on to the next one (no jmp, ret, int3, ud2, hlt), so
+// that only a branch from elsewhere could reach the next instruction. A call may be among
+// them (its relocated form returns into the pad). Branches into the displaced instructions
+// from elsewhere, and threads that will return or resume inside them, are the caller's to
+// rule out.
 std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> code,
                                                std::uint64_t addr, const Relocated& relocated);
 

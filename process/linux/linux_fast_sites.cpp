@@ -226,7 +226,9 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
                                                                 const arch::Relocated& relocated) {
     if (relocated.boundaries.size() <= 2) return std::nullopt; // only its own instruction
     if (auto hazard = arch_.displacement_hazard(code, addr, relocated)) return hazard;
-    return entries_.entry_inside(process_.pid(), addr, addr + relocated.covered);
+    if (auto entry = entries_.entry_inside(process_.pid(), addr, addr + relocated.covered))
+        return entry;
+    return stack_word_inside(addr, addr + relocated.covered);
 }
 
 Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
@@ -418,6 +420,50 @@ std::uint64_t word_at(const std::uint8_t* p) {
 }
 } // namespace
 
+bool LinuxFastSites::read_live_stack(
+    const std::vector<MappedRange>& maps, std::uint64_t sp,
+    const std::function<void(const std::uint8_t*, std::size_t)>& see) {
+    sp &= ~std::uint64_t{7};
+    auto stack = std::find_if(maps.begin(), maps.end(),
+                              [&](const MappedRange& m) { return m.start <= sp && sp < m.end; });
+    if (stack == maps.end() || stack->end - sp > kMaxStackScan) return false;
+    std::vector<std::uint8_t> chunk(kScanChunk);
+    for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
+        const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
+        std::size_t got = 0;
+        if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
+            return false;
+        see(chunk.data(), n);
+    }
+    return true;
+}
+
+// A thread inside a callee called from the displaced instructions returns to one of them,
+// and one interrupted there by a signal whose handler still runs resumes there: both leave
+// the address on the thread's stack. A stale word only costs the jump (a trap collects).
+std::optional<std::string> LinuxFastSites::stack_word_inside(std::uint64_t lo, std::uint64_t hi) {
+    const auto maps = read_maps(process_.pid());
+    for (auto& [tid, t] : threads_) {
+        if (!t.kernel.stopped()) continue;
+        auto s = process_.registers(tid);
+        if (!s) return fmt::format("thread {}: cannot read its registers: {}", tid, s.error().text);
+        std::optional<std::uint64_t> found;
+        auto see = [&](const std::uint8_t* words, std::size_t bytes) {
+            for (std::size_t i = 0; i + 8 <= bytes && !found; i += 8)
+                if (const std::uint64_t w = word_at(words + i); w > lo && w < hi) found = w;
+        };
+        if (!read_live_stack(maps, arch_.sp(**s), see))
+            return fmt::format("thread {}: its stack cannot be searched for addresses inside "
+                               "the jump",
+                               tid);
+        if (found)
+            return fmt::format("thread {} will return or resume at 0x{:x}, inside the {} bytes "
+                               "the jump displaces (an address on its stack)",
+                               tid, *found, hi - lo);
+    }
+    return std::nullopt;
+}
+
 bool LinuxFastSites::pads_in_use() const {
     return placed_code_live_ || moving_ || !sites_.empty() || process_.trap_pads_in_use();
 }
@@ -439,7 +485,6 @@ bool LinuxFastSites::reclaim_pads() {
         for (std::size_t i = 0; i + 8 <= bytes; i += 8)
             if (auto run = pad_pages_.retired_run_at(word_at(words + i))) kept.insert(*run);
     };
-    std::vector<std::uint8_t> chunk(kScanChunk);
     for (auto& [tid, t] : threads_) {
         if (!t.kernel.stopped() || t.awaiting_first_stop()) return false;
         auto s = process_.registers(tid);
@@ -447,18 +492,7 @@ bool LinuxFastSites::reclaim_pads() {
         const std::uint64_t pc = arch_.pc(**s);
         if (in_agent_code(pc)) return false;
         see((*s)->gpr.data(), (*s)->gpr.size()); // the pc too, and a link register
-        const std::uint64_t sp = arch_.sp(**s) & ~std::uint64_t{7};
-        auto stack = std::find_if(maps.begin(), maps.end(), [&](const MappedRange& m) {
-            return m.start <= sp && sp < m.end;
-        });
-        if (stack == maps.end() || stack->end - sp > kMaxStackScan) return false;
-        for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
-            const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
-            std::size_t got = 0;
-            if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
-                return false;
-            see(chunk.data(), n);
-        }
+        if (!read_live_stack(maps, arch_.sp(**s), see)) return false;
     }
     const std::size_t freed = pad_pages_.free_retired_except(kept);
     spdlog::debug("pads: {} page(s) of earlier runs free for reuse, {} run(s) kept", freed,

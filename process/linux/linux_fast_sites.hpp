@@ -3,6 +3,7 @@
 // the trap sites' pads), and tpagent's own steps of threads out of that code.
 #pragma once
 #include "arch/arch.hpp"
+#include "base/proc_maps.hpp"
 #include "base/result.hpp"
 #include "process/fast_sites.hpp"
 #include "process/linux/address_space.hpp"
@@ -15,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <sys/types.h>
 #include <vector>
@@ -160,6 +162,12 @@ class LinuxFastSites final : public FastSites {
     // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
     // instructions stay, their saved bytes change).
     Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
+    // Passes the words of a live stack ([sp, end of its mapping)) to `see`, in chunks; false
+    // when it cannot be read whole or is larger than the scan's bound.
+    bool read_live_stack(const std::vector<MappedRange>& maps, std::uint64_t sp,
+                         const std::function<void(const std::uint8_t*, std::size_t)>& see);
+    // A stopped thread's stack word inside (lo, hi): a return address or an interrupted pc.
+    std::optional<std::string> stack_word_inside(std::uint64_t lo, std::uint64_t hi);
     // Whether anything installed still uses the current run's pads or placed code.
     bool pads_in_use() const;
     // Frees the retired runs' pages that no thread can still be running in or return into;

@@ -124,6 +124,15 @@ class RspClient:
                 raise ProtocolError(f"server NAKed {payload!r}")
         return self.read_packet()
 
+    def request_noisy(self, payload: bytes | str) -> tuple[str, str]:
+        """A request whose reply may come after console output ('O' + hex text), as gdb reads
+        QTStart's and qRcmd's: the reply, and the text."""
+        reply, text = self.request(payload), ""
+        while reply.startswith("O") and reply != "OK":
+            text += bytes.fromhex(reply[1:]).decode()
+            reply = self.read_packet()
+        return reply, text
+
     # conveniences
 
     def handshake(self, supported: str = "multiprocess+;swbreak+;hwbreak+;vContSupported+") -> dict[str, str]:

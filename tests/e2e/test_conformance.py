@@ -122,10 +122,16 @@ def test_trap_and_fast_tracepoint_at_one_address(e2e):
     """trace and ftrace at traced()'s first line: each of 4 hits makes a frame of each (the
     fast one is collected through the trap then); the program ends right."""
     s = FastTrace(e2e, FAST, "4")
+    s.quiet_tstart = False  # tpagent says the fast one runs at trap speed, and why
     line = f"{FAST}.c:{s.line('traced_entry')}"
     define = s.define(trace(line, "collect hits"), ftrace(line, "collect n"))
     walk = s.walk("$tracepoint")
     r = s.gdb(*TO_MAIN, define, *trace_to("finished"), walk, "tfind none", "delete", "continue")
+    if not e2e.is_gdbserver:
+        assert re.search(r"^Fast tracepoint 3 at 0x[0-9a-f]+ is collected through a trap \(trap speed\): "
+                         r"trap tracepoint 2 is at the same address\.$", r.of("tstart"), re.M), r.of("tstart")
+    else:
+        assert r.of("tstart").strip() == "", r.of("tstart")
     r.trace_stopped("by a tstop command", 8)
     assert sorted(row[1] for row in r.frames(walk)) == [2] * 4 + [3] * 4
     s.ends_as_natively(r.of("continue", 2))

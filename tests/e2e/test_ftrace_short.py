@@ -95,3 +95,20 @@ def test_a_short_instruction_frame_reads_back_from_a_trace_file(e2e):
     walk = s.walk("$rdi")
     r = s.open_trace_file(saved, walk, live=live)
     assert [f[2] for f in r.frames(walk)] == list(range(CALLS)), r.of(walk)
+
+
+def test_a_thread_that_will_return_inside_the_jump_keeps_it_a_trap(e2e):
+    """calls_out's jump would displace its `call *%rdi` and the instruction after it, where
+    the callee returns. gdb stops the program inside callee(), called from there, then starts
+    the trace: a jump would be returned into, so a trap collects the tracepoint, tstart says
+    so, and the program ends as it does alone; the calls after the first are collected."""
+    s = ToldTrace(e2e, PROGRAM, str(CALLS), pie=True)
+    r = s.gdb(
+        *TO_MAIN, "break callee", "continue", s.define(ftrace("calls_out", "collect $rdi")),
+        "tstart", "delete", "break finished", "continue", "tstop", "tstatus", *TO_THE_END,
+    )
+    assert re.search(r"^Fast tracepoint 3 at 0x[0-9a-f]+ is collected through a trap \(trap speed\): "
+                     r"thread \d+ will return or resume at 0x[0-9a-f]+, inside the 5 bytes the jump displaces",
+                     r.of("tstart"), re.M), r.of("tstart")
+    r.trace_stopped("by a tstop command", CALLS - 1)
+    s.ends_as_natively(r.of("continue", 3))

@@ -17,6 +17,8 @@ loads (it keeps the tracepoint where it was).
 
 import re
 
+import pytest
+
 from scenario import TO_MAIN, Scenario, assert_session_works, symbol_addresses
 
 PROGRAM = "sdt_markers"
@@ -26,10 +28,10 @@ def strace(location: str, *actions: str) -> tuple[str, ...]:
     return (f"strace {location}", "actions", *actions, "end")
 
 
-def scenario(e2e, *args: str, library: bool = False) -> Scenario:
-    """sdt_markers with ARGS, then the library's path if LIBRARY."""
+def scenario(e2e, *args: str, library: bool = False, options: tuple[str, ...] = ()) -> Scenario:
+    """sdt_markers with ARGS, then the library's path if LIBRARY; OPTIONS for the server."""
     program, lib = e2e.programs.with_sdt_markers()
-    return Scenario(e2e, PROGRAM, *args, *([str(lib)] if library else []), program=program)
+    return Scenario(e2e, PROGRAM, *args, *([str(lib)] if library else []), program=program, options=options)
 
 
 def test_markers_of_the_program_and_its_libraries_are_listed(e2e):
@@ -50,24 +52,32 @@ def test_markers_of_the_program_and_its_libraries_are_listed(e2e):
     assert re.search(r"libstdcxx:throw\s+n\s+0x[0-9a-f]+", listing), listing
 
 
-def test_strace_collects_the_marker_arguments_and_raises_its_semaphore(e2e):
+@pytest.mark.parametrize("collector", ["pad", "trap"])
+def test_strace_collects_the_marker_arguments_and_raises_its_semaphore(e2e, collector):
     """strace -m at two markers, collect $_sdata: each hit's arguments as text, in hit order;
     the guarded marker fires only while the trace runs (its semaphore raised), and its
-    semaphore is back to 0 after tstop."""
+    semaphore is back to 0 after tstop. The same frames whether the step marker is collected
+    by the in-process agent from a pad (its 1-byte nop and the instructions after it
+    displaced) or through a trap (--no-inject: no agent); the guarded marker, at the end of
+    step() where its window would take in the return, always through a trap."""
     iterations = 5
-    s = scenario(e2e, str(iterations))
+    s = scenario(e2e, str(iterations), options=("--no-inject",) if collector == "trap" else ())
     define = s.define(
         strace("-m tpagent_test:step", "collect $_sdata"),
         strace("-m tpagent_test:guarded", "collect $_sdata"),
     )
     r = s.gdb(
-        *TO_MAIN, define, "break finished", "print/x &total", "tstart",
+        *TO_MAIN, define, "break finished", "print/x &total", "tstart", "monitor tracepoints",
         "print tpagent_test_guarded_semaphore", "continue", "print tpagent_test_guarded_semaphore",
         "tstop", "print tpagent_test_guarded_semaphore", "tstatus", "tfind start",
         "print $_sdata", "tfind", "print $_sdata", "tfind 8", "print $_sdata", "tfind 9",
         "print $_sdata", "tfind none", "delete", "continue",
     )
     r.trace_stopped("by a tstop command", 2 * iterations)
+    how = r.of("monitor tracepoints")
+    step = r"jumps to its pad" if collector == "pad" else r"is collected through a trap .*not loaded"
+    assert re.search(rf"^Static tracepoint 2 at 0x[0-9a-f]+ {step}", how, re.M), how
+    assert re.search(r"^Static tracepoint 3 at 0x[0-9a-f]+ is collected through a trap", how, re.M), how
     assert r.value("print tpagent_test_guarded_semaphore") == "1"
     assert r.value("print tpagent_test_guarded_semaphore", 1) == "1"
     assert r.value("print tpagent_test_guarded_semaphore", 2) == "0"
@@ -130,7 +140,11 @@ def test_a_static_tracepoint_needs_a_marker_at_its_address(e2e):
         assert_session_works(rsp)
         assert rsp.request("QTinit") == "OK"
         assert rsp.request(f"QTDP:2:{step:016x}:E:0:0:S") == "OK"
-        assert rsp.request("QTStart") == "OK"
+        # Stopped at the program's entry, before its C library is loaded: no in-process agent
+        # can be loaded, and tstart says the tracepoint is collected through a trap.
+        reply, said = rsp.request_noisy("QTStart")
+        assert reply == "OK", reply
+        assert re.search(r"Static tracepoint 2 at 0x[0-9a-f]+ is collected through a trap", said), said
         assert rsp.request("QTStop") == "OK"
         assert_session_works(rsp)
 

@@ -11,6 +11,8 @@
                      instruction (7).
      ptr_target()    xor, then an instruction a stored pointer (stored_pointer, in
                      .data.rel.ro) leads to -> a trap. Returns 9; stored_pointer() also 9.
+     calls_out(f)    push; call *f; xor...: the call's return address is inside the jump, so
+                     a thread in f at tstart keeps it a trap. Returns 1; f is callee().
    main(calls) calls each once per iteration and prints the sum. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ long table_target(void);
 long switch_case(long n);
 long ptr_target(void);
 extern long (*const stored_pointer)(void);
+long calls_out(void (*f)(void));
 
 __asm__(".text\n"
         ".globl short_entry\n.type short_entry,@function\nshort_entry:\n"
@@ -64,6 +67,14 @@ __asm__(".text\n"
         "  mov $9,%eax\n"
         "  ret\n"
         ".size ptr_target,.-ptr_target\n"
+        ".globl calls_out\n.type calls_out,@function\ncalls_out:\n"
+        "  push %rbx\n"
+        "  call *%rdi\n"
+        "  xor %eax,%eax\n"
+        "  pop %rbx\n"
+        "  inc %eax\n"
+        "  ret\n"
+        ".size calls_out,.-calls_out\n"
         ".section .rodata\n"
         ".balign 4\n"
         ".Lcases:\n"
@@ -76,16 +87,20 @@ __asm__(".text\n"
         "  .quad .Lptr_target_inner\n"
         ".text\n");
 
+__attribute__((noinline)) void callee(void) {
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) void finished(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
     const long calls = argc > 1 ? atol(argv[1]) : 5;
     long sum = 0;
     for (long i = 0; i < calls; i++)
-        sum += short_entry(i) + loop_head(i + 1) + leaf_ret(i) + table_target() +
-               switch_case(i) + ptr_target() + stored_pointer();
+        sum += short_entry(i) + loop_head(i + 1) + leaf_ret(i) + table_target() + switch_case(i) +
+               ptr_target() + stored_pointer() + calls_out(callee);
     printf("sum %ld\n", sum);
     finished();
     return 0;
