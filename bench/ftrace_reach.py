@@ -11,7 +11,10 @@ tpagent attached to the running program: `ftrace FUNC` for each (gdb picks the a
 does for a user), the length of the instruction there (gdb's disassembler, before anything is
 patched), `tstart`, `monitor tracepoints` (a jump, or a trap and why), `tstop`.
 
-Printed per module: the functions sampled, how many gdb accepted, how many got a jump (fast)
+And over libc's line table (libc6-dbg): N statement starts sampled (all addresses `ftrace
+FILE:LINE` can get), `ftrace *ADDR` at each.
+
+Printed per module: the functions (or addresses) sampled, how many gdb accepted, how many got a jump (fast)
 and how many a trap, the reasons for traps (grouped), and how many of those addresses hold an
 instruction of 5 bytes or more (all a 5-byte minimum, qTMinFTPILen=5, would accept).
 """
@@ -50,7 +53,9 @@ for m in re.finditer(r"^(\d+)\s+fast tracepoint\s+\S+\s+\S+\s+(0x[0-9a-f]+)", li
     a = int(m.group(2), 16)
     out["lengths"][m.group(1)] = [a, arch.disassemble(a)[0]["length"]]
 gdb.execute("tstart")
-out["monitor"] = gdb.execute("monitor tracepoints", to_string=True)
+# Printed, not captured (a capture of this much console output comes back empty): gdb -batch
+# prints the target's console output on stderr.
+gdb.execute("monitor tracepoints")
 gdb.execute("tstop")
 print("REACH-JSON " + json.dumps(out))
 '''
@@ -67,6 +72,33 @@ def functions(module: Path) -> list[str]:
     return sorted(names)
 
 
+def libc_line_starts() -> list[int]:
+    """The statement starts of libc's line table (its debug file, libc6-dbg): every address
+    `break FILE:LINE` or `ftrace FILE:LINE` can resolve to, at link-time addresses."""
+    libc = LIBDIR / "libc.so.6"
+    notes = subprocess.run(["readelf", "-n", str(libc)], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", notes)
+    debug = Path("/usr/lib/debug/.build-id") / m.group(1)[:2] / (m.group(1)[2:] + ".debug") if m else None
+    if not debug or not debug.exists():
+        return []
+    text = subprocess.run(["objdump", "--dwarf=decodedline", str(debug)], capture_output=True,
+                          text=True).stdout
+    starts = set()
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[2].startswith("0x") and f[-1] == "x":
+            starts.add(int(f[2], 16))
+    return sorted(starts)
+
+
+def mapped_base(pid: int, name: str) -> int:
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[5].endswith(name) and int(f[2], 16) == 0:
+            return int(f[0].split("-")[0], 16)
+    raise RuntimeError(f"{name} is not mapped in {pid}")
+
+
 def measure(tpagent: Path, pid: int, program: Path, names: list[str], scratch: Path) -> dict:
     script = scratch / f"reach_{pid}.py"
     script.write_text(GDB_PY.replace("NAMES", json.dumps(names)))
@@ -76,7 +108,13 @@ def measure(tpagent: Path, pid: int, program: Path, names: list[str], scratch: P
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     for line in r.stdout.splitlines():
         if line.startswith("REACH-JSON "):
-            return json.loads(line[len("REACH-JSON "):])
+            res = json.loads(line[len("REACH-JSON "):])
+            # One line per tracepoint (tstart's own lines repeat some of monitor's).
+            lines = {}
+            for m in re.finditer(r"^Fast tracepoint (\d+) at .*$", r.stderr, re.M):
+                lines[m.group(1)] = m.group(0)
+            res["monitor"] = "\n".join(lines.values())
+            return res
     raise RuntimeError("gdb said:\n" + r.stdout[-3000:] + r.stderr[-3000:])
 
 
@@ -90,6 +128,7 @@ def report(label: str, sampled: int, res: dict) -> None:
             why = re.sub(r"0x[0-9a-f]+", "ADDR", why)
             why = re.sub(r"\d+ bytes", "N bytes", why)
             why = re.sub(r" in /\S+", "", why)
+            why = re.sub(r"tracepoint \d+", "tracepoint N", why)
             traps[why] += 1
     long_enough = sum(1 for _, n in res["lengths"].values() if n >= 5)
     accepted = res["accepted"]
@@ -107,16 +146,17 @@ def main() -> int:
     ap.add_argument("--tpagent", default=str(REPO / "build/default/bin/tpagent"))
     ap.add_argument("--sample", type=int, default=400)
     ap.add_argument("--seed", type=int, default=46)
-    ap.add_argument("--module", action="append", choices=["zlib", "sqlite", "redis"])
+    ap.add_argument("--module", action="append", choices=["zlib", "sqlite", "redis", "libc-lines"])
+    ap.add_argument("--lines", type=int, default=2000, help="libc line starts sampled")
     args = ap.parse_args()
-    modules = args.module or ["zlib", "sqlite", "redis"]
+    modules = args.module or ["zlib", "sqlite", "redis", "libc-lines"]
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="reach.") as tmp:
         scratch = Path(tmp)
         procs = []
         try:
             targets = []
-            if {"zlib", "sqlite"} & set(modules):
+            if {"zlib", "sqlite", "libc-lines"} & set(modules):
                 host = scratch / "reach_host"
                 subprocess.run(["gcc", "-O2", "-o", str(host), str(HERE / "programs/reach_host.c"),
                                 str(LIBDIR / "libz.so.1"), str(LIBDIR / "libsqlite3.so.0")],
@@ -138,6 +178,16 @@ def main() -> int:
                     time.sleep(1.0)
                     procs.append(p)
                     targets.append(("redis", p.pid, redis, redis))
+            if "libc-lines" in modules:
+                starts = libc_line_starts()
+                if not starts:
+                    print("libc-lines: skipped (no libc debug file: libc6-dbg)")
+                else:
+                    base = mapped_base(procs[0].pid, "libc.so.6")
+                    sample = sorted(rng.sample(starts, min(args.lines, len(starts))))
+                    res = measure(Path(args.tpagent), procs[0].pid, host,
+                                  [f"*0x{base + a:x}" for a in sample], scratch)
+                    report(f"libc line starts ({len(starts)} in its line table)", len(sample), res)
             for label, pid, program, module in targets:
                 names = functions(module)
                 sample = sorted(rng.sample(names, min(args.sample, len(names))))

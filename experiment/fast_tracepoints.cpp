@@ -127,6 +127,13 @@ std::optional<std::string> FastTracepoints::trap_reason(process::Target& inferio
                        ? fmt::format("trap tracepoint {} is at the same address", other.number)
                        : fmt::format("trap tracepoint {} at 0x{:x} is inside its jump",
                                      other.number, other.address);
+    // Jumps never overlap: where another pad's tracepoint is inside this jump, it keeps its
+    // own and this one is collected by a trap.
+    for (const auto& [other, otp] : table_.all())
+        if (otp.definition.enabled && in_pad(otp) && other.address > addr &&
+            other.address - addr < *span)
+            return fmt::format("tracepoint {} at 0x{:x} is inside its jump", other.number,
+                               other.address);
     // gdb's breakpoint at the jump itself works (it replaces the jump's first byte); one
     // inside it would cut the jump.
     for (std::uint64_t at = addr + 1; at < addr + *span; ++at)

@@ -8,6 +8,7 @@
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 #include <optional>
 #include <string_view>
@@ -268,6 +269,21 @@ std::string branch_trace_summary(Session& s) {
     return out.empty() ? "No thread's branches are being recorded.\n" : out;
 }
 
+// A monitor command's answer: one reply when short; else in console packets (`O`), a line
+// or more each, then OK, as gdb reads qRcmd answers, so no packet outgrows gdb's buffer.
+std::string console_reply(Session& s, const std::string& text) {
+    constexpr std::size_t kPiece = 1024;
+    if (text.size() <= kPiece) return to_hex(text);
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', std::min(text.size(), at + kPiece / 2));
+        end = end == std::string::npos ? text.size() : end + 1;
+        s.send_console(std::string_view(text).substr(at, end - at));
+        at = end;
+    }
+    return reply_ok();
+}
+
 // `monitor tracepoints`: one line per enabled fast tracepoint.
 std::string fast_tracepoint_summary(Session& s) {
     std::string out;
@@ -304,7 +320,7 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
                           : "Protocol debug output disabled.\n");
     }
     if (command == "btrace") return to_hex(branch_trace_summary(s));
-    if (command == "tracepoints") return to_hex(fast_tracepoint_summary(s));
+    if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
     if (command.starts_with("set btrace-method ")) {
         constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {
             {"block-ends", process::BranchStepMethod::BlockEnds},

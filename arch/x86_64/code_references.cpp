@@ -47,10 +47,26 @@ void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t add
     }
 }
 
+namespace {
+// Alignment padding compilers put after a function's last instruction: never run.
+bool is_padding(const Decoded& d) {
+    return d.insn.mnemonic == ZYDIS_MNEMONIC_NOP || d.insn.mnemonic == ZYDIS_MNEMONIC_INT3;
+}
+} // namespace
+
 std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> code,
                                                std::uint64_t addr, const Relocated& relocated) {
     const auto& b = relocated.boundaries;
-    // boundaries: one per displaced instruction, then {covered, jump back}.
+    // boundaries: one per displaced instruction, then {covered, jump back}. What follows a
+    // jump or return may be only padding (nothing reaches it: the caller checks that no branch
+    // lands in it), whose copy in the pad never runs either.
+    auto only_padding_after = [&](std::size_t i) {
+        for (std::size_t k = i + 1; k + 1 < b.size(); ++k) {
+            auto d = decode(code.subspan(b[k].from_offset), addr + b[k].from_offset);
+            if (!d || !is_padding(*d)) return false;
+        }
+        return true;
+    };
     for (std::size_t i = 0; i + 2 < b.size(); ++i) {
         const std::uint64_t at = addr + b[i].from_offset;
         auto d = decode(code.subspan(b[i].from_offset), at);
@@ -58,6 +74,9 @@ std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> cod
         const auto category = d->insn.meta.category;
         const auto mnemonic = d->insn.mnemonic;
         const char* what = nullptr;
+        if ((category == ZYDIS_CATEGORY_UNCOND_BR || category == ZYDIS_CATEGORY_RET) &&
+            only_padding_after(i))
+            return std::nullopt;
         if (category == ZYDIS_CATEGORY_UNCOND_BR)
             what = "a jump";
         else if (category == ZYDIS_CATEGORY_RET)

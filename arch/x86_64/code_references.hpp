@@ -19,7 +19,8 @@ void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t add
 
 // Why the instructions `relocated` displaces from `code` (at `addr`) cannot all move, or
 // nullopt: each but the last must go on to the next one (no jmp, ret, int3, ud2, hlt), so
-// that only a branch from elsewhere could reach the next instruction. A call may be among
+// that only a branch from elsewhere could reach the next instruction; a jmp or ret may be
+// followed by alignment padding only (nops, int3), which never runs. A call may be among
 // them (its relocated form returns into the pad). Branches into the displaced instructions
 // from elsewhere, and threads that will return or resume inside them, are the caller's to
 // rule out.

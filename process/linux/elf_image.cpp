@@ -77,6 +77,15 @@ std::optional<std::uint64_t> SymbolTable::address_of(std::string_view name) {
     return it->second;
 }
 
+std::vector<std::uint64_t> SymbolTable::addresses() {
+    if (!loaded_) load();
+    std::vector<std::uint64_t> out;
+    out.reserve(symbols_.size());
+    for (const auto& [name, address] : symbols_)
+        out.push_back(address);
+    return out;
+}
+
 void SymbolTable::load() {
     loaded_ = true;
     const Elf64_Shdr* table = dynamic_only_ ? nullptr : sections_.of_type(SHT_SYMTAB);

@@ -68,6 +68,8 @@ class SymbolTable {
                 bool dynamic_only = false)
         : elf_(elf), sections_(sections), bias_(bias), dynamic_only_(dynamic_only) {}
     std::optional<std::uint64_t> address_of(std::string_view name);
+    // Every defined symbol's address.
+    std::vector<std::uint64_t> addresses();
 
   private:
     void load();

@@ -56,6 +56,31 @@ bool LinuxFastSites::finish_step(pid_t tid, LinuxThread& t) {
     return true;
 }
 
+// A step over a jump that displaces several instructions (x86-64, a short one at its
+// address) ends with the pc at the next of them, inside the jump's bytes, as gdb expects to
+// see it: before the thread runs again, it goes to that instruction's copy in the pad, and a
+// step from there comes back as finish_step brings back any.
+Status LinuxFastSites::resume_inside_jump(pid_t tid, LinuxThread& t, bool step) {
+    auto s = process_.registers(tid);
+    if (!s) return s.error();
+    const std::uint64_t pc = arch_.pc(**s);
+    const auto inside = covering(pc);
+    if (!inside || inside->site == pc) return ok_status();
+    const FastSite& site = sites_.at(inside->site);
+    const auto off = arch::pad_offset_of(site.code, pc - inside->site);
+    if (!off)
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("thread {}: its pc 0x{:x} is inside the jump at 0x{:x}, "
+                                      "between two of the instructions it displaces",
+                                      tid, pc, inside->site));
+    arch_.set_pc(**s, site.pad + site.relocated_offset + *off);
+    if (auto w = arch_.write_general_registers(tid, **s); !w) return w;
+    spdlog::debug("thread {}: resumes at 0x{:x} from its copy in the pad of 0x{:x}", tid, pc,
+                  inside->site);
+    if (step) t.activity = SteppingFastJump{inside->site, true, 0};
+    return ok_status();
+}
+
 bool LinuxFastSites::recover_collector_fault(pid_t tid) {
     if (!agent_code_) return false;
     auto s = process_.registers(tid);

@@ -99,6 +99,10 @@ class LinuxFastSites final : public FastSites {
     bool in_agent_code(std::uint64_t pc) const {
         return agent_code_ && pc >= agent_code_->code_begin && pc < agent_code_->code_end;
     }
+    // A thread to resume whose pc is inside a jump's displaced instructions (a step over the
+    // jump left it at the next one) goes to that instruction's copy in the pad; stepping, it
+    // is brought back after one instruction (finish_step).
+    Status resume_inside_jump(pid_t tid, LinuxThread& t, bool step);
     // A SIGSEGV/SIGBUS of the collector's copy: the thread goes on from the copy's fault path.
     bool recover_collector_fault(pid_t tid);
     // One instruction of a single step over a fast tracepoint's jump has run. True once the

@@ -350,6 +350,11 @@ Status LinuxProcess::detach() {
         if (t.pending && t.pending->kind == StopEvent::Kind::Signal &&
             t.pending->signal != SIGTRAP && t.pending->signal != SIGSTOP)
             sig = t.pending->signal;
+        // Jumps that stay (a disconnected trace): a thread left inside one's displaced
+        // instructions by a step goes on from their copy.
+        if (!fast_sites_.empty())
+            if (auto r = fast_sites_.resume_inside_jump(tid, t, false); !r)
+                spdlog::warn("{}", r.error().text);
         // Clears the debug registers (no hardware point is left now); a thread gone meanwhile has
         // none.
         if (auto a = debug_points_.hw().apply(tid); !a)

@@ -47,9 +47,10 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
     if (!trap_sites_.empty() && !t.is_doing<SteppingThroughPad>() && !t.at_syscall_entry)
         if (auto p = trap_sites_.pass(tid, t, step); !p) return p;
     t.collected_at.reset();
-    if (!step) {
-        t.end<SteppingFastJump>();
-    } else if ((t.is_doing<Plain>() || t.is_doing<RecordStepping>()) && !fast_sites_.empty()) {
+    if (!step) t.end<SteppingFastJump>();
+    if ((t.is_doing<Plain>() || t.is_doing<RecordStepping>()) && !fast_sites_.empty())
+        if (auto r = fast_sites_.resume_inside_jump(tid, t, step); !r) return r;
+    if (step && (t.is_doing<Plain>() || t.is_doing<RecordStepping>()) && !fast_sites_.empty()) {
         auto s = registers_.snapshot(tid, false);
         if (!s) return s.error();
         const std::uint64_t pc = arch_.pc(**s);

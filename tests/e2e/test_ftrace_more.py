@@ -88,25 +88,27 @@ def test_thread_stopped_inside_the_replaced_bytes(e2e, inside):
     s.ends_as_natively(r.of("continue", 3))
 
 
-@pytest.mark.tpagent_only("gdb refuses ftrace on instructions shorter than the jump: raw packets")
-def test_overlapping_jumps_are_refused(e2e):
-    """Fast tracepoints at step's first and second instructions: the first one's jump covers
-    the second, whose jump would overwrite part of it. QTStart is refused with a message,
-    nothing is left patched, and the program runs as natively."""
-    s = FastTrace(e2e, PHASES, "1", "3")
+@pytest.mark.tpagent_only("gdbserver's 5-byte minimum: gdb refuses ftrace at step's first instruction")
+def test_overlapping_jumps_give_way_to_a_trap(e2e):
+    """Fast tracepoints at step's first and second instructions: the first one's jump would
+    cover the second. Jumps never overlap: the second keeps its jump, the first is collected
+    through a trap (tstart says so), both collect every call, and the program runs as
+    natively."""
+    calls = 3
+    s = FastTrace(e2e, PHASES, "1", str(calls))
+    s.quiet_tstart = False
     listing = s.gdb("x/2i step", connect=False).of("x/2i step")
     second = [int(o or 0) for o in re.findall(r"^\s*0x[0-9a-f]+ <step(?:\+(\d+))?>:", listing, re.M)][1]
-    sent = (
-        "maint packet QTinit",
-        f'eval "maint packet QTDP:1:%lx:E:0:0:F{second:x}", &step',
-        f'eval "maint packet QTDP:2:%lx:E:0:0:F3", (char*)&step + {second}',
-        "maint packet QTStart",
-    )
-    r = s.gdb(*TO_MAIN, *sent, *TO_THE_END)
-    replies = r.replies(*sent)
-    assert replies[:3] == ["OK"] * 3, replies
-    assert re.fullmatch(r"E\..*has its jump there.*", replies[3]), replies
-    s.ends_as_natively(r.of("continue", 1))
+    assert second < 5, f"step's first instruction is 5 bytes or more:\n{listing}"
+    define = s.define(ftrace("*step"), ftrace(f"*(char *)step + {second}"))
+    r = s.gdb(*TO_MAIN, define, "break finished", "tstart", "monitor tracepoints", "continue", "tstop",
+              "tstatus", *TO_THE_END)
+    assert re.search(r"^Fast tracepoint 2 at 0x[0-9a-f]+ is collected through a trap \(trap speed\): "
+                     r"tracepoint 3 at 0x[0-9a-f]+ is inside its jump\.$", r.of("tstart"), re.M), r.of("tstart")
+    assert re.search(r"^Fast tracepoint 3 at 0x[0-9a-f]+ jumps to its pad", r.of("monitor tracepoints"), re.M), \
+        r.of("monitor tracepoints")
+    r.trace_stopped("by a tstop command", 2 * calls)
+    s.ends_as_natively(r.of("continue", 2))
 
 
 # --------------------------------------------------------------------------- 2. disable and enable while tracing

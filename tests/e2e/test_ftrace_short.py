@@ -33,6 +33,7 @@ TRAPS = {
 def define_all(s: FastTrace) -> str:
     return s.define(
         ftrace("short_entry", "collect $rdi"),
+        ftrace("padded_ret", "collect $rdi"),
         ftrace("loop_head", "collect $rdi"),
         ftrace("leaf_ret", "collect $rdi"),
         ftrace("table_target", "collect $rax"),
@@ -54,17 +55,20 @@ class ToldTrace(FastTrace):
 def test_short_instructions_take_a_jump_or_a_trap_that_says_why(e2e):
     s = ToldTrace(e2e, PROGRAM, str(CALLS), pie=True)
     walk = s.walk("$rdi", tracepoint=2)
+    walk_padded = s.walk("$rdi", tracepoint=3)
     r = s.gdb(
         *TO_MAIN, define_all(s), "info tracepoints", "print/x &short_entry",
         "break finished", "tstart", "monitor tracepoints", "continue", "tstop", "tstatus",
         walk,
-        "tfind none", "tfind tracepoint 3", "print $rdi",
-        "tfind none", "tfind tracepoint 5", "print $rax",
+        "tfind none", "tfind tracepoint 4", "print $rdi",
+        "tfind none", "tfind tracepoint 6", "print $rax",
+        walk_padded,
         *TO_THE_END,
     )
-    numbers = {"short_entry": 2, "loop_head": 3, "leaf_ret": 4, "table_target": 5, "ptr_target": 6}
+    numbers = {"short_entry": 2, "padded_ret": 3, "loop_head": 4, "leaf_ret": 5, "table_target": 6,
+               "ptr_target": 7}
     where = addresses(r, "info tracepoints")
-    assert len(where) == 5, r.of("info tracepoints")
+    assert len(where) == 6, r.of("info tracepoints")
     assert where[2] == int(r.value("print/x &short_entry"), 16)
 
     told, listed = r.of("tstart"), r.of("monitor tracepoints")
@@ -75,11 +79,15 @@ def test_short_instructions_take_a_jump_or_a_trap_that_says_why(e2e):
         assert re.search(line, listed), (name, listed)
     assert re.search(rf"Fast tracepoint 2 at 0x{where[2]:x} jumps to its pad \(5 bytes of instructions "
                      r"displaced\)", listed), listed
-    assert "Fast tracepoint 2" not in told, told
+    # mov; ret; int3: the window ends in padding after the return, which never runs.
+    assert re.search(rf"Fast tracepoint 3 at 0x{where[3]:x} jumps to its pad \(5 bytes of instructions "
+                     r"displaced\)", listed), listed
+    assert "Fast tracepoint 2 " not in told and "Fast tracepoint 3 " not in told, told
 
     # Every call collected, fast or trapped, with its values; the program as it runs alone.
-    r.trace_stopped("by a tstop command", 5 * CALLS)
+    r.trace_stopped("by a tstop command", 6 * CALLS)
     assert [f[2] for f in r.frames(walk)] == list(range(CALLS)), r.of(walk)
+    assert [f[2] for f in r.frames(walk_padded)] == list(range(CALLS)), r.of(walk_padded)
     assert r.value("print $rdi") == "1"  # loop_head(i + 1), first call
     assert r.value("print $rax") == "0"  # table_target's xor has not run yet
     s.ends_as_natively(r.of("continue", 2))
@@ -111,4 +119,25 @@ def test_a_thread_that_will_return_inside_the_jump_keeps_it_a_trap(e2e):
                      r"thread \d+ will return or resume at 0x[0-9a-f]+, inside the 5 bytes the jump displaces",
                      r.of("tstart"), re.M), r.of("tstart")
     r.trace_stopped("by a tstop command", CALLS - 1)
+    s.ends_as_natively(r.of("continue", 3))
+
+
+def test_stepping_through_a_jump_that_displaces_several_instructions(e2e):
+    """gdb stops at short_entry (its breakpoint in front of the jump) and steps three
+    instructions: xor and mov are the jump's displaced pair, lea is past it. Each stepi stops
+    at the program's next instruction (the mov inside the jump's bytes too: it runs from its
+    copy in the pad when the thread goes on), the step off the breakpoint collects, and every
+    call is collected once; the program ends as it does alone."""
+    s = ToldTrace(e2e, PROGRAM, str(CALLS), pie=True)
+    r = s.gdb(
+        *TO_MAIN, s.define(ftrace("short_entry", "collect $rdi")), "tstart", "break short_entry",
+        "continue", "stepi", "print $pc", "stepi", "print $pc", "stepi", "print $pc", "print $rdx",
+        "delete", "break finished", "continue", "tstop", "tstatus", *TO_THE_END,
+    )
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    assert re.search(r"<short_entry\+2>", r.value("print $pc")), r.value("print $pc")
+    assert re.search(r"<short_entry\+5>", r.value("print $pc", 1)), r.value("print $pc", 1)
+    assert re.search(r"<short_entry\+9>", r.value("print $pc", 2)), r.value("print $pc", 2)
+    assert r.value("print $rdx") == "0"  # mov %rdi,%rdx ran, from the pad, for short_entry(0)
+    r.trace_stopped("by a tstop command", CALLS)
     s.ends_as_natively(r.of("continue", 3))

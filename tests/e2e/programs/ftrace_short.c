@@ -4,7 +4,10 @@
      short_entry(n)  xor; mov; lea; ret: nothing reaches inside its first 5 bytes -> a jump.
                      Returns 3n.
      loop_head(n)    xor, then a loop whose head is the next instruction -> a trap. Returns n.
-     leaf_ret(n)     mov; ret: the jump would have to displace the return -> a trap. Returns n.
+     padded_ret(n)   mov; ret; int3 padding: the padding after the return never runs -> a
+                     jump. Returns n.
+     leaf_ret(n)     mov; ret; then the next function: the jump would have to displace the
+                     return and code after it -> a trap. Returns n.
      table_target()  xor, then an instruction switch_case's jump table leads to -> a trap.
                      Returns 7.
      switch_case(n)  a PIC jump table: n even -> 10, n odd -> table_target's second
@@ -19,6 +22,7 @@
 
 long short_entry(long n);
 long loop_head(long n);
+long padded_ret(long n);
 long leaf_ret(long n);
 long table_target(void);
 long switch_case(long n);
@@ -40,10 +44,14 @@ __asm__(".text\n"
         "  jl 1b\n"
         "  ret\n"
         ".size loop_head,.-loop_head\n"
-        ".globl leaf_ret\n.type leaf_ret,@function\nleaf_ret:\n"
+        ".globl padded_ret\n.type padded_ret,@function\npadded_ret:\n"
         "  mov %rdi,%rax\n"
         "  ret\n"
         "  int3\n  int3\n  int3\n  int3\n"
+        ".size padded_ret,.-padded_ret\n"
+        ".globl leaf_ret\n.type leaf_ret,@function\nleaf_ret:\n"
+        "  mov %rdi,%rax\n"
+        "  ret\n"
         ".size leaf_ret,.-leaf_ret\n"
         ".globl table_target\n.type table_target,@function\ntable_target:\n"
         "  xor %eax,%eax\n"
@@ -99,8 +107,8 @@ int main(int argc, char** argv) {
     const long calls = argc > 1 ? atol(argv[1]) : 5;
     long sum = 0;
     for (long i = 0; i < calls; i++)
-        sum += short_entry(i) + loop_head(i + 1) + leaf_ret(i) + table_target() + switch_case(i) +
-               ptr_target() + stored_pointer() + calls_out(callee);
+        sum += short_entry(i) + loop_head(i + 1) + padded_ret(i) + leaf_ret(i) + table_target() +
+               switch_case(i) + ptr_target() + stored_pointer() + calls_out(callee);
     printf("sum %ld\n", sum);
     finished();
     return 0;

@@ -69,15 +69,21 @@ TEST_CASE("displaced instructions must each fall through to the next", "[arch][c
         CHECK(r.covered == 6);
         CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
     }
+    SECTION("a return followed by padding only moves: the padding never runs") {
+        const Bytes code = {0x89, 0xf8, 0xc3, 0xcc, 0x66, 0x90}; // mov eax,edi; ret; int3; nop
+        auto r = five_bytes_of(code);
+        CHECK(r.covered == 6);
+        CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
+    }
     SECTION("a return with code after it is refused") {
-        const Bytes code = {0x89, 0xf8, 0xc3, 0xcc, 0xcc, 0xcc}; // mov eax,edi; ret; int3...
+        const Bytes code = {0x89, 0xf8, 0xc3, 0x31, 0xc0, 0x90}; // mov eax,edi; ret; xor; nop
         auto r = five_bytes_of(code);
         auto why = x86::displacement_hazard(code, kAt, r);
         REQUIRE(why);
         CHECK(why->find("a return at 0x401002") != std::string::npos);
     }
     SECTION("a jump before the last is refused") {
-        const Bytes code = {0xeb, 0x10, 0x90, 0x90, 0x90, 0x90}; // jmp +0x10; nops
+        const Bytes code = {0xeb, 0x10, 0x31, 0xc0, 0x90, 0x90}; // jmp +0x10; xor; nops
         auto r = five_bytes_of(code);
         auto why = x86::displacement_hazard(code, kAt, r);
         REQUIRE(why);
