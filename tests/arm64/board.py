@@ -279,12 +279,14 @@ class BoardE2E(E2E):
     def __init__(self, board: Board, server: ServerBinary, tmp: Path) -> None:
         super().__init__(server, board.programs, tmp)
         self.board = board
-        # gdb reads the board's libraries and programs from the sysroot. It unwinds in trace
-        # frames (which hold no code) only when it may read code from the files: without
-        # trust-readonly-sections, `print iteration` in a frame that collected it says
-        # <unavailable> on arm64, with either stub.
+        # gdb reads the board's libraries and programs from the sysroot: that is all tpagent
+        # needs. gdb's arm64 unwinder reads code in trace frames (which hold none); gdbserver
+        # serves only QTro's ranges, the executable's read-only sections at link-time
+        # addresses, so with it, in a PIE or a library, `print iteration` in a frame that
+        # collected it says <unavailable> unless gdb reads code from the files itself.
         sysroot = f"set sysroot {board.sysroot}"
-        self.gdb_init = (*(sysroot if o == "set sysroot /" else o for o in GDB_INIT), "set trust-readonly-sections on")
+        files = ("set trust-readonly-sections on",) if server.is_gdbserver else ()
+        self.gdb_init = (*(sysroot if o == "set sysroot /" else o for o in GDB_INIT), *files)
 
     def serve(
         self, program: Path, *args: str, options: tuple[str, ...] = (), launcher: tuple[str, ...] = ()
