@@ -284,11 +284,11 @@ Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std:
 
 std::uint64_t LinuxProcess::read_only_image_extent(std::uint64_t addr, std::uint64_t length) {
     if (!alive()) return 0;
-    return process::read_only_image_extent(
-        read_maps(pid_), addr, length, [this](std::uint64_t at, std::span<std::uint8_t> out) {
-            auto got = read_memory(at, out);
-            return got && *got == out.size();
-        });
+    return process::read_only_image_extent(read_maps(pid_), addr, length,
+                                           [this](std::uint64_t at, std::span<std::uint8_t> out) {
+                                               auto got = read_memory(at, out);
+                                               return got && *got == out.size();
+                                           });
 }
 
 // Of the program's code, under the fast tracepoints' jumps and the breakpoints

@@ -16,8 +16,7 @@ bool read_only_file(const MappedRange& m) {
 bool elf_object(std::span<const MappedRange> maps, const MappedRange& m,
                 const ReadProgramMemory& read) {
     for (const MappedRange& first : maps) {
-        if (first.offset != 0 || first.inode != m.inode || first.name != m.name ||
-            !first.readable)
+        if (first.offset != 0 || first.inode != m.inode || first.name != m.name || !first.readable)
             continue;
         std::array<std::uint8_t, 4> magic{};
         if (read(first.start, magic) && magic == std::array<std::uint8_t, 4>{0x7f, 'E', 'L', 'F'})
@@ -29,10 +28,9 @@ bool elf_object(std::span<const MappedRange> maps, const MappedRange& m,
 
 std::uint64_t read_only_image_extent(std::span<const MappedRange> maps, std::uint64_t addr,
                                      std::uint64_t length, const ReadProgramMemory& read) {
-    const auto after = std::upper_bound(maps.begin(), maps.end(), addr,
-                                        [](std::uint64_t a, const MappedRange& m) {
-                                            return a < m.start;
-                                        });
+    const auto after =
+        std::upper_bound(maps.begin(), maps.end(), addr,
+                         [](std::uint64_t a, const MappedRange& m) { return a < m.start; });
     if (after == maps.begin() || length == 0) return 0;
     const MappedRange& m = *std::prev(after);
     if (addr >= m.end || !read_only_file(m) || !elf_object(maps, m, read)) return 0;

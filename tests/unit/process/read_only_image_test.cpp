@@ -24,13 +24,15 @@ const char* const kMaps =
     "ffff80400000-ffff80401000 r-xp 00000000 00:00 0\n"
     "ffff80500000-ffff80501000 r-xp 00000000 00:00 0          [vdso]\n";
 
+const std::string kElf{'\x7f', 'E', 'L', 'F'};
+
 struct Program {
     std::vector<MappedRange> maps = parse_maps(kMaps);
-    std::map<std::uint64_t, std::string> magic{{0xaaaab0000000, "\x7f" "ELF"},
+    std::map<std::uint64_t, std::string> magic{{0xaaaab0000000, kElf},
                                                {0xffff80000000, "DATA"},
-                                               {0xffff80100000, "\x7f" "ELF"},
-                                               {0xffff80200000, "\x7f" "ELF"},
-                                               {0xffff80300000, "\x7f" "ELF"}};
+                                               {0xffff80100000, kElf},
+                                               {0xffff80200000, kElf},
+                                               {0xffff80300000, kElf}};
     int reads = 0;
     std::uint64_t extent(std::uint64_t addr, std::uint64_t length) {
         return read_only_image_extent(maps, addr, length,
