@@ -608,9 +608,13 @@ def fast_frame_reads_the_program_image(s: Scenario, where: str) -> Result:
         define = s.define(ftrace(s.at("traced_late"), "collect $regs, n, scale, $locals"))
         shown = {"print n": "2", "print scale": "3", "print squared": "4", "print product": f"{ftrace_mix(12)}"}
         frame, uncollected = r"^#0  traced \(n=2, scale=3\) at .*ftrace_loop\.c:\d+$", "print untouched"
+    # QTro naming all memory transparent makes no writable memory so: the data stays refused.
+    variable = uncollected.removeprefix("print ")
+    read_data = f'python gdb.execute("maint packet m%x,4" % int(gdb.parse_and_eval("(unsigned long) &{variable}")))'
     r = s.gdb(
         "show trust-readonly-sections", *TO_MAIN, define, *trace_to("finished"), "tfind 2", "set print entry-values no", "frame", *shown,
-        uncollected, "set $at = $pc", "x/2i $pc", "tfind none", "x/2i $at", *TO_THE_END,
+        uncollected, "maint packet QTro:0,ffffffffffffffff", read_data, "set $at = $pc", "x/2i $pc", "tfind none",
+        "x/2i $at", *TO_THE_END,
     )
     assert re.search(r"\bis off\.$", r.of("show trust-readonly-sections"), re.M), r.of("show trust-readonly-sections")
     assert r.status().collected == 4, r.status()
@@ -618,6 +622,8 @@ def fast_frame_reads_the_program_image(s: Scenario, where: str) -> Result:
     assert re.search(frame, r.of("frame"), re.M), r.of("frame")
     assert {command: r.value(command) for command in shown} == shown, [r.of(c) for c in shown]
     assert r.value(uncollected) == "<unavailable>", r.of(uncollected)
+    assert r.replies("maint packet QTro:0,ffffffffffffffff") == ["OK"]
+    assert re.search(r'received: "E[0-9a-f]{2}"', r.of(read_data)), r.of(read_data)
     in_frame, live = r.of("x/2i $pc"), r.of("x/2i $at")
     assert "Cannot access memory" not in in_frame, in_frame
     # The same two instructions (the frame's listing marks the pc with "=>").
