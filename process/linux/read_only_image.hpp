@@ -4,13 +4,15 @@
 // gdb sends `QTro` at tstart with the executable's read-only sections at their link-time
 // addresses (wrong for a PIE) and no shared library; when it reads a trace frame it asks the
 // stub for any address in a read-only section of any object it knows (its unwinder reads code),
-// at the address the program has it. GDB manual, "Tracepoint Packets" (QTro): such memory
-// "never changes", so its current contents are what the hit saw. What stays true of that here
+// at the address the program has it. GDB manual, "Tracepoint Packets" (QTro): "these areas
+// never change", so their current contents are what the hit saw. What stays true of that here
 // is a mapping, read-only and private, of a file that is an ELF object (its first mapping,
 // at file offset 0, starts with the ELF magic): code, read-only data and RELRO data, whose
 // pages cannot be written without an mprotect. Writable memory, the heap, anonymous or shared
 // mappings, devices and read-only mappings of other files (data a program mapped) are not:
-// their contents may have changed since the hit.
+// their contents may have changed since the hit. Read when gdb asks, not kept at tstart: a
+// library's code is megabytes, and libraries loaded during the run count too (a library
+// unloaded since the hit, another mapped in its place, would show the new one).
 #pragma once
 #include "base/proc_maps.hpp"
 #include <cstdint>
