@@ -25,18 +25,24 @@ std::optional<MappedRange> parse_maps_line(std::string_view line) {
     if (!start || !end || *start >= *end) return std::nullopt;
     // Columns: range perms offset dev inode [pathname]; the pathname may hold spaces.
     std::string_view rest = line.substr(space + 1);
-    const bool readable = rest.starts_with('r');
-    std::uint64_t offset = 0;
+    const std::string_view perms = rest.substr(0, rest.find(' '));
+    std::uint64_t offset = 0, inode = 0;
     for (int column = 0; column < 4 && !rest.empty(); ++column) {
         const std::size_t next = rest.find(' ');
+        const std::string_view field = rest.substr(0, next);
         if (column == 1)
-            if (auto v = parse_hex(rest.substr(0, next))) offset = *v;
+            if (auto v = parse_hex(field)) offset = *v;
+        if (column == 3)
+            std::from_chars(field.data(), field.data() + field.size(), inode); // decimal
         rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next + 1);
     }
     const std::size_t name = rest.find_first_not_of(' ');
-    return MappedRange{*start, *end, readable,
-                       std::string(name == std::string_view::npos ? "" : rest.substr(name)),
-                       offset};
+    MappedRange out{*start, *end, perms.starts_with('r'),
+                    std::string(name == std::string_view::npos ? "" : rest.substr(name)), offset};
+    out.writable = perms.size() > 1 && perms[1] == 'w';
+    out.shared = perms.size() > 3 && perms[3] == 's';
+    out.inode = inode;
+    return out;
 }
 
 std::vector<MappedRange> parse_maps(std::string_view text) {

@@ -15,6 +15,9 @@ struct MappedRange {
     bool readable = false;    // perms start with 'r'
     std::string name;         // the pathname column: a file, "[stack]", "/memfd:x (deleted)"...
     std::uint64_t offset = 0; // into the file
+    bool writable = false;    // perms' 'w'
+    bool shared = false;      // perms' 's' (MAP_SHARED), else 'p'
+    std::uint64_t inode = 0;  // of the file; 0 for anonymous memory
 };
 
 // One line of /proc/PID/maps (also the first line of each mapping in /proc/PID/smaps); nullopt

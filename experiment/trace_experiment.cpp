@@ -49,7 +49,6 @@ void TraceExperiment::init() {
     fast_.forget_records();
     table_.clear();
     variables_.clear();
-    readonly_.clear();
     if (buffer_.frame_count() == 0) discard_frames();
 }
 
@@ -178,12 +177,6 @@ Status TraceExperiment::set_enabled(const trace::TracepointKey& key, bool enable
     if (any_enabled_at(key.address)) return install(*inferior, key.address);
     inferior->trap_sites().remove(key.address);
     return ok_status();
-}
-
-bool TraceExperiment::in_readonly_range(std::uint64_t addr, std::uint64_t len) const {
-    for (const protocol::AddressRange& r : readonly_)
-        if (addr >= r.start && addr + len <= r.end) return true;
-    return false;
 }
 
 void TraceExperiment::set_notes(const protocol::TraceNotes& notes) {

@@ -55,9 +55,6 @@ class TraceExperiment {
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
     // QTEnable / QTDisable.
     Status set_enabled(const trace::TracepointKey& key, bool enabled, process::Target* inferior);
-    void set_readonly_ranges(std::vector<protocol::AddressRange> ranges) { // QTro
-        readonly_ = std::move(ranges);
-    }
     void set_notes(const protocol::TraceNotes& notes);      // QTNotes
     Status set_buffer(const trace::BufferSetting& setting); // QTBuffer:size|circular
     void set_disconnected_tracing(bool on) { disconnected_tracing_ = on; }
@@ -94,7 +91,6 @@ class TraceExperiment {
     // gdb went away without disconnected tracing, or the process ended.
     void stop_for(TraceStopReason reason, process::Target* inferior);
     std::string status_reply() const; // qTStatus
-    bool in_readonly_range(std::uint64_t addr, std::uint64_t len) const;
 
     // Fast tracepoints: takes in hit counts and variables and stops the trace if the
     // in-process agent stopped collecting (buffer full, pass count, error). Cheap; frames stay
@@ -143,7 +139,6 @@ class TraceExperiment {
     trace::TraceStateVariables variables_;
     trace::TraceFrameBuffer buffer_;
     trace::FrameBuilder builder_;
-    std::vector<protocol::AddressRange> readonly_;
     bool running_ = false;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;

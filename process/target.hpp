@@ -70,6 +70,13 @@ class Target {
     // Reads return how many bytes were readable from the start (0 bytes readable is an error).
     virtual Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
     virtual Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) = 0;
+    // How many bytes from `addr` (at most `length`) lie in the read-only image of the
+    // executable or a shared library as mapped now (code, read-only data: memory that does not
+    // change while mapped, process/linux/read_only_image.hpp); 0 when `addr` is in none. A
+    // trace frame shows that memory from the live program.
+    virtual std::uint64_t read_only_image_extent(std::uint64_t /*addr*/, std::uint64_t /*length*/) {
+        return 0;
+    }
 
     // gdb's own breakpoints and watchpoints (see process/debug_points.hpp).
     virtual DebugPoints& debug_points() = 0;

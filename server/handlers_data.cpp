@@ -127,13 +127,15 @@ std::string handle_read_memory(Session& s, std::string_view args) {
     std::vector<std::uint8_t> buf(len);
     auto* inf = s.live_inferior();
     if (s.trace_frame()) {
-        // Collected memory first; read-only sections (QTro) from the live program.
-        auto& experiment = s.server().experiment();
-        auto frame = experiment.buffer().frame(*s.trace_frame());
+        // Collected memory first; else the read-only image of the program's executable and
+        // libraries (what QTro means, at the addresses the program has it), from the live
+        // program, as far as that image goes.
+        auto frame = s.server().experiment().buffer().frame(*s.trace_frame());
         std::size_t got = frame ? frame->read_memory(range->addr, buf) : 0;
         if (got > 0) return to_hex(std::span(buf.data(), got));
-        if (!inf || !experiment.in_readonly_range(range->addr, len))
-            return reply_error(ErrorCode::MemoryAccess);
+        len = inf ? inf->read_only_image_extent(range->addr, len) : 0;
+        if (len == 0) return reply_error(ErrorCode::MemoryAccess);
+        buf.resize(len);
     }
     if (!s.trace_frame()) inf = s.addressed(); // (a forked child's copy, say)
     if (!inf) return reply_error(ErrorCode::NoProcess);

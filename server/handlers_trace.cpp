@@ -94,10 +94,13 @@ std::string handle_trace_variable(Session& s, std::string_view args) {
     return reply_ok();
 }
 
-std::string handle_trace_readonly(Session& s, std::string_view args) {
+// QTro lists the executable's read-only sections at their link-time addresses (wrong for a
+// PIE) and no library: a trace frame shows the read-only image of every ELF object where the
+// program has it instead (handle_read_memory, Target::read_only_image_extent). The ranges are
+// checked, and acknowledged.
+std::string handle_trace_readonly(Session&, std::string_view args) {
     auto ranges = parse_readonly_ranges(args);
     if (!ranges) return reply_error_text(ranges.error());
-    experiment(s).set_readonly_ranges(std::move(*ranges));
     return reply_ok();
 }
 

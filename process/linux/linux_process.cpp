@@ -2,8 +2,10 @@
 #include "process/linux/terminal.hpp"
 #include "process/linux/code_guard.hpp"
 #include "process/linux/child_events.hpp"
+#include "process/linux/read_only_image.hpp"
 #include "process/linux/sdt_markers.hpp"
 #include "base/proc_files.hpp"
+#include "base/proc_maps.hpp"
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -278,6 +280,15 @@ Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std:
     // Fast tracepoint jumps are hidden too: gdb sees the program's own code.
     fast_sites_.hide_jumps(addr, out.first(got));
     return got;
+}
+
+std::uint64_t LinuxProcess::read_only_image_extent(std::uint64_t addr, std::uint64_t length) {
+    if (!alive()) return 0;
+    return process::read_only_image_extent(read_maps(pid_), addr, length,
+                                           [this](std::uint64_t at, std::span<std::uint8_t> out) {
+                                               auto got = read_memory(at, out);
+                                               return got && *got == out.size();
+                                           });
 }
 
 // Of the program's code, under the fast tracepoints' jumps and the breakpoints

@@ -54,6 +54,7 @@ class LinuxProcess final : public Target {
     ThreadRegisters& registers() override { return registers_; }
 
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override;
+    std::uint64_t read_only_image_extent(std::uint64_t addr, std::uint64_t length) override;
     Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) override;
 
     DebugPoints& debug_points() override { return debug_points_; }

@@ -284,12 +284,16 @@ class BoardE2E(E2E):
     def __init__(self, board: Board, server: ServerBinary, tmp: Path) -> None:
         super().__init__(server, board.programs, tmp)
         self.board = board
-        # gdb reads the board's libraries and programs from the sysroot. It unwinds in trace
-        # frames (which hold no code) only when it may read code from the files: without
-        # trust-readonly-sections, `print iteration` in a frame that collected it says
-        # <unavailable> on arm64, with either stub.
+        # gdb reads the board's libraries and programs from the sysroot: that is all tpagent
+        # needs. gdb's arm64 unwinder reads code in trace frames (which hold none); gdbserver
+        # serves only QTro's ranges, the executable's read-only sections at link-time
+        # addresses, so with it, in a PIE or a library, `print iteration` in a frame that
+        # collected it says <unavailable> unless gdb reads code from the files itself.
         sysroot = f"set sysroot {board.sysroot}"
-        self.gdb_init = (*(sysroot if o == "set sysroot /" else o for o in GDB_INIT), "set trust-readonly-sections on")
+        self.gdb_init = tuple(sysroot if o == "set sysroot /" else o for o in GDB_INIT)
+        self.files_init = (*self.gdb_init, "set trust-readonly-sections on")
+        if server.is_gdbserver:
+            self.gdb_init = self.files_init
 
     def serve(
         self, program: Path, *args: str, options: tuple[str, ...] = (), launcher: tuple[str, ...] = ()
@@ -311,7 +315,10 @@ class BoardE2E(E2E):
         return server
 
     def gdb_start(self, *commands: str, program: Path | None = None, tty: bool = False) -> Gdb:
-        argv = gdb_argv(list(commands), program, gdb=GDB, init=self.gdb_init)
+        # A trace file (target tfile) has no stub behind it: gdb unwinds its frames of a PIE
+        # with code it reads from the files, which it does only with trust-readonly-sections.
+        reads_a_file = any(c.startswith("target tfile") for c in commands)
+        argv = gdb_argv(list(commands), program, gdb=GDB, init=self.files_init if reads_a_file else self.gdb_init)
         return Gdb(list(commands), program, self.reaper, tty=tty, argv=argv)
 
     def board_command(self, command: str) -> str:

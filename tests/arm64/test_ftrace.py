@@ -76,6 +76,18 @@ def test_shared_library(arm64):
     )
 
 
+@pytest.mark.parametrize("where", ["pie", "non_pie", "shared_library"])
+def test_frames_read_with_only_the_sysroot(arm64, where):
+    """gdb-multiarch with only `set sysroot`: a fast frame in a PIE, a non-PIE and a shared
+    library prints its collected arguments and locals (gdb's arm64 unwinder analyses the
+    function's prologue, code that tpagent serves from the live program's read-only image)."""
+    if where == "shared_library":
+        s = BoardFastTrace(arm64, "ftrace_shlib", "4", program=arm64.board.payload / "ftrace_shlib")
+        shared.fast_frame_reads_the_program_image(s, "library")
+    else:
+        shared.fast_frame_reads_the_program_image(BoardFastTrace(arm64, PROGRAM, "4", pie=where == "pie"), "program")
+
+
 def test_condition_locals_and_memory(arm64):
     """The condition interpreted or compiled in the program (test_condition_runs_as_native_arm64_code
     checks which)."""

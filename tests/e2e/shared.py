@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import WAIT_TIMEOUT, DISCONNECTED, assert_in_order, hex_value
-from scenario import TO_MAIN, Result, Scenario, ftrace, trace, trace_to, tracepoint_address, while_stepping
+from scenario import TO_MAIN, TO_THE_END, Result, Scenario, ftrace, trace, trace_to, tracepoint_address, while_stepping
 
 
 def tracer(fast: bool):
@@ -585,6 +585,50 @@ def fast_shared_library(s: Scenario, arch: Arch) -> Result:
     # Frame k: lib_traced(10 * k), after lib_traced(10 * (k - 1)).
     expected = [(k, 2, 10 * k, k, 10 * (k - 1) if k else -1) for k in range(6)]
     assert r.frames(walk) == expected, r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))
+    return r
+
+
+def fast_frame_reads_the_program_image(s: Scenario, where: str) -> Result:
+    """gdb with no setting beyond the sysroot (trust-readonly-sections off): fast frame 2 of
+    ftrace_loop.c 4 at traced_late (WHERE "program": a PIE or not, as S was built) or of
+    ftrace_shlib 4 at lib_traced's first line (WHERE "library") shows the arguments and
+    locals it collected, and `frame` names them. gdb reads the function's code, which no
+    frame holds, to unwind (arm64's prologue analysis) and to disassemble: the stub serves it
+    from the live program's read-only image, at the addresses the program has it (gdb's QTro
+    names the executable's sections at link-time addresses, and no library). What was neither
+    collected nor read-only (a global in the data) stays <unavailable>, and the code in the
+    frame reads as the program's, the jump hidden, the same as outside it."""
+    if where == "library":
+        location = f"ftrace_lib.c:{s.e2e.line('ftrace_lib', 'lib_entry')}"
+        define = s.define(ftrace(location, "collect $regs, n"))
+        shown = {"print n": "20"}
+        frame, uncollected = r"^#0  lib_traced \(n=20\) at .*ftrace_lib\.c:\d+$", "print lib_last"
+    else:
+        define = s.define(ftrace(s.at("traced_late"), "collect $regs, n, scale, $locals"))
+        shown = {"print n": "2", "print scale": "3", "print squared": "4", "print product": f"{ftrace_mix(12)}"}
+        frame, uncollected = r"^#0  traced \(n=2, scale=3\) at .*ftrace_loop\.c:\d+$", "print untouched"
+    # QTro naming all memory transparent makes no writable memory so: the data stays refused.
+    variable = uncollected.removeprefix("print ")
+    read_data = f'python gdb.execute("maint packet m%x,4" % int(gdb.parse_and_eval("(unsigned long) &{variable}")))'
+    r = s.gdb(
+        "show trust-readonly-sections", *TO_MAIN, define, *trace_to("finished"), "tfind 2", "set print entry-values no", "frame", *shown,
+        uncollected, "maint packet QTro:0,ffffffffffffffff", read_data, "set $at = $pc", "x/2i $pc", "tfind none",
+        "x/2i $at", *TO_THE_END,
+    )
+    assert re.search(r"\bis off\.$", r.of("show trust-readonly-sections"), re.M), r.of("show trust-readonly-sections")
+    assert r.status().collected == 4, r.status()
+    assert r.found("tfind 2") == (2, 2)
+    assert re.search(frame, r.of("frame"), re.M), r.of("frame")
+    assert {command: r.value(command) for command in shown} == shown, [r.of(c) for c in shown]
+    assert r.value(uncollected) == "<unavailable>", r.of(uncollected)
+    assert r.replies("maint packet QTro:0,ffffffffffffffff") == ["OK"]
+    assert re.search(r'received: "E[0-9a-f]{2}"', r.of(read_data)), r.of(read_data)
+    in_frame, live = r.of("x/2i $pc"), r.of("x/2i $at")
+    assert "Cannot access memory" not in in_frame, in_frame
+    # The same two instructions (the frame's listing marks the pc with "=>").
+    strip = lambda text: [re.sub(r"^(=>)?\s*", "", line) for line in text.strip().splitlines()]
+    assert strip(in_frame) == strip(live) and len(strip(live)) == 2, (in_frame, live)
     s.ends_as_natively(r.of("continue", 2))
     return r
 

@@ -87,6 +87,18 @@ def test_shared_library(e2e):
     shared.fast_shared_library(FastTrace(e2e, "ftrace_shlib", "6", program=e2e.programs.with_library()), shared.X86_64)
 
 
+@pytest.mark.tpagent_only("gdbserver's jump pads are too far from PIE code and shared libraries")
+@pytest.mark.parametrize("where", ["pie", "shared_library"])
+def test_frames_read_the_program_image(e2e, where):
+    """As on arm64 (tests/arm64): a fast frame of a PIE or a library shows its arguments and
+    locals with no setting beyond the sysroot, and its code reads as the program's."""
+    if where == "shared_library":
+        s = FastTrace(e2e, "ftrace_shlib", "4", program=e2e.programs.with_library())
+        shared.fast_frame_reads_the_program_image(s, "library")
+    else:
+        shared.fast_frame_reads_the_program_image(FastTrace(e2e, PROGRAM, "4", pie=True), "program")
+
+
 # --------------------------------------------------------------------------- what is collected, when
 
 

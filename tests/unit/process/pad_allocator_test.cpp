@@ -25,6 +25,11 @@ TEST_CASE("parse_maps reads the ranges of /proc/PID/maps, sorted", "[pad]") {
     CHECK_FALSE(maps[3].readable);
     CHECK(maps[3].name.empty());
     CHECK(maps[4].name == "/memfd:a b (deleted)");
+    // The permissions and the file: what a trace frame may read from the live program.
+    CHECK((maps[0].inode == 42 && maps[0].offset == 0 && !maps[0].writable && !maps[0].shared));
+    CHECK(maps[1].offset == 0x1000);
+    CHECK((maps[2].inode == 0 && !maps[2].writable));
+    CHECK((maps[4].writable && maps[4].shared && maps[4].inode == 7));
 }
 
 TEST_CASE("find_free_range picks the gap closest to the code", "[pad]") {
