@@ -74,9 +74,9 @@ CodeEntries::File CodeEntries::analyse(pid_t pid, const std::string& path, std::
         arch_.sweep_code_references(c.bytes, c.address, refs);
     for (std::uint64_t t : refs.targets)
         if (in_code(f, t)) f.entries.push_back(t);
-    // Symbols: functions other files call, and labels of hand-written code.
+    // Functions other files call.
     SymbolTable symbols(elf, sections, bias);
-    for (std::uint64_t a : symbols.addresses())
+    for (std::uint64_t a : symbols.function_addresses())
         if (in_code(f, a)) f.entries.push_back(a);
     // Stored code pointers.
     for (const LoadedSection& d : data)

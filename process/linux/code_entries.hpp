@@ -4,7 +4,7 @@
 // a jump table or a stored code pointer leading into one of those would land inside the jump.
 //
 // Found per file, once, from the program's memory (tpagent's own patches hidden) with the
-// file's section headers: its symbols, a linear sweep of its code sections (direct branch and
+// file's section headers: its function symbols, a linear sweep of its code sections (direct branch and
 // call targets, code addresses computed pc-relative), every aligned word of its data sections that
 // points into its code (function pointers, vtables, absolute jump tables), and the 32-bit
 // relative jump tables the code reaches pc-relative (entries read while they land in code).

@@ -77,13 +77,9 @@ std::optional<std::uint64_t> SymbolTable::address_of(std::string_view name) {
     return it->second;
 }
 
-std::vector<std::uint64_t> SymbolTable::addresses() {
+std::vector<std::uint64_t> SymbolTable::function_addresses() {
     if (!loaded_) load();
-    std::vector<std::uint64_t> out;
-    out.reserve(symbols_.size());
-    for (const auto& [name, address] : symbols_)
-        out.push_back(address);
-    return out;
+    return functions_;
 }
 
 void SymbolTable::load() {
@@ -101,6 +97,8 @@ void SymbolTable::load() {
         if (name.empty()) continue;
         const std::uint64_t value = sym.st_shndx == SHN_ABS ? sym.st_value : sym.st_value + bias_;
         symbols_.emplace(std::string(name), value); // the first definition wins
+        const unsigned type = ELF64_ST_TYPE(sym.st_info);
+        if (type == STT_FUNC || type == STT_GNU_IFUNC) functions_.push_back(value);
     }
 }
 

@@ -68,8 +68,8 @@ class SymbolTable {
                 bool dynamic_only = false)
         : elf_(elf), sections_(sections), bias_(bias), dynamic_only_(dynamic_only) {}
     std::optional<std::uint64_t> address_of(std::string_view name);
-    // Every defined symbol's address.
-    std::vector<std::uint64_t> addresses();
+    // The addresses of the defined functions (STT_FUNC, STT_GNU_IFUNC).
+    std::vector<std::uint64_t> function_addresses();
 
   private:
     void load();
@@ -79,6 +79,7 @@ class SymbolTable {
     bool dynamic_only_;
     bool loaded_ = false;
     std::map<std::string, std::uint64_t, std::less<>> symbols_;
+    std::vector<std::uint64_t> functions_;
 };
 
 // Where the file's first loadable segment starts, page-aligned, at link time.

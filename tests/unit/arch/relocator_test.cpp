@@ -596,6 +596,50 @@ bool has_mnemonic(std::span<const std::uint8_t> code, std::size_t covered,
     return false;
 }
 
+// Whether `code` (relocated as `r` from `from` to `to`) holds an instruction whose outcome
+// differs by design from its relocated run's: rcx after syscall is where it returns to, and
+// these read clocks or entropy.
+bool differs_by_design(std::span<const std::uint8_t> code, const x86::Relocated& r) {
+    return has_mnemonic(code, r.covered,
+                        {ZYDIS_MNEMONIC_SYSCALL, ZYDIS_MNEMONIC_RDTSC, ZYDIS_MNEMONIC_RDTSCP,
+                         ZYDIS_MNEMONIC_RDRAND, ZYDIS_MNEMONIC_RDSEED, ZYDIS_MNEMONIC_RDPID});
+}
+
+// Runs `code` at `from` and its relocation `r` at `to` from one random state, from every
+// instruction boundary, and checks that they agree; returns how many runs it compared.
+int check_from_every_boundary(const Bytes& code, std::uint64_t from, std::uint64_t to,
+                              const x86::Relocated& r, std::mt19937_64& g) {
+    Setup s;
+    for (auto& v : s.gpr)
+        v = (g() % 4 == 0) ? g() % 4 : g() & ((1ULL << 47) - 1);
+    s.gpr[7] = kStack + kRegion / 2 + 8 * (g() % 64);
+    s.rflags = 0x202 | (g() & 0x8d5);
+    for (auto& x : s.xmm)
+        x = {g(), g()};
+    s.regions = {region_of(from), region_of(to), region_of(kStack)};
+    s.code[from] = code;
+    s.code[to] = r.code;
+    INFO("pad " << hex(r.code));
+    std::pair<std::uint64_t, std::uint64_t> ignore{0, 0};
+    if (has_mnemonic(code, r.covered, {}, true)) ignore = {s.gpr[7] - 24, s.gpr[7] - 8};
+    int ran = 0;
+    for (const auto& b : r.boundaries) {
+        if (b.from_offset == r.covered) break;
+        INFO("from boundary " << b.from_offset);
+        const Outcome a = run(s, from + b.from_offset, from + r.covered);
+        Outcome m = run(s, to + b.pad_offset, to + r.code.size());
+        // A fault inside the pad is reported at the matching original instruction.
+        if (m.err != UC_ERR_OK && m.rip >= to && m.rip < to + r.code.size()) {
+            const auto off = x86::from_offset_of(r, m.rip - to);
+            CHECK(off.has_value());
+            if (off) m.rip = from + *off;
+        }
+        CHECK(difference(a, m, ignore) == "");
+        ++ran;
+    }
+    return ran;
+}
+
 } // namespace
 
 TEST_CASE("random real instructions behave the same when relocated far away", "[relocator]") {
@@ -633,38 +677,8 @@ TEST_CASE("random real instructions behave the same when relocated far away", "[
             refused_far += far;
             continue;
         }
-        // rcx after syscall is where it returns to, and these read clocks or entropy.
-        if (has_mnemonic(code, r->covered,
-                         {ZYDIS_MNEMONIC_SYSCALL, ZYDIS_MNEMONIC_RDTSC, ZYDIS_MNEMONIC_RDTSCP,
-                          ZYDIS_MNEMONIC_RDRAND, ZYDIS_MNEMONIC_RDSEED, ZYDIS_MNEMONIC_RDPID}))
-            continue;
-        Setup s;
-        for (auto& v : s.gpr)
-            v = (g() % 4 == 0) ? g() % 4 : g() & ((1ULL << 47) - 1);
-        s.gpr[7] = kStack + kRegion / 2 + 8 * (g() % 64);
-        s.rflags = 0x202 | (g() & 0x8d5);
-        for (auto& x : s.xmm)
-            x = {g(), g()};
-        s.regions = {region_of(from), region_of(to), region_of(kStack)};
-        s.code[from] = code;
-        s.code[to] = r->code;
-        INFO("pad " << hex(r->code));
-        std::pair<std::uint64_t, std::uint64_t> ignore{0, 0};
-        if (has_mnemonic(code, r->covered, {}, true)) ignore = {s.gpr[7] - 24, s.gpr[7] - 8};
-        for (const auto& b : r->boundaries) {
-            if (b.from_offset == r->covered) break;
-            INFO("from boundary " << b.from_offset);
-            const Outcome a = run(s, from + b.from_offset, from + r->covered);
-            Outcome m = run(s, to + b.pad_offset, to + r->code.size());
-            // A fault inside the pad is reported at the matching original instruction.
-            if (m.err != UC_ERR_OK && m.rip >= to && m.rip < to + r->code.size()) {
-                const auto off = x86::from_offset_of(*r, m.rip - to);
-                CHECK(off.has_value());
-                if (off) m.rip = from + *off;
-            }
-            CHECK(difference(a, m, ignore) == "");
-            ++ran;
-        }
+        if (differs_by_design(code, *r)) continue;
+        ran += check_from_every_boundary(code, from, to, *r, g);
     }
     CHECK(ran > 120);
     CHECK(refused_far < 50);
@@ -742,37 +756,9 @@ TEST_CASE("windows displaced at a real library's functions run the same from a p
             continue;
         }
         if (r->boundaries.size() > 2) ++longer;
-        if (has_mnemonic(code, r->covered,
-                         {ZYDIS_MNEMONIC_SYSCALL, ZYDIS_MNEMONIC_RDTSC, ZYDIS_MNEMONIC_RDTSCP,
-                          ZYDIS_MNEMONIC_RDRAND, ZYDIS_MNEMONIC_RDSEED, ZYDIS_MNEMONIC_RDPID}))
-            continue;
-        for (int state = 0; state < 2; ++state) {
-            Setup s;
-            for (auto& v : s.gpr)
-                v = (g() % 4 == 0) ? g() % 4 : g() & ((1ULL << 47) - 1);
-            s.gpr[7] = kStack + kRegion / 2 + 8 * (g() % 64);
-            s.rflags = 0x202 | (g() & 0x8d5);
-            for (auto& x : s.xmm)
-                x = {g(), g()};
-            s.regions = {region_of(from), region_of(to), region_of(kStack)};
-            s.code[from] = code;
-            s.code[to] = r->code;
-            INFO("pad " << hex(r->code));
-            std::pair<std::uint64_t, std::uint64_t> ignore{0, 0};
-            if (has_mnemonic(code, r->covered, {}, true)) ignore = {s.gpr[7] - 24, s.gpr[7] - 8};
-            for (const auto& b : r->boundaries) {
-                if (b.from_offset == r->covered) break;
-                const Outcome a = run(s, from + b.from_offset, from + r->covered);
-                Outcome m = run(s, to + b.pad_offset, to + r->code.size());
-                if (m.err != UC_ERR_OK && m.rip >= to && m.rip < to + r->code.size()) {
-                    const auto off = x86::from_offset_of(*r, m.rip - to);
-                    CHECK(off.has_value());
-                    if (off) m.rip = from + *off;
-                }
-                CHECK(difference(a, m, ignore) == "");
-                ++ran;
-            }
-        }
+        if (differs_by_design(code, *r)) continue;
+        for (int state = 0; state < 2; ++state)
+            ran += check_from_every_boundary(code, from, to, *r, g);
     }
     INFO("ran " << ran << ", windows of several instructions " << longer << ", refused "
                 << refused);
