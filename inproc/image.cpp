@@ -1,0 +1,16 @@
+// The in-process agent as a self-mapped image (libtpagent-inproc-image.so): for programs whose
+// dynamic loader cannot take the library (a static program, musl's loader) or must not be
+// called (another stopped thread may hold its lock, or malloc's). tpagent maps this file's
+// segments into the program with injected system calls, applies its relocations (RELATIVE
+// only: the build checks), and calls this entry once in one stopped thread. It uses no C
+// library: system calls of its own, per-thread state keyed by the thread pointer
+// (thread_table.cpp), no constructors. Forks need no hook: tpagent takes its jumps out of a
+// forked child's code.
+#include "inproc/inproc.hpp"
+
+// 0 when the agent started (the shared buffer is there), else -1.
+extern "C" __attribute__((visibility("default"))) long
+tpagent_inproc_image_start(long thread_pointer_by_instruction) {
+    tpagent::inproc::g_thread_pointer_by_instruction = thread_pointer_by_instruction != 0;
+    return tpagent::inproc::start_agent() ? 0 : -1;
+}
