@@ -1,0 +1,92 @@
+"""Fast tracepoints in programs whose loader cannot take the in-process agent's library, or
+must not be called: tpagent places the agent's self-mapped image (libtpagent-inproc-image.so:
+no C library, no loader, no TLS) in the program itself at tstart.
+
+programs/ftrace_loop.c built as a static glibc program, a dynamic and a static musl one
+(musl-gcc, Debian's musl-tools; skipped without it); programs/ftrace_malloc_lock.c: another
+thread holds glibc's malloc lock for good when tstart places the agent.
+"""
+
+import re
+import shutil
+import time
+
+import pytest
+
+from harness import compile_program
+from scenario import TO_MAIN, TO_THE_END, Scenario, ftrace, trace_to, tracepoint_address
+
+pytestmark = pytest.mark.tpagent_only("gdbserver traces fast only with libinproctrace.so preloaded")
+
+PROGRAM = "ftrace_loop"
+IMAGE = "libtpagent-inproc-image.so"
+# Variant -> the compiler and its flags.
+VARIANTS = {
+    "glibc_static": ("cc", "-static"),
+    "musl_dynamic": ("musl-gcc",),
+    "musl_static": ("musl-gcc", "-static"),
+}
+
+
+def build(e2e, variant: str):
+    compiler, *flags = VARIANTS[variant]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is missing (Debian's musl-tools)")
+    return compile_program(e2e.programs.source(PROGRAM), e2e.tmp / f"{PROGRAM}_{variant}", *flags,
+                           compiler=compiler)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_values_in_tfind_and_in_a_tsave_r_file(e2e, variant):
+    """Each of 5 calls of traced(i, 3) is a frame holding the registers (rdi = i, rsi = 3,
+    rip the tracepoint) and the globals as the previous call left them, in tfind and in a
+    `tsave -r` file a new gdb reads; the agent is the image; the program ends as natively."""
+    program = build(e2e, variant)
+    s = Scenario(e2e, PROGRAM, "5", program=program)
+    trace_file = e2e.tmp / f"{variant}.tf"
+    define = s.define(ftrace("traced", "collect $regs", "collect hits, current"))
+    walk = s.walk("$rdi", "$rsi", "$rip", "hits", "current.id", "current.square")
+    r = s.gdb(*TO_MAIN, define, *trace_to("finished"), walk, "print/x &hits",
+              f"tsave -r {trace_file}", *TO_THE_END)
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    tp = tracepoint_address(r.of(define), 2, fast=True, source=PROGRAM)
+    r.trace_stopped("by a tstop command", 5)
+    expected = [(k, 2, k, 3, tp, k, max(k - 1, 0), max(k - 1, 0) ** 2) for k in range(5)]
+    assert r.frames(walk) == expected, r.of(walk)
+    assert r.of(f"tsave -r {trace_file}").strip() == "", r.of(f"tsave -r {trace_file}")
+    s.ends_as_natively(r.of("continue", 2))
+
+    # (The file's tracepoint is gdb's 1 when gdb can read the code at its address, as for a
+    # non-PIE program; else it stays the target's 2: the values are what matters.)
+    saved = s.open_trace_file(trace_file, walk, live=r)
+    rows = [(k, *rest) for k, _, *rest in saved.frames(walk)]
+    assert rows == [(k, *rest) for k, _, *rest in expected], saved.of(walk)
+
+
+def test_the_image_is_what_is_placed(e2e):
+    """The program gets the image mapped (named in /proc/PID/maps), not the library."""
+    program = build(e2e, "musl_static")
+    s = Scenario(e2e, PROGRAM, "3", program=program)
+    r = s.gdb(*TO_MAIN, s.define(ftrace("traced", "collect n")), "tstart", "info proc mappings")
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    mappings = r.of("info proc mappings")
+    assert re.search(rf"/{re.escape(IMAGE)}$", mappings, re.M), mappings
+    assert "libtpagent-inproc.so" not in mappings, mappings
+
+
+def test_another_thread_holding_the_malloc_lock(e2e):
+    """A thread blocked for good inside malloc_stats(), the arena locked, when tstart places
+    the agent: nothing in the placement waits on it (the program's dlopen would, 10 s, and
+    fail), and every call is collected."""
+    s = Scenario(e2e, "ftrace_malloc_lock", "5")
+    define = s.define(ftrace("traced", "collect n, sum"))
+    walk = s.walk("n", "sum")
+    begun = time.monotonic()
+    r = s.gdb("break locked", "continue", "delete", define, "tstart", "break finished", "continue",
+              "tstop", "tstatus", walk, *TO_THE_END)
+    took = time.monotonic() - begun
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    assert took < 8, f"the session took {took:.1f} s"
+    sums = [sum(j * j for j in range(k)) for k in range(5)]
+    assert r.frames(walk) == [(k, 2, k, sums[k]) for k in range(5)], r.of(walk)
+    s.exited(r.of("continue", 2), sum(k * k for k in range(5)) % 251)
