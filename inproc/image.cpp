@@ -4,13 +4,17 @@
 // segments into the program with injected system calls, applies its relocations (RELATIVE
 // only: the build checks), and calls this entry once in one stopped thread. It uses no C
 // library: system calls of its own, per-thread state keyed by the thread pointer
-// (thread_table.cpp), no constructors. Forks need no hook: tpagent takes its jumps out of a
+// (thread_table.cpp), no constructors; like the library, it catches the SIGTRAPs a killed
+// tpagent leaves behind (orphan_traps.cpp). Forks need no hook: tpagent takes its jumps out of a
 // forked child's code.
 #include "inproc/inproc.hpp"
 
 // 0 when the agent started (the shared buffer is there), else -1.
 extern "C" __attribute__((visibility("default"))) long
 tpagent_inproc_image_start(long thread_pointer_by_instruction) {
+    if (tpagent::inproc::g_shared_buffer) return 0; // started before
     tpagent::inproc::g_thread_pointer_by_instruction = thread_pointer_by_instruction != 0;
-    return tpagent::inproc::start_agent() ? 0 : -1;
+    if (!tpagent::inproc::start_agent()) return -1;
+    tpagent::inproc::catch_orphan_traps();
+    return 0;
 }

@@ -1,9 +1,11 @@
 // The self-mapped image's per-thread state: a table keyed by the thread pointer
 // (thread_state.hpp), for programs where the image has no TLS of its own.
 #include "inproc/inproc.hpp"
-#include <asm/prctl.h>
 #include <new>
 #include <sys/syscall.h>
+#if defined(__x86_64__)
+#include <asm/prctl.h>
+#endif
 
 namespace tpagent::inproc {
 

@@ -63,15 +63,25 @@ def test_values_in_tfind_and_in_a_tsave_r_file(e2e, variant):
     assert rows == [(k, *rest) for k, _, *rest in expected], saved.of(walk)
 
 
+def sigtrap_caught(status: str) -> bool:
+    """Whether /proc/PID/status text says SIGTRAP (5) has a handler."""
+    caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+    return bool(caught & (1 << (5 - 1)))
+
+
 def test_the_image_is_what_is_placed(e2e):
-    """The program gets the image mapped (named in /proc/PID/maps), not the library."""
+    """The program gets the image mapped (named in /proc/PID/maps), not the library, and, as
+    with the library, a SIGTRAP handler for the breakpoints a killed tpagent leaves behind."""
     program = build(e2e, "musl_static")
     s = Scenario(e2e, PROGRAM, "3", program=program)
-    r = s.gdb(*TO_MAIN, s.define(ftrace("traced", "collect n")), "tstart", "info proc mappings")
+    r = s.gdb(*TO_MAIN, "info proc status", s.define(ftrace("traced", "collect n")), "tstart",
+              "info proc mappings", "info proc status")
     assert r.of("tstart").strip() == "", r.of("tstart")
     mappings = r.of("info proc mappings")
     assert re.search(rf"/{re.escape(IMAGE)}$", mappings, re.M), mappings
     assert "libtpagent-inproc.so" not in mappings, mappings
+    assert not sigtrap_caught(r.of("info proc status", 0)), r.of("info proc status", 0)
+    assert sigtrap_caught(r.of("info proc status", 1)), r.of("info proc status", 1)
 
 
 def test_another_thread_holding_the_malloc_lock(e2e):
