@@ -64,11 +64,15 @@ Setup& setup() {
     const char* agent = std::getenv("TPAGENT_BENCH_AGENT");
     void* lib = dlopen(agent && *agent ? agent : TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw std::runtime_error(dlerror());
-    // The image has no constructor: its start makes the shared buffer (thread pointer by
-    // rdfsbase where the kernel allows it, as tpagent tells it).
-    if (auto* start = reinterpret_cast<long (*)(long)>(dlsym(lib, "tpagent_inproc_image_start")))
-        if (start(arch::host_architecture().fast_block_tail().by_instruction ? 1 : 0) != 0)
-            throw std::runtime_error("the agent image did not start");
+    // The image has no constructor: its start makes the shared buffer, told how to read the
+    // thread pointer as tpagent tells it (this process's TCB points to itself: the load).
+    if (auto* start = reinterpret_cast<long (*)(long)>(dlsym(lib, "tpagent_inproc_image_start"))) {
+        long source = arch::host_architecture().fast_block_tail().by_instruction ? 1 : 0;
+#if defined(__x86_64__)
+        source = 2;
+#endif
+        if (start(source) != 0) throw std::runtime_error("the agent image did not start");
+    }
     auto shared = experiment::SharedBuffer::open(getpid());
     if (!shared) throw std::runtime_error(shared.error().text);
     g->shared = std::move(*shared);

@@ -112,7 +112,6 @@ struct Hit {
     const std::uint8_t* block; // staged R bytes: the core of the `g` block
     std::uint8_t* out;         // next frame byte
     std::uint8_t* out_end;     // the tracepoint's frame bound
-    LastRange* last_range;     // the thread's (ThreadState::last_range)
     bool has_registers = false;
     // The FP/vector state the pad saved, for a tracepoint that collects it; else null.
     const std::uint8_t* saved_state = nullptr;
@@ -252,8 +251,8 @@ void copy_registers(std::uint8_t* d, const std::uint8_t* s, std::uint32_t n) {
         *d++ = *s++;
 }
 
-bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len) {
-    return safe_read(*static_cast<Hit*>(user)->last_range, out, addr, len) == len;
+bool read_memory(void* /*user*/, std::uint64_t addr, void* out, std::size_t len) {
+    return safe_read(out, addr, len) == len;
 }
 
 // A register the pad staged; false when it did not stage that one.
@@ -330,16 +329,15 @@ bool set_tsv(void*, unsigned num, std::int64_t value) {
 }
 
 // M blocks; what does not fit the frame bound, or cannot be read, is left out.
-__attribute__((noinline)) std::uint8_t* collect_pieces(LastRange& last, std::uint8_t* out,
-                                                       std::uint8_t* out_end, std::uint64_t addr,
-                                                       std::uint64_t len) {
+__attribute__((noinline)) std::uint8_t* collect_pieces(std::uint8_t* out, std::uint8_t* out_end,
+                                                       std::uint64_t addr, std::uint64_t len) {
     while (len > 0) {
         const auto room = static_cast<std::uint64_t>(out_end - out);
         if (room <= trace::kMemoryBlockHeaderSize) break;
         std::uint64_t piece = len < trace::kMaxMemoryBlock ? len : trace::kMaxMemoryBlock;
         if (piece > room - trace::kMemoryBlockHeaderSize)
             piece = room - trace::kMemoryBlockHeaderSize;
-        const std::size_t got = safe_read(last, out + trace::kMemoryBlockHeaderSize, addr, piece);
+        const std::size_t got = safe_read(out + trace::kMemoryBlockHeaderSize, addr, piece);
         if (got == 0) break;
         out = trace::store_memory_header(out, addr, static_cast<std::uint16_t>(got)) + got;
         if (got < piece) break;
@@ -355,18 +353,18 @@ __attribute__((always_inline)) inline void collect_range(Hit& hit, std::uint64_t
     const auto room = static_cast<std::uint64_t>(hit.out_end - hit.out);
     if (len <= trace::kMaxMemoryBlock && len + trace::kMemoryBlockHeaderSize <= room) {
         const std::size_t got =
-            safe_read_in_line(*hit.last_range, hit.out + trace::kMemoryBlockHeaderSize, addr, len);
+            safe_read_in_line(hit.out + trace::kMemoryBlockHeaderSize, addr, len);
         if (got)
             hit.out =
                 trace::store_memory_header(hit.out, addr, static_cast<std::uint16_t>(got)) + got;
         return;
     }
-    hit.out = collect_pieces(*hit.last_range, hit.out, hit.out_end, addr, len);
+    hit.out = collect_pieces(hit.out, hit.out_end, addr, len);
 }
 
 bool collect_memory(void* user, std::uint64_t addr, std::uint64_t len) {
     Hit& hit = *static_cast<Hit*>(user);
-    hit.out = collect_pieces(*hit.last_range, hit.out, hit.out_end, addr, len);
+    hit.out = collect_pieces(hit.out, hit.out_end, addr, len);
     return true;
 }
 
@@ -428,8 +426,8 @@ EvalStatus run_expression(const ActionRecord& a, const bytecode::Context& ctx,
 
 // Whether the condition lets the hit go on; one that fails stops the trace.
 __attribute__((noinline)) bool condition_holds(Header* h, const TracepointRecord* tp,
-                                               const std::uint8_t* block, LastRange& last) {
-    Hit hit{h, block, nullptr, nullptr, &last};
+                                               const std::uint8_t* block) {
+    Hit hit{h, block, nullptr, nullptr};
     bytecode::EvalOut out;
     const EvalStatus s = run_expression(tp->condition, make_context(hit, false), out);
     if (s != EvalStatus::Ok) {
@@ -450,8 +448,8 @@ struct Collected {
 __attribute__((noinline)) Collected run_collecting(Header* h, const TracepointRecord* tp,
                                                    const ActionRecord& a, const std::uint8_t* block,
                                                    std::uint8_t* out, std::uint8_t* out_end,
-                                                   std::uint64_t stamp, LastRange& last) {
-    Hit hit{h, block, out, out_end, &last};
+                                                   std::uint64_t stamp) {
+    Hit hit{h, block, out, out_end};
     hit.collecting = true;
     hit.stamp = stamp;
     bytecode::EvalOut result;
@@ -555,7 +553,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
                                                std::uint8_t* block, std::uint64_t frame,
                                                const std::uint8_t* anchor) {
     if (tp->complete_block) complete_block(h, t, tp->address, block, anchor);
-    if (tp->has_condition && !condition_holds(h, tp, block, t.last_range)) return;
+    if (tp->has_condition && !condition_holds(h, tp, block)) return;
     bool last_pass = false;
     if (tp->pass_count) {
         const std::uint64_t n = tp->pass_hits.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -576,8 +574,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
         return;
     }
     std::uint64_t stamp = arch::frame_clock();
-    // headers written last
-    Hit hit{h, block, record + kRecordBlocksOffset, record + bound, &t.last_range};
+    Hit hit{h, block, record + kRecordBlocksOffset, record + bound}; // headers written last
     // Only where the pad saved it: below the block (a thread still in an older run's pad may
     // call with a record of this run that collects it).
     if (tp->collects_state && h->saved_state_bytes &&
@@ -598,8 +595,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
                 continue;
             collect_range(hit, base + a.offset, a.length);
         } else if (a.kind == ActionKind::Expression) {
-            const Collected c =
-                run_collecting(h, tp, a, block, hit.out, hit.out_end, stamp, t.last_range);
+            const Collected c = run_collecting(h, tp, a, block, hit.out, hit.out_end, stamp);
             if (!c.out) return;
             hit.out = c.out;
             stamp = c.stamp;

@@ -9,11 +9,16 @@
 // forked child's code.
 #include "inproc/inproc.hpp"
 
-// 0 when the agent started (the shared buffer is there), else -1.
+// 0 when the agent started (the shared buffer is there), else -1. `thread_pointer_source`: a
+// ThreadPointerSource.
 extern "C" __attribute__((visibility("default"))) long
-tpagent_inproc_image_start(long thread_pointer_by_instruction) {
+tpagent_inproc_image_start(long thread_pointer_source) {
     if (tpagent::inproc::g_shared_buffer) return 0; // started before
-    tpagent::inproc::g_thread_pointer_by_instruction = thread_pointer_by_instruction != 0;
+    using tpagent::inproc::ThreadPointerSource;
+    tpagent::inproc::g_thread_pointer_source =
+        thread_pointer_source == 2   ? ThreadPointerSource::SelfPointer
+        : thread_pointer_source == 1 ? ThreadPointerSource::Instruction
+                                     : ThreadPointerSource::SystemCall;
     if (!tpagent::inproc::start_agent()) return -1;
     tpagent::inproc::catch_orphan_traps();
     return 0;

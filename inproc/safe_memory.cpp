@@ -11,11 +11,11 @@ namespace tpagent::inproc {
 namespace {
 
 // Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them.
-bool listed_readable(LastRange& last, std::uint64_t addr, std::size_t len) {
+bool listed_readable(std::uint64_t addr, std::size_t len) {
     Header* h = header_of(g_shared_buffer);
     const std::uint64_t seq = h->ranges_sequence.load(std::memory_order_acquire);
     if (seq & 1) return false;
-    if (in_last_range(last, seq, addr, len)) return true;
+    if (in_last_range(seq, addr, len)) return true;
     const auto* ranges = at<const ReadableRange>(g_shared_buffer, kRangesOffset);
     const std::uint32_t n = h->range_count < kMaxRanges ? h->range_count : kMaxRanges;
     std::uint32_t lo = 0, hi = n;
@@ -31,16 +31,16 @@ bool listed_readable(LastRange& last, std::uint64_t addr, std::size_t len) {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (h->ranges_sequence.load(std::memory_order_relaxed) != seq) return false;
     if (!covers(found.start, found.end, addr, len)) return false;
-    last = {seq, found.start, found.end};
+    if (ThreadState* t = this_thread()) t->last_range = {seq, found.start, found.end};
     return true;
 }
 
 } // namespace
 
-std::size_t safe_read(LastRange& last, void* dst, std::uint64_t addr, std::size_t len) {
+std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len) {
     if (len == 0) return 0;
     if (addr + len < addr) len = 0 - addr; // stop at the top of the address space
-    if (listed_readable(last, addr, len))
+    if (listed_readable(addr, len))
         return tpagent_fault_recovering_copy(dst, reinterpret_cast<const void*>(addr), len);
     iovec local{dst, len};
     iovec remote{reinterpret_cast<void*>(addr), len};

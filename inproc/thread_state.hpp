@@ -48,9 +48,15 @@ struct alignas(64) ThreadEntry {
 };
 inline constexpr unsigned kThreadEntryBits = 10;
 extern ThreadEntry g_thread_entries[1u << kThreadEntryBits];
-// Read the thread pointer by instruction (x86-64: rdfsbase, which faults unless the kernel
-// enabled FSGSBASE; tpagent tells at the image's start), else by system call.
-extern bool g_thread_pointer_by_instruction;
+// How the image reads the thread pointer (x86-64's fs_base; tpagent tells at the image's start):
+enum class ThreadPointerSource : long {
+    SystemCall = 0,  // arch_prctl(ARCH_GET_FS): works everywhere, a kernel entry a hit
+    Instruction = 1, // rdfsbase, where the kernel enabled FSGSBASE (about 6 ns here)
+    // The load at fs:0: the C library's TCB starts with a pointer to itself (x86-64 ABI; glibc
+    // and musl), which tpagent checked in every thread at the start. One load.
+    SelfPointer = 2,
+};
+extern ThreadPointerSource g_thread_pointer_source;
 std::uint64_t thread_pointer_by_call();
 // The thread's entry after a miss at its home slot: found further on, or claimed; null when
 // the table is full (the thread's hits are dropped) or the thread has no thread pointer.
@@ -58,8 +64,13 @@ ThreadState* find_thread(std::uint64_t tp);
 
 inline std::uint64_t thread_pointer() {
 #if defined(__x86_64__)
-    if (__builtin_expect(!g_thread_pointer_by_instruction, 0)) return thread_pointer_by_call();
     std::uint64_t tp;
+    if (__builtin_expect(g_thread_pointer_source == ThreadPointerSource::SelfPointer, 1)) {
+        asm volatile("mov %%fs:0, %0" : "=r"(tp));
+        return tp;
+    }
+    if (g_thread_pointer_source != ThreadPointerSource::Instruction)
+        return thread_pointer_by_call();
     asm volatile("rdfsbase %0" : "=r"(tp));
     return tp;
 #elif defined(__aarch64__)

@@ -10,7 +10,7 @@
 namespace tpagent::inproc {
 
 constinit ThreadEntry g_thread_entries[1u << kThreadEntryBits]{};
-bool g_thread_pointer_by_instruction = false;
+ThreadPointerSource g_thread_pointer_source = ThreadPointerSource::SystemCall;
 
 std::uint64_t thread_pointer_by_call() {
 #if defined(__x86_64__)

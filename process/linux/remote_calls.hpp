@@ -40,6 +40,8 @@ class RemoteCalls {
     Status place_agent_image(const std::string& path);
 
   private:
+    long thread_pointer_source();
+
     pid_t pid_;
     const arch::Architecture& arch_;
     LinuxThreads& threads_;

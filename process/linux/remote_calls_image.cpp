@@ -8,6 +8,7 @@
 // is taken on the way.
 #include "process/linux/agent_image.hpp"
 #include "process/linux/remote_calls.hpp"
+#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -28,6 +29,34 @@ std::uint64_t page_up(std::uint64_t v) {
 }
 
 } // namespace
+
+// How the image reads the thread pointer (inproc::ThreadPointerSource): 2, a load at it, where
+// the word there is the pointer itself in every thread (x86-64's TCB, glibc's and musl's: one
+// load a hit); else 1, by instruction, where the architecture may (rdfsbase: ~6 ns); else 0, by
+// system call.
+long RemoteCalls::thread_pointer_source() {
+    const auto tail = arch_.fast_block_tail();
+    const long fallback = tail.by_instruction ? 1 : 0;
+    if (tail.regnums.empty()) return fallback;
+    const auto regs = arch_.registers();
+    const auto regnum = static_cast<std::size_t>(tail.regnums.front());
+    if (regnum >= regs.size() || regs[regnum].size != 8) return fallback;
+    std::vector<std::uint8_t> g(arch_.g_size());
+    std::vector<bool> available;
+    for (const auto& [tid, t] : threads_) {
+        auto snapshot = registers_.snapshot(tid, false);
+        if (!snapshot) return fallback;
+        arch_.snapshot_to_g(**snapshot, g, available);
+        std::uint64_t tp = 0, at_tp = 0;
+        std::memcpy(&tp, g.data() + regs[regnum].g_offset, 8);
+        std::vector<std::uint8_t> word(8);
+        std::size_t got = 0;
+        if (tp == 0 || !memory_.read_raw(tp, word, got) || got != 8) return fallback;
+        std::memcpy(&at_tp, word.data(), 8);
+        if (at_tp != tp) return fallback;
+    }
+    return 2;
+}
 
 Status RemoteCalls::place_agent_image(const std::string& path) {
     auto image = read_agent_image(path);
@@ -104,13 +133,16 @@ Status RemoteCalls::place_agent_image(const std::string& path) {
         if (!status) return status;
         for (const auto& [at, words] : relocated_words(*image, base))
             if (auto w = memory_.write_raw(at, words); !w) return w;
-        const std::uint64_t start_args[] = {arch_.fast_block_tail().by_instruction ? 1u : 0u};
+        const long source = thread_pointer_source();
+        const std::uint64_t start_args[] = {static_cast<std::uint64_t>(source)};
         auto started = function_call(tid, base + image->start, start_args, *scratch);
         if (!started) return started.error();
         if (*started != 0)
             return make_error(ErrorCode::SystemError,
                               "the image's start could not create the shared buffer");
-        spdlog::debug("thread {}: agent image {} placed at 0x{:x}", tid, path, base);
+        static constexpr const char* kSources[] = {"system call", "instruction", "load at it"};
+        spdlog::info("agent image placed at 0x{:x} (by thread {}); thread pointer by {}", base, tid,
+                     kSources[source]);
         return ok_status();
     };
     Status status = place();

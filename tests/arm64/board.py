@@ -61,7 +61,8 @@ DLOPEN_PROGRAMS = ("ftrace_dlopen",)
 NON_PIE = ("ftrace_loop",)
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model
 # reaches its globals with ADR and the GOT with LDR (literal), where the small one uses ADRP.
-VARIANTS = {"traced_tiny": ("traced", ("-mcmodel=tiny",))}
+# ftrace_loop_static: no dynamic loader, so the in-process agent can only be tpagent's image.
+VARIANTS = {"traced_tiny": ("traced", ("-mcmodel=tiny",)), "ftrace_loop_static": ("ftrace_loop", ("-static",))}
 # The stubs on the board: tpagent is copied into the payload, gdbserver is Debian's.
 TPAGENT = "/payload/tpagent"
 GDBSERVER = "/usr/bin/gdbserver"

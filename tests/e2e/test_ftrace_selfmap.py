@@ -42,7 +42,7 @@ def test_values_in_tfind_and_in_a_tsave_r_file(e2e, variant):
     rip the tracepoint) and the globals as the previous call left them, in tfind and in a
     `tsave -r` file a new gdb reads; the agent is the image; the program ends as natively."""
     program = build(e2e, variant)
-    s = Scenario(e2e, PROGRAM, "5", program=program)
+    s = Scenario(e2e, PROGRAM, "5", program=program, options=("--debug",))  # (what it placed)
     trace_file = e2e.tmp / f"{variant}.tf"
     define = s.define(ftrace("traced", "collect $regs", "collect hits, current"))
     walk = s.walk("$rdi", "$rsi", "$rip", "hits", "current.id", "current.square")
@@ -55,6 +55,8 @@ def test_values_in_tfind_and_in_a_tsave_r_file(e2e, variant):
     assert r.frames(walk) == expected, r.of(walk)
     assert r.of(f"tsave -r {trace_file}").strip() == "", r.of(f"tsave -r {trace_file}")
     s.ends_as_natively(r.of("continue", 2))
+    # glibc's and musl's TCB starts with a pointer to itself: the image's one-load thread lookup.
+    s.server.wait_for(r"thread pointer by load at it$")
 
     # (The file's tracepoint is gdb's 1 when gdb can read the code at its address, as for a
     # non-PIE program; else it stays the target's 2: the values are what matters.)
