@@ -102,3 +102,23 @@ def test_another_thread_holding_the_malloc_lock(e2e):
     sums = [sum(j * j for j in range(k)) for k in range(5)]
     assert r.frames(walk) == [(k, 2, k, sums[k]) for k in range(5)], r.of(walk)
     s.exited(r.of("continue", 2), sum(k * k for k in range(5)) % 251)
+
+
+@pytest.mark.parametrize("variant", ["glibc_static", "musl_static"])
+def test_threads_that_come_and_go(e2e, variant):
+    """200 short-lived threads, each calling traced(n) once: every call is a frame with its n,
+    the later threads taking over the table entries of ended ones whose thread pointer they
+    get; the program ends as natively."""
+    compiler, *flags = VARIANTS[variant]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is missing (Debian's musl-tools)")
+    source = e2e.programs.source("ftrace_thread_churn")
+    program = compile_program(source, e2e.tmp / f"churn_{variant}", *flags, compiler=compiler)
+    s = Scenario(e2e, "ftrace_thread_churn", "50", program=program)
+    walk = s.walk("n")
+    r = s.gdb(*TO_MAIN, s.define(ftrace("traced", "collect n")), *trace_to("finished"), walk,
+              *TO_THE_END)
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    r.trace_stopped("by a tstop command", 200)
+    assert sorted(n for _, _, n in r.frames(walk)) == list(range(200)), r.of(walk)
+    s.exits_as_natively(r.of("continue", 2))
