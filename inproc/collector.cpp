@@ -19,7 +19,7 @@
 namespace tpagent::inproc {
 
 #if !TPAGENT_INPROC_IMAGE
-__attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 #endif
 
 namespace {

@@ -95,7 +95,7 @@ inline ThreadState* this_thread() {
     return find_thread(tp);
 }
 #else
-extern __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 inline ThreadState* this_thread() {
     return &t_state;
 }
