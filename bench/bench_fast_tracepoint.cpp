@@ -7,6 +7,8 @@
 // hitting the same tracepoint. BM_floor_stamped_record: the same pad calling a collector that
 // does no bookkeeping at all, what the machine alone makes a hit cost.
 //
+// TPAGENT_BENCH_AGENT=FILE benchmarks that agent file instead (see setup()).
+//
 // With TPAGENT_BENCH_ITERATIONS=N, each single-thread benchmark is also registered as
 // "count/NAME", run for exactly N calls: bench/hit_instructions.py counts a hit's instructions
 // under callgrind from two such runs.
@@ -56,8 +58,21 @@ Setup* g = nullptr;
 Setup& setup() {
     if (g) return *g;
     g = new Setup;
-    void* lib = dlopen(TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    // TPAGENT_BENCH_AGENT: another agent file, e.g. the self-mapped image
+    // (libtpagent-inproc-image.so, which this process's loader can map too) or an older build
+    // of the library, to compare.
+    const char* agent = std::getenv("TPAGENT_BENCH_AGENT");
+    void* lib = dlopen(agent && *agent ? agent : TPAGENT_INPROC_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw std::runtime_error(dlerror());
+    // The image has no constructor: its start makes the shared buffer, told how to read the
+    // thread pointer as tpagent tells it (this process's TCB points to itself: the load).
+    if (auto* start = reinterpret_cast<long (*)(long)>(dlsym(lib, "tpagent_inproc_image_start"))) {
+        long source = arch::host_architecture().fast_block_tail().by_instruction ? 1 : 0;
+#if defined(__x86_64__)
+        source = 2;
+#endif
+        if (start(source) != 0) throw std::runtime_error("the agent image did not start");
+    }
     auto shared = experiment::SharedBuffer::open(getpid());
     if (!shared) throw std::runtime_error(shared.error().text);
     g->shared = std::move(*shared);

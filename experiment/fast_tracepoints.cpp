@@ -148,10 +148,21 @@ std::span<const arch::SdtArgument> FastTracepoints::marker_of(const trace::Trace
     return it == markers_.end() ? std::span<const arch::SdtArgument>() : it->second.decoded;
 }
 
-// The program's in-process agent: the one it has, else the library loaded into it now.
+// The program's in-process agent: the one it has, else the self-mapped image placed in it now
+// (any program: static, musl, glibc), else the library loaded by its dlopen.
 Result<std::unique_ptr<SharedBuffer>> FastTracepoints::open_agent(process::Target& inferior) const {
     auto shared = SharedBuffer::open(inferior.pid());
-    if (shared || shared.error().code != ErrorCode::NotFound || !agent_library_) return shared;
+    if (shared || shared.error().code != ErrorCode::NotFound) return shared;
+    if (agent_image_) {
+        if (auto s = inferior.place_agent_image(*agent_image_); !s)
+            return make_error(
+                s.error().code,
+                fmt::format("cannot place the in-process agent ({}) in the program: {}",
+                            *agent_image_, s.error().text));
+        spdlog::info("in-process agent placed in process {}: {}", inferior.pid(), *agent_image_);
+        return SharedBuffer::open(inferior.pid());
+    }
+    if (!agent_library_) return shared;
     if (auto s = inferior.load_library(*agent_library_); !s)
         return make_error(s.error().code,
                           fmt::format("cannot load the in-process agent ({}) into the program: {}",

@@ -38,8 +38,10 @@ class FastTracepoints {
                tp.definition.kind == trace::TracepointKind::Static;
     }
 
-    // The in-process agent loaded into a program that does not have it (nullopt: never).
+    // The in-process agent placed into a program that does not have it (nullopt: never): the
+    // self-mapped image where there is one, else the library through the program's dlopen.
     void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
+    void set_agent_image(std::optional<std::string> path) { agent_image_ = std::move(path); }
     // The jumps are in and the collectors collect.
     bool installed() const { return shared_ != nullptr && installed_; }
     // What fast tracepoints cannot do (while-stepping, printf).
@@ -117,6 +119,7 @@ class FastTracepoints {
     // (what the pad passes), and pads still to take out.
     std::shared_ptr<SharedBuffer> shared_;
     std::optional<std::string> agent_library_;
+    std::optional<std::string> agent_image_;
     struct Record {
         trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit
         std::uint32_t index = 0;         // its TracepointRecord's

@@ -64,6 +64,10 @@ class TraceExperiment {
     void set_agent_library(std::optional<std::string> path) {
         fast_.set_agent_library(std::move(path));
     }
+    // The same, as the self-mapped image (preferred: no loader, no lock of the program's).
+    void set_agent_image(std::optional<std::string> path) {
+        fast_.set_agent_image(std::move(path));
+    }
     // QTStart. With `gdb_relocates`, gdb relocates fast tracepoints' displaced instructions:
     // start() then returns with the first of its requests pending (relocation_request()) and
     // the trace runs once relocated() has had the answer to the last one.

@@ -19,33 +19,24 @@
 #include <unistd.h>
 
 namespace tpagent::inproc {
+
+#if !TPAGENT_INPROC_IMAGE
+constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
+#endif
+
 namespace {
 
 using bytecode::EvalStatus;
 
-struct ThreadState {
-    ChunkWriter writer;
-    ThreadSlot* slot = nullptr;     // this run's slot, or null (slots ran out)
-    HitCounter* counters = nullptr; // the slot's row, or null: the records' shared counters
-    std::uint64_t slot_generation = 0;
-    // The R block's tail, taken when the thread joined the run: the process's constant
-    // registers (Header::tail_constants), then the thread-pointer registers (read at each hit,
-    // even by instruction, they cost 2.5 ns, and a thread's, glibc's TCB, never changes).
-    std::uint64_t tail_registers[4] = {};
-    std::uint32_t tail_bytes = 0; // of tail_registers; kNoTail: the header's made no sense
-    // The registers the pads leave out as the same at every hit (tpagent_thread_constants),
-    // read when the thread joined the run.
-    alignas(8) std::uint8_t thread_constants[kMaxThreadConstants] = {};
-    bool busy = false; // a hit nested inside a hit (signal handler) is dropped
-    bool key_set = false;
-};
-__attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 constexpr std::uint32_t kNoTail = ~0u;
 
+#if !TPAGENT_INPROC_IMAGE
 pthread_key_t g_exit_key;
 bool g_exit_key_ok = false;
 
-// A thread that ends seals its chunk: circular mode can reuse it.
+// A thread that ends seals its chunk: circular mode can reuse it. (The image has no such hook:
+// its table's entry, with the chunk, passes to the next thread the C library gives the ended
+// one's thread pointer; never two live threads at once.)
 void on_thread_exit(void*) {
     ChunkWriter& w = t_state.writer;
     if (w.chunk && g_shared_buffer &&
@@ -57,6 +48,7 @@ void on_thread_exit(void*) {
 __attribute__((constructor)) void make_exit_key() {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
+#endif
 
 // Adds to a counter: plain load and store where the row is the thread's own.
 void bump(HitCounter& c, std::atomic<std::uint64_t> HitCounter::*field, std::uint64_t by,
@@ -322,6 +314,16 @@ Variable* variable(unsigned num) {
     return v->defined ? v : nullptr;
 }
 
+// The C library's clock (the vDSO's, no kernel entry) where there is one; the image's is the
+// system call.
+void read_clock(clockid_t clock, timespec* ts) {
+#if TPAGENT_INPROC_IMAGE
+    tpagent_syscall(SYS_clock_gettime, clock, reinterpret_cast<long>(ts), 0, 0, 0, 0);
+#else
+    clock_gettime(clock, ts);
+#endif
+}
+
 bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     Variable* v = variable(num);
     if (!v) return false;
@@ -336,15 +338,15 @@ bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     // NOLINTBEGIN(bugprone-branch-clone): each case reads its own source
     switch (v->reading) {
     case 1:
-        clock_gettime(CLOCK_REALTIME, &ts);
+        read_clock(CLOCK_REALTIME, &ts);
         *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
         return true;
     case 2:
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        read_clock(CLOCK_MONOTONIC, &ts);
         *value = static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
         return true;
     case 3:
-        *value = static_cast<std::int64_t>(syscall(SYS_gettid));
+        *value = tpagent_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
         return true;
     default:
         *value = v->value.load(std::memory_order_relaxed);
@@ -569,10 +571,12 @@ __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadSt
     });
     if (record && t.writer.chunk != had)
         map_chunk(t.writer.chunk, h->chunk_bytes, t.writer.generation);
+#if !TPAGENT_INPROC_IMAGE
     if (!t.key_set && g_exit_key_ok) {
         pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
         t.key_set = true;
     }
+#endif
     return record;
 }
 
@@ -657,6 +661,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     if (last_pass) stop_tracing(h, StopReason::PassCount, tp->number);
 }
 
+// A hit inside a hit (a signal handler's), or one of a thread the image's table has no room for.
 __attribute__((noinline)) void drop_nested_hit(Header* h) {
     h->dropped_frames.fetch_add(1, std::memory_order_relaxed);
 }
@@ -671,7 +676,12 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     if (!g_shared_buffer || g_forked) return;
     Header* h = header_of(g_shared_buffer);
     if (!h->tracing.load(std::memory_order_acquire)) return;
-    ThreadState& t = t_state;
+    ThreadState* state = this_thread();
+    if (!state) {
+        drop_nested_hit(h); // no entry left for this thread: counted as dropped
+        return;
+    }
+    ThreadState& t = *state;
     if (t.busy) {
         drop_nested_hit(h);
         return;

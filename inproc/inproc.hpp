@@ -1,6 +1,7 @@
 // Internals of the in-process agent (see shared_buffer.hpp for what it shares with tpagent).
 #pragma once
 #include "inproc/shared_buffer.hpp"
+#include "inproc/thread_state.hpp"
 #include <cstddef>
 #include <cstdint>
 
@@ -12,22 +13,16 @@ extern void* g_shared_buffer;
 // mapping, but its frames would not belong to the trace.
 extern bool g_forked;
 
+// Creates the shared buffer and fills in its header (where the collector, the helpers and the
+// copy's labels are): g_shared_buffer, or false. System calls only, no C library.
+bool start_agent();
+
 // Takes over SIGTRAP for breakpoints tpagent leaves behind when it dies (orphan_traps.cpp).
 void catch_orphan_traps();
 
 // Copies len bytes of the program's memory at addr into dst without ever faulting; returns
 // how many leading bytes could be read.
 std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
-
-// The readable range (of tpagent's listing) the thread's last read fell in, valid while the
-// listing's sequence is the one it was found under: a collector reading the same variables
-// hit after hit skips the search.
-struct LastRange {
-    std::uint64_t sequence = 1; // odd: never a listing's sequence, so empty
-    std::uint64_t start = 0;
-    std::uint64_t end = 0;
-};
-extern __attribute__((tls_model("initial-exec"))) thread_local LastRange t_last_range;
 
 // Whether [addr, addr+len) lies inside [start, end).
 inline bool covers(std::uint64_t start, std::uint64_t end, std::uint64_t addr, std::size_t len) {
@@ -36,8 +31,9 @@ inline bool covers(std::uint64_t start, std::uint64_t end, std::uint64_t addr, s
 // Whether [addr, addr+len) lies inside the thread's last range, found under the listing's
 // sequence `seq`.
 inline bool in_last_range(std::uint64_t seq, std::uint64_t addr, std::size_t len) {
-    const LastRange& last = t_last_range;
-    return last.sequence == seq && covers(last.start, last.end, addr, len);
+    const ThreadState* t = this_thread();
+    return t && t->last_range.sequence == seq &&
+           covers(t->last_range.start, t->last_range.end, addr, len);
 }
 
 } // namespace tpagent::inproc

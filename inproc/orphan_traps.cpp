@@ -3,36 +3,61 @@
 // hit a breakpoint just then, stopped for tpagent, gets the SIGTRAP once tpagent's hold ends,
 // and a SIGTRAP kills by default. With the agent in the program, that trap comes here: with no
 // tracer left, the thread waits for the watchdog to restore the instruction and runs it (a
-// single step's trap is dropped). Any other SIGTRAP goes where it went before.
+// single step's trap is dropped). Any other SIGTRAP goes where it went before. System calls
+// only: the self-mapped image installs it too.
 #include "arch/inproc_trap.hpp"
 #include "inproc/inproc.hpp"
+#include <csignal>
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
+
+// The x86-64 kernel returns from a handler through the restorer the sigaction names
+// (inproc_primitives.S); arm64's through the vDSO without one.
+extern "C" void tpagent_signal_return();
 
 namespace tpagent::inproc {
 namespace {
 
-struct sigaction g_previous;
+// The kernel's struct sigaction (rt_sigaction): set through the system call, not the C
+// library's, which the self-mapped image cannot call.
+struct KernelSigaction {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    std::uint64_t mask;
+};
+constexpr unsigned long kRestorer = 0x04000000; // SA_RESTORER
 
-// /proc/self/status's TracerPid is not 0 (open and read are async-signal-safe); when that
-// cannot be told, as if traced: the trap goes on as before.
+KernelSigaction g_previous;
+
+long sys(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
+    return tpagent_syscall(number, a1, a2, a3, a4, 0, 0);
+}
+
+long set_action(int sig, const KernelSigaction* sa, KernelSigaction* old) {
+    return sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(sa), reinterpret_cast<long>(old),
+               sizeof(std::uint64_t));
+}
+
+// /proc/self/status's TracerPid is not 0; when that cannot be told, as if traced: the trap
+// goes on as before.
 bool tracer_present() {
-    const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    const long fd = sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/status"),
+                        O_RDONLY | O_CLOEXEC);
     if (fd < 0) return true;
     char buf[4096];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    const long n = sys(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf - 1);
+    sys(SYS_close, fd);
     if (n <= 0) return true;
     static constexpr char kKey[] = "\nTracerPid:";
-    constexpr ssize_t kLength = sizeof kKey - 1;
-    for (ssize_t i = 0; i + kLength < n; ++i) {
-        ssize_t k = 0;
+    constexpr long kLength = sizeof kKey - 1;
+    for (long i = 0; i + kLength < n; ++i) {
+        long k = 0;
         while (k < kLength && buf[i + k] == kKey[k])
             ++k;
         if (k < kLength) continue;
-        ssize_t at = i + kLength;
+        long at = i + kLength;
         while (at < n && (buf[at] == ' ' || buf[at] == '\t'))
             ++at;
         return at >= n || buf[at] != '0';
@@ -48,34 +73,38 @@ void on_trap(int sig, siginfo_t* info, void* context) {
         // The watchdog may be at it now: up to 2 s.
         for (int i = 0; i < 2000 && trap::breakpoint_at(at); ++i) {
             const timespec ms{0, 1000000};
-            nanosleep(&ms, nullptr);
+            sys(SYS_nanosleep, reinterpret_cast<long>(&ms));
         }
         if (!trap::breakpoint_at(at)) {
             trap::resume_at(context, at);
             return;
         }
     }
-    if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction) {
-        g_previous.sa_sigaction(sig, info, context);
-    } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-        g_previous.sa_handler(sig);
+    const auto handler = reinterpret_cast<void (*)(int)>(g_previous.handler);
+    if ((g_previous.flags & SA_SIGINFO) && g_previous.handler) {
+        reinterpret_cast<void (*)(int, siginfo_t*, void*)>(g_previous.handler)(sig, info, context);
+    } else if (handler != SIG_DFL && handler != SIG_IGN) {
+        handler(sig);
     } else {
         // What it would have done without us: end the program with SIGTRAP.
-        struct sigaction dfl = {};
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGTRAP, &dfl, nullptr);
-        raise(SIGTRAP);
+        KernelSigaction dfl{};
+        dfl.handler = reinterpret_cast<void*>(SIG_DFL);
+        set_action(SIGTRAP, &dfl, nullptr);
+        sys(SYS_tgkill, sys(SYS_getpid), sys(SYS_gettid), SIGTRAP);
     }
 }
 
 } // namespace
 
 void catch_orphan_traps() {
-    struct sigaction sa = {};
-    sa.sa_sigaction = on_trap;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTRAP, &sa, &g_previous);
+    KernelSigaction sa{};
+    sa.handler = reinterpret_cast<void*>(&on_trap);
+    sa.flags = SA_SIGINFO | SA_RESTART;
+#if defined(__x86_64__)
+    sa.flags |= kRestorer;
+    sa.restorer = reinterpret_cast<void*>(&tpagent_signal_return);
+#endif
+    set_action(SIGTRAP, &sa, &g_previous);
 }
 
 } // namespace tpagent::inproc

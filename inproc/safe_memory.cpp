@@ -8,8 +8,6 @@
 
 namespace tpagent::inproc {
 
-__attribute__((tls_model("initial-exec"))) thread_local LastRange t_last_range;
-
 namespace {
 
 // Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them.
@@ -33,7 +31,7 @@ bool listed_readable(std::uint64_t addr, std::size_t len) {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (h->ranges_sequence.load(std::memory_order_relaxed) != seq) return false;
     if (!covers(found.start, found.end, addr, len)) return false;
-    t_last_range = {seq, found.start, found.end};
+    if (ThreadState* t = this_thread()) t->last_range = {seq, found.start, found.end};
     return true;
 }
 

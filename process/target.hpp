@@ -96,6 +96,11 @@ class Target {
     virtual Status load_library(const std::string& /*path*/) {
         return make_error(ErrorCode::Unsupported, "not supported by this target");
     }
+    // Places the in-process agent's self-mapped image (libtpagent-inproc-image.so) in the
+    // program and starts it, without the program's loader or C library (all threads stopped).
+    virtual Status place_agent_image(const std::string& /*path*/) {
+        return make_error(ErrorCode::Unsupported, "not supported by this target");
+    }
 
     // Starts the threads named in `actions`; the rest stay stopped. If a thread already has an
     // event waiting, nothing is resumed and that event is returned at once.

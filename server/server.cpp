@@ -27,16 +27,21 @@ namespace tpagent::server {
 namespace asio = boost::asio;
 
 namespace {
-// --inproc's library: as given, or libtpagent-inproc.so beside the tpagent executable (the
-// build tree), or where `cmake --install` puts it relative to tpagent (lib/tpagent/).
-Result<std::string> inproc_library_path(const std::string& given) {
+constexpr const char* kInprocLibrary = "libtpagent-inproc.so";
+// The same agent as an image tpagent maps itself (inproc/image.cpp).
+constexpr const char* kInprocImage = "libtpagent-inproc-image.so";
+
+// --inproc's library: as given, or `name` beside the tpagent executable (the build tree), or
+// where `cmake --install` puts it relative to tpagent (lib/tpagent/).
+Result<std::string> inproc_library_path(const std::string& given,
+                                        const char* name = kInprocLibrary) {
     std::string path = given;
     if (path.empty()) {
         std::string self = read_link("/proc/self/exe");
         std::string bin = self.substr(0, self.rfind('/') + 1);
-        path = bin + "libtpagent-inproc.so";
+        path = bin + name;
 #ifdef TPAGENT_INPROC_FROM_BIN
-        if (std::string installed = bin + TPAGENT_INPROC_FROM_BIN "/libtpagent-inproc.so";
+        if (std::string installed = bin + TPAGENT_INPROC_FROM_BIN "/" + name;
             access(path.c_str(), R_OK) != 0 && access(installed.c_str(), R_OK) == 0)
             path = installed;
 #endif
@@ -133,6 +138,11 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
         else
             spdlog::warn("fast tracepoints only in programs started with the in-process agent: {}",
                          lib.error().text);
+        if (auto image = inproc_library_path("", kInprocImage); image)
+            experiment_.set_agent_image(*image);
+        else
+            spdlog::warn("the in-process agent only through the program's dlopen: {}",
+                         image.error().text);
     }
     if (options_.relocate_with_gdb && !arch::host_architecture().gdb_relocates_instructions())
         spdlog::warn("--relocate-with-gdb is ignored here: gdb relocates x86 instructions only "

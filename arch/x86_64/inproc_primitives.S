@@ -136,4 +136,13 @@ tpagent_thread_constants:
     ret
     .cfi_endproc
     .size tpagent_thread_constants, . - tpagent_thread_constants
+// void tpagent_signal_return(void): the restorer of the in-process agent's signal handler
+// (inproc/orphan_traps.cpp), where the handler returns: rt_sigreturn.
+    .globl tpagent_signal_return
+    .hidden tpagent_signal_return
+    .type tpagent_signal_return, @function
+tpagent_signal_return:
+    mov $15, %eax
+    syscall
+    .size tpagent_signal_return, . - tpagent_signal_return
     .section .note.GNU-stack, "", @progbits

@@ -68,6 +68,9 @@ class LinuxProcess final : public Target {
     Status load_library(const std::string& path) override {
         return remote_calls_.load_library(path);
     }
+    Status place_agent_image(const std::string& path) override {
+        return remote_calls_.place_agent_image(path);
+    }
 
     Result<std::optional<StopEvent>> resume(const std::vector<ThreadResume>& actions) override;
     std::optional<StopEvent> poll() override;

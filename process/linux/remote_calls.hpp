@@ -1,5 +1,6 @@
 // tpagent's own system calls and function calls, run by a stopped thread of the traced
-// process (each one a RemoteCall): the pads' mmap, madvise, the program's dlopen.
+// process (each one a RemoteCall): the pads' mmap, madvise, the program's dlopen, the
+// in-process agent's image.
 #pragma once
 #include "arch/arch.hpp"
 #include "base/result.hpp"
@@ -35,8 +36,12 @@ class RemoteCalls {
     // Target::map_now and Target::load_library, in one thread of the program (thread()).
     Status map_now(std::uint64_t addr, std::uint64_t length);
     Status load_library(const std::string& path);
+    // Target::place_agent_image (remote_calls_image.cpp).
+    Status place_agent_image(const std::string& path);
 
   private:
+    long thread_pointer_source();
+
     pid_t pid_;
     const arch::Architecture& arch_;
     LinuxThreads& threads_;

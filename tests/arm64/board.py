@@ -62,10 +62,12 @@ NON_PIE = ("ftrace_loop",)
 # Builds of them with more flags: NAME -> (program, flags). traced.c in the tiny code model
 # reaches its globals with ADR and the GOT with LDR (literal), where the small one uses ADRP.
 # sdt_markers: <sys/sdt.h> is systemtap-sdt-dev's, in the host's multiarch folder (it is plain
-# assembler directives, for either ISA).
+# assembler directives, for either ISA). ftrace_loop_static: no dynamic loader, so the
+# in-process agent can only be tpagent's image.
 VARIANTS = {
     "traced_tiny": ("traced", ("-mcmodel=tiny",)),
     "sdt_markers": ("sdt_markers", ("-idirafter", "/usr/include/x86_64-linux-gnu")),
+    "ftrace_loop_static": ("ftrace_loop", ("-static",)),
 }
 # The stubs on the board: tpagent is copied into the payload, gdbserver is Debian's.
 TPAGENT = "/payload/tpagent"

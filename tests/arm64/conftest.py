@@ -69,10 +69,12 @@ def board(tmp_path_factory):
     the_board.build_payload()
     if "tpagent" in selected_servers():
         shutil.copy2(tpagent_binary(), payload / "tpagent")
-        # The in-process agent for fast tracepoints, next to tpagent as `--inproc` expects.
-        agent = tpagent_binary().parent / "libtpagent-inproc.so"
-        if agent.is_file():
-            shutil.copy2(agent, payload / agent.name)
+        # The in-process agent for fast tracepoints, next to tpagent as `--inproc` expects, and
+        # its image, which tpagent places in a program that has no agent at tstart.
+        for name in ("libtpagent-inproc.so", "libtpagent-inproc-image.so"):
+            agent = tpagent_binary().parent / name
+            if agent.is_file():
+                shutil.copy2(agent, payload / agent.name)
     the_board.fetch()
     the_board.start()
     BOOTED.append(the_board)

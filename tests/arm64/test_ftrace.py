@@ -135,11 +135,15 @@ def test_in_the_c_library(arm64):
     s.ends_as_natively(r.of("continue", 2))
 
 
-def test_agent_loaded_at_tstart(arm64):
-    """A program started without the in-process agent: at tstart tpagent loads it with the
-    program's own dlopen, called in a stopped thread (arm64's calling convention: arguments
-    in x0.., the return to a brk in lr), then puts the thread back as it was."""
-    s = BoardScenario(arm64, PROGRAM, "4")
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_agent_placed_at_tstart(arm64, static):
+    """A program started without the in-process agent, dynamic or static (no loader at all): at
+    tstart tpagent places the agent's image (libtpagent-inproc-image.so) in it, its start
+    called in a stopped thread (arm64's calling convention: arguments in x0.., the return to a
+    brk in lr), then puts the thread back as it was; the image finds a thread's state by
+    tpidr_el0."""
+    program = arm64.board.payload / "ftrace_loop_static" if static else None
+    s = BoardScenario(arm64, PROGRAM, "4", program=program)
     define = s.define(ftrace("traced", "collect n"))
     r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 3", "print n", *TO_THE_END)
     assert r.of("tstart").strip() == "", r.of("tstart")

@@ -280,8 +280,8 @@ def test_without_the_agent_library(e2e):
 
 @pytest.mark.tpagent_only("gdbserver traces fast only in a program started with its library")
 def test_without_the_agent_library_tpagent_loads_it(e2e):
-    """A program started without the library: tstart loads it into the program (its own
-    dlopen), every call is a frame, and the program ends as natively."""
+    """A program started without the library: tstart places the agent's image in the program,
+    every call is a frame, and the program ends as natively."""
     s = Scenario(e2e, PROGRAM, "4")
     define = s.define(ftrace("traced", "collect n"))
     r = s.gdb(*TO_MAIN, define, *trace_to("finished"), "tfind 3", "print n", "tfind none", "continue")
