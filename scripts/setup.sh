@@ -16,6 +16,8 @@ packages=(
   redis-server
   # <sys/sdt.h>: the static tracepoint tests' programs carry SDT markers
   systemtap-sdt-dev
+  # musl-gcc: fast tracepoints in musl programs (the in-process agent's self-mapped image)
+  musl-tools
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
   gdb-source dejagnu
   # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64, and
