@@ -4,9 +4,9 @@
 // a jump table or a stored code pointer leading into one of those would land inside the jump.
 //
 // Found per file, once, from the program's memory (tpagent's own patches hidden) with the
-// file's section headers: its function symbols, a linear sweep of its code sections (direct branch and
-// call targets, code addresses computed pc-relative), every aligned word of its data sections that
-// points into its code (function pointers, vtables, absolute jump tables), and the 32-bit
+// file's section headers: its function symbols, a linear sweep of its code sections (direct branch
+// and call targets, code addresses computed pc-relative), every aligned word of its data sections
+// that points into its code (function pointers, vtables, absolute jump tables), and the 32-bit
 // relative jump tables the code reaches pc-relative (entries read while they land in code).
 // Not seen: targets only the unwinder knows (C++ landing pads, which compilers place after an
 // unconditional transfer, never falling into them), and code pointers computed at run time
