@@ -484,8 +484,10 @@ void Server::session_closed(Session&) {
             shutdown();
             return;
         }
-        // gdb went away without detaching: the program stays, stopped, for the next gdb.
-        if (!tracing_on) {
+        // gdb went away without detaching: the program stays, stopped, for the next gdb. (One
+        // gdb let go of for a disconnected trace runs on even if that trace has ended since,
+        // say with a full buffer: an interrupt now would stop it with no gdb to see the stop.)
+        if (!tracing_on && !running_without_gdb_) {
             if (experiment_.running())
                 experiment_.stop_for({protocol::TraceStopReason::Kind::Disconnected, {}, 0},
                                      inferior_.get());

@@ -16,6 +16,7 @@ import subprocess
 import re
 import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -250,7 +251,7 @@ def test_a_killed_tpagent_leaves_no_buffer(e2e):
     r = s.gdb(
         "break ticked", "continue", snapshot(target.pid, e2e.tmp / "before"),
         f"set trace-buffer-size {BUFFER}",
-        "set trace-buffer-circular on",
+        "set circular-trace-buffer on",
         s.e2e.command_file("ftrace work", "actions", "collect $regs", "end"),
         "set disconnected-tracing on", "tstart", "continue", "delete", "detach",
     )
@@ -325,3 +326,21 @@ def test_redis_server_gets_its_memory_back(e2e, agent):
     # the shared memory's; the mappings are checked as for the others.)
     assert new_mappings(before_maps, Path(f"/proc/{pid}/maps").read_text().splitlines()) == []
     os.kill(pid, signal.SIGKILL)
+
+
+def test_a_disconnected_trace_that_fills_its_buffer_leaves_the_program_running(e2e):
+    """gdb detaches from an attached program with a disconnected trace into a small linear
+    buffer, which the program's threads fill at once, often before gdb's connection is even
+    closed: the program goes on running (tpagent must not stop it for a gdb that let it go;
+    it used to interrupt it, and the SIGINT, with no gdb to see it, killed the program)."""
+    target, report = running_attachee(e2e)
+    s = Scenario.attach(e2e, PROGRAM, target.pid)
+    r = s.gdb(
+        "set trace-buffer-size 65536",
+        s.e2e.command_file("ftrace work", "actions", "collect $regs", "end"),
+        "set disconnected-tracing on", "tstart", "detach",
+    )
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    time.sleep(1.0)  # the buffer is full long before
+    state = Path(f"/proc/{target.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert target.poll() is None and state in ("R", "S", "t"), state
