@@ -45,6 +45,21 @@ struct FastPadOptions {
     bool stage_vector_state = false;
 };
 
+// Stacks the pads run on instead of the thread's own, for programs whose threads run on stacks
+// too small to take a pad and its collector (Go's goroutine stacks: a few KB, no red zone,
+// anything below the stack pointer may be another goroutine's). A pool tpagent maps in the
+// program: at `pool` the bytes handed out so far (8, atomic), then the hits not collected for
+// want of a stack (8); the stacks, `stack_bytes` each, from pool + kAgentStackHeaderBytes. A
+// thread takes one at its first hit and keeps it; which one is in 8-byte words at
+// `thread_slots` from its thread pointer (x86-64: fs), free in every thread of the program.
+struct AgentStacks {
+    std::uint64_t pool = 0; // 0: pads run on the thread's stack
+    std::uint64_t pool_bytes = 0;
+    std::uint32_t stack_bytes = 0;
+    std::int32_t thread_slots = 0;
+};
+inline constexpr std::uint64_t kAgentStackHeaderBytes = 4096;
+
 // A fast tracepoint's jump pad: what to build and what comes out (see arch/<isa>/jump_pad).
 struct JumpPadRequest {
     std::uint64_t pad_address = 0;        // where EmittedJumpPad::code goes
@@ -53,6 +68,7 @@ struct JumpPadRequest {
     std::uint64_t argument = 0;
     std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
     FastPadOptions options;
+    AgentStacks agent_stacks; // with a pool: options.stage_full_core too
     // The code is in a branch-target-guarded mapping (arm64 BTI): a landing pad there must
     // stay (an indirect branch onto the jump would fault). Looked up only for code that
     // starts with a landing pad (Architecture::branch_target_landing_pad).

@@ -208,6 +208,7 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.core_block_only = !request.options.save_vector_state;
     spec.stage_full_core = request.options.stage_full_core;
     spec.flags_by_sahf = has_lahf_sahf();
+    spec.agent_stacks = request.agent_stacks;
     spec.state_save = request.options.save_vector_state || request.options.stage_vector_state
                           ? detect_state_save()
                           : StateSave{StateSave::Kind::None, 0, 0};

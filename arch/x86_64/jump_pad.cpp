@@ -53,6 +53,95 @@ void store32(X86Writer& a, Mem m, Reg src) {
     a.modrm_mem(src, m);
 }
 
+// mov with an fs-relative absolute operand: [fs:disp32] (SIB, no base, no index).
+void fs_mov(X86Writer& a, std::uint8_t op, Reg r, std::int32_t disp) {
+    a.byte(0x64);
+    a.rex(true, r, 0);
+    a.byte(op);
+    a.byte(static_cast<std::uint8_t>(0x04 | ((r & 7) << 3)));
+    a.byte(0x25);
+    a.u32(static_cast<std::uint32_t>(disp));
+}
+void fs_store(X86Writer& a, std::int32_t disp, Reg src) { fs_mov(a, 0x89, src, disp); }
+void fs_load(X86Writer& a, Reg dst, std::int32_t disp) { fs_mov(a, 0x8b, dst, disp); }
+
+void patch_rel8(std::vector<std::uint8_t>& code, std::size_t at, std::size_t to) {
+    code[at] = static_cast<std::uint8_t>(static_cast<std::int8_t>(to - (at + 1)));
+}
+void patch_rel32(std::vector<std::uint8_t>& code, std::size_t at, std::size_t to) {
+    const auto rel = static_cast<std::uint32_t>(static_cast<std::int32_t>(to - (at + 4)));
+    for (int i = 0; i < 4; ++i)
+        code[at + i] = static_cast<std::uint8_t>(rel >> (8 * i));
+}
+
+// Thread-slot words (JumpPadSpec::agent_stacks).
+enum AgentSlot : std::int32_t { kSavedRcx = 0, kStackTop = 8, kSavedRax = 16, kSavedFlags = 24 };
+
+// The flags lahf + seto kept in ax, back: OF from al (0x7f + 1 overflows), the rest by sahf.
+void flags_from_ax(X86Writer& a) {
+    a.byte(0x04), a.byte(0x7f); // add al, 0x7f
+    a.byte(0x9e);               // sahf
+}
+
+// Where a pad on an agent stack switches to it. rcx is the thread's stack's top (0: none yet);
+// emitted before the switch: a first hit takes a stack from the pool, and a hit that finds
+// none runs only the displaced instructions (`to_relocated`: the rel32 to patch).
+struct AgentStackEntry {
+    std::size_t to_relocated = 0;
+};
+AgentStackEntry emit_agent_stack_entry(X86Writer& a, const AgentStacks& stacks) {
+    const std::int32_t slots = stacks.thread_slots;
+    fs_store(a, slots + kSavedRcx, RCX);
+    fs_load(a, RCX, slots + kStackTop);
+    a.byte(0xe3), a.byte(0x02); // jrcxz take: flags are still the thread's
+    a.byte(0xeb);               // jmp switch
+    const std::size_t to_switch = a.pos();
+    a.byte(0);
+    // take: a stack from the pool, its flags kept in ax meanwhile.
+    fs_store(a, slots + kSavedRax, RAX);
+    a.byte(0x9f);                             // lahf
+    a.byte(0x0f), a.byte(0x90), a.byte(0xc0); // seto al
+    fs_store(a, slots + kSavedFlags, RAX);
+    a.mov_imm(RAX, stacks.pool);
+    a.mov_imm(RCX, stacks.stack_bytes);
+    a.byte(0xf0), a.byte(0x48), a.byte(0x0f), a.byte(0xc1), a.byte(0x08); // lock xadd [rax], rcx
+    const auto last = static_cast<std::uint32_t>(stacks.pool_bytes - kAgentStackHeaderBytes -
+                                                 stacks.stack_bytes);
+    a.byte(0x48), a.byte(0x81), a.byte(0xf9), a.u32(last); // cmp rcx, last
+    a.byte(0x77);                                          // ja none
+    const std::size_t to_none = a.pos();
+    a.byte(0);
+    // lea rcx, [rax + rcx + header + stack_bytes]: the stack's top
+    a.byte(0x48), a.byte(0x8d), a.byte(0x8c), a.byte(0x08);
+    a.u32(static_cast<std::uint32_t>(kAgentStackHeaderBytes + stacks.stack_bytes));
+    fs_load(a, RAX, slots + kSavedFlags);
+    flags_from_ax(a);
+    fs_load(a, RAX, slots + kSavedRax);
+    a.byte(0xeb); // jmp switch
+    const std::size_t to_switch2 = a.pos();
+    a.byte(0);
+    // none: counted, and only the displaced instructions run.
+    patch_rel8(a.code(), to_none, a.pos());
+    a.byte(0xf0), a.byte(0x48), a.byte(0xff), a.byte(0x40), a.byte(0x08); // lock inc qword [rax+8]
+    fs_load(a, RAX, slots + kSavedFlags);
+    flags_from_ax(a);
+    fs_load(a, RAX, slots + kSavedRax);
+    fs_load(a, RCX, slots + kSavedRcx);
+    a.byte(0xe9); // jmp the relocated instructions
+    AgentStackEntry entry{a.pos()};
+    a.u32(0);
+    // switch: rsp to the agent stack, the thread's rsp on it first.
+    patch_rel8(a.code(), to_switch, a.pos());
+    patch_rel8(a.code(), to_switch2, a.pos());
+    a.byte(0x48), a.byte(0x87), a.byte(0xcc); // xchg rsp, rcx
+    a.push(RCX);
+    a.byte(0x64), a.byte(0x48), a.byte(0xc7), a.byte(0x04), a.byte(0x25); // mov qword fs:[top], 0
+    a.u32(static_cast<std::uint32_t>(slots + kStackTop));
+    a.u32(0);
+    fs_load(a, RCX, slots + kSavedRcx);
+    return entry;
+}
+
 // The core's g offsets, checked against the layout rather than assumed.
 struct CoreOffsets {
     std::uint32_t rip = 0;
@@ -218,6 +307,17 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const StateSave& save = spec.state_save;
     const bool xsave = save.kind == StateSave::Kind::Xsave;
     const bool no_save = save.kind == StateSave::Kind::None;
+    const AgentStacks& stacks = spec.agent_stacks;
+    const bool own_stack = stacks.pool != 0;
+    if (own_stack && (!spec.stage_full_core || !spec.flags_by_sahf || stacks.stack_bytes % 16 ||
+                      stacks.pool % 16 ||
+                      stacks.pool_bytes < kAgentStackHeaderBytes + stacks.stack_bytes ||
+                      stacks.pool_bytes > (1u << 30)))
+        return make_error(ErrorCode::Unsupported,
+                          "pads on agent stacks need the full core staged, lahf/sahf and a pool "
+                          "of 16-byte aligned stacks under 1 GiB");
+    // Bytes between the thread's rsp (or the agent stack's top) and the pushed rflags.
+    const std::size_t above_flags = own_stack ? 8 : kRedZone;
 
     // T: block bytes above the GPRs; B = O - 264 - T (see the diagram in the header).
     const std::size_t block = spec.core_block_only ? core_end(off) : spec.layout->g_size();
@@ -226,8 +326,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const auto i32 = [](std::size_t v) { return static_cast<std::int32_t>(v); };
 
     X86Writer a;
-    lea_rsp(a, -i32(kRedZone)); // first: leaf code keeps live data below rsp
-    a.byte(0x9c);               // pushfq, before anything below changes a flag
+    AgentStackEntry entry;
+    if (own_stack)
+        entry = emit_agent_stack_entry(a, stacks);
+    else
+        lea_rsp(a, -i32(kRedZone)); // first: leaf code keeps live data below rsp
+    a.byte(0x9c);                   // pushfq, before anything below changes a flag
     lea_rsp(a, -i32(upper));
     // The general registers at B = rsp but rsp, which the collector derives from the anchor
     // with the rest of the core (block_completion): the pad's stores are most of its cost.
@@ -237,9 +341,13 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     for (Reg r : {RBP, RDI, RSI, RDX, RCX, RBX, RAX})
         a.push(r);
     if (spec.stage_full_core) { // rax is free now
-        a.rex(true, RAX, RSP);  // lea rax, [rsp + 264 + T]: the rsp of the thread
-        a.byte(0x8d);
-        a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 8 + kRedZone)});
+        if (own_stack) {
+            a.load(RAX, Mem{RSP, i32(kGprBytes + upper + 8)}); // pushed first on the switch
+        } else {
+            a.rex(true, RAX, RSP); // lea rax, [rsp + 264 + T]: the rsp of the thread
+            a.byte(0x8d);
+            a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 8 + kRedZone)});
+        }
         a.store(Mem{RSP, 7 * 8}, RAX);
         a.mov_imm(RAX, spec.tracepoint_address);
         a.store(Mem{RSP, i32(off.rip)}, RAX);
@@ -300,6 +408,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         op0f_rsp(a, true, 0xae, 1, 16); // fxrstor64 [rsp+16]
     }
     a.mov(RSP, RBX);
+    if (own_stack) { // the stack is free again for this thread's next hit
+        a.rex(true, RAX, RSP);
+        a.byte(0x8d); // lea rax, [rsp + 128 + T + 16]: the top
+        a.modrm_mem(RAX, Mem{RSP, i32(kGprBytes + upper + 16)});
+        fs_store(a, stacks.thread_slots + kStackTop, RAX);
+    }
     if (spec.flags_by_sahf) {
         // rax is free until its pop. Nothing after this changes a flag: pops and lea only.
         a.load(RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
@@ -328,10 +442,14 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         lea_rsp(a, 8); // the rflags slot, already restored
     else
         a.byte(0x9d); // popfq
-    lea_rsp(a, i32(kRedZone));
+    if (own_stack)
+        a.byte(0x5c); // pop rsp: the thread's, pushed first
+    else
+        lea_rsp(a, i32(kRedZone));
 
     JumpPad pad;
     pad.relocated_offset = a.pos();
+    if (own_stack) patch_rel32(a.code(), entry.to_relocated, pad.relocated_offset);
     auto relocated = relocate(spec.original_code, spec.tracepoint_address,
                               spec.pad_address + pad.relocated_offset, kJumpLength);
     if (!relocated) return relocated.error();
@@ -341,7 +459,7 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     pad.patch.assign(jump->begin(), jump->end());
     pad.patch.resize(pad.relocated.covered, 0xcc);
     pad.return_offset = return_offset;
-    pad.stack_bytes = kRedZone + 8 + upper + kGprBytes + (kStateAlign - 1) + area + 16 + 8;
+    pad.stack_bytes = above_flags + 8 + upper + kGprBytes + (kStateAlign - 1) + area + 16 + 8;
     return pad;
 }
 

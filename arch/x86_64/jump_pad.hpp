@@ -117,6 +117,14 @@ struct JumpPadSpec {
     // mode. Only the arithmetic flags and DF are restored: nothing the pad or a collector runs
     // changes the others (TF, AC, ...), so they keep their live values.
     bool flags_by_sahf = false;
+    // With a pool: the pad switches to the thread's agent stack before it writes anything and
+    // leaves the thread's stack untouched (arch::AgentStacks). Needs stage_full_core and
+    // lahf/sahf. The switch uses four words at fs:thread_slots: the thread's rcx while rcx
+    // holds the stack, the stack's top (0 while the thread is in the pad: a nested hit, from a
+    // signal handler, takes a stack of its own), and rax and the flags while a first hit
+    // takes a stack from the pool. A hit that finds the pool used up runs only the displaced
+    // instructions and is counted at pool + 8.
+    AgentStacks agent_stacks;
 };
 
 // Whether this CPU has lahf/sahf in 64-bit mode.
@@ -144,7 +152,7 @@ struct JumpPad {
     // collector has on its stack).
     std::size_t return_offset = 0;
     // The most the pad itself uses below the thread's rsp (red zone included; the collector's
-    // own frame comes on top).
+    // own frame comes on top); on an agent stack, below its top.
     std::size_t stack_bytes = 0;
 };
 

@@ -33,6 +33,11 @@ constexpr std::uint64_t kCollector = 0x7f0000000000; // absolute: far from every
 constexpr std::uint64_t kStack = 0x30000000;
 constexpr std::uint64_t kRegion = 0x10000;
 constexpr std::uint64_t kArg = 0x5eed5eed12345678;
+// Agent stacks: the thread pointer (fs base) and the pool.
+constexpr std::uint64_t kThread = 0x40000000;
+constexpr std::int32_t kThreadSlots = 0x40;
+constexpr std::uint64_t kPool = 0x50000000;
+constexpr std::uint32_t kAgentStackBytes = 0x4000; // 3 in the pool after its header
 
 // es, cs, ss, ds, fs, gs: the pad's order.
 constexpr std::array<int, 6> kSegments = {UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS,
@@ -92,6 +97,9 @@ struct Setup {
     std::uint64_t rflags = 0x202;
     std::size_t tp_offset = 0; // tracepoint at kCode + tp_offset
     std::uint64_t probe = 0;   // where the flags are read the first time it is reached
+    // Agent stacks: the thread's stack top slot and the pool's bytes handed out, at the start.
+    std::uint64_t agent_stack_top = 0;
+    std::uint64_t pool_used = 0;
 };
 
 // What the collector hook saw; problems are collected, not thrown through Unicorn.
@@ -102,6 +110,7 @@ struct Observed {
     Machine at_tracepoint;
     Bytes red_zone_at_tracepoint;
     bool full_core = false; // the pad stages the whole core: nothing to fill in
+    bool agent_stack = false; // the pad runs on a stack from the pool
     int calls = 0;
     std::vector<std::string> problems;
 };
@@ -134,9 +143,21 @@ void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
     note(o, state % 64 == 0, "state area not 64-aligned: " + hex(state));
     note(o, (now.rflags & kDF) == 0, "DF set at the call");
     const std::uint64_t orig_rsp = at.gpr[7];
-    note(o, state < orig_rsp - 128 && block < orig_rsp - 128 && anchor + 8 <= orig_rsp - 128,
-         "pad data in the red zone");
-    note(o, rsp >= orig_rsp - o.pad->stack_bytes, "stack use beyond stack_bytes");
+    if (o.agent_stack) {
+        const auto in_pool = [](std::uint64_t a) {
+            return a >= kPool + tpagent::arch::kAgentStackHeaderBytes && a < kPool + kRegion;
+        };
+        note(o, in_pool(rsp) && in_pool(state) && in_pool(block) && in_pool(anchor + 8),
+             "pad data outside the pool: rsp " + hex(rsp));
+        note(o, load<std::uint64_t>(read_mem(uc, anchor + 8, 8), 0) == orig_rsp,
+             "the thread's rsp is not above the anchor");
+        note(o, load<std::uint64_t>(read_mem(uc, kThread + kThreadSlots + 8, 8), 0) == 0,
+             "the stack is not marked taken");
+    } else {
+        note(o, state < orig_rsp - 128 && block < orig_rsp - 128 && anchor + 8 <= orig_rsp - 128,
+             "pad data in the red zone");
+        note(o, rsp >= orig_rsp - o.pad->stack_bytes, "stack use beyond stack_bytes");
+    }
     note(o, read_mem(uc, orig_rsp - 128, 128) == o.red_zone_at_tracepoint, "red zone changed");
 
     // The g block: every GPR, rip, eflags and segment as the thread had them, once the
@@ -211,6 +232,7 @@ struct Outcome {
     Bytes stack, data;
     bool probed = false;
     std::uint64_t probe_rflags = 0;
+    Bytes thread_slots, pool_header; // agent stacks
 };
 
 constexpr std::size_t kMaxSteps = 2000;
@@ -226,8 +248,11 @@ Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
     uc_engine* uc = nullptr;
     REQUIRE(uc_open(UC_ARCH_X86, UC_MODE_64, &uc) == UC_ERR_OK);
     for (std::uint64_t base :
-         {kCode & ~(kRegion - 1), kData, kStack, kPad & ~(kRegion - 1), kCollector})
+         {kCode & ~(kRegion - 1), kData, kStack, kPad & ~(kRegion - 1), kCollector, kThread, kPool})
         REQUIRE(uc_mem_map(uc, base, kRegion, UC_PROT_ALL) == UC_ERR_OK);
+    uc_reg_write(uc, UC_X86_REG_FS_BASE, &kThread);
+    uc_mem_write(uc, kThread + kThreadSlots + 8, &s.agent_stack_top, 8);
+    uc_mem_write(uc, kPool, &s.pool_used, 8);
     Bytes fill(kRegion);
     for (std::size_t i = 0; i < fill.size(); ++i)
         fill[i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));
@@ -281,6 +306,8 @@ Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
     o.m = read_machine(uc);
     o.stack = read_mem(uc, kStack, kRegion);
     o.data = read_mem(uc, kData, kRegion);
+    o.thread_slots = read_mem(uc, kThread + kThreadSlots, 32);
+    o.pool_header = read_mem(uc, kPool, 16);
     uc_close(uc);
     return o;
 }
@@ -409,6 +436,109 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
     CHECK(seen.calls == 1);
     for (const auto& p : seen.problems)
         FAIL_CHECK(p);
+}
+
+namespace {
+
+x86::JumpPadSpec agent_stack_spec(const Bytes& code, std::size_t tp_offset) {
+    auto spec = fxsave_spec(code, tp_offset);
+    spec.stage_full_core = true;
+    spec.flags_by_sahf = true;
+    spec.agent_stacks = {kPool, kRegion, kAgentStackBytes, kThreadSlots};
+    return spec;
+}
+
+// The original code and the patched one from `s`: not one byte of the thread's stack may
+// change (no scratch space there). The outcome of the patched run, and the difference.
+std::pair<Outcome, std::string> compare_agent_runs(const Setup& s, const x86::JumpPad& pad,
+                                                   Observed& seen) {
+    seen.tracepoint = kCode + s.tp_offset;
+    seen.pad = &pad;
+    seen.layout = &sse_layout();
+    seen.full_core = true;
+    seen.agent_stack = true;
+    Setup probed = s;
+    probed.probe = kCode + s.tp_offset + pad.relocated.covered;
+    const Outcome direct = run(probed, nullptr, nullptr);
+    Outcome padded = run(probed, &pad, &seen);
+    std::string diff = difference(direct, padded, 0, 0);
+    return {std::move(padded), std::move(diff)};
+}
+
+} // namespace
+
+TEST_CASE("a pad on an agent stack leaves the thread's stack untouched", "[jump_pad]") {
+    const Bytes code = traced_code();
+    const std::size_t tp_offset = GENERATE(0u, 1u, 4u);
+    const std::uint64_t rflags =
+        GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF,
+                 0x202u | kOF, 0x202u | kDF | kZF | kOF);
+    // 0: the thread's first hit takes a stack; else the one it took before.
+    const std::uint64_t top = GENERATE(
+        std::uint64_t{0}, kPool + tpagent::arch::kAgentStackHeaderBytes + 3 * std::uint64_t{kAgentStackBytes});
+    auto pad = x86::emit_jump_pad(agent_stack_spec(code, tp_offset));
+    REQUIRE(pad.ok());
+    Setup s;
+    s.tp_offset = tp_offset;
+    s.rflags = rflags;
+    s.agent_stack_top = top;
+    s.pool_used = 2 * kAgentStackBytes; // stacks 0 and 1 are other threads'
+    Observed seen;
+    INFO("tracepoint +" << tp_offset << " rflags " << hex(rflags) << " top " << hex(top));
+    const auto [outcome, diff] = compare_agent_runs(s, *pad, seen);
+    CHECK(diff == "");
+    CHECK(seen.calls == 1);
+    for (const auto& p : seen.problems)
+        FAIL_CHECK(p);
+    // The thread keeps its stack (stack 2 when it took one), free again.
+    const std::uint64_t expected_top =
+        kPool + tpagent::arch::kAgentStackHeaderBytes + 3 * std::uint64_t{kAgentStackBytes};
+    CHECK(load<std::uint64_t>(outcome.thread_slots, 8) == expected_top);
+    CHECK(load<std::uint64_t>(outcome.pool_header, 0) ==
+          (top ? 2 : 3) * std::uint64_t{kAgentStackBytes});
+    CHECK(load<std::uint64_t>(outcome.pool_header, 8) == 0);
+}
+
+TEST_CASE("a hit that finds the agent stacks used up runs the displaced code, counted",
+          "[jump_pad]") {
+    const Bytes code = traced_code();
+    const std::size_t tp_offset = GENERATE(0u, 4u);
+    const std::uint64_t rflags = GENERATE(0x202u, 0x202u | kCF | kZF | kOF | kDF);
+    auto pad = x86::emit_jump_pad(agent_stack_spec(code, tp_offset));
+    REQUIRE(pad.ok());
+    Setup s;
+    s.tp_offset = tp_offset;
+    s.rflags = rflags;
+    s.pool_used = 3 * kAgentStackBytes; // all three taken
+    Observed seen;
+    const auto [outcome, diff] = compare_agent_runs(s, *pad, seen);
+    CHECK(diff == "");
+    CHECK(seen.calls == 0);
+    CHECK(load<std::uint64_t>(outcome.thread_slots, 8) == 0);
+    CHECK(load<std::uint64_t>(outcome.pool_header, 8) == 1);
+}
+
+TEST_CASE("pads on agent stacks: what emit_jump_pad needs", "[jump_pad]") {
+    const Bytes code = traced_code();
+    auto spec = agent_stack_spec(code, 0);
+    spec.stage_full_core = false; // the collector would derive rsp from the agent stack
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+    spec = agent_stack_spec(code, 0);
+    spec.flags_by_sahf = false;
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+    spec = agent_stack_spec(code, 0);
+    spec.agent_stacks.pool_bytes = tpagent::arch::kAgentStackHeaderBytes; // no room for one stack
+    CHECK_FALSE(x86::emit_jump_pad(spec).ok());
+    spec = agent_stack_spec(code, 0);
+    auto pad = x86::emit_jump_pad(spec);
+    REQUIRE(pad.ok());
+    // The stack is switched before the first push: nothing goes to the thread's stack.
+    const auto m = mnemonics(pad->code, pad->relocated_offset);
+    REQUIRE_FALSE(m.empty());
+    CHECK(m[0] == ZYDIS_MNEMONIC_MOV);
+    CHECK(m[2] == ZYDIS_MNEMONIC_JRCXZ);
+    CHECK(std::find(m.begin(), m.end(), ZYDIS_MNEMONIC_XCHG) <
+          std::find(m.begin(), m.end(), ZYDIS_MNEMONIC_PUSH));
 }
 
 TEST_CASE("the harness notices a pad that writes into the red zone", "[jump_pad]") {
