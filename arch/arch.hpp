@@ -147,6 +147,9 @@ class Architecture {
     virtual std::size_t fast_tracepoint_instruction_minimum() const {
         return min_fast_tracepoint_length();
     }
+    // Whether pads can run on agent stacks (AgentStacks), found through words at an offset
+    // from the thread pointer that the pad addresses directly (x86-64: fs).
+    virtual bool pads_on_agent_stacks() const { return false; }
     virtual void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t addr,
                                        CodeReferences& out) const {
         (void)code, (void)addr, (void)out;

@@ -247,7 +247,7 @@ Status FastTracepoints::install(process::Target& inferior, std::uint64_t addr) {
     if (first == first_record_.end()) return ok_status();
     const Header& h = shared_->header();
     auto s = inferior.fast_sites().add(addr, h.collector, shared_->remote(first->second),
-                                       pad_options(addr));
+                                       pad_options(inferior, addr));
     if (!s)
         return make_error(s.error().code, fmt::format("{}: {}", site_name(addr), s.error().text));
     return s;
@@ -261,7 +261,7 @@ FastTracepoints::begin_install(process::Target& inferior, std::uint64_t addr) {
         make_error(ErrorCode::NotFound, "no record for it in the in-process agent");
     if (first != first_record_.end())
         move = inferior.fast_sites().begin(addr, h.collector, shared_->remote(first->second),
-                                           pad_options(addr));
+                                           pad_options(inferior, addr));
     if (!move)
         return make_error(move.error().code,
                           fmt::format("{}: {}", site_name(addr), move.error().text));
@@ -273,8 +273,10 @@ void FastTracepoints::begin_run() {
     shared_->header().tracing.store(1, std::memory_order_release);
 }
 
-arch::FastPadOptions FastTracepoints::pad_options(std::uint64_t addr) {
+arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std::uint64_t addr) {
     arch::FastPadOptions options;
+    // On an agent stack the collector cannot find the thread's stack pointer from the anchor.
+    options.stage_full_core = inferior.fast_sites().pads_on_agent_stacks();
     options.save_vector_state = shared_->header().general_registers_only == 0;
     auto first = first_record_.find(addr);
     std::vector<TracepointRecord*> chain;

@@ -109,7 +109,7 @@ class FastTracepoints {
     bool chain_record(inproc::TracepointRecord& rec);
     // How the pad at addr is built, from the records chained there: one that collects `$regs`
     // has the pad stage the whole core, and then no record there has the collector fill it in.
-    arch::FastPadOptions pad_options(std::uint64_t addr);
+    arch::FastPadOptions pad_options(process::Target& inferior, std::uint64_t addr);
 
     const arch::Architecture& arch_;
     trace::TracepointTable& table_;

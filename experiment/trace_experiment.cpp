@@ -388,6 +388,16 @@ std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target*
                                  : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
                                                key.number, key.address));
     }
+    if (auto use = inferior ? inferior->fast_sites().agent_stack_use() : std::nullopt) {
+        if (!only_traps)
+            lines.push_back(fmt::format("Pads run on agent stacks (a Go program): {} of {} "
+                                        "taken by threads.",
+                                        use->taken, use->capacity));
+        if (use->hits_without)
+            lines.push_back(fmt::format("{} hit(s) not collected: their threads found no agent "
+                                        "stack left.",
+                                        use->hits_without));
+    }
     return lines;
 }
 

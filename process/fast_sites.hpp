@@ -50,6 +50,15 @@ class FastSites {
         std::size_t covered = 0;
     };
     virtual std::optional<Covering> covering(std::uint64_t addr) const = 0;
+    // Whether this program's pads run on agent stacks (arch::AgentStacks: a Go program), so
+    // that each stages the whole core itself (FastPadOptions::stage_full_core).
+    virtual bool pads_on_agent_stacks() = 0;
+    // Their use so far, once there is a pool: stacks taken of how many, and hits not collected
+    // for want of one.
+    struct AgentStackUse {
+        std::uint64_t taken = 0, capacity = 0, hits_without = 0;
+    };
+    virtual std::optional<AgentStackUse> agent_stack_use() = 0;
 
     // Where the in-process agent's code is in the program. A SIGSEGV/SIGBUS with the pc in
     // [copy_begin, copy_end) is its copy reading memory unmapped since it was listed readable,

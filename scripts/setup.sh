@@ -18,6 +18,8 @@ packages=(
   systemtap-sdt-dev
   # musl-gcc: fast tracepoints in musl programs (the in-process agent's self-mapped image)
   musl-tools
+  # a Go program's fast tracepoints (pads on agent stacks), static and with cgo
+  golang-go
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)
   gdb-source dejagnu
   # arm64 boards: the cross compiler, arm64 libraries, the emulated board, gdb for arm64, and

@@ -50,6 +50,7 @@ class X86_64Architecture final : public Architecture {
     std::uint64_t user_address_top() const override { return 0x7ffffffff000; } // 47 bits
     std::size_t min_fast_tracepoint_length() const override;
     std::size_t fast_tracepoint_instruction_minimum() const override { return 1; }
+    bool pads_on_agent_stacks() const override { return true; }
     void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t addr,
                                CodeReferences& out) const override {
         x86_64::sweep_code_references(code, addr, out);

@@ -2,6 +2,7 @@
 #include "process/linux/code_entries.hpp"
 #include "base/proc_maps.hpp"
 #include "process/linux/elf_image.hpp"
+#include "process/linux/go_program.hpp"
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
@@ -18,10 +19,6 @@ struct LoadedSection {
     std::uint64_t address = 0;
     std::vector<std::uint8_t> bytes;
 };
-
-bool is_go(const Sections& sections) {
-    return sections.named(".gopclntab") || sections.named(".go.buildinfo");
-}
 
 } // namespace
 
@@ -41,7 +38,7 @@ CodeEntries::File CodeEntries::analyse(pid_t pid, const std::string& path, std::
     }
     const std::uint64_t bias = start - *link;
     const Sections sections = sections_of(elf);
-    if (is_go(sections)) {
+    if (has_go_sections(sections)) {
         // Go's runtime preempts a goroutine at any instruction and later resumes it there,
         // from a saved context tpagent does not see.
         f.refused = fmt::format("{} is a Go program (goroutines resume at any instruction)", path);

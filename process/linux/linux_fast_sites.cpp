@@ -147,6 +147,8 @@ void LinuxFastSites::forget() {
     pad_pages_.clear();
     placed_code_live_ = false;
     agent_code_.reset();
+    go_program_.reset();
+    agent_stack_pool_.reset();
 }
 
 Status LinuxFastSites::write_under_breakpoints(std::uint64_t addr,
@@ -169,6 +171,9 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     request.argument = call.argument;
     request.original_code = out.code;
     request.options = call.options;
+    auto stacks = agent_stacks();
+    if (!stacks) return stacks.error();
+    request.agent_stacks = *stacks;
     // smaps is read only where it can matter: a landing pad (never on x86-64).
     request.branch_target_guarded =
         arch_.branch_target_landing_pad(out.code) && branch_target_guarded(process_.pid(), addr);
@@ -233,6 +238,7 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
 
 Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
     if (auto s = process_.check_interruptible(addr); !s) return s.error();
+    if (auto refused = agent_stacks_refused()) return make_error(ErrorCode::Unsupported, *refused);
     auto code = code_at(addr);
     if (!code) return code.error();
     // Relocated as if its pad were at addr: what is displaced does not depend on where.

@@ -8,6 +8,7 @@
 #include "process/fast_sites.hpp"
 #include "process/linux/address_space.hpp"
 #include "process/linux/code_entries.hpp"
+#include "process/linux/go_program.hpp"
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/remote_calls.hpp"
@@ -84,6 +85,8 @@ class LinuxFastSites final : public FastSites {
     // Whether `at` is one of the bytes of a jump.
     bool in_jump(std::uint64_t at) const;
     std::optional<Covering> covering(std::uint64_t addr) const override;
+    bool pads_on_agent_stacks() override;
+    std::optional<AgentStackUse> agent_stack_use() override;
     // Writes the program's code under the jumps and breakpoints (see LinuxProcess::write_memory):
     // the same bytes keep a jump, new ones take it out, go in, and a rebuilt jump goes back.
     Status write_code(std::uint64_t addr, std::span<const std::uint8_t> data);
@@ -194,6 +197,20 @@ class LinuxFastSites final : public FastSites {
     // call it until then.
     bool placed_code_live_ = false;
     std::optional<InprocAgentCode> agent_code_;
+
+    // Agent stacks (linux_agent_stacks.cpp): in a Go program, a pool mapped at the first pad
+    // and kept while the program image lives (threads keep the stacks they took).
+    struct AgentStackPool {
+        std::uint64_t address = 0, bytes = 0;
+    };
+    static constexpr std::uint32_t kAgentStackBytes = 64u << 10;
+    static constexpr std::uint64_t kAgentStackCount = 256;
+    // Why a pad cannot go in this program at all (a Go program with cgo; arm64), or nullopt.
+    std::optional<std::string> agent_stacks_refused();
+    // The stacks for the next pad (mapping the pool the first time); pool 0 when not needed.
+    Result<arch::AgentStacks> agent_stacks();
+    std::optional<GoProgram> go_program_;
+    std::optional<AgentStackPool> agent_stack_pool_;
 };
 
 } // namespace tpagent::process

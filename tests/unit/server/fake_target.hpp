@@ -121,6 +121,8 @@ class FakeTarget final : public process::Target {
         void remove_all() override {}
         bool has(std::uint64_t) const override { return false; }
         std::optional<Covering> covering(std::uint64_t) const override { return std::nullopt; }
+        bool pads_on_agent_stacks() override { return false; }
+        std::optional<AgentStackUse> agent_stack_use() override { return std::nullopt; }
         void set_agent_code(std::optional<InprocAgentCode>) override {}
     };
     NoFastSites no_fast_sites;

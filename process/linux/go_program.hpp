@@ -1,0 +1,31 @@
+// Whether a program is written in Go, and how its threads find their own memory: what decides
+// whether its fast tracepoints' pads may use the thread's stack (arch::AgentStacks).
+//
+// Go's goroutines run on stacks of a few KB that the runtime grows by copying; the function
+// prologues keep only a few hundred bytes free below the stack pointer and there is no red
+// zone, so a pad and its collector must not run there. In a Go program without cgo (statically
+// linked, the default), the runtime points each thread's fs base at its M's tls array, one
+// word in: the goroutine pointer is at fs:-8 and the four words from fs:0 are unused on
+// linux/amd64 (runtime/sys_linux_amd64.s settls, runtime2.go m.tls). The pads keep their
+// agent stack there. With cgo, fs is the C library's and nothing there is free.
+#pragma once
+#include "process/linux/elf_image.hpp"
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+
+namespace tpagent::process {
+
+enum class GoProgram { NotGo, WithoutCgo, WithCgo };
+
+// The sections a Go linker writes into every Go executable.
+bool has_go_sections(const Sections& sections);
+
+// What the program `pid` runs (its executable, /proc/pid/exe).
+GoProgram go_program_of(pid_t pid);
+
+// The offset from the fs base of the words a pad on an agent stack uses in a Go program
+// without cgo.
+inline constexpr std::int32_t kGoThreadSlots = 0;
+
+} // namespace tpagent::process

@@ -1,0 +1,4 @@
+// With programs/ftrace_goroutines.go: the same program linked with cgo (test_ftrace_go.py).
+package main
+
+import "C"
