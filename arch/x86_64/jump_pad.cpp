@@ -62,8 +62,12 @@ void fs_mov(X86Writer& a, std::uint8_t op, Reg r, std::int32_t disp) {
     a.byte(0x25);
     a.u32(static_cast<std::uint32_t>(disp));
 }
-void fs_store(X86Writer& a, std::int32_t disp, Reg src) { fs_mov(a, 0x89, src, disp); }
-void fs_load(X86Writer& a, Reg dst, std::int32_t disp) { fs_mov(a, 0x8b, dst, disp); }
+void fs_store(X86Writer& a, std::int32_t disp, Reg src) {
+    fs_mov(a, 0x89, src, disp);
+}
+void fs_load(X86Writer& a, Reg dst, std::int32_t disp) {
+    fs_mov(a, 0x8b, dst, disp);
+}
 
 void patch_rel8(std::vector<std::uint8_t>& code, std::size_t at, std::size_t to) {
     code[at] = static_cast<std::uint8_t>(static_cast<std::int8_t>(to - (at + 1)));
@@ -105,8 +109,8 @@ AgentStackEntry emit_agent_stack_entry(X86Writer& a, const AgentStacks& stacks) 
     a.mov_imm(RAX, stacks.pool);
     a.mov_imm(RCX, stacks.stack_bytes);
     a.byte(0xf0), a.byte(0x48), a.byte(0x0f), a.byte(0xc1), a.byte(0x08); // lock xadd [rax], rcx
-    const auto last = static_cast<std::uint32_t>(stacks.pool_bytes - kAgentStackHeaderBytes -
-                                                 stacks.stack_bytes);
+    const auto last =
+        static_cast<std::uint32_t>(stacks.pool_bytes - kAgentStackHeaderBytes - stacks.stack_bytes);
     a.byte(0x48), a.byte(0x81), a.byte(0xf9), a.u32(last); // cmp rcx, last
     a.byte(0x77);                                          // ja none
     const std::size_t to_none = a.pos();
@@ -309,10 +313,10 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const bool no_save = save.kind == StateSave::Kind::None;
     const AgentStacks& stacks = spec.agent_stacks;
     const bool own_stack = stacks.pool != 0;
-    if (own_stack && (!spec.stage_full_core || !spec.flags_by_sahf || stacks.stack_bytes % 16 ||
-                      stacks.pool % 16 ||
-                      stacks.pool_bytes < kAgentStackHeaderBytes + stacks.stack_bytes ||
-                      stacks.pool_bytes > (1u << 30)))
+    if (own_stack &&
+        (!spec.stage_full_core || !spec.flags_by_sahf || stacks.stack_bytes % 16 ||
+         stacks.pool % 16 || stacks.pool_bytes < kAgentStackHeaderBytes + stacks.stack_bytes ||
+         stacks.pool_bytes > (1u << 30)))
         return make_error(ErrorCode::Unsupported,
                           "pads on agent stacks need the full core staged, lahf/sahf and a pool "
                           "of 16-byte aligned stacks under 1 GiB");

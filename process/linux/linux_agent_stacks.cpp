@@ -29,8 +29,7 @@ std::optional<std::string> LinuxFastSites::agent_stacks_refused() {
 
 Result<arch::AgentStacks> LinuxFastSites::agent_stacks() {
     if (!pads_on_agent_stacks()) return arch::AgentStacks{};
-    if (auto refused = agent_stacks_refused())
-        return make_error(ErrorCode::Unsupported, *refused);
+    if (auto refused = agent_stacks_refused()) return make_error(ErrorCode::Unsupported, *refused);
     if (!agent_stack_pool_) {
         const std::uint64_t bytes =
             arch::kAgentStackHeaderBytes + kAgentStackCount * std::uint64_t{kAgentStackBytes};
@@ -53,8 +52,8 @@ Result<arch::AgentStacks> LinuxFastSites::agent_stacks() {
         spdlog::debug("agent stacks: {} of {} KiB at 0x{:x}", kAgentStackCount,
                       kAgentStackBytes >> 10, *mapped);
     }
-    return arch::AgentStacks{agent_stack_pool_->address, agent_stack_pool_->bytes,
-                             kAgentStackBytes, kGoThreadSlots};
+    return arch::AgentStacks{agent_stack_pool_->address, agent_stack_pool_->bytes, kAgentStackBytes,
+                             kGoThreadSlots};
 }
 
 std::optional<FastSites::AgentStackUse> LinuxFastSites::agent_stack_use() {

@@ -109,7 +109,7 @@ struct Observed {
     const x86::RegisterLayout* layout = nullptr;
     Machine at_tracepoint;
     Bytes red_zone_at_tracepoint;
-    bool full_core = false; // the pad stages the whole core: nothing to fill in
+    bool full_core = false;   // the pad stages the whole core: nothing to fill in
     bool agent_stack = false; // the pad runs on a stack from the pool
     int calls = 0;
     std::vector<std::string> problems;
@@ -474,8 +474,9 @@ TEST_CASE("a pad on an agent stack leaves the thread's stack untouched", "[jump_
         GENERATE(0x202u, 0x202u | kCF | kPF | kAF | kZF | kSF | kOF, 0x202u | kDF | kCF,
                  0x202u | kOF, 0x202u | kDF | kZF | kOF);
     // 0: the thread's first hit takes a stack; else the one it took before.
-    const std::uint64_t top = GENERATE(
-        std::uint64_t{0}, kPool + tpagent::arch::kAgentStackHeaderBytes + 3 * std::uint64_t{kAgentStackBytes});
+    const std::uint64_t top =
+        GENERATE(std::uint64_t{0}, kPool + tpagent::arch::kAgentStackHeaderBytes +
+                                       3 * std::uint64_t{kAgentStackBytes});
     auto pad = x86::emit_jump_pad(agent_stack_spec(code, tp_offset));
     REQUIRE(pad.ok());
     Setup s;
