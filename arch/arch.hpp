@@ -162,6 +162,13 @@ class Architecture {
         (void)code, (void)addr, (void)relocated;
         return std::nullopt;
     }
+    // A call among them before the last (its callee returns into the pad), or nullopt.
+    virtual std::optional<std::string> displaced_call(std::span<const std::uint8_t> code,
+                                                      std::uint64_t addr,
+                                                      const Relocated& relocated) const {
+        (void)code, (void)addr, (void)relocated;
+        return std::nullopt;
+    }
     virtual std::size_t fast_block_bytes() const = 0;
     // The registers the in-process agent appends to that block, each thread's own and outside
     // the pad's reach (x86-64: fs_base and gs_base, for TLS in tfind), adjacent in `g`; and

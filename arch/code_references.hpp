@@ -15,6 +15,11 @@ struct CodeReferences {
     // operands): where a jump table may start. The caller reads them, knowing which memory is
     // data.
     std::vector<std::uint64_t> tables;
+    // A function whose call sites are themselves places control arrives at (Go's
+    // runtime.deferreturn: a recovered panic resumes its frame at that call), 0: none; and
+    // the sites of the direct calls to it the sweep found.
+    std::uint64_t resumed_at_calls_to = 0;
+    std::vector<std::uint64_t> resumed_calls;
 };
 
 } // namespace tpagent::arch

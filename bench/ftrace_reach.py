@@ -12,7 +12,8 @@ does for a user), the length of the instruction there (gdb's disassembler, befor
 patched), `tstart`, `monitor tracepoints` (a jump, or a trap and why), `tstop`.
 
 And over libc's line table (libc6-dbg): N statement starts sampled (all addresses `ftrace
-FILE:LINE` can get), `ftrace *ADDR` at each.
+FILE:LINE` can get), `ftrace *ADDR` at each. The same over the line table of a Go program
+(`go-lines`: Go's own gofmt, built static from Debian's golang-go, waiting on its input).
 
 Printed per module: the functions (or addresses) sampled, how many gdb accepted, how many got a jump (fast)
 and how many a trap, the reasons for traps (grouped), and how many of those addresses hold an
@@ -23,7 +24,9 @@ import argparse
 import collections
 import json
 import random
+import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +84,11 @@ def libc_line_starts() -> list[int]:
     debug = Path("/usr/lib/debug/.build-id") / m.group(1)[:2] / (m.group(1)[2:] + ".debug") if m else None
     if not debug or not debug.exists():
         return []
+    return line_starts(debug)
+
+
+def line_starts(debug: Path) -> list[int]:
+    """The statement starts ("x" in objdump's decoded line table) of DEBUG's line table."""
     text = subprocess.run(["objdump", "--dwarf=decodedline", str(debug)], capture_output=True,
                           text=True).stdout
     starts = set()
@@ -141,15 +149,32 @@ def report(label: str, sampled: int, res: dict) -> None:
         print(f"    refused by gdb: {name}: {err}")
 
 
+def go_lines(tpagent: Path, scratch: Path, rng: random.Random, count: int, procs: list) -> None:
+    go = shutil.which("go")
+    if go is None:
+        print("go-lines: skipped (no go: Debian's golang-go)")
+        return
+    gofmt = scratch / "gofmt"
+    env = dict(os.environ, CGO_ENABLED="0", GOCACHE=str(scratch / "go-cache"), GOFLAGS="")
+    subprocess.run([go, "build", "-o", str(gofmt), "cmd/gofmt"], check=True, env=env)
+    p = subprocess.Popen([str(gofmt)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    procs.append(p)
+    time.sleep(0.5)  # (its runtime started, reading its input)
+    starts = line_starts(gofmt)  # a static program: its addresses are the file's
+    sample = sorted(rng.sample(starts, min(count, len(starts))))
+    res = measure(tpagent, p.pid, gofmt, [f"*0x{a:x}" for a in sample], scratch)
+    report(f"Go line starts (gofmt, {len(starts)} in its line table)", len(sample), res)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tpagent", default=str(REPO / "build/default/bin/tpagent"))
     ap.add_argument("--sample", type=int, default=400)
     ap.add_argument("--seed", type=int, default=46)
-    ap.add_argument("--module", action="append", choices=["zlib", "sqlite", "redis", "libc-lines"])
+    ap.add_argument("--module", action="append", choices=["zlib", "sqlite", "redis", "libc-lines", "go-lines"])
     ap.add_argument("--lines", type=int, default=2000, help="libc line starts sampled")
     args = ap.parse_args()
-    modules = args.module or ["zlib", "sqlite", "redis", "libc-lines"]
+    modules = args.module or ["zlib", "sqlite", "redis", "libc-lines", "go-lines"]
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="reach.") as tmp:
         scratch = Path(tmp)
@@ -188,6 +213,8 @@ def main() -> int:
                     res = measure(Path(args.tpagent), procs[0].pid, host,
                                   [f"*0x{base + a:x}" for a in sample], scratch)
                     report(f"libc line starts ({len(starts)} in its line table)", len(sample), res)
+            if "go-lines" in modules:
+                go_lines(Path(args.tpagent), scratch, rng, args.lines, procs)
             for label, pid, program, module in targets:
                 names = functions(module)
                 sample = sorted(rng.sample(names, min(args.sample, len(names))))

@@ -60,6 +60,11 @@ class X86_64Architecture final : public Architecture {
                                                    const Relocated& relocated) const override {
         return x86_64::displacement_hazard(code, addr, relocated);
     }
+    std::optional<std::string> displaced_call(std::span<const std::uint8_t> code,
+                                              std::uint64_t addr,
+                                              const Relocated& relocated) const override {
+        return x86_64::displaced_call(code, addr, relocated);
+    }
     std::size_t fast_block_bytes() const override;
     FastBlockTail fast_block_tail() const override;
     FastBlockCompletion fast_block_completion() const override;

@@ -43,6 +43,12 @@ void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t add
             continue;
         }
         note_operands(*d, addr + at, out);
+        ZyanU64 callee = 0;
+        if (out.resumed_at_calls_to && d->insn.mnemonic == ZYDIS_MNEMONIC_CALL &&
+            d->ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && d->ops[0].imm.is_relative &&
+            ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&d->insn, &d->ops[0], addr + at, &callee)) &&
+            callee == out.resumed_at_calls_to)
+            out.resumed_calls.push_back(addr + at);
         at += d->insn.length;
     }
 }
@@ -88,6 +94,21 @@ std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> cod
         if (what)
             return fmt::format("the jump would displace {} at 0x{:x} and the instruction after it",
                                what, at);
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> displaced_call(std::span<const std::uint8_t> code, std::uint64_t addr,
+                                          const Relocated& relocated) {
+    const auto& b = relocated.boundaries;
+    for (std::size_t i = 0; i + 2 < b.size(); ++i) {
+        const std::uint64_t at = addr + b[i].from_offset;
+        auto d = decode(code.subspan(b[i].from_offset), at);
+        if (!d) return d.error().text;
+        if (d->insn.meta.category == ZYDIS_CATEGORY_CALL)
+            return fmt::format("the jump would displace a call at 0x{:x} and the instruction "
+                               "after it (the callee would return into the pad)",
+                               at);
     }
     return std::nullopt;
 }

@@ -27,4 +27,10 @@ void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t add
 std::optional<std::string> displacement_hazard(std::span<const std::uint8_t> code,
                                                std::uint64_t addr, const Relocated& relocated);
 
+// A call among the instructions `relocated` displaces, before the last, or nullopt: its callee
+// returns into the pad, an address a runtime that walks its own stacks (Go's: collection,
+// stack growth, panics) does not know.
+std::optional<std::string> displaced_call(std::span<const std::uint8_t> code, std::uint64_t addr,
+                                          const Relocated& relocated);
+
 } // namespace tpagent::arch::x86_64

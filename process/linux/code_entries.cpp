@@ -29,7 +29,7 @@ bool CodeEntries::in_code(const File& f, std::uint64_t addr) const {
 
 CodeEntries::File CodeEntries::analyse(pid_t pid, const std::string& path, std::uint64_t start,
                                        std::uint64_t end) {
-    File f{path, start, end, {}, {}, {}};
+    File f{path, start, end, {}, {}, {}, false};
     ElfImage elf(file_of_process(pid, path));
     const auto link = elf.valid() ? link_base(elf) : std::nullopt;
     if (!link) {
@@ -38,12 +38,13 @@ CodeEntries::File CodeEntries::analyse(pid_t pid, const std::string& path, std::
     }
     const std::uint64_t bias = start - *link;
     const Sections sections = sections_of(elf);
-    if (has_go_sections(sections)) {
-        // Go's runtime preempts a goroutine at any instruction and later resumes it there,
-        // from a saved context tpagent does not see.
-        f.refused = fmt::format("{} is a Go program (goroutines resume at any instruction)", path);
-        return f;
-    }
+    // Go's runtime also resumes goroutines where the code does not branch: at any instruction
+    // it preempted (the caller looks at the goroutines' stacks), and at a frame's call of
+    // runtime.deferreturn when a panic is recovered.
+    f.go = has_go_sections(sections);
+    SymbolTable symbols(elf, sections, bias);
+    arch::CodeReferences refs;
+    if (f.go) refs.resumed_at_calls_to = symbols.address_of("runtime.deferreturn").value_or(0);
     std::vector<LoadedSection> code, data;
     for (const Elf64_Shdr& s : sections.headers) {
         if (!(s.sh_flags & SHF_ALLOC) || s.sh_type == SHT_NOBITS || s.sh_size == 0 ||
@@ -66,13 +67,12 @@ CodeEntries::File CodeEntries::analyse(pid_t pid, const std::string& path, std::
             data.push_back(std::move(loaded));
         }
     }
-    arch::CodeReferences refs;
     for (const LoadedSection& c : code)
         arch_.sweep_code_references(c.bytes, c.address, refs);
     for (std::uint64_t t : refs.targets)
         if (in_code(f, t)) f.entries.push_back(t);
+    f.entries.insert(f.entries.end(), refs.resumed_calls.begin(), refs.resumed_calls.end());
     // Functions other files call.
-    SymbolTable symbols(elf, sections, bias);
     for (std::uint64_t a : symbols.function_addresses())
         if (in_code(f, a)) f.entries.push_back(a);
     // Stored code pointers.
@@ -132,6 +132,18 @@ const CodeEntries::File* CodeEntries::file_at(pid_t pid, std::uint64_t addr) {
     files_.push_back(analyse(pid, at->name, *first, end));
     files_.back().start = start;
     return &files_.back();
+}
+
+bool CodeEntries::go_code(pid_t pid, std::uint64_t addr) {
+    const File* f = file_at(pid, addr);
+    return f && f->go;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> CodeEntries::file_span(pid_t pid,
+                                                                              std::uint64_t addr) {
+    const File* f = file_at(pid, addr);
+    if (!f) return std::nullopt;
+    return std::pair{f->start, f->end};
 }
 
 std::optional<std::string> CodeEntries::entry_inside(pid_t pid, std::uint64_t lo,

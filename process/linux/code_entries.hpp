@@ -35,6 +35,11 @@ class CodeEntries {
     // Why control may arrive inside (lo, hi) from elsewhere in process `pid`, or nullopt when
     // nothing does. The file's analysis is kept for later questions.
     std::optional<std::string> entry_inside(pid_t pid, std::uint64_t lo, std::uint64_t hi);
+    // Whether the code at addr is a Go program's (whose runtime resumes goroutines elsewhere
+    // too: see go_program.hpp).
+    bool go_code(pid_t pid, std::uint64_t addr);
+    // The mappings of the ELF file holding addr: [start, end).
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> file_span(pid_t pid, std::uint64_t addr);
     // The program's image changed (exec): every file is looked at again.
     void forget() { files_.clear(); }
 
@@ -48,6 +53,7 @@ class CodeEntries {
         std::vector<std::pair<std::uint64_t, std::uint64_t>> code; // loaded code sections
         std::vector<std::uint64_t> entries;                        // sorted
         std::optional<std::string> refused; // why none of its code may be displaced
+        bool go = false;                    // a Go program's
     };
     const File* file_at(pid_t pid, std::uint64_t addr);
     File analyse(pid_t pid, const std::string& path, std::uint64_t start, std::uint64_t end);

@@ -9,10 +9,14 @@
 // linux/amd64 (runtime/sys_linux_amd64.s settls, runtime2.go m.tls). The pads keep their
 // agent stack there. With cgo, fs is the C library's and nothing there is free.
 #pragma once
+#include "base/result.hpp"
 #include "process/linux/elf_image.hpp"
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 namespace tpagent::process {
 
@@ -27,5 +31,16 @@ GoProgram go_program_of(pid_t pid);
 // The offset from the fs base of the words a pad on an agent stack uses in a Go program
 // without cgo.
 inline constexpr std::int32_t kGoThreadSlots = 0;
+
+// The stack of every goroutine the runtime has made (runtime.allgs, a slice of *g; a g starts
+// with its stack's bounds, lo and hi), read from the program's memory while it is stopped:
+// where a goroutine preempted at any instruction keeps that address (the return address of
+// the call the runtime injected). Dead goroutines' stacks are among them (a stale word costs
+// a jump, never more). A program not linked at fixed addresses is not read (an error).
+struct GoroutineStack {
+    std::uint64_t lo = 0, hi = 0;
+};
+using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
+Result<std::vector<GoroutineStack>> goroutine_stacks(pid_t pid, const ReadMemory& read);
 
 } // namespace tpagent::process

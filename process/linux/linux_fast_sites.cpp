@@ -149,6 +149,7 @@ void LinuxFastSites::forget() {
     agent_code_.reset();
     go_program_.reset();
     agent_stack_pool_.reset();
+    goroutine_code_words_.reset();
 }
 
 Status LinuxFastSites::write_under_breakpoints(std::uint64_t addr,
@@ -233,6 +234,10 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
     if (auto hazard = arch_.displacement_hazard(code, addr, relocated)) return hazard;
     if (auto entry = entries_.entry_inside(process_.pid(), addr, addr + relocated.covered))
         return entry;
+    if (entries_.go_code(process_.pid(), addr)) {
+        if (auto call = arch_.displaced_call(code, addr, relocated)) return call;
+        if (auto word = goroutine_word_inside(addr, addr + relocated.covered)) return word;
+    }
     return stack_word_inside(addr, addr + relocated.covered);
 }
 
@@ -418,6 +423,7 @@ namespace {
 // reused while it is there.
 constexpr std::uint64_t kMaxStackScan = 8 << 20;
 constexpr std::size_t kScanChunk = 64 << 10;
+constexpr std::uint64_t kGoThreadStackScan = 64 << 10;
 
 std::uint64_t word_at(const std::uint8_t* p) {
     std::uint64_t w = 0;
@@ -428,14 +434,19 @@ std::uint64_t word_at(const std::uint8_t* p) {
 
 bool LinuxFastSites::read_live_stack(
     const std::vector<MappedRange>& maps, std::uint64_t sp,
-    const std::function<void(const std::uint8_t*, std::size_t)>& see) {
+    const std::function<void(const std::uint8_t*, std::size_t)>& see, std::uint64_t most) {
     sp &= ~std::uint64_t{7};
     auto stack = std::find_if(maps.begin(), maps.end(),
                               [&](const MappedRange& m) { return m.start <= sp && sp < m.end; });
-    if (stack == maps.end() || stack->end - sp > kMaxStackScan) return false;
+    if (stack == maps.end()) return false;
+    std::uint64_t end = stack->end;
+    if (most)
+        end = std::min(end, sp + most);
+    else if (end - sp > kMaxStackScan)
+        return false;
     std::vector<std::uint8_t> chunk(kScanChunk);
-    for (std::uint64_t at = sp; at < stack->end; at += kScanChunk) {
-        const std::size_t n = std::min<std::uint64_t>(kScanChunk, stack->end - at);
+    for (std::uint64_t at = sp; at < end; at += kScanChunk) {
+        const std::size_t n = std::min<std::uint64_t>(kScanChunk, end - at);
         std::size_t got = 0;
         if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
             return false;
@@ -449,6 +460,9 @@ bool LinuxFastSites::read_live_stack(
 // the address on the thread's stack. A stale word only costs the jump (a trap collects).
 std::optional<std::string> LinuxFastSites::stack_word_inside(std::uint64_t lo, std::uint64_t hi) {
     const auto maps = read_maps(process_.pid());
+    // A Go thread's own stacks (g0's, gsignal's: a few KiB) sit in the Go heap's large
+    // mappings; the goroutines' stacks are goroutine_word_inside's.
+    const std::uint64_t most = entries_.go_code(process_.pid(), lo) ? kGoThreadStackScan : 0;
     for (auto& [tid, t] : threads_) {
         if (!t.kernel.stopped()) continue;
         auto s = process_.registers(tid);
@@ -458,7 +472,7 @@ std::optional<std::string> LinuxFastSites::stack_word_inside(std::uint64_t lo, s
             for (std::size_t i = 0; i + 8 <= bytes && !found; i += 8)
                 if (const std::uint64_t w = word_at(words + i); w > lo && w < hi) found = w;
         };
-        if (!read_live_stack(maps, arch_.sp(**s), see))
+        if (!read_live_stack(maps, arch_.sp(**s), see, most))
             return fmt::format("thread {}: its stack cannot be searched for addresses inside "
                                "the jump",
                                tid);
@@ -467,6 +481,42 @@ std::optional<std::string> LinuxFastSites::stack_word_inside(std::uint64_t lo, s
                                "the jump displaces (an address on its stack)",
                                tid, *found, hi - lo);
     }
+    return std::nullopt;
+}
+
+std::optional<std::string> LinuxFastSites::goroutine_word_inside(std::uint64_t lo,
+                                                                 std::uint64_t hi) {
+    if (!goroutine_code_words_) {
+        auto span = entries_.file_span(process_.pid(), lo);
+        if (!span) return fmt::format("the code at 0x{:x} is in no ELF file", lo);
+        auto stacks = goroutine_stacks(process_.pid(), [this](std::uint64_t at, auto out) {
+            return process_.read_program(at, out);
+        });
+        if (!stacks) return stacks.error().text;
+        std::vector<std::uint64_t> words;
+        std::vector<std::uint8_t> chunk(kScanChunk);
+        for (const GoroutineStack& g : *stacks)
+            for (std::uint64_t at = g.lo; at < g.hi; at += kScanChunk) {
+                const std::size_t n = std::min<std::uint64_t>(kScanChunk, g.hi - at);
+                std::size_t got = 0;
+                if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
+                    return fmt::format("a goroutine's stack at 0x{:x} cannot be read", at);
+                for (std::size_t i = 0; i + 8 <= n; i += 8)
+                    if (const std::uint64_t w = word_at(chunk.data() + i);
+                        w >= span->first && w < span->second)
+                        words.push_back(w);
+            }
+        std::sort(words.begin(), words.end());
+        words.erase(std::unique(words.begin(), words.end()), words.end());
+        spdlog::debug("goroutines: {} stacks, {} words into the code", stacks->size(),
+                      words.size());
+        goroutine_code_words_ = std::move(words);
+    }
+    auto it = std::upper_bound(goroutine_code_words_->begin(), goroutine_code_words_->end(), lo);
+    if (it != goroutine_code_words_->end() && *it < hi)
+        return fmt::format("a goroutine will resume at 0x{:x}, inside the {} bytes the jump "
+                           "displaces (an address on its stack)",
+                           *it, hi - lo);
     return std::nullopt;
 }
 

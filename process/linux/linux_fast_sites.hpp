@@ -169,12 +169,17 @@ class LinuxFastSites final : public FastSites {
     // Writes the program's view of [addr, addr+len) through the breakpoint layer (breakpoint
     // instructions stay, their saved bytes change).
     Status write_under_breakpoints(std::uint64_t addr, std::span<const std::uint8_t> data);
-    // Passes the words of a live stack ([sp, end of its mapping)) to `see`, in chunks; false
-    // when it cannot be read whole or is larger than the scan's bound.
+    // Passes the words of a live stack ([sp, end of its mapping), or of its first `most`
+    // bytes) to `see`, in chunks; false when it cannot be read whole or (most 0) is larger
+    // than the scan's bound.
     bool read_live_stack(const std::vector<MappedRange>& maps, std::uint64_t sp,
-                         const std::function<void(const std::uint8_t*, std::size_t)>& see);
+                         const std::function<void(const std::uint8_t*, std::size_t)>& see,
+                         std::uint64_t most = 0);
     // A stopped thread's stack word inside (lo, hi): a return address or an interrupted pc.
     std::optional<std::string> stack_word_inside(std::uint64_t lo, std::uint64_t hi);
+    // A word inside (lo, hi) on a goroutine's stack (go_program.hpp), from the words into the
+    // code gathered once while the program stays stopped.
+    std::optional<std::string> goroutine_word_inside(std::uint64_t lo, std::uint64_t hi);
     // Whether anything installed still uses the current run's pads or placed code.
     bool pads_in_use() const;
     // Frees the retired runs' pages that no thread can still be running in or return into;
@@ -211,6 +216,12 @@ class LinuxFastSites final : public FastSites {
     Result<arch::AgentStacks> agent_stacks();
     std::optional<GoProgram> go_program_;
     std::optional<AgentStackPool> agent_stack_pool_;
+    // Words on goroutine stacks pointing into the Go program's code, sorted.
+    std::optional<std::vector<std::uint64_t>> goroutine_code_words_;
+
+  public:
+    // The program ran: what was gathered from its stacks is stale.
+    void program_resumed() { goroutine_code_words_.reset(); }
 };
 
 } // namespace tpagent::process

@@ -32,6 +32,7 @@ constexpr bool kSyscallStepIsBreakpoint = false;
 } // namespace
 
 Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int signal) {
+    fast_sites_.program_resumed();
     if (debug_points_.hw().any())
         if (auto h = debug_points_.hw().apply(tid); !h) return h;
     step = step || t.while_stepping; // while-stepping goes on whatever gdb asked

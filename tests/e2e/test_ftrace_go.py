@@ -21,13 +21,13 @@ ROUNDS = 40
 GOROUTINES = 4
 
 
-def build(e2e, cgo: bool = False) -> Path:
+def build(e2e, cgo: bool = False, name: str = NAME) -> Path:
     go = shutil.which("go")
     if go is None:
         pytest.skip("go is missing (Debian's golang-go)")
     programs = Path(__file__).parent / "programs"
-    sources = [programs / f"{NAME}.go"] + ([programs / f"{NAME}_cgo.go"] if cgo else [])
-    output = e2e.tmp / (NAME + ("_cgo" if cgo else ""))
+    sources = [programs / f"{name}.go"] + ([programs / f"{name}_cgo.go"] if cgo else [])
+    output = e2e.tmp / (name + ("_cgo" if cgo else ""))
     # One build cache for every test of the run: the first build compiles Go's runtime.
     cache = Path(os.environ.get("TPAGENT_E2E_SCRATCH", e2e.tmp)) / "go-cache"
     env = dict(os.environ, CGO_ENABLED="1" if cgo else "0", GOCACHE=str(cache),
@@ -113,3 +113,57 @@ def test_a_cgo_program_is_traced_through_traps_with_the_reason(e2e):
     assert sorted(row[2] for row in parse_frames(r.of(walk))) == sorted(
         k for k in range(GOROUTINES) for _ in range(ROUNDS))
     s.ends_as_natively(r.of("continue", 2))
+
+
+# A gdb command printing "instruction at 0xADDR" for each instruction of main.spin up to its
+# return.
+SPIN_INSTRUCTIONS = "\n".join([
+    "python",
+    "spin = gdb.lookup_global_symbol('main.spin')",
+    "arch = gdb.selected_inferior().architecture()",
+    "start = int(spin.value().address)",
+    "for insn in arch.disassemble(start, start + 256):",
+    "    print('instruction at 0x%x' % insn['addr'])",
+    "    if insn['asm'].startswith('ret'):",
+    "        break",
+    "end",
+])
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_goroutines_preempted_anywhere_never_resume_inside_a_jump(e2e, first):
+    """16 goroutines spin on one thread (programs/ftrace_go_spin.go), the runtime preempting
+    them by signal at any instruction of the loop: a fast tracepoint at every other
+    instruction of main.spin (from the FIRST), installed while 15 of them are parked
+    mid-loop, so jumps displace the instructions between. A window holding a parked
+    goroutine's resume address (on its stack) is collected through a trap instead, and the
+    program runs on and ends as natively."""
+    program = build(e2e, name="ftrace_go_spin")
+    s = Scenario(e2e, "ftrace_go_spin", program=program)
+    finder = s.file(*SPIN_INSTRUCTIONS.splitlines())
+    listed = s.gdb(finder, connect=False)
+    addresses = [int(a, 16) for a in re.findall(r"instruction at 0x([0-9a-f]+)", listed.of(finder))]
+    assert len(addresses) > 10, listed.of(finder)
+    # (A condition never true: no frame fills the buffer, whose end would stop the trace and
+    # take the jumps out before the parked goroutines run again.)
+    define = s.define(*[ftrace(f"*0x{a:x} if $rsp == 0", "collect $rcx")
+                        for a in addresses[first::2]])
+    # The ones collected through traps are disabled at once: a trap at each turn of the loop
+    # would slow it down past the test's time.
+    disable_traps = s.file(
+        "python",
+        "import re",
+        "listing = gdb.execute('monitor tracepoints', to_string=True)",
+        "print(listing)",
+        "for n in re.findall(r'^Fast tracepoint (\\d+) at \\S+ is collected through a trap',",
+        "                    listing, re.M):",
+        "    gdb.execute('disable ' + n)",
+        "end",
+    )
+    r = s.gdb("break main.checkpoint", "continue", "delete", define, "tstart", disable_traps,
+              "info tracepoints", "continue")
+    listing = r.of(disable_traps)
+    assert "jumps to its pad" in listing, listing
+    # (15 goroutines parked mid-loop: some jump would cover one's resume address.)
+    assert "a goroutine will resume at" in listing, listing
+    s.ends_as_natively(r.of("continue", 1))

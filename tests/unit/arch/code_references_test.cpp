@@ -107,3 +107,37 @@ TEST_CASE("displaced instructions must each fall through to the next", "[arch][c
         CHECK_FALSE(x86::displacement_hazard(code, kAt, r));
     }
 }
+
+TEST_CASE("a call displaced before the last is named for runtimes that walk their stacks",
+          "[arch][code_references]") {
+    SECTION("call rax; xor eax,eax: the callee would return into the pad") {
+        const Bytes code = {0xff, 0xd0, 0x31, 0xc0, 0x90, 0x90};
+        auto why = x86::displaced_call(code, kAt, five_bytes_of(code));
+        REQUIRE(why);
+        CHECK(why->find("a call at 0x401000") != std::string::npos);
+    }
+    SECTION("a call as the last one returns to the code after the jump") {
+        const Bytes code = {0x31, 0xc0, 0xe8, 0x00, 0x01, 0x00, 0x00}; // xor; call +0x100
+        auto r = five_bytes_of(code);
+        CHECK(r.covered == 7);
+        CHECK_FALSE(x86::displaced_call(code, kAt, r));
+    }
+    SECTION("no call") {
+        const Bytes code = {0x55, 0x48, 0x89, 0xe5, 0x41, 0x57};
+        CHECK_FALSE(x86::displaced_call(code, kAt, five_bytes_of(code)));
+    }
+}
+
+TEST_CASE("the sweep lists the direct calls to a function whose call sites are resumed at",
+          "[arch][code_references]") {
+    // call 0x401100; nop; call 0x401200; call *rax
+    const Bytes code = {0xe8, 0xfb, 0x00, 0x00, 0x00, 0x90, 0xe8,
+                        0xf5, 0x01, 0x00, 0x00, 0xff, 0xd0};
+    tpagent::arch::CodeReferences refs;
+    refs.resumed_at_calls_to = 0x401200;
+    x86::sweep_code_references(code, kAt, refs);
+    CHECK(refs.resumed_calls == std::vector<std::uint64_t>{0x401006});
+    tpagent::arch::CodeReferences none;
+    x86::sweep_code_references(code, kAt, none);
+    CHECK(none.resumed_calls.empty());
+}
