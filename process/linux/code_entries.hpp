@@ -8,6 +8,8 @@
 // and call targets, code addresses computed pc-relative), every aligned word of its data sections
 // that points into its code (function pointers, vtables, absolute jump tables), and the 32-bit
 // relative jump tables the code reaches pc-relative (entries read while they land in code).
+// In a Go program, also the direct calls of runtime.deferreturn (a recovered panic resumes a
+// frame there); where a preempted goroutine resumes is on its stack (the caller's to search).
 // Not seen: targets only the unwinder knows (C++ landing pads, which compilers place after an
 // unconditional transfer, never falling into them), and code pointers computed at run time
 // or held in another file's data to an address with no symbol.

@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -134,6 +135,21 @@ class Board:
         compile_program(Programs.source("a64_bti_lib"), self.payload / "liba64_bti_lib.so", *bti, compiler=CROSS_COMPILER)
         link = (f"-L{self.payload}", "-la64_bti_lib", "-Wl,-rpath,/payload")
         compile_program(Programs.source("a64_bti"), self.payload / "a64_bti", link=link, compiler=CROSS_COMPILER)
+        self.build_go_program("ftrace_goroutines")
+
+    def build_go_program(self, name: str) -> None:
+        """programs/NAME.go built for arm64, static without cgo, when the host has Go (Debian's
+        golang-go; the test that runs it skips without it)."""
+        go = shutil.which("go")
+        if go is None:
+            return
+        env = {**os.environ, "GOARCH": "arm64", "CGO_ENABLED": "0", "GO111MODULE": "off", "GOFLAGS": "",
+               "GOCACHE": str(self.state / "go-cache"), "GOPATH": str(self.state / "go-path")}
+        source = Programs.source(name).with_suffix(".go")
+        done = subprocess.run([go, "build", "-o", str(self.payload / name), str(source)], capture_output=True,
+                              text=True, timeout=900, env=env)
+        if done.returncode != 0:
+            raise RuntimeError(f"go build {source} failed:\n{done.stdout}{done.stderr}")
 
     def fetch(self) -> None:
         """The kernel, userland and host tools, unless CACHE holds them already."""
