@@ -18,6 +18,8 @@ packages=(
   systemtap-sdt-dev
   # musl-gcc: fast tracepoints in musl programs (the in-process agent's self-mapped image)
   musl-tools
+  # the same for the arm64 board's static musl program (musl's arm64 libraries and gcc specs)
+  musl-dev:arm64
   # a Go program's fast tracepoints (pads on agent stacks), static and with cgo
   golang-go
   # gdb's own testsuite against tpagent and gdbserver (scripts/gdb-testsuite.sh)

@@ -64,12 +64,16 @@ NON_PIE = ("ftrace_loop",)
 # reaches its globals with ADR and the GOT with LDR (literal), where the small one uses ADRP.
 # sdt_markers: <sys/sdt.h> is systemtap-sdt-dev's, in the host's multiarch folder (it is plain
 # assembler directives, for either ISA). ftrace_loop_static: no dynamic loader, so the
-# in-process agent can only be tpagent's image.
+# in-process agent can only be tpagent's image; ftrace_loop_musl_static: the same against musl
+# (Debian's musl-dev:arm64, through its gcc specs; left out without it).
 VARIANTS = {
     "traced_tiny": ("traced", ("-mcmodel=tiny",)),
     "sdt_markers": ("sdt_markers", ("-idirafter", "/usr/include/x86_64-linux-gnu")),
     "ftrace_loop_static": ("ftrace_loop", ("-static",)),
 }
+MUSL_SPECS = Path("/usr/lib/aarch64-linux-musl/musl-gcc.specs")
+if MUSL_SPECS.exists():
+    VARIANTS["ftrace_loop_musl_static"] = ("ftrace_loop", ("-specs", str(MUSL_SPECS), "-static"))
 # The stubs on the board: tpagent is copied into the payload, gdbserver is Debian's.
 TPAGENT = "/payload/tpagent"
 GDBSERVER = "/usr/bin/gdbserver"
