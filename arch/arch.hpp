@@ -69,6 +69,10 @@ struct JumpPadRequest {
     std::span<const std::uint8_t> original_code; // bytes at tracepoint_address (>= 20)
     FastPadOptions options;
     AgentStacks agent_stacks; // with a pool: options.stage_full_core too
+    // Bytes the displaced instructions must cover: 0, the jump's own length; a short jump's
+    // (Architecture::short_jump_length) when the jump to the pad goes in a slot nearby, and
+    // EmittedJumpPad::patch is then the caller's to make.
+    std::size_t displaced_minimum = 0;
     // The code is in a branch-target-guarded mapping (arm64 BTI): a landing pad there must
     // stay (an indirect branch onto the jump would fault). Looked up only for code that
     // starts with a landing pad (Architecture::branch_target_landing_pad).
@@ -247,6 +251,21 @@ class Architecture {
     // `to` is out of reach or `code` is not whole instructions.
     virtual Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                               std::uint64_t to) const = 0;
+    // Where the jump to a pad does not fit: a short jump at the tracepoint to a slot nearby
+    // that holds the jump to the pad, in bytes the program never runs. Its length (0: none),
+    // how far it reaches either way from its end, its encoding, and whether bytes are such
+    // padding (x86-64: jmp rel8, int3 filler between functions).
+    virtual std::size_t short_jump_length() const { return 0; }
+    virtual std::int64_t short_jump_reach() const { return 0; }
+    virtual Result<std::vector<std::uint8_t>> encode_short_jump(std::uint64_t from,
+                                                                std::uint64_t to) const {
+        (void)from, (void)to;
+        return make_error(ErrorCode::Unsupported, "no short jump on this architecture");
+    }
+    virtual bool never_runs(std::span<const std::uint8_t> bytes) const {
+        (void)bytes;
+        return false;
+    }
     // Whether gdb can relocate this ISA's instructions (qRelocInsn): gdb 13 implements it for
     // x86 only, and asserts (an internal error) when asked for another.
     virtual bool gdb_relocates_instructions() const { return true; }

@@ -382,11 +382,16 @@ std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target*
         if (only_traps) continue;
         const auto covering =
             inferior && running_ ? inferior->fast_sites().covering(key.address) : std::nullopt;
-        lines.push_back(covering ? fmt::format("{} tracepoint {} at 0x{:x} jumps to its pad "
-                                               "({} bytes of instructions displaced).",
-                                               kind, key.number, key.address, covering->covered)
-                                 : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
-                                               key.number, key.address));
+        const std::string through =
+            covering && covering->slot
+                ? fmt::format(" through a short jump to 0x{:x}", covering->slot)
+                : std::string();
+        lines.push_back(covering
+                            ? fmt::format("{} tracepoint {} at 0x{:x} jumps to its pad{} "
+                                          "({} bytes of instructions displaced).",
+                                          kind, key.number, key.address, through, covering->covered)
+                            : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
+                                          key.number, key.address));
     }
     if (auto use = inferior ? inferior->fast_sites().agent_stack_use() : std::nullopt) {
         if (!only_traps)

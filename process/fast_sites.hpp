@@ -48,6 +48,7 @@ class FastSites {
     struct Covering {
         std::uint64_t site = 0;
         std::size_t covered = 0;
+        std::uint64_t slot = 0; // where the jump to the pad is, reached by a short jump (0: none)
     };
     virtual std::optional<Covering> covering(std::uint64_t addr) const = 0;
     // Whether this program's pads run on agent stacks (arch::AgentStacks: a Go program), so

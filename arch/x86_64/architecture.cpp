@@ -4,6 +4,8 @@
 #include "arch/x86_64/ptrace_regsets.hpp"
 #include "arch/x86_64/target_xml.hpp"
 #include "arch/x86_64/sdt_operand.hpp"
+#include <algorithm>
+#include <fmt/format.h>
 #include <sys/auxv.h>
 #include <cpuid.h>
 #include <cstddef>
@@ -209,6 +211,7 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.stage_full_core = request.options.stage_full_core;
     spec.flags_by_sahf = has_lahf_sahf();
     spec.agent_stacks = request.agent_stacks;
+    spec.displaced_minimum = request.displaced_minimum;
     spec.state_save = request.options.save_vector_state || request.options.stage_vector_state
                           ? detect_state_save()
                           : StateSave{StateSave::Kind::None, 0, 0};
@@ -223,6 +226,22 @@ Result<std::vector<std::uint8_t>> X86_64Architecture::encode_pad_jump(std::uint6
     auto jump = encode_jump(from, to);
     if (!jump) return jump.error();
     return std::vector<std::uint8_t>(jump->begin(), jump->end());
+}
+
+Result<std::vector<std::uint8_t>> X86_64Architecture::encode_short_jump(std::uint64_t from,
+                                                                        std::uint64_t to) const {
+    const auto d = static_cast<std::int64_t>(to - (from + 2));
+    if (d < -128 || d > 127)
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("0x{:x} is beyond a short jump from 0x{:x}", to, from));
+    return std::vector<std::uint8_t>{0xeb, static_cast<std::uint8_t>(static_cast<std::int8_t>(d))};
+}
+
+// int3 filler: compilers and linkers pad between functions with it (Go always), and a program
+// that ran it would stop with SIGTRAP.
+bool X86_64Architecture::never_runs(std::span<const std::uint8_t> bytes) const {
+    return !bytes.empty() &&
+           std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0xcc; });
 }
 
 Result<std::vector<std::uint64_t>>

@@ -74,6 +74,11 @@ class X86_64Architecture final : public Architecture {
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;
+    std::size_t short_jump_length() const override { return 2; }
+    std::int64_t short_jump_reach() const override { return 127; }
+    Result<std::vector<std::uint8_t>> encode_short_jump(std::uint64_t from,
+                                                        std::uint64_t to) const override;
+    bool never_runs(std::span<const std::uint8_t> bytes) const override;
     Result<std::vector<std::uint64_t>> pc_relative_targets(std::span<const std::uint8_t> code,
                                                            std::uint64_t address) const override;
     SdtArgument parse_sdt_operand(std::string_view operand,

@@ -454,14 +454,17 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     JumpPad pad;
     pad.relocated_offset = a.pos();
     if (own_stack) patch_rel32(a.code(), entry.to_relocated, pad.relocated_offset);
+    const std::size_t displaced = spec.displaced_minimum ? spec.displaced_minimum : kJumpLength;
     auto relocated = relocate(spec.original_code, spec.tracepoint_address,
-                              spec.pad_address + pad.relocated_offset, kJumpLength);
+                              spec.pad_address + pad.relocated_offset, displaced);
     if (!relocated) return relocated.error();
     pad.code = std::move(a.code());
     pad.code.insert(pad.code.end(), relocated->code.begin(), relocated->code.end());
     pad.relocated = std::move(*relocated);
-    pad.patch.assign(jump->begin(), jump->end());
-    pad.patch.resize(pad.relocated.covered, 0xcc);
+    if (pad.relocated.covered >= kJumpLength) {
+        pad.patch.assign(jump->begin(), jump->end());
+        pad.patch.resize(pad.relocated.covered, 0xcc);
+    }
     pad.return_offset = return_offset;
     pad.stack_bytes = above_flags + 8 + upper + kGprBytes + (kStateAlign - 1) + area + 16 + 8;
     return pad;

@@ -125,6 +125,9 @@ struct JumpPadSpec {
     // takes a stack from the pool. A hit that finds the pool used up runs only the displaced
     // instructions and is counted at pool + 8.
     AgentStacks agent_stacks;
+    // Bytes the displaced instructions cover at least (0: kJumpLength). Shorter: JumpPad::patch
+    // is left empty (the jump goes elsewhere: arch::JumpPadRequest::displaced_minimum).
+    std::size_t displaced_minimum = 0;
 };
 
 // Whether this CPU has lahf/sahf in 64-bit mode.

@@ -168,6 +168,9 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
             auto at = arch::original_address(site.code, site.pad + site.relocated_offset, addr, pc);
             if (at && (*at != addr || has_event)) back = at;
         }
+        // Between a short jump and its slot's jump nothing has run: back to the tracepoint.
+        for (const auto& [at, slot] : slots_)
+            if (pc == at) back = slot.site;
         if (back) {
             arch_.set_pc(**s, *back);
             if (auto w = arch_.write_general_registers(tid, **s); !w)

@@ -77,7 +77,7 @@ std::optional<LinuxFastSites::Covering> LinuxFastSites::covering(std::uint64_t a
     if (it == sites_.begin()) return std::nullopt;
     --it;
     if (addr - it->first >= it->second.code.covered) return std::nullopt;
-    return Covering{it->first, it->second.code.covered};
+    return Covering{it->first, it->second.code.covered, it->second.slot};
 }
 
 void LinuxFastSites::for_each_patch(
@@ -85,20 +85,28 @@ void LinuxFastSites::for_each_patch(
                              std::span<const std::uint8_t>)>& fn) const {
     for (const auto& [addr, site] : sites_)
         fn(addr, site.original, site.patch);
+    for (const auto& [addr, slot] : slots_)
+        fn(addr, slot.original, slot.patch);
 }
 
 void LinuxFastSites::hide_jumps(std::uint64_t addr, std::span<std::uint8_t> out) const {
-    for (const auto& [site, fast] : sites_) {
-        for (std::size_t i = 0; i < fast.original.size(); ++i) {
-            const std::uint64_t a = site + i;
-            if (a >= addr && a - addr < out.size()) out[a - addr] = fast.original[i];
+    auto hide = [&](std::uint64_t at, const std::vector<std::uint8_t>& original) {
+        for (std::size_t i = 0; i < original.size(); ++i) {
+            const std::uint64_t a = at + i;
+            if (a >= addr && a - addr < out.size()) out[a - addr] = original[i];
         }
-    }
+    };
+    for (const auto& [site, fast] : sites_)
+        hide(site, fast.original);
+    for (const auto& [at, slot] : slots_)
+        hide(at, slot.original);
 }
 
 bool LinuxFastSites::in_jump(std::uint64_t at) const {
     for (const auto& [addr, site] : sites_)
         if (at >= addr && at < addr + site.patch.size()) return true;
+    for (const auto& [addr, slot] : slots_)
+        if (at >= addr && at < addr + slot.patch.size()) return true;
     return false;
 }
 
@@ -126,6 +134,24 @@ Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8
             if (site_addr + i >= addr && site_addr + i < end)
                 bytes[site_addr + i - addr] = site.patch[i];
     }
+    // A slot keeps its jump under a write of the same bytes; other bytes there rebuild its site.
+    for (const auto& [slot_addr, slot] : slots_) {
+        const std::uint64_t lo = std::max(addr, slot_addr);
+        const std::uint64_t hi = std::min(end, slot_addr + slot.patch.size());
+        if (lo >= hi) continue;
+        if (!std::equal(slot.original.begin() + static_cast<std::ptrdiff_t>(lo - slot_addr),
+                        slot.original.begin() + static_cast<std::ptrdiff_t>(hi - slot_addr),
+                        data.begin() + static_cast<std::ptrdiff_t>(lo - addr))) {
+            if (auto s = sites_.find(slot.site);
+                s != sites_.end() &&
+                std::none_of(rebuild.begin(), rebuild.end(),
+                             [&](const auto& r) { return r.first == slot.site; }))
+                rebuild.emplace_back(slot.site, s->second.call);
+            continue;
+        }
+        for (std::uint64_t a = lo; a < hi; ++a)
+            bytes[a - addr] = slot.patch[a - slot_addr];
+    }
     for (const auto& [site_addr, call] : rebuild)
         remove(site_addr);
     Status written = write_under_breakpoints(addr, bytes);
@@ -150,6 +176,9 @@ void LinuxFastSites::forget() {
     go_program_.reset();
     agent_stack_pool_.reset();
     goroutine_code_words_.reset();
+    slots_.clear();
+    promised_.clear();
+    promised_windows_.clear();
 }
 
 Status LinuxFastSites::write_under_breakpoints(std::uint64_t addr,
@@ -179,9 +208,21 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     request.branch_target_guarded =
         arch_.branch_target_landing_pad(out.code) && branch_target_guarded(process_.pid(), addr);
     // Emit once at a provisional address for the size, then for the real pad.
+    // (What is displaced does not depend on where the pad is.)
     request.pad_address = addr;
     auto probe = arch_.emit_jump_pad(request);
-    if (!probe) return probe.error();
+    std::optional<std::string> refused =
+        probe ? displacement_refused(addr, out.code, probe->relocated)
+              : std::optional(probe.error().text);
+    std::optional<ShortJump> shorter;
+    if (refused) {
+        shorter = short_jump(addr, out.code);
+        if (!shorter)
+            return make_error(probe ? ErrorCode::NotAllowed : probe.error().code, *refused);
+        request.displaced_minimum = arch_.short_jump_length();
+        probe = arch_.emit_jump_pad(request);
+        if (!probe) return probe.error();
+    }
     out.room = probe->code.size() + 64;
     auto pad = allocate_pad(addr, out.room);
     if (!pad) return pad.error();
@@ -190,8 +231,18 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     auto emitted = arch_.emit_jump_pad(request);
     if (!emitted) return emitted.error();
     out.emitted = std::move(*emitted);
-    if (auto refused = displacement_refused(addr, out.code, out.emitted.relocated))
-        return make_error(ErrorCode::NotAllowed, *refused);
+    if (shorter) {
+        auto near = arch_.encode_short_jump(addr, shorter->slot);
+        if (!near) return near.error();
+        auto far = arch_.encode_pad_jump(shorter->slot, out.pad);
+        if (!far) return far.error();
+        const auto fill = arch_.breakpoint_instruction();
+        out.emitted.patch = std::move(*near);
+        while (out.emitted.patch.size() < out.emitted.relocated.covered)
+            out.emitted.patch.push_back(fill.empty() ? 0 : fill[0]);
+        out.slot = shorter->slot;
+        out.slot_patch = std::move(*far);
+    }
 
     // A breakpoint at addr stays in front of the jump (its saved byte becomes the jump's);
     // one further in would sit on bytes no thread runs any more, and a trap tracepoint there
@@ -231,6 +282,19 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
                                                                 std::span<const std::uint8_t> code,
                                                                 const arch::Relocated& relocated) {
     if (relocated.boundaries.size() <= 2) return std::nullopt; // only its own instruction
+    // (A window may end in padding after a return, where another jump's slot may be.)
+    const std::uint64_t end = addr + relocated.covered;
+    const std::size_t length = arch_.min_fast_tracepoint_length();
+    for (const auto& [at, slot] : slots_)
+        if (at < end && addr < at + slot.patch.size())
+            return fmt::format("the jump of the fast tracepoint at 0x{:x} is at 0x{:x}, inside "
+                               "the {} bytes this one displaces",
+                               slot.site, at, relocated.covered);
+    for (const auto& [site, at] : promised_)
+        if (site != addr && at < end && addr < at + length)
+            return fmt::format("the jump of the fast tracepoint at 0x{:x} is at 0x{:x}, inside "
+                               "the {} bytes this one displaces",
+                               site, at, relocated.covered);
     if (auto hazard = arch_.displacement_hazard(code, addr, relocated)) return hazard;
     if (auto entry = entries_.entry_inside(process_.pid(), addr, addr + relocated.covered))
         return entry;
@@ -248,10 +312,73 @@ Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
     if (!code) return code.error();
     // Relocated as if its pad were at addr: what is displaced does not depend on where.
     auto relocated = arch_.relocate(*code, addr, addr, arch_.min_fast_tracepoint_length());
-    if (!relocated) return relocated.error();
-    if (auto refused = displacement_refused(addr, *code, *relocated))
-        return make_error(ErrorCode::NotAllowed, *refused);
-    return relocated->covered;
+    const std::optional<std::string> refused = relocated
+                                                   ? displacement_refused(addr, *code, *relocated)
+                                                   : std::optional(relocated.error().text);
+    if (!refused) {
+        promised_windows_[addr] = relocated->covered;
+        return relocated->covered;
+    }
+    if (auto shorter = short_jump(addr, *code)) {
+        promised_windows_[addr] = shorter->window.covered;
+        return shorter->window.covered;
+    }
+    return make_error(relocated ? ErrorCode::NotAllowed : relocated.error().code, *refused);
+}
+
+std::optional<LinuxFastSites::ShortJump>
+LinuxFastSites::short_jump(std::uint64_t addr, std::span<const std::uint8_t> code) {
+    const std::size_t length = arch_.short_jump_length();
+    if (length == 0) return std::nullopt;
+    auto window = arch_.relocate(code, addr, addr, length);
+    if (!window || window->covered >= arch_.min_fast_tracepoint_length() ||
+        displacement_refused(addr, code, *window))
+        return std::nullopt;
+    auto slot = free_slot(addr, window->covered);
+    if (!slot) return std::nullopt;
+    promised_[addr] = *slot;
+    return ShortJump{std::move(*window), *slot};
+}
+
+// A run of bytes that never run within the short jump's reach, used by nothing else of
+// tpagent's, with no breakpoint and nothing reaching into it.
+std::optional<std::uint64_t> LinuxFastSites::free_slot(std::uint64_t addr, std::size_t covered) {
+    const std::size_t length = arch_.min_fast_tracepoint_length();
+    const auto reach = static_cast<std::uint64_t>(arch_.short_jump_reach());
+    const std::uint64_t from = addr + arch_.short_jump_length(); // where the short jump ends
+    if (from < reach + 1) return std::nullopt;
+    const std::uint64_t lo = from - reach - 1, hi = from + reach + length;
+    std::vector<std::uint8_t> bytes(hi - lo);
+    auto got = process_.read_program(lo, bytes); // tpagent's patches hidden
+    if (!got || *got != bytes.size()) return std::nullopt;
+    auto overlaps = [&](std::uint64_t s, std::uint64_t at, std::size_t n) {
+        return s < at + n && at < s + length;
+    };
+    auto taken = [&](std::uint64_t s) {
+        if (overlaps(s, addr, covered)) return true;
+        for (const auto& [at, slot] : slots_)
+            if (overlaps(s, at, slot.patch.size())) return true;
+        for (const auto& [site, slot] : promised_)
+            if (site != addr && overlaps(s, slot, length)) return true;
+        for (const auto& [at, site] : sites_)
+            if (overlaps(s, at, site.code.covered)) return true;
+        for (const auto& [at, window] : promised_windows_)
+            if (at != addr && overlaps(s, at, window)) return true;
+        for (std::uint64_t a = s; a < s + length; ++a)
+            if (memory_.breakpoints().inserted_at(a) || process_.trap_site_at(a)) return true;
+        return false;
+    };
+    // The slot promised before, unless something took it since.
+    if (auto p = promised_.find(addr); p != promised_.end()) {
+        if (p->second >= lo && p->second + length <= hi && !taken(p->second)) return p->second;
+        promised_.erase(p);
+    }
+    for (std::uint64_t s = lo; s + length <= hi; ++s) {
+        if (!arch_.never_runs(std::span(bytes).subspan(s - lo, length)) || taken(s)) continue;
+        if (entries_.entry_inside(process_.pid(), s - 1, s + length)) continue;
+        return s;
+    }
+    return std::nullopt;
 }
 
 Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built,
@@ -264,13 +391,39 @@ Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built
         std::vector<std::uint8_t>(built.code.begin(),
                                   built.code.begin() + static_cast<std::ptrdiff_t>(patch.size())),
         patch,
-        built.call};
+        built.call,
+        built.slot};
+    // The slot's jump first: nothing runs there, so it may go in before the short jump to it.
+    if (built.slot) {
+        Slot slot{addr, std::vector<std::uint8_t>(built.slot_patch.size()), built.slot_patch};
+        auto got = process_.read_program(built.slot, slot.original);
+        if (!got || *got != slot.original.size() || !arch_.never_runs(slot.original))
+            return make_error(
+                ErrorCode::SystemError,
+                fmt::format("the slot at 0x{:x} for the jump to the pad changed", built.slot));
+        slots_[built.slot] = slot;
+        process_.code_patched();
+        if (auto w = write_under_breakpoints(built.slot, built.slot_patch); !w) {
+            slots_.erase(built.slot);
+            process_.code_patched();
+            return w;
+        }
+    }
+    auto drop_slot = [&] {
+        if (!built.slot) return;
+        (void)write_under_breakpoints(built.slot, slots_[built.slot].original);
+        slots_.erase(built.slot);
+        process_.code_patched();
+    };
     const std::uint64_t relocated = site.pad + site.relocated_offset;
     auto into_pad = [&](std::uint64_t pc) {
         auto off = arch::pad_offset_of(site.code, pc - addr);
         return off ? std::optional(relocated + *off) : std::nullopt;
     };
-    if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) return m;
+    if (auto m = move_threads(addr + 1, site.code.covered - 1, into_pad); !m) {
+        drop_slot();
+        return m;
+    }
     sites_[addr] = site;
     process_.code_patched(); // known before it is in memory
     if (auto w = write_under_breakpoints(addr, patch); !w) {
@@ -278,6 +431,7 @@ Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built
         sites_.erase(addr);
         process_.code_patched();
         move_out_of_copy(addr, site);
+        drop_slot();
         return w;
     }
     spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
@@ -394,6 +548,7 @@ void LinuxFastSites::remove(std::uint64_t addr) {
             spdlog::warn("fast tracepoint at 0x{:x}: cannot restore the code: {}", addr,
                          w.error().text);
             pad_pages_.pin(site.pad);
+            slots_.erase(site.slot); // (its jump stays too, as the pad)
             sites_.erase(it);
             process_.code_patched();
             return;
@@ -401,7 +556,18 @@ void LinuxFastSites::remove(std::uint64_t addr) {
         // Threads in the relocated copy go back to the original instruction; threads in the
         // pad's own code finish it and jump back, into the restored code.
         move_out_of_copy(addr, site);
+        // Nothing reaches the slot any more; a thread stopped on it had run nothing yet.
+        if (auto slot = slots_.find(site.slot); slot != slots_.end()) {
+            if (auto m = move_threads(slot->first, 1,
+                                      [&](std::uint64_t) { return std::optional(addr); });
+                !m)
+                spdlog::warn("fast tracepoint at 0x{:x}: {}", addr, m.error().text);
+            if (auto w = write_under_breakpoints(slot->first, slot->second.original); !w)
+                spdlog::warn("fast tracepoint at 0x{:x}: cannot restore its slot at 0x{:x}: {}",
+                             addr, slot->first, w.error().text);
+        }
     }
+    slots_.erase(site.slot);
     sites_.erase(it);
     process_.code_patched();
 }

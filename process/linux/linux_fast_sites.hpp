@@ -131,6 +131,13 @@ class LinuxFastSites final : public FastSites {
         std::vector<std::uint8_t> original; // the bytes the patch replaced
         std::vector<std::uint8_t> patch;    // the jump written over them
         FastCall call;
+        std::uint64_t slot = 0; // the jump's slot, when the patch is a short jump to it
+    };
+    // Where the jump to a pad goes when it does not fit at the tracepoint: bytes nearby that
+    // never run (Architecture::never_runs), reached by a short jump there.
+    struct Slot {
+        std::uint64_t site = 0;
+        std::vector<std::uint8_t> original, patch;
     };
     // A pad built and placed, nothing written yet (add, begin).
     struct FastPad {
@@ -139,6 +146,8 @@ class LinuxFastSites final : public FastSites {
         arch::EmittedJumpPad emitted;
         std::vector<std::uint8_t> code; // the program's bytes at the tracepoint
         FastCall call;
+        std::uint64_t slot = 0; // with a short jump: its slot and the jump written there
+        std::vector<std::uint8_t> slot_patch;
     };
     // A site whose instructions are being relocated by gdb (begin).
     struct MovingSite {
@@ -149,6 +158,15 @@ class LinuxFastSites final : public FastSites {
         std::uint64_t next_to = 0;
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
+    // Where the jump to the pad of a tracepoint at addr whose window does not take it (why:
+    // `refused`) can go: a slot a short jump reaches (the window the short jump displaces,
+    // and the slot), or nullopt. A slot found is promised to addr until the program runs.
+    struct ShortJump {
+        arch::Relocated window;
+        std::uint64_t slot = 0;
+    };
+    std::optional<ShortJump> short_jump(std::uint64_t addr, std::span<const std::uint8_t> code);
+    std::optional<std::uint64_t> free_slot(std::uint64_t addr, std::size_t covered);
     // The program's bytes at addr: whole instructions covering the jump.
     Result<std::vector<std::uint8_t>> code_at(std::uint64_t addr);
     // Why the instructions `relocated` displaces from `code` at addr cannot all move (see
@@ -218,10 +236,20 @@ class LinuxFastSites final : public FastSites {
     std::optional<AgentStackPool> agent_stack_pool_;
     // Words on goroutine stacks pointing into the Go program's code, sorted.
     std::optional<std::vector<std::uint64_t>> goroutine_code_words_;
+    std::map<std::uint64_t, Slot> slots_; // by the slot's address
+    // What jump_span promised while the program stays stopped, so that what it said holds
+    // when the jumps go in: tracepoint -> its slot, tracepoint -> the bytes its jump covers.
+    std::map<std::uint64_t, std::uint64_t> promised_;
+    std::map<std::uint64_t, std::size_t> promised_windows_;
 
   public:
-    // The program ran: what was gathered from its stacks is stale.
-    void program_resumed() { goroutine_code_words_.reset(); }
+    // The program ran: what was gathered from its stacks is stale, and the slots jump_span
+    // promised are free again.
+    void program_resumed() {
+        goroutine_code_words_.reset();
+        promised_.clear();
+        promised_windows_.clear();
+    }
 };
 
 } // namespace tpagent::process

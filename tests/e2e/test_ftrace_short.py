@@ -141,3 +141,30 @@ def test_stepping_through_a_jump_that_displaces_several_instructions(e2e):
     assert r.value("print $rdx") == "0"  # mov %rdi,%rdx ran, from the pad, for short_entry(0)
     r.trace_stopped("by a tstop command", CALLS)
     s.ends_as_natively(r.of("continue", 3))
+
+
+def test_a_window_that_cannot_be_displaced_takes_a_short_jump_to_padding(e2e):
+    """jump_after: mov (2 bytes); jmp (2) over dead code; ...; ret; int3 x 8. The jump cannot displace the
+    jmp and the code after it, so the tracepoint gets a 2-byte jmp at the mov to a slot in the
+    int3 padding, which holds the jump to the pad: fast, every call collected, the program's
+    bytes as before to gdb (both patches hidden), and what it runs is the two jumps."""
+    s = ToldTrace(e2e, PROGRAM, str(CALLS), pie=True)
+    walk = s.walk("$rdi", tracepoint=2)
+    r = s.gdb(*TO_MAIN, s.define(ftrace("*jump_after", "collect $rdi")), "print/x &jump_after",
+              "x/24xb jump_after", "break finished", "tstart", "monitor tracepoints",
+              "x/24xb jump_after", s.read_code("&jump_after", 24), "continue", "tstop", "tstatus",
+              walk, *TO_THE_END)
+    assert r.of("tstart").strip() == "", r.of("tstart")
+    start = int(r.value("print/x &jump_after"), 16)
+    m = re.search(rf"Fast tracepoint 2 at 0x{start:x} jumps to its pad through a short jump to "
+                  r"0x([0-9a-f]+) \(2 bytes of instructions displaced\)", r.of("monitor tracepoints"))
+    assert m, r.of("monitor tracepoints")
+    slot = int(m.group(1), 16)
+    assert start + 12 <= slot <= start + 20 - 5, hex(slot)  # in the padding after the ret
+    assert r.of("x/24xb jump_after") == r.of("x/24xb jump_after", 1)
+    ran = [int(b, 16) for b in r.of(s.read_code("&jump_after", 24)).split()]
+    assert ran[0:2] == [0xEB, slot - (start + 2)], ran
+    assert ran[slot - start] == 0xE9, ran
+    r.trace_stopped("by a tstop command", CALLS)
+    assert [f[2] for f in r.frames(walk)] == list(range(CALLS)), r.of(walk)
+    s.ends_as_natively(r.of("continue", 2))

@@ -16,6 +16,10 @@
                      .data.rel.ro) leads to -> a trap. Returns 9; stored_pointer() also 9.
      calls_out(f)    push; call *f; xor...: the call's return address is inside the jump, so
                      a thread in f at tstart keeps it a trap. Returns 1; f is callee().
+     jump_after(n)   mov (2 bytes); jmp (2) over dead code: the jump cannot displace the jmp
+                     and what follows, so a short jump at the mov leads to the jump to the
+                     pad, in the int3 padding after the return (160 bytes of nops away from
+                     the functions above, out of their short jumps' reach). Returns n + 1.
    main(calls) calls each once per iteration and prints the sum. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@ long switch_case(long n);
 long ptr_target(void);
 extern long (*const stored_pointer)(void);
 long calls_out(void (*f)(void));
+long jump_after(long n);
 
 __asm__(".text\n"
         ".globl short_entry\n.type short_entry,@function\nshort_entry:\n"
@@ -83,6 +88,17 @@ __asm__(".text\n"
         "  inc %eax\n"
         "  ret\n"
         ".size calls_out,.-calls_out\n"
+        /* (Out of a short jump's reach from the functions above: its padding is no slot for
+           theirs.) */
+        "  .fill 160, 1, 0x90\n"
+        ".globl jump_after\n.type jump_after,@function\njump_after:\n"
+        "  mov %edi,%eax\n"
+        "  jmp 1f\n"
+        "  add $100,%rax\n"
+        "1: inc %rax\n"
+        "  ret\n"
+        "  int3\n  int3\n  int3\n  int3\n  int3\n  int3\n  int3\n  int3\n"
+        ".size jump_after,.-jump_after\n"
         ".section .rodata\n"
         ".balign 4\n"
         ".Lcases:\n"
@@ -108,7 +124,8 @@ int main(int argc, char** argv) {
     long sum = 0;
     for (long i = 0; i < calls; i++)
         sum += short_entry(i) + loop_head(i + 1) + padded_ret(i) + leaf_ret(i) + table_target() +
-               switch_case(i) + ptr_target() + stored_pointer() + calls_out(callee);
+               switch_case(i) + ptr_target() + stored_pointer() + calls_out(callee) +
+               jump_after(i);
     printf("sum %ld\n", sum);
     finished();
     return 0;
