@@ -124,8 +124,7 @@ int main(int argc, char** argv) {
     long sum = 0;
     for (long i = 0; i < calls; i++)
         sum += short_entry(i) + loop_head(i + 1) + padded_ret(i) + leaf_ret(i) + table_target() +
-               switch_case(i) + ptr_target() + stored_pointer() + calls_out(callee) +
-               jump_after(i);
+               switch_case(i) + ptr_target() + stored_pointer() + calls_out(callee) + jump_after(i);
     printf("sum %ld\n", sum);
     finished();
     return 0;
