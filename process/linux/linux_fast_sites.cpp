@@ -142,11 +142,12 @@ Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8
         if (!std::equal(slot.original.begin() + static_cast<std::ptrdiff_t>(lo - slot_addr),
                         slot.original.begin() + static_cast<std::ptrdiff_t>(hi - slot_addr),
                         data.begin() + static_cast<std::ptrdiff_t>(lo - addr))) {
-            if (auto s = sites_.find(slot.site);
+            const std::uint64_t owner = slot.site;
+            if (auto s = sites_.find(owner);
                 s != sites_.end() &&
                 std::none_of(rebuild.begin(), rebuild.end(),
-                             [&](const auto& r) { return r.first == slot.site; }))
-                rebuild.emplace_back(slot.site, s->second.call);
+                             [owner](const auto& r) { return r.first == owner; }))
+                rebuild.emplace_back(owner, s->second.call);
             continue;
         }
         for (std::uint64_t a = lo; a < hi; ++a)
