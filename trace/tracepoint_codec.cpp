@@ -1,6 +1,7 @@
 #include "trace/tracepoint_codec.hpp"
 
 #include "protocol/hex.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace tpagent::trace {
@@ -250,7 +251,12 @@ Result<SourcePacket> parse_source_packet(std::string_view payload) {
     auto key = parse_key_fields(fields[0], fields[1]);
     if (!key) return key.error();
     out.key = *key;
-    if (fields[2].empty()) return bad("QTDPsrc: empty type");
+    // gdb's types are words ("at", "cond", "cmd"); the type goes back to gdb unencoded in
+    // qTfP/qTsP's Z lines, so anything else (a '#' or '$' escaped in) is refused.
+    if (fields[2].empty() || fields[2].size() > 32 ||
+        !std::all_of(fields[2].begin(), fields[2].end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }))
+        return bad("QTDPsrc: the type is not a word");
     out.source.type = std::string(fields[2]);
     auto start = parse_field(fields[3], "QTDPsrc start");
     if (!start) return start.error();

@@ -330,7 +330,9 @@ Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
 std::optional<LinuxFastSites::ShortJump>
 LinuxFastSites::short_jump(std::uint64_t addr, std::span<const std::uint8_t> code) {
     const std::size_t length = arch_.short_jump_length();
-    if (length == 0) return std::nullopt;
+    // Not in Go: its runtime counts the padding in the function before it, and would preempt
+    // a goroutine at the slot and later unwind it with that function's frame.
+    if (length == 0 || entries_.go_code(process_.pid(), addr)) return std::nullopt;
     auto window = arch_.relocate(code, addr, addr, length);
     if (!window || window->covered >= arch_.min_fast_tracepoint_length() ||
         displacement_refused(addr, code, *window))

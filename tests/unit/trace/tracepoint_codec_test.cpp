@@ -310,7 +310,9 @@ TEST_CASE("sources", "[trace][codec]") {
     for (std::string_view s :
          {"", "1:1000:at:0:4", "1:1000:at:0:4:776f726b:", "1:1000::0:4:776f726b",
           "1:1000:at:0:4:776f726", "1:1000:at:0:3:776f726b",
-          "1:1000:at:5:4:", "1:1000:at:x:4:776f726b", "0:1000:at:0:4:776f726b"}) {
+          "1:1000:at:5:4:", "1:1000:at:x:4:776f726b", "0:1000:at:0:4:776f726b",
+          // The type goes back to gdb unencoded (qTfP's Z lines): a word, nothing that frames.
+          "1:1000:#on:0:4:776f726b", "1:1000:a$t:0:4:776f726b", "1:1000:AT:0:4:776f726b"}) {
         INFO('"' << s << '"');
         check_rejected(parse_source_packet(s), ErrorCode::BadTracepoint);
     }
