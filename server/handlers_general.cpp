@@ -269,10 +269,12 @@ std::string branch_trace_summary(Session& s) {
     return out.empty() ? "No thread's branches are being recorded.\n" : out;
 }
 
-// A monitor command's answer: one reply when short; else in console packets (`O`), a line
-// or more each, then OK, as gdb reads qRcmd answers, so no packet outgrows gdb's buffer.
+// A monitor command's answer: one reply while its hex fits a packet of PacketSize (a gdb
+// script capturing the output with to_string gets it whole then); else in console packets
+// (`O`), a line or more each, then OK, as gdb reads qRcmd answers, so no packet outgrows
+// gdb's buffer (gdb -batch prints those on stderr, outside a to_string capture).
 std::string console_reply(Session& s, const std::string& text) {
-    constexpr std::size_t kPiece = 1024;
+    constexpr std::size_t kPiece = 8192;
     if (text.size() <= kPiece) return to_hex(text);
     std::size_t at = 0;
     while (at < text.size()) {
