@@ -160,8 +160,10 @@ def test_goroutines_preempted_anywhere_never_resume_inside_a_jump(e2e, first):
         "    gdb.execute('disable ' + n)",
         "end",
     )
+    # (Most of the loop's time goes to pads now, where the runtime cannot preempt a goroutine:
+    # handing the one P round takes many of its 10 ms tries, longer on a loaded machine.)
     r = s.gdb("break main.checkpoint", "continue", "delete", define, "tstart", disable_traps,
-              "info tracepoints", "continue")
+              "info tracepoints", "continue", timeout=240)
     listing = r.of(disable_traps)
     assert "jumps to its pad" in listing, listing
     # The goroutines' stacks were searched, and held addresses in the code: where one is
