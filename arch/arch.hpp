@@ -50,13 +50,16 @@ struct FastPadOptions {
 // anything below the stack pointer may be another goroutine's). A pool tpagent maps in the
 // program: at `pool` the bytes handed out so far (8, atomic), then the hits not collected for
 // want of a stack (8); the stacks, `stack_bytes` each, from pool + kAgentStackHeaderBytes. A
-// thread takes one at its first hit and keeps it; which one is in 8-byte words at
-// `thread_slots` from its thread pointer (x86-64: fs), free in every thread of the program.
+// thread takes one at its first hit and keeps it; which one is in 8-byte words free in every
+// thread of the program: at `thread_slots` from its thread pointer (x86-64: fs), or (arm64, where
+// a Go program leaves tpidr_el0 alone) at `thread_slots` into the M that the goroutine in x28
+// points to at `goroutine_m` (Go's m.tls array, unused there).
 struct AgentStacks {
     std::uint64_t pool = 0; // 0: pads run on the thread's stack
     std::uint64_t pool_bytes = 0;
     std::uint32_t stack_bytes = 0;
     std::int32_t thread_slots = 0;
+    std::int32_t goroutine_m = 0;
 };
 inline constexpr std::uint64_t kAgentStackHeaderBytes = 4096;
 
@@ -152,8 +155,10 @@ class Architecture {
         return min_fast_tracepoint_length();
     }
     // Whether pads can run on agent stacks (AgentStacks), found through words at an offset
-    // from the thread pointer that the pad addresses directly (x86-64: fs).
+    // from the thread pointer that the pad addresses directly (x86-64: fs), or in the M of
+    // the goroutine in the g register (arm64: agent_stacks_in_goroutine_m).
     virtual bool pads_on_agent_stacks() const { return false; }
+    virtual bool agent_stacks_in_goroutine_m() const { return false; }
     virtual void sweep_code_references(std::span<const std::uint8_t> code, std::uint64_t addr,
                                        CodeReferences& out) const {
         (void)code, (void)addr, (void)out;

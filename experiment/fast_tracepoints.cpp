@@ -48,8 +48,13 @@ bool uses_printf(const bytecode::Program& p) {
 // A g block of one of the program's threads, where it has every register that is the same
 // in all of them (Architecture::FastBlockTail::constant_regnums); else empty.
 std::vector<std::uint8_t> constant_registers(const arch::Architecture& arch,
-                                             process::Target& inferior) {
-    const auto constants = arch.fast_block_tail().constant_regnums;
+                                             process::Target& inferior,
+                                             bool thread_pointer_borrowed) {
+    auto constants = arch.fast_block_tail().constant_regnums;
+    if (thread_pointer_borrowed) {
+        const auto own = arch.fast_block_tail().regnums;
+        constants.insert(constants.end(), own.begin(), own.end());
+    }
     if (constants.empty()) return {};
     for (pid_t tid : inferior.thread_ids()) {
         std::vector<bool> available;
@@ -194,7 +199,12 @@ Status FastTracepoints::prepare(process::Target& inferior) {
     inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
     // The whole buffer: this run's frames, fast and trap alike, go into the shared buffer's chunks.
     shared_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
-    if (auto core = shared_->describe_registers(arch_, constant_registers(arch_, inferior)); !core)
+    // Pads on agent stacks found through the goroutine's M set the thread pointer as they run.
+    const bool borrowed =
+        arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();
+    if (auto core = shared_->describe_registers(
+            arch_, constant_registers(arch_, inferior, borrowed), borrowed);
+        !core)
         return core.error();
     // Trace state variables: current values (reset at start); the clock reads itself.
     shared_->clear_variables();

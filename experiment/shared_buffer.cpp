@@ -205,7 +205,8 @@ SharedBuffer::HitTotals SharedBuffer::hit_totals(std::uint32_t index) const {
 
 Result<std::uint32_t>
 SharedBuffer::describe_registers(const arch::Architecture& arch,
-                                 std::span<const std::uint8_t> process_registers) {
+                                 std::span<const std::uint8_t> process_registers,
+                                 bool thread_pointer_borrowed) {
     Header& h = header();
     const std::size_t core = h.general_registers_only ? arch.fast_block_bytes() : arch.g_size();
     if (core == 0 || core > arch.g_size())
@@ -271,17 +272,21 @@ SharedBuffer::describe_registers(const arch::Architecture& arch,
         const auto own = adjacent(tail.regnums);
         std::vector<int> with_constants = tail.constant_regnums;
         with_constants.insert(with_constants.end(), tail.regnums.begin(), tail.regnums.end());
-        const auto all = process_registers.size() >= arch.g_size() && !tail.constant_regnums.empty()
-                             ? adjacent(with_constants)
-                             : std::nullopt;
-        if (own && own->second <= 16) {
-            std::uint32_t first = own->first, constant_bytes = 0;
-            if (all && all->second - own->second <= sizeof h.tail_constants) {
-                first = all->first;
-                constant_bytes = all->second - own->second;
+        const bool read = process_registers.size() >= arch.g_size();
+        const auto all = read && !tail.constant_regnums.empty() ? adjacent(with_constants)
+                                                                 : std::nullopt;
+        std::uint32_t first = own ? own->first : 0, constant_bytes = 0;
+        std::uint32_t thread_bytes = own ? own->second : 0; // read by each thread
+        if (all && all->second - thread_bytes <= sizeof h.tail_constants) {
+            first = all->first;
+            constant_bytes = all->second - thread_bytes;
+        }
+        if (thread_pointer_borrowed) constant_bytes += thread_bytes, thread_bytes = 0;
+        const bool known = constant_bytes == 0 || (read && constant_bytes <= sizeof h.tail_constants);
+        if (own && own->second <= 16 && known) {
+            if (constant_bytes)
                 std::memcpy(h.tail_constants, process_registers.data() + first, constant_bytes);
-            }
-            h.tail_register_bytes = constant_bytes + own->second;
+            h.tail_register_bytes = constant_bytes + thread_bytes;
             h.tail_constant_bytes = constant_bytes;
             h.tail_by_instruction = tail.by_instruction ? 1 : 0;
             short_block_ = {h.core_register_bytes, first, h.tail_register_bytes};

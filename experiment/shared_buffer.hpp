@@ -53,9 +53,12 @@ class SharedBuffer {
     // register lies in it, for the expressions; and the registers the collector appends to it
     // (Architecture::fast_block_tail), with the process's constant ones where
     // process_registers (a g block of one of its threads) has them. Returns the size of a
-    // frame's R block.
+    // frame's R block. thread_pointer_borrowed: the pads set the thread pointer while they
+    // run (inproc/shared_buffer.hpp), so its value from process_registers is a constant too
+    // (left out without them).
     Result<std::uint32_t> describe_registers(const arch::Architecture& arch,
-                                             std::span<const std::uint8_t> process_registers = {});
+                                             std::span<const std::uint8_t> process_registers = {},
+                                             bool thread_pointer_borrowed = false);
     // Where a frame's R block lies in the g block, as described.
     const trace::ShortRegisterBlock& short_register_block() const { return short_block_; }
     // The same for an R block of `bytes`: the described one, or that followed by the saved

@@ -512,7 +512,7 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     const std::uint32_t constants = h->tail_constant_bytes, tail = h->tail_register_bytes;
     t.tail_bytes = kNoTail;
     if (constants <= sizeof h->tail_constants && constants % 8 == 0 && tail >= constants &&
-        tail - constants <= 16 && tail % 8 == 0) {
+        tail - constants <= 16 && tail % 8 == 0 && tail <= sizeof t.tail_registers) {
         std::memcpy(t.tail_registers, h->tail_constants, constants);
         if (tail > constants)
             tpagent_thread_registers(t.tail_registers + constants / 8, h->tail_by_instruction);

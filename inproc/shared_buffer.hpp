@@ -134,12 +134,14 @@ struct Header {
     // constant registers tpagent read at tstart (tail_constants, tail_constant_bytes of them:
     // arm64's pointer-authentication masks), then the thread-pointer registers
     // (tpagent_thread_registers), read once per thread and run, by instruction when
-    // tail_by_instruction (else by system call). 0: none.
+    // tail_by_instruction (else by system call). 0: none. Where the pads borrow the thread
+    // pointer (arm64 Go: Architecture::agent_stacks_in_goroutine_m), its value at tstart is
+    // one of the constants, and no thread-pointer register is read.
     std::uint32_t tail_register_bytes;
     std::uint32_t tail_by_instruction;
-    std::uint32_t tail_constant_bytes; // 0, 8 or 16
+    std::uint32_t tail_constant_bytes; // 0 to 24
     std::uint32_t tail_reserved;
-    std::uint64_t tail_constants[2];
+    std::uint64_t tail_constants[3];
     // The FP/vector state a pad saves for tracepoints that collect it
     // (Architecture::fast_saved_state()): its bytes, and where it starts relative to the
     // collector's frame argument. Such a tracepoint's R block goes on with it.

@@ -114,9 +114,8 @@ std::vector<bool> Aarch64Architecture::fast_saved_state_registers() const {
 // collect it (FastPadOptions::save_vector_state is not honoured: the collector is built
 // without FP/SIMD).
 Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& request) const {
-    if (request.agent_stacks.pool != 0)
-        return make_error(ErrorCode::Unsupported, "pads on agent stacks: not on arm64 yet");
     JumpPadSpec spec;
+    spec.agent_stacks = request.agent_stacks;
     spec.stage_vector_state = request.options.stage_vector_state;
     spec.vector_state.sve = host_layout().sve_vl != 0;
     spec.vector_state.sme = (getauxval(AT_HWCAP2) & kHwcap2Sme) != 0;

@@ -52,6 +52,8 @@ class Aarch64Architecture final : public Architecture {
                                std::vector<bool>& placed) const override;
     std::vector<bool> fast_saved_state_registers() const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
+    bool pads_on_agent_stacks() const override { return true; }
+    bool agent_stacks_in_goroutine_m() const override { return true; }
     bool branch_target_landing_pad(std::span<const std::uint8_t> code) const override;
     std::size_t interruption_window() const override;
     std::optional<std::string> interruption_hazard(std::uint64_t address,

@@ -2,6 +2,7 @@
 // 31 is sp as a base or an add/sub operand, xzr elsewhere. Offsets are in bytes and must be
 // multiples of the access size.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace tpagent::arch::aarch64::enc {
@@ -35,6 +36,44 @@ constexpr std::uint32_t stp(unsigned a, unsigned b, unsigned n, std::uint32_t of
 }
 constexpr std::uint32_t ldp(unsigned a, unsigned b, unsigned n, std::uint32_t offset) {
     return 0xa9400000 | (offset / 8) << 15 | b << 10 | n << 5 | a;
+}
+
+constexpr std::uint32_t add_imm_lsl12(unsigned d, unsigned n, std::uint32_t imm12) {
+    return 0x91400000 | imm12 << 10 | n << 5 | d;
+}
+constexpr std::uint32_t add_reg(unsigned d, unsigned n, unsigned m) {
+    return 0x8b000000 | m << 16 | n << 5 | d;
+}
+constexpr std::uint32_t lsr_imm(unsigned d, unsigned n, unsigned shift) { // ubfm xd, xn, #s, #63
+    return 0xd340fc00 | shift << 16 | n << 5 | d;
+}
+constexpr std::uint32_t ldxr_x(unsigned t, unsigned n) {
+    return 0xc85f7c00 | n << 5 | t;
+}
+constexpr std::uint32_t stxr_x(unsigned status, unsigned t, unsigned n) { // status: a w register
+    return 0xc8007c00 | status << 16 | n << 5 | t;
+}
+constexpr std::uint32_t msr_tpidr_el0(unsigned t) {
+    return 0xd51bd040 | t;
+}
+constexpr std::uint32_t mrs_tpidr_el0(unsigned t) {
+    return 0xd53bd040 | t;
+}
+// Branches with their offset left 0, for Emitter::patch_or (branch_offset_bits).
+constexpr std::uint32_t b_unlinked() {
+    return 0x14000000;
+}
+constexpr std::uint32_t cbnz_x(unsigned t) {
+    return 0xb5000000 | t;
+}
+constexpr std::uint32_t cbnz_w(unsigned t) {
+    return 0x35000000 | t;
+}
+// The offset bits of a B (imm26) or a CB(N)Z (imm19) from `from` to `to` (byte offsets).
+constexpr std::uint32_t branch_offset_bits(std::uint32_t insn, std::size_t from, std::size_t to) {
+    const auto words = static_cast<std::int64_t>(to) / 4 - static_cast<std::int64_t>(from) / 4;
+    if ((insn & 0xfc000000) == 0x14000000) return static_cast<std::uint32_t>(words) & 0x3ffffff;
+    return (static_cast<std::uint32_t>(words) & 0x7ffff) << 5;
 }
 
 } // namespace tpagent::arch::aarch64::enc

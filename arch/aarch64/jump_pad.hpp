@@ -24,6 +24,10 @@
 //                       | (unused)                  |
 //     S = O - 288       +---------------------------+  <- sp at the call (16-byte aligned)
 //
+// With agent stacks (AgentStacks, for Go's goroutines) the pad first moves to the thread's
+// agent stack, the thread's sp and its words' address pushed there, and O above is that
+// stack's top less 16; the thread's stack is not written.
+//
 // The collector uses general registers only (built so), so no FP/SIMD or SVE state is saved,
 // except for tracepoints that collect those registers (stage_vector_state): then the pad
 // saves it below the block and the frame moves below it (pad_vector_state.hpp); the block's
@@ -50,6 +54,7 @@ struct JumpPadSpec {
     bool branch_target_guarded = false;          // the code is in a PROT_BTI mapping
     bool stage_vector_state = false;             // save FP/SIMD (and SVE) state for the collector
     PadVectorState vector_state;                 // what the CPU has of it
+    AgentStacks agent_stacks;                    // with a pool: the pad runs on an agent stack
 };
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);

@@ -34,20 +34,73 @@ template <class T> T word(const std::uint8_t* p) {
     std::memcpy(&v, p, sizeof v);
     return v;
 }
-} // namespace
 
-Result<std::vector<GoroutineStack>> goroutine_stacks(pid_t pid, const ReadMemory& read) {
+// The addresses of the runtime's variables `names`, in a program linked at fixed addresses.
+Result<std::vector<std::uint64_t>> runtime_variables(pid_t pid,
+                                                     std::initializer_list<const char*> names) {
     ElfImage elf(fmt::format("/proc/{}/exe", pid));
     if (!elf.valid() || elf.header().e_type != ET_EXEC)
         return make_error(ErrorCode::Unsupported,
-                          "the Go program is not linked at fixed addresses: its goroutines "
-                          "are not found");
+                          "the Go program is not linked at fixed addresses: its runtime's "
+                          "variables are not found");
     const Sections sections = sections_of(elf);
     SymbolTable symbols(elf, sections, 0);
-    const auto allgs = symbols.address_of("runtime.allgs");
-    if (!allgs) return make_error(ErrorCode::NotFound, "the Go program has no runtime.allgs");
+    std::vector<std::uint64_t> addresses;
+    for (const char* name : names) {
+        const auto address = symbols.address_of(name);
+        if (!address)
+            return make_error(ErrorCode::NotFound, fmt::format("the Go program has no {}", name));
+        addresses.push_back(*address);
+    }
+    return addresses;
+}
+
+Result<std::uint64_t> read_word(const ReadMemory& read, std::uint64_t address, const char* what) {
+    std::uint8_t bytes[8];
+    auto got = read(address, bytes);
+    if (!got || *got != sizeof bytes)
+        return make_error(ErrorCode::SystemError, fmt::format("{} cannot be read", what));
+    return word<std::uint64_t>(bytes);
+}
+} // namespace
+
+Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read) {
+    constexpr std::int32_t kGM = 48;       // after stack (16), stackguard0/1, _panic, _defer
+    constexpr std::int32_t kMProcid = 72;  // after g0, morebuf (gobuf: 7 words), divmod + pad
+    constexpr std::int32_t kMTls = kMProcid + 8 + 8 + 40 + 8;
+    auto vars = runtime_variables(pid, {"runtime.g0", "runtime.m0"});
+    if (!vars) return vars.error();
+    const std::uint64_t g0 = (*vars)[0], m0 = (*vars)[1];
+    const auto unlike = [](const char* what) {
+        return make_error(ErrorCode::Unsupported,
+                          fmt::format("the Go runtime's threads are not laid out as tpagent "
+                                      "knows ({})",
+                                      what));
+    };
+    auto g0_m = read_word(read, g0 + kGM, "runtime.g0");
+    if (!g0_m) return g0_m.error();
+    if (*g0_m != m0) return unlike("runtime.g0's m is not runtime.m0");
+    auto procid = read_word(read, m0 + kMProcid, "runtime.m0");
+    if (!procid) return procid.error();
+    if (*procid != static_cast<std::uint64_t>(pid)) return unlike("m0's procid is not the pid");
+    auto gsignal = read_word(read, m0 + kMProcid + 8, "runtime.m0");
+    if (!gsignal) return gsignal.error();
+    auto gsignal_m = read_word(read, *gsignal + kGM, "m0's gsignal");
+    if (!gsignal_m) return gsignal_m.error();
+    if (*gsignal_m != m0) return unlike("m0's gsignal is not on m0");
+    for (std::int32_t i = 0; i < 6; ++i) {
+        auto tls = read_word(read, m0 + kMTls + 8 * i, "runtime.m0");
+        if (!tls) return tls.error();
+        if (*tls != 0) return unlike("m0's tls words are in use");
+    }
+    return GoThreadWords{kGM, kMTls};
+}
+
+Result<std::vector<GoroutineStack>> goroutine_stacks(pid_t pid, const ReadMemory& read) {
+    auto vars = runtime_variables(pid, {"runtime.allgs"});
+    if (!vars) return vars.error();
     std::uint8_t slice[16];
-    auto got = read(*allgs, slice);
+    auto got = read(vars->front(), slice);
     if (!got || *got != sizeof slice)
         return make_error(ErrorCode::SystemError, "runtime.allgs cannot be read");
     const auto array = word<std::uint64_t>(slice), count = word<std::uint64_t>(slice + 8);

@@ -37,10 +37,22 @@ inline constexpr std::int32_t kGoThreadSlots = 0;
 // where a goroutine preempted at any instruction keeps that address (the return address of
 // the call the runtime injected). Dead goroutines' stacks are among them (a stale word costs
 // a jump, never more). A program not linked at fixed addresses is not read (an error).
+// On arm64, where a pad on an agent stack finds its thread's words (arch::AgentStacks): the
+// offsets of g.m and of m.tls, which nothing uses on linux/arm64 without cgo (Go keeps g in x28
+// and never sets tpidr_el0). Read from the program, not assumed: runtime.g0's m must be
+// runtime.m0, m0's procid (right after g0, morebuf and divmod) the main thread's id, and its
+// gsignal's m m0 again; m.tls follows gsignal, goSigStack (40 bytes) and sigmask (8) in
+// runtime2.go, and all six of its words must read 0. An error says which check failed.
+struct GoThreadWords {
+    std::int32_t goroutine_m = 0;
+    std::int32_t thread_slots = 0;
+};
+using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
+Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read);
+
 struct GoroutineStack {
     std::uint64_t lo = 0, hi = 0;
 };
-using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
 Result<std::vector<GoroutineStack>> goroutine_stacks(pid_t pid, const ReadMemory& read);
 
 } // namespace tpagent::process

@@ -24,6 +24,16 @@ std::optional<std::string> LinuxFastSites::agent_stacks_refused() {
     if (!arch_.pads_on_agent_stacks())
         return "a Go program: goroutine stacks cannot take a pad, and pads on agent stacks "
                "are not built for this architecture yet";
+    if (arch_.agent_stacks_in_goroutine_m() && !go_thread_words_) {
+        auto words = go_thread_words(process_.pid(), [this](std::uint64_t at, auto out) {
+            return process_.read_program(at, out);
+        });
+        if (!words)
+            return "a Go program: goroutine stacks cannot take a pad, and the pads find no "
+                   "agent stack: " +
+                   words.error().text;
+        go_thread_words_ = *words;
+    }
     return std::nullopt;
 }
 
@@ -52,8 +62,13 @@ Result<arch::AgentStacks> LinuxFastSites::agent_stacks() {
         spdlog::debug("agent stacks: {} of {} KiB at 0x{:x}", kAgentStackCount,
                       kAgentStackBytes >> 10, *mapped);
     }
-    return arch::AgentStacks{agent_stack_pool_->address, agent_stack_pool_->bytes, kAgentStackBytes,
+    arch::AgentStacks stacks{agent_stack_pool_->address, agent_stack_pool_->bytes, kAgentStackBytes,
                              kGoThreadSlots};
+    if (go_thread_words_) {
+        stacks.thread_slots = go_thread_words_->thread_slots;
+        stacks.goroutine_m = go_thread_words_->goroutine_m;
+    }
+    return stacks;
 }
 
 std::optional<FastSites::AgentStackUse> LinuxFastSites::agent_stack_use() {

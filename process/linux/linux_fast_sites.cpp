@@ -175,6 +175,7 @@ void LinuxFastSites::forget() {
     placed_code_live_ = false;
     agent_code_.reset();
     go_program_.reset();
+    go_thread_words_.reset();
     agent_stack_pool_.reset();
     goroutine_code_words_.reset();
     slots_.clear();

@@ -228,11 +228,13 @@ class LinuxFastSites final : public FastSites {
     };
     static constexpr std::uint32_t kAgentStackBytes = 64u << 10;
     static constexpr std::uint64_t kAgentStackCount = 256;
-    // Why a pad cannot go in this program at all (a Go program with cgo; arm64), or nullopt.
+    // Why a pad cannot go in this program at all (a Go program with cgo, or whose threads are not laid out as tpagent knows), or nullopt.
     std::optional<std::string> agent_stacks_refused();
     // The stacks for the next pad (mapping the pool the first time); pool 0 when not needed.
     Result<arch::AgentStacks> agent_stacks();
     std::optional<GoProgram> go_program_;
+    // arm64: where the pads find their thread's words (found once the runtime has started).
+    std::optional<GoThreadWords> go_thread_words_;
     std::optional<AgentStackPool> agent_stack_pool_;
     // Words on goroutine stacks pointing into the Go program's code, sorted.
     std::optional<std::vector<std::uint64_t>> goroutine_code_words_;

@@ -104,15 +104,48 @@ void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
 struct Run {
     Machine end;
     std::vector<std::uint8_t> stack; // the part the traced code uses: [sp - 16, sp + 64)
+    std::vector<std::uint8_t> whole_stack; // the thread's stack region
     Observed observed;
+    std::uint64_t tpidr_at_collector = 0, tpidr_at_end = 0;
+    std::array<std::uint64_t, 6> slots{}; // the thread's words after the run
+    std::array<std::uint64_t, 2> pool_header{};
 };
 
+// A Go thread for pads on agent stacks: x28 is the goroutine, whose M (at +48) has the
+// thread's words at +136; a pool of 4 stacks of 4 KiB.
+constexpr std::uint64_t kGoroutine = 0x40000000;
+constexpr std::uint64_t kM = kGoroutine + 0x1000;
+constexpr std::uint64_t kPool = 0x50000000;
+constexpr tpagent::arch::AgentStacks kGoStacks{kPool, tpagent::arch::kAgentStackHeaderBytes + 4 * 4096,
+                                               4096, 136, 48};
+struct GoThread {
+    std::uint64_t handed_out = 0; // the pool's first word before the run
+    std::uint64_t stack_top = 0;  // the thread's word before the run
+};
+
+void tpidr_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
+    uc_reg_read(uc, UC_ARM64_REG_TPIDR_EL0, user);
+}
+
 Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
-        const tpagent::arch::EmittedJumpPad* pad, std::size_t tp_offset) {
+        const tpagent::arch::EmittedJumpPad* pad, std::size_t tp_offset,
+        const GoThread* go = nullptr) {
     uc_engine* uc = nullptr;
     REQUIRE(uc_open(UC_ARCH_ARM64, UC_MODE_ARM, &uc) == UC_ERR_OK);
     for (std::uint64_t base : {kCode, kPad & ~(kRegion - 1), kCollector, kStack})
         REQUIRE(uc_mem_map(uc, base, kRegion, UC_PROT_ALL) == UC_ERR_OK);
+    std::vector<std::uint8_t> pattern(kRegion);
+    for (std::size_t i = 0; i < pattern.size(); ++i)
+        pattern[i] = static_cast<std::uint8_t>(i * 7 + 3);
+    uc_mem_write(uc, kStack, pattern.data(), pattern.size());
+    if (go) {
+        REQUIRE(uc_mem_map(uc, kGoroutine, 0x2000, UC_PROT_READ | UC_PROT_WRITE) == UC_ERR_OK);
+        REQUIRE(uc_mem_map(uc, kPool, kGoStacks.pool_bytes, UC_PROT_READ | UC_PROT_WRITE) ==
+                UC_ERR_OK);
+        uc_mem_write(uc, kGoroutine + 48, &kM, 8);
+        uc_mem_write(uc, kM + 136 + 8, &go->stack_top, 8);
+        uc_mem_write(uc, kPool, &go->handed_out, 8);
+    }
     std::vector<std::uint8_t> code(4 * kTraced.size());
     std::memcpy(code.data(), kTraced.data(), code.size());
     uc_mem_write(uc, kCode, code.data(), code.size());
@@ -139,6 +172,13 @@ Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
     }
     uc_reg_write(uc, UC_ARM64_REG_X0, &x0);
     uc_reg_write(uc, UC_ARM64_REG_X1, &x1);
+    uc_hook h3{};
+    if (go) {
+        uc_reg_write(uc, UC_ARM64_REG_X28, &kGoroutine);
+        if (pad)
+            uc_hook_add(uc, &h3, UC_HOOK_CODE, reinterpret_cast<void*>(tpidr_hook),
+                        &out.tpidr_at_collector, kCollector, kCollector);
+    }
     const std::uint64_t sp = kStack + kRegion / 2;
     uc_reg_write(uc, UC_ARM64_REG_SP, &sp);
     uc_reg_write(uc, UC_ARM64_REG_NZCV, &nzcv);
@@ -146,6 +186,13 @@ Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
     out.end = read_machine(uc);
     out.stack.resize(80);
     uc_mem_read(uc, sp - 16, out.stack.data(), out.stack.size());
+    out.whole_stack.resize(kRegion);
+    uc_mem_read(uc, kStack, out.whole_stack.data(), out.whole_stack.size());
+    uc_reg_read(uc, UC_ARM64_REG_TPIDR_EL0, &out.tpidr_at_end);
+    if (go) {
+        uc_mem_read(uc, kM + 136, out.slots.data(), sizeof out.slots);
+        uc_mem_read(uc, kPool, out.pool_header.data(), sizeof out.pool_header);
+    }
     uc_close(uc);
     return out;
 }
@@ -232,4 +279,55 @@ TEST_CASE("aarch64 jump pad: what it refuses", "[arch][aarch64]") {
     auto spec = spec_at(0, original);
     spec.branch_target_guarded = true;
     CHECK(a64::emit_jump_pad(spec));
+}
+
+TEST_CASE("aarch64 jump pad on an agent stack: the thread's stack untouched, a stack taken once",
+          "[arch][aarch64]") {
+    const std::uint64_t span = kGoStacks.pool_bytes - tpagent::arch::kAgentStackHeaderBytes;
+    const std::uint64_t first_top = kPool + tpagent::arch::kAgentStackHeaderBytes + 4096;
+    struct Case {
+        GoThread before;
+        bool collected;
+        std::uint64_t top_after, handed_out_after, missed_after;
+        const char* what;
+    };
+    const Case cases[] = {
+        {{0, 0}, true, first_top, 4096, 0, "a first hit takes the pool's first stack"},
+        {{3 * 4096, 0}, true, first_top + 3 * 4096, span, 0, "the pool's last stack"},
+        {{2 * 4096, first_top}, true, first_top, 2 * 4096, 0, "a later hit: the thread's stack"},
+        {{span, 0}, false, 0, span + 4096, 1, "none left: counted, not collected"},
+    };
+    for (const Case& c : cases) {
+        const Run want = run(5, 7, 0x20000000, nullptr, 0, &c.before);
+        for (std::size_t tp = 0; tp < 4 * kTraced.size(); tp += 4) {
+            INFO(c.what << ", tracepoint at +" << tp);
+            std::uint8_t original[4];
+            std::memcpy(original, &kTraced[tp / 4], 4);
+            auto spec = spec_at(tp, original);
+            spec.agent_stacks = kGoStacks;
+            auto pad = a64::emit_jump_pad(spec);
+            REQUIRE(pad);
+            const Run got = run(5, 7, 0x20000000, &*pad, tp, &c.before);
+            CHECK(got.observed.calls == (c.collected ? 1 : 0));
+            for (const auto& p : got.observed.problems)
+                FAIL_CHECK(p);
+            CHECK(got.end.pc == want.end.pc);
+            CHECK(got.end.sp == want.end.sp);
+            CHECK(got.end.nzcv == want.end.nzcv);
+            for (std::size_t r = 0; r < want.end.x.size(); ++r) {
+                INFO("x" << r);
+                CHECK(got.end.x[r] == want.end.x[r]);
+            }
+            CHECK(got.whole_stack == want.whole_stack); // not a byte below sp either
+            CHECK(got.tpidr_at_end == 0);
+            if (c.collected) CHECK(got.tpidr_at_collector == kM + 136);
+            CHECK(got.slots[1] == c.top_after);
+            CHECK(got.pool_header[0] == c.handed_out_after);
+            CHECK(got.pool_header[1] == c.missed_after);
+        }
+    }
+    auto spec = spec_at(0, {reinterpret_cast<const std::uint8_t*>(kTraced.data()), 4});
+    spec.agent_stacks = kGoStacks;
+    spec.agent_stacks.pool_bytes += 4096; // 5 stacks: not a power of two
+    CHECK_FALSE(a64::emit_jump_pad(spec));
 }
