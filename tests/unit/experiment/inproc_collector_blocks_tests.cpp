@@ -278,10 +278,22 @@ TEST_CASE("inproc: the process's constant registers lead the tail", "[inproc]") 
     CHECK(words[0] == 0x007f000000000000);
     CHECK(words[1] == 0x0123456789abcdef);
     CHECK(words[2] == fs);
+    // A borrowed thread pointer (arm64 Go pads): its value at tstart is the third constant,
+    // and no register is read.
+    header().tail_constant_bytes = 24;
+    header().tail_constants[2] = 0;
+    header().tail_register_bytes = 24;
+    header().generation.fetch_add(1);
+    const Frame borrowed = hit_once(config, rec, &block);
+    REQUIRE(borrowed.tail.size() == 24);
+    std::memcpy(words, borrowed.tail.data(), 24);
+    CHECK(words[0] == 0x007f000000000000);
+    CHECK(words[2] == 0);
     // Sizes that make no sense (the header is the program's memory): no R block, rather than
     // one read past the constants or holding what an earlier run left. Each is a new run.
     for (const auto& [constants, tail] :
-         {std::pair{24u, 40u}, std::pair{24u, 32u}, std::pair{0u, 32u}, std::pair{8u, 12u}}) {
+         {std::pair{24u, 48u}, std::pair{32u, 32u}, std::pair{0u, 32u}, std::pair{8u, 12u},
+          std::pair{24u, 40u}}) {
         INFO(constants << " constant bytes of a " << tail << "-byte tail");
         header().tail_constant_bytes = constants;
         header().tail_register_bytes = tail;
