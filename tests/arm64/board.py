@@ -65,15 +65,18 @@ NON_PIE = ("ftrace_loop",)
 # sdt_markers: <sys/sdt.h> is systemtap-sdt-dev's, in the host's multiarch folder (it is plain
 # assembler directives, for either ISA). ftrace_loop_static: no dynamic loader, so the
 # in-process agent can only be tpagent's image; ftrace_loop_musl_static: the same against musl
-# (Debian's musl-dev:arm64, through its gcc specs; left out without it).
+# (Debian's musl-dev:arm64, through its gcc specs; left out without it); ftrace_loop_musl:
+# dynamic against musl, whose loader (musl's libc.so itself) the board has in /payload.
 VARIANTS = {
     "traced_tiny": ("traced", ("-mcmodel=tiny",)),
     "sdt_markers": ("sdt_markers", ("-idirafter", "/usr/include/x86_64-linux-gnu")),
     "ftrace_loop_static": ("ftrace_loop", ("-static",)),
 }
 MUSL_SPECS = Path("/usr/lib/aarch64-linux-musl/musl-gcc.specs")
+MUSL_LOADER = "/payload/ld-musl-aarch64.so.1"
 if MUSL_SPECS.exists():
     VARIANTS["ftrace_loop_musl_static"] = ("ftrace_loop", ("-specs", str(MUSL_SPECS), "-static"))
+    VARIANTS["ftrace_loop_musl"] = ("ftrace_loop", ("-specs", str(MUSL_SPECS), f"-Wl,--dynamic-linker={MUSL_LOADER}"))
 # The stubs on the board: tpagent is copied into the payload, gdbserver is Debian's.
 TPAGENT = "/payload/tpagent"
 GDBSERVER = "/usr/bin/gdbserver"
@@ -127,6 +130,8 @@ class Board:
             compile_program(Programs.source(name), self.payload / name, link=("-ldl",), compiler=CROSS_COMPILER)
         for name, (program, flags) in VARIANTS.items():
             compile_program(Programs.source(program), self.payload / name, *flags, compiler=CROSS_COMPILER)
+        if MUSL_SPECS.exists():
+            shutil.copy(MUSL_SPECS.parent / "libc.so", self.payload / Path(MUSL_LOADER).name)
         # ftrace_shlib against libftrace_lib.so, which the board finds in /payload.
         compile_program(
             Programs.source("ftrace_lib"), self.payload / "libftrace_lib.so", "-fPIC", "-shared", compiler=CROSS_COMPILER

@@ -135,11 +135,11 @@ def test_in_the_c_library(arm64):
     s.ends_as_natively(r.of("continue", 2))
 
 
-@pytest.mark.parametrize("variant", [None, "ftrace_loop_static", "ftrace_loop_musl_static"],
-                         ids=["dynamic", "static", "musl_static"])
+@pytest.mark.parametrize("variant", [None, "ftrace_loop_static", "ftrace_loop_musl_static", "ftrace_loop_musl"],
+                         ids=["dynamic", "static", "musl_static", "musl_dynamic"])
 def test_agent_placed_at_tstart(arm64, variant):
-    """A program started without the in-process agent, dynamic, static (no loader at all) or
-    static against musl: at tstart tpagent places the agent's image
+    """A program started without the in-process agent, dynamic, static (no loader at all), or
+    against musl, static or dynamic: at tstart tpagent places the agent's image
     (libtpagent-inproc-image.so) in it, its start called in a stopped thread (arm64's calling
     convention: arguments in x0.., the return to a brk in lr), then puts the thread back as it
     was; the image finds a thread's state by tpidr_el0."""
