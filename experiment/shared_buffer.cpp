@@ -273,8 +273,8 @@ SharedBuffer::describe_registers(const arch::Architecture& arch,
         std::vector<int> with_constants = tail.constant_regnums;
         with_constants.insert(with_constants.end(), tail.regnums.begin(), tail.regnums.end());
         const bool read = process_registers.size() >= arch.g_size();
-        const auto all = read && !tail.constant_regnums.empty() ? adjacent(with_constants)
-                                                                 : std::nullopt;
+        const auto all =
+            read && !tail.constant_regnums.empty() ? adjacent(with_constants) : std::nullopt;
         std::uint32_t first = own ? own->first : 0, constant_bytes = 0;
         std::uint32_t thread_bytes = own ? own->second : 0; // read by each thread
         if (all && all->second - thread_bytes <= sizeof h.tail_constants) {
@@ -282,7 +282,8 @@ SharedBuffer::describe_registers(const arch::Architecture& arch,
             constant_bytes = all->second - thread_bytes;
         }
         if (thread_pointer_borrowed) constant_bytes += thread_bytes, thread_bytes = 0;
-        const bool known = constant_bytes == 0 || (read && constant_bytes <= sizeof h.tail_constants);
+        const bool known =
+            constant_bytes == 0 || (read && constant_bytes <= sizeof h.tail_constants);
         if (own && own->second <= 16 && known) {
             if (constant_bytes)
                 std::memcpy(h.tail_constants, process_registers.data() + first, constant_bytes);

@@ -180,8 +180,7 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     const bool own_stack = spec.agent_stacks.pool != 0;
     if (own_stack)
-        if (auto checked = check_agent_stacks(spec.agent_stacks); !checked)
-            return checked.error();
+        if (auto checked = check_agent_stacks(spec.agent_stacks); !checked) return checked.error();
 
     Emitter e(spec.pad_address);
     const std::size_t to_relocated = own_stack ? emit_agent_stack_entry(e, spec.agent_stacks) : 0;

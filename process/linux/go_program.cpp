@@ -65,8 +65,8 @@ Result<std::uint64_t> read_word(const ReadMemory& read, std::uint64_t address, c
 } // namespace
 
 Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read) {
-    constexpr std::int32_t kGM = 48;       // after stack (16), stackguard0/1, _panic, _defer
-    constexpr std::int32_t kMProcid = 72;  // after g0, morebuf (gobuf: 7 words), divmod + pad
+    constexpr std::int32_t kGM = 48;      // after stack (16), stackguard0/1, _panic, _defer
+    constexpr std::int32_t kMProcid = 72; // after g0, morebuf (gobuf: 7 words), divmod + pad
     constexpr std::int32_t kMTls = kMProcid + 8 + 8 + 40 + 8;
     auto vars = runtime_variables(pid, {"runtime.g0", "runtime.m0"});
     if (!vars) return vars.error();

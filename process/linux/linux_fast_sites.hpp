@@ -228,7 +228,8 @@ class LinuxFastSites final : public FastSites {
     };
     static constexpr std::uint32_t kAgentStackBytes = 64u << 10;
     static constexpr std::uint64_t kAgentStackCount = 256;
-    // Why a pad cannot go in this program at all (a Go program with cgo, or whose threads are not laid out as tpagent knows), or nullopt.
+    // Why a pad cannot go in this program at all (a Go program with cgo, or whose threads are not
+    // laid out as tpagent knows), or nullopt.
     std::optional<std::string> agent_stacks_refused();
     // The stacks for the next pad (mapping the pool the first time); pool 0 when not needed.
     Result<arch::AgentStacks> agent_stacks();

@@ -103,7 +103,7 @@ void collector_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
 
 struct Run {
     Machine end;
-    std::vector<std::uint8_t> stack; // the part the traced code uses: [sp - 16, sp + 64)
+    std::vector<std::uint8_t> stack;       // the part the traced code uses: [sp - 16, sp + 64)
     std::vector<std::uint8_t> whole_stack; // the thread's stack region
     Observed observed;
     std::uint64_t tpidr_at_collector = 0, tpidr_at_end = 0;
@@ -116,8 +116,8 @@ struct Run {
 constexpr std::uint64_t kGoroutine = 0x40000000;
 constexpr std::uint64_t kM = kGoroutine + 0x1000;
 constexpr std::uint64_t kPool = 0x50000000;
-constexpr tpagent::arch::AgentStacks kGoStacks{kPool, tpagent::arch::kAgentStackHeaderBytes + 4 * 4096,
-                                               4096, 136, 48};
+constexpr tpagent::arch::AgentStacks kGoStacks{
+    kPool, tpagent::arch::kAgentStackHeaderBytes + 4 * 4096, 4096, 136, 48};
 struct GoThread {
     std::uint64_t handed_out = 0; // the pool's first word before the run
     std::uint64_t stack_top = 0;  // the thread's word before the run
