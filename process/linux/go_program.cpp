@@ -1,5 +1,6 @@
 // See go_program.hpp.
 #include "process/linux/go_program.hpp"
+#include <algorithm>
 #include <cstring>
 #include <elf.h>
 #include <fmt/format.h>
@@ -35,9 +36,14 @@ template <class T> T word(const std::uint8_t* p) {
     return v;
 }
 
-// The addresses of the runtime's variables `names`, in a program linked at fixed addresses.
-Result<std::vector<std::uint64_t>> runtime_variables(pid_t pid,
-                                                     std::initializer_list<const char*> names) {
+// The addresses of the runtime's variables `names`, in a program linked at fixed addresses,
+// and the code of those of `functions` it has (each up to the next function's start).
+struct RuntimeSymbols {
+    std::vector<std::uint64_t> variables;
+    std::vector<CodeRange> functions;
+};
+Result<RuntimeSymbols> runtime_symbols(pid_t pid, std::initializer_list<const char*> names,
+                                       std::initializer_list<const char*> functions = {}) {
     ElfImage elf(fmt::format("/proc/{}/exe", pid));
     if (!elf.valid() || elf.header().e_type != ET_EXEC)
         return make_error(ErrorCode::Unsupported,
@@ -45,14 +51,22 @@ Result<std::vector<std::uint64_t>> runtime_variables(pid_t pid,
                           "variables are not found");
     const Sections sections = sections_of(elf);
     SymbolTable symbols(elf, sections, 0);
-    std::vector<std::uint64_t> addresses;
+    RuntimeSymbols found;
     for (const char* name : names) {
         const auto address = symbols.address_of(name);
         if (!address)
             return make_error(ErrorCode::NotFound, fmt::format("the Go program has no {}", name));
-        addresses.push_back(*address);
+        found.variables.push_back(*address);
     }
-    return addresses;
+    std::vector<std::uint64_t> starts = symbols.function_addresses();
+    std::ranges::sort(starts);
+    for (const char* name : functions) {
+        const auto start = symbols.address_of(name);
+        if (!start) continue;
+        const auto next = std::ranges::upper_bound(starts, *start);
+        if (next != starts.end()) found.functions.push_back({*start, *next});
+    }
+    return found;
 }
 
 Result<std::uint64_t> read_word(const ReadMemory& read, std::uint64_t address, const char* what) {
@@ -68,9 +82,11 @@ Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read) {
     constexpr std::int32_t kGM = 48;      // after stack (16), stackguard0/1, _panic, _defer
     constexpr std::int32_t kMProcid = 72; // after g0, morebuf (gobuf: 7 words), divmod + pad
     constexpr std::int32_t kMTls = kMProcid + 8 + 8 + 40 + 8;
-    auto vars = runtime_variables(pid, {"runtime.g0", "runtime.m0"});
+    // (Where x28 is not yet the thread's goroutine: a new thread's, a new program's.)
+    auto vars = runtime_symbols(pid, {"runtime.g0", "runtime.m0"},
+                                {"runtime.clone", "runtime.rt0_go", "_rt0_arm64_linux"});
     if (!vars) return vars.error();
-    const std::uint64_t g0 = (*vars)[0], m0 = (*vars)[1];
+    const std::uint64_t g0 = vars->variables[0], m0 = vars->variables[1];
     const auto unlike = [](const char* what) {
         return make_error(ErrorCode::Unsupported,
                           fmt::format("the Go runtime's threads are not laid out as tpagent "
@@ -93,14 +109,14 @@ Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read) {
         if (!tls) return tls.error();
         if (*tls != 0) return unlike("m0's tls words are in use");
     }
-    return GoThreadWords{kGM, kMTls};
+    return GoThreadWords{kGM, kMTls, std::move(vars->functions)};
 }
 
 Result<std::vector<GoroutineStack>> goroutine_stacks(pid_t pid, const ReadMemory& read) {
-    auto vars = runtime_variables(pid, {"runtime.allgs"});
+    auto vars = runtime_symbols(pid, {"runtime.allgs"});
     if (!vars) return vars.error();
     std::uint8_t slice[16];
-    auto got = read(vars->front(), slice);
+    auto got = read(vars->variables.front(), slice);
     if (!got || *got != sizeof slice)
         return make_error(ErrorCode::SystemError, "runtime.allgs cannot be read");
     const auto array = word<std::uint64_t>(slice), count = word<std::uint64_t>(slice + 8);

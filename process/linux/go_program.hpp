@@ -43,9 +43,15 @@ inline constexpr std::int32_t kGoThreadSlots = 0;
 // runtime.m0, m0's procid (right after g0, morebuf and divmod) the main thread's id, and its
 // gsignal's m m0 again; m.tls follows gsignal, goSigStack (40 bytes) and sigmask (8) in
 // runtime2.go, and all six of its words must read 0. An error says which check failed.
+struct CodeRange {
+    std::uint64_t start = 0, end = 0;
+};
 struct GoThreadWords {
     std::int32_t goroutine_m = 0;
     std::int32_t thread_slots = 0;
+    // The runtime's code that runs before x28 is the thread's goroutine (runtime.clone's new
+    // thread before it sets g, the program's start): no pad there.
+    std::vector<CodeRange> g_unset;
 };
 using ReadMemory = std::function<Result<std::size_t>(std::uint64_t, std::span<std::uint8_t>)>;
 Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read);

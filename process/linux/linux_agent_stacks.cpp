@@ -16,7 +16,7 @@ bool LinuxFastSites::pads_on_agent_stacks() {
     return *go_program_ != GoProgram::NotGo;
 }
 
-std::optional<std::string> LinuxFastSites::agent_stacks_refused() {
+std::optional<std::string> LinuxFastSites::agent_stacks_refused(std::uint64_t addr) {
     if (!pads_on_agent_stacks()) return std::nullopt;
     if (*go_program_ == GoProgram::WithCgo)
         return "a Go program linked with cgo: goroutine stacks cannot take a pad, and the "
@@ -32,14 +32,21 @@ std::optional<std::string> LinuxFastSites::agent_stacks_refused() {
             return "a Go program: goroutine stacks cannot take a pad, and the pads find no "
                    "agent stack: " +
                    words.error().text;
-        go_thread_words_ = *words;
+        go_thread_words_ = std::move(*words);
     }
+    if (go_thread_words_)
+        for (const CodeRange& r : go_thread_words_->g_unset)
+            if (addr >= r.start && addr < r.end)
+                return fmt::format("the Go runtime's code at 0x{:x} runs before x28 is the "
+                                   "thread's goroutine, where a pad finds its agent stack",
+                                   addr);
     return std::nullopt;
 }
 
-Result<arch::AgentStacks> LinuxFastSites::agent_stacks() {
+Result<arch::AgentStacks> LinuxFastSites::agent_stacks(std::uint64_t addr) {
     if (!pads_on_agent_stacks()) return arch::AgentStacks{};
-    if (auto refused = agent_stacks_refused()) return make_error(ErrorCode::Unsupported, *refused);
+    if (auto refused = agent_stacks_refused(addr))
+        return make_error(ErrorCode::Unsupported, *refused);
     if (!agent_stack_pool_) {
         const std::uint64_t bytes =
             arch::kAgentStackHeaderBytes + kAgentStackCount * std::uint64_t{kAgentStackBytes};

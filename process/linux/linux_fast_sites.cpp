@@ -203,7 +203,7 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
     request.argument = call.argument;
     request.original_code = out.code;
     request.options = call.options;
-    auto stacks = agent_stacks();
+    auto stacks = agent_stacks(addr);
     if (!stacks) return stacks.error();
     request.agent_stacks = *stacks;
     // smaps is read only where it can matter: a landing pad (never on x86-64).
@@ -309,7 +309,8 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
 
 Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
     if (auto s = process_.check_interruptible(addr); !s) return s.error();
-    if (auto refused = agent_stacks_refused()) return make_error(ErrorCode::Unsupported, *refused);
+    if (auto refused = agent_stacks_refused(addr))
+        return make_error(ErrorCode::Unsupported, *refused);
     auto code = code_at(addr);
     if (!code) return code.error();
     // Relocated as if its pad were at addr: what is displaced does not depend on where.

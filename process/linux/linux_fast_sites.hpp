@@ -228,11 +228,13 @@ class LinuxFastSites final : public FastSites {
     };
     static constexpr std::uint32_t kAgentStackBytes = 64u << 10;
     static constexpr std::uint64_t kAgentStackCount = 256;
-    // Why a pad cannot go in this program at all (a Go program with cgo, or whose threads are not
-    // laid out as tpagent knows), or nullopt.
-    std::optional<std::string> agent_stacks_refused();
-    // The stacks for the next pad (mapping the pool the first time); pool 0 when not needed.
-    Result<arch::AgentStacks> agent_stacks();
+    // Why a pad cannot go at `addr` in this program (a Go program with cgo, or whose threads
+    // are not laid out as tpagent knows, or the runtime's code before a thread has its
+    // goroutine), or nullopt.
+    std::optional<std::string> agent_stacks_refused(std::uint64_t addr);
+    // The stacks for the pad at `addr` (mapping the pool the first time); pool 0 when not
+    // needed.
+    Result<arch::AgentStacks> agent_stacks(std::uint64_t addr);
     std::optional<GoProgram> go_program_;
     // arm64: where the pads find their thread's words (found once the runtime has started).
     std::optional<GoThreadWords> go_thread_words_;

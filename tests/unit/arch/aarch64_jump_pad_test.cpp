@@ -197,6 +197,19 @@ Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
     return out;
 }
 
+// The collector saw what it should, and the program ends as it does without the pad.
+void check_ends_as_without(const Run& got, const Run& want) {
+    for (const auto& p : got.observed.problems)
+        FAIL_CHECK(p);
+    CHECK(got.end.pc == want.end.pc);
+    CHECK(got.end.sp == want.end.sp);
+    CHECK(got.end.nzcv == want.end.nzcv);
+    for (std::size_t r = 0; r < want.end.x.size(); ++r) {
+        INFO("x" << r);
+        CHECK(got.end.x[r] == want.end.x[r]);
+    }
+}
+
 a64::JumpPadSpec spec_at(std::size_t tp_offset, std::span<const std::uint8_t> original) {
     a64::JumpPadSpec spec;
     spec.pad_address = kPad;
@@ -232,15 +245,7 @@ TEST_CASE("aarch64 jump pad: the program ends as without it, the collector sees 
             // b.eq taken jumps over the tracepoint at +12.
             const bool skipped = tp == 12 && s.x0 + s.x1 == 0;
             CHECK(got.observed.calls == (skipped ? 0 : 1));
-            for (const auto& p : got.observed.problems)
-                FAIL_CHECK(p);
-            CHECK(got.end.pc == want.end.pc);
-            CHECK(got.end.sp == want.end.sp);
-            CHECK(got.end.nzcv == want.end.nzcv);
-            for (std::size_t r = 0; r < want.end.x.size(); ++r) {
-                INFO("x" << r);
-                CHECK(got.end.x[r] == want.end.x[r]);
-            }
+            check_ends_as_without(got, want);
             CHECK(got.stack == want.stack);
         }
     }
@@ -309,15 +314,7 @@ TEST_CASE("aarch64 jump pad on an agent stack: the thread's stack untouched, a s
             REQUIRE(pad);
             const Run got = run(5, 7, 0x20000000, &*pad, tp, &c.before);
             CHECK(got.observed.calls == (c.collected ? 1 : 0));
-            for (const auto& p : got.observed.problems)
-                FAIL_CHECK(p);
-            CHECK(got.end.pc == want.end.pc);
-            CHECK(got.end.sp == want.end.sp);
-            CHECK(got.end.nzcv == want.end.nzcv);
-            for (std::size_t r = 0; r < want.end.x.size(); ++r) {
-                INFO("x" << r);
-                CHECK(got.end.x[r] == want.end.x[r]);
-            }
+            check_ends_as_without(got, want);
             CHECK(got.whole_stack == want.whole_stack); // not a byte below sp either
             CHECK(got.tpidr_at_end == 0);
             if (c.collected) CHECK(got.tpidr_at_collector == kM + 136);
