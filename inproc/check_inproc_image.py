@@ -2,11 +2,17 @@
 """Fails (exit 1, saying why) unless the in-process agent's image is what tpagent can map by
 itself (process/linux/agent_image.cpp): a 64-bit little-endian ET_DYN with no interpreter, no
 needed library, no TLS, no constructors, no undefined symbols, and only RELATIVE relocations.
+On AArch64 its code must not touch x28 either: a Go program keeps its goroutine there, and
+Go's signal handler reads it at whatever instruction the signal interrupts (the collector's
+included, in a pad on an agent stack). Checked with the cross objdump where there is one.
 
 Usage: check_inproc_image.py IMAGE
 """
 
+import re
+import shutil
 import struct
+import subprocess
 import sys
 
 PT_INTERP, PT_TLS, PT_DYNAMIC = 3, 7, 2
@@ -68,6 +74,12 @@ def main() -> int:
                 if shndx == 0:
                     problems.append("an undefined dynamic symbol")
                     break
+    objdump = shutil.which("aarch64-linux-gnu-objdump")
+    if e_machine == 183 and objdump:
+        code = subprocess.run([objdump, "-d", sys.argv[1]], capture_output=True, text=True, check=True).stdout
+        touching = [line.strip() for line in code.splitlines() if re.search(r"\b[xw]28\b", line)]
+        if touching:
+            problems.append(f"its code uses x28 ({len(touching)} instructions, e.g. {touching[0]})")
     for p in problems:
         print(f"{sys.argv[1]}: {p}")
     return 1 if problems else 0

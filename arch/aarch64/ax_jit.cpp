@@ -1,5 +1,5 @@
 // The agent-expression compiler backend for AArch64 (jit::FrontEnd walks the program): each
-// stack entry in a home of its own (the first eight in the callee-saved x21..x28, deeper ones
+// stack entry in a home of its own (the first seven in the callee-saved x21..x27, deeper ones
 // in the frame), so helper calls need no saving and every jump target finds the entries where
 // it expects them. Scratch: x9..x13; helpers get (ctx, out, a, b) in x0..x3 and answer
 // {value, status} in x0:x1. Constants are folded; the rest is straight code.
@@ -19,7 +19,8 @@ using jit::BranchSite;
 using jit::HelperArg;
 using namespace enc;
 
-constexpr unsigned kCtx = 19, kOut = 20, kFirstHome = 21, kRegHomes = 8;
+// Not x28: a Go program's goroutine, which Go's signal handler reads at any instruction.
+constexpr unsigned kCtx = 19, kOut = 20, kFirstHome = 21, kRegHomes = 7;
 constexpr unsigned kA = 9, kB = 10, kT = 11, kU = 12;
 constexpr unsigned kScratch[3] = {kA, kB, kT}; // jit::Scratch roles
 constexpr std::uint32_t kSaveBytes = 96;       // x29, x30, x19..x28

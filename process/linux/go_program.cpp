@@ -82,9 +82,11 @@ Result<GoThreadWords> go_thread_words(pid_t pid, const ReadMemory& read) {
     constexpr std::int32_t kGM = 48;      // after stack (16), stackguard0/1, _panic, _defer
     constexpr std::int32_t kMProcid = 72; // after g0, morebuf (gobuf: 7 words), divmod + pad
     constexpr std::int32_t kMTls = kMProcid + 8 + 8 + 40 + 8;
-    // (Where x28 is not yet the thread's goroutine: a new thread's, a new program's.)
+    // (Where x28 is not yet the thread's goroutine: a new thread's, a new program's. The
+    // symbols of assembly functions end in .abi0 since Go 1.17.)
     auto vars = runtime_symbols(pid, {"runtime.g0", "runtime.m0"},
-                                {"runtime.clone", "runtime.rt0_go", "_rt0_arm64_linux"});
+                                {"runtime.clone.abi0", "runtime.clone", "runtime.rt0_go.abi0",
+                                 "runtime.rt0_go", "_rt0_arm64_linux"});
     if (!vars) return vars.error();
     const std::uint64_t g0 = vars->variables[0], m0 = vars->variables[1];
     const auto unlike = [](const char* what) {

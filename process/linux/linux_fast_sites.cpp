@@ -21,6 +21,13 @@
 
 namespace tpagent::process {
 
+namespace {
+// Whether [a, a + n) and [b, b + m) share a byte.
+bool overlaps(std::uint64_t a, std::uint64_t n, std::uint64_t b, std::uint64_t m) {
+    return a < b + m && b < a + n;
+}
+} // namespace
+
 Status LinuxFastSites::move_threads(
     std::uint64_t from, std::size_t len,
     const std::function<std::optional<std::uint64_t>(std::uint64_t)>& move) {
@@ -256,7 +263,7 @@ Result<LinuxFastSites::FastPad> LinuxFastSites::build_fast_pad(std::uint64_t add
                               fmt::format("a trap tracepoint is installed at 0x{:x}", addr + i));
     // Two jumps never share a byte.
     for (const auto& [other, site] : sites_)
-        if (other != addr && other < addr + covered && addr < other + site.code.covered)
+        if (other != addr && overlaps(addr, covered, other, site.code.covered))
             return make_error(
                 ErrorCode::NotAllowed,
                 fmt::format("the fast tracepoint at 0x{:x} has its jump there", other));
@@ -285,18 +292,18 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
                                                                 const arch::Relocated& relocated) {
     if (relocated.boundaries.size() <= 2) return std::nullopt; // only its own instruction
     // (A window may end in padding after a return, where another jump's slot may be.)
-    const std::uint64_t end = addr + relocated.covered;
     const std::size_t length = arch_.min_fast_tracepoint_length();
+    auto jump_inside = [&](std::uint64_t site, std::uint64_t at) {
+        return fmt::format("the jump of the fast tracepoint at 0x{:x} is at 0x{:x}, inside the "
+                           "{} bytes this one displaces",
+                           site, at, relocated.covered);
+    };
     for (const auto& [at, slot] : slots_)
-        if (at < end && addr < at + slot.patch.size())
-            return fmt::format("the jump of the fast tracepoint at 0x{:x} is at 0x{:x}, inside "
-                               "the {} bytes this one displaces",
-                               slot.site, at, relocated.covered);
+        if (overlaps(addr, relocated.covered, at, slot.patch.size()))
+            return jump_inside(slot.site, at);
     for (const auto& [site, at] : promised_)
-        if (site != addr && at < end && addr < at + length)
-            return fmt::format("the jump of the fast tracepoint at 0x{:x} is at 0x{:x}, inside "
-                               "the {} bytes this one displaces",
-                               site, at, relocated.covered);
+        if (site != addr && overlaps(addr, relocated.covered, at, length))
+            return jump_inside(site, at);
     if (auto hazard = arch_.displacement_hazard(code, addr, relocated)) return hazard;
     if (auto entry = entries_.entry_inside(process_.pid(), addr, addr + relocated.covered))
         return entry;
@@ -356,19 +363,16 @@ std::optional<std::uint64_t> LinuxFastSites::free_slot(std::uint64_t addr, std::
     std::vector<std::uint8_t> bytes(hi - lo);
     auto got = process_.read_program(lo, bytes); // tpagent's patches hidden
     if (!got || *got != bytes.size()) return std::nullopt;
-    auto overlaps = [&](std::uint64_t s, std::uint64_t at, std::size_t n) {
-        return s < at + n && at < s + length;
-    };
     auto taken = [&](std::uint64_t s) {
-        if (overlaps(s, addr, covered)) return true;
+        if (overlaps(s, length, addr, covered)) return true;
         for (const auto& [at, slot] : slots_)
-            if (overlaps(s, at, slot.patch.size())) return true;
+            if (overlaps(s, length, at, slot.patch.size())) return true;
         for (const auto& [site, slot] : promised_)
-            if (site != addr && overlaps(s, slot, length)) return true;
+            if (site != addr && overlaps(s, length, slot, length)) return true;
         for (const auto& [at, site] : sites_)
-            if (overlaps(s, at, site.code.covered)) return true;
+            if (overlaps(s, length, at, site.code.covered)) return true;
         for (const auto& [at, window] : promised_windows_)
-            if (at != addr && overlaps(s, at, window)) return true;
+            if (at != addr && overlaps(s, length, at, window)) return true;
         for (std::uint64_t a = s; a < s + length; ++a)
             if (memory_.breakpoints().inserted_at(a) || process_.trap_site_at(a)) return true;
         return false;
@@ -615,15 +619,21 @@ bool LinuxFastSites::read_live_stack(
         end = std::min(end, sp + most);
     else if (end - sp > kMaxStackScan)
         return false;
+    return !scan_memory(sp, end, see);
+}
+
+std::optional<std::uint64_t>
+LinuxFastSites::scan_memory(std::uint64_t from, std::uint64_t end,
+                            const std::function<void(const std::uint8_t*, std::size_t)>& see) {
     std::vector<std::uint8_t> chunk(kScanChunk);
-    for (std::uint64_t at = sp; at < end; at += kScanChunk) {
+    for (std::uint64_t at = from; at < end; at += kScanChunk) {
         const std::size_t n = std::min<std::uint64_t>(kScanChunk, end - at);
         std::size_t got = 0;
         if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
-            return false;
+            return at;
         see(chunk.data(), n);
     }
-    return true;
+    return std::nullopt;
 }
 
 // A thread inside a callee called from the displaced instructions returns to one of them,
@@ -665,18 +675,15 @@ std::optional<std::string> LinuxFastSites::goroutine_word_inside(std::uint64_t l
         });
         if (!stacks) return stacks.error().text;
         std::vector<std::uint64_t> words;
-        std::vector<std::uint8_t> chunk(kScanChunk);
+        auto see = [&](const std::uint8_t* chunk, std::size_t bytes) {
+            for (std::size_t i = 0; i + 8 <= bytes; i += 8)
+                if (const std::uint64_t w = word_at(chunk + i);
+                    w >= span->first && w < span->second)
+                    words.push_back(w);
+        };
         for (const GoroutineStack& g : *stacks)
-            for (std::uint64_t at = g.lo; at < g.hi; at += kScanChunk) {
-                const std::size_t n = std::min<std::uint64_t>(kScanChunk, g.hi - at);
-                std::size_t got = 0;
-                if (auto r = memory_.read_raw(at, std::span(chunk).first(n), got); !r || got != n)
-                    return fmt::format("a goroutine's stack at 0x{:x} cannot be read", at);
-                for (std::size_t i = 0; i + 8 <= n; i += 8)
-                    if (const std::uint64_t w = word_at(chunk.data() + i);
-                        w >= span->first && w < span->second)
-                        words.push_back(w);
-            }
+            if (auto unread = scan_memory(g.lo, g.hi, see))
+                return fmt::format("a goroutine's stack at 0x{:x} cannot be read", *unread);
         std::sort(words.begin(), words.end());
         words.erase(std::unique(words.begin(), words.end()), words.end());
         spdlog::debug("goroutines: {} stacks, {} words into the code", stacks->size(),

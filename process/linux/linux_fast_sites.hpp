@@ -193,6 +193,11 @@ class LinuxFastSites final : public FastSites {
     bool read_live_stack(const std::vector<MappedRange>& maps, std::uint64_t sp,
                          const std::function<void(const std::uint8_t*, std::size_t)>& see,
                          std::uint64_t most = 0);
+    // Passes [from, end) to `see` in chunks; the address of the chunk that cannot be read
+    // whole, or nullopt.
+    std::optional<std::uint64_t>
+    scan_memory(std::uint64_t from, std::uint64_t end,
+                const std::function<void(const std::uint8_t*, std::size_t)>& see);
     // A stopped thread's stack word inside (lo, hi): a return address or an interrupted pc.
     std::optional<std::string> stack_word_inside(std::uint64_t lo, std::uint64_t hi);
     // A word inside (lo, hi) on a goroutine's stack (go_program.hpp), from the words into the

@@ -29,7 +29,7 @@ def test_goroutines_hit_pads_on_agent_stacks(arm64):
         pytest.skip("no Go program in the payload (go is missing on the host: Debian's golang-go)")
     s = BoardScenario(arm64, "ftrace_goroutines", str(ROUNDS), program=program, options=("--debug",))
     define = s.define("ftrace *main.work", "actions", "collect $regs, main.total", "end",  # (its entry)
-                      "ftrace *runtime.clone", "actions", "collect $regs", "end")
+                      "ftrace runtime.clone", "actions", "collect $regs", "end")
     walk = s.walk("$x0", "$x1", "$sp", "$pc", "$tpidr")
     on_board = f"/tmp/{s.server.name}-go.tf"
     r = s.gdb("break main.main", "continue", "delete", define, "tstart", "disable 3", "monitor tracepoints",
