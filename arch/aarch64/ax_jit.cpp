@@ -184,17 +184,7 @@ class Translator final : public jit::FrontEnd {
 };
 
 void Translator::patch(BranchSite site, std::size_t to) {
-    const auto words = static_cast<std::int64_t>(to) / 4 - static_cast<std::int64_t>(site.at) / 4;
-    std::uint32_t insn = 0;
-    switch (site.kind) {
-    case kFixB:
-        insn = 0x14000000 | (static_cast<std::uint32_t>(words) & 0x3ffffff);
-        break;
-    default: // b.cond, cbz, cbnz
-        insn = (static_cast<std::uint32_t>(words) & 0x7ffff) << 5;
-        break;
-    }
-    e_.patch_or(site.at, insn);
+    e_.link(site.at, to);
 }
 
 // x29, x30 and x19..x28 saved; room for the deep entries and the budget.

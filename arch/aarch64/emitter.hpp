@@ -1,5 +1,6 @@
 // Pad code for AArch64, one 4-byte instruction at a time (the relocator's and the jump pad's).
 #pragma once
+#include "arch/aarch64/encoding.hpp"
 #include "arch/aarch64/relocator.hpp"
 #include "base/result.hpp"
 #include <cstdint>
@@ -25,6 +26,12 @@ class Emitter {
         std::uint32_t insn = 0;
         std::memcpy(&insn, bytes_.data() + at, 4);
         patch(at, insn | bits);
+    }
+    // Points the branch at byte offset `at` (put with its offset 0) to byte offset `to`.
+    void link(std::size_t at, std::size_t to) {
+        std::uint32_t insn = 0;
+        std::memcpy(&insn, bytes_.data() + at, 4);
+        patch(at, insn | enc::branch_offset_bits(insn, at, to));
     }
     // Xd = value: MOVZ then MOVK for each further non-zero half-word.
     void move_wide(unsigned rd, std::uint64_t value) {

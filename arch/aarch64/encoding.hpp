@@ -69,11 +69,14 @@ constexpr std::uint32_t cbnz_x(unsigned t) {
 constexpr std::uint32_t cbnz_w(unsigned t) {
     return 0x35000000 | t;
 }
-// The offset bits of a B (imm26) or a CB(N)Z (imm19) from `from` to `to` (byte offsets).
+// The offset bits of a branch at byte offset `from` to `to`: B (imm26), TBZ/TBNZ (imm14), or
+// B.cond and CBZ/CBNZ (imm19).
 constexpr std::uint32_t branch_offset_bits(std::uint32_t insn, std::size_t from, std::size_t to) {
-    const auto words = static_cast<std::int64_t>(to) / 4 - static_cast<std::int64_t>(from) / 4;
-    if ((insn & 0xfc000000) == 0x14000000) return static_cast<std::uint32_t>(words) & 0x3ffffff;
-    return (static_cast<std::uint32_t>(words) & 0x7ffff) << 5;
+    const auto words = static_cast<std::uint32_t>(static_cast<std::int64_t>(to) / 4 -
+                                                  static_cast<std::int64_t>(from) / 4);
+    if ((insn & 0xfc000000) == 0x14000000) return words & 0x3ffffff;
+    if ((insn & 0x7e000000) == 0x36000000) return (words & 0x3fff) << 5;
+    return (words & 0x7ffff) << 5;
 }
 
 } // namespace tpagent::arch::aarch64::enc

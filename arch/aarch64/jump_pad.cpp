@@ -36,8 +36,15 @@ enum AgentSlot : std::uint32_t {
     kSavedX14 = 32
 };
 
-void link(Emitter& e, std::size_t at, std::uint32_t insn, std::size_t to) {
-    e.patch_or(at, branch_offset_bits(insn, at, to));
+// The word at x17 plus what `add` (an add to x15) adds, by load/store-exclusive: x15 the sum,
+// x14 the store's status. No flag changes.
+void add_exclusively(Emitter& e, std::uint32_t add) {
+    const std::size_t retry = e.size();
+    e.put(ldxr_x(15, 17));
+    e.put(add);
+    e.put(stxr_x(14, 15, 17));
+    e.put(cbnz_w(14));
+    e.link(e.size() - 4, retry);
 }
 
 bool power_of_two(std::uint64_t v) {
@@ -69,11 +76,7 @@ std::size_t emit_agent_stack_entry(Emitter& e, const AgentStacks& stacks) {
     e.put(str_x(15, 16, kSavedX15));
     e.put(str_x(14, 16, kSavedX14));
     e.move_wide(17, stacks.pool);
-    const std::size_t retry = e.size();
-    e.put(ldxr_x(15, 17));
-    e.put(add_imm_lsl12(15, 15, stacks.stack_bytes >> 12));
-    e.put(stxr_x(14, 15, 17));
-    e.put(cbnz_w(14) | branch_offset_bits(cbnz_w(14), e.size(), retry));
+    add_exclusively(e, add_imm_lsl12(15, 15, stacks.stack_bytes >> 12));
     e.put(sub_imm(14, 15, 1)); // beyond the pool when (handed out - 1) >= span
     e.put(lsr_imm(14, 14, static_cast<unsigned>(__builtin_ctzll(span))));
     const std::size_t to_none = e.size();
@@ -85,13 +88,9 @@ std::size_t emit_agent_stack_entry(Emitter& e, const AgentStacks& stacks) {
     const std::size_t to_switch2 = e.size();
     e.put(b_unlinked());
     // none: counted at pool + 8.
-    link(e, to_none, cbnz_x(14), e.size());
+    e.link(to_none, e.size());
     e.put(add_imm(17, 17, 8));
-    const std::size_t retry2 = e.size();
-    e.put(ldxr_x(15, 17));
-    e.put(add_imm(15, 15, 1));
-    e.put(stxr_x(14, 15, 17));
-    e.put(cbnz_w(14) | branch_offset_bits(cbnz_w(14), e.size(), retry2));
+    add_exclusively(e, add_imm(15, 15, 1));
     e.put(ldr_x(15, 16, kSavedX15));
     e.put(ldr_x(14, 16, kSavedX14));
     e.put(ldr_x(17, 16, kSavedX17));
@@ -100,8 +99,8 @@ std::size_t emit_agent_stack_entry(Emitter& e, const AgentStacks& stacks) {
     const std::size_t to_relocated = e.size();
     e.put(b_unlinked());
     // switch: x16 = the words, x17 = the stack's top.
-    link(e, to_switch, cbnz_x(17), e.size());
-    link(e, to_switch2, b_unlinked(), e.size());
+    e.link(to_switch, e.size());
+    e.link(to_switch2, e.size());
     e.put(str_x(kZr, 16, kStackTop)); // taken while in the pad: a nested hit takes another
     e.put(sub_imm(17, 17, 16));
     e.put(str_x(16, 17, 8));
@@ -221,7 +220,7 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     EmittedJumpPad pad;
     pad.relocated_offset = e.size();
-    if (own_stack) link(e, to_relocated, b_unlinked(), pad.relocated_offset);
+    if (own_stack) e.link(to_relocated, pad.relocated_offset);
     auto relocated = relocate(spec.original_code.first(4), spec.tracepoint_address,
                               spec.pad_address + pad.relocated_offset);
     if (!relocated) return relocated.error();

@@ -49,12 +49,6 @@ void z_and_p(Emitter& e, std::uint32_t z_op, std::uint32_t p_op) {
         e.put(sve_mem(p_op, r, kPredicatesReg, r));
 }
 
-// A forward branch at `at` to here: imm19 (cbz, tbnz's imm14 below) or imm26 (b).
-void land(Emitter& e, std::size_t at, unsigned bits) {
-    const auto words = static_cast<std::uint32_t>((e.size() - at) / 4);
-    e.patch_or(at, (words & ((1u << bits) - 1)) << (bits == 26 ? 0 : 5));
-}
-
 } // namespace
 
 std::uint32_t vector_state_bytes(const Layout& layout) {
@@ -97,9 +91,9 @@ void emit_vector_state_save(Emitter& e, const PadVectorState& shape, std::uint32
     if (shape.sme) {
         const std::size_t done = e.size();
         e.put(kB);
-        land(e, streaming, 14);
+        e.link(streaming, e.size());
         e.put(str_vl(31)); // wzr: nothing of SVE saved
-        land(e, done, 26);
+        e.link(done, e.size());
     }
 }
 
@@ -116,7 +110,7 @@ void emit_vector_state_restore(Emitter& e, const PadVectorState& shape, std::uin
         e.put(sve_mem(kLdrP, 0, kPredicatesReg, 16));
         e.put(kWrffrP0);
         z_and_p(e, kLdrZ, kLdrP);
-        land(e, none, 19);
+        e.link(none, e.size());
     }
     e.put(sub_imm(kSp, kBlockReg, block_at));
 }
