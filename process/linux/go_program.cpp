@@ -58,6 +58,7 @@ Result<RuntimeSymbols> runtime_symbols(pid_t pid, std::initializer_list<const ch
             return make_error(ErrorCode::NotFound, fmt::format("the Go program has no {}", name));
         found.variables.push_back(*address);
     }
+    if (functions.size() == 0) return found; // (no sort of every function's address)
     std::vector<std::uint64_t> starts = symbols.function_addresses();
     std::ranges::sort(starts);
     for (const char* name : functions) {

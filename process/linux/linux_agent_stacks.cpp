@@ -25,9 +25,7 @@ std::optional<std::string> LinuxFastSites::agent_stacks_refused(std::uint64_t ad
         return "a Go program: goroutine stacks cannot take a pad, and pads on agent stacks "
                "are not built for this architecture yet";
     if (arch_.agent_stacks_in_goroutine_m() && !go_thread_words_) {
-        auto words = go_thread_words(process_.pid(), [this](std::uint64_t at, auto out) {
-            return process_.read_program(at, out);
-        });
+        auto words = go_thread_words(process_.pid(), program_memory());
         if (!words)
             return "a Go program: goroutine stacks cannot take a pad, and the pads find no "
                    "agent stack: " +

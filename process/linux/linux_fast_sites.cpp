@@ -607,6 +607,12 @@ std::uint64_t word_at(const std::uint8_t* p) {
 }
 } // namespace
 
+ReadMemory LinuxFastSites::program_memory() {
+    return [this](std::uint64_t at, std::span<std::uint8_t> out) {
+        return process_.read_program(at, out);
+    };
+}
+
 bool LinuxFastSites::read_live_stack(
     const std::vector<MappedRange>& maps, std::uint64_t sp,
     const std::function<void(const std::uint8_t*, std::size_t)>& see, std::uint64_t most) {
@@ -625,7 +631,8 @@ bool LinuxFastSites::read_live_stack(
 std::optional<std::uint64_t>
 LinuxFastSites::scan_memory(std::uint64_t from, std::uint64_t end,
                             const std::function<void(const std::uint8_t*, std::size_t)>& see) {
-    std::vector<std::uint8_t> chunk(kScanChunk);
+    // (A goroutine's stack is a few KiB: no 64 KiB buffer for each of thousands.)
+    std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(kScanChunk, end - from));
     for (std::uint64_t at = from; at < end; at += kScanChunk) {
         const std::size_t n = std::min<std::uint64_t>(kScanChunk, end - at);
         std::size_t got = 0;
@@ -670,9 +677,7 @@ std::optional<std::string> LinuxFastSites::goroutine_word_inside(std::uint64_t l
     if (!goroutine_code_words_) {
         auto span = entries_.file_span(process_.pid(), lo);
         if (!span) return fmt::format("the code at 0x{:x} is in no ELF file", lo);
-        auto stacks = goroutine_stacks(process_.pid(), [this](std::uint64_t at, auto out) {
-            return process_.read_program(at, out);
-        });
+        auto stacks = goroutine_stacks(process_.pid(), program_memory());
         if (!stacks) return stacks.error().text;
         std::vector<std::uint64_t> words;
         auto see = [&](const std::uint8_t* chunk, std::size_t bytes) {

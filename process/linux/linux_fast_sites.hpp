@@ -193,6 +193,8 @@ class LinuxFastSites final : public FastSites {
     bool read_live_stack(const std::vector<MappedRange>& maps, std::uint64_t sp,
                          const std::function<void(const std::uint8_t*, std::size_t)>& see,
                          std::uint64_t most = 0);
+    // The program's memory as the Go runtime's readers take it (tpagent's patches hidden).
+    ReadMemory program_memory();
     // Passes [from, end) to `see` in chunks; the address of the chunk that cannot be read
     // whole, or nullopt.
     std::optional<std::uint64_t>
