@@ -111,6 +111,7 @@ void SharedBuffer::begin_configuration(bool circular, std::int64_t linear_budget
                     rows * kMaxCountedRecords * sizeof(HitCounter));
     h.slots_taken.store(0, std::memory_order_relaxed);
     h.circular = circular ? 1 : 0;
+    h.recording = 0;
     h.linear_budget.store(linear_budget, std::memory_order_relaxed);
 }
 
@@ -158,6 +159,7 @@ Status SharedBuffer::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     h.take_count.store(0, std::memory_order_relaxed);
     h.sealed_count.store(0, std::memory_order_relaxed);
     h.reused_count.store(0, std::memory_order_relaxed);
+    h.recorded_count.store(0, std::memory_order_relaxed);
     h.stalled_seal.store(~std::uint64_t{0}, std::memory_order_relaxed);
     // No entry may pass for a seal of this run before its sealer writes it (a zero is seal 0 of
     // chunk 0; an old run's entries have this run's seal numbers): all ones is seal 2^48 - 1.

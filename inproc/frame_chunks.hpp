@@ -77,6 +77,7 @@ using YieldFn = void (*)(int n);
 // its two steps would otherwise cost a frame (8 threads on 2 CPUs lost 2 in 40000). The wait is
 // bounded, and a seal once waited for in vain (its sealer held by a ptrace stop, say) is not
 // waited for again: later writers only spin. An entry naming no chunk of the run is refused.
+// Recording: a chunk tpagent has not recorded yet is not taken (null).
 inline ChunkHeader* reuse_sealed_chunk(void* shared, YieldFn yield = nullptr) {
     constexpr int kSpins = 1000;
     constexpr int kWaits = 200;
@@ -88,6 +89,9 @@ inline ChunkHeader* reuse_sealed_chunk(void* shared, YieldFn yield = nullptr) {
         // Acquire: a count above `head` comes from seal `head`'s increment or a later one, so
         // that seal's chunk writes happen before ours.
         if (head >= h->sealed_count.load(std::memory_order_acquire)) return nullptr;
+        // Acquire: tpagent's reads of the recorded chunk happen before our writes to it.
+        if (h->recording && head >= h->recorded_count.load(std::memory_order_acquire))
+            return nullptr; // not recorded yet: no waiting for the disk here
         const std::uint64_t entry =
             sealed_ring(shared)[head % h->chunk_count].load(std::memory_order_acquire);
         if ((entry >> 16) != (head & kSealNumberMask)) { // its sealer is writing it

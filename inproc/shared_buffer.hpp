@@ -161,7 +161,10 @@ struct Header {
     // Circular: the sealed chunks kept before the oldest is reused (the buffer's size); the
     // rest of chunk_count are for the chunks writers are filling, one each.
     std::uint32_t circular_keep;
-    std::uint32_t chunks_reserved;
+    // Recording (with circular): the buffer is transit to tpagent's recording files, so a
+    // sealed chunk is reused only once tpagent has recorded it (recorded_count); a writer that
+    // finds none is dropped and counted (dropped_frames), the disk not keeping up.
+    std::uint32_t recording;
     // Bytes of chunks from kChunksOffset that tpagent had the program map at tstart: a
     // collector need not map those itself.
     std::uint64_t mapped_chunk_bytes;
@@ -189,6 +192,9 @@ struct Header {
     std::atomic<std::uint64_t> take_count;               // chunks taken so far
     alignas(64) std::atomic<std::uint64_t> sealed_count; // seals so far (the ring's tail)
     alignas(64) std::atomic<std::uint64_t> reused_count; // reuses so far (the ring's head)
+    // Recording: the seals tpagent has recorded, in seal order (release: after its last read
+    // of the chunk); the ring's head may not pass it.
+    alignas(64) std::atomic<std::uint64_t> recorded_count;
     // The last seal a writer waited for in vain (frame_chunks.hpp); ~0: none.
     std::atomic<std::uint64_t> stalled_seal;
 };

@@ -267,6 +267,37 @@ TEST_CASE("inproc: circular: a full buffer reuses the chunk sealed longest ago",
     CHECK(stop_reason() == StopReason::None);
 }
 
+TEST_CASE("inproc: recording: a sealed chunk is reused only once recorded, else the hit is "
+          "dropped",
+          "[inproc]") {
+    std::vector<std::uint8_t> memory(250000, 0x5a);
+    Config config(true, 0, 1u << 20); // 3 sealed chunks kept, 64 more for writers
+    header().recording = 1;
+    TracepointRecord& rec =
+        config.add(1, 0x1000, {memory_action(address_of(memory.data()), 250000)});
+    config.start();
+    header().recording = 1; // (start configures the run anew)
+    Block block;
+    // Two frames a chunk: 67 chunks hold 134 frames, all kept while none is recorded.
+    const unsigned fit = 2 * header().chunk_count;
+    hit_numbered(rec, block, "rbx", fit);
+    CHECK(header().dropped_frames.load() == 0);
+    CHECK(header().discarded_frames.load() == 0);
+    hit(rec, block); // every chunk is full and none is recorded
+    CHECK(header().dropped_frames.load() == 1);
+    CHECK(header().discarded_frames.load() == 0);
+    CHECK(drain().size() == fit);
+    // Two seals recorded: their chunks take the next four frames, which leave the buffer
+    // (moved to the files); then the writer is out of chunks again.
+    header().recorded_count.store(2, std::memory_order_release);
+    for (int i = 0; i < 5; ++i)
+        hit(rec, block);
+    CHECK(header().discarded_frames.load() == 4);
+    CHECK(header().dropped_frames.load() == 2);
+    CHECK(drain().size() == 4);
+    CHECK(stop_reason() == StopReason::None);
+}
+
 // Yields of writers waiting in the test below.
 std::atomic<int> g_waits{0};
 
