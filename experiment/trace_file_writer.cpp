@@ -28,7 +28,9 @@ bool has_parent_step(const fs::path& p) {
     return false;
 }
 
-std::string text_section(TraceExperiment& experiment, std::string_view tdesc_xml) {
+} // namespace
+
+std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml) {
     std::string out = "\x7fTRACE0\n";
     out += fmt::format("R {:x}\n", experiment.buffer().register_block_size());
     std::string_view xml = tdesc_xml;
@@ -50,7 +52,6 @@ std::string text_section(TraceExperiment& experiment, std::string_view tdesc_xml
     out += '\n';
     return out;
 }
-} // namespace
 
 Result<std::string> resolve_save_path(std::string_view name,
                                       const std::optional<std::string>& save_dir) {
@@ -151,7 +152,7 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
         unlinkat(d.dir, tmp.c_str(), 0);
         return e;
     };
-    std::string text = text_section(experiment, tdesc_xml);
+    std::string text = trace_file_text_section(experiment, tdesc_xml);
     if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return fail("cannot write");
     // The frames are already in the file's frame format: copy the buffer as it is.
     const auto& buffer = experiment.buffer();

@@ -15,6 +15,10 @@ class TraceExperiment;
 Result<std::string> resolve_save_path(std::string_view name,
                                       const std::optional<std::string>& save_dir);
 
+// The text section of a trace file of the experiment as it is now: the header, `R`, the
+// target description, `status`, `tsv` and `tp` lines, and the blank line before the frames.
+std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml);
+
 // Writes to a temporary file beside `path` and renames it into place, so a crash never leaves a
 // half-written trace file under the requested name. With `confine_to` (the save directory,
 // `path` inside it), the folder is resolved beneath it: a symbolic link leading out of it is

@@ -307,6 +307,21 @@ std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint
     return done;
 }
 
+bool TraceFrameBuffer::raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const {
+    refresh();
+    if (number >= index_.size()) return false;
+    const Entry& e = index_[number];
+    std::vector<std::uint8_t> copy;
+    const std::uint8_t* bytes = bytes_of(e, copy);
+    if (!bytes) return false;
+    if (e.registers_valid != 0) {
+        widen(e, bytes, out);
+    } else {
+        out.assign(bytes, bytes + e.size);
+    }
+    return true;
+}
+
 Result<BufferSetting> parse_buffer_setting(std::string_view payload) {
     if (payload.starts_with("size:")) {
         std::string_view value = payload.substr(5);

@@ -110,6 +110,9 @@ class TraceFrameBuffer {
     // offset; returns the count (0 at or past the end: reply `l`).
     std::uint64_t raw_size() const;
     std::size_t read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const;
+    // Frame `number` as the raw stream has it (its R block widened), into `out`; false when
+    // there is no such frame or it was overwritten meanwhile.
+    bool raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const;
 
   private:
     struct Entry {

@@ -1,0 +1,144 @@
+// The flight recorder's files (experiment/trace_recorder.hpp), written from a trace buffer
+// frames are committed to: each file whole (text section, frames, end marker), rotated at its
+// size, the oldest removed past keep_files, and every frame either in a file or counted lost.
+#include "experiment/trace_experiment.hpp"
+#include "experiment/trace_recorder.hpp"
+#include "arch/arch.hpp"
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+using namespace tpagent;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+    fs::path dir;
+    Scratch() {
+        char name[] = "/tmp/tpagent-recorder-XXXXXX";
+        dir = mkdtemp(name);
+    }
+    ~Scratch() { fs::remove_all(dir); }
+};
+
+// Commits a frame of tracepoint `tp` with one memory block of `bytes` bytes.
+void commit(experiment::TraceExperiment& e, std::uint16_t tp, std::size_t bytes,
+            std::uint8_t fill) {
+    auto frame = e.buffer().make_builder();
+    frame.start(tp);
+    const std::vector<std::uint8_t> memory(bytes, fill);
+    frame.add_memory(0x1000, memory);
+    REQUIRE(e.buffer().commit(frame, 0x400000) == trace::CommitResult::Stored);
+}
+
+struct FileFrames {
+    std::size_t count = 0;
+    bool ended = false; // the end marker after the last whole frame, and nothing after it
+    std::vector<std::uint8_t> fills;
+};
+
+// The frames of a recorded file: after the text section (its blank line), tracepoint number
+// (2 bytes), size (4), that many bytes; number 0 ends them.
+FileFrames frames_of(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<std::uint8_t> b{std::istreambuf_iterator<char>(in), {}};
+    const std::string_view text(reinterpret_cast<const char*>(b.data()), b.size());
+    FileFrames f;
+    REQUIRE(text.starts_with("\x7fTRACE0\n"));
+    std::size_t at = text.find("\n\n");
+    REQUIRE(at != std::string_view::npos);
+    at += 2;
+    while (at + 2 <= b.size()) {
+        std::uint16_t tp = 0;
+        std::memcpy(&tp, b.data() + at, 2);
+        if (tp == 0) {
+            f.ended = at + 4 == b.size();
+            break;
+        }
+        std::uint32_t size = 0;
+        REQUIRE(at + 6 <= b.size());
+        std::memcpy(&size, b.data() + at + 2, 4);
+        REQUIRE(at + 6 + size <= b.size());
+        f.fills.push_back(b[at + 6 + size - 1]); // the memory block's last byte
+        at += 6 + size;
+        ++f.count;
+    }
+    return f;
+}
+
+} // namespace
+
+TEST_CASE("recorder: frames go into files rotated at their size, the newest kept", "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    experiment::TraceRecorder recorder({scratch.dir.string(), 16u << 10, 3});
+    REQUIRE(recorder.start(e, "<target/>"));
+    // 40 frames of about 1 KiB: about 15 a file of 16 KiB, so 3 files at least; 3 kept.
+    for (int i = 0; i < 40; ++i) {
+        commit(e, 1, 1000, static_cast<std::uint8_t>(i));
+        if (i % 7 == 0) REQUIRE(recorder.poll(e));
+    }
+    REQUIRE(recorder.finish(e));
+    const auto& t = recorder.totals();
+    CHECK(t.frames == 40);
+    CHECK(t.lost == 0);
+    CHECK(t.files >= 3);
+    CHECK(recorder.files().size() == 3);
+    CHECK(t.files_removed == t.files - 3);
+    std::size_t kept = 0;
+    std::vector<std::uint8_t> fills;
+    for (const std::string& path : recorder.files()) {
+        INFO(path);
+        CHECK(fs::file_size(path) <= (16u << 10));
+        const FileFrames f = frames_of(path);
+        CHECK(f.ended);
+        CHECK(f.count > 0);
+        kept += f.count;
+        fills.insert(fills.end(), f.fills.begin(), f.fills.end());
+    }
+    // The newest files hold the newest frames, in collection order, the last one last.
+    REQUIRE(!fills.empty());
+    CHECK(fills.back() == 39);
+    for (std::size_t i = 1; i < fills.size(); ++i)
+        CHECK(fills[i] == fills[i - 1] + 1);
+    CHECK(kept == fills.size());
+}
+
+TEST_CASE("recorder: frames a circular buffer reused before a poll are counted lost",
+          "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    REQUIRE(e.set_buffer(trace::BufferSetting{trace::BufferSizeSetting{8u << 10}}));
+    REQUIRE(e.set_buffer(trace::BufferSetting{trace::BufferCircularSetting{true}}));
+    experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0});
+    REQUIRE(recorder.start(e, "<target/>"));
+    for (int i = 0; i < 30; ++i) // 30 KiB through an 8 KiB buffer, no poll meanwhile
+        commit(e, 1, 1000, static_cast<std::uint8_t>(i));
+    REQUIRE(recorder.finish(e));
+    const auto& t = recorder.totals();
+    CHECK(t.frames + t.lost == 30);
+    CHECK(t.lost > 0);
+    const FileFrames f = frames_of(recorder.files().front());
+    CHECK(f.ended);
+    CHECK(f.count == t.frames);
+    CHECK(f.fills.back() == 29);
+}
+
+TEST_CASE("recorder: a new recording into the same folder goes on after its files", "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    {
+        experiment::TraceRecorder first({scratch.dir.string(), 1u << 20, 0});
+        REQUIRE(first.start(e, "<target/>"));
+        REQUIRE(first.finish(e));
+    }
+    experiment::TraceRecorder second({scratch.dir.string(), 1u << 20, 0});
+    REQUIRE(second.start(e, "<target/>"));
+    REQUIRE(second.finish(e));
+    CHECK(fs::path(second.files().front()).filename() == "trace-000002.tf");
+    CHECK(fs::exists(scratch.dir / "trace-000001.tf"));
+}
