@@ -266,6 +266,7 @@ void TraceExperiment::begin_run(bool any_fast) {
     table_.set_running(true);
     running_ = true;
     ever_started_ = true;
+    ++runs_;
     stop_reason_ = {};
     start_time_ = now_us();
     stop_time_ = 0;

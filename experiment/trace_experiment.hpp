@@ -42,6 +42,8 @@ class TraceExperiment {
     trace::TraceStateVariables& variables() { return variables_; }
     trace::TraceFrameBuffer& buffer() { return buffer_; }
     bool running() const { return running_; }
+    // Runs started so far: a recorder sees a new one even between two of its polls.
+    std::uint64_t runs() const { return runs_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
     void init(); // QTinit
@@ -144,6 +146,7 @@ class TraceExperiment {
     trace::TraceFrameBuffer buffer_;
     trace::FrameBuilder builder_;
     bool running_ = false;
+    std::uint64_t runs_ = 0;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
     TraceStopReason stop_reason_;

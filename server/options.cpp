@@ -40,6 +40,24 @@ bool parse_number(std::string_view s, long& out) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && p == s.data() + s.size();
 }
+
+// N, NK, NM or NG (powers of 1024), at most 1 TiB.
+std::optional<std::uint64_t> parse_byte_size(std::string_view s) {
+    unsigned shift = 0;
+    if (!s.empty()) {
+        const char unit = s.back();
+        shift = unit == 'K' || unit == 'k'   ? 10
+                : unit == 'M' || unit == 'm' ? 20
+                : unit == 'G' || unit == 'g' ? 30
+                                             : 0;
+        if (shift) s.remove_suffix(1);
+    }
+    long n = 0;
+    if (!parse_number(s, n) || n <= 0 ||
+        static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 40) >> shift)
+        return std::nullopt;
+    return static_cast<std::uint64_t>(n) << shift;
+}
 } // namespace
 
 std::string usage_text() {
@@ -85,6 +103,11 @@ std::string usage_text() {
            "  --save-dir DIR        Trace files saved on the target (tsave -r) go only in DIR;\n"
            "                        so does the trace of a program that ends during a\n"
            "                        disconnected trace (DIR/tpagent-PID-DATE-TIME.tf).\n"
+           "  --record DIR          Record every trace run into rotating trace files in DIR\n"
+           "                        (DIR/trace-NNNNNN.tf, each one whole for target tfile).\n"
+           "  --record-size N[K|M|G]\n"
+           "                        Begin a new file once one holds N bytes (64M).\n"
+           "  --record-files N      Keep only the newest N files (all).\n"
            "  --disable-randomization\n"
            "                        Run PROG with address space randomization disabled (default).\n"
            "  --no-disable-randomization\n"
@@ -135,6 +158,24 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             std::string_view v = a == "--save-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(11);
             if (v.empty()) return usage_error("--save-dir needs a directory");
             o.save_dir = std::string(v);
+        } else if (a == "--record" || a.starts_with("--record=")) {
+            std::string_view v = a == "--record" ? (i + 1 < argc ? argv[++i] : "") : a.substr(9);
+            if (v.empty()) return usage_error("--record needs a directory");
+            o.record_dir = std::string(v);
+        } else if (a == "--record-size" || a.starts_with("--record-size=")) {
+            std::string_view v =
+                a == "--record-size" ? (i + 1 < argc ? argv[++i] : "") : a.substr(14);
+            auto bytes = parse_byte_size(v);
+            if (!bytes || *bytes < 4096)
+                return usage_error("--record-size needs a size of 4K or more (N[K|M|G])");
+            o.record_file_bytes = *bytes;
+        } else if (a == "--record-files" || a.starts_with("--record-files=")) {
+            std::string_view v =
+                a == "--record-files" ? (i + 1 < argc ? argv[++i] : "") : a.substr(15);
+            long n = 0;
+            if (!parse_number(v, n) || n <= 0 || n > 1000000)
+                return usage_error("--record-files needs a positive number");
+            o.record_files = static_cast<std::uint32_t>(n);
         } else if (a == "--hostio-dir" || a.starts_with("--hostio-dir=")) {
             std::string_view v =
                 a == "--hostio-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(13);

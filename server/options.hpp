@@ -24,7 +24,12 @@ struct ServerOptions {
     bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
     bool inject = true; // load the in-process agent into a program without it (--no-inject)
     bool disable_randomization = true;
-    std::optional<std::string> save_dir;   // QTSave writes only here when given
+    std::optional<std::string> save_dir; // QTSave writes only here when given
+    // The flight recorder (experiment/trace_recorder.hpp): every run's frames into rotating
+    // files in record_dir.
+    std::optional<std::string> record_dir;
+    std::uint64_t record_file_bytes = 64u << 20;
+    std::uint32_t record_files = 0;        // files kept; 0: all
     std::vector<std::string> allow;        // --allow lists: who may connect over TCP (all if none)
     std::optional<std::string> hostio_dir; // vFile names resolve inside it, as the root
     std::optional<std::string>

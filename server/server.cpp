@@ -130,7 +130,7 @@ TargetFactory linux_targets() {
 
 Server::Server(asio::io_context& io, ServerOptions options, TargetFactory targets)
     : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
-      trace_poll_timer_(io), experiment_(arch::host_architecture()) {
+      trace_poll_timer_(io), record_timer_(io), experiment_(arch::host_architecture()) {
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
         if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)
@@ -557,6 +557,8 @@ void Server::shutdown() {
     listener_->close();
     child_events_.cancel();
     trace_poll_timer_.cancel();
+    end_recording();
+    record_timer_.cancel();
     io_.stop();
 }
 

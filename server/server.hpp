@@ -7,6 +7,7 @@
 #include "server/options.hpp"
 #include "server/session.hpp"
 #include "experiment/trace_experiment.hpp"
+#include "experiment/trace_recorder.hpp"
 #include "server/transport.hpp"
 #include <memory>
 #include <map>
@@ -114,6 +115,10 @@ class Server {
     // runs, a timer looks every few ms (armed here after a packet started one; it stops by
     // itself when the trace does).
     void watch_fast_trace();
+    // --record: a run begun since the last look gets its files, and a timer moves its frames
+    // into them; a run that ended has its last frames recorded and its file ended
+    // (server/recording.cpp). Called after each packet and by the timer.
+    void watch_recording();
     // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
@@ -176,6 +181,11 @@ class Server {
     process::ChildEvents child_events_;
     boost::asio::steady_timer trace_poll_timer_;
     bool trace_poll_armed_ = false;
+    boost::asio::steady_timer record_timer_;
+    bool record_poll_armed_ = false;
+    std::optional<experiment::TraceRecorder> recorder_;
+    std::uint64_t recorded_run_ = 0; // the run recorder_ records (TraceExperiment::runs)
+    void end_recording();
     experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<process::StopEvent> unreported_; // what happened while no gdb was connected

@@ -165,6 +165,7 @@ void Session::dispatch(const std::string& payload) {
     server_.experiment().poll(server_.inferior());
     std::string reply = run_paused(view.name, [&] { return run_handler(*handler, view); });
     server_.watch_fast_trace(); // the packet may have started one
+    server_.watch_recording();
     if (closed_ || suppressed_) return;
     if (deferred_) {
         waiting_ = true;
