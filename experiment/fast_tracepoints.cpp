@@ -198,7 +198,9 @@ Status FastTracepoints::prepare(process::Target& inferior) {
     }
     inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
     // The whole buffer: this run's frames, fast and trap alike, go into the shared buffer's chunks.
-    shared_->begin_configuration(buffer_.circular(), static_cast<std::int64_t>(buffer_.size()));
+    shared_->begin_configuration(buffer_.circular() || recording_,
+                                 static_cast<std::int64_t>(buffer_.size()));
+    shared_->header().recording = recording_ ? 1 : 0;
     // Pads on agent stacks found through the goroutine's M set the thread pointer as they run.
     const bool borrowed =
         arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();

@@ -42,6 +42,9 @@ class FastTracepoints {
     // self-mapped image where there is one, else the library through the program's dlopen.
     void set_agent_library(std::optional<std::string> path) { agent_library_ = std::move(path); }
     void set_agent_image(std::optional<std::string> path) { agent_image_ = std::move(path); }
+    // Recording (TraceRecorder): the shared buffer is transit, its chunks reused only once
+    // recorded.
+    void set_recording(bool on) { recording_ = on; }
     // The jumps are in and the collectors collect.
     bool installed() const { return shared_ != nullptr && installed_; }
     // What fast tracepoints cannot do (while-stepping, printf).
@@ -120,6 +123,7 @@ class FastTracepoints {
     std::shared_ptr<SharedBuffer> shared_;
     std::optional<std::string> agent_library_;
     std::optional<std::string> agent_image_;
+    bool recording_ = false;
     struct Record {
         trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit
         std::uint32_t index = 0;         // its TracepointRecord's

@@ -39,7 +39,7 @@ void SharedBufferReader::take_new(std::vector<trace::SharedFrame>& out) {
         const ChunkHeader* c = chunk(i);
         Seen& seen = seen_[i];
         const std::uint32_t epoch = c->epoch.load(std::memory_order_acquire);
-        if (epoch != seen.epoch) seen = {epoch, 0}; // reused: its records are new ones
+        if (epoch != seen.epoch) seen = {epoch, 0, 0, 0}; // reused: its records are new ones
         const std::uint32_t committed =
             std::min<std::uint32_t>(c->committed.load(std::memory_order_acquire),
                                     static_cast<std::uint32_t>(chunk_payload(shared_->header())));
@@ -68,10 +68,38 @@ void SharedBufferReader::take_new(std::vector<trace::SharedFrame>& out) {
             continue;
         }
         seen.read = read;
+        seen.frames += static_cast<std::uint32_t>(out.size() - before);
     }
     // Each writer's records are in order; across writers the stamps decide.
     std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
                      [](const auto& a, const auto& b) { return a.stamp < b.stamp; });
+}
+
+void SharedBufferReader::recorded(const trace::SharedFrame& frame) {
+    if (frame.chunk < seen_.size() && seen_[frame.chunk].epoch == frame.epoch)
+        ++seen_[frame.chunk].recorded;
+}
+
+// The ring from recorded_count on: each seal whose chunk was read to its end and all of whose
+// frames are recorded is released, in seal order, up to the first that is not.
+void SharedBufferReader::release_recorded() {
+    inproc::Header& h = shared_->header();
+    if (!h.recording || chunk_count_ == 0) return;
+    const std::uint64_t sealed = h.sealed_count.load(std::memory_order_acquire);
+    for (std::uint64_t n = h.recorded_count.load(std::memory_order_relaxed); n < sealed; ++n) {
+        const std::uint64_t entry =
+            inproc::sealed_ring(shared_->local())[n % chunk_count_].load(std::memory_order_acquire);
+        if ((entry >> 16) != (n & inproc::kSealNumberMask)) return; // its sealer is writing it
+        const std::uint32_t i = static_cast<std::uint32_t>(entry & 0xffff);
+        if (i >= seen_.size()) return;
+        const ChunkHeader* c = chunk(i);
+        const Seen& s = seen_[i];
+        if (c->epoch.load(std::memory_order_acquire) != s.epoch ||
+            s.read < c->committed.load(std::memory_order_acquire) || s.recorded < s.frames)
+            return;
+        // Release: our reads of the chunk happen before a reuser's writes.
+        h.recorded_count.store(n + 1, std::memory_order_release);
+    }
 }
 
 std::uint32_t SharedBufferReader::registers_of(std::uint32_t index) const {

@@ -27,6 +27,8 @@ class SharedBufferReader final : public trace::SharedBufferFrames {
         return shared_->short_register_block(bytes);
     }
     trace::CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) override;
+    void recorded(const trace::SharedFrame& frame) override;
+    void release_recorded() override;
 
   private:
     const inproc::ChunkHeader* chunk(std::uint32_t i) const {
@@ -48,6 +50,8 @@ class SharedBufferReader final : public trace::SharedBufferFrames {
     struct Seen {
         std::uint32_t epoch = 0;
         std::uint32_t read = 0;
+        std::uint32_t frames = 0;   // found in this epoch
+        std::uint32_t recorded = 0; // of those, in a recording's file
     };
     std::vector<Seen> seen_;
     std::vector<std::pair<std::uint64_t, std::uint32_t>> taken_; // take_new: (order, chunk)

@@ -203,6 +203,7 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
     if (!inferior || !inferior->alive())
         return make_error(ErrorCode::NoProcess, "no process to trace");
     complete_pending(inferior);
+    if (recording_) buffer_.set_circular(true);
     buffer_.clear();
     table_.reset_counters();
     variables_.reset_values();

@@ -44,6 +44,12 @@ class TraceExperiment {
     bool running() const { return running_; }
     // Runs started so far: a recorder sees a new one even between two of its polls.
     std::uint64_t runs() const { return runs_; }
+    // Runs are recorded (--record): the buffer is transit, circular whatever gdb set, and a
+    // run with fast tracepoints reuses only recorded chunks.
+    void set_recording(bool on) {
+        recording_ = on;
+        fast_.set_recording(on);
+    }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
     void init(); // QTinit
@@ -147,6 +153,7 @@ class TraceExperiment {
     trace::FrameBuilder builder_;
     bool running_ = false;
     std::uint64_t runs_ = 0;
+    bool recording_ = false;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
     TraceStopReason stop_reason_;

@@ -60,7 +60,7 @@ Status TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_
 
 Status TraceRecorder::poll(TraceExperiment& experiment) {
     if (fd_ < 0) return ok_status();
-    const auto& buffer = experiment.buffer();
+    auto& buffer = experiment.buffer();
     const std::size_t stored = buffer.frame_count();
     const std::uint64_t created = buffer.frames_created();
     const std::uint64_t oldest = created - stored;
@@ -79,9 +79,11 @@ Status TraceRecorder::poll(TraceExperiment& experiment) {
             if (auto s = begin_file(experiment); !s) return s;
         }
         if (auto s = write(frame_.data(), frame_.size()); !s) return s;
+        buffer.frame_recorded(next_ - oldest);
         ++frames_in_file_;
         ++totals_.frames;
     }
+    buffer.release_recorded();
     return ok_status();
 }
 

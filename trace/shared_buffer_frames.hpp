@@ -106,6 +106,10 @@ class SharedBufferFrames {
     virtual ShortRegisterBlock short_block(std::uint32_t bytes) const = 0;
     // Stores a frame written by tpagent itself (a trap tracepoint's), with a full R block.
     virtual CommitResult append(std::span<const std::uint8_t> frame, std::uint64_t pc) = 0;
+    // Recording: the frame is in a file now; release_recorded() then lets writers reuse the
+    // space of every sealed chunk all of whose frames are.
+    virtual void recorded(const SharedFrame& frame) { (void)frame; }
+    virtual void release_recorded() {}
 };
 
 } // namespace tpagent::trace

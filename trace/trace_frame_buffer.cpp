@@ -322,6 +322,14 @@ bool TraceFrameBuffer::raw_frame(std::size_t number, std::vector<std::uint8_t>& 
     return true;
 }
 
+void TraceFrameBuffer::frame_recorded(std::size_t number) {
+    if (shared_ && number < index_.size()) shared_->recorded(as_shared(index_[number]));
+}
+
+void TraceFrameBuffer::release_recorded() {
+    if (shared_) shared_->release_recorded();
+}
+
 Result<BufferSetting> parse_buffer_setting(std::string_view payload) {
     if (payload.starts_with("size:")) {
         std::string_view value = payload.substr(5);

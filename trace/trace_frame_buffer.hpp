@@ -113,6 +113,10 @@ class TraceFrameBuffer {
     // Frame `number` as the raw stream has it (its R block widened), into `out`; false when
     // there is no such frame or it was overwritten meanwhile.
     bool raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const;
+    // Recording: frame `number` is in a file now; release_recorded() then gives the shared
+    // buffer's writers back the space of what is all recorded (no-op for the own area).
+    void frame_recorded(std::size_t number);
+    void release_recorded();
 
   private:
     struct Entry {
