@@ -47,6 +47,10 @@ class FastTracepoints {
     void set_recording(bool on) { recording_ = on; }
     // The jumps are in and the collectors collect.
     bool installed() const { return shared_ != nullptr && installed_; }
+    // Hits this run whose frame found no room (no chunk to write to), or nested in a hit.
+    std::uint64_t dropped_frames() const {
+        return shared_ ? shared_->header().dropped_frames.load(std::memory_order_relaxed) : 0;
+    }
     // What fast tracepoints cannot do (while-stepping, printf).
     static Status check(const trace::Tracepoint& tp);
 

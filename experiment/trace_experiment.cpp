@@ -364,7 +364,8 @@ std::string TraceExperiment::status_reply() const {
     s.start_time = start_time_;
     s.stop_time = stop_time_;
     s.user = user_;
-    s.notes = notes_;
+    s.notes = notes_.empty() || recording_note_.empty() ? notes_ + recording_note_
+                                                        : notes_ + "; " + recording_note_;
     return protocol::encode_trace_status(s);
 }
 

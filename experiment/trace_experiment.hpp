@@ -110,6 +110,9 @@ class TraceExperiment {
     // place by a stop during a run be removed.
     void poll(process::Target* inferior);
     bool fast_running() const { return running_ && fast_.installed(); }
+    std::uint64_t dropped_fast_frames() const { return fast_.dropped_frames(); }
+    // What tstatus's notes say of the recording (--record), after gdb's own notes.
+    void set_recording_note(std::string note) { recording_note_ = std::move(note); }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
     process::TrapSites::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
@@ -154,6 +157,7 @@ class TraceExperiment {
     bool running_ = false;
     std::uint64_t runs_ = 0;
     bool recording_ = false;
+    std::string recording_note_;
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
     TraceStopReason stop_reason_;

@@ -13,13 +13,22 @@ namespace {
 constexpr std::chrono::milliseconds kRecordInterval{50};
 } // namespace
 
+// tstatus's note: what is in the files, and every frame not there, by reason.
+void Server::note_recording() {
+    const auto& t = recorder_->totals();
+    std::string note = fmt::format("recorded {} frame(s) into {} file(s) in {}", t.frames, t.files,
+                                   *options_.record_dir);
+    if (t.files_removed) note += fmt::format(" ({} oldest removed)", t.files_removed);
+    if (t.lost) note += fmt::format(", {} lost: overwritten before recorded", t.lost);
+    if (const auto dropped = experiment_.dropped_fast_frames())
+        note += fmt::format(", {} not collected: no room left in the buffer", dropped);
+    experiment_.set_recording_note(std::move(note));
+}
+
 void Server::end_recording() {
     if (!recorder_) return;
     if (auto s = recorder_->finish(experiment_); !s) spdlog::warn("recording: {}", s.error().text);
-    const auto& t = recorder_->totals();
-    spdlog::info("recorded {} frame(s) in {} file(s) in {}{}", t.frames, t.files,
-                 *options_.record_dir,
-                 t.lost ? fmt::format(", {} lost before they were recorded", t.lost) : "");
+    note_recording();
     recorder_.reset();
 }
 
@@ -34,7 +43,10 @@ void Server::watch_recording() {
         const auto xml = arch::host_architecture().feature_xml("target.xml");
         if (auto s = recorder_->start(experiment_, xml ? *xml : std::string()); !s) {
             spdlog::warn("recording: {}", s.error().text);
+            experiment_.set_recording_note("not recorded: " + s.error().text);
             recorder_.reset();
+        } else {
+            note_recording();
         }
     }
     if (!recorder_ || record_poll_armed_) return;
@@ -44,12 +56,14 @@ void Server::watch_recording() {
         record_poll_armed_ = false;
         if (ec || !recorder_) return;
         experiment_.poll(inferior_.get()); // fast frames' counts and stop reasons first
-        if (experiment_.running())
+        if (experiment_.running()) {
             if (auto s = recorder_->poll(experiment_); !s) {
                 spdlog::warn("recording: {}", s.error().text);
                 end_recording();
                 return;
             }
+            note_recording();
+        }
         watch_recording();
     });
 }

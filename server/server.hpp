@@ -186,6 +186,7 @@ class Server {
     std::optional<experiment::TraceRecorder> recorder_;
     std::uint64_t recorded_run_ = 0; // the run recorder_ records (TraceExperiment::runs)
     void end_recording();
+    void note_recording();
     experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<process::StopEvent> unreported_; // what happened while no gdb was connected

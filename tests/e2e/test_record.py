@@ -43,6 +43,10 @@ def test_every_frame_is_in_the_files(e2e):
         t = s.gdb(f"target tfile {f}", walk, connect=False)
         calls += [row[2] for row in parse_frames(t.of(walk))]
     assert calls == [i for i in range(CALLS) for _ in range(2)], calls[:20]
+    # tstatus says so, and that nothing was lost.
+    note = r.of("tstatus")
+    assert f"recorded {2 * CALLS} frame(s) into {len(files)} file(s) in {directory}" in note, note
+    assert "lost" not in note and "not collected" not in note, note
 
 
 def test_the_newest_files_are_kept(e2e):
@@ -53,6 +57,7 @@ def test_the_newest_files_are_kept(e2e):
     s, r = run(e2e, directory, "--record-size", "256K", "--record-files", "3")
     files = recorded(directory)
     assert len(files) == 3, files
+    assert "oldest removed" in r.of("tstatus"), r.of("tstatus")
     walk = s.walk("$rdi")
     t = s.gdb(f"target tfile {files[-1]}", walk, connect=False)
     assert parse_frames(t.of(walk))[-1][2] == CALLS - 1, t.of(walk)
