@@ -13,7 +13,8 @@ from scenario import TO_MAIN, TO_THE_END, Scenario, ftrace, parse_frames, trace,
 pytestmark = pytest.mark.tpagent_only("gdbserver has no recording")
 
 PROGRAM = "ftrace_loop"
-CALLS = 3000  # x 2 tracepoints x about 2.4 KB a frame: 14 MB through a 1 MiB buffer
+CALLS = 3000  # x 2 tracepoints x 1 to 3 KB a frame ($regs: the CPU's XSAVE state decides)
+BUFFER = 1 << 20
 
 
 def recorded(directory: Path) -> list[Path]:
@@ -23,7 +24,7 @@ def recorded(directory: Path) -> list[Path]:
 def run(e2e, directory: Path, *options: str):
     s = Scenario(e2e, PROGRAM, str(CALLS), options=("--record", str(directory), *options))
     define = s.define(*ftrace("traced", "collect $regs, n"), *trace("leaf", "collect $regs"))
-    r = s.gdb(*TO_MAIN, "set trace-buffer-size 1048576", define, *trace_to("finished"), *TO_THE_END)
+    r = s.gdb(*TO_MAIN, f"set trace-buffer-size {BUFFER}", define, *trace_to("finished"), *TO_THE_END)
     s.ends_as_natively(r.of("continue", 2))
     return s, r
 
@@ -36,7 +37,8 @@ def test_every_frame_is_in_the_files(e2e):
     directory.mkdir()
     s, r = run(e2e, directory, "--record-size", "1M")
     files = recorded(directory)
-    assert len(files) >= 10, files
+    # (Measured, not assumed: the frames' size depends on the CPU's registers.)
+    assert sum(f.stat().st_size for f in files) > 4 * BUFFER and len(files) >= 4, files
     walk = s.walk("$rdi")
     calls = []
     for f in files:
