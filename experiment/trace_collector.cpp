@@ -205,6 +205,16 @@ bool TraceExperiment::collect(process::Target& inferior, pid_t tid, trace::Trace
     std::uint64_t pc = 0; // indexes the frame for tfind pc/range
     read_register(&c, static_cast<unsigned>(arch_.pc_regnum()), &pc);
     auto stored = buffer_.commit(builder_, pc);
+    // Recording: the buffer is transit; the recording takes what is in it, then the frame
+    // goes in, or is counted as not collected (the disk behind) and the trace goes on.
+    if (stored == trace::TraceFrameBuffer::Commit::Full && recording_) {
+        if (make_room_) make_room_();
+        stored = buffer_.commit(builder_, pc);
+        if (stored == trace::TraceFrameBuffer::Commit::Full) {
+            ++dropped_trap_frames_;
+            return true;
+        }
+    }
     if (stored == trace::TraceFrameBuffer::Commit::Full) {
         stop_with({TraceStopReason::Kind::Full, {}, 0}, &inferior);
         return false;

@@ -204,6 +204,7 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
         return make_error(ErrorCode::NoProcess, "no process to trace");
     complete_pending(inferior);
     if (recording_) buffer_.set_circular(true);
+    dropped_trap_frames_ = 0;
     buffer_.clear();
     table_.reset_counters();
     variables_.reset_values();

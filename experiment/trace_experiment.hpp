@@ -50,6 +50,10 @@ class TraceExperiment {
         recording_ = on;
         fast_.set_recording(on);
     }
+    // Recording: what moves the buffer's frames into the files at once, for a frame that
+    // finds the buffer full.
+    void set_make_room(std::function<void()> make_room) { make_room_ = std::move(make_room); }
+    std::uint64_t dropped_trap_frames() const { return dropped_trap_frames_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
     void init(); // QTinit
@@ -158,6 +162,8 @@ class TraceExperiment {
     std::uint64_t runs_ = 0;
     bool recording_ = false;
     std::string recording_note_;
+    std::function<void()> make_room_;
+    std::uint64_t dropped_trap_frames_ = 0; // this run's, recording
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;
     TraceStopReason stop_reason_;

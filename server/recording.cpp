@@ -20,7 +20,7 @@ void Server::note_recording() {
                                    *options_.record_dir);
     if (t.files_removed) note += fmt::format(" ({} oldest removed)", t.files_removed);
     if (t.lost) note += fmt::format(", {} lost: overwritten before recorded", t.lost);
-    if (const auto dropped = experiment_.dropped_fast_frames())
+    if (const auto dropped = experiment_.dropped_fast_frames() + experiment_.dropped_trap_frames())
         note += fmt::format(", {} not collected: no room left in the buffer", dropped);
     experiment_.set_recording_note(std::move(note));
 }
