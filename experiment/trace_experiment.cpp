@@ -204,6 +204,7 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
         return make_error(ErrorCode::NoProcess, "no process to trace");
     complete_pending(inferior);
     if (recording_) buffer_.set_circular(true);
+    buffer_.set_transit(recording_);
     dropped_trap_frames_ = 0;
     buffer_.clear();
     table_.reset_counters();
@@ -352,7 +353,7 @@ void TraceExperiment::stop_for(TraceStopReason reason, process::Target* inferior
     stop_with(std::move(reason), inferior);
 }
 
-std::string TraceExperiment::status_reply() const {
+protocol::TraceStatus TraceExperiment::trace_status() const {
     protocol::TraceStatus s;
     s.running = running_;
     s.reason = stop_reason_;
@@ -365,8 +366,13 @@ std::string TraceExperiment::status_reply() const {
     s.start_time = start_time_;
     s.stop_time = stop_time_;
     s.user = user_;
-    s.notes = notes_.empty() || recording_note_.empty() ? notes_ + recording_note_
-                                                        : notes_ + "; " + recording_note_;
+    s.notes = notes_;
+    return s;
+}
+
+std::string TraceExperiment::status_reply() const {
+    protocol::TraceStatus s = trace_status();
+    if (!recording_note_.empty()) s.notes += (s.notes.empty() ? "" : "; ") + recording_note_;
     return protocol::encode_trace_status(s);
 }
 

@@ -107,6 +107,8 @@ class TraceExperiment {
     // gdb went away without disconnected tracing, or the process ended.
     void stop_for(TraceStopReason reason, process::Target* inferior);
     std::string status_reply() const; // qTStatus
+    // The status without the recording's note (a recorded file gives its own).
+    protocol::TraceStatus trace_status() const;
 
     // Fast tracepoints: takes in hit counts and variables and stops the trace if the
     // in-process agent stopped collecting (buffer full, pass count, error). Cheap; frames stay
@@ -117,6 +119,7 @@ class TraceExperiment {
     std::uint64_t dropped_fast_frames() const { return fast_.dropped_frames(); }
     // What tstatus's notes say of the recording (--record), after gdb's own notes.
     void set_recording_note(std::string note) { recording_note_ = std::move(note); }
+    const std::string& recording_note() const { return recording_note_; }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
     process::TrapSites::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);

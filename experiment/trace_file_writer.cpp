@@ -30,7 +30,8 @@ bool has_parent_step(const fs::path& p) {
 
 } // namespace
 
-std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml) {
+std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml,
+                                    std::optional<std::string_view> status_payload) {
     std::string out = "\x7fTRACE0\n";
     out += fmt::format("R {:x}\n", experiment.buffer().register_block_size());
     std::string_view xml = tdesc_xml;
@@ -41,8 +42,12 @@ std::string trace_file_text_section(TraceExperiment& experiment, std::string_vie
         out += '\n';
         xml = nl == std::string_view::npos ? std::string_view{} : xml.substr(nl + 1);
     }
-    std::string status = experiment.status_reply();
-    out += "status " + status.substr(1) + "\n"; // the qTStatus payload without its leading T
+    out += "status ";
+    if (status_payload)
+        out += *status_payload;
+    else
+        out += experiment.status_reply().substr(1); // the qTStatus payload without its T
+    out += '\n';
     auto variables = experiment.variables().upload();
     for (std::string piece = variables.next(); piece != "l"; piece = variables.next())
         out += "tsv " + piece + "\n";

@@ -17,7 +17,9 @@ Result<std::string> resolve_save_path(std::string_view name,
 
 // The text section of a trace file of the experiment as it is now: the header, `R`, the
 // target description, `status`, `tsv` and `tp` lines, and the blank line before the frames.
-std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml);
+// `status_payload` (without its T) replaces the experiment's own status.
+std::string trace_file_text_section(TraceExperiment& experiment, std::string_view tdesc_xml,
+                                    std::optional<std::string_view> status_payload = {});
 
 // Writes to a temporary file beside `path` and renames it into place, so a crash never leaves a
 // half-written trace file under the requested name. With `confine_to` (the save directory,

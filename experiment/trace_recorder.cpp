@@ -2,12 +2,16 @@
 #include "experiment/trace_recorder.hpp"
 #include "experiment/trace_experiment.hpp"
 #include "experiment/trace_file_writer.hpp"
+#include "trace/recorded_status.hpp"
+#include "trace/trace_file_seal.hpp"
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace tpagent::experiment {
@@ -16,10 +20,16 @@ namespace {
 // What ends a file's frames: tracepoint number 0 (as write_trace_file ends them).
 constexpr std::uint8_t kEndOfFrames[4] = {0, 0, 0, 0};
 constexpr std::string_view kPrefix = "trace-", kSuffix = ".tf";
+// A disk that refused a write is tried again this much later, not at every poll.
+constexpr std::chrono::seconds kRetryInterval{1};
 
 Error io_error(const std::string& what, const std::string& path) {
     return make_error(ErrorCode::SystemError,
                       fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+std::string file_path(const std::string& dir, std::uint64_t number) {
+    return fmt::format("{}/{}{:06}{}", dir, kPrefix, number, kSuffix);
 }
 
 // The highest number of a trace-NNNNNN.tf already in `dir` (0: none): a new recording into
@@ -40,72 +50,152 @@ std::uint64_t last_file_number(const std::string& dir) {
     closedir(d);
     return last;
 }
+
+// The file's name too survives a power cut.
+void sync_dir(const std::string& dir) {
+    if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+// The default floor: a twentieth of the disk.
+std::uint64_t default_floor(const std::string& dir) {
+    struct statvfs fs {};
+    if (statvfs(dir.c_str(), &fs) != 0) return 0;
+    return static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize / 20;
+}
+
+// Under the floor: why no file is written now.
+std::optional<Error> under_floor(const std::string& dir, std::uint64_t min_free) {
+    struct statvfs fs {};
+    if (min_free == 0 || statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free >= min_free) return std::nullopt;
+    return make_error(
+        ErrorCode::SystemError,
+        fmt::format("{}: {} KiB free, under the floor of {} KiB", dir, free >> 10, min_free >> 10));
+}
 } // namespace
 
 TraceRecorder::~TraceRecorder() {
     if (fd_ >= 0) close(fd_);
 }
 
-Status TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xml) {
-    if (fd_ >= 0)
-        if (auto s = end_file(); !s) return s;
+void TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xml) {
+    if (fd_ >= 0) (void)end_file(experiment);
     tdesc_ = tdesc_xml;
     totals_ = {};
     files_.clear();
+    refusal_.clear();
+    retry_at_ = {};
+    mkdir(options_.dir.c_str(), 0777); // one level, as tsave makes none: an error shows below
     sequence_ = std::max(sequence_, last_file_number(options_.dir));
-    const auto& buffer = experiment.buffer();
-    next_ = buffer.frames_created() - buffer.frame_count();
-    return begin_file(experiment);
+    floor_ = options_.min_free ? *options_.min_free : default_floor(options_.dir);
+    discards_at_start_ = experiment.buffer().unrecorded_discards();
+    next_ = 0;
+    started_ = true;
+    (void)writable(experiment);
 }
 
-Status TraceRecorder::poll(TraceExperiment& experiment) {
-    if (fd_ < 0) return ok_status();
+void TraceRecorder::refuse(TraceExperiment& experiment, const Error& why) {
+    if (fd_ >= 0) {
+        // The frame being written is cut off; the file keeps its whole frames and ends.
+        (void)ftruncate(fd_, static_cast<off_t>(file_written_));
+        (void)end_file(experiment);
+    }
+    refusal_ = why.text;
+    retry_at_ = std::chrono::steady_clock::now() + kRetryInterval;
+}
+
+bool TraceRecorder::writable(TraceExperiment& experiment) {
+    if (auto floor = under_floor(options_.dir, floor_)) {
+        if (fd_ >= 0 || refusal_.empty()) refuse(experiment, *floor);
+        refusal_ = floor->text;
+        return false;
+    }
+    if (fd_ >= 0) return true;
+    if (!refusal_.empty() && std::chrono::steady_clock::now() < retry_at_) return false;
+    if (auto s = begin_file(experiment); !s) {
+        refuse(experiment, s.error());
+        return false;
+    }
+    refusal_.clear();
+    return true;
+}
+
+void TraceRecorder::poll(TraceExperiment& experiment) {
+    if (!started_) return;
     auto& buffer = experiment.buffer();
-    const std::size_t stored = buffer.frame_count();
-    const std::uint64_t created = buffer.frames_created();
-    const std::uint64_t oldest = created - stored;
-    if (next_ < oldest) { // reused before this poll: lost, and counted
-        totals_.lost += oldest - next_;
-        next_ = oldest;
-    }
-    for (; next_ < created; ++next_) {
-        if (!buffer.raw_frame(next_ - oldest, frame_)) {
-            ++totals_.lost;
-            continue;
+    bool can_write = writable(experiment);
+    buffer.record_new([&](const std::vector<std::uint8_t>& frame) {
+        if (can_write && frames_in_file_ > 0 &&
+            file_written_ + frame.size() + sizeof kEndOfFrames > options_.file_bytes) {
+            if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
+            can_write = writable(experiment);
         }
-        if (frames_in_file_ > 0 &&
-            file_written_ + frame_.size() + sizeof kEndOfFrames > options_.file_bytes) {
-            if (auto s = end_file(); !s) return s;
-            if (auto s = begin_file(experiment); !s) return s;
+        if (can_write) {
+            if (frames_in_file_ == 0) first_in_file_ = next_;
+            if (auto s = write(frame.data(), frame.size()); !s) {
+                refuse(experiment, s.error());
+                can_write = false;
+            }
         }
-        if (auto s = write(frame_.data(), frame_.size()); !s) return s;
-        buffer.frame_recorded(next_ - oldest);
-        ++frames_in_file_;
-        ++totals_.frames;
-    }
-    buffer.release_recorded();
-    return ok_status();
+        ++next_;
+        if (can_write) {
+            ++frames_in_file_;
+            ++totals_.frames;
+        } else {
+            ++totals_.unwritten; // taken all the same: the buffer goes on
+        }
+    });
+    // Gone before they were handed out: lost, and counted.
+    totals_.lost = buffer.unrecorded_discards() - discards_at_start_;
 }
 
-Status TraceRecorder::finish(TraceExperiment& experiment) {
-    if (fd_ < 0) return ok_status();
-    Status polled = poll(experiment);
-    Status ended = end_file();
-    return polled ? ended : polled;
+void TraceRecorder::finish(TraceExperiment& experiment) {
+    if (!started_) return;
+    poll(experiment);
+    if (auto s = end_file(experiment); !s) refusal_ = s.error().text;
+    started_ = false;
+}
+
+std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
+    protocol::TraceStatus status = experiment.trace_status();
+    status.frames = frames_in_file_;
+    const trace::RecordingFields fields{
+        sequence_, first_in_file_, totals_.lost,
+        experiment.dropped_fast_frames() + experiment.dropped_trap_frames(), totals_.unwritten};
+    const std::string frames =
+        frames_in_file_ ? fmt::format("{} to {}", fields.first, fields.first + frames_in_file_ - 1)
+                        : fmt::format("from {}", fields.first);
+    const std::string note =
+        fmt::format("recorded file {}: the run's frames {}; by its end {} "
+                    "lost, {} not collected, {} not written",
+                    fields.file, frames, fields.lost, fields.dropped, fields.unwritten);
+    status.notes += (status.notes.empty() ? "" : "; ") + note;
+    return trace::recorded_status_payload(std::move(status), fields);
 }
 
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
-    const std::string path =
-        fmt::format("{}/{}{:06}{}", options_.dir, kPrefix, ++sequence_, kSuffix);
+    const std::string path = file_path(options_.dir, ++sequence_);
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0) return io_error("cannot create", path);
     file_written_ = 0;
     frames_in_file_ = 0;
+    first_in_file_ = next_;
     files_.push_back(path);
     ++totals_.files;
-    const std::string text = trace_file_text_section(experiment, tdesc_);
-    if (auto s = write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()); !s)
+    const std::string text =
+        trace_file_text_section(experiment, tdesc_, status_payload(experiment));
+    status_at_ = text.find("\nstatus ") + 8;
+    if (auto s = write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()); !s) {
+        close(fd_);
+        fd_ = -1;
+        unlink(path.c_str()); // holds no frame
+        files_.pop_back();
         return s;
+    }
     while (options_.keep_files != 0 && files_.size() > options_.keep_files) {
         if (unlink(files_.front().c_str()) != 0 && errno != ENOENT)
             return io_error("cannot remove", files_.front());
@@ -115,30 +205,54 @@ Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     return ok_status();
 }
 
-Status TraceRecorder::end_file() {
+Status TraceRecorder::end_file(TraceExperiment& experiment) {
     if (fd_ < 0) return ok_status();
     Status s = write(kEndOfFrames, sizeof kEndOfFrames);
+    const std::string status = status_payload(experiment);
+    if (s && pwrite(fd_, status.data(), status.size(), static_cast<off_t>(status_at_)) !=
+                 static_cast<ssize_t>(status.size()))
+        s = io_error("cannot write", files_.back());
     if (s && fsync(fd_) != 0) s = io_error("cannot write", files_.back());
     if (close(fd_) != 0 && s) s = io_error("cannot write", files_.back());
     fd_ = -1;
-    // The file's name too survives a power cut.
-    if (const int dir = open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-        fsync(dir);
-        close(dir);
-    }
+    sync_dir(options_.dir);
     return s;
 }
 
 Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {
+    std::uint64_t written = 0;
     while (size > 0) {
         const ssize_t n = ::write(fd_, bytes, size);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return io_error("cannot write", files_.back());
+        if (n <= 0) {
+            Error error = n == 0 ? make_error(ErrorCode::SystemError,
+                                              fmt::format("cannot write {}: {}", files_.back(),
+                                                          std::strerror(ENOSPC)))
+                                 : io_error("cannot write", files_.back());
+            // Cut back to what was whole, so that the file still ends after a whole frame.
+            (void)ftruncate(fd_, static_cast<off_t>(file_written_));
+            (void)lseek(fd_, static_cast<off_t>(file_written_), SEEK_SET);
+            return error;
+        }
         bytes += n;
         size -= static_cast<std::size_t>(n);
-        file_written_ += static_cast<std::uint64_t>(n);
+        written += static_cast<std::uint64_t>(n);
     }
+    file_written_ += written;
     return ok_status();
+}
+
+Result<std::optional<SealedRecording>> seal_newest_recording(const std::string& dir) {
+    const std::uint64_t newest = last_file_number(dir);
+    if (newest == 0) return std::optional<SealedRecording>();
+    SealedRecording sealed{file_path(dir, newest)};
+    auto report = trace::seal_trace_file(sealed.path);
+    if (!report) return report.error();
+    sealed.was_sealed = report->was_sealed;
+    sealed.frames = report->frames;
+    sealed.cut_bytes = report->cut_bytes;
+    if (!sealed.was_sealed) sync_dir(dir);
+    return std::optional<SealedRecording>(std::move(sealed));
 }
 
 } // namespace tpagent::experiment

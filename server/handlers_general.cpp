@@ -244,6 +244,9 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  tracepoints\n"
                                           "    Show how each fast tracepoint is collected "
                                           "(a jump, or a trap and why)\n"
+                                          "  record [DIR [size N] [files N] [min-free N] | off]\n"
+                                          "    Record trace runs into rotating files in DIR "
+                                          "(as --record), or not; alone, what is recorded\n"
                                           "  btrace\n"
                                           "    Show how each thread's branch trace is "
                                           "recorded\n"
@@ -322,6 +325,12 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
                           : "Protocol debug output disabled.\n");
     }
     if (command == "btrace") return to_hex(branch_trace_summary(s));
+    if (command == "record" || command.starts_with("record ")) {
+        auto answer = s.server().record_command(command.substr(6));
+        if (answer) return console_reply(s, *answer);
+        s.send_console(answer.error().text + "\n");
+        return reply_error(answer.error().code);
+    }
     if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
     if (command.starts_with("set btrace-method ")) {
         constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {

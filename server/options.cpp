@@ -41,6 +41,8 @@ bool parse_number(std::string_view s, long& out) {
     return ec == std::errc() && p == s.data() + s.size();
 }
 
+} // namespace
+
 // N, NK, NM or NG (powers of 1024), at most 1 TiB.
 std::optional<std::uint64_t> parse_byte_size(std::string_view s) {
     unsigned shift = 0;
@@ -58,7 +60,6 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view s) {
         return std::nullopt;
     return static_cast<std::uint64_t>(n) << shift;
 }
-} // namespace
 
 std::string usage_text() {
     // The `or:` lines are how help2man (the man page) recognises further synopses.
@@ -108,6 +109,9 @@ std::string usage_text() {
            "  --record-size N[K|M|G]\n"
            "                        Begin a new file once one holds N bytes (64M).\n"
            "  --record-files N      Keep only the newest N files (all).\n"
+           "  --record-min-free N[K|M|G]\n"
+           "                        Write no frame while DIR's disk has less free space\n"
+           "                        (a twentieth of its size); those frames are counted.\n"
            "  --disable-randomization\n"
            "                        Run PROG with address space randomization disabled (default).\n"
            "  --no-disable-randomization\n"
@@ -176,6 +180,12 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             if (!parse_number(v, n) || n <= 0 || n > 1000000)
                 return usage_error("--record-files needs a positive number");
             o.record_files = static_cast<std::uint32_t>(n);
+        } else if (a == "--record-min-free" || a.starts_with("--record-min-free=")) {
+            std::string_view v =
+                a == "--record-min-free" ? (i + 1 < argc ? argv[++i] : "") : a.substr(18);
+            auto bytes = parse_byte_size(v);
+            if (!bytes) return usage_error("--record-min-free needs a size (N[K|M|G])");
+            o.record_min_free = *bytes;
         } else if (a == "--hostio-dir" || a.starts_with("--hostio-dir=")) {
             std::string_view v =
                 a == "--hostio-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(13);

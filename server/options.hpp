@@ -4,8 +4,10 @@
 //   tpagent [OPTIONS] --multi COMM
 #pragma once
 #include "base/result.hpp"
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -29,7 +31,8 @@ struct ServerOptions {
     // files in record_dir.
     std::optional<std::string> record_dir;
     std::uint64_t record_file_bytes = 64u << 20;
-    std::uint32_t record_files = 0;        // files kept; 0: all
+    std::uint32_t record_files = 0;               // files kept; 0: all
+    std::optional<std::uint64_t> record_min_free; // nothing: 1/20 of the disk
     std::vector<std::string> allow;        // --allow lists: who may connect over TCP (all if none)
     std::optional<std::string> hostio_dir; // vFile names resolve inside it, as the root
     std::optional<std::string>
@@ -40,6 +43,8 @@ struct ServerOptions {
 };
 
 Result<ServerOptions> parse_options(int argc, char** argv);
+// N, NK, NM or NG (powers of 1024), at most 1 TiB.
+std::optional<std::uint64_t> parse_byte_size(std::string_view s);
 std::string usage_text();
 
 // --save-dir must name a directory tpagent can write in, checked at start rather than at the

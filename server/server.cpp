@@ -133,10 +133,9 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
       trace_poll_timer_(io), record_timer_(io), experiment_(arch::host_architecture()) {
     experiment_.set_recording(options_.record_dir.has_value());
     experiment_.set_make_room([this] {
-        if (recorder_)
-            if (auto s = recorder_->poll(experiment_); !s)
-                spdlog::warn("recording: {}", s.error().text);
+        if (recorder_) recorder_->poll(experiment_);
     });
+    if (options_.record_dir) seal_cut_recording();
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
         if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)

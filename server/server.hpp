@@ -119,6 +119,8 @@ class Server {
     // into them; a run that ended has its last frames recorded and its file ended
     // (server/recording.cpp). Called after each packet and by the timer.
     void watch_recording();
+    // `monitor record [DIR [size N] [files N] [min-free N] | off]`: the answer, or why not.
+    Result<std::string> record_command(std::string_view args);
     // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
@@ -186,6 +188,7 @@ class Server {
     std::optional<experiment::TraceRecorder> recorder_;
     std::uint64_t recorded_run_ = 0; // the run recorder_ records (TraceExperiment::runs)
     void end_recording();
+    void seal_cut_recording();
     void note_recording();
     experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;

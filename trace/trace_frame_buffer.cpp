@@ -33,6 +33,8 @@ Status TraceFrameBuffer::set_size(std::size_t size) {
 
 void TraceFrameBuffer::clear() {
     index_.clear();
+    unrecorded_from_ = 0;
+    unrecorded_discards_ = 0;
     created_ = 0;
     logical_end_ = 0;
     shared_ = nullptr;
@@ -70,7 +72,9 @@ std::optional<std::size_t> TraceFrameBuffer::reserve(std::size_t size) {
         } else if (head - tail >= size) {
             return tail;
         }
-        if (!circular_) return std::nullopt;
+        if (!circular_ || (transit_ && !index_.front().recorded)) return std::nullopt;
+        if (!index_.front().recorded) ++unrecorded_discards_;
+        if (unrecorded_from_ > 0) --unrecorded_from_;
         index_.pop_front();
     }
     return 0;
@@ -152,8 +156,11 @@ void TraceFrameBuffer::refresh() const {
             return shared_->holds(as_shared(e));
         });
         if (kept != index_.end()) {
+            unrecorded_discards_ += static_cast<std::uint64_t>(
+                std::count_if(kept, index_.end(), [](const Entry& e) { return !e.recorded; }));
             index_.erase(kept, index_.end());
             from = 0;
+            unrecorded_from_ = 0; // positions moved: look again from the first
         }
     }
     found_.clear();
@@ -169,10 +176,11 @@ void TraceFrameBuffer::refresh() const {
     // Read in place: a chunk reused since take_new checked it gave other bytes (a seqlock read,
     // as SharedBufferFrames::copy's). Those frames were discarded with it: not indexed.
     std::atomic_thread_fence(std::memory_order_acquire);
-    index_.erase(std::remove_if(index_.begin() + static_cast<std::ptrdiff_t>(first_new),
-                                index_.end(),
-                                [&](const Entry& e) { return !shared_->holds(as_shared(e)); }),
-                 index_.end());
+    const auto gone =
+        std::remove_if(index_.begin() + static_cast<std::ptrdiff_t>(first_new), index_.end(),
+                       [&](const Entry& e) { return !shared_->holds(as_shared(e)); });
+    unrecorded_discards_ += static_cast<std::uint64_t>(index_.end() - gone);
+    index_.erase(gone, index_.end());
     if (first_new < index_.size()) {
         const auto by_stamp = [](const Entry& a, const Entry& b) { return a.stamp < b.stamp; };
         const auto mid = index_.begin() + static_cast<std::ptrdiff_t>(first_new);
@@ -180,6 +188,7 @@ void TraceFrameBuffer::refresh() const {
         const auto moved = std::upper_bound(index_.begin(), mid, *mid, by_stamp);
         std::inplace_merge(moved, mid, index_.end(), by_stamp);
         from = std::min(from, static_cast<std::size_t>(moved - index_.begin()));
+        unrecorded_from_ = std::min(unrecorded_from_, from);
     }
     if (from < index_.size() || (from == 0 && index_.empty())) renumber(from);
 }
@@ -322,11 +331,20 @@ bool TraceFrameBuffer::raw_frame(std::size_t number, std::vector<std::uint8_t>& 
     return true;
 }
 
-void TraceFrameBuffer::frame_recorded(std::size_t number) {
-    if (shared_ && number < index_.size()) shared_->recorded(as_shared(index_[number]));
-}
-
-void TraceFrameBuffer::release_recorded() {
+void TraceFrameBuffer::record_new(
+    const std::function<void(const std::vector<std::uint8_t>&)>& record) {
+    refresh();
+    for (std::size_t i = unrecorded_from_; i < index_.size(); ++i) {
+        Entry& e = index_[i];
+        if (e.recorded) continue;
+        e.recorded = true;
+        if (shared_) shared_->recorded(as_shared(e));
+        if (raw_frame(i, recording_copy_))
+            record(recording_copy_);
+        else
+            ++unrecorded_discards_; // reused while it was copied
+    }
+    unrecorded_from_ = index_.size();
     if (shared_) shared_->release_recorded();
 }
 

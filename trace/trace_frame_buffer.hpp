@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -70,6 +71,10 @@ class TraceFrameBuffer {
     Status set_size(std::size_t size);
     // QTBuffer:circular; keeps the frames.
     void set_circular(bool circular) { circular_ = circular; }
+    // Recording: the circular own area overwrites only frames record_new has handed out; a
+    // frame that would overwrite one not yet handed out is Full (the recording takes what is
+    // there, then the frame goes in).
+    void set_transit(bool transit) { transit_ = transit; }
     // QTStart: discard every frame and reset the counters; frames are kept in the buffer's own
     // storage again.
     void clear();
@@ -113,10 +118,15 @@ class TraceFrameBuffer {
     // Frame `number` as the raw stream has it (its R block widened), into `out`; false when
     // there is no such frame or it was overwritten meanwhile.
     bool raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const;
-    // Recording: frame `number` is in a file now; release_recorded() then gives the shared
-    // buffer's writers back the space of what is all recorded (no-op for the own area).
-    void frame_recorded(std::size_t number);
-    void release_recorded();
+    // Recording (--record): every frame not handed out yet, in frame-number order, to
+    // `record` (as raw_frame gives it), each marked as recorded; then the shared buffer's
+    // writers get back the space of what is all recorded. A frame a slower writer publishes
+    // late, among older ones, is handed out at the next call. Positions, not creation counts:
+    // those of shared frames run ahead of the index while writers commit.
+    void record_new(const std::function<void(const std::vector<std::uint8_t>&)>& record);
+    // Frames that left the buffer (overwritten, discarded) before record_new handed them
+    // out, since the buffer was cleared.
+    std::uint64_t unrecorded_discards() const { return unrecorded_discards_; }
 
   private:
     struct Entry {
@@ -132,6 +142,7 @@ class TraceFrameBuffer {
         std::uint64_t stamp;
         std::uint32_t chunk;
         std::uint32_t epoch;
+        bool recorded = false; // handed out by record_new
     };
     // Where a frame of `size` bytes goes, discarding old frames in circular mode.
     std::optional<std::size_t> reserve(std::size_t size);
@@ -160,12 +171,17 @@ class TraceFrameBuffer {
     std::size_t size_;
     MappedBytes storage_;
     bool circular_ = false;
+    bool transit_ = false;
     SharedBufferFrames* shared_ = nullptr;
     // The index changes under const queries when shared frames arrive or go.
     mutable std::deque<Entry> index_; // frame-number order
     std::uint64_t created_ = 0;
     mutable std::uint64_t logical_end_ = 0;
     mutable std::uint64_t seen_discards_ = 0;
+    // Recording: no frame before this position is unrecorded; frames gone unrecorded.
+    mutable std::size_t unrecorded_from_ = 0;
+    mutable std::uint64_t unrecorded_discards_ = 0;
+    std::vector<std::uint8_t> recording_copy_;
     mutable std::vector<SharedFrame> found_;
     mutable std::vector<std::uint8_t> served_; // the copy frame() returns
 };

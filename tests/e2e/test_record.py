@@ -4,11 +4,16 @@ a fast tracepoint and a trap tracepoint collecting $regs: far more bytes of fram
 buffer holds.
 """
 
+import os
+import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from scenario import TO_MAIN, TO_THE_END, Scenario, ftrace, parse_frames, trace, trace_to
+from harness import pid_alive, wait_until
+from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, parse_frames, trace, trace_to
 
 pytestmark = pytest.mark.tpagent_only("gdbserver has no recording")
 
@@ -63,3 +68,95 @@ def test_the_newest_files_are_kept(e2e):
     walk = s.walk("$rdi")
     t = s.gdb(f"target tfile {files[-1]}", walk, connect=False)
     assert parse_frames(t.of(walk))[-1][2] == CALLS - 1, t.of(walk)
+
+
+def tpdump_text(path: Path, *options: str) -> subprocess.CompletedProcess:
+    tool = Path(os.environ["TPAGENT_BIN"]).parent / "tpdump"
+    return subprocess.run([str(tool), *options, str(path)], capture_output=True, text=True, timeout=60)
+
+
+RECORDED = re.compile(r"^recorded: file (\d+) of its folder, the run's frames from (\d+) to (\d+);", re.M)
+
+
+@pytest.mark.parametrize("sealer", ["tpdump", "tpagent"])
+def test_files_cut_by_kill_9_open_and_seal(e2e, sealer):
+    """tpagent SIGKILLed while it records a disconnected trace (traced.c, a fast tracepoint hit
+    every 10 ms, files of 64 KiB): the newest file, cut, shows its whole frames in tpdump (which
+    names the damage), and once sealed -- by tpdump --seal, or by tpagent started again on
+    the same folder -- opens in gdb with those frames; the files together hold a run of frames
+    without a gap (each file's status: the run's index of its first frame). The program runs on."""
+    directory = e2e.tmp / "cut"
+    stop = e2e.tmp / "stop"
+    s = FastTrace(e2e, "traced", "0", str(stop), options=("--record", str(directory), "--record-size", "64K"))
+    where = f"traced.c:{s.line('record_first') + 2}"
+    s.gdb(*TO_MAIN, s.define(ftrace(where, "collect $regs, iteration")), "set disconnected-tracing on",
+          "tstart", "detach")
+    assert wait_until(lambda: len(recorded(directory)) >= 4, timeout=60), recorded(directory)
+    pid = s.pid
+    os.kill(s.server.pid, signal.SIGKILL)
+    s.server.wait_exit()
+    files = recorded(directory)
+    newest = files[-1]
+    cut = tpdump_text(newest)
+    assert cut.returncode == 1 and "without the end-of-frames marker" in cut.stderr, (cut.returncode, cut.stderr)
+    before_seal = int(re.search(r"(\d+) frames before the damage", cut.stdout).group(1))
+    if sealer == "tpdump":
+        sealed = tpdump_text(newest, "--seal")
+        assert sealed.returncode == 0, sealed.stderr
+        m = re.search(r"sealed: (\d+) whole frame\(s\) kept", sealed.stdout)
+        assert m and int(m.group(1)) == before_seal, sealed.stdout
+        again = tpdump_text(newest, "--seal")
+        assert "not cut" in again.stdout, again.stdout
+    else:
+        stop2 = e2e.tmp / "stop2"
+        again = e2e.serve(s.program, "0", str(stop2), options=("--record", str(directory)))
+        again.wait_for(rf"^recording: {re.escape(str(newest))} was cut short; sealed: {before_seal} whole frame")
+        stop2.touch()
+    # Every file now whole, and the run's frames one after another across them.
+    expected_first = None
+    for f in files:
+        dump = tpdump_text(f)
+        assert dump.returncode == 0, (f, dump.stderr)
+        m = RECORDED.search(dump.stdout)
+        assert m, dump.stdout[:2000]
+        first, last = int(m.group(2)), int(m.group(3))
+        assert expected_first is None or first == expected_first, (f, first, expected_first)
+        expected_first = last + 1
+    # gdb opens the sealed file; its tstatus shows the seal's note.
+    walk = s.walk("iteration")
+    t = s.gdb(f"target tfile {newest}", walk, "tstatus", connect=False)
+    iterations = [row[2] for row in parse_frames(t.of(walk))]
+    assert len(iterations) == before_seal, t.of(walk)
+    assert iterations == list(range(iterations[0], iterations[0] + len(iterations))), iterations
+    assert "sealed after a cut" in t.of("tstatus"), t.of("tstatus")
+    # The program runs on, and ends when told.
+    stop.touch()
+    assert wait_until(lambda: not pid_alive(pid), timeout=30)
+
+
+def test_monitor_record_switches_recording(e2e):
+    """Without --record, gdb switches recording on between runs: `monitor record DIR size 64K
+    files 2` (refused with a size too small, and while a run goes on), then a run records into
+    DIR, two files kept, tstatus saying so; `monitor record` alone says what is recorded;
+    `monitor record off` ends it."""
+    directory = e2e.tmp / "by-monitor"
+    s = Scenario(e2e, PROGRAM, str(CALLS))
+    on = f"monitor record {directory} size 64K files 2"
+    r = s.gdb(
+        *TO_MAIN, "monitor record", f"monitor record {directory} size 1", on,
+        s.define(*trace("leaf", "collect $regs")), "break finished", "tstart", "monitor record off",
+        "monitor record", "continue", "tstop", "tstatus", "monitor record off", "monitor record", *TO_THE_END,
+    )
+    assert "Not recording" in r.of("monitor record"), r.of("monitor record")
+    assert "not 'size 1'" in r.of(f"monitor record {directory} size 1"), r.of(f"monitor record {directory} size 1")
+    assert f"recorded into {directory} from the next tstart on" in r.of(on), r.of(on)
+    assert "A trace is running" in r.of("monitor record off"), r.of("monitor record off")
+    assert "This run: recorded" in r.of("monitor record", 1), r.of("monitor record", 1)
+    files = recorded(directory)
+    assert len(files) == 2, files
+    note = r.of("tstatus")
+    m = re.search(r"recorded (\d+) frame\(s\) into (\d+) file\(s\)", note)
+    assert m and int(m.group(1)) == CALLS and int(m.group(2)) > 2 and "oldest removed" in note, note
+    assert "not recorded from now on" in r.of("monitor record off", 1), r.of("monitor record off", 1)
+    assert "Not recording" in r.of("monitor record", 2), r.of("monitor record", 2)
+    s.ends_as_natively(r.of("continue", 2))

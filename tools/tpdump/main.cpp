@@ -6,6 +6,7 @@
 #include "tools/tpdump/perfetto_printer.hpp"
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
+#include "trace/trace_file_seal.hpp"
 #include <cstdio>
 #include <exception>
 #include <fmt/format.h>
@@ -48,6 +49,20 @@ void print(const tracefile::TraceFile& file, const tpdump::Options& options) {
     }
 }
 
+// --seal: one line saying what was done.
+int seal(const std::string& path) {
+    auto report = trace::seal_trace_file(path);
+    if (!report) return file_error(path, report.error());
+    if (report->was_sealed)
+        fmt::print("{}: not cut: {} frame(s), its end marker there; left as it was\n", path,
+                   report->frames);
+    else
+        fmt::print("{}: sealed: {} whole frame(s) kept, {} byte(s) of a frame cut short "
+                   "removed\n",
+                   path, report->frames, report->cut_bytes);
+    return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
+}
+
 } // namespace
 
 static int run(int argc, char** argv) {
@@ -57,6 +72,7 @@ static int run(int argc, char** argv) {
         std::fputs((options->help ? tpdump::help_text() : tpdump::version_text()).c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
     }
+    if (options->seal) return seal(options->path);
     auto file = tracefile::read_trace_file(options->path);
     if (!file) return file_error(options->path, file.error());
     if (auto s = tpdump::check_options_against_file(*file, *options); !s)

@@ -55,7 +55,8 @@ Examples:
   tpdump --tracepoint 2 --frames 0-9 trace.tf  tracepoint 2, frames 0 to 9
   tpdump --json --registers rip,rsp trace.tf   JSON lines with two registers
   tpdump --perfetto trace.tf > trace.json      then open it in ui.perfetto.dev
-  tpdump --html trace.tf > trace.html          then open it in a browser)";
+  tpdump --html trace.tf > trace.html          then open it in a browser
+  tpdump --seal rec/trace-000007.tf            a recorded file cut short, sealed)";
 
 // GNU layout, as help2man reads it: the usage line first, "-h, --help", option values by
 // name only.
@@ -119,6 +120,10 @@ void define_options(CLI::App& app, Options& options, Given& given) {
                  "text: also show wide registers that are all zero");
     app.add_flag("--disassemble", options.disassemble,
                  "text: show agent expressions instruction by instruction");
+    app.add_flag("--seal", options.seal,
+                 "a file cut short (tpagent --record killed, the power lost): cut it\n"
+                 "after its last whole frame and end its frames, so that gdb's\n"
+                 "`target tfile` opens it; says what it did and prints nothing else");
     for (std::size_t i = 0; i < kFormatFlags.size(); ++i)
         app.add_flag(kFormatFlags[i].name, given.formats[i], kFormatFlags[i].help);
     app.add_option("FILE", given.files)->group("");
@@ -172,6 +177,8 @@ Status apply(const Given& given, Options& options) {
         format_flag = kFormatFlags[i].name;
         options.format = kFormatFlags[i].format;
     }
+    if (options.seal && format_flag)
+        return usage(fmt::format("--seal and {} exclude each other", format_flag));
     if (given.files.size() > 1)
         return usage(
             fmt::format("more than one file given ('{}', '{}')", given.files[0], given.files[1]));

@@ -23,6 +23,7 @@ struct Options {
     std::vector<std::string> registers;
     bool all_registers = false; // text: also wide registers that are all zero
     bool disassemble = false;   // text: agent expressions as instructions
+    bool seal = false;          // seal the file if it was cut short, print nothing else
     bool help = false;
     bool version = false;
 

@@ -46,6 +46,16 @@ void print_summary(const TraceFile& file, const Options& options, std::string& o
         }
         if (!status->user.empty()) out += fmt::format("user: {}\n", status->user);
         if (!status->notes.empty()) out += fmt::format("notes: {}\n", status->notes);
+        if (const auto& r = status->recorded) {
+            out += fmt::format("recorded: file {} of its folder, the run's frames from {}", r->file,
+                               r->first);
+            if (!file.frames().empty())
+                out += fmt::format(" to {}", r->first + file.frames().size() - 1);
+            out += fmt::format("; not in any file by this file's end: {} overwritten before "
+                               "recorded, {} not collected (no room in the buffer), {} not "
+                               "written (disk)\n",
+                               r->lost, r->dropped, r->unwritten);
+        }
     }
     if (file.register_block_size()) {
         out += fmt::format("register block: {} bytes", *file.register_block_size());

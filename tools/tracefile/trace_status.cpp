@@ -89,6 +89,20 @@ Result<TraceStatus> parse_trace_status(std::string_view payload) {
         std::optional<bool>* flag = name == "circular"  ? &status.circular
                                     : name == "disconn" ? &status.disconnected
                                                         : nullptr;
+        if (name == "rpad") continue; // a recorded file's status line, padded to its width
+        std::uint64_t RecordedFile::*recorded = name == "rfile"        ? &RecordedFile::file
+                                                : name == "rfirst"     ? &RecordedFile::first
+                                                : name == "rlost"      ? &RecordedFile::lost
+                                                : name == "rdropped"   ? &RecordedFile::dropped
+                                                : name == "runwritten" ? &RecordedFile::unwritten
+                                                                       : nullptr;
+        if (recorded) {
+            auto v = number(name, value);
+            if (!v) return v.error();
+            if (!status.recorded) status.recorded.emplace();
+            (*status.recorded).*recorded = *v;
+            continue;
+        }
         if (counter || flag) {
             auto v = number(name, value);
             if (!v) return v.error();

@@ -11,6 +11,16 @@
 
 namespace tpagent::tracefile {
 
+// A file tpagent --record wrote (trace/recorded_status.hpp): where it stands in its run.
+struct RecordedFile {
+    std::uint64_t file = 0;  // rfile: its number in the folder
+    std::uint64_t first = 0; // rfirst: the run's index of its first frame
+    // The run's frames not in any file, up to this file's end, by reason.
+    std::uint64_t lost = 0;      // rlost: overwritten in the buffer before recorded
+    std::uint64_t dropped = 0;   // rdropped: not collected, no room left in the buffer
+    std::uint64_t unwritten = 0; // runwritten: not written, the disk full or refusing
+};
+
 struct TraceStatus {
     bool running = false;
     // tnotrun, tstop, tfull, tdisconnected, tpasscount, terror or tunknown; empty if absent.
@@ -27,6 +37,7 @@ struct TraceStatus {
     std::optional<std::uint64_t> stop_time;
     std::string user;  // username, decoded
     std::string notes; // decoded
+    std::optional<RecordedFile> recorded;
     // Fields this reader does not interpret, as name and raw value.
     std::vector<std::pair<std::string, std::string>> other;
 };

@@ -1,10 +1,14 @@
 // The flight recorder's files (experiment/trace_recorder.hpp), written from a trace buffer
 // frames are committed to: each file whole (text section, frames, end marker), rotated at its
-// size, the oldest removed past keep_files, and every frame either in a file or counted lost.
+// size, the oldest removed past keep_files, each one's status saying which frames it holds,
+// every frame either in a file or counted (lost, unwritten), and a file cut short sealed.
 #include "experiment/trace_experiment.hpp"
 #include "experiment/trace_recorder.hpp"
+#include "trace/trace_file_seal.hpp"
 #include "arch/arch.hpp"
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <sys/resource.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +41,7 @@ void commit(experiment::TraceExperiment& e, std::uint16_t tp, std::size_t bytes,
 
 struct FileFrames {
     std::size_t count = 0;
+    std::string status; // the status line's payload
     bool ended = false; // the end marker after the last whole frame, and nothing after it
     std::vector<std::uint8_t> fills;
 };
@@ -51,6 +56,10 @@ FileFrames frames_of(const std::string& path) {
     REQUIRE(text.starts_with("\x7fTRACE0\n"));
     std::size_t at = text.find("\n\n");
     REQUIRE(at != std::string_view::npos);
+    const auto status_at = text.find("\nstatus ");
+    REQUIRE(status_at < at);
+    f.status =
+        std::string(text.substr(status_at + 8, text.find('\n', status_at + 8) - status_at - 8));
     at += 2;
     while (at + 2 <= b.size()) {
         std::uint16_t tp = 0;
@@ -70,19 +79,27 @@ FileFrames frames_of(const std::string& path) {
     return f;
 }
 
+// The value of status field `name` (hex), or -1.
+long long status_field(const std::string& status, const std::string& name) {
+    const auto at = status.find(";" + name + ":");
+    if (at == std::string::npos) return -1;
+    return std::stoll(status.substr(at + name.size() + 2), nullptr, 16);
+}
+
 } // namespace
 
 TEST_CASE("recorder: frames go into files rotated at their size, the newest kept", "[recorder]") {
     Scratch scratch;
     experiment::TraceExperiment e(arch::host_architecture());
-    experiment::TraceRecorder recorder({scratch.dir.string(), 16u << 10, 3});
-    REQUIRE(recorder.start(e, "<target/>"));
+    experiment::TraceRecorder recorder({scratch.dir.string(), 16u << 10, 3, 0});
+    recorder.start(e, "<target/>");
     // 40 frames of about 1 KiB: about 15 a file of 16 KiB, so 3 files at least; 3 kept.
     for (int i = 0; i < 40; ++i) {
         commit(e, 1, 1000, static_cast<std::uint8_t>(i));
-        if (i % 7 == 0) REQUIRE(recorder.poll(e));
+        if (i % 7 == 0) recorder.poll(e);
     }
-    REQUIRE(recorder.finish(e));
+    recorder.finish(e);
+    CHECK(recorder.refusal().empty());
     const auto& t = recorder.totals();
     CHECK(t.frames == 40);
     CHECK(t.lost == 0);
@@ -97,6 +114,11 @@ TEST_CASE("recorder: frames go into files rotated at their size, the newest kept
         const FileFrames f = frames_of(path);
         CHECK(f.ended);
         CHECK(f.count > 0);
+        // Its status, restated at its end: its frames, the run's index of the first.
+        CHECK(f.status.size() == 960);
+        CHECK(status_field(f.status, "tframes") == static_cast<long long>(f.count));
+        CHECK(status_field(f.status, "rfirst") == static_cast<long long>(f.fills.front()));
+        CHECK(status_field(f.status, "rlost") == 0);
         kept += f.count;
         fills.insert(fills.end(), f.fills.begin(), f.fills.end());
     }
@@ -114,11 +136,12 @@ TEST_CASE("recorder: frames a circular buffer reused before a poll are counted l
     experiment::TraceExperiment e(arch::host_architecture());
     REQUIRE(e.set_buffer(trace::BufferSetting{trace::BufferSizeSetting{8u << 10}}));
     REQUIRE(e.set_buffer(trace::BufferSetting{trace::BufferCircularSetting{true}}));
-    experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0});
-    REQUIRE(recorder.start(e, "<target/>"));
+    experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0, 0});
+    recorder.start(e, "<target/>");
     for (int i = 0; i < 30; ++i) // 30 KiB through an 8 KiB buffer, no poll meanwhile
         commit(e, 1, 1000, static_cast<std::uint8_t>(i));
-    REQUIRE(recorder.finish(e));
+    recorder.finish(e);
+    CHECK(recorder.refusal().empty());
     const auto& t = recorder.totals();
     CHECK(t.frames + t.lost == 30);
     CHECK(t.lost > 0);
@@ -132,13 +155,101 @@ TEST_CASE("recorder: a new recording into the same folder goes on after its file
     Scratch scratch;
     experiment::TraceExperiment e(arch::host_architecture());
     {
-        experiment::TraceRecorder first({scratch.dir.string(), 1u << 20, 0});
-        REQUIRE(first.start(e, "<target/>"));
-        REQUIRE(first.finish(e));
+        experiment::TraceRecorder first({scratch.dir.string(), 1u << 20, 0, 0});
+        first.start(e, "<target/>");
+        first.finish(e);
     }
-    experiment::TraceRecorder second({scratch.dir.string(), 1u << 20, 0});
-    REQUIRE(second.start(e, "<target/>"));
-    REQUIRE(second.finish(e));
+    experiment::TraceRecorder second({scratch.dir.string(), 1u << 20, 0, 0});
+    second.start(e, "<target/>");
+    second.finish(e);
     CHECK(fs::path(second.files().front()).filename() == "trace-000002.tf");
     CHECK(fs::exists(scratch.dir / "trace-000001.tf"));
+}
+
+TEST_CASE("recorder: a file cut short is sealed after its last whole frame, its status restated",
+          "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0, 0});
+    recorder.start(e, "<target/>");
+    for (int i = 0; i < 10; ++i)
+        commit(e, 1, 1000, static_cast<std::uint8_t>(i));
+    recorder.poll(e); // written, the file not ended: as tpagent killed here leaves it
+    const std::string path = recorder.files().front();
+    const auto whole = fs::file_size(path);
+    fs::resize_file(path, whole - 300); // and the last frame cut
+    auto report = trace::seal_trace_file(path);
+    REQUIRE(report);
+    CHECK_FALSE(report->was_sealed);
+    CHECK(report->frames == 9);
+    // The tenth frame, 300 bytes short, removed; the end marker (4 bytes) in its place.
+    CHECK(report->cut_bytes > 0);
+    CHECK(report->cut_bytes < 1100);
+    CHECK(fs::file_size(path) == whole - 300 - report->cut_bytes + 4);
+    const FileFrames f = frames_of(path);
+    CHECK(f.ended);
+    CHECK(f.count == 9);
+    CHECK(f.fills.back() == 8);
+    CHECK(f.status.size() == 960);
+    CHECK(status_field(f.status, "tframes") == 9);
+    // Sealed once: a second time leaves it as it is.
+    auto again = trace::seal_trace_file(path);
+    REQUIRE(again);
+    CHECK(again->was_sealed);
+    CHECK(again->frames == 9);
+    // Not a trace file: refused, not changed.
+    const auto other = scratch.dir / "other";
+    std::ofstream(other) << "hello";
+    CHECK_FALSE(trace::seal_trace_file(other.string()));
+    CHECK(fs::file_size(other) == 5);
+}
+
+TEST_CASE("recorder: frames a disk refuses are counted, the files keep whole frames",
+          "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    SECTION("free space under the floor: nothing written, everything counted") {
+        experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0, ~0ull >> 1});
+        recorder.start(e, "<target/>");
+        for (int i = 0; i < 20; ++i)
+            commit(e, 1, 1000, static_cast<std::uint8_t>(i));
+        recorder.poll(e);
+        recorder.finish(e);
+        CHECK(recorder.totals().frames == 0);
+        CHECK(recorder.totals().unwritten == 20);
+        CHECK(recorder.refusal().find("under the floor") != std::string::npos);
+        CHECK(recorder.files().empty());
+    }
+    SECTION("the file size limit reached mid-frame (as a full disk): cut back, counted") {
+        // RLIMIT_FSIZE: a write past 24 KiB fails (EFBIG, SIGXFSZ ignored), as ENOSPC would.
+        struct rlimit old {};
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+        const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit = old;
+        limit.rlim_cur = 24u << 10;
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+        experiment::TraceRecorder recorder({scratch.dir.string(), 1u << 20, 0, 0});
+        recorder.start(e, "<target/>");
+        for (int i = 0; i < 40; ++i) {
+            commit(e, 1, 1000, static_cast<std::uint8_t>(i));
+            recorder.poll(e);
+        }
+        recorder.finish(e);
+        setrlimit(RLIMIT_FSIZE, &old);
+        std::signal(SIGXFSZ, old_handler);
+        const auto& t = recorder.totals();
+        CHECK(t.frames > 0);
+        CHECK(t.unwritten > 0);
+        CHECK(t.frames + t.unwritten + t.lost == 40);
+        CHECK(recorder.refusal().find("cannot write") != std::string::npos);
+        std::size_t in_files = 0;
+        for (const std::string& path : recorder.files()) {
+            INFO(path);
+            const FileFrames f = frames_of(path);
+            CHECK(f.ended);
+            CHECK(status_field(f.status, "tframes") == static_cast<long long>(f.count));
+            in_files += f.count;
+        }
+        CHECK(in_files == t.frames);
+    }
 }

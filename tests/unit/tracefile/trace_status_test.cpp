@@ -49,3 +49,17 @@ TEST_CASE("bad status lines") {
         CHECK(s.error().text.rfind("status line: ", 0) == 0);
     }
 }
+
+TEST_CASE("a recorded file's status: its recording fields, the padding skipped") {
+    auto s = parse_trace_status("1;tnotrun:0;tframes:1;tcreated:4;notes:6869;rfile:2;rfirst:1;"
+                                "rlost:3;rdropped:4;runwritten:5;rpad:000000");
+    REQUIRE(s.ok());
+    REQUIRE(s->recorded);
+    CHECK(s->recorded->file == 2);
+    CHECK(s->recorded->first == 1);
+    CHECK(s->recorded->lost == 3);
+    CHECK(s->recorded->dropped == 4);
+    CHECK(s->recorded->unwritten == 5);
+    CHECK(s->other.empty());
+    CHECK_FALSE(parse_trace_status("0;tstop::0;tframes:1")->recorded);
+}
