@@ -20,6 +20,9 @@ namespace {
 // What ends a file's frames: tracepoint number 0 (as write_trace_file ends them).
 constexpr std::uint8_t kEndOfFrames[4] = {0, 0, 0, 0};
 constexpr std::string_view kPrefix = "trace-", kSuffix = ".tf";
+// Frames gathered for one write(): a frame is a few KiB, a system call each would cost more
+// than the rest of its way to the file.
+constexpr std::size_t kBatchBytes = 1u << 20;
 // A disk that refused a write is tried again this much later, not at every poll.
 constexpr std::chrono::seconds kRetryInterval{1};
 
@@ -99,6 +102,9 @@ void TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xm
 }
 
 void TraceRecorder::refuse(TraceExperiment& experiment, const Error& why) {
+    totals_.unwritten += batch_frames_;
+    batch_.clear();
+    batch_frames_ = 0;
     if (fd_ >= 0) {
         // The frame being written is cut off; the file keeps its whole frames and ends.
         (void)ftruncate(fd_, static_cast<off_t>(file_written_));
@@ -129,26 +135,28 @@ void TraceRecorder::poll(TraceExperiment& experiment) {
     auto& buffer = experiment.buffer();
     bool can_write = writable(experiment);
     buffer.record_new([&](const std::vector<std::uint8_t>& frame) {
-        if (can_write && frames_in_file_ > 0 &&
-            file_written_ + frame.size() + sizeof kEndOfFrames > options_.file_bytes) {
+        if (can_write && frames_in_file_ + batch_frames_ > 0 &&
+            file_written_ + batch_.size() + frame.size() + sizeof kEndOfFrames >
+                options_.file_bytes) {
             if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
             can_write = writable(experiment);
         }
-        if (can_write) {
-            if (frames_in_file_ == 0) first_in_file_ = next_;
-            if (auto s = write(frame.data(), frame.size()); !s) {
+        ++next_;
+        if (!can_write) {
+            ++totals_.unwritten; // taken all the same: the buffer goes on
+            return;
+        }
+        if (frames_in_file_ + batch_frames_ == 0) first_in_file_ = next_ - 1;
+        batch_.insert(batch_.end(), frame.begin(), frame.end());
+        ++batch_frames_;
+        if (batch_.size() >= kBatchBytes)
+            if (auto s = flush(); !s) {
                 refuse(experiment, s.error());
                 can_write = false;
             }
-        }
-        ++next_;
-        if (can_write) {
-            ++frames_in_file_;
-            ++totals_.frames;
-        } else {
-            ++totals_.unwritten; // taken all the same: the buffer goes on
-        }
     });
+    if (can_write)
+        if (auto s = flush(); !s) refuse(experiment, s.error());
     // Gone before they were handed out: lost, and counted.
     totals_.lost = buffer.unrecorded_discards() - discards_at_start_;
 }
@@ -205,8 +213,19 @@ Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     return ok_status();
 }
 
+Status TraceRecorder::flush() {
+    if (batch_.empty()) return ok_status();
+    Status s = write(batch_.data(), batch_.size()); // cut back to whole frames if it fails
+    (s ? totals_.frames : totals_.unwritten) += batch_frames_;
+    if (s) frames_in_file_ += batch_frames_;
+    batch_.clear();
+    batch_frames_ = 0;
+    return s;
+}
+
 Status TraceRecorder::end_file(TraceExperiment& experiment) {
     if (fd_ < 0) return ok_status();
+    const Status flushed = flush();
     Status s = write(kEndOfFrames, sizeof kEndOfFrames);
     const std::string status = status_payload(experiment);
     if (s && pwrite(fd_, status.data(), status.size(), static_cast<off_t>(status_at_)) !=
@@ -216,7 +235,7 @@ Status TraceRecorder::end_file(TraceExperiment& experiment) {
     if (close(fd_) != 0 && s) s = io_error("cannot write", files_.back());
     fd_ = -1;
     sync_dir(options_.dir);
-    return s;
+    return flushed ? s : flushed;
 }
 
 Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {

@@ -67,6 +67,8 @@ class TraceRecorder {
     Status begin_file(TraceExperiment& experiment);
     Status end_file(TraceExperiment& experiment);
     Status write(const std::uint8_t* bytes, std::size_t size);
+    // The batch into the file: its frames recorded, or, if the disk refuses, not written.
+    Status flush();
     // A file to write into, or why there is none (refusal_ set, retried a second later).
     bool writable(TraceExperiment& experiment);
     void refuse(TraceExperiment& experiment, const Error& why);
@@ -88,7 +90,8 @@ class TraceRecorder {
     std::chrono::steady_clock::time_point retry_at_{};
     RecordTotals totals_;
     std::deque<std::string> files_;
-    std::vector<std::uint8_t> frame_;
+    std::vector<std::uint8_t> batch_; // whole frames not written yet
+    std::uint64_t batch_frames_ = 0;
 };
 
 // The newest trace-NNNNNN.tf in `dir`, sealed if a cut left it without its end (tpagent killed

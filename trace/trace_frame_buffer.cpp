@@ -318,10 +318,11 @@ std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint
 
 bool TraceFrameBuffer::raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const {
     refresh();
-    if (number >= index_.size()) return false;
-    const Entry& e = index_[number];
-    std::vector<std::uint8_t> copy;
-    const std::uint8_t* bytes = bytes_of(e, copy);
+    return number < index_.size() && raw_frame_of(index_[number], out);
+}
+
+bool TraceFrameBuffer::raw_frame_of(const Entry& e, std::vector<std::uint8_t>& out) const {
+    const std::uint8_t* bytes = bytes_of(e, shared_copy_);
     if (!bytes) return false;
     if (e.registers_valid != 0) {
         widen(e, bytes, out);
@@ -339,7 +340,7 @@ void TraceFrameBuffer::record_new(
         if (e.recorded) continue;
         e.recorded = true;
         if (shared_) shared_->recorded(as_shared(e));
-        if (raw_frame(i, recording_copy_))
+        if (raw_frame_of(e, recording_copy_)) // no refresh per frame: the index stays as it is
             record(recording_copy_);
         else
             ++unrecorded_discards_; // reused while it was copied

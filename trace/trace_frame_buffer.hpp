@@ -158,6 +158,8 @@ class TraceFrameBuffer {
                                                  std::uint32_t registers_valid) const;
     // How an entry's short R block lies in the g block.
     ShortRegisterBlock short_block_of(std::uint32_t registers_valid) const;
+    // raw_frame for an entry, the index as it is.
+    bool raw_frame_of(const Entry& e, std::vector<std::uint8_t>& out) const;
     // The frame as it appears in the raw stream: short R blocks widened to full size.
     void widen(const Entry& e, const std::uint8_t* frame, std::vector<std::uint8_t>& out) const;
     // The frame's bytes: in place, or (shared) copied into `copy`; null if it is gone.
@@ -183,7 +185,8 @@ class TraceFrameBuffer {
     mutable std::uint64_t unrecorded_discards_ = 0;
     std::vector<std::uint8_t> recording_copy_;
     mutable std::vector<SharedFrame> found_;
-    mutable std::vector<std::uint8_t> served_; // the copy frame() returns
+    mutable std::vector<std::uint8_t> served_;      // the copy frame() returns
+    mutable std::vector<std::uint8_t> shared_copy_; // raw_frame_of's
 };
 
 // QTBuffer payloads after "QTBuffer:": `size:<hex>` (`size:-1` = kDefaultSize) and
