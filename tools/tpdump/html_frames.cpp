@@ -4,6 +4,8 @@
 
 #include "protocol/hex.hpp"
 #include "tools/tpdump/frame_details.hpp"
+#include "tools/tpdump/html_collected_registers.hpp"
+#include "tools/tpdump/frame_threads.hpp"
 #include "tools/tpdump/json_output.hpp"
 #include <fmt/format.h>
 #include <map>
@@ -28,11 +30,12 @@ nlohmann::json block_json(const std::string& name, std::optional<std::uint64_t> 
     return j;
 }
 
-// Memory blocks, variables and the wide registers worth showing (as text shows them);
-// registers of up to 8 bytes come from the plots' data.
+// Memory blocks, variables and the wide registers worth showing (as text shows them) of
+// those the actions collected (`mask`); registers of up to 8 bytes come from the plots' data.
 nlohmann::json frame_contents(const tracefile::TraceFile& file, const Options& options,
                               const tracefile::Frame& frame,
-                              const std::vector<std::string>& block_names) {
+                              const std::vector<std::string>& block_names,
+                              const trace::RegisterMask* mask) {
     nlohmann::json memory = nlohmann::json::array(), variables = nlohmann::json::array(),
                    wide = nlohmann::json::array();
     std::size_t m = 0;
@@ -44,7 +47,8 @@ nlohmann::json frame_contents(const tracefile::TraceFile& file, const Options& o
     }
     if (auto block = frame.registers())
         for (const ShownRegister& r : shown_registers(file, *block, options, true))
-            if (r.info->size > 8) wide.push_back({r.info->name, register_hex(r.bytes)});
+            if (r.info->size > 8 && register_collected(mask, *r.info))
+                wide.push_back({r.info->name, register_hex(r.bytes)});
     return {{"memory", memory}, {"variables", variables}, {"wide", wide}};
 }
 
@@ -58,6 +62,8 @@ nlohmann::json frames_json(const tracefile::TraceFile& file, const Options& opti
                    details = nlohmann::json::array();
     std::map<std::string, std::size_t> thread_rows;
     std::size_t detail_text = 0, left_out = 0;
+    const std::vector<std::optional<FrameThread>> threads_of_frames =
+        frame_threads(file, shown.frames);
     for (std::size_t i = 0; i < shown.frames.size(); ++i) {
         const tracefile::Frame& f = *shown.frames[i];
         number.push_back(f.number);
@@ -65,7 +71,7 @@ nlohmann::json frames_json(const tracefile::TraceFile& file, const Options& opti
         auto p = file.frame_pc(f);
         pc.push_back(p ? nlohmann::json(fmt::format("0x{:x}", *p)) : nlohmann::json());
         registers.push_back(f.registers() ? 1 : 0);
-        if (auto t = frame_thread(file, f)) {
+        if (const auto& t = threads_of_frames[i]) {
             std::string label = thread_label(*t);
             if (thread_rows.size() >= kMaxThreadRows && !thread_rows.count(label))
                 label = "other threads";
@@ -77,7 +83,8 @@ nlohmann::json frames_json(const tracefile::TraceFile& file, const Options& opti
         }
         nlohmann::json contents;
         if (detail_text < kMaxDetailText) {
-            contents = frame_contents(file, options, f, shown.block_names[i]);
+            contents =
+                frame_contents(file, options, f, shown.block_names[i], shown.register_masks[i]);
             detail_text += json_text(contents).size();
         } else {
             ++left_out;

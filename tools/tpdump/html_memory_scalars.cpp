@@ -45,8 +45,8 @@ std::vector<MemoryScalar> memory_scalars(std::string_view name, std::uint64_t ad
     std::vector<MemoryScalar> out;
     if (name.empty()) {
         if (integer_size(bytes.size()))
-            out.push_back(
-                {fmt::format("*(int{}*)0x{:x}", 8 * bytes.size(), address), signed_le(bytes)});
+            out.push_back({fmt::format("*(int{}*)0x{:x}", 8 * bytes.size(), address),
+                           signed_le(bytes), bytes.size()});
         return out;
     }
     auto parts = split_top_level(name, '@');
@@ -60,11 +60,12 @@ std::vector<MemoryScalar> memory_scalars(std::string_view name, std::uint64_t ad
         for (std::size_t i = 0; i < *count; ++i) {
             std::string label = base ? fmt::format("{}[{}]", base->first, base->second + i)
                                      : fmt::format("({})[{}]", name, i);
-            out.push_back({std::move(label), signed_le(bytes.subspan(i * size, size))});
+            out.push_back({std::move(label), signed_le(bytes.subspan(i * size, size)), size});
         }
         return out;
     }
-    if (integer_size(bytes.size())) out.push_back({std::string(name), signed_le(bytes)});
+    if (integer_size(bytes.size()))
+        out.push_back({std::string(name), signed_le(bytes), bytes.size()});
     return out;
 }
 

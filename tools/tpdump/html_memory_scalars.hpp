@@ -11,6 +11,7 @@ namespace tpagent::tpdump {
 struct MemoryScalar {
     std::string label; // the source expression, an element of it, or *(intN*)address
     std::int64_t value;
+    std::size_t size; // bytes: 1, 2, 4 or 8 (a pointer has the size of one)
 };
 
 // A named block of 1, 2, 4 or 8 bytes is one little-endian signed integer; a named `x@N`

@@ -1,6 +1,7 @@
 #include "tools/tpdump/html_report_data.hpp"
 
 #include "tools/tpdump/frame_details.hpp"
+#include "tools/tpdump/html_collected_registers.hpp"
 #include "tools/tpdump/html_memory_names.hpp"
 #include "tools/tpdump/html_report_parts.hpp"
 
@@ -55,8 +56,11 @@ nlohmann::json report_data(const tracefile::TraceFile& file, const Options& opti
     const std::size_t selected = shown.frames.size();
     if (shown.frames.size() > kHtmlMaxFrames) shown.frames.resize(kHtmlMaxFrames);
     MemoryNames names(file);
-    for (const tracefile::Frame* f : shown.frames)
+    const CollectedRegisters collected(file);
+    for (const tracefile::Frame* f : shown.frames) {
         shown.block_names.push_back(names.names(*f));
+        shown.register_masks.push_back(collected.mask(*f));
+    }
     shown.time = time_axis(file, shown.frames);
 
     nlohmann::json j = {{"file", options.path},

@@ -13,20 +13,23 @@ namespace tpagent::tpdump {
 struct ReportFrames {
     std::vector<const tracefile::Frame*> frames;
     std::vector<std::vector<std::string>> block_names; // per frame, per M block (MemoryNames)
+    // Per frame, the registers its actions collected (CollectedRegisters::mask; it points
+    // into report_data's CollectedRegisters).
+    std::vector<const trace::RegisterMask*> register_masks;
     TimeAxis time;
 };
 
 // `value` as a JSON number when a JavaScript number holds it exactly, else as decimal text.
 nlohmann::json integer_json(std::int64_t value);
 
-// [{number, address, enabled, kind, hits, ..., commands: [{text, depth}]}]
+// [{number, address, enabled, kind, hits, ..., commands: [{text, depth}]}], by number
 nlohmann::json tracepoints_json(const tracefile::TraceFile& file, const Options& options);
-// {frames: {number, tracepoint, time, thread, pc, registers: columns}, threads, details,
-//  detailsLeftOut}
+// {frames: {number, tracepoint, time, thread, pc, registers: columns}, threads (one name per
+//  thread: frame_threads), details, detailsLeftOut}
 nlohmann::json frames_json(const tracefile::TraceFile& file, const Options& options,
                            const ReportFrames& shown);
-// {series: [{kind, name, tracepoint?, frames, values}], constantRegisters, registerNames,
-//  seriesLeftOut}
+// {series: [{kind, name, role, tracepoint?, frames, values}],
+//  constantRegisters: [{tracepoint, name, value}], registerNames, seriesLeftOut}
 nlohmann::json series_json(const tracefile::TraceFile& file, const Options& options,
                            const ReportFrames& shown);
 

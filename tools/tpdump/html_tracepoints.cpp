@@ -3,6 +3,7 @@
 
 #include "trace/tracepoint_codec.hpp"
 #include "tools/tpdump/frame_details.hpp"
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace tpagent::tpdump {
@@ -43,11 +44,24 @@ nlohmann::json agent_actions_json(const std::vector<trace::ActionString>& string
     return out;
 }
 
+// The tracepoints in number order: a file lists them in whatever order its writer keeps them
+// (gdb 13 wrote stepping.tf's as 4, 5, 3). The locations of one number stay in file order.
+std::vector<const trace::Tracepoint*> by_number(const std::vector<trace::Tracepoint>& all) {
+    std::vector<const trace::Tracepoint*> out;
+    for (const trace::Tracepoint& tp : all)
+        out.push_back(&tp);
+    std::stable_sort(out.begin(), out.end(), [](const auto* a, const auto* b) {
+        return a->definition.key.number < b->definition.key.number;
+    });
+    return out;
+}
+
 } // namespace
 
 nlohmann::json tracepoints_json(const tracefile::TraceFile& file, const Options& options) {
     nlohmann::json out = nlohmann::json::array();
-    for (const trace::Tracepoint& tp : file.tracepoints()) {
+    for (const trace::Tracepoint* listed : by_number(file.tracepoints())) {
+        const trace::Tracepoint& tp = *listed;
         const trace::TracepointDefinition& def = tp.definition;
         if (!options.tracepoint_selected(def.key.number)) continue;
         nlohmann::json j = {{"number", def.key.number},

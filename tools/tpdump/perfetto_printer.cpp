@@ -1,4 +1,5 @@
 #include "tools/tpdump/perfetto_printer.hpp"
+#include "tools/tpdump/frame_threads.hpp"
 
 #include "tools/tpdump/frame_details.hpp"
 #include "tools/tpdump/frame_times.hpp"
@@ -38,9 +39,8 @@ class ThreadTracks {
   public:
     ThreadTracks(const tracefile::TraceFile& file,
                  const std::vector<const tracefile::Frame*>& frames) {
-        for (const tracefile::Frame* f : frames) {
-            auto thread = frame_thread(file, *f);
-            threads_.push_back(thread);
+        threads_ = frame_threads(file, frames);
+        for (const auto& thread : threads_) {
             if (thread && !tids_.count(key(*thread))) {
                 tids_[key(*thread)] = kFirstThreadTid + static_cast<std::int64_t>(tids_.size());
                 names_.emplace_back(tids_[key(*thread)], thread_label(*thread));

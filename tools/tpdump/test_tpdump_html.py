@@ -187,3 +187,175 @@ def test_names_from_the_file_cannot_break_the_page(pages, tmp_path):
     assert page.dom.count("<script") == 3
     assert html.escape(hostile, quote=False) in page.dom  # shown as text
     assert "<title>tpdump: " in page.dom
+
+
+# ---- what the plots and rows mean ----------------------------------------------------------
+
+def add_lines(text: bytes, lines: str) -> bytes:
+    """The text part of a trace file with `lines` added before the empty line that ends it."""
+    return text[:-1] + lines.encode() + b"\n"
+
+
+def tsv_line(number: int, name: str) -> str:
+    return f"tsv {number:x}:0:0:{name.encode().hex()}\n"  # hex, as every number of the text
+
+
+def with_variables(frame: bytes, values: dict) -> bytes:
+    """`frame` with a V block (number -> value) added for each of `values`."""
+    tracepoint, length = struct.unpack_from("<HI", frame)
+    blocks = b"".join(b"V" + struct.pack("<Iq", n, v) for n, v in values.items())
+    return struct.pack("<HI", tracepoint, length + len(blocks)) + frame[6:] + blocks
+
+
+def as_tracepoint(frame: bytes, number: int) -> bytes:
+    return struct.pack("<H", number) + frame[2:]
+
+
+def write_trace(path: Path, text: bytes, frames) -> Path:
+    path.write_bytes(text + b"".join(frames) + b"\0" * 2)
+    return path
+
+
+def chart_list(page):
+    """The attributes of every chart svg, in page order (page.charts() keeps one per name)."""
+    out = []
+    for m in re.finditer(r'<svg class="chart-svg"([^>]*)>(.*?)</svg>', page.dom, re.S):
+        attrs = {k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', m.group(1))}
+        attrs["markup"] = m.group(0)
+        out.append(attrs)
+    return out
+
+
+def drawn_as_line(markup: str) -> bool:
+    return re.search(r'<path d="M[^"]*L', markup) is not None
+
+
+# threads.tf: two threads hit tracepoint 2 in turn (frames 0, 2, 4 and 1, 3, 5), told apart
+# by fs_base. Here frame 0 and frame 3 also collect $trace_thread (7001 and 7002).
+TRACE_THREAD = 9
+
+
+def threads_with_ids(tmp_path):
+    text, frames = frames_of((DATA / "threads.tf").read_bytes())
+    text = add_lines(text, tsv_line(TRACE_THREAD, "trace_thread"))
+    frames[0] = with_variables(frames[0], {TRACE_THREAD: 7001})
+    frames[3] = with_variables(frames[3], {TRACE_THREAD: 7002})
+    return write_trace(tmp_path / "thread_ids.tf", text, frames)
+
+
+def test_a_thread_named_both_ways_is_one_thread(pages, tmp_path):
+    page = pages("thread_ids", threads_with_ids(tmp_path))
+    assert_page_ran(page)
+    # fs_base 0x7ffff7dce6c0 is thread 7001 (frame 0 holds both), 0x7ffff75cd6c0 is 7002 (tied
+    # by frame 3, after its first frame)
+    assert page.timeline_rows("thread") == {"thread 7001": 3, "thread 7002": 3}
+    assert "thread @0x" not in page.dom
+
+
+def test_perfetto_names_that_thread_once_too(tmp_path):
+    """tpdump --perfetto's thread tracks follow the same rule: two tracks, by id."""
+    import json
+    import subprocess
+    from html_page import TPDUMP
+    out = subprocess.run([TPDUMP, "--perfetto", str(threads_with_ids(tmp_path))], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    names = sorted(e["args"]["name"] for e in json.loads(out.stdout)["traceEvents"]
+                   if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 2)
+    assert names == ["thread 7001", "thread 7002"], names
+
+
+def test_a_thread_id_is_not_a_line(pages, tmp_path):
+    page = pages("thread_ids", threads_with_ids(tmp_path))
+    chart = page.charts()["$trace_thread"]
+    assert 'data-role="identifier"' in chart and 'data-lanes="2"' in chart, chart[:400]
+    assert not drawn_as_line(chart)
+    assert ">7001<" in chart and ">7002<" in chart  # the ids are the lanes' labels
+
+
+def two_tracepoints(tmp_path):
+    """threads.tf with frames 1, 3, 5 made tracepoint 1's, defined after tracepoint 2 with
+    the same actions but no `R`: its frames keep their R blocks, which it did not collect."""
+    text, frames = frames_of((DATA / "threads.tf").read_bytes())
+    actions = re.search(rb"^tp A2:555555555155:(X.*)$", text, re.M).group(1).decode()
+    text = add_lines(text, "tp T1:555555555155:E:0:0\n"
+                           f"tp A1:555555555155:{actions}\n"
+                           f"tp Z1:555555555155:at:0:4:{b'tock'.hex()}\n"
+                           "tp V1:555555555155:3:1d37\n")
+    frames = [as_tracepoint(f, 1) if k % 2 else f for k, f in enumerate(frames)]
+    return write_trace(tmp_path / "two_tracepoints.tf", text, frames)
+
+
+def test_registers_only_of_tracepoints_that_collected_them(pages, tmp_path):
+    page = pages("two_tracepoints", two_tracepoints(tmp_path))
+    assert_page_ran(page)
+    registers = [(c["data-name"], c.get("data-tracepoint"), c["data-points"])
+                 for c in chart_list(page) if c["data-kind"] == "register"]
+    assert registers and all(r[1:] == ("2", "3") for r in registers), registers
+    assert 'class="constants" data-tracepoint="2"' in page.dom
+    assert 'class="constants" data-tracepoint="1"' not in page.dom
+    assert "Registers that change, collected by tracepoint 1" not in page.dom
+
+
+def test_registers_only_those_the_mask_names(pages):
+    # stepping.tf's tracepoint 3 collects `step, origin` (gdb's mask: rbp, their frame base)
+    # and while stepping `$rip, glob` (rip); every frame's R block holds all registers
+    page = pages("stepping")
+    charted = {c["data-name"] for c in chart_list(page) if c["data-kind"] == "register"}
+    assert charted == {"rip"}, charted
+    constants = re.search(r'<table class="constants" data-tracepoint="3">(.*?)</table>', page.dom, re.S)
+    assert constants, re.findall(r"<table[^>]*>", page.dom)
+    assert re.findall(r"<td>(\w+)</td><td", constants.group(1)) == ["rbp"]
+
+
+def tracepoint_order(page, pattern):
+    return [int(n) for n in re.findall(pattern, page.dom)]
+
+
+def test_tracepoints_in_number_order(pages, tmp_path):
+    stepping = pages("stepping")  # the file lists 4, 5, 3
+    assert tracepoint_order(stepping, r'<tr data-tracepoint="(\d+)"') == [3, 4, 5]
+    page = pages("two_tracepoints", two_tracepoints(tmp_path))  # the file lists 2, 1
+    assert tracepoint_order(page, r'<tr data-tracepoint="(\d+)"') == [1, 2]
+    assert tracepoint_order(page, r'data-kind="tracepoint" data-tracepoint="(\d+)"') == [1, 2]
+    assert tracepoint_order(page, r"<h3>Memory collected by tracepoint (\d+)") == [1, 2]
+
+
+def pointers_and_quantities(tmp_path):
+    """threads.tf with three variables: $ptr, addresses on the stacks (near rsp); $mstime, a
+    clock in milliseconds, and $sent, a count of bytes: both quantities in the range of user
+    addresses, far from any mapping."""
+    text, frames = frames_of((DATA / "threads.tf").read_bytes())
+    text = add_lines(text, tsv_line(10, "ptr") + tsv_line(11, "mstime") + tsv_line(12, "sent"))
+    ptr = [0x7ffff7dcde40, 0x7ffff75cce40, 0x7ffff7dcd010, 0x7ffff75cce40, 0x7ffff7dcde98, 0]
+    for k in range(len(frames)):
+        frames[k] = with_variables(frames[k], {10: ptr[k], 11: 1700000000000 + 37 * (k % 4),
+                                               12: 70000 + 1500 * k})
+    return write_trace(tmp_path / "pointers.tf", text, frames)
+
+
+def test_pointers_are_not_lines(pages, tmp_path):
+    page = pages("pointers", pointers_and_quantities(tmp_path))
+    assert_page_ran(page)
+    charts = page.charts()
+    # stack, frame and TLS base pointers by their role; rbx and r15 (a pthread and a stack
+    # address) and $ptr by their values
+    for name in ["rsp", "rbp", "fs_base", "rbx", "r15", "$ptr"]:
+        assert 'data-role="address"' in charts[name], (name, charts[name][:300])
+        assert not drawn_as_line(charts[name]), name
+    assert ">0x7ffff7dcde40<" in charts["$ptr"]
+    for name in ["rax", "rdi", "$mstime", "$sent"]:
+        assert 'data-role="quantity"' in charts[name], (name, charts[name][:300])
+        assert drawn_as_line(charts[name]), name
+    assert 'data-role="identifier"' in charts["eflags"]  # flag bits
+
+
+@pytest.mark.parametrize("name, pointer", [("basic", "*(int64*)0x7fffffffe610"),
+                                           ("fast", "*(int64*)0x7fffffffe4c0")])
+def test_a_pointer_walking_an_array_is_not_a_line(pages, name, pointer):
+    # traced.c's `slot` steps through `counters` (the pointer's own block, read for *slot);
+    # fast.tf is built without PIE: its counters lie at 0x404060, among small quantities
+    page = pages(name)
+    chart = page.charts()[pointer]
+    assert 'data-role="address"' in chart and not drawn_as_line(chart), chart[:300]
+    assert 'data-role="quantity"' in page.charts()["*slot"]  # the integer it points at

@@ -1,7 +1,8 @@
 // tpdump --html: draws the trace data embedded in this page (#trace-data, made by
 // html_report_data.cpp) as plain SVG, with no library: the tracepoint table, a timeline of
-// hits per tracepoint and per thread, a line chart per collected scalar, and the frame that
-// a click selects. Trace data only ever reaches the page as text nodes and attributes.
+// hits per tracepoint and per thread, a chart per collected scalar (a line for a quantity,
+// lanes of labels for an address or an identifier), and the frame that a click selects.
+// Trace data only ever reaches the page as text nodes and attributes.
 (function () {
   'use strict';
 
@@ -13,6 +14,8 @@
                    '#db2777', '#0891b2', '#65a30d', '#9333ea', '#ea580c'];
   // A chart draws a dot per frame up to this many points; above, its line alone (one path).
   const MAX_DOTS = 300;
+  // A chart of labels has a lane per value up to this many; above, the rarer ones share one.
+  const MAX_LANES = 8;
 
   // ---- DOM helpers --------------------------------------------------------------------
 
@@ -367,7 +370,20 @@
     return series.kind === 'register' ? '0x' + (v.slice(2).replace(/^0+(?=.)/, '')) : v;
   }
 
-  function chart(series) {
+  // A label of a chart of labels: an address in hex (as a 64-bit pattern: it was read as a
+  // signed integer), an identifier as it was collected.
+  function valueLabel(series, k) {
+    if (series.kind === 'register') return shortValue(series, k);
+    if (series.role === 'address') return '0x' + BigInt.asUintN(64, BigInt(series.values[k])).toString(16);
+    return String(series.values[k]);
+  }
+
+  function compareLabels(a, b) {
+    const x = BigInt(a), y = BigInt(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+
+  function lineChart(series) {
     const W = 370, H = 120, LEFT = 112, RIGHT = 10, TOP = 8, BOTTOM = 22;
     const n = series.frames.length;
     const xs = series.frames.map((i) => times[i]);
@@ -381,8 +397,8 @@
     const color = series.tracepoint !== undefined ? tracepointColor(series.tracepoint) : '#334155';
 
     const svgNode = s('svg', { class: 'chart-svg', width: W, height: H, 'data-name': series.name,
-                               'data-kind': series.kind, 'data-tracepoint': series.tracepoint,
-                               'data-points': n });
+                               'data-kind': series.kind, 'data-role': series.role,
+                               'data-tracepoint': series.tracepoint, 'data-points': n });
     append(svgNode, [
       s('text', { x: LEFT - 6, y: TOP + 8, 'text-anchor': 'end' }, shortValue(series, kmax)),
       s('text', { x: LEFT - 6, y: H - BOTTOM, 'text-anchor': 'end' }, shortValue(series, kmin)),
@@ -424,11 +440,90 @@
       series.name + ' = ' + series.values[k],
       'frame ' + frames.number[series.frames[k]] + ', ' + tracepointLabel(frames.tracepoint[series.frames[k]]),
       frameTime(series.frames[k])], (k) => series.frames[k]);
+    return svgNode;
+  }
 
-    const note = series.kind === 'memory' ? 'tracepoint ' + series.tracepoint
+  // Addresses and identifiers name things: their order and distances mean nothing, so no
+  // line joins them. A lane per value (the most frequent ones, sorted; the rest share the
+  // last lane) shows which one each frame had: a tick at the frame's time.
+  function laneChart(series) {
+    const W = 370, LEFT = 112, RIGHT = 10, TOP = 4, BOTTOM = 22, LANE = 14;
+    const n = series.frames.length;
+    const labels = series.values.map((_, k) => valueLabel(series, k));
+    const counts = new Map();
+    for (const label of labels) counts.set(label, (counts.get(label) || 0) + 1);
+    const byCount = Array.from(counts.keys()).sort((a, b) => counts.get(b) - counts.get(a));
+    const kept = (byCount.length > MAX_LANES ? byCount.slice(0, MAX_LANES - 1) : byCount).sort(compareLabels);
+    const laneOf = new Map(kept.map((label, r) => [label, r]));
+    const others = byCount.length - kept.length;
+    const laneCount = kept.length + (others ? 1 : 0);
+    const lane = (k) => (laneOf.has(labels[k]) ? laneOf.get(labels[k]) : kept.length);
+    const mid = (r) => TOP + r * LANE + LANE / 2;
+    const H = TOP + laneCount * LANE + BOTTOM;
+    const x = xScale(LEFT, W - RIGHT);
+
+    const svgNode = s('svg', { class: 'chart-svg', width: W, height: H, 'data-name': series.name,
+                               'data-kind': series.kind, 'data-role': series.role,
+                               'data-tracepoint': series.tracepoint, 'data-points': n,
+                               'data-lanes': laneCount });
+    const laneNames = kept.concat(others ? [others + ' other values'] : []);
+    laneNames.forEach((name, r) => append(svgNode, [
+      s('text', { class: 'lane-label', x: LEFT - 6, y: mid(r) + 4, 'text-anchor': 'end' }, s('title', null, name),
+        name.length > 17 ? name.slice(0, 16) + '…' : name),
+      s('line', { class: 'axis', x1: LEFT, x2: W - RIGHT, y1: mid(r), y2: mid(r) })]));
+    append(svgNode, [timeAxis(x, LEFT, W - RIGHT, H - BOTTOM, 3)]);
+
+    // One path of ticks per lane and colour, one tick per pixel column.
+    const paths = new Map();
+    series.frames.forEach((i, k) => {
+      const r = lane(k), tp = frames.tracepoint[i], key = r + ' ' + tp;
+      if (!paths.has(key)) paths.set(key, { tp: tp, d: [], last: NaN });
+      const p = paths.get(key);
+      const px = Math.round(x(times[i]) * 2) / 2;
+      if (px === p.last) return;
+      p.last = px;
+      p.d.push('M' + px + ' ' + (mid(r) - 5) + 'V' + (mid(r) + 5));
+    });
+    for (const p of paths.values())
+      append(svgNode, [s('path', { d: p.d.join(''), stroke: tracepointColor(p.tp), 'stroke-width': 1.5 })]);
+
+    const mark = s('circle', { r: 4.5, fill: 'none', stroke: '#e11d48', 'stroke-width': 2, visibility: 'hidden' });
+    onSelect.push((i) => {
+      const k = indexOf(series.frames, i);
+      mark.setAttribute('visibility', k < 0 ? 'hidden' : 'visible');
+      if (k >= 0) { mark.setAttribute('cx', x(times[i])); mark.setAttribute('cy', mid(lane(k))); }
+    });
+    append(svgNode, [cursor(x, TOP, H - BOTTOM), mark,
+                     s('rect', { class: 'hover', x: LEFT, y: 0, width: W - LEFT, height: H, fill: 'transparent' })]);
+
+    // The point nearest the mouse in time, in the lane under it if that lane has one.
+    const order = series.frames.map((_, k) => k).sort((a, b) => times[series.frames[a]] - times[series.frames[b]]);
+    const px = order.map((k) => x(times[series.frames[k]]));
+    const inLane = Array.from({ length: laneCount }, () => ({ order: [], px: [] }));
+    order.forEach((k, j) => {
+      inLane[lane(k)].order.push(k);
+      inLane[lane(k)].px.push(px[j]);
+    });
+    const pick = (pos) => {
+      const row = inLane[Math.floor((pos.y - TOP) / LANE)];
+      if (row && row.order.length) return row.order[nearest(row.px, pos.x)];
+      return n ? order[nearest(px, pos.x)] : -1;
+    };
+    interactive(svgNode, pick, (k) => [
+      series.name + ' = ' + labels[k],
+      'frame ' + frames.number[series.frames[k]] + ', ' + tracepointLabel(frames.tracepoint[series.frames[k]]),
+      frameTime(series.frames[k])], (k) => series.frames[k]);
+    return svgNode;
+  }
+
+  function chart(series) {
+    const n = series.frames.length;
+    const what = series.kind === 'memory' ? 'tracepoint ' + series.tracepoint
         : series.kind === 'variable' ? 'trace state variable' : 'register';
+    const role = series.role === 'address' ? ', addresses' : series.role === 'identifier' ? ', identifiers' : '';
+    const svgNode = series.role === 'quantity' ? lineChart(series) : laneChart(series);
     return h('div', { class: 'chart' }, h('div', { class: 'title', title: series.name },
-                                          series.name, h('span', null, note + ', ' + n + (n === 1 ? ' value' : ' values'))),
+                                          series.name, h('span', null, what + role + ', ' + n + (n === 1 ? ' value' : ' values'))),
              svgNode);
   }
 
@@ -440,14 +535,18 @@
     }
     const groups = [
       ['Trace state variables', (x) => x.kind === 'variable'],
-      ...tracepointNumbers.map((n) => [
-        'Memory collected by ' + tracepointLabel(n), (x) => x.kind === 'memory' && x.tracepoint === n]),
-      ['Registers that change', (x) => x.kind === 'register'],
+      ...tracepointNumbers.flatMap((n) => [
+        ['Memory collected by ' + tracepointLabel(n), (x) => x.kind === 'memory' && x.tracepoint === n],
+        ['Registers that change, collected by ' + tracepointLabel(n),
+         (x) => x.kind === 'register' && x.tracepoint === n]]),
     ];
     append(section, [h('p', { class: 'note' }, 'Each chart shows a value (up) against ' + axisTitle() +
-                          ' (across); a click on a point shows its frame.')]);
+                          ' (across); a click on a point shows its frame. Addresses and identifiers are' +
+                          ' not quantities: their charts have a lane per value and no line.')]);
     for (const [title, belongs] of groups) {
-      const members = data.series.filter(belongs);
+      // quantities first, then the charts of labels
+      const members = data.series.filter(belongs)
+        .sort((a, b) => (a.role !== 'quantity') - (b.role !== 'quantity'));
       if (!members.length) continue;
       append(section, [h('h3', null, title), h('div', { class: 'charts' }, members.map(chart))]);
     }
@@ -455,20 +554,23 @@
       append(section, [h('p', { class: 'note' }, 'No collected value to plot.')]);
     if (data.seriesLeftOut)
       append(section, [h('p', { class: 'note' }, data.seriesLeftOut + ' more values are not plotted (the page plots at most ' + data.series.length + ').')]);
-    if (data.constantRegisters.length) {
-      const cells = data.constantRegisters.map(([name, value]) =>
-        [h('td', null, name), h('td', { class: 'mono' }, value)]);
+    for (const n of tracepointNumbers) {
+      const cells = data.constantRegisters.filter((c) => c.tracepoint === n).map((c) =>
+        [h('td', null, c.name), h('td', { class: 'mono' }, c.value)]);
+      if (!cells.length) continue;
       const rows = [];
       for (let k = 0; k < cells.length; k += 4) rows.push(h('tr', null, cells.slice(k, k + 4)));
-      append(section, [h('h3', null, 'Registers that never change'),
-                       h('table', { class: 'constants' }, h('tbody', null, rows))]);
+      append(section, [h('h3', null, 'Registers that never change, collected by ' + tracepointLabel(n)),
+                       h('table', { class: 'constants', 'data-tracepoint': n }, h('tbody', null, rows))]);
     }
   }
 
   // ---- frame panel --------------------------------------------------------------------
 
-  const registerSeries = new Map(data.series.filter((x) => x.kind === 'register').map((x) => [x.name, x]));
-  const constantRegisters = new Map(data.constantRegisters);
+  // Registers are per tracepoint: by "tracepoint name".
+  const registerSeries = new Map(data.series.filter((x) => x.kind === 'register')
+    .map((x) => [x.tracepoint + ' ' + x.name, x]));
+  const constantRegisters = new Map(data.constantRegisters.map((c) => [c.tracepoint + ' ' + c.name, c.value]));
 
   function hexdump(address, hex) {
     const base = address === null ? 0n : BigInt(address);
@@ -487,15 +589,16 @@
   function registerTable(i) {
     const cells = [];
     for (const name of data.registerNames) {
-      let value = constantRegisters.get(name);
-      const series = registerSeries.get(name);
+      const key = frames.tracepoint[i] + ' ' + name;
+      let value = constantRegisters.get(key);
+      const series = registerSeries.get(key);
       if (series) {
         const k = indexOf(series.frames, i);
         value = k >= 0 ? series.values[k] : undefined;
       }
       if (value !== undefined) cells.push([h('td', null, name), h('td', { class: 'mono' }, value)]);
     }
-    if (!cells.length) return h('p', { class: 'note' }, 'none chosen (--registers)');
+    if (!cells.length) return h('p', { class: 'note' }, 'none that its actions collected (or --registers chose)');
     const rows = [];
     for (let k = 0; k < cells.length; k += 2) rows.push(h('tr', null, cells.slice(k, k + 2)));
     return h('table', { class: 'registers' }, h('tbody', null, rows));
