@@ -7,11 +7,16 @@ traced.c with 0 counted iterations and a stop file loops (10 ms a round, "tick N
 every 10 rounds) until the file exists on the board.
 """
 
+import os
+import re
+import subprocess
+from pathlib import Path
+
 import pytest
 
 import shared
-from scenario import parse_tdump, parse_tfind, parse_tstatus
-from board import BoardFastTrace, BoardScenario
+from scenario import TO_MAIN, parse_frames, parse_tdump, parse_tfind, parse_tstatus
+from board import REPO, BoardFastTrace, BoardScenario
 
 PROGRAM = "traced"
 # tick lines come every 10 rounds: on the emulated board, each costs a tracepoint hit or so.
@@ -82,3 +87,33 @@ def test_tsave_r_on_the_board(arm64, fast):
     assert parse_tstatus(a["tstatus"]).collected == 6, a["tstatus"]
     assert parse_tfind(a["tfind 4"]) == (4, 1)
     parse_tdump(a["tdump"]).shows(r"^x0\s+0x4\s+4$", r"^x1\s+0x3\s+3$", r"^iteration = 4$", r"^\$hits = 105$")
+
+
+@FAST_ONLY
+def test_recording_on_the_board(arm64):
+    """--record on the board: a fast tracepoint's 200 frames go into files of 16 KiB there,
+    rotated; fetched to the host, tpdump reads every frame of every file, the run's frames one
+    after another across them, and gdb-multiarch opens the last with target tfile."""
+    tpdump = Path(os.environ.get("TPDUMP") or REPO / "build" / "default" / "bin" / "tpdump")
+    if not tpdump.is_file():
+        pytest.skip(f"no host tpdump at {tpdump} to read the board's files")
+    folder = f"/tmp/{arm64.board.spawn_name()}.rec"
+    s = BoardFastTrace(arm64, PROGRAM, "200", options=("--record", folder, "--record-size", "16K"))
+    define = s.define(*shared.tracer(True)(s.at("record_first"), "collect $regs, iteration"))
+    s.gdb(*TO_MAIN, define, "break finished", "tstart", "continue", "tstop", "tstatus")
+    names = arm64.board.checked_run(f"ls {folder}").split()
+    assert len(names) >= 3, names
+    frames, first_expected = 0, 0
+    for name in sorted(names):
+        local = arm64.board.fetch_file(f"{folder}/{name}", arm64.tmp / name)
+        dump = subprocess.run([str(tpdump), str(local)], capture_output=True, text=True, timeout=60)
+        assert dump.returncode == 0, (name, dump.stderr)
+        m = re.search(r"^recorded: file \d+ of its folder, the run's frames from (\d+) to (\d+);", dump.stdout, re.M)
+        assert m and int(m.group(1)) == first_expected, dump.stdout[:1500]
+        first_expected = int(m.group(2)) + 1
+        frames += int(m.group(2)) - int(m.group(1)) + 1
+    assert frames == 200
+    walk = s.walk("iteration")
+    t = s.gdb(f"target tfile {local}", walk, connect=False)
+    rows = parse_frames(t.of(walk))
+    assert rows and rows[-1][2] == 199, t.of(walk)

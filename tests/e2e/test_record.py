@@ -160,3 +160,33 @@ def test_monitor_record_switches_recording(e2e):
     assert "not recorded from now on" in r.of("monitor record off", 1), r.of("monitor record off", 1)
     assert "Not recording" in r.of("monitor record", 2), r.of("monitor record", 2)
     s.ends_as_natively(r.of("continue", 2))
+
+
+def test_every_frame_is_in_a_file_or_counted(e2e):
+    """A fast tracepoint hit 200000 times as fast as the program can, through a buffer of 64
+    KiB: the recording cannot take every frame as it comes, and each one it does not is counted
+    (tstatus's notes). Frames in the files + frames counted = hits, exactly; tpdump reads every
+    frame the notes say are recorded."""
+    calls = 200000
+    directory = e2e.tmp / "counted"
+    s = Scenario(e2e, PROGRAM, str(calls), options=("--record", str(directory)), agent=True)
+    r = s.gdb(*TO_MAIN, "set trace-buffer-size 65536", s.define(*ftrace("traced", "collect n")),
+              *trace_to("finished"), "info tracepoints", *TO_THE_END)
+    s.ends_as_natively(r.of("continue", 2))
+    hits = int(re.search(r"already hit (\d+) time", r.of("info tracepoints")).group(1))
+    assert hits == calls, r.of("info tracepoints")
+    note = r.of("tstatus")
+    recorded_frames = count_in(r"recorded (\d+) frame", note)
+    not_recorded = sum(count_in(p, note) for p in (r"(\d+) lost", r"(\d+) not collected", r"(\d+) not written"))
+    assert recorded_frames + not_recorded == hits, note
+    in_files = 0
+    for f in recorded(directory):
+        dump = tpdump_text(f, "--json", "--registers", "none")
+        assert dump.returncode == 0, (f, dump.stderr)
+        in_files += len(dump.stdout.splitlines())
+    assert in_files == recorded_frames, (in_files, note)
+
+
+def count_in(pattern: str, text: str) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
