@@ -104,6 +104,8 @@ def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
     script = workdir / "session.gdb"
     tracepoint = "ftrace traced" + (f" if {case.condition}" if case.condition else "")
     program = [str(server.exe), str(args.ms), str(threads), str(args.base_ms), str(args.hits)]
+    if getattr(args, "gap_ns", 0):  # bench/record.py: the calls throttled (programs/ftrace_loop.c)
+        program.append(str(args.gap_ns))
     attached = None
     if server.attach:
         attached = subprocess.Popen(program, env={**os.environ, "FTRACE_LOOP_WAIT": "1"}, stdin=subprocess.DEVNULL,
@@ -132,11 +134,13 @@ def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
     lines += [
         "tstart",
         "continue",
-        'printf "base_calls=%ld base_ns=%ld traced_calls=%ld traced_ns=%ld\\n", '
-        "base_calls, base_ns, traced_calls, traced_ns",
+        'printf "base_calls=%ld base_ns=%ld traced_calls=%ld traced_ns=%ld base_cpu_ns=%ld traced_cpu_ns=%ld\\n", '
+        "base_calls, base_ns, traced_calls, traced_ns, base_cpu_ns, traced_cpu_ns",
         "tstatus",
         "info tracepoints",
         "tstop",
+        "tstatus",  # bench/record.py: the recording's last counts
+        *getattr(args, "after_tstop", []),
         "kill",
     ]
     script.write_text("\n".join(lines) + "\n")
@@ -172,7 +176,10 @@ def run(server: Server, case: Case, threads: int, args, workdir: Path) -> dict:
     base_calls, base_ns, hits, traced_ns = map(int, m.groups())
     if not base_calls or not hits:
         raise RunFailed("the program made no calls")
-    return {"base_calls": base_calls, "base_ns": base_ns, "hits": hits, "traced_ns": traced_ns, "frames": frames, "kept": kept}
+    cpu = re.search(r"base_cpu_ns=(\d+) traced_cpu_ns=(\d+)", text)
+    return {"base_calls": base_calls, "base_ns": base_ns, "hits": hits, "traced_ns": traced_ns, "frames": frames, "kept": kept,
+            "base_cpu_ns": int(cpu.group(1)) if cpu else None, "traced_cpu_ns": int(cpu.group(2)) if cpu else None,
+            "text": text}
 
 
 def per_hit_ns(r: dict) -> float:
