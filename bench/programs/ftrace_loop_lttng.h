@@ -16,31 +16,17 @@
 #include <lttng/tracepoint.h>
 
 TRACEPOINT_EVENT(
-    tpagent_bench,
-    hit,
-    TP_ARGS(long, n, long, counter, const char*, mem),
+    tpagent_bench, hit, TP_ARGS(long, n, long, counter, const char*, mem),
     TP_FIELDS(
-        ctf_integer(long, n, n)
-        ctf_integer(long, counter, counter)
-        ctf_integer(long, r2, n + 1)
-        ctf_integer(long, r3, n + 2)
-        ctf_integer(long, r4, n + 3)
-        ctf_integer(long, r5, n + 4)
-        ctf_integer(long, r6, n + 5)
-        ctf_integer(long, r7, n + 6)
-        ctf_integer(long, r8, n + 7)
-        ctf_integer(long, r9, n + 8)
-        ctf_integer(long, r10, n + 9)
-        ctf_integer(long, r11, n + 10)
-        ctf_integer(long, r12, n + 11)
-        ctf_integer(long, r13, n + 12)
-        ctf_integer(long, r14, n + 13)
-        ctf_integer(long, r15, n + 14)
-        ctf_integer(long, r16, n + 15)
-        ctf_integer(long, r17, n + 16)
-        ctf_array(char, mem, mem, 64)
-    )
-)
+        ctf_integer(long, n, n) ctf_integer(long, counter, counter) ctf_integer(long, r2, n + 1)
+            ctf_integer(long, r3, n + 2) ctf_integer(long, r4, n + 3) ctf_integer(long, r5, n + 4)
+                ctf_integer(long, r6, n + 5) ctf_integer(long, r7, n + 6)
+                    ctf_integer(long, r8, n + 7) ctf_integer(long, r9, n + 8)
+                        ctf_integer(long, r10, n + 9) ctf_integer(long, r11, n + 10)
+                            ctf_integer(long, r12, n + 11) ctf_integer(long, r13, n + 12)
+                                ctf_integer(long, r14, n + 13) ctf_integer(long, r15, n + 14)
+                                    ctf_integer(long, r16, n + 15) ctf_integer(long, r17, n + 16)
+                                        ctf_array(char, mem, mem, 64)))
 
 #endif /* FTRACE_LOOP_LTTNG_H */
 
