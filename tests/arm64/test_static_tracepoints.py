@@ -13,7 +13,7 @@ import re
 import pytest
 
 from board import BoardFastTrace, BoardScenario
-from scenario import TO_MAIN, TO_THE_END
+from scenario import TO_MAIN, TO_THE_END, past_gdb_strace_m_crashes
 
 pytestmark = pytest.mark.tpagent_only("Debian's arm64 in-process agent crashes the programs it is loaded into")
 
@@ -23,15 +23,18 @@ ITERATIONS = 5
 @pytest.mark.parametrize("collector", ["pad", "trap"])
 def test_strace_collects_the_marker_arguments(arm64, collector):
     program = arm64.board.payload / "sdt_markers"
-    if collector == "pad":
-        s = BoardFastTrace(arm64, "sdt_markers", str(ITERATIONS), program=program)
-    else:
-        s = BoardScenario(arm64, "sdt_markers", str(ITERATIONS), program=program, options=("--no-inject",))
-    define = s.define("strace -m tpagent_test:step", "actions", "collect $_sdata", "end")
-    r = s.gdb(
-        *TO_MAIN, define, "break finished", "print/x &total", "tstart", "monitor tracepoints", "continue",
-        "tstop", "tstatus", "tfind start", "print $_sdata", "tfind 4", "print $_sdata", *TO_THE_END,
-    )
+
+    def run():
+        if collector == "pad":
+            s = BoardFastTrace(arm64, "sdt_markers", str(ITERATIONS), program=program)
+        else:
+            s = BoardScenario(arm64, "sdt_markers", str(ITERATIONS), program=program, options=("--no-inject",))
+        define = s.define("strace -m tpagent_test:step", "actions", "collect $_sdata", "end")
+        return s, s.gdb(
+            *TO_MAIN, define, "break finished", "print/x &total", "tstart", "monitor tracepoints", "continue",
+            "tstop", "tstatus", "tfind start", "print $_sdata", "tfind 4", "print $_sdata", *TO_THE_END,
+        )
+    s, r = past_gdb_strace_m_crashes(run)
     how = r.of("monitor tracepoints")
     expected = r"jumps to its pad \(4 bytes" if collector == "pad" else r"is collected through a trap .*not loaded"
     assert re.search(rf"^Static tracepoint 2 at 0x[0-9a-f]+ {expected}", how, re.M), how

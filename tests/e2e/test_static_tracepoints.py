@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from scenario import TO_MAIN, Scenario, assert_session_works, symbol_addresses
+from scenario import TO_MAIN, Scenario, assert_session_works, past_gdb_strace_m_crashes, symbol_addresses
 
 PROGRAM = "sdt_markers"
 
@@ -61,18 +61,21 @@ def test_strace_collects_the_marker_arguments_and_raises_its_semaphore(e2e, coll
     displaced) or through a trap (--no-inject: no agent); the guarded marker, at the end of
     step() where its window would take in the return, always through a trap."""
     iterations = 5
-    s = scenario(e2e, str(iterations), options=("--no-inject",) if collector == "trap" else ())
-    define = s.define(
-        strace("-m tpagent_test:step", "collect $_sdata"),
-        strace("-m tpagent_test:guarded", "collect $_sdata"),
-    )
-    r = s.gdb(
-        *TO_MAIN, define, "break finished", "print/x &total", "tstart", "monitor tracepoints",
-        "print tpagent_test_guarded_semaphore", "continue", "print tpagent_test_guarded_semaphore",
-        "tstop", "print tpagent_test_guarded_semaphore", "tstatus", "tfind start",
-        "print $_sdata", "tfind", "print $_sdata", "tfind 8", "print $_sdata", "tfind 9",
-        "print $_sdata", "tfind none", "delete", "continue",
-    )
+
+    def run():
+        s = scenario(e2e, str(iterations), options=("--no-inject",) if collector == "trap" else ())
+        define = s.define(
+            strace("-m tpagent_test:step", "collect $_sdata"),
+            strace("-m tpagent_test:guarded", "collect $_sdata"),
+        )
+        return s, s.gdb(
+            *TO_MAIN, define, "break finished", "print/x &total", "tstart", "monitor tracepoints",
+            "print tpagent_test_guarded_semaphore", "continue", "print tpagent_test_guarded_semaphore",
+            "tstop", "print tpagent_test_guarded_semaphore", "tstatus", "tfind start",
+            "print $_sdata", "tfind", "print $_sdata", "tfind 8", "print $_sdata", "tfind 9",
+            "print $_sdata", "tfind none", "delete", "continue",
+        )
+    s, r = past_gdb_strace_m_crashes(run)
     r.trace_stopped("by a tstop command", 2 * iterations)
     how = r.of("monitor tracepoints")
     step = r"jumps to its pad" if collector == "pad" else r"is collected through a trap .*not loaded"
@@ -154,13 +157,16 @@ def test_a_static_tracepoint_enabled_during_the_run_probes_its_marker(e2e):
     """A static tracepoint disabled at tstart and enabled during the run: its marker's
     semaphore goes up then, and its hits collect $_sdata."""
     iterations = 4
-    s = scenario(e2e, str(iterations))
-    define = s.define(strace("-m tpagent_test:guarded", "collect $_sdata"), "disable 2")
-    r = s.gdb(
-        *TO_MAIN, define, "break finished", "tstart", "print tpagent_test_guarded_semaphore",
-        "enable 2", "print tpagent_test_guarded_semaphore", "continue", "tstop", "tstatus",
-        "tfind 3", "print $_sdata", "tfind none", "print tpagent_test_guarded_semaphore",
-    )
+
+    def run():
+        s = scenario(e2e, str(iterations))
+        define = s.define(strace("-m tpagent_test:guarded", "collect $_sdata"), "disable 2")
+        return s, s.gdb(
+            *TO_MAIN, define, "break finished", "tstart", "print tpagent_test_guarded_semaphore",
+            "enable 2", "print tpagent_test_guarded_semaphore", "continue", "tstop", "tstatus",
+            "tfind 3", "print $_sdata", "tfind none", "print tpagent_test_guarded_semaphore",
+        )
+    _, r = past_gdb_strace_m_crashes(run)
     assert r.value("print tpagent_test_guarded_semaphore") == "0"
     assert r.value("print tpagent_test_guarded_semaphore", 1) == "1"
     r.trace_stopped("by a tstop command", iterations)
