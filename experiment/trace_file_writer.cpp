@@ -1,6 +1,8 @@
 #include "experiment/trace_file_writer.hpp"
 #include "experiment/trace_experiment.hpp"
 #include "base/openat2.hpp"
+#include "base/system_error.hpp"
+#include "trace/frame_format.hpp"
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
@@ -17,11 +19,6 @@ namespace tpagent::experiment {
 namespace fs = std::filesystem;
 
 namespace {
-Error io_error(const std::string& what, const std::string& path) {
-    return make_error(ErrorCode::SystemError,
-                      fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
-
 bool has_parent_step(const fs::path& p) {
     for (const auto& part : p)
         if (part == "..") return true;
@@ -98,10 +95,10 @@ Status open_destination(const std::string& path, const std::optional<std::string
     if (!confine_to) {
         const std::string dir = file.parent_path().string();
         d.dir = open(dir.empty() ? "." : dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-        return d.dir < 0 ? Status(io_error("cannot create", path)) : ok_status();
+        return d.dir < 0 ? Status(file_system_error("cannot create", path)) : ok_status();
     }
     const int top = open(confine_to->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (top < 0) return io_error("cannot create", path);
+    if (top < 0) return file_system_error("cannot create", path);
     const fs::path rel =
         file.parent_path().lexically_relative(fs::path(*confine_to).lexically_normal());
     const std::string sub = rel.empty() ? "." : rel.string();
@@ -115,7 +112,7 @@ Status open_destination(const std::string& path, const std::optional<std::string
             ErrorCode::NotAllowed,
             fmt::format("cannot create {}: a symbolic link leads out of {}", path, *confine_to));
     errno = error;
-    return io_error("cannot create", path);
+    return file_system_error("cannot create", path);
 }
 
 // A new file `name`.XXXXXX in the folder, never through a link.
@@ -144,15 +141,15 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
     std::string tmp;
     const int fd = create_temporary(d.dir, d.name, tmp);
     // Errors name the file asked for: the temporary one is ours.
-    if (fd < 0) return io_error("cannot create", path);
+    if (fd < 0) return file_system_error("cannot create", path);
     FILE* f = fdopen(fd, "wb");
     if (!f) {
         close(fd);
         unlinkat(d.dir, tmp.c_str(), 0);
-        return io_error("cannot open", path);
+        return file_system_error("cannot open", path);
     }
     auto fail = [&](const char* what) {
-        Error e = io_error(what, path);
+        Error e = file_system_error(what, path);
         std::fclose(f);
         unlinkat(d.dir, tmp.c_str(), 0);
         return e;
@@ -168,16 +165,17 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
         if (std::fwrite(chunk.data(), 1, got, f) != got) return fail("cannot write");
         offset += got;
     }
-    const std::uint8_t end[4] = {0, 0, 0, 0}; // tracepoint number 0 ends the frames
-    if (std::fwrite(end, 1, sizeof end, f) != sizeof end) return fail("cannot write");
+    if (std::fwrite(trace::kEndOfFrames, 1, sizeof trace::kEndOfFrames, f) !=
+        sizeof trace::kEndOfFrames)
+        return fail("cannot write");
     if (std::fflush(f) != 0 || fsync(fileno(f)) != 0) return fail("cannot write");
     if (std::fclose(f) != 0) {
         unlinkat(d.dir, tmp.c_str(), 0);
-        return io_error("cannot write", path);
+        return file_system_error("cannot write", path);
     }
     // A link already under the name is replaced, never followed.
     if (renameat(d.dir, tmp.c_str(), d.dir, d.name.c_str()) != 0) {
-        Error e = io_error("cannot rename into", path);
+        Error e = file_system_error("cannot rename into", path);
         unlinkat(d.dir, tmp.c_str(), 0);
         return e;
     }

@@ -4,6 +4,8 @@
 #include "experiment/trace_file_writer.hpp"
 #include "trace/recorded_status.hpp"
 #include "trace/trace_file_seal.hpp"
+#include "trace/frame_format.hpp"
+#include "base/system_error.hpp"
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -17,19 +19,12 @@
 namespace tpagent::experiment {
 
 namespace {
-// What ends a file's frames: tracepoint number 0 (as write_trace_file ends them).
-constexpr std::uint8_t kEndOfFrames[4] = {0, 0, 0, 0};
 constexpr std::string_view kPrefix = "trace-", kSuffix = ".tf";
 // Frames gathered for one write(): a frame is a few KiB, a system call each would cost more
 // than the rest of its way to the file.
 constexpr std::size_t kBatchBytes = 1u << 20;
 // A disk that refused a write is tried again this much later, not at every poll.
 constexpr std::chrono::seconds kRetryInterval{1};
-
-Error io_error(const std::string& what, const std::string& path) {
-    return make_error(ErrorCode::SystemError,
-                      fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
 
 std::string file_path(const std::string& dir, std::uint64_t number) {
     return fmt::format("{}/{}{:06}{}", dir, kPrefix, number, kSuffix);
@@ -105,11 +100,8 @@ void TraceRecorder::refuse(TraceExperiment& experiment, const Error& why) {
     totals_.unwritten += batch_frames_;
     batch_.clear();
     batch_frames_ = 0;
-    if (fd_ >= 0) {
-        // The frame being written is cut off; the file keeps its whole frames and ends.
-        (void)ftruncate(fd_, static_cast<off_t>(file_written_));
-        (void)end_file(experiment);
-    }
+    // The file ends after its whole frames (write() cut back a frame it could not finish).
+    if (fd_ >= 0) (void)end_file(experiment);
     refusal_ = why.text;
     retry_at_ = std::chrono::steady_clock::now() + kRetryInterval;
 }
@@ -136,7 +128,7 @@ void TraceRecorder::poll(TraceExperiment& experiment) {
     bool can_write = writable(experiment);
     buffer.record_new([&](const std::vector<std::uint8_t>& frame) {
         if (can_write && frames_in_file_ + batch_frames_ > 0 &&
-            file_written_ + batch_.size() + frame.size() + sizeof kEndOfFrames >
+            file_written_ + batch_.size() + frame.size() + sizeof trace::kEndOfFrames >
                 options_.file_bytes) {
             if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
             can_write = writable(experiment);
@@ -188,7 +180,7 @@ std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     const std::string path = file_path(options_.dir, ++sequence_);
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd_ < 0) return io_error("cannot create", path);
+    if (fd_ < 0) return file_system_error("cannot create", path);
     file_written_ = 0;
     frames_in_file_ = 0;
     first_in_file_ = next_;
@@ -206,7 +198,7 @@ Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     }
     while (options_.keep_files != 0 && files_.size() > options_.keep_files) {
         if (unlink(files_.front().c_str()) != 0 && errno != ENOENT)
-            return io_error("cannot remove", files_.front());
+            return file_system_error("cannot remove", files_.front());
         files_.pop_front();
         ++totals_.files_removed;
     }
@@ -226,13 +218,13 @@ Status TraceRecorder::flush() {
 Status TraceRecorder::end_file(TraceExperiment& experiment) {
     if (fd_ < 0) return ok_status();
     const Status flushed = flush();
-    Status s = write(kEndOfFrames, sizeof kEndOfFrames);
+    Status s = write(trace::kEndOfFrames, sizeof trace::kEndOfFrames);
     const std::string status = status_payload(experiment);
     if (s && pwrite(fd_, status.data(), status.size(), static_cast<off_t>(status_at_)) !=
                  static_cast<ssize_t>(status.size()))
-        s = io_error("cannot write", files_.back());
-    if (s && fsync(fd_) != 0) s = io_error("cannot write", files_.back());
-    if (close(fd_) != 0 && s) s = io_error("cannot write", files_.back());
+        s = file_system_error("cannot write", files_.back());
+    if (s && fsync(fd_) != 0) s = file_system_error("cannot write", files_.back());
+    if (close(fd_) != 0 && s) s = file_system_error("cannot write", files_.back());
     fd_ = -1;
     sync_dir(options_.dir);
     return flushed ? s : flushed;
@@ -247,7 +239,7 @@ Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {
             Error error = n == 0 ? make_error(ErrorCode::SystemError,
                                               fmt::format("cannot write {}: {}", files_.back(),
                                                           std::strerror(ENOSPC)))
-                                 : io_error("cannot write", files_.back());
+                                 : file_system_error("cannot write", files_.back());
             // Cut back to what was whole, so that the file still ends after a whole frame.
             (void)ftruncate(fd_, static_cast<off_t>(file_written_));
             (void)lseek(fd_, static_cast<off_t>(file_written_), SEEK_SET);

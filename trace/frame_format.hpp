@@ -65,6 +65,9 @@ inline std::uint8_t* store_frame_header(std::uint8_t* frame, std::uint16_t trace
     return store_le<std::uint32_t>(store_le<std::uint16_t>(frame, tracepoint), length);
 }
 
+// What ends a trace file's frames: tracepoint number 0, padded to 4 bytes as gdb writes it.
+inline constexpr std::uint8_t kEndOfFrames[4] = {0, 0, 0, 0};
+
 // Block types.
 inline constexpr char kRegistersBlock = 'R';
 inline constexpr char kMemoryBlock = 'M';

@@ -1,5 +1,6 @@
 // See trace_file_seal.hpp.
 #include "trace/trace_file_seal.hpp"
+#include "base/system_error.hpp"
 #include "trace/frame_format.hpp"
 #include "trace/recorded_status.hpp"
 #include <cerrno>
@@ -15,13 +16,6 @@ namespace tpagent::trace {
 
 namespace {
 constexpr std::string_view kMagic{"\x7fTRACE0\n", 8};
-// What ends the frames: tracepoint number 0, padded to 4 bytes as gdb writes it.
-constexpr std::uint8_t kEndOfFrames[4] = {0, 0, 0, 0};
-
-Error system_error(const std::string& what, const std::string& path) {
-    return make_error(ErrorCode::SystemError,
-                      fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
 
 class Fd {
   public:
@@ -89,14 +83,14 @@ std::pair<std::size_t, std::size_t> find_status(std::string_view text) {
 
 Result<SealReport> seal_trace_file(const std::string& path) {
     Fd fd(open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-    if (fd.get() < 0) return system_error("cannot open", path);
+    if (fd.get() < 0) return file_system_error("cannot open", path);
     struct stat st {};
-    if (fstat(fd.get(), &st) != 0) return system_error("cannot read", path);
+    if (fstat(fd.get(), &st) != 0) return file_system_error("cannot read", path);
     if (!S_ISREG(st.st_mode))
         return make_error(ErrorCode::BadInput, fmt::format("{}: not a regular file", path));
     const auto size = static_cast<std::size_t>(st.st_size);
     Mapping map(fd.get(), size);
-    if (!map.ok()) return system_error("cannot read", path);
+    if (!map.ok()) return file_system_error("cannot read", path);
     const std::string_view file = map.text();
     if (!file.starts_with(kMagic))
         return make_error(ErrorCode::BadInput,
@@ -120,11 +114,11 @@ Result<SealReport> seal_trace_file(const std::string& path) {
     if (ftruncate(fd.get(), static_cast<off_t>(walk.end)) != 0 ||
         pwrite(fd.get(), kEndOfFrames, sizeof kEndOfFrames, static_cast<off_t>(walk.end)) !=
             static_cast<ssize_t>(sizeof kEndOfFrames))
-        return system_error("cannot seal", path);
+        return file_system_error("cannot seal", path);
     if (status && pwrite(fd.get(), status->data(), status->size(), static_cast<off_t>(status_at)) !=
                       static_cast<ssize_t>(status->size()))
-        return system_error("cannot seal", path);
-    if (fsync(fd.get()) != 0) return system_error("cannot seal", path);
+        return file_system_error("cannot seal", path);
+    if (fsync(fd.get()) != 0) return file_system_error("cannot seal", path);
     return report;
 }
 

@@ -316,11 +316,6 @@ std::size_t TraceFrameBuffer::read_raw(std::uint64_t offset, std::span<std::uint
     return done;
 }
 
-bool TraceFrameBuffer::raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const {
-    refresh();
-    return number < index_.size() && raw_frame_of(index_[number], out);
-}
-
 bool TraceFrameBuffer::raw_frame_of(const Entry& e, std::vector<std::uint8_t>& out) const {
     const std::uint8_t* bytes = bytes_of(e, shared_copy_);
     if (!bytes) return false;

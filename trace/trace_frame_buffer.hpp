@@ -115,14 +115,11 @@ class TraceFrameBuffer {
     // offset; returns the count (0 at or past the end: reply `l`).
     std::uint64_t raw_size() const;
     std::size_t read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const;
-    // Frame `number` as the raw stream has it (its R block widened), into `out`; false when
-    // there is no such frame or it was overwritten meanwhile.
-    bool raw_frame(std::size_t number, std::vector<std::uint8_t>& out) const;
     // Recording (--record): every frame not handed out yet, in frame-number order, to
-    // `record` (as raw_frame gives it), each marked as recorded; then the shared buffer's
-    // writers get back the space of what is all recorded. A frame a slower writer publishes
-    // late, among older ones, is handed out at the next call. Positions, not creation counts:
-    // those of shared frames run ahead of the index while writers commit.
+    // `record` (as the raw stream has it: R blocks widened), each marked as recorded; then
+    // the shared buffer's writers get back the space of what is all recorded. A frame a slower
+    // writer publishes late, among older ones, is handed out at the next call. Positions, not
+    // creation counts: those of shared frames run ahead of the index while writers commit.
     void record_new(const std::function<void(const std::vector<std::uint8_t>&)>& record);
     // Frames that left the buffer (overwritten, discarded) before record_new handed them
     // out, since the buffer was cleared.
@@ -158,7 +155,8 @@ class TraceFrameBuffer {
                                                  std::uint32_t registers_valid) const;
     // How an entry's short R block lies in the g block.
     ShortRegisterBlock short_block_of(std::uint32_t registers_valid) const;
-    // raw_frame for an entry, the index as it is.
+    // Entry `e` as the raw stream has it (its R block widened), into `out`; false when it was
+    // overwritten meanwhile. The index is left as it is (no refresh).
     bool raw_frame_of(const Entry& e, std::vector<std::uint8_t>& out) const;
     // The frame as it appears in the raw stream: short R blocks widened to full size.
     void widen(const Entry& e, const std::uint8_t* frame, std::vector<std::uint8_t>& out) const;
