@@ -106,7 +106,9 @@ process::TrapSites::SiteHit TraceExperiment::on_hit(process::Target& inferior, p
     for (auto& [key, tp] : table_.all()) {
         if (key.address != addr || !tp.definition.enabled) continue;
         auto* live = table_.find(key);
+        const std::uint64_t hits = live->counters.hits;
         if (!collect(inferior, tid, *live, live->definition.actions, false)) break;
+        if (live->counters.hits != hits && on_trap_hit_) on_trap_hit_(key.number);
         const auto& def = live->definition;
         if (def.step_count > 0 && !def.stepping_actions.empty() && running_) {
             result.steps = def.step_count;

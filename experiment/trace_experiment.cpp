@@ -372,7 +372,8 @@ protocol::TraceStatus TraceExperiment::trace_status() const {
 
 std::string TraceExperiment::status_reply() const {
     protocol::TraceStatus s = trace_status();
-    if (!recording_note_.empty()) s.notes += (s.notes.empty() ? "" : "; ") + recording_note_;
+    for (const std::string* note : {&recording_note_, &snapshot_note_})
+        if (!note->empty()) s.notes += (s.notes.empty() ? "" : "; ") + *note;
     return protocol::encode_trace_status(s);
 }
 

@@ -53,6 +53,11 @@ class TraceExperiment {
     // Recording: what moves the buffer's frames into the files at once, for a frame that
     // finds the buffer full.
     void set_make_room(std::function<void()> make_room) { make_room_ = std::move(make_room); }
+    // Called after a trap tracepoint's hit was collected, the hitting thread still stopped
+    // there (a snapshot's trigger): the tracepoint's number.
+    void set_on_trap_hit(std::function<void(std::uint32_t)> on_hit) {
+        on_trap_hit_ = std::move(on_hit);
+    }
     std::uint64_t dropped_trap_frames() const { return dropped_trap_frames_; }
 
     // Packets. `inferior` may be null (no process): then nothing is installed.
@@ -120,6 +125,8 @@ class TraceExperiment {
     // What tstatus's notes say of the recording (--record), after gdb's own notes.
     void set_recording_note(std::string note) { recording_note_ = std::move(note); }
     const std::string& recording_note() const { return recording_note_; }
+    // And what they say of the snapshots written, after that.
+    void set_snapshot_note(std::string note) { snapshot_note_ = std::move(note); }
 
     // The inferior's site handlers: a thread reached tracepoint address `addr`.
     process::TrapSites::SiteHit on_hit(process::Target& inferior, pid_t tid, std::uint64_t addr);
@@ -165,7 +172,9 @@ class TraceExperiment {
     std::uint64_t runs_ = 0;
     bool recording_ = false;
     std::string recording_note_;
+    std::string snapshot_note_;
     std::function<void()> make_room_;
+    std::function<void(std::uint32_t)> on_trap_hit_;
     std::uint64_t dropped_trap_frames_ = 0; // this run's, recording
     bool ever_started_ = false;
     bool disconnected_tracing_ = false;

@@ -9,6 +9,7 @@
 #include <random>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -134,8 +135,11 @@ int create_temporary(int dir, const std::string& name, std::string& tmp) {
 
 } // namespace
 
-Status write_trace_file(const std::string& path, TraceExperiment& experiment,
-                        std::string_view tdesc_xml, const std::optional<std::string>& confine_to) {
+namespace {
+// The file made by `body` (which writes it whole, or says why not) in a temporary file beside
+// `path`, synced, then renamed into place.
+Status write_file_in_place(const std::string& path, const std::optional<std::string>& confine_to,
+                           const std::function<bool(FILE*)>& body) {
     Destination d;
     if (auto s = open_destination(path, confine_to, d); !s) return s;
     std::string tmp;
@@ -154,19 +158,8 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
         unlinkat(d.dir, tmp.c_str(), 0);
         return e;
     };
-    std::string text = trace_file_text_section(experiment, tdesc_xml);
-    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return fail("cannot write");
-    // The frames are already in the file's frame format: copy the buffer as it is.
-    const auto& buffer = experiment.buffer();
-    std::vector<std::uint8_t> chunk(1 << 20);
-    for (std::uint64_t offset = 0; offset < buffer.raw_size();) {
-        std::size_t got = buffer.read_raw(offset, chunk);
-        if (got == 0) break;
-        if (std::fwrite(chunk.data(), 1, got, f) != got) return fail("cannot write");
-        offset += got;
-    }
-    if (std::fwrite(trace::kEndOfFrames, 1, sizeof trace::kEndOfFrames, f) !=
-        sizeof trace::kEndOfFrames)
+    if (!body(f) || std::fwrite(trace::kEndOfFrames, 1, sizeof trace::kEndOfFrames, f) !=
+                        sizeof trace::kEndOfFrames)
         return fail("cannot write");
     if (std::fflush(f) != 0 || fsync(fileno(f)) != 0) return fail("cannot write");
     if (std::fclose(f) != 0) {
@@ -180,6 +173,36 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
         return e;
     }
     return ok_status();
+}
+
+bool write_all(FILE* f, const void* bytes, std::size_t size) {
+    return std::fwrite(bytes, 1, size, f) == size;
+}
+} // namespace
+
+Status write_trace_file(const std::string& path, TraceExperiment& experiment,
+                        std::string_view tdesc_xml, const std::optional<std::string>& confine_to) {
+    return write_file_in_place(path, confine_to, [&](FILE* f) {
+        const std::string text = trace_file_text_section(experiment, tdesc_xml);
+        if (!write_all(f, text.data(), text.size())) return false;
+        // The frames are already in the file's frame format: copy the buffer as it is.
+        const auto& buffer = experiment.buffer();
+        std::vector<std::uint8_t> chunk(1 << 20);
+        for (std::uint64_t offset = 0; offset < buffer.raw_size();) {
+            const std::size_t got = buffer.read_raw(offset, chunk);
+            if (got == 0) break;
+            if (!write_all(f, chunk.data(), got)) return false;
+            offset += got;
+        }
+        return true;
+    });
+}
+
+Status write_trace_file(const std::string& path, std::string_view text,
+                        std::span<const std::uint8_t> frames) {
+    return write_file_in_place(path, std::nullopt, [&](FILE* f) {
+        return write_all(f, text.data(), text.size()) && write_all(f, frames.data(), frames.size());
+    });
 }
 
 } // namespace tpagent::experiment

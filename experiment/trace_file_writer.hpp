@@ -2,7 +2,9 @@
 // manual's "Trace File Format" (with gdb's practice: hex `R` size, `status` without its `T`).
 #pragma once
 #include "base/result.hpp"
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -28,5 +30,8 @@ std::string trace_file_text_section(TraceExperiment& experiment, std::string_vie
 Status write_trace_file(const std::string& path, TraceExperiment& experiment,
                         std::string_view tdesc_xml,
                         const std::optional<std::string>& confine_to = std::nullopt);
+// The same for a text section and frames already made (a snapshot's).
+Status write_trace_file(const std::string& path, std::string_view text,
+                        std::span<const std::uint8_t> frames);
 
 } // namespace tpagent::experiment

@@ -2,78 +2,27 @@
 #include "experiment/trace_recorder.hpp"
 #include "experiment/trace_experiment.hpp"
 #include "experiment/trace_file_writer.hpp"
+#include "experiment/record_folder.hpp"
 #include "trace/recorded_status.hpp"
 #include "trace/trace_file_seal.hpp"
 #include "trace/frame_format.hpp"
 #include "base/system_error.hpp"
 #include <cerrno>
-#include <charconv>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace tpagent::experiment {
 
 namespace {
-constexpr std::string_view kPrefix = "trace-", kSuffix = ".tf";
+constexpr std::string_view kPrefix = "trace-";
 // Frames gathered for one write(): a frame is a few KiB, a system call each would cost more
 // than the rest of its way to the file.
 constexpr std::size_t kBatchBytes = 1u << 20;
 // A disk that refused a write is tried again this much later, not at every poll.
 constexpr std::chrono::seconds kRetryInterval{1};
-
-std::string file_path(const std::string& dir, std::uint64_t number) {
-    return fmt::format("{}/{}{:06}{}", dir, kPrefix, number, kSuffix);
-}
-
-// The highest number of a trace-NNNNNN.tf already in `dir` (0: none): a new recording into
-// the same folder goes on after it, never over an earlier one's files.
-std::uint64_t last_file_number(const std::string& dir) {
-    std::uint64_t last = 0;
-    DIR* d = opendir(dir.c_str());
-    if (!d) return 0;
-    while (const dirent* e = readdir(d)) {
-        const std::string_view name(e->d_name);
-        if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) continue;
-        const std::string_view digits =
-            name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-        std::uint64_t n = 0;
-        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-        if (ec == std::errc() && end == digits.data() + digits.size()) last = std::max(last, n);
-    }
-    closedir(d);
-    return last;
-}
-
-// The file's name too survives a power cut.
-void sync_dir(const std::string& dir) {
-    if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-// The default floor: a twentieth of the disk.
-std::uint64_t default_floor(const std::string& dir) {
-    struct statvfs fs {};
-    if (statvfs(dir.c_str(), &fs) != 0) return 0;
-    return static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize / 20;
-}
-
-// Under the floor: why no file is written now.
-std::optional<Error> under_floor(const std::string& dir, std::uint64_t min_free) {
-    struct statvfs fs {};
-    if (min_free == 0 || statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
-    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (free >= min_free) return std::nullopt;
-    return make_error(
-        ErrorCode::SystemError,
-        fmt::format("{}: {} KiB free, under the floor of {} KiB", dir, free >> 10, min_free >> 10));
-}
 } // namespace
 
 TraceRecorder::~TraceRecorder() {
@@ -88,7 +37,7 @@ void TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xm
     refusal_.clear();
     retry_at_ = {};
     mkdir(options_.dir.c_str(), 0777); // one level, as tsave makes none: an error shows below
-    sequence_ = std::max(sequence_, last_file_number(options_.dir));
+    sequence_ = std::max(sequence_, last_file_number(options_.dir, kPrefix));
     floor_ = options_.min_free ? *options_.min_free : default_floor(options_.dir);
     discards_at_start_ = experiment.buffer().unrecorded_discards();
     next_ = 0;
@@ -178,7 +127,7 @@ std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
 }
 
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
-    const std::string path = file_path(options_.dir, ++sequence_);
+    const std::string path = numbered_file_path(options_.dir, kPrefix, ++sequence_);
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0) return file_system_error("cannot create", path);
     file_written_ = 0;
@@ -254,9 +203,9 @@ Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {
 }
 
 Result<std::optional<SealedRecording>> seal_newest_recording(const std::string& dir) {
-    const std::uint64_t newest = last_file_number(dir);
+    const std::uint64_t newest = last_file_number(dir, kPrefix);
     if (newest == 0) return std::optional<SealedRecording>();
-    SealedRecording sealed{file_path(dir, newest)};
+    SealedRecording sealed{numbered_file_path(dir, kPrefix, newest)};
     auto report = trace::seal_trace_file(sealed.path);
     if (!report) return report.error();
     sealed.was_sealed = report->was_sealed;

@@ -247,6 +247,11 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  record [DIR [size N] [files N] [min-free N] | off]\n"
                                           "    Record trace runs into rotating files in DIR "
                                           "(as --record), or not; alone, what is recorded\n"
+                                          "  snapshot [dir DIR [files N] | trigger N "
+                                          "[count K] | trigger off | show]\n"
+                                          "    Write the trace buffer's frames into a new file "
+                                          "now; where to;\n"
+                                          "    a tracepoint whose hits write one\n"
                                           "  btrace\n"
                                           "    Show how each thread's branch trace is "
                                           "recorded\n"
@@ -327,6 +332,12 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
     if (command == "btrace") return to_hex(branch_trace_summary(s));
     if (command == "record" || command.starts_with("record ")) {
         auto answer = s.server().record_command(command.substr(6));
+        if (answer) return console_reply(s, *answer);
+        s.send_console(answer.error().text + "\n");
+        return reply_error(answer.error().code);
+    }
+    if (command == "snapshot" || command.starts_with("snapshot ")) {
+        auto answer = s.server().snapshot_command(command.substr(8));
         if (answer) return console_reply(s, *answer);
         s.send_console(answer.error().text + "\n");
         return reply_error(answer.error().code);

@@ -112,6 +112,11 @@ std::string usage_text() {
            "  --record-min-free N[K|M|G]\n"
            "                        Write no frame while DIR's disk has less free space\n"
            "                        (a twentieth of its size); those frames are counted.\n"
+           "                        Snapshots keep the same free space.\n"
+           "  --snapshot-dir DIR    Where snapshots of the trace buffer go (monitor snapshot,\n"
+           "                        SIGUSR1 to tpagent, or a trigger tracepoint):\n"
+           "                        DIR/snapshot-NNNNNN.tf, each one whole for target tfile.\n"
+           "  --snapshot-files N    Keep only the newest N snapshots (all).\n"
            "  --disable-randomization\n"
            "                        Run PROG with address space randomization disabled (default).\n"
            "  --no-disable-randomization\n"
@@ -186,6 +191,18 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             auto bytes = parse_byte_size(v);
             if (!bytes) return usage_error("--record-min-free needs a size (N[K|M|G])");
             o.record_min_free = *bytes;
+        } else if (a == "--snapshot-dir" || a.starts_with("--snapshot-dir=")) {
+            std::string_view v =
+                a == "--snapshot-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(15);
+            if (v.empty()) return usage_error("--snapshot-dir needs a directory");
+            o.snapshot_dir = std::string(v);
+        } else if (a == "--snapshot-files" || a.starts_with("--snapshot-files=")) {
+            std::string_view v =
+                a == "--snapshot-files" ? (i + 1 < argc ? argv[++i] : "") : a.substr(17);
+            long n = 0;
+            if (!parse_number(v, n) || n <= 0 || n > 1000000)
+                return usage_error("--snapshot-files needs a positive number");
+            o.snapshot_files = static_cast<std::uint32_t>(n);
         } else if (a == "--hostio-dir" || a.starts_with("--hostio-dir=")) {
             std::string_view v =
                 a == "--hostio-dir" ? (i + 1 < argc ? argv[++i] : "") : a.substr(13);

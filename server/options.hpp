@@ -32,7 +32,10 @@ struct ServerOptions {
     std::optional<std::string> record_dir;
     std::uint64_t record_file_bytes = 64u << 20;
     std::uint32_t record_files = 0;               // files kept; 0: all
-    std::optional<std::uint64_t> record_min_free; // nothing: 1/20 of the disk
+    std::optional<std::uint64_t> record_min_free; // nothing: 1/20 of the disk; snapshots too
+    // Snapshots of the buffer (experiment/trace_snapshots.hpp) into snapshot_dir.
+    std::optional<std::string> snapshot_dir;
+    std::uint32_t snapshot_files = 0;      // kept; 0: all
     std::vector<std::string> allow;        // --allow lists: who may connect over TCP (all if none)
     std::optional<std::string> hostio_dir; // vFile names resolve inside it, as the root
     std::optional<std::string>

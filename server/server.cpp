@@ -130,12 +130,22 @@ TargetFactory linux_targets() {
 
 Server::Server(asio::io_context& io, ServerOptions options, TargetFactory targets)
     : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
-      trace_poll_timer_(io), record_timer_(io), experiment_(arch::host_architecture()) {
+      trace_poll_timer_(io), record_timer_(io), snapshot_timer_(io), snapshot_signal_(io, SIGUSR1),
+      experiment_(arch::host_architecture()) {
     experiment_.set_recording(options_.record_dir.has_value());
     experiment_.set_make_room([this] {
         if (recorder_) recorder_->poll(experiment_);
     });
     if (options_.record_dir) seal_cut_recording();
+    if (options_.snapshot_dir)
+        snapshots_.emplace(experiment::SnapshotOptions{
+            *options_.snapshot_dir, options_.snapshot_files, options_.record_min_free});
+    wait_for_snapshot_signal();
+    // A trap trigger's snapshot is taken while the thread that hit it is stopped there: the
+    // window ends at the event.
+    experiment_.set_on_trap_hit([this](std::uint32_t number) {
+        if (snapshot_trigger_ && snapshot_trigger_->tracepoint == number) check_snapshot_trigger();
+    });
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
         if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)
@@ -564,6 +574,8 @@ void Server::shutdown() {
     trace_poll_timer_.cancel();
     end_recording();
     record_timer_.cancel();
+    snapshot_timer_.cancel();
+    snapshot_signal_.cancel();
     io_.stop();
 }
 

@@ -8,6 +8,7 @@
 #include "server/session.hpp"
 #include "experiment/trace_experiment.hpp"
 #include "experiment/trace_recorder.hpp"
+#include "experiment/trace_snapshots.hpp"
 #include "server/transport.hpp"
 #include <memory>
 #include <map>
@@ -121,6 +122,13 @@ class Server {
     void watch_recording();
     // `monitor record [DIR [size N] [files N] [min-free N] | off]`: the answer, or why not.
     Result<std::string> record_command(std::string_view args);
+    // Snapshots (server/snapshots.cpp): the buffer's frames into a new file now, `why` naming
+    // the trigger in the file's note; a trigger tracepoint's new hits are looked for by a
+    // timer while a run goes on (armed here after each packet).
+    Result<experiment::Snapshot> take_snapshot(std::string_view why);
+    void watch_snapshot_trigger();
+    // `monitor snapshot [dir DIR [files N] | trigger N [count K] | trigger off | show]`.
+    Result<std::string> snapshot_command(std::string_view args);
     // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
@@ -190,6 +198,23 @@ class Server {
     void end_recording();
     void seal_cut_recording();
     void note_recording();
+    // A tracepoint whose hits write snapshots, `count` of them a run at most.
+    struct SnapshotTrigger {
+        std::uint64_t tracepoint = 0;
+        std::uint64_t count = 1;
+        std::uint64_t run = 0;     // the run the two below are of (TraceExperiment::runs)
+        std::uint64_t hits = 0;    // its hits when last looked at
+        std::uint64_t written = 0; // snapshots it wrote in that run
+    };
+    std::optional<experiment::TraceSnapshots> snapshots_;
+    std::optional<SnapshotTrigger> snapshot_trigger_;
+    boost::asio::steady_timer snapshot_timer_;
+    bool snapshot_poll_armed_ = false;
+    boost::asio::signal_set snapshot_signal_; // SIGUSR1: a snapshot now
+    void wait_for_snapshot_signal();
+    void check_snapshot_trigger();
+    void note_snapshots();
+    std::string snapshot_settings() const;
     experiment::TraceExperiment experiment_;
     bool exit_requested_ = false;
     std::optional<process::StopEvent> unreported_; // what happened while no gdb was connected

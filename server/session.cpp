@@ -166,6 +166,7 @@ void Session::dispatch(const std::string& payload) {
     std::string reply = run_paused(view.name, [&] { return run_handler(*handler, view); });
     server_.watch_fast_trace(); // the packet may have started one
     server_.watch_recording();
+    server_.watch_snapshot_trigger();
     if (closed_ || suppressed_) return;
     if (deferred_) {
         waiting_ = true;

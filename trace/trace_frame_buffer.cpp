@@ -327,6 +327,21 @@ bool TraceFrameBuffer::raw_frame_of(const Entry& e, std::vector<std::uint8_t>& o
     return true;
 }
 
+TraceFrameBuffer::FrameCopy TraceFrameBuffer::copy_frames(std::vector<std::uint8_t>& out) const {
+    refresh();
+    FrameCopy copied;
+    std::vector<std::uint8_t> frame;
+    for (const Entry& e : index_) {
+        if (!raw_frame_of(e, frame)) {
+            ++copied.gone;
+            continue;
+        }
+        out.insert(out.end(), frame.begin(), frame.end());
+        ++copied.frames;
+    }
+    return copied;
+}
+
 void TraceFrameBuffer::record_new(
     const std::function<void(const std::vector<std::uint8_t>&)>& record) {
     refresh();

@@ -115,6 +115,15 @@ class TraceFrameBuffer {
     // offset; returns the count (0 at or past the end: reply `l`).
     std::uint64_t raw_size() const;
     std::size_t read_raw(std::uint64_t offset, std::span<std::uint8_t> out) const;
+    // A snapshot: every stored frame, oldest first, appended to `out` as the raw stream has it
+    // (R blocks widened). A shared frame reused while the copy ran (circular mode overwrites the
+    // oldest first) is left out, never torn, and counted. Marks nothing: the recording and the
+    // buffer go on as they were.
+    struct FrameCopy {
+        std::uint64_t frames = 0; // copied
+        std::uint64_t gone = 0;   // overwritten before the copy reached them
+    };
+    FrameCopy copy_frames(std::vector<std::uint8_t>& out) const;
     // Recording (--record): every frame not handed out yet, in frame-number order, to
     // `record` (as the raw stream has it: R blocks widened), each marked as recorded; then
     // the shared buffer's writers get back the space of what is all recorded. A frame a slower
