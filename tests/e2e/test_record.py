@@ -4,10 +4,12 @@ a fast tracepoint and a trap tracepoint collecting $regs: far more bytes of fram
 buffer holds.
 """
 
+import json
 import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,57 @@ def test_every_frame_is_in_a_file_or_counted(e2e):
 def count_in(pattern: str, text: str) -> int:
     m = re.search(pattern, text)
     return int(m.group(1)) if m else 0
+
+
+def test_tpdump_reads_and_follows_a_recording(e2e):
+    """tpdump --follow --json on the folder while a disconnected trace records into it
+    (traced.c, a fast tracepoint hit every 10 ms, files of 64 KiB) prints every frame as it
+    reaches the files, from the newest file on: consecutive iterations across the files, each
+    file's beginning and, once it ended, what it held. Then tpdump reads the folder as one
+    trace: every frame of the run, in order, each file's part marked."""
+    directory = e2e.tmp / "followed"
+    stop = e2e.tmp / "stop"
+    s = FastTrace(e2e, "traced", "0", str(stop), options=("--record", str(directory), "--record-size", "64K"))
+    where = f"traced.c:{s.line('record_first') + 2}"
+    s.gdb(*TO_MAIN, s.define(ftrace(where, "collect iteration")), "set disconnected-tracing on", "tstart", "detach")
+    tool = Path(os.environ["TPAGENT_BIN"]).parent / "tpdump"
+    followed = e2e.tmp / "followed.jsonl"
+    with open(followed, "w") as out:
+        follower = subprocess.Popen([str(tool), "--follow", "--json", "--registers", "none", str(directory)], stdout=out)
+        try:
+            assert wait_until(lambda: len(recorded(directory)) >= 4, timeout=60), recorded(directory)
+            stop.touch()
+            assert wait_until(lambda: not pid_alive(s.pid), timeout=30)
+            s.server.wait_for(r"ended during a disconnected trace")
+            last = recorded(directory)[-1]
+            # The follower has read the last file to its end (its frames, then its marker).
+            assert wait_until(lambda: f'"file_begins":"{last}"' in followed.read_text(), timeout=30)
+            size = -1
+            while size != followed.stat().st_size:
+                size = followed.stat().st_size
+                time.sleep(1)
+        finally:
+            follower.kill()
+            follower.wait()
+    lines = [json.loads(line) for line in followed.read_text().splitlines()]
+    iterations = [int.from_bytes(bytes.fromhex(f["memory"][0]["hex"]), "little") for f in lines if "frame" in f]
+    assert len(iterations) > 20 and iterations == list(range(iterations[0], iterations[0] + len(iterations))), iterations[:5]
+    begins = [line for line in lines if "file_begins" in line]
+    ended = [line for line in lines if "file" in line]
+    assert len(begins) >= 3 and len(ended) >= len(begins) - 1, (begins, ended)
+    # A file's concluding line counts the frames printed since it began.
+    for line in ended:
+        start = next(b for b in begins if b["file_begins"] == line["file"])
+        assert line["first_frame"] == start["first_frame"] and line["frames"] > 0, (line, start)
+
+    # The folder as one trace: the run's frames from the first, each file's part before its own.
+    whole = [json.loads(line) for line in tpdump_text(directory, "--json", "--registers", "none").stdout.splitlines()]
+    parts = [line for line in whole if "file" in line]
+    frames = [line for line in whole if "frame" in line]
+    assert [p["file"] for p in parts] == [str(f) for f in recorded(directory)], parts
+    assert [f["frame"] for f in frames] == list(range(len(frames))), frames[:3]
+    run = [int.from_bytes(bytes.fromhex(f["memory"][0]["hex"]), "little") for f in frames]
+    assert run == list(range(run[0], run[0] + len(run))) and set(iterations) <= set(run), (run[:5], iterations[:5])
+    assert sum(p["frames"] for p in parts) == len(frames) and all(p["missing_before"] == 0 for p in parts), parts
+    text = tpdump_text(directory, "--registers", "none").stdout
+    assert f"folder: {len(parts)} file(s) of its newest run" in text, text[:2000]

@@ -50,9 +50,14 @@ Json frame_json(const tracefile::TraceFile& file, const tracefile::Frame& frame,
 
 } // namespace
 
+std::string json_frame_line(const tracefile::TraceFile& file, const tracefile::Frame& frame,
+                            const Options& options) {
+    return json_text(frame_json(file, frame, options)) + "\n";
+}
+
 void print_json(const tracefile::TraceFile& file, const Options& options, std::FILE* out) {
     for (const tracefile::Frame* frame : selected_frames(file, options))
-        std::fputs((json_text(frame_json(file, *frame, options)) + "\n").c_str(), out);
+        std::fputs(json_frame_line(file, *frame, options).c_str(), out);
 }
 
 } // namespace tpagent::tpdump

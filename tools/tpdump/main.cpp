@@ -1,14 +1,18 @@
 // tpdump: prints a trace file as text, JSON lines, a Perfetto-loadable trace or an HTML report.
 #include "tools/tpdump/file_options.hpp"
+#include "tools/tpdump/folder_printer.hpp"
+#include "tools/tpdump/follow.hpp"
 #include "tools/tpdump/html_report.hpp"
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/options.hpp"
 #include "tools/tpdump/perfetto_printer.hpp"
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
+#include "tools/tracefile/trace_folder.hpp"
 #include "trace/trace_file_seal.hpp"
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fmt/format.h>
 
 namespace {
@@ -63,6 +67,20 @@ int seal(const std::string& path) {
     return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
 }
 
+// A recording's folder as one trace; a file in it cut short is named after the frames.
+int print_folder(const tpdump::Options& options) {
+    auto folder = tracefile::read_trace_folder(options.path);
+    if (!folder) return file_error(options.path, folder.error());
+    if (auto s = tpdump::check_options_against_file(folder->trace, options); !s)
+        return usage_error(s.error());
+    tpdump::print_folder(*folder, options, stdout);
+    if (std::fflush(stdout) != 0) return kExitBadFile;
+    int code = 0;
+    for (const auto& part : folder->parts)
+        if (part.damage) code = file_error(part.path, *part.damage);
+    return code;
+}
+
 } // namespace
 
 static int run(int argc, char** argv) {
@@ -72,7 +90,15 @@ static int run(int argc, char** argv) {
         std::fputs((options->help ? tpdump::help_text() : tpdump::version_text()).c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : kExitBadFile;
     }
+    const bool folder = std::filesystem::is_directory(options->path);
+    if (options->follow) {
+        if (!folder)
+            return usage_error(make_error(
+                ErrorCode::BadInput, fmt::format("--follow: {} is not a folder", options->path)));
+        return tpdump::follow_folder(*options, stdout);
+    }
     if (options->seal) return seal(options->path);
+    if (folder) return print_folder(*options);
     auto file = tracefile::read_trace_file(options->path);
     if (!file) return file_error(options->path, file.error());
     if (auto s = tpdump::check_options_against_file(*file, *options); !s)

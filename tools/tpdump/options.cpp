@@ -41,7 +41,9 @@ constexpr const char* kDescription =
     "Prints a trace file written by gdb's `tsave` or tpagent's `tsave -r`: status, trace\n"
     "state variables, tracepoints with their actions and source, and every frame with its\n"
     "registers (named from the file's target description), memory blocks and variable\n"
-    "values.";
+    "values. FILE may be the folder of a recording (tpagent --record DIR): the files of\n"
+    "its newest run are read as one trace, each file's start marked with what the\n"
+    "recording had not recorded by then.";
 
 // Two columns, so that help2man keeps one example per paragraph.
 constexpr const char* kFooter = R"(Exit status:
@@ -56,7 +58,9 @@ Examples:
   tpdump --json --registers rip,rsp trace.tf   JSON lines with two registers
   tpdump --perfetto trace.tf > trace.json      then open it in ui.perfetto.dev
   tpdump --html trace.tf > trace.html          then open it in a browser
-  tpdump --seal rec/trace-000007.tf            a recorded file cut short, sealed)";
+  tpdump --seal rec/trace-000007.tf            a recorded file cut short, sealed
+  tpdump rec                                   a recording's folder, as one trace
+  tpdump --follow --json rec                   its frames as they are recorded)";
 
 // GNU layout, as help2man reads it: the usage line first, "-h, --help", option values by
 // name only.
@@ -124,6 +128,10 @@ void define_options(CLI::App& app, Options& options, Given& given) {
                  "a file cut short (tpagent --record killed, the power lost): cut it\n"
                  "after its last whole frame and end its frames, so that gdb's\n"
                  "`target tfile` opens it; says what it did and prints nothing else");
+    app.add_flag("--follow", options.follow,
+                 "FILE is the folder of a recording going on (tpagent --record DIR):\n"
+                 "print its frames as they reach its files, text or JSON lines, from\n"
+                 "the newest file on, until interrupted");
     for (std::size_t i = 0; i < kFormatFlags.size(); ++i)
         app.add_flag(kFormatFlags[i].name, given.formats[i], kFormatFlags[i].help);
     app.add_option("FILE", given.files)->group("");
@@ -179,6 +187,10 @@ Status apply(const Given& given, Options& options) {
     }
     if (options.seal && format_flag)
         return usage(fmt::format("--seal and {} exclude each other", format_flag));
+    if (options.follow && options.seal) return usage("--follow and --seal exclude each other");
+    if (options.follow &&
+        (options.format == OutputFormat::Perfetto || options.format == OutputFormat::Html))
+        return usage(fmt::format("--follow prints text or JSON lines, not {}", format_flag));
     if (given.files.size() > 1)
         return usage(
             fmt::format("more than one file given ('{}', '{}')", given.files[0], given.files[1]));

@@ -24,6 +24,7 @@ struct Options {
     bool all_registers = false; // text: also wide registers that are all zero
     bool disassemble = false;   // text: agent expressions as instructions
     bool seal = false;          // seal the file if it was cut short, print nothing else
+    bool follow = false;        // path is a recording's folder: print frames as they come
     bool help = false;
     bool version = false;
 

@@ -203,7 +203,7 @@ void print_frame(const TraceFile& file, const Frame& frame, const Options& optio
 
 } // namespace
 
-void print_text(const TraceFile& file, const Options& options, std::FILE* stream) {
+void print_text_header(const TraceFile& file, const Options& options, std::FILE* stream) {
     std::string out;
     print_summary(file, options, out);
     print_variables(file, out);
@@ -211,12 +211,19 @@ void print_text(const TraceFile& file, const Options& options, std::FILE* stream
         if (options.tracepoint_selected(tp.definition.key.number))
             print_tracepoint(tp, options, out);
     std::fputs(out.c_str(), stream);
+}
+
+std::string text_frame(const TraceFile& file, const Frame& frame, const Options& options) {
+    std::string out;
+    print_frame(file, frame, options, out);
+    return out;
+}
+
+void print_text(const TraceFile& file, const Options& options, std::FILE* stream) {
+    print_text_header(file, options, stream);
     // Frame by frame, so a large file starts printing at once.
-    for (const Frame* frame : selected_frames(file, options)) {
-        out.clear();
-        print_frame(file, *frame, options, out);
-        std::fputs(out.c_str(), stream);
-    }
+    for (const Frame* frame : selected_frames(file, options))
+        std::fputs(text_frame(file, *frame, options).c_str(), stream);
 }
 
 } // namespace tpagent::tpdump

@@ -1,0 +1,194 @@
+#include "tools/tpdump/follow.hpp"
+
+#include "tools/tpdump/folder_printer.hpp"
+#include "tools/tpdump/json_output.hpp"
+#include "tools/tpdump/json_printer.hpp"
+#include "tools/tpdump/text_printer.hpp"
+#include "tools/tracefile/frame_section.hpp"
+#include "tools/tracefile/trace_folder.hpp"
+#include "trace/frame_format.hpp"
+#include <chrono>
+#include <cstring>
+#include <algorithm>
+#include <fmt/format.h>
+#include <optional>
+#include <string_view>
+#include <thread>
+
+namespace tpagent::tpdump {
+
+namespace {
+
+// How often the folder is looked at when nothing new came.
+constexpr std::chrono::milliseconds kPollInterval{200};
+
+// The file being followed: its bytes so far, and its text section once whole.
+struct FollowedFile {
+    std::string path;
+    std::vector<std::uint8_t> bytes;
+    std::optional<tracefile::TraceFile> meta; // the text section, no frames
+    std::size_t next = 0;                     // where the next frame starts
+    bool ended = false;                       // its end marker read
+};
+
+// The bytes appended to the file since the last look.
+void read_more(FollowedFile& f) {
+    std::FILE* in = std::fopen(f.path.c_str(), "rb");
+    if (!in) return;
+    if (std::fseek(in, static_cast<long>(f.bytes.size()), SEEK_SET) == 0) {
+        std::uint8_t chunk[65536];
+        for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, in)) > 0;)
+            f.bytes.insert(f.bytes.end(), chunk, chunk + n);
+    }
+    std::fclose(in);
+}
+
+// The text section, once the file has all of it (the blank line that ends it).
+Status parse_text(FollowedFile& f) {
+    const std::string_view text(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+    const std::size_t end = text.find("\n\n");
+    if (end == std::string_view::npos) return ok_status();
+    std::vector<std::uint8_t> head(f.bytes.begin(), f.bytes.begin() + static_cast<long>(end + 2));
+    head.insert(head.end(), std::begin(trace::kEndOfFrames), std::end(trace::kEndOfFrames));
+    auto meta = tracefile::parse_trace_file(std::move(head));
+    if (!meta)
+        return make_error(meta.error().code, fmt::format("{}: {}", f.path, meta.error().text));
+    f.next = meta->frame_section_offset();
+    f.meta.emplace(std::move(*meta));
+    return ok_status();
+}
+
+class Follower {
+  public:
+    Follower(const Options& options, std::FILE* out) : options_(options), out_(out) {}
+
+    int run() {
+        for (;;) {
+            auto files = tracefile::recorded_files(options_.path);
+            if (!files) {
+                fmt::print(stderr, "tpdump: {}\n", files.error().text);
+                return 1;
+            }
+            const bool progressed = step(*files);
+            if (!status_) {
+                fmt::print(stderr, "tpdump: {}\n", status_.error().text);
+                return 1;
+            }
+            std::fflush(out_);
+            if (!progressed) std::this_thread::sleep_for(kPollInterval);
+        }
+    }
+
+  private:
+    // One look: new frames printed, or the next file taken up. False if nothing changed.
+    bool step(const std::vector<std::string>& files) {
+        if (!file_) {
+            if (files.empty()) return false;
+            begin(files.back()); // the newest: what is being written now
+            return true;
+        }
+        const std::size_t before = file_->bytes.size();
+        read_more(*file_);
+        if (!file_->meta) {
+            status_ = parse_text(*file_);
+            if (file_->meta) announce();
+        }
+        if (file_->meta && file_->bytes.size() > file_->next) print_frames();
+        if (file_->bytes.size() != before) return true;
+        // Nothing new: the next file takes over if there is one (the recording began it after
+        // it ended this one; this one, not ended, was cut short).
+        auto newer = std::upper_bound(files.begin(), files.end(), file_->path,
+                                      [](const std::string& a, const std::string& b) {
+                                          return a.size() != b.size() ? a.size() < b.size() : a < b;
+                                      });
+        if (newer == files.end()) return false;
+        conclude();
+        begin(*newer);
+        return true;
+    }
+
+    static std::optional<tracefile::RecordedFile> recorded_of(const tracefile::TraceFile& f) {
+        if (!f.status()) return std::nullopt;
+        return f.status()->recorded;
+    }
+
+    void begin(const std::string& path) {
+        file_.emplace();
+        file_->path = path;
+        first_ = printed_;
+        read_more(*file_);
+        status_ = parse_text(*file_);
+        if (!file_->meta) return; // its text is not whole yet: announced once it is
+        announce();
+        if (file_->bytes.size() > file_->next) print_frames();
+    }
+
+    // A file begins: the header once, then where the file's frames start.
+    void announce() {
+        if (!announced_header_) {
+            announced_header_ = true;
+            if (options_.format == OutputFormat::Text)
+                print_text_header(*file_->meta, options_, out_);
+        }
+        const auto r = recorded_of(*file_->meta);
+        if (options_.format == OutputFormat::Json) {
+            const Json line = {{"file_begins", file_->path}, {"first_frame", first_}};
+            std::fputs((json_text(line) + "\n").c_str(), out_);
+        } else {
+            std::fputs(fmt::format("\n--- {} begins{}\n", file_->path,
+                                   r ? fmt::format(" at the run's frame {}", r->first) : "")
+                           .c_str(),
+                       out_);
+        }
+    }
+
+    // A file is done: what it held, and what the recording counted lost meanwhile (its
+    // status, restated at its end, read again).
+    void conclude() {
+        if (!file_->meta) return;
+        FollowedFile again{file_->path, {}, std::nullopt, 0, false};
+        read_more(again);
+        (void)parse_text(again);
+        const auto& final_meta = again.meta ? *again.meta : *file_->meta;
+        tracefile::FolderPart at_start{file_->path, first_,      0, recorded_of(*file_->meta),
+                                       0,           std::nullopt};
+        tracefile::FolderPart part{
+            file_->path, first_, printed_ - first_, recorded_of(final_meta), 0, std::nullopt};
+        std::fputs(part_line(part, &at_start, options_.format).c_str(), out_);
+    }
+
+    void print_frames() {
+        FollowedFile& f = *file_;
+        auto section =
+            tracefile::parse_frame_section(f.bytes, f.next, f.meta->register_block_size());
+        for (tracefile::Frame& frame : section.frames) {
+            frame.number = printed_++;
+            f.next = frame.offset + frame.bytes.size();
+            if (!options_.tracepoint_selected(frame.tracepoint) ||
+                !options_.frame_selected(frame.number))
+                continue;
+            std::fputs(options_.format == OutputFormat::Json
+                           ? json_frame_line(*f.meta, frame, options_).c_str()
+                           : text_frame(*f.meta, frame, options_).c_str(),
+                       out_);
+        }
+        // No damage: the end marker came (a frame cut short is damage, until it is whole).
+        if (!section.damage) f.ended = true;
+    }
+
+    const Options& options_;
+    std::FILE* out_;
+    std::optional<FollowedFile> file_;
+    std::size_t printed_ = 0; // frames seen, all files
+    std::size_t first_ = 0;   // the current file's first frame's number
+    bool announced_header_ = false;
+    Status status_ = ok_status();
+};
+
+} // namespace
+
+int follow_folder(const Options& options, std::FILE* out) {
+    return Follower(options, out).run();
+}
+
+} // namespace tpagent::tpdump

@@ -1,0 +1,14 @@
+// --follow DIR: the frames of a recording (tpagent --record DIR) printed as they reach its
+// files, text or JSON lines, from the newest file on: each file read as it grows, a frame
+// printed once whole, the next file taken up when the current one has ended (or when a newer
+// one begins while it stays cut short: tpagent killed and started again). Runs until killed.
+#pragma once
+#include "tools/tpdump/options.hpp"
+#include <cstdio>
+
+namespace tpagent::tpdump {
+
+// An exit code: only an unusable folder or a file that is not a trace file end it.
+int follow_folder(const Options& options, std::FILE* out);
+
+} // namespace tpagent::tpdump
