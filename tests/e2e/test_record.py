@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import pid_alive, wait_until
-from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, parse_frames, trace, trace_to
+from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, parse_frames, parse_tstatus, trace, trace_to
 
 pytestmark = pytest.mark.tpagent_only("gdbserver has no recording")
 
@@ -246,3 +246,46 @@ def test_tpdump_reads_and_follows_a_recording(e2e):
     assert sum(p["frames"] for p in parts) == len(frames) and all(p["missing_before"] == 0 for p in parts), parts
     text = tpdump_text(directory, "--registers", "none").stdout
     assert f"folder: {len(parts)} file(s) of its newest run" in text, text[:2000]
+
+
+def test_a_folder_that_cannot_be_written_loses_nothing_unseen(e2e):
+    """--record names a regular file, not a folder: no file can be made there. The run goes on,
+    every frame taken from the buffer and counted as not written, tstatus saying why; the
+    program ends as it would natively."""
+    blocked = e2e.tmp / "not-a-folder"
+    blocked.write_text("in the way\n")
+    s, r = run(e2e, blocked)
+    note = r.of("tstatus")
+    assert f"recorded 0 frame(s) into 0 file(s) in {blocked}" in note, note
+    assert f"{2 * CALLS} not written; not writing now: cannot create {blocked}/trace-000001.tf" in note, note
+    assert blocked.read_text() == "in the way\n"
+
+
+def test_the_program_killed_mid_recording_leaves_whole_files(e2e):
+    """The program SIGKILLed while a disconnected trace records it (traced.c, files of 64
+    KiB): tpagent ends the recording with the run; every file is whole (tpdump reads it to its
+    end marker), and the frames in them are the ones tstatus says were recorded, from the
+    first iteration on without a gap, none lost."""
+    directory = e2e.tmp / "program-killed"
+    stop = e2e.tmp / "stop"
+    s = FastTrace(e2e, "traced", "0", str(stop), options=("--record", str(directory), "--record-size", "64K"))
+    where = f"traced.c:{s.line('record_first') + 2}"
+    s.gdb(*TO_MAIN, s.define(ftrace(where, "collect iteration")), "set disconnected-tracing on", "tstart", "detach")
+    assert wait_until(lambda: len(recorded(directory)) >= 3, timeout=60), recorded(directory)
+    os.kill(s.pid, signal.SIGKILL)
+    s.server.wait_for(r"ended during a disconnected trace")
+    r = s.gdb("tstatus")
+    note = r.of("tstatus")
+    m = re.search(r"recorded (\d+) frame\(s\) into (\d+) file\(s\)", note)
+    assert m and "lost" not in note and "not written" not in note, note
+    # Every frame the run collected is in a file.
+    status = parse_tstatus(note)
+    assert (status.created or status.collected) == int(m.group(1)), note
+    iterations = []
+    for f in recorded(directory):
+        dump = tpdump_text(f, "--json", "--registers", "none")
+        assert dump.returncode == 0, (f, dump.stderr)
+        iterations += [int.from_bytes(bytes.fromhex(json.loads(line)["memory"][0]["hex"]), "little")
+                       for line in dump.stdout.splitlines()]
+    assert len(iterations) == int(m.group(1)) and int(m.group(2)) == len(recorded(directory)), (len(iterations), note)
+    assert iterations == list(range(len(iterations))), iterations[:5]
