@@ -121,6 +121,11 @@ class TraceExperiment {
     // place by a stop during a run be removed.
     void poll(process::Target* inferior);
     bool fast_running() const { return running_ && fast_.installed(); }
+    // The fast frames collected so far into the buffer's view, and nothing else (no stop for
+    // the agent's reasons, no pads removed): safe inside a trap hit's handling.
+    void pull_fast_frames() {
+        if (fast_running()) fast_.pull();
+    }
     std::uint64_t dropped_fast_frames() const { return fast_.dropped_frames(); }
     // What tstatus's notes say of the recording (--record), after gdb's own notes.
     void set_recording_note(std::string note) { recording_note_ = std::move(note); }

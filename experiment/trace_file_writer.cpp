@@ -199,8 +199,9 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
 }
 
 Status write_trace_file(const std::string& path, std::string_view text,
-                        std::span<const std::uint8_t> frames) {
-    return write_file_in_place(path, std::nullopt, [&](FILE* f) {
+                        std::span<const std::uint8_t> frames,
+                        const std::optional<std::string>& confine_to) {
+    return write_file_in_place(path, confine_to, [&](FILE* f) {
         return write_all(f, text.data(), text.size()) && write_all(f, frames.data(), frames.size());
     });
 }

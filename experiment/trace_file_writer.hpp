@@ -32,6 +32,7 @@ Status write_trace_file(const std::string& path, TraceExperiment& experiment,
                         const std::optional<std::string>& confine_to = std::nullopt);
 // The same for a text section and frames already made (a snapshot's).
 Status write_trace_file(const std::string& path, std::string_view text,
-                        std::span<const std::uint8_t> frames);
+                        std::span<const std::uint8_t> frames,
+                        const std::optional<std::string>& confine_to);
 
 } // namespace tpagent::experiment

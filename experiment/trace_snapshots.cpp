@@ -3,6 +3,7 @@
 #include "experiment/record_folder.hpp"
 #include "experiment/trace_experiment.hpp"
 #include "experiment/trace_file_writer.hpp"
+#include "trace/recorded_status.hpp"
 #include "base/system_error.hpp"
 #include <cerrno>
 #include <fmt/format.h>
@@ -14,8 +15,9 @@ namespace tpagent::experiment {
 
 namespace {
 constexpr std::string_view kPrefix = "snapshot-";
-// gdb refuses a trace file's text line of 1000 characters or more (tracefile-tfile.c).
-constexpr std::size_t kStatusWidth = 960;
+// gdb refuses a trace file's text line of 1000 characters or more (tracefile-tfile.c): the
+// recorder's width keeps clear of that.
+constexpr std::size_t kStatusWidth = trace::kRecordedStatusWidth;
 } // namespace
 
 Result<Snapshot> TraceSnapshots::take(TraceExperiment& experiment, std::string_view tdesc_xml,
@@ -24,6 +26,8 @@ Result<Snapshot> TraceSnapshots::take(TraceExperiment& experiment, std::string_v
     const std::uint64_t floor =
         options_.min_free ? *options_.min_free : default_floor(options_.dir);
     if (auto under = under_floor(options_.dir, floor)) return *under;
+    if (experiment.buffer().frame_count() == 0)
+        return make_error(ErrorCode::NotAllowed, "the trace buffer holds no frame");
     // Copied before anything is written: the program overwrites the oldest frames first, and
     // the file's status says how many frames follow it.
     std::vector<std::uint8_t> frames;
@@ -44,13 +48,14 @@ Result<Snapshot> TraceSnapshots::take(TraceExperiment& experiment, std::string_v
         payload = protocol::encode_trace_status(status).substr(1);
     }
     const std::string text = trace_file_text_section(experiment, tdesc_xml, payload);
-    if (auto s = write_trace_file(snapshot.path, text, frames); !s) return s.error();
+    if (auto s = write_trace_file(snapshot.path, text, frames, options_.confine_to); !s)
+        return s.error();
     sync_dir(options_.dir);
     ++written_;
     files_.push_back(snapshot.path);
     while (options_.keep_files != 0 && files_.size() > options_.keep_files) {
         if (unlink(files_.front().c_str()) != 0 && errno != ENOENT)
-            return file_system_error("cannot remove", files_.front());
+            snapshot.warning = file_system_error("cannot remove", files_.front()).text;
         files_.pop_front();
         ++removed_;
     }

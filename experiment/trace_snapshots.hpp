@@ -22,12 +22,15 @@ struct SnapshotOptions {
     std::uint32_t keep_files = 0; // the newest N of this tpagent's snapshots kept; 0: all
     // None is written while the disk has less free than this; nothing: 1/20 of its size.
     std::optional<std::uint64_t> min_free;
+    // --save-dir: no symbolic link in the path may lead out of it (as for tsave -r).
+    std::optional<std::string> confine_to;
 };
 
 struct Snapshot {
     std::string path;
     std::uint64_t frames = 0; // in the file
     std::uint64_t gone = 0;   // overwritten before the copy reached them
+    std::string warning;      // what went wrong after it was written (an old one not removed)
 };
 
 class TraceSnapshots {

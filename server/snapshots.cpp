@@ -6,6 +6,7 @@
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "server/options.hpp"
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -36,10 +37,17 @@ constexpr std::string_view kUsage =
 } // namespace
 
 void Server::wait_for_snapshot_signal() {
+    // Asio installs its handler without SA_RESTART: a SIGUSR1 would fail tpagent's blocking
+    // system calls with EINTR. With it, they go on.
+    struct sigaction action {};
+    if (sigaction(SIGUSR1, nullptr, &action) == 0 && (action.sa_flags & SA_RESTART) == 0) {
+        action.sa_flags |= SA_RESTART;
+        sigaction(SIGUSR1, &action, nullptr);
+    }
     snapshot_signal_.async_wait([this](const boost::system::error_code& ec, int) {
         if (ec) return;
         if (auto taken = take_snapshot("SIGUSR1"); !taken)
-            spdlog::warn("snapshot on SIGUSR1: {}", taken.error().text);
+            say(fmt::format("snapshot (SIGUSR1) not written: {}", taken.error().text));
         wait_for_snapshot_signal();
     });
 }
@@ -48,9 +56,7 @@ Result<experiment::Snapshot> Server::take_snapshot(std::string_view why) {
     if (!snapshots_)
         return make_error(ErrorCode::NotAllowed,
                           "no folder for snapshots: monitor snapshot dir DIR (or --snapshot-dir)");
-    // The fast frames collected so far. Not the program's pads: this may run inside a trap
-    // hit's handling.
-    experiment_.poll(nullptr);
+    experiment_.pull_fast_frames(); // this may run inside a trap hit's handling
     const auto xml = arch::host_architecture().feature_xml("target.xml");
     auto taken = snapshots_->take(experiment_, xml ? *xml : std::string(), why);
     if (!taken) return taken;
@@ -58,6 +64,7 @@ Result<experiment::Snapshot> Server::take_snapshot(std::string_view why) {
         fmt::format("snapshot ({}): {} frame(s) into {}", why, taken->frames, taken->path);
     if (taken->gone) line += fmt::format("; {} overwritten while copied", taken->gone);
     say(line);
+    if (!taken->warning.empty()) say(fmt::format("snapshot: {}", taken->warning));
     note_snapshots();
     return taken;
 }
@@ -81,10 +88,11 @@ void Server::check_snapshot_trigger() {
     const std::uint64_t hits = hits_of(experiment_, t.tracepoint);
     if (hits <= t.hits || t.written >= t.count) return;
     t.hits = hits;
-    ++t.written;
     const std::string why = fmt::format("tracepoint {} hit", t.tracepoint);
-    if (auto taken = take_snapshot(why); !taken)
-        spdlog::warn("snapshot on {}: {}", why, taken.error().text);
+    if (auto taken = take_snapshot(why); taken)
+        ++t.written;
+    else // said where the successes are said; the next hit tries again
+        say(fmt::format("snapshot ({}) not written: {}", why, taken.error().text));
 }
 
 void Server::watch_snapshot_trigger() {
@@ -159,8 +167,9 @@ Result<std::string> Server::snapshot_command(std::string_view args) {
             files = static_cast<std::uint32_t>(*n);
         }
         options_.snapshot_dir = *dir;
-        options_.snapshot_files = files;
-        snapshots_.emplace(experiment::SnapshotOptions{*dir, files, options_.record_min_free});
+        if (words.size() == 4) options_.snapshot_files = files;
+        snapshots_.emplace(experiment::SnapshotOptions{
+            *dir, options_.snapshot_files, options_.record_min_free, options_.save_dir});
         note_snapshots();
         return snapshot_settings();
     }
@@ -183,6 +192,10 @@ Result<std::string> Server::snapshot_command(std::string_view args) {
         snapshot_trigger_ = t;
         std::string out =
             fmt::format("Tracepoint {}'s hits write a snapshot, {} a run at most.\n", *tp, count);
+        const auto& all = experiment_.table().all();
+        if (std::none_of(all.begin(), all.end(),
+                         [&](const auto& entry) { return entry.first.number == *tp; }))
+            out += fmt::format("(No tracepoint {} is defined yet.)\n", *tp);
         if (!snapshots_) out += "No folder for snapshots yet: monitor snapshot dir DIR.\n";
         return out;
     }

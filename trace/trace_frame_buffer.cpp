@@ -330,6 +330,7 @@ bool TraceFrameBuffer::raw_frame_of(const Entry& e, std::vector<std::uint8_t>& o
 TraceFrameBuffer::FrameCopy TraceFrameBuffer::copy_frames(std::vector<std::uint8_t>& out) const {
     refresh();
     FrameCopy copied;
+    out.reserve(out.size() + raw_size());
     std::vector<std::uint8_t> frame;
     for (const Entry& e : index_) {
         if (!raw_frame_of(e, frame)) {

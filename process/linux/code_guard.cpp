@@ -77,7 +77,7 @@ void write_table() {
 [[noreturn]] void watch(int read_end, GuardTable* table) {
     // Signals meant for tpagent (a terminal's ^C, a hangup) must not end the watchdog before it
     // has done its work; it ends by itself when tpagent does.
-    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTOU, SIGTTIN, SIGPIPE})
+    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTOU, SIGTTIN, SIGPIPE, SIGUSR1})
         std::signal(sig, SIG_IGN);
     prctl(PR_SET_NAME, "tpagent-guard");
     // Nothing of tpagent's stays open here but stderr (for the one line it may print): a reader

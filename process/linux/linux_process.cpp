@@ -140,9 +140,10 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spe
         // A group of its own: tpagent hands it the terminal (terminal.hpp), and interrupts it
         // as a group.
         setpgid(0, 0);
-        // What tpagent ignores, the program must not inherit (an ignored SIGPIPE would turn
-        // its write to a closed pipe into EPIPE instead of its end).
-        for (int sig : {SIGPIPE, SIGXFSZ, SIGTTOU, SIGTTIN})
+        // What tpagent ignores or handles, the program must not inherit (an ignored SIGPIPE
+        // would turn its write to a closed pipe into EPIPE instead of its end; SIGUSR1 takes
+        // tpagent's snapshots).
+        for (int sig : {SIGPIPE, SIGXFSZ, SIGTTOU, SIGTTIN, SIGUSR1})
             std::signal(sig, SIG_DFL);
         if (spec.stdio_is_protocol) {
             int null_fd = open("/dev/null", O_RDONLY);

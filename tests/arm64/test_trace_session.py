@@ -7,6 +7,7 @@ traced.c with 0 counted iterations and a stop file loops (10 ms a round, "tick N
 every 10 rounds) until the file exists on the board.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -114,7 +115,38 @@ def test_recording_on_the_board(arm64):
         first_expected = int(m.group(2)) + 1
         frames += int(m.group(2)) - int(m.group(1)) + 1
     assert frames == 200
+    # The folder, fetched, as one trace: the run's 200 frames in order.
+    whole = subprocess.run([str(tpdump), "--json", "--registers", "none", str(arm64.tmp)], capture_output=True,
+                           text=True, timeout=60)
+    assert whole.returncode == 0, whole.stderr
+    assert [json.loads(line)["frame"] for line in whole.stdout.splitlines() if '"frame"' in line] == list(range(200))
     last = int(m.group(2)) - int(m.group(1)) + 1
     t = s.gdb(f"target tfile {local}", "tstatus", "tfind start", connect=False)
     assert parse_tstatus(t.of("tstatus")).buffered == last, t.of("tstatus")
     assert parse_tfind(t.of("tfind start")) == (0, 1), t.of("tfind start")
+
+
+@FAST_ONLY
+def test_a_snapshot_on_the_board(arm64):
+    """A trap tracepoint at halfway() as the snapshot trigger on the board (monitor snapshot
+    dir, monitor snapshot trigger): its hit writes the circular buffer's window there, the
+    fast tracepoint's frames up to that iteration then its own; tpdump reads it on the host."""
+    tpdump = Path(os.environ.get("TPDUMP") or REPO / "build" / "default" / "bin" / "tpdump")
+    if not tpdump.is_file():
+        pytest.skip(f"no host tpdump at {tpdump} to read the board's file")
+    folder = f"/tmp/{arm64.board.spawn_name()}.snap"
+    s = BoardFastTrace(arm64, PROGRAM, "200")
+    define = s.define(*shared.tracer(True)(s.at("record_first"), "collect iteration"),
+                      "trace halfway", "actions", "collect halfway_seen", "end")
+    r = s.gdb(*TO_MAIN, "set trace-buffer-size 16384", "set circular-trace-buffer on", define,
+              f"monitor snapshot dir {folder}", "monitor snapshot trigger 3", "break finished", "tstart",
+              "continue", "tstop", "monitor snapshot show")
+    assert "1 written" in r.of("monitor snapshot show"), r.of("monitor snapshot show")
+    local = arm64.board.fetch_file(f"{folder}/snapshot-000001.tf", arm64.tmp / "snapshot.tf")
+    dump = subprocess.run([str(tpdump), "--json", "--registers", "none", str(local)], capture_output=True,
+                          text=True, timeout=60)
+    assert dump.returncode == 0, dump.stderr
+    frames = [json.loads(line) for line in dump.stdout.splitlines()]
+    assert len(frames) > 2 and frames[-1]["tracepoint"] == 3, frames[-2:]
+    iterations = [int.from_bytes(bytes.fromhex(f["memory"][0]["hex"]), "little") for f in frames[:-1]]
+    assert iterations == list(range(101 - len(iterations), 101)), iterations[-5:]

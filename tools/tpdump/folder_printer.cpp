@@ -1,3 +1,4 @@
+// See folder_printer.hpp.
 #include "tools/tpdump/folder_printer.hpp"
 
 #include "tools/tpdump/html_report.hpp"

@@ -1,3 +1,4 @@
+// See follow.hpp.
 #include "tools/tpdump/follow.hpp"
 
 #include "tools/tpdump/folder_printer.hpp"
@@ -28,13 +29,19 @@ struct FollowedFile {
     std::vector<std::uint8_t> bytes;
     std::optional<tracefile::TraceFile> meta; // the text section, no frames
     std::size_t next = 0;                     // where the next frame starts
-    bool ended = false;                       // its end marker read
 };
 
-// The bytes appended to the file since the last look.
+// The bytes appended to the file since the last look. A file cut back (the recorder undoes
+// a write the disk refused part of) is read again from where it now ends.
 void read_more(FollowedFile& f) {
     std::FILE* in = std::fopen(f.path.c_str(), "rb");
     if (!in) return;
+    if (std::fseek(in, 0, SEEK_END) == 0)
+        if (const long size = std::ftell(in);
+            size >= 0 && static_cast<std::size_t>(size) < f.bytes.size()) {
+            f.bytes.resize(static_cast<std::size_t>(size));
+            f.next = std::min(f.next, f.bytes.size());
+        }
     if (std::fseek(in, static_cast<long>(f.bytes.size()), SEEK_SET) == 0) {
         std::uint8_t chunk[65536];
         for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, in)) > 0;)
@@ -146,7 +153,7 @@ class Follower {
     // status, restated at its end, read again).
     void conclude() {
         if (!file_->meta) return;
-        FollowedFile again{file_->path, {}, std::nullopt, 0, false};
+        FollowedFile again{file_->path, {}, std::nullopt, 0};
         read_more(again);
         (void)parse_text(again);
         const auto& final_meta = again.meta ? *again.meta : *file_->meta;
@@ -172,8 +179,6 @@ class Follower {
                            : text_frame(*f.meta, frame, options_).c_str(),
                        out_);
         }
-        // No damage: the end marker came (a frame cut short is damage, until it is whole).
-        if (!section.damage) f.ended = true;
     }
 
     const Options& options_;

@@ -1,7 +1,8 @@
 // --follow DIR: the frames of a recording (tpagent --record DIR) printed as they reach its
 // files, text or JSON lines, from the newest file on: each file read as it grows, a frame
-// printed once whole, the next file taken up when the current one has ended (or when a newer
-// one begins while it stays cut short: tpagent killed and started again). Runs until killed.
+// printed once whole, the next file taken up once one exists and nothing more came (the
+// recorder ends a file before it begins the next; one cut short by a crash is left then too).
+// Frames are numbered from the first printed. Runs until killed.
 #pragma once
 #include "tools/tpdump/options.hpp"
 #include <cstdio>

@@ -78,6 +78,8 @@ int print_folder(const tpdump::Options& options) {
     int code = 0;
     for (const auto& part : folder->parts)
         if (part.damage) code = file_error(part.path, *part.damage);
+    for (const auto& [path, why] : folder->skipped)
+        code = file_error(path, why);
     return code;
 }
 

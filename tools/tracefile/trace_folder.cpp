@@ -1,7 +1,12 @@
+// See trace_folder.hpp.
 #include "tools/tracefile/trace_folder.hpp"
 
 #include "trace/frame_format.hpp"
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
@@ -10,6 +15,12 @@
 namespace tpagent::tracefile {
 
 namespace fs = std::filesystem;
+
+namespace {
+// A text section is tens of KiB (the target description); a file whose first 16 MiB hold no
+// end of it is not one to read as a trace.
+constexpr std::size_t kMaxTextSection = 16u << 20;
+} // namespace
 
 Result<std::vector<std::string>> recorded_files(const std::string& dir) {
     std::vector<std::pair<std::uint64_t, std::string>> found;
@@ -53,54 +64,93 @@ void restate_field(std::vector<std::uint8_t>& bytes, std::string_view name, std:
 }
 } // namespace
 
+Result<TraceFile> read_trace_file_head(const std::string& path) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f)
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("{}: {}", path, std::strerror(errno)));
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t chunk[65536];
+    std::size_t end = std::string_view::npos;
+    while (end == std::string_view::npos && bytes.size() < kMaxTextSection) {
+        const std::size_t n = std::fread(chunk, 1, sizeof chunk, f.get());
+        if (n == 0) break;
+        const std::size_t from = bytes.size() > 0 ? bytes.size() - 1 : 0;
+        bytes.insert(bytes.end(), chunk, chunk + n);
+        const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        end = text.find("\n\n", from);
+    }
+    if (end == std::string_view::npos)
+        return make_error(ErrorCode::BadInput,
+                          fmt::format("{}: its text section does not end (no blank line)", path));
+    bytes.resize(end + 2);
+    bytes.insert(bytes.end(), std::begin(trace::kEndOfFrames), std::end(trace::kEndOfFrames));
+    auto head = parse_trace_file(std::move(bytes));
+    if (!head) return make_error(head.error().code, fmt::format("{}: {}", path, head.error().text));
+    return head;
+}
+
 Result<TraceFolder> read_trace_folder(const std::string& dir) {
     auto paths = recorded_files(dir);
     if (!paths) return paths.error();
-    if (paths->empty())
-        return make_error(ErrorCode::NotFound,
-                          fmt::format("{}: no recorded file (trace-NNNNNN.tf) in the folder", dir));
-    // Newest first, back to the first file of the newest run.
-    std::vector<TraceFile> files;
+    std::vector<std::pair<std::string, Error>> skipped;
+    // Which files are the newest run's: their text sections, newest first, back to the first
+    // file with another start time.
+    std::vector<std::string> run_paths;
+    std::optional<TraceFile> newest;
     std::optional<std::uint64_t> run_start;
     std::size_t earlier = 0;
     for (auto it = paths->rbegin(); it != paths->rend(); ++it) {
-        auto file = read_trace_file(*it);
-        if (!file) return file.error();
-        const auto start = file->status() ? file->status()->start_time : std::nullopt;
-        if (files.empty()) {
+        auto head = read_trace_file_head(*it);
+        if (!head) {
+            skipped.emplace_back(*it, head.error());
+            continue;
+        }
+        const auto start = head->status() ? head->status()->start_time : std::nullopt;
+        if (!newest) {
             run_start = start;
+            newest.emplace(std::move(*head));
         } else if (start != run_start) {
             earlier = static_cast<std::size_t>(paths->rend() - it);
             break;
         }
-        files.push_back(std::move(*file));
+        run_paths.push_back(*it);
     }
-    std::reverse(files.begin(), files.end());
-    const std::vector<std::string> run_paths(paths->end() - static_cast<long>(files.size()),
-                                             paths->end());
+    if (!newest)
+        return make_error(
+            ErrorCode::NotFound,
+            skipped.empty()
+                ? fmt::format("{}: no recorded file (trace-NNNNNN.tf) in the folder", dir)
+                : skipped.front().second.text);
+    std::reverse(run_paths.begin(), run_paths.end());
 
-    // The newest file's text section, then every file's whole frames, then the end.
-    const TraceFile& newest = files.back();
-    std::vector<std::uint8_t> bytes(newest.bytes().begin(),
-                                    newest.bytes().begin() +
-                                        static_cast<long>(newest.frame_section_offset()));
+    // The newest file's text section, then every file's whole frames, one file in memory at a
+    // time, then the end.
+    std::vector<std::uint8_t> bytes(newest->bytes().begin(),
+                                    newest->bytes().begin() +
+                                        static_cast<long>(newest->frame_section_offset()));
+    newest.reset();
     std::vector<FolderPart> parts;
     std::size_t frames = 0;
     std::optional<std::uint64_t> next_in_run;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        const TraceFile& f = files[i];
-        FolderPart part{run_paths[i], frames, f.frames().size(), std::nullopt, 0, f.damage()};
-        if (f.status()) part.recorded = f.status()->recorded;
+    for (const std::string& path : run_paths) {
+        auto f = read_trace_file(path);
+        if (!f) { // gone since it was listed (removed by the rotation), or unreadable now
+            skipped.emplace_back(path, f.error());
+            continue;
+        }
+        FolderPart part{path, frames, f->frames().size(), std::nullopt, 0, f->damage()};
+        if (f->status()) part.recorded = f->status()->recorded;
         if (part.recorded) {
             const std::uint64_t expected = next_in_run.value_or(0);
             if (part.recorded->first > expected)
                 part.missing_before = part.recorded->first - expected;
             next_in_run = part.recorded->first + part.frames;
         }
-        if (!f.frames().empty()) {
-            const Frame& last = f.frames().back();
-            const auto from = f.bytes().begin() + static_cast<long>(f.frames().front().offset);
-            const auto to = f.bytes().begin() + static_cast<long>(last.offset + last.bytes.size());
+        if (!f->frames().empty()) {
+            const Frame& last = f->frames().back();
+            const auto from = f->bytes().begin() + static_cast<long>(f->frames().front().offset);
+            const auto to = f->bytes().begin() + static_cast<long>(last.offset + last.bytes.size());
             bytes.insert(bytes.end(), from, to);
         }
         frames += part.frames;
@@ -111,10 +161,9 @@ Result<TraceFolder> read_trace_folder(const std::string& dir) {
     restate_field(bytes, "tframes", frames);
     if (!parts.empty() && parts.front().recorded)
         restate_field(bytes, "rfirst", parts.front().recorded->first);
-    files.clear(); // their bytes are copied: the whole folder is not held twice
     auto merged = parse_trace_file(std::move(bytes));
     if (!merged) return merged.error();
-    return TraceFolder{std::move(*merged), std::move(parts), earlier};
+    return TraceFolder{std::move(*merged), std::move(parts), earlier, std::move(skipped)};
 }
 
 } // namespace tpagent::tracefile

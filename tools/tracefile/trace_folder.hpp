@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tpagent::tracefile {
@@ -32,11 +33,15 @@ struct TraceFolder {
     TraceFile trace; // frames numbered across the parts
     std::vector<FolderPart> parts;
     std::size_t earlier_files = 0; // of earlier runs, left out
+    // Files that could not be read (no whole text section, gone since listed), and why.
+    std::vector<std::pair<std::string, Error>> skipped;
 };
 
 // The trace-NNNNNN.tf files in `dir`, in number order (full paths).
 Result<std::vector<std::string>> recorded_files(const std::string& dir);
-// An Error if the folder holds no recorded file, or a file's text section is bad.
+// A file's text section alone (tracepoints, status), its frames left unread.
+Result<TraceFile> read_trace_file_head(const std::string& path);
+// An Error if the folder holds no recorded file that can be read.
 Result<TraceFolder> read_trace_folder(const std::string& dir);
 
 } // namespace tpagent::tracefile
