@@ -74,6 +74,10 @@ bool TraceRecorder::writable(TraceExperiment& experiment) {
 void TraceRecorder::poll(TraceExperiment& experiment) {
     if (!started_) return;
     auto& buffer = experiment.buffer();
+    // A file that has been written long enough ends, if it holds anything.
+    if (fd_ >= 0 && options_.file_time.count() > 0 && frames_in_file_ + batch_frames_ > 0 &&
+        std::chrono::steady_clock::now() - file_began_ >= options_.file_time)
+        if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
     bool can_write = writable(experiment);
     buffer.record_new([&](const std::vector<std::uint8_t>& frame) {
         if (can_write && frames_in_file_ + batch_frames_ > 0 &&
@@ -132,6 +136,7 @@ Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     if (fd_ < 0) return file_system_error("cannot create", path);
     file_written_ = 0;
     frames_in_file_ = 0;
+    file_began_ = std::chrono::steady_clock::now();
     first_in_file_ = next_;
     files_.push_back(path);
     ++totals_.files;

@@ -31,6 +31,8 @@ struct RecordOptions {
     std::uint32_t keep_files = 0;         // 0: all
     // No frame is written while the disk has less free than this; nothing: 1/20 of its size.
     std::optional<std::uint64_t> min_free;
+    // A file is also ended once it has been written this long, if it holds a frame; 0: never.
+    std::chrono::seconds file_time{0};
 };
 
 struct RecordTotals {
@@ -81,7 +83,8 @@ class TraceRecorder {
     std::uint64_t file_written_ = 0; // bytes of the current file
     std::uint64_t frames_in_file_ = 0;
     std::uint64_t first_in_file_ = 0; // the run's index of its first frame
-    std::uint64_t next_ = 0;          // the run's index of the next frame handed out
+    std::chrono::steady_clock::time_point file_began_{};
+    std::uint64_t next_ = 0; // the run's index of the next frame handed out
     std::uint64_t discards_at_start_ = 0;
     std::uint64_t sequence_ = 0; // files begun, ever: their names
     std::uint64_t floor_ = 0;

@@ -61,6 +61,19 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view s) {
     return static_cast<std::uint64_t>(n) << shift;
 }
 
+std::optional<std::uint32_t> parse_duration(std::string_view s) {
+    std::uint32_t unit = 1;
+    if (!s.empty()) {
+        const char c = s.back();
+        unit = c == 'm' ? 60 : c == 'h' ? 3600 : 1;
+        if (c == 's' || c == 'm' || c == 'h') s.remove_suffix(1);
+    }
+    long n = 0;
+    if (!parse_number(s, n) || n < 0 || static_cast<std::uint64_t>(n) * unit > 366u * 86400)
+        return std::nullopt;
+    return static_cast<std::uint32_t>(n) * unit;
+}
+
 std::string usage_text() {
     // The `or:` lines are how help2man (the man page) recognises further synopses.
     return "Usage: tpagent [OPTIONS] COMM PROG [ARGS ...]\n"
@@ -109,6 +122,9 @@ std::string usage_text() {
            "  --record-size N[K|M|G]\n"
            "                        Begin a new file once one holds N bytes (64M).\n"
            "  --record-files N      Keep only the newest N files (all).\n"
+           "  --record-interval N[s|m|h]\n"
+           "                        Also begin a new file once one has been written for\n"
+           "                        that long (never).\n"
            "  --record-min-free N[K|M|G]\n"
            "                        Write no frame while DIR's disk has less free space\n"
            "                        (a twentieth of its size); those frames are counted.\n"
@@ -185,6 +201,13 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             if (!parse_number(v, n) || n <= 0 || n > 1000000)
                 return usage_error("--record-files needs a positive number");
             o.record_files = static_cast<std::uint32_t>(n);
+        } else if (a == "--record-interval" || a.starts_with("--record-interval=")) {
+            std::string_view v =
+                a == "--record-interval" ? (i + 1 < argc ? argv[++i] : "") : a.substr(18);
+            auto seconds = parse_duration(v);
+            if (!seconds || *seconds == 0)
+                return usage_error("--record-interval needs a time (N[s|m|h], 1 s or more)");
+            o.record_seconds = *seconds;
         } else if (a == "--record-min-free" || a.starts_with("--record-min-free=")) {
             std::string_view v =
                 a == "--record-min-free" ? (i + 1 < argc ? argv[++i] : "") : a.substr(18);

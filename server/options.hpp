@@ -32,6 +32,7 @@ struct ServerOptions {
     std::optional<std::string> record_dir;
     std::uint64_t record_file_bytes = 64u << 20;
     std::uint32_t record_files = 0;               // files kept; 0: all
+    std::uint32_t record_seconds = 0;             // a file ends after this long; 0: never
     std::optional<std::uint64_t> record_min_free; // nothing: 1/20 of the disk; snapshots too
     // Snapshots of the buffer (experiment/trace_snapshots.hpp) into snapshot_dir.
     std::optional<std::string> snapshot_dir;
@@ -48,6 +49,8 @@ struct ServerOptions {
 Result<ServerOptions> parse_options(int argc, char** argv);
 // N, NK, NM or NG (powers of 1024), at most 1 TiB.
 std::optional<std::uint64_t> parse_byte_size(std::string_view s);
+// N, Ns, Nm or Nh, in seconds; at most a year.
+std::optional<std::uint32_t> parse_duration(std::string_view s);
 std::string usage_text();
 
 // --save-dir must name a directory tpagent can write in, checked at start rather than at the

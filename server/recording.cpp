@@ -18,11 +18,12 @@ constexpr std::chrono::milliseconds kRecordInterval{50};
 // What --record's options say, in a line; `floor` as worked out, if it is.
 std::string record_settings(const ServerOptions& o, std::optional<std::uint64_t> floor) {
     if (!floor) floor = o.record_min_free;
-    return fmt::format("files of {} KiB, {}, none written under {} free", o.record_file_bytes >> 10,
-                       o.record_files ? fmt::format("the newest {} kept", o.record_files)
-                                      : std::string("all kept"),
-                       floor ? fmt::format("{} KiB", *floor >> 10)
-                             : std::string("a twentieth of the disk"));
+    return fmt::format(
+        "files of {} KiB{}, {}, none written under {} free", o.record_file_bytes >> 10,
+        o.record_seconds ? fmt::format(" or {} s", o.record_seconds) : std::string(),
+        o.record_files ? fmt::format("the newest {} kept", o.record_files)
+                       : std::string("all kept"),
+        floor ? fmt::format("{} KiB", *floor >> 10) : std::string("a twentieth of the disk"));
 }
 
 // A line on tpagent's stderr, as gdbserver's own (not the log's).
@@ -73,9 +74,9 @@ void Server::watch_recording() {
         end_recording();
     if (!recorder_ && experiment_.running() && experiment_.runs() != recorded_run_) {
         recorded_run_ = experiment_.runs();
-        recorder_.emplace(
-            experiment::RecordOptions{*options_.record_dir, options_.record_file_bytes,
-                                      options_.record_files, options_.record_min_free});
+        recorder_.emplace(experiment::RecordOptions{
+            *options_.record_dir, options_.record_file_bytes, options_.record_files,
+            options_.record_min_free, std::chrono::seconds(options_.record_seconds)});
         const auto xml = arch::host_architecture().feature_xml("target.xml");
         recorder_->start(experiment_, xml ? *xml : std::string());
         say(fmt::format("recording into {}: {}", *options_.record_dir,
@@ -140,6 +141,8 @@ Result<std::string> Server::record_command(std::string_view args) {
         const auto bytes = parse_byte_size(value);
         if (name == "size" && bytes && *bytes >= 4096) {
             set.record_file_bytes = *bytes;
+        } else if (name == "interval" && parse_duration(value).value_or(0) > 0) {
+            set.record_seconds = *parse_duration(value);
         } else if (name == "min-free" && bytes) {
             set.record_min_free = *bytes;
         } else if (name == "files" && bytes &&
@@ -149,7 +152,8 @@ Result<std::string> Server::record_command(std::string_view args) {
         } else {
             return make_error(ErrorCode::BadPacket,
                               fmt::format("monitor record DIR [size N[K|M|G], 4K or more] "
-                                          "[files N] [min-free N[K|M|G]]: not '{} {}'",
+                                          "[interval N[s|m|h]] [files N] [min-free N[K|M|G]]: "
+                                          "not '{} {}'",
                                           name, value));
         }
     }

@@ -289,3 +289,28 @@ def test_the_program_killed_mid_recording_leaves_whole_files(e2e):
                        for line in dump.stdout.splitlines()]
     assert len(iterations) == int(m.group(1)) and int(m.group(2)) == len(recorded(directory)), (len(iterations), note)
     assert iterations == list(range(len(iterations))), iterations[:5]
+
+
+def test_files_rotate_by_time_too(e2e):
+    """`monitor record DIR interval 1`: traced.c hitting a fast tracepoint every 10 ms, far from
+    the 64M size: a new file every second or so, each whole, the run's frames one after
+    another across them."""
+    directory = e2e.tmp / "by-time"
+    stop = e2e.tmp / "stop"
+    s = FastTrace(e2e, "traced", "0", str(stop))
+    where = f"traced.c:{s.line('record_first') + 2}"
+    on = f"monitor record {directory} interval 1"
+    r = s.gdb(*TO_MAIN, on, s.define(ftrace(where, "collect iteration")), "set disconnected-tracing on", "tstart",
+              "detach")
+    assert "files of 65536 KiB or 1 s" in r.of(on), r.of(on)
+    assert wait_until(lambda: len(recorded(directory)) >= 4, timeout=60), recorded(directory)
+    stop.touch()
+    s.server.wait_for(r"ended during a disconnected trace")
+    files = recorded(directory)
+    run = []
+    for f in files:
+        dump = tpdump_text(f, "--json", "--registers", "none")
+        assert dump.returncode == 0, (f, dump.stderr)
+        run += [int.from_bytes(bytes.fromhex(json.loads(line)["memory"][0]["hex"]), "little")
+                for line in dump.stdout.splitlines()]
+    assert run == list(range(len(run))) and len(run) > 4 * 20, run[:5]

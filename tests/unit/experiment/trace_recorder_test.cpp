@@ -185,3 +185,26 @@ TEST_CASE("recorder: frames a disk refuses are counted, the files keep whole fra
         CHECK(in_files == t.frames);
     }
 }
+
+TEST_CASE("recorder: a file written long enough ends, if it holds a frame", "[recorder]") {
+    Scratch scratch;
+    experiment::TraceExperiment e(arch::host_architecture());
+    experiment::TraceRecorder recorder(
+        {scratch.dir.string(), 1u << 20, 0, 0, std::chrono::seconds(1)});
+    recorder.start(e, "<target/>");
+    commit(e, 1, 100, 1);
+    recorder.poll(e);
+    recorder.poll(e); // not a second yet: the same file
+    CHECK(recorder.files().size() == 1);
+    usleep(1100 * 1000);
+    recorder.poll(e); // a second on: ended; the next one begun
+    CHECK(recorder.files().size() == 2);
+    usleep(1100 * 1000);
+    recorder.poll(e); // the new one holds no frame: it stays
+    CHECK(recorder.files().size() == 2);
+    commit(e, 1, 100, 2);
+    recorder.finish(e);
+    REQUIRE(recorder.files().size() == 2);
+    CHECK(frames_of(recorder.files()[0]).fills == std::vector<std::uint8_t>{1});
+    CHECK(frames_of(recorder.files()[1]).fills == std::vector<std::uint8_t>{2});
+}
