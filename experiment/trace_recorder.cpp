@@ -7,12 +7,7 @@
 #include "trace/trace_file_seal.hpp"
 #include "trace/frame_format.hpp"
 #include "base/system_error.hpp"
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace tpagent::experiment {
 
@@ -25,20 +20,23 @@ constexpr std::size_t kBatchBytes = 1u << 20;
 constexpr std::chrono::seconds kRetryInterval{1};
 } // namespace
 
-TraceRecorder::~TraceRecorder() {
-    if (fd_ >= 0) close(fd_);
-}
+TraceRecorder::TraceRecorder(RecordOptions options)
+    : options_(std::move(options)),
+      sink_(std::make_unique<FolderSink>(options_.dir, std::string(kPrefix))) {}
+
+TraceRecorder::~TraceRecorder() = default;
 
 void TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xml) {
-    if (fd_ >= 0) (void)end_file(experiment);
+    if (sink_->has_current()) (void)end_file(experiment);
     tdesc_ = tdesc_xml;
     totals_ = {};
     files_.clear();
+    file_numbers_.clear();
     refusal_.clear();
     retry_at_ = {};
-    mkdir(options_.dir.c_str(), 0777); // one level, as tsave makes none: an error shows below
-    sequence_ = std::max(sequence_, last_file_number(options_.dir, kPrefix));
-    floor_ = options_.min_free ? *options_.min_free : default_floor(options_.dir);
+    sink_->prepare();
+    sequence_ = std::max(sequence_, sink_->last_number());
+    floor_ = options_.min_free ? *options_.min_free : sink_->default_floor();
     discards_at_start_ = experiment.buffer().unrecorded_discards();
     next_ = 0;
     started_ = true;
@@ -50,18 +48,18 @@ void TraceRecorder::refuse(TraceExperiment& experiment, const Error& why) {
     batch_.clear();
     batch_frames_ = 0;
     // The file ends after its whole frames (write() cut back a frame it could not finish).
-    if (fd_ >= 0) (void)end_file(experiment);
+    if (sink_->has_current()) (void)end_file(experiment);
     refusal_ = why.text;
     retry_at_ = std::chrono::steady_clock::now() + kRetryInterval;
 }
 
 bool TraceRecorder::writable(TraceExperiment& experiment) {
-    if (auto floor = under_floor(options_.dir, floor_)) {
-        if (fd_ >= 0 || refusal_.empty()) refuse(experiment, *floor);
+    if (auto floor = sink_->under_floor(floor_)) {
+        if (sink_->has_current() || refusal_.empty()) refuse(experiment, *floor);
         refusal_ = floor->text;
         return false;
     }
-    if (fd_ >= 0) return true;
+    if (sink_->has_current()) return true;
     if (!refusal_.empty() && std::chrono::steady_clock::now() < retry_at_) return false;
     if (auto s = begin_file(experiment); !s) {
         refuse(experiment, s.error());
@@ -75,7 +73,8 @@ void TraceRecorder::poll(TraceExperiment& experiment) {
     if (!started_) return;
     auto& buffer = experiment.buffer();
     // A file that has been written long enough ends, if it holds anything.
-    if (fd_ >= 0 && options_.file_time.count() > 0 && frames_in_file_ + batch_frames_ > 0 &&
+    if (sink_->has_current() && options_.file_time.count() > 0 &&
+        frames_in_file_ + batch_frames_ > 0 &&
         std::chrono::steady_clock::now() - file_began_ >= options_.file_time)
         if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
     bool can_write = writable(experiment);
@@ -131,29 +130,27 @@ std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
 }
 
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
-    const std::string path = numbered_file_path(options_.dir, kPrefix, ++sequence_);
-    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd_ < 0) return file_system_error("cannot create", path);
+    if (auto s = sink_->create(++sequence_); !s) return s;
     file_written_ = 0;
     frames_in_file_ = 0;
     file_began_ = std::chrono::steady_clock::now();
     first_in_file_ = next_;
-    files_.push_back(path);
+    files_.push_back(sink_->name(sequence_));
+    file_numbers_.push_back(sequence_);
     ++totals_.files;
     const std::string text =
         trace_file_text_section(experiment, tdesc_, status_payload(experiment));
     status_at_ = text.find("\nstatus ") + 8;
     if (auto s = write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()); !s) {
-        close(fd_);
-        fd_ = -1;
-        unlink(path.c_str()); // holds no frame
+        sink_->abandon(); // holds no frame
         files_.pop_back();
+        file_numbers_.pop_back();
         return s;
     }
     while (options_.keep_files != 0 && files_.size() > options_.keep_files) {
-        if (unlink(files_.front().c_str()) != 0 && errno != ENOENT)
-            return file_system_error("cannot remove", files_.front());
+        if (auto s = sink_->remove(file_numbers_.front()); !s) return s;
         files_.pop_front();
+        file_numbers_.pop_front();
         ++totals_.files_removed;
     }
     return ok_status();
@@ -170,40 +167,22 @@ Status TraceRecorder::flush() {
 }
 
 Status TraceRecorder::end_file(TraceExperiment& experiment) {
-    if (fd_ < 0) return ok_status();
+    if (!sink_->has_current()) return ok_status();
     const Status flushed = flush();
     Status s = write(trace::kEndOfFrames, sizeof trace::kEndOfFrames);
     const std::string status = status_payload(experiment);
-    if (s && pwrite(fd_, status.data(), status.size(), static_cast<off_t>(status_at_)) !=
-                 static_cast<ssize_t>(status.size()))
-        s = file_system_error("cannot write", files_.back());
-    if (s && fsync(fd_) != 0) s = file_system_error("cannot write", files_.back());
-    if (close(fd_) != 0 && s) s = file_system_error("cannot write", files_.back());
-    fd_ = -1;
-    sync_dir(options_.dir);
+    if (s)
+        s = sink_->rewrite(
+            status_at_,
+            std::span(reinterpret_cast<const std::uint8_t*>(status.data()), status.size()));
+    const Status ended = sink_->end();
+    if (s) s = ended;
     return flushed ? s : flushed;
 }
 
 Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {
-    std::uint64_t written = 0;
-    while (size > 0) {
-        const ssize_t n = ::write(fd_, bytes, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            Error error = n == 0 ? make_error(ErrorCode::SystemError,
-                                              fmt::format("cannot write {}: {}", files_.back(),
-                                                          std::strerror(ENOSPC)))
-                                 : file_system_error("cannot write", files_.back());
-            // Cut back to what was whole, so that the file still ends after a whole frame.
-            (void)ftruncate(fd_, static_cast<off_t>(file_written_));
-            (void)lseek(fd_, static_cast<off_t>(file_written_), SEEK_SET);
-            return error;
-        }
-        bytes += n;
-        size -= static_cast<std::size_t>(n);
-        written += static_cast<std::uint64_t>(n);
-    }
-    file_written_ += written;
+    if (auto s = sink_->append(std::span(bytes, size)); !s) return s; // cut back to whole
+    file_written_ += size;
     return ok_status();
 }
 

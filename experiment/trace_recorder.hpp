@@ -5,17 +5,20 @@
 // `keep_files` are kept. Each file stands alone: it starts with the whole text section
 // (tracepoints, variables, status), so gdb's `target tfile` and tpdump open any of them, and
 // its status (trace/recorded_status.hpp) says which of the run's frames it holds and how many
-// were lost before its end.
+// were lost before its end. The files themselves are made by a RecordSink
+// (experiment/record_sink.hpp): a folder on the target.
 //
 // No frame is lost unseen: collected = recorded + lost + unwritten, across every file. A frame
 // the buffer lost before a poll reached it (reused) is `lost`; one that could not be written
 // (the disk full or refusing, or its free space under the floor) is `unwritten`, and the
 // recording tries again a second later with a new file. Either way the buffer goes on.
 #pragma once
+#include "experiment/record_sink.hpp"
 #include "base/result.hpp"
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,7 +48,8 @@ struct RecordTotals {
 
 class TraceRecorder {
   public:
-    explicit TraceRecorder(RecordOptions options) : options_(std::move(options)) {}
+    // Into files in options.dir (FolderSink).
+    explicit TraceRecorder(RecordOptions options);
     TraceRecorder(const TraceRecorder&) = delete;
     TraceRecorder& operator=(const TraceRecorder&) = delete;
     ~TraceRecorder();
@@ -77,8 +81,8 @@ class TraceRecorder {
     std::string status_payload(TraceExperiment& experiment) const;
 
     RecordOptions options_;
+    std::unique_ptr<RecordSink> sink_;
     std::string tdesc_;
-    int fd_ = -1;
     std::uint64_t status_at_ = 0;    // the status line's payload in the current file
     std::uint64_t file_written_ = 0; // bytes of the current file
     std::uint64_t frames_in_file_ = 0;
@@ -93,7 +97,8 @@ class TraceRecorder {
     std::chrono::steady_clock::time_point retry_at_{};
     RecordTotals totals_;
     std::deque<std::string> files_;
-    std::vector<std::uint8_t> batch_; // whole frames not written yet
+    std::deque<std::uint64_t> file_numbers_; // files_'s
+    std::vector<std::uint8_t> batch_;        // whole frames not written yet
     std::uint64_t batch_frames_ = 0;
 };
 

@@ -376,9 +376,11 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
     }
     std::fflush(stderr);
     const bool ended = ev.kind != process::StopEvent::Kind::Signal;
-    if (ended && experiment_.running())
+    if (ended && experiment_.running()) {
         experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0},
                              nullptr); // the traced process is gone
+        watch_recording();             // its recording ends with it, files whole
+    }
     if (!ended) experiment_.poll(inferior_.get());
     if (!ended && running_without_gdb_ && (ev.thread_exited || ev.thread_created)) {
         // Thread events asked for by a gdb that left: nothing to wait for.
