@@ -210,7 +210,9 @@ def test_tpdump_reads_and_follows_a_recording(e2e):
     with open(followed, "w") as out:
         follower = subprocess.Popen([str(tool), "--follow", "--json", "--registers", "none", str(directory)], stdout=out)
         try:
-            assert wait_until(lambda: len(recorded(directory)) >= 4, timeout=60), recorded(directory)
+            # Three files begun since the follower looked first (it may start late, on a loaded
+            # machine).
+            assert wait_until(lambda: followed.read_text().count('"file_begins"') >= 3, timeout=60), recorded(directory)
             stop.touch()
             assert wait_until(lambda: not pid_alive(s.pid), timeout=30)
             s.server.wait_for(r"ended during a disconnected trace")
@@ -250,14 +252,16 @@ def test_tpdump_reads_and_follows_a_recording(e2e):
 
 def test_a_folder_that_cannot_be_written_loses_nothing_unseen(e2e):
     """--record names a regular file, not a folder: no file can be made there. The run goes on,
-    every frame taken from the buffer and counted as not written, tstatus saying why; the
+    the frames taken from the buffer counted as not written, tstatus saying why (and those the
+    buffer had no room for between two takes, as not collected): every frame counted; the
     program ends as it would natively."""
     blocked = e2e.tmp / "not-a-folder"
     blocked.write_text("in the way\n")
     s, r = run(e2e, blocked)
     note = r.of("tstatus")
     assert f"recorded 0 frame(s) into 0 file(s) in {blocked}" in note, note
-    assert f"{2 * CALLS} not written; not writing now: cannot create {blocked}/trace-000001.tf" in note, note
+    assert f"not written; not writing now: cannot create {blocked}/trace-000001.tf" in note, note
+    assert count_in(r"(\d+) not written", note) + count_in(r"(\d+) not collected", note) == 2 * CALLS, note
     assert blocked.read_text() == "in the way\n"
 
 
