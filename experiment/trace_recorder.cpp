@@ -130,17 +130,20 @@ std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
 }
 
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
-    if (auto s = sink_->create(++sequence_); !s) return s;
+    ++sequence_;
     file_written_ = 0;
     frames_in_file_ = 0;
-    file_began_ = std::chrono::steady_clock::now();
     first_in_file_ = next_;
-    files_.push_back(sink_->name(sequence_));
-    file_numbers_.push_back(sequence_);
-    ++totals_.files;
+    // The text section is made before the file, and written the moment it exists: a kill -9
+    // that slow work would have let in leaves an empty file, which nothing can seal.
     const std::string text =
         trace_file_text_section(experiment, tdesc_, status_payload(experiment));
     status_at_ = text.find("\nstatus ") + 8;
+    if (auto s = sink_->create(sequence_); !s) return s;
+    file_began_ = std::chrono::steady_clock::now();
+    files_.push_back(sink_->name(sequence_));
+    file_numbers_.push_back(sequence_);
+    ++totals_.files;
     if (auto s = write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()); !s) {
         sink_->abandon(); // holds no frame
         files_.pop_back();
