@@ -31,7 +31,6 @@ void TraceRecorder::start(TraceExperiment& experiment, std::string_view tdesc_xm
     tdesc_ = tdesc_xml;
     totals_ = {};
     files_.clear();
-    file_numbers_.clear();
     refusal_.clear();
     retry_at_ = {};
     sink_->prepare();
@@ -129,6 +128,14 @@ std::string TraceRecorder::status_payload(TraceExperiment& experiment) const {
     return trace::recorded_status_payload(std::move(status), fields);
 }
 
+std::vector<std::string> TraceRecorder::files() const {
+    std::vector<std::string> names;
+    names.reserve(files_.size());
+    for (const std::uint64_t number : files_)
+        names.push_back(sink_->name(number));
+    return names;
+}
+
 Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     ++sequence_;
     file_written_ = 0;
@@ -141,19 +148,16 @@ Status TraceRecorder::begin_file(TraceExperiment& experiment) {
     status_at_ = text.find("\nstatus ") + 8;
     if (auto s = sink_->create(sequence_); !s) return s;
     file_began_ = std::chrono::steady_clock::now();
-    files_.push_back(sink_->name(sequence_));
-    file_numbers_.push_back(sequence_);
+    files_.push_back(sequence_);
     ++totals_.files;
     if (auto s = write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()); !s) {
         sink_->abandon(); // holds no frame
         files_.pop_back();
-        file_numbers_.pop_back();
         return s;
     }
     while (options_.keep_files != 0 && files_.size() > options_.keep_files) {
-        if (auto s = sink_->remove(file_numbers_.front()); !s) return s;
+        if (auto s = sink_->remove(files_.front()); !s) return s;
         files_.pop_front();
-        file_numbers_.pop_front();
         ++totals_.files_removed;
     }
     return ok_status();

@@ -67,7 +67,7 @@ class TraceRecorder {
     // Why frames are not being written now (the disk's error, the floor); empty while they are.
     const std::string& refusal() const { return refusal_; }
     // The files of this run still on disk, oldest first.
-    const std::deque<std::string>& files() const { return files_; }
+    std::vector<std::string> files() const;
 
   private:
     Status begin_file(TraceExperiment& experiment);
@@ -96,9 +96,8 @@ class TraceRecorder {
     std::string refusal_;
     std::chrono::steady_clock::time_point retry_at_{};
     RecordTotals totals_;
-    std::deque<std::string> files_;
-    std::deque<std::uint64_t> file_numbers_; // files_'s
-    std::vector<std::uint8_t> batch_;        // whole frames not written yet
+    std::deque<std::uint64_t> files_; // their numbers
+    std::vector<std::uint8_t> batch_; // whole frames not written yet
     std::uint64_t batch_frames_ = 0;
 };
 

@@ -139,10 +139,11 @@ Result<std::string> Server::record_command(std::string_view args) {
             return make_error(ErrorCode::BadPacket, fmt::format("{} needs a value", words[i]));
         const std::string_view name = words[i], value = words[i + 1];
         const auto bytes = parse_byte_size(value);
+        const auto seconds = parse_duration(value);
         if (name == "size" && bytes && *bytes >= 4096) {
             set.record_file_bytes = *bytes;
-        } else if (name == "interval" && parse_duration(value).value_or(0) > 0) {
-            set.record_seconds = *parse_duration(value);
+        } else if (name == "interval" && seconds.value_or(0) > 0) {
+            set.record_seconds = *seconds;
         } else if (name == "min-free" && bytes) {
             set.record_min_free = *bytes;
         } else if (name == "files" && bytes &&

@@ -7,9 +7,7 @@
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/frame_section.hpp"
 #include "tools/tracefile/trace_folder.hpp"
-#include "trace/frame_format.hpp"
 #include <chrono>
-#include <cstring>
 #include <algorithm>
 #include <fmt/format.h>
 #include <optional>
@@ -52,16 +50,12 @@ void read_more(FollowedFile& f) {
 
 // The text section, once the file has all of it (the blank line that ends it).
 Status parse_text(FollowedFile& f) {
-    const std::string_view text(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
-    const std::size_t end = text.find("\n\n");
-    if (end == std::string_view::npos) return ok_status();
-    std::vector<std::uint8_t> head(f.bytes.begin(), f.bytes.begin() + static_cast<long>(end + 2));
-    head.insert(head.end(), std::begin(trace::kEndOfFrames), std::end(trace::kEndOfFrames));
-    auto meta = tracefile::parse_trace_file(std::move(head));
+    auto meta = tracefile::parse_trace_file_head(f.bytes);
     if (!meta)
         return make_error(meta.error().code, fmt::format("{}: {}", f.path, meta.error().text));
-    f.next = meta->frame_section_offset();
-    f.meta.emplace(std::move(*meta));
+    if (!*meta) return ok_status();
+    f.next = (*meta)->frame_section_offset();
+    f.meta = std::move(*meta);
     return ok_status();
 }
 
@@ -153,10 +147,8 @@ class Follower {
     // status, restated at its end, read again).
     void conclude() {
         if (!file_->meta) return;
-        FollowedFile again{file_->path, {}, std::nullopt, 0};
-        read_more(again);
-        (void)parse_text(again);
-        const auto& final_meta = again.meta ? *again.meta : *file_->meta;
+        const auto again = tracefile::read_trace_file_head(file_->path); // its head only
+        const auto& final_meta = again ? *again : *file_->meta;
         tracefile::FolderPart at_start{file_->path, first_,      0, recorded_of(*file_->meta),
                                        0,           std::nullopt};
         tracefile::FolderPart part{

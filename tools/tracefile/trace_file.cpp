@@ -3,6 +3,7 @@
 #include "tools/tracefile/file_error.hpp"
 #include "tools/tracefile/frame_section.hpp"
 #include "tools/tracefile/text_section.hpp"
+#include "trace/frame_format.hpp"
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +106,50 @@ Result<TraceFile> read_trace_file(const std::string& path) {
     }
     if (std::ferror(f.get())) return fail(ErrorCode::SystemError);
     return parse_trace_file(std::move(bytes));
+}
+
+namespace {
+// A text section is tens of KiB (the target description); a file whose first 16 MiB hold no
+// end of it is not one to read as a trace.
+constexpr std::size_t kMaxTextSection = 16u << 20;
+
+std::size_t text_section_end(std::span<const std::uint8_t> bytes, std::size_t from = 0) {
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const std::size_t end = text.find("\n\n", from);
+    return end == std::string_view::npos ? end : end + 2;
+}
+} // namespace
+
+Result<std::optional<TraceFile>> parse_trace_file_head(std::span<const std::uint8_t> bytes) {
+    const std::size_t end = text_section_end(bytes);
+    if (end == std::string_view::npos) return std::optional<TraceFile>();
+    std::vector<std::uint8_t> head(bytes.begin(), bytes.begin() + static_cast<long>(end));
+    head.insert(head.end(), std::begin(trace::kEndOfFrames), std::end(trace::kEndOfFrames));
+    auto file = parse_trace_file(std::move(head));
+    if (!file) return file.error();
+    return std::optional<TraceFile>(std::move(*file));
+}
+
+Result<TraceFile> read_trace_file_head(const std::string& path) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f)
+        return make_error(ErrorCode::SystemError,
+                          fmt::format("{}: {}", path, std::strerror(errno)));
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t chunk[65536];
+    while (bytes.size() < kMaxTextSection) {
+        const std::size_t n = std::fread(chunk, 1, sizeof chunk, f.get());
+        if (n == 0) break;
+        const std::size_t from = bytes.empty() ? 0 : bytes.size() - 1;
+        bytes.insert(bytes.end(), chunk, chunk + n);
+        if (text_section_end(bytes, from) != std::string_view::npos) break;
+    }
+    auto head = parse_trace_file_head(bytes);
+    if (!head) return make_error(head.error().code, fmt::format("{}: {}", path, head.error().text));
+    if (!*head)
+        return make_error(ErrorCode::BadInput,
+                          fmt::format("{}: its text section does not end (no blank line)", path));
+    return std::move(**head);
 }
 
 } // namespace tpagent::tracefile

@@ -107,5 +107,10 @@ class TraceFile {
 Result<TraceFile> parse_trace_file(std::vector<std::uint8_t> bytes);
 // Reads and parses the file at `path`.
 Result<TraceFile> read_trace_file(const std::string& path);
+// A file's text section alone (tracepoints, variables, status), no frames: from the start of
+// the file in `bytes`, nothing while the blank line that ends it is not there yet; from the
+// file at `path`, read only as far as that line.
+Result<std::optional<TraceFile>> parse_trace_file_head(std::span<const std::uint8_t> bytes);
+Result<TraceFile> read_trace_file_head(const std::string& path);
 
 } // namespace tpagent::tracefile

@@ -3,10 +3,6 @@
 
 #include "trace/frame_format.hpp"
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <memory>
 #include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
@@ -15,12 +11,6 @@
 namespace tpagent::tracefile {
 
 namespace fs = std::filesystem;
-
-namespace {
-// A text section is tens of KiB (the target description); a file whose first 16 MiB hold no
-// end of it is not one to read as a trace.
-constexpr std::size_t kMaxTextSection = 16u << 20;
-} // namespace
 
 Result<std::vector<std::string>> recorded_files(const std::string& dir) {
     std::vector<std::pair<std::uint64_t, std::string>> found;
@@ -63,32 +53,6 @@ void restate_field(std::vector<std::uint8_t>& bytes, std::string_view name, std:
     bytes.insert(bytes.begin() + static_cast<long>(at), hex.begin(), hex.end());
 }
 } // namespace
-
-Result<TraceFile> read_trace_file_head(const std::string& path) {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-    if (!f)
-        return make_error(ErrorCode::SystemError,
-                          fmt::format("{}: {}", path, std::strerror(errno)));
-    std::vector<std::uint8_t> bytes;
-    std::uint8_t chunk[65536];
-    std::size_t end = std::string_view::npos;
-    while (end == std::string_view::npos && bytes.size() < kMaxTextSection) {
-        const std::size_t n = std::fread(chunk, 1, sizeof chunk, f.get());
-        if (n == 0) break;
-        const std::size_t from = bytes.size() > 0 ? bytes.size() - 1 : 0;
-        bytes.insert(bytes.end(), chunk, chunk + n);
-        const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        end = text.find("\n\n", from);
-    }
-    if (end == std::string_view::npos)
-        return make_error(ErrorCode::BadInput,
-                          fmt::format("{}: its text section does not end (no blank line)", path));
-    bytes.resize(end + 2);
-    bytes.insert(bytes.end(), std::begin(trace::kEndOfFrames), std::end(trace::kEndOfFrames));
-    auto head = parse_trace_file(std::move(bytes));
-    if (!head) return make_error(head.error().code, fmt::format("{}: {}", path, head.error().text));
-    return head;
-}
 
 Result<TraceFolder> read_trace_folder(const std::string& dir) {
     auto paths = recorded_files(dir);

@@ -39,8 +39,6 @@ struct TraceFolder {
 
 // The trace-NNNNNN.tf files in `dir`, in number order (full paths).
 Result<std::vector<std::string>> recorded_files(const std::string& dir);
-// A file's text section alone (tracepoints, status), its frames left unread.
-Result<TraceFile> read_trace_file_head(const std::string& path);
 // An Error if the folder holds no recorded file that can be read.
 Result<TraceFolder> read_trace_folder(const std::string& dir);
 
