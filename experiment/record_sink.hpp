@@ -1,6 +1,7 @@
 // Where a recording's files go (experiment/trace_recorder.hpp): the recorder decides what
 // goes into which file and when a file ends; a sink makes the files. FolderSink
-// (record_folder.hpp) makes them in a folder on the target.
+// (record_folder.hpp) makes them in a folder on the target; the record stream
+// (server/record_stream.hpp) sends them to a host, which makes them there.
 #pragma once
 #include "base/result.hpp"
 #include <cstdint>
@@ -23,6 +24,10 @@ class RecordSink {
     // The free space kept by default, and why nothing may be written now, if so.
     virtual std::uint64_t default_floor() const = 0;
     virtual std::optional<Error> under_floor(std::uint64_t min_free) const = 0;
+
+    // Whether frames must wait in the trace buffer: the sink holds as much as it may of what it
+    // has not delivered yet (a host not reading, or not connected).
+    virtual bool backlogged() const { return false; }
 
     // File `number` begins; it is the current file until end() or abandon().
     virtual Status create(std::uint64_t number) = 0;

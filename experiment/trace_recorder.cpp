@@ -22,7 +22,10 @@ constexpr std::chrono::seconds kRetryInterval{1};
 
 TraceRecorder::TraceRecorder(RecordOptions options)
     : options_(std::move(options)),
-      sink_(std::make_unique<FolderSink>(options_.dir, std::string(kPrefix))) {}
+      sink_(std::make_shared<FolderSink>(options_.dir, std::string(kPrefix))) {}
+
+TraceRecorder::TraceRecorder(RecordOptions options, std::shared_ptr<RecordSink> sink)
+    : options_(std::move(options)), sink_(std::move(sink)) {}
 
 TraceRecorder::~TraceRecorder() = default;
 
@@ -76,28 +79,36 @@ void TraceRecorder::poll(TraceExperiment& experiment) {
         frames_in_file_ + batch_frames_ > 0 &&
         std::chrono::steady_clock::now() - file_began_ >= options_.file_time)
         if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
+    // Frames wait in the buffer until the sink has room again; the run's last ones are taken
+    // all the same.
+    if (sink_->backlogged() && !finishing_) {
+        totals_.lost = buffer.unrecorded_discards() - discards_at_start_;
+        return;
+    }
     bool can_write = writable(experiment);
-    buffer.record_new([&](const std::vector<std::uint8_t>& frame) {
-        if (can_write && frames_in_file_ + batch_frames_ > 0 &&
-            file_written_ + batch_.size() + frame.size() + sizeof trace::kEndOfFrames >
-                options_.file_bytes) {
-            if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
-            can_write = writable(experiment);
-        }
-        ++next_;
-        if (!can_write) {
-            ++totals_.unwritten; // taken all the same: the buffer goes on
-            return;
-        }
-        if (frames_in_file_ + batch_frames_ == 0) first_in_file_ = next_ - 1;
-        batch_.insert(batch_.end(), frame.begin(), frame.end());
-        ++batch_frames_;
-        if (batch_.size() >= kBatchBytes)
-            if (auto s = flush(); !s) {
-                refuse(experiment, s.error());
-                can_write = false;
+    buffer.record_new(
+        [&](const std::vector<std::uint8_t>& frame) {
+            if (can_write && frames_in_file_ + batch_frames_ > 0 &&
+                file_written_ + batch_.size() + frame.size() + sizeof trace::kEndOfFrames >
+                    options_.file_bytes) {
+                if (auto s = end_file(experiment); !s) refuse(experiment, s.error());
+                can_write = writable(experiment);
             }
-    });
+            ++next_;
+            if (!can_write) {
+                ++totals_.unwritten; // taken all the same: the buffer goes on
+                return;
+            }
+            if (frames_in_file_ + batch_frames_ == 0) first_in_file_ = next_ - 1;
+            batch_.insert(batch_.end(), frame.begin(), frame.end());
+            ++batch_frames_;
+            if (batch_.size() >= kBatchBytes)
+                if (auto s = flush(); !s) {
+                    refuse(experiment, s.error());
+                    can_write = false;
+                }
+        },
+        [&] { return !finishing_ && sink_->backlogged(); });
     if (can_write)
         if (auto s = flush(); !s) refuse(experiment, s.error());
     // Gone before they were handed out: lost, and counted.
@@ -106,7 +117,9 @@ void TraceRecorder::poll(TraceExperiment& experiment) {
 
 void TraceRecorder::finish(TraceExperiment& experiment) {
     if (!started_) return;
+    finishing_ = true;
     poll(experiment);
+    finishing_ = false;
     if (auto s = end_file(experiment); !s) refusal_ = s.error().text;
     started_ = false;
 }

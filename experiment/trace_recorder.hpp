@@ -6,7 +6,9 @@
 // (tracepoints, variables, status), so gdb's `target tfile` and tpdump open any of them, and
 // its status (trace/recorded_status.hpp) says which of the run's frames it holds and how many
 // were lost before its end. The files themselves are made by a RecordSink
-// (experiment/record_sink.hpp): a folder on the target.
+// (experiment/record_sink.hpp): a folder on the target, or a stream to a host. While the sink
+// is backlogged (a host slow or away), frames wait in the trace buffer; what overflows it then
+// is counted by the buffer (not collected, or lost when a circular buffer reuses it).
 //
 // No frame is lost unseen: collected = recorded + lost + unwritten, across every file. A frame
 // the buffer lost before a poll reached it (reused) is `lost`; one that could not be written
@@ -50,6 +52,8 @@ class TraceRecorder {
   public:
     // Into files in options.dir (FolderSink).
     explicit TraceRecorder(RecordOptions options);
+    // Into files `sink` makes (it outlives this run's recording: a stream goes on across runs).
+    TraceRecorder(RecordOptions options, std::shared_ptr<RecordSink> sink);
     TraceRecorder(const TraceRecorder&) = delete;
     TraceRecorder& operator=(const TraceRecorder&) = delete;
     ~TraceRecorder();
@@ -81,7 +85,7 @@ class TraceRecorder {
     std::string status_payload(TraceExperiment& experiment) const;
 
     RecordOptions options_;
-    std::unique_ptr<RecordSink> sink_;
+    std::shared_ptr<RecordSink> sink_;
     std::string tdesc_;
     std::uint64_t status_at_ = 0;    // the status line's payload in the current file
     std::uint64_t file_written_ = 0; // bytes of the current file
@@ -93,6 +97,7 @@ class TraceRecorder {
     std::uint64_t sequence_ = 0; // files begun, ever: their names
     std::uint64_t floor_ = 0;
     bool started_ = false;
+    bool finishing_ = false; // the last poll: frames taken even if the sink is backlogged
     std::string refusal_;
     std::chrono::steady_clock::time_point retry_at_{};
     RecordTotals totals_;

@@ -1,5 +1,6 @@
 #include "server/options.hpp"
 #include "server/address_filter.hpp"
+#include "server/transport.hpp"
 #include "protocol/hex.hpp"
 #include <algorithm>
 #include <cerrno>
@@ -119,6 +120,14 @@ std::string usage_text() {
            "                        disconnected trace (DIR/tpagent-PID-DATE-TIME.tf).\n"
            "  --record DIR          Record every trace run into rotating trace files in DIR\n"
            "                        (DIR/trace-NNNNNN.tf, each one whole for target tfile).\n"
+           "  --record-host [ADDR:]PORT\n"
+           "                        Record every trace run to a host instead: the same files,\n"
+           "                        made there by `tpdump record BOARD:PORT DIR`, which may\n"
+           "                        connect, leave and come back (no gap). Listens on\n"
+           "                        127.0.0.1 unless ADDR says otherwise; --allow applies.\n"
+           "  --record-backlog N[K|M|G]\n"
+           "                        What the board holds for a host that is away (32M); past\n"
+           "                        it, frames wait in the trace buffer.\n"
            "  --record-size N[K|M|G]\n"
            "                        Begin a new file once one holds N bytes (64M).\n"
            "  --record-files N      Keep only the newest N files (all).\n"
@@ -187,6 +196,22 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             std::string_view v = a == "--record" ? (i + 1 < argc ? argv[++i] : "") : a.substr(9);
             if (v.empty()) return usage_error("--record needs a directory");
             o.record_dir = std::string(v);
+        } else if (a == "--record-host" || a.starts_with("--record-host=")) {
+            std::string_view v =
+                a == "--record-host" ? (i + 1 < argc ? argv[++i] : "") : a.substr(14);
+            const std::string spec =
+                v.find(':') == std::string_view::npos ? ":" + std::string(v) : std::string(v);
+            auto ep = parse_endpoint(spec);
+            if (v.empty() || !ep || ep->kind != Endpoint::Kind::Tcp)
+                return usage_error("--record-host needs [ADDRESS:]PORT");
+            o.record_host = spec;
+        } else if (a == "--record-backlog" || a.starts_with("--record-backlog=")) {
+            std::string_view v =
+                a == "--record-backlog" ? (i + 1 < argc ? argv[++i] : "") : a.substr(17);
+            auto bytes = parse_byte_size(v);
+            if (!bytes || *bytes < (1u << 20))
+                return usage_error("--record-backlog needs a size of 1M or more (N[K|M|G])");
+            o.record_backlog_bytes = *bytes;
         } else if (a == "--record-size" || a.starts_with("--record-size=")) {
             std::string_view v =
                 a == "--record-size" ? (i + 1 < argc ? argv[++i] : "") : a.substr(14);
@@ -249,6 +274,8 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
         }
     }
     if (o.show_help || o.show_version) return o;
+    if (o.record_dir && o.record_host)
+        return usage_error("--record DIR and --record-host PORT: one or the other");
     if (i >= argc) return usage_error("missing COMM");
     o.comm = argv[i++];
     if (o.comm == "stdio") o.comm = "-";

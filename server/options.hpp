@@ -30,6 +30,9 @@ struct ServerOptions {
     // The flight recorder (experiment/trace_recorder.hpp): every run's frames into rotating
     // files in record_dir.
     std::optional<std::string> record_dir;
+    // Or to a host (server/record_stream.hpp): the port, as "[ADDR]:PORT".
+    std::optional<std::string> record_host;
+    std::uint64_t record_backlog_bytes = 32u << 20;
     std::uint64_t record_file_bytes = 64u << 20;
     std::uint32_t record_files = 0;               // files kept; 0: all
     std::uint32_t record_seconds = 0;             // a file ends after this long; 0: never

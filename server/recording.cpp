@@ -18,12 +18,16 @@ constexpr std::chrono::milliseconds kRecordInterval{50};
 // What --record's options say, in a line; `floor` as worked out, if it is.
 std::string record_settings(const ServerOptions& o, std::optional<std::uint64_t> floor) {
     if (!floor) floor = o.record_min_free;
-    return fmt::format(
-        "files of {} KiB{}, {}, none written under {} free", o.record_file_bytes >> 10,
-        o.record_seconds ? fmt::format(" or {} s", o.record_seconds) : std::string(),
-        o.record_files ? fmt::format("the newest {} kept", o.record_files)
-                       : std::string("all kept"),
-        floor ? fmt::format("{} KiB", *floor >> 10) : std::string("a twentieth of the disk"));
+    std::string s =
+        fmt::format("files of {} KiB{}, {}", o.record_file_bytes >> 10,
+                    o.record_seconds ? fmt::format(" or {} s", o.record_seconds) : std::string(),
+                    o.record_files ? fmt::format("the newest {} kept", o.record_files)
+                                   : std::string("all kept"));
+    if (o.record_host)
+        return s + fmt::format(", {} KiB held for a host away", o.record_backlog_bytes >> 10);
+    return s + fmt::format(", none written under {} free",
+                           floor ? fmt::format("{} KiB", *floor >> 10)
+                                 : std::string("a twentieth of the disk"));
 }
 
 // A line on tpagent's stderr, as gdbserver's own (not the log's).
@@ -37,6 +41,7 @@ void say(const std::string& line) {
 // (kill -9, a power cut), is sealed so that gdb opens it. Only the newest: the recording ends
 // every other file itself before it begins the next.
 void Server::seal_cut_recording() {
+    if (!options_.record_dir) return; // a stream's host seals its own
     auto sealed = experiment::seal_newest_recording(*options_.record_dir);
     if (!sealed)
         spdlog::warn("recording: {}", sealed.error().text);
@@ -50,7 +55,7 @@ void Server::seal_cut_recording() {
 void Server::note_recording() {
     const auto& t = recorder_->totals();
     std::string note = fmt::format("recorded {} frame(s) into {} file(s) in {}", t.frames, t.files,
-                                   *options_.record_dir);
+                                   recording_place());
     if (t.files_removed) note += fmt::format(" ({} oldest removed)", t.files_removed);
     if (t.lost) note += fmt::format(", {} lost: overwritten before recorded", t.lost);
     if (const auto dropped = experiment_.dropped_fast_frames() + experiment_.dropped_trap_frames())
@@ -69,17 +74,21 @@ void Server::end_recording() {
 }
 
 void Server::watch_recording() {
-    if (!options_.record_dir) return;
+    if (!recording_on()) return;
     if (recorder_ && (!experiment_.running() || experiment_.runs() != recorded_run_))
         end_recording();
     if (!recorder_ && experiment_.running() && experiment_.runs() != recorded_run_) {
         recorded_run_ = experiment_.runs();
-        recorder_.emplace(experiment::RecordOptions{
-            *options_.record_dir, options_.record_file_bytes, options_.record_files,
-            options_.record_min_free, std::chrono::seconds(options_.record_seconds)});
+        experiment::RecordOptions settings{
+            options_.record_dir.value_or(""), options_.record_file_bytes, options_.record_files,
+            options_.record_min_free, std::chrono::seconds(options_.record_seconds)};
+        if (record_stream_)
+            recorder_.emplace(std::move(settings), record_stream_);
+        else
+            recorder_.emplace(std::move(settings));
         const auto xml = arch::host_architecture().feature_xml("target.xml");
         recorder_->start(experiment_, xml ? *xml : std::string());
-        say(fmt::format("recording into {}: {}", *options_.record_dir,
+        say(fmt::format("recording into {}: {}", recording_place(),
                         record_settings(options_, recorder_->floor())));
         if (!recorder_->refusal().empty()) spdlog::warn("recording: {}", recorder_->refusal());
         note_recording();
@@ -104,11 +113,20 @@ void Server::watch_recording() {
     });
 }
 
+bool Server::recording_on() const {
+    return options_.record_dir || (options_.record_host && record_stream_);
+}
+
+std::string Server::recording_place() const {
+    if (options_.record_dir) return *options_.record_dir;
+    return record_stream_ ? record_stream_->describe() : std::string("nowhere");
+}
+
 Result<std::string> Server::record_command(std::string_view args) {
     args = protocol::trim(args);
     if (args.empty()) {
-        if (!options_.record_dir) return std::string("Not recording (monitor record DIR to).\n");
-        std::string out = fmt::format("Recording trace runs into {}.\n", *options_.record_dir);
+        if (!recording_on()) return std::string("Not recording (monitor record DIR to).\n");
+        std::string out = fmt::format("Recording trace runs into {}.\n", recording_place());
         if (recorder_) {
             note_recording();
             out += fmt::format("This run: {}; {}.\n", experiment_.recording_note(),
@@ -124,10 +142,15 @@ Result<std::string> Server::record_command(std::string_view args) {
                           "as set then.");
     if (args == "off") {
         options_.record_dir.reset();
+        options_.record_host.reset(); // the stream stays for what a host has not kept yet
         experiment_.set_recording(false);
         experiment_.set_recording_note({});
         return std::string("Trace runs are not recorded from now on.\n");
     }
+    if (record_stream_)
+        return make_error(ErrorCode::NotAllowed,
+                          "Recording goes to the host stream (--record-host): monitor record "
+                          "off first.");
     auto words = protocol::split(args, ' ');
     std::erase_if(words, [](std::string_view w) { return w.empty(); });
     ServerOptions set = options_;

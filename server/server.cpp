@@ -132,11 +132,11 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
     : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
       trace_poll_timer_(io), record_timer_(io), snapshot_timer_(io), snapshot_signal_(io, SIGUSR1),
       experiment_(arch::host_architecture()) {
-    experiment_.set_recording(options_.record_dir.has_value());
+    experiment_.set_recording(options_.record_dir || options_.record_host);
     experiment_.set_make_room([this] {
         if (recorder_) recorder_->poll(experiment_);
     });
-    if (options_.record_dir) seal_cut_recording();
+    seal_cut_recording();
     if (options_.snapshot_dir)
         snapshots_.emplace(experiment::SnapshotOptions{
             *options_.snapshot_dir, options_.snapshot_files, options_.record_min_free});
@@ -578,6 +578,35 @@ void Server::shutdown() {
     record_timer_.cancel();
     snapshot_timer_.cancel();
     snapshot_signal_.cancel();
+    if (record_stream_ && record_stream_->undelivered())
+        fmt::print(stderr, "Record stream: waiting for a host to take the last {} KiB\n",
+                   record_stream_->undelivered_bytes() >> 10);
+    stop_after_stream(std::chrono::steady_clock::now(),
+                      record_stream_ ? record_stream_->kept() : 0);
+}
+
+// The record stream's last operations (the run's end) go to a host before tpagent ends: it
+// waits while a host keeps taking them, and for one to come back (the link cut, the host tool
+// started again) for kStreamWaitTime since the last progress; what no host kept is said.
+void Server::stop_after_stream(std::chrono::steady_clock::time_point progress_at,
+                               std::uint64_t kept) {
+    const auto now = std::chrono::steady_clock::now();
+    if (record_stream_ && record_stream_->kept() != kept) {
+        kept = record_stream_->kept();
+        progress_at = now;
+    }
+    if (record_stream_ && record_stream_->undelivered() && now - progress_at < kStreamWaitTime) {
+        auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(20));
+        timer->async_wait([this, progress_at, kept, timer](const boost::system::error_code&) {
+            stop_after_stream(progress_at, kept);
+        });
+        return;
+    }
+    if (record_stream_) {
+        if (const auto left = record_stream_->undelivered())
+            fmt::print(stderr, "Record stream: {} operation(s) no host has kept are lost\n", left);
+        record_stream_->close();
+    }
     io_.stop();
 }
 
@@ -600,6 +629,13 @@ Status Server::prepare() {
     AddressFilter allowed;
     for (const auto& list : options_.allow)
         if (auto a = allowed.add(list); !a) return a; // checked when parsed: not expected
+    if (options_.record_host) {
+        auto where = parse_endpoint(*options_.record_host);
+        if (!where) return where.error();
+        record_stream_ =
+            std::make_shared<RecordStream>(io_, *where, allowed, options_.record_backlog_bytes);
+        if (auto s = record_stream_->open(); !s) return s;
+    }
     listener_ = std::make_unique<Listener>(io_, *ep, options_.baud, std::move(allowed));
     return listener_->open();
 }
@@ -623,6 +659,7 @@ int Server::run() {
         return 1;
     }
     listener_->announce_first();
+    if (record_stream_) record_stream_->announce();
     wait_for_children();
     accept_next();
     // An exception out of an event handler must not end tpagent (the program would die with

@@ -10,6 +10,7 @@
 #include "experiment/trace_recorder.hpp"
 #include "experiment/trace_snapshots.hpp"
 #include "server/transport.hpp"
+#include "server/record_stream.hpp"
 #include <memory>
 #include <map>
 #include <optional>
@@ -195,6 +196,12 @@ class Server {
     bool record_poll_armed_ = false;
     std::optional<experiment::TraceRecorder> recorder_;
     std::uint64_t recorded_run_ = 0; // the run recorder_ records (TraceExperiment::runs)
+    // --record-host: the stream the recorder writes into, for the whole of tpagent's life.
+    std::shared_ptr<RecordStream> record_stream_;
+    bool recording_on() const;
+    static constexpr std::chrono::seconds kStreamWaitTime{10};
+    void stop_after_stream(std::chrono::steady_clock::time_point progress_at, std::uint64_t kept);
+    std::string recording_place() const; // the folder, or the stream and its host
     void end_recording();
     void seal_cut_recording();
     void note_recording();

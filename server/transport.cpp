@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -78,6 +79,7 @@ constexpr int kKeepIdleSeconds = 10;
 constexpr int kKeepIntervalSeconds = 5;
 constexpr int kKeepProbes = 3;
 constexpr unsigned kUserTimeoutMs = 25000;
+} // namespace
 
 void detect_vanished_peer(asio::ip::tcp::socket& socket) {
     error_code ec;
@@ -85,13 +87,16 @@ void detect_vanished_peer(asio::ip::tcp::socket& socket) {
     const int fd = socket.native_handle();
     auto set = [fd](int option, auto value) {
         if (setsockopt(fd, IPPROTO_TCP, option, &value, sizeof value) != 0)
-            spdlog::warn("TCP option {} on the connection to gdb: {}", option,
-                         std::strerror(errno));
+            spdlog::warn("TCP option {} on a connection: {}", option, std::strerror(errno));
     };
     set(TCP_KEEPIDLE, kKeepIdleSeconds);
     set(TCP_KEEPINTVL, kKeepIntervalSeconds);
     set(TCP_KEEPCNT, kKeepProbes);
     set(TCP_USER_TIMEOUT, kUserTimeoutMs);
+}
+
+void close_on_exec(int fd) {
+    if (const int flags = fcntl(fd, F_GETFD); flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
 // A port is decimal digits, 0 to 65535 (gdbserver would take 99999 as 99999 % 65536).
@@ -118,7 +123,6 @@ Result<asio::ip::address> resolve_host(const Endpoint& ep) {
     endpoint.resize(found->ai_addrlen);
     return endpoint.address();
 }
-} // namespace
 
 Result<Endpoint> parse_endpoint(const std::string& comm) {
     Endpoint ep;
@@ -181,6 +185,7 @@ Status Listener::bind_tcp() {
     if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_->bind(endpoint, ec);
     if (!ec) acceptor_->listen(1, ec);
+    if (!ec) close_on_exec(acceptor_->native_handle());
     if (ec) {
         if (ec == asio::error::address_in_use)
             return make_error(ErrorCode::SystemError,
@@ -285,6 +290,7 @@ void Listener::accept_tcp() {
             turn_away(std::move(socket), from);
         } else {
             socket.set_option(asio::ip::tcp::no_delay(true), e2);
+            close_on_exec(socket.native_handle());
             detect_vanished_peer(socket);
             fmt::print(stderr, "Remote debugging from {}\n", from);
             std::fflush(stderr);

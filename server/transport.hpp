@@ -6,6 +6,7 @@
 #include "base/result.hpp"
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +32,15 @@ struct Endpoint {
     std::string spec;   // COMM as given, for messages
 };
 Result<Endpoint> parse_endpoint(const std::string& comm);
+// A TCP endpoint's host as an address (a name resolved).
+Result<boost::asio::ip::address> resolve_host(const Endpoint& ep);
+// Keepalive probes and a bound on unacknowledged data, so that a peer whose host vanished (no
+// FIN, no RST) is seen gone within about 25 s.
+void detect_vanished_peer(boost::asio::ip::tcp::socket& socket);
+// A socket of tpagent's closed in the programs it starts (they would hold its ports open).
+void close_on_exec(int fd);
+// A port: decimal digits, 0 to 65535.
+std::optional<unsigned short> parse_port(std::string_view text);
 
 // Waits for gdb on an endpoint: binds once, hands out one connection at a time.
 class Listener {

@@ -344,11 +344,14 @@ TraceFrameBuffer::FrameCopy TraceFrameBuffer::copy_frames(std::vector<std::uint8
 }
 
 void TraceFrameBuffer::record_new(
-    const std::function<void(const std::vector<std::uint8_t>&)>& record) {
+    const std::function<void(const std::vector<std::uint8_t>&)>& record,
+    const std::function<bool()>& enough) {
     refresh();
-    for (std::size_t i = unrecorded_from_; i < index_.size(); ++i) {
+    std::size_t i = unrecorded_from_;
+    for (; i < index_.size(); ++i) {
         Entry& e = index_[i];
         if (e.recorded) continue;
+        if (enough && enough()) break;
         e.recorded = true;
         if (shared_) shared_->recorded(as_shared(e));
         if (raw_frame_of(e, recording_copy_)) // no refresh per frame: the index stays as it is
@@ -356,7 +359,7 @@ void TraceFrameBuffer::record_new(
         else
             ++unrecorded_discards_; // reused while it was copied
     }
-    unrecorded_from_ = index_.size();
+    unrecorded_from_ = i;
     if (shared_) shared_->release_recorded();
 }
 

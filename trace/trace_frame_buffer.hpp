@@ -129,7 +129,10 @@ class TraceFrameBuffer {
     // the shared buffer's writers get back the space of what is all recorded. A frame a slower
     // writer publishes late, among older ones, is handed out at the next call. Positions, not
     // creation counts: those of shared frames run ahead of the index while writers commit.
-    void record_new(const std::function<void(const std::vector<std::uint8_t>&)>& record);
+    // `enough`, if given, is asked before each frame: true leaves it and the rest for a later
+    // call (a sink holding all it may).
+    void record_new(const std::function<void(const std::vector<std::uint8_t>&)>& record,
+                    const std::function<bool()>& enough = {});
     // Frames that left the buffer (overwritten, discarded) before record_new handed them
     // out, since the buffer was cleared.
     std::uint64_t unrecorded_discards() const { return unrecorded_discards_; }

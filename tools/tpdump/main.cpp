@@ -6,6 +6,7 @@
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/options.hpp"
 #include "tools/tpdump/perfetto_printer.hpp"
+#include "tools/tpdump/record_host.hpp"
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/trace_file.hpp"
 #include "tools/tracefile/trace_folder.hpp"
@@ -86,6 +87,8 @@ int print_folder(const tpdump::Options& options) {
 } // namespace
 
 static int run(int argc, char** argv) {
+    if (argc >= 2 && std::string_view(argv[1]) == "record")
+        return tpdump::record_main(std::span<char* const>(argv + 2, argc - 2));
     auto options = tpdump::parse_options(std::span<char* const>(argv + 1, argc - 1));
     if (!options) return usage_error(options.error());
     if (options->help || options->version) {

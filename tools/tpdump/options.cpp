@@ -60,7 +60,9 @@ Examples:
   tpdump --html trace.tf > trace.html          then open it in a browser
   tpdump --seal rec/trace-000007.tf            a recorded file cut short, sealed
   tpdump rec                                   a recording's folder, as one trace
-  tpdump --follow --json rec                   its frames as they are recorded)";
+  tpdump --follow --json rec                   its frames as they are recorded
+  tpdump record board:7000 rec                 a recording streamed from a board
+                                               (tpagent --record-host 7000) into rec)";
 
 // GNU layout, as help2man reads it: the usage line first, "-h, --help", option values by
 // name only.

@@ -1,0 +1,221 @@
+"""The record stream (tpagent --record-host PORT): a trace run's recording goes over TCP to
+`tpdump record BOARD:PORT DIR` on a host, which makes the same rotating trace files in DIR.
+programs/ftrace_loop.c with a fast and a trap tracepoint collecting $regs, as test_record.py:
+far more bytes of frames than the trace buffer holds. The link is cut, the host tool killed
+and started again: every frame reaches DIR once, in collection order, and each file opens in
+gdb (target tfile)."""
+
+import os
+import re
+import signal
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness import Server, wait_until
+from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, parse_frames, parse_tstatus, trace, trace_to
+
+pytestmark = pytest.mark.tpagent_only("gdbserver has no recording")
+
+PROGRAM = "ftrace_loop"
+CALLS = 3000
+BUFFER = 1 << 20
+STREAM_PORT = re.compile(r"^Record stream on port (\d+)", re.M)
+
+
+def recorded(directory: Path) -> list[Path]:
+    return sorted(directory.glob("trace-*.tf"))
+
+
+def tpdump() -> str:
+    return str(Path(os.environ["TPAGENT_BIN"]).parent / "tpdump")
+
+
+def host_tool(e2e, port: int, directory: Path) -> Server:
+    return Server([tpdump(), "record", f"127.0.0.1:{port}", str(directory)], e2e.reaper)
+
+
+def stop_host_tool(tool: Server) -> str:
+    tool.proc.send_signal(signal.SIGTERM)
+    assert tool.wait_exit() == 0, tool.output
+    return tool.output
+
+
+class LinkCutter:
+    """A TCP relay between the host tool and the board that cuts the link (both sockets shut
+    down, as a dropped connection would be seen) each time `every` bytes went from the board
+    through it, `cuts` times in all."""
+
+    def __init__(self, board_port: int, every: int, cuts: int) -> None:
+        self.board_port, self.every, self.cuts_left, self.cuts = board_port, every, cuts, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.forwarded = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                host, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                board = socket.create_connection(("127.0.0.1", self.board_port))
+            except OSError:  # the board gone
+                host.close()
+                continue
+            threading.Thread(target=self._pump, args=(board, host, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(host, board, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, from_board: bool) -> None:
+        since_cut = 0
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+                if from_board:
+                    since_cut += len(data)
+                    if since_cut >= self.every and self.cuts_left > 0:
+                        self.cuts_left -= 1
+                        self.cuts += 1
+                        break
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def streamed_run(e2e, *options: str):
+    s = Scenario(e2e, PROGRAM, str(CALLS), options=("--record-host", ":0", *options))
+    port = int(s.server.wait_for(STREAM_PORT).group(1))
+    return s, port
+
+
+def define_and_run(s: Scenario):
+    define = s.define(*ftrace("traced", "collect $regs, n"), *trace("leaf", "collect $regs"))
+    r = s.gdb(*TO_MAIN, f"set trace-buffer-size {BUFFER}", define, *trace_to("finished"), *TO_THE_END)
+    s.ends_as_natively(r.of("continue", 2))
+    return r
+
+
+def calls_in(s: Scenario, files: list[Path]) -> list[int]:
+    walk = s.walk("$rdi")
+    calls = []
+    for f in files:
+        t = s.gdb(f"target tfile {f}", walk, connect=False)
+        calls += [row[2] for row in parse_frames(t.of(walk))]
+    return calls
+
+
+def test_every_frame_reaches_the_host(e2e):
+    """The host tool connected from the start: the files it makes hold each of the 2 x CALLS
+    frames once, in collection order, rotated at --record-size; tstatus says where they went;
+    tpagent, at its end, hands the host the run's last operations before it exits."""
+    directory = e2e.tmp / "host"
+    s, port = streamed_run(e2e, "--record-size", "1M")
+    tool = host_tool(e2e, port, directory)
+    tool.wait_for(r"streaming from operation 1")
+    r = define_and_run(s)
+    s.server.wait_exit()
+    assert "no host has kept" not in s.server.output, s.server.output
+    tool.wait_for(r"link ended: the board closed the link")
+    out = stop_host_tool(tool)
+    files = recorded(directory)
+    assert len(files) >= 4 and sum(f.stat().st_size for f in files) > 4 * BUFFER, files
+    assert calls_in(s, files) == [i for i in range(CALLS) for _ in range(2)]
+    note = r.of("tstatus")
+    assert f"recorded {2 * CALLS} frame(s) into {len(files)} file(s) in the host stream on port {port}" in note, note
+    assert "lost" not in note and "not collected" not in note, note
+    assert len(re.findall(r"trace-\d+\.tf ended", out)) == len(files), out
+
+
+def test_the_stream_survives_link_cuts_and_a_killed_host_tool(e2e):
+    """The link cut 10 times while the run goes on, and the host tool SIGKILLed once and started
+    again on the same folder: the files still hold every frame once, in order (the board sends
+    again from the operation after the last one the host kept). A second tpagent on the same
+    folder (a new stream) goes on after the first one's files."""
+    directory = e2e.tmp / "cut"
+    s, port = streamed_run(e2e, "--record-size", "512K", "--record-backlog", "64M")
+    cutter = LinkCutter(port, every=300_000, cuts=10)
+    tool = host_tool(e2e, cutter.port, directory)
+    tool.wait_for(r"streaming from operation 1")
+    killer_done = threading.Event()
+
+    def kill_the_host_tool_once():
+        nonlocal tool
+        if wait_until(lambda: cutter.cuts >= 5, timeout=120):
+            os.kill(tool.pid, signal.SIGKILL)
+            tool.wait_exit()
+            tool = host_tool(e2e, cutter.port, directory)
+        killer_done.set()
+
+    threading.Thread(target=kill_the_host_tool_once, daemon=True).start()
+    define_and_run(s)
+    s.server.wait_exit()
+    assert killer_done.wait(60)
+    assert "no host has kept" not in s.server.output, s.server.output
+    assert cutter.cuts == 10, cutter.cuts
+    assert len(re.findall(r"^Record stream to host", s.server.output, re.M)) >= 11, s.server.output
+    tool.wait_for(r"link ended: the board closed the link")
+    out = stop_host_tool(tool)
+    cutter.close()
+    assert "no longer on the board" not in out, out
+    files = recorded(directory)
+    assert calls_in(s, files) == [i for i in range(CALLS) for _ in range(2)]
+    for f in files:  # each whole: no file left cut by the cuts
+        assert s.gdb(f"target tfile {f}", "tstatus", connect=False).of("tstatus"), f
+
+    # Another tpagent: a new stream, its files after these.
+    first = len(files)
+    s2, port2 = streamed_run(e2e, "--record-size", "1M")
+    tool = host_tool(e2e, port2, directory)
+    tool.wait_for(r"a new stream \(\w+\): its files go on after trace-%06d\.tf" % first)
+    define_and_run(s2)
+    s2.server.wait_exit()
+    tool.wait_for(r"link ended: the board closed the link")
+    stop_host_tool(tool)
+    later = recorded(directory)[first:]
+    assert later and calls_in(s2, later) == [i for i in range(CALLS) for _ in range(2)]
+
+
+def count_in(pattern: str, text: str) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
+
+
+def test_frames_wait_while_no_host_is_there(e2e):
+    """No host during the run, a backlog of 1 MiB and a trace buffer of 64 KiB: once the backlog
+    is full, frames wait in the buffer, and those it cannot hold are counted as not collected.
+    At its end tpagent waits for a host, and one that comes then gets everything the board
+    held: hits = frames in its files + frames counted, exactly."""
+    directory = e2e.tmp / "late"
+    s, port = streamed_run(e2e, "--record-backlog", "1M")
+    define = s.define(*ftrace("traced", "collect $regs, n"), *trace("leaf", "collect $regs"))
+    r = s.gdb(*TO_MAIN, "set trace-buffer-size 65536", define, *trace_to("finished"), "info tracepoints",
+              *TO_THE_END)
+    s.ends_as_natively(r.of("continue", 2))
+    s.server.wait_for(r"^Record stream: waiting for a host to take the last \d+ KiB")
+    tool = host_tool(e2e, port, directory)
+    s.server.wait_exit()
+    assert "no host has kept" not in s.server.output, s.server.output
+    tool.wait_for(r"link ended: the board closed the link")
+    stop_host_tool(tool)
+    # Every call reached both tracepoints (the program counts them and checks its results).
+    hits = 2 * CALLS
+    note = r.of("tstatus")
+    recorded_frames = count_in(r"recorded (\d+) frame", note)
+    not_recorded = sum(count_in(p, note) for p in (r"(\d+) lost", r"(\d+) not collected", r"(\d+) not written"))
+    assert count_in(r"(\d+) not collected", note) > 0 and recorded_frames + not_recorded == hits, note
+    total = sum(
+        parse_tstatus(s.gdb(f"target tfile {f}", "tstatus", connect=False).of("tstatus")).frames
+        for f in recorded(directory)
+    )
+    assert total == recorded_frames, (total, note)
