@@ -214,6 +214,8 @@ bool TraceExperiment::collect(process::Target& inferior, pid_t tid, trace::Trace
         stored = buffer_.commit(builder_, pc);
         if (stored == trace::TraceFrameBuffer::Commit::Full) {
             ++dropped_trap_frames_;
+            // A hit all the same, as a fast tracepoint's dropped frame is one.
+            if (!step) table_.record_hit(tp.definition.key, 0);
             return true;
         }
     }
