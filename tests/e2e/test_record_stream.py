@@ -5,10 +5,12 @@ far more bytes of frames than the trace buffer holds. The link is cut, the host 
 and started again: every frame reaches DIR once, in collection order, and each file opens in
 gdb (target tfile)."""
 
+import json
 import os
 import re
 import signal
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -221,3 +223,35 @@ def test_frames_wait_while_no_host_is_there(e2e):
         for f in recorded(directory)
     )
     assert total == recorded_frames, (total, note)
+
+
+def test_tpdump_follows_a_board(e2e):
+    """tpdump --follow --json BOARD:PORT, while a disconnected trace streams (traced.c, a fast
+    tracepoint hit every 10 ms, files of 64 KiB): it prints the frames as they come, one run of
+    consecutive iterations across files, and at SIGINT it ends and leaves no folder behind."""
+    stop = e2e.tmp / "stop"
+    temp = e2e.tmp / "follow-tmp"
+    temp.mkdir()
+    s = FastTrace(e2e, "traced", "0", str(stop), options=("--record-host", ":0", "--record-size", "64K"))
+    port = int(s.server.wait_for(STREAM_PORT).group(1))
+    where = f"traced.c:{s.line('record_first') + 2}"
+    s.gdb(*TO_MAIN, s.define(ftrace(where, "collect iteration")), "set disconnected-tracing on", "tstart", "detach")
+    followed = e2e.tmp / "followed.jsonl"
+    with open(followed, "w") as out:
+        follower = subprocess.Popen(
+            [tpdump(), "--follow", "--json", "--registers", "none", f"127.0.0.1:{port}"], stdout=out,
+            stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)},
+        )
+        try:
+            assert wait_until(lambda: followed.read_text().count('"file_begins"') >= 3, timeout=60)
+            assert len(list(temp.iterdir())) == 1, list(temp.iterdir())  # the stream's folder
+        finally:
+            follower.send_signal(signal.SIGINT)
+            _, err = follower.communicate(timeout=30)
+    stop.touch()
+    assert follower.returncode == 0, err
+    assert "streaming from operation 1" in err, err
+    assert list(temp.iterdir()) == [], list(temp.iterdir())
+    lines = [json.loads(line) for line in followed.read_text().splitlines()]
+    iterations = [int.from_bytes(bytes.fromhex(f["memory"][0]["hex"]), "little") for f in lines if "frame" in f]
+    assert len(iterations) > 20 and iterations == list(range(iterations[0], iterations[0] + len(iterations))), iterations[:5]

@@ -2,12 +2,17 @@
 #include "tools/tpdump/follow.hpp"
 
 #include "tools/tpdump/folder_printer.hpp"
+#include "tools/tpdump/record_host.hpp"
 #include "tools/tpdump/json_output.hpp"
 #include "tools/tpdump/json_printer.hpp"
 #include "tools/tpdump/text_printer.hpp"
 #include "tools/tracefile/frame_section.hpp"
 #include "tools/tracefile/trace_folder.hpp"
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <algorithm>
 #include <fmt/format.h>
 #include <optional>
@@ -15,6 +20,8 @@
 #include <thread>
 
 namespace tpagent::tpdump {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -61,10 +68,11 @@ Status parse_text(FollowedFile& f) {
 
 class Follower {
   public:
-    Follower(const Options& options, std::FILE* out) : options_(options), out_(out) {}
+    Follower(const Options& options, std::FILE* out, const std::function<bool()>& stop)
+        : options_(options), out_(out), stop_(stop) {}
 
     int run() {
-        for (;;) {
+        while (!stop_ || !stop_()) {
             auto files = tracefile::recorded_files(options_.path);
             if (!files) {
                 fmt::print(stderr, "tpdump: {}\n", files.error().text);
@@ -78,6 +86,7 @@ class Follower {
             std::fflush(out_);
             if (!progressed) std::this_thread::sleep_for(kPollInterval);
         }
+        return 0;
     }
 
   private:
@@ -175,6 +184,7 @@ class Follower {
 
     const Options& options_;
     std::FILE* out_;
+    std::function<bool()> stop_;
     std::optional<FollowedFile> file_;
     std::size_t printed_ = 0; // frames seen, all files
     std::size_t first_ = 0;   // the current file's first frame's number
@@ -184,8 +194,29 @@ class Follower {
 
 } // namespace
 
-int follow_folder(const Options& options, std::FILE* out) {
-    return Follower(options, out).run();
+int follow_folder(const Options& options, std::FILE* out, const std::function<bool()>& stop) {
+    return Follower(options, out, stop).run();
+}
+
+int follow_board(const Options& options, std::FILE* out) {
+    const auto board = parse_board(options.path);
+    if (!board) return 2;
+    std::string dir = (fs::temp_directory_path() / "tpdump-follow-XXXXXX").string();
+    if (!mkdtemp(dir.data())) {
+        fmt::print(stderr, "tpdump: cannot make a folder for the stream in {}: {}\n",
+                   fs::temp_directory_path().string(), std::strerror(errno));
+        return 1;
+    }
+    stop_on_signals();
+    std::thread receiver([&] { record_from_board(*board, dir, stderr); });
+    Options followed = options;
+    followed.path = dir;
+    const int code = follow_folder(followed, out, stop_requested);
+    request_stop(); // the follower's own end too
+    receiver.join();
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+    return code;
 }
 
 } // namespace tpagent::tpdump

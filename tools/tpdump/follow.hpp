@@ -6,10 +6,16 @@
 #pragma once
 #include "tools/tpdump/options.hpp"
 #include <cstdio>
+#include <functional>
 
 namespace tpagent::tpdump {
 
-// An exit code: only an unusable folder or a file that is not a trace file end it.
-int follow_folder(const Options& options, std::FILE* out);
+// An exit code: only an unusable folder or a file that is not a trace file end it, or
+// `stop`, if given, saying so.
+int follow_folder(const Options& options, std::FILE* out, const std::function<bool()>& stop = {});
+
+// --follow BOARD ([HOST:]PORT of tpagent --record-host): the stream received into a folder of
+// its own, removed at the end, and followed there, until SIGINT or SIGTERM.
+int follow_board(const Options& options, std::FILE* out);
 
 } // namespace tpagent::tpdump

@@ -97,6 +97,8 @@ static int run(int argc, char** argv) {
     }
     const bool folder = std::filesystem::is_directory(options->path);
     if (options->follow) {
+        if (!folder && tpdump::parse_board(options->path))
+            return tpdump::follow_board(*options, stdout);
         if (!folder)
             return usage_error(make_error(
                 ErrorCode::BadInput, fmt::format("--follow: {} is not a folder", options->path)));

@@ -133,7 +133,8 @@ void define_options(CLI::App& app, Options& options, Given& given) {
     app.add_flag("--follow", options.follow,
                  "FILE is the folder of a recording going on (tpagent --record DIR):\n"
                  "print its frames as they reach its files, text or JSON lines, from\n"
-                 "the newest file on, until interrupted");
+                 "the newest file on, until interrupted; or [HOST:]PORT of a board\n"
+                 "streaming one (tpagent --record-host): its frames as they come");
     for (std::size_t i = 0; i < kFormatFlags.size(); ++i)
         app.add_flag(kFormatFlags[i].name, given.formats[i], kFormatFlags[i].help);
     app.add_option("FILE", given.files)->group("");

@@ -3,6 +3,7 @@
 #include "tools/tracefile/trace_folder.hpp"
 #include "trace/record_stream_wire.hpp"
 #include "trace/trace_file_seal.hpp"
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -35,14 +36,17 @@ constexpr const char* kStateFile = ".tpdump-record";
 // An acknowledgement at least this often while operations keep coming.
 constexpr std::uint64_t kAckBytes = 1u << 20;
 
-volatile std::sig_atomic_t g_stop = 0;
+// Set by a signal handler, read by the receiving and the following threads.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 void on_stop_signal(int) {
-    g_stop = 1;
+    g_stop = true;
 }
 
+std::FILE* g_messages = stdout;
 void say(const std::string& line) {
-    fmt::print("tpdump record: {}\n", line);
-    std::fflush(stdout);
+    fmt::print(g_messages, "tpdump record: {}\n", line);
+    std::fflush(g_messages);
 }
 
 // What DIR holds of a stream, kept across runs of tpdump record.
@@ -121,6 +125,12 @@ Result<int> connect_to(const std::string& host, const std::string& port) {
 // All of `out`, or an Error (the link gone, or tpdump interrupted).
 Status read_exact(int fd, std::span<std::uint8_t> out) {
     while (!out.empty()) {
+        // A bounded wait, so that a stop asked in another thread is seen (--follow BOARD).
+        pollfd p{fd, POLLIN, 0};
+        if (const int ready = poll(&p, 1, 200); ready == 0 || (ready < 0 && errno == EINTR)) {
+            if (g_stop) return make_error(ErrorCode::NotAllowed, "interrupted");
+            continue;
+        }
         const ssize_t n = recv(fd, out.data(), out.size(), 0);
         if (n < 0 && errno == EINTR && !g_stop) continue;
         if (n <= 0)
@@ -302,38 +312,45 @@ void sleep_a_while() {
 
 } // namespace
 
-int record_main(std::span<char* const> args) {
-    if (args.size() == 1 &&
-        (std::strcmp(args[0], "--help") == 0 || std::strcmp(args[0], "-h") == 0)) {
-        std::fputs(kUsage, stdout);
-        return 0;
-    }
-    if (args.size() != 2) {
-        fmt::print(stderr, "tpdump record: needs [HOST:]PORT DIR\n{}", kUsage);
-        return 2;
-    }
-    std::string board = args[0];
-    const std::string dir = args[1];
-    const auto colon = board.rfind(':');
-    std::string host = colon == std::string::npos ? "localhost" : board.substr(0, colon);
-    const std::string port = colon == std::string::npos ? board : board.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    if (host.empty()) host = "localhost";
-    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-        fmt::print(stderr, "tpdump record: cannot make {}: {}\n", dir, std::strerror(errno));
-        return 1;
-    }
+std::optional<BoardAddress> parse_board(const std::string& text) {
+    const auto colon = text.rfind(':');
+    BoardAddress board{colon == std::string::npos ? std::string() : text.substr(0, colon),
+                       colon == std::string::npos ? text : text.substr(colon + 1)};
+    if (board.port.empty() || board.port.size() > 5 ||
+        board.port.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    if (board.host.size() >= 2 && board.host.front() == '[' && board.host.back() == ']')
+        board.host = board.host.substr(1, board.host.size() - 2);
+    if (board.host.empty()) board.host = "localhost";
+    return board;
+}
+
+void stop_on_signals() {
     struct sigaction stop {};
     stop.sa_handler = on_stop_signal; // no SA_RESTART: a blocked read returns
     sigaction(SIGINT, &stop, nullptr);
     sigaction(SIGTERM, &stop, nullptr);
+}
 
+bool stop_requested() {
+    return g_stop;
+}
+
+void request_stop() {
+    g_stop = true;
+}
+
+int record_from_board(const BoardAddress& board, const std::string& dir, std::FILE* messages) {
+    g_messages = messages;
+    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+        say(fmt::format("cannot make {}: {}", dir, std::strerror(errno)));
+        return 1;
+    }
     StreamState state = load_state(dir);
     Folder folder(dir);
     bool said_waiting = false;
     while (!g_stop) {
-        auto fd = connect_to(host, port);
+        auto fd = connect_to(board.host, board.port);
         if (!fd) {
             if (!said_waiting) say(fmt::format("waiting for the board: {}", fd.error().text));
             said_waiting = true;
@@ -341,7 +358,7 @@ int record_main(std::span<char* const> args) {
             continue;
         }
         said_waiting = false;
-        say(fmt::format("connected to {}:{}", host, port));
+        say(fmt::format("connected to {}:{}", board.host, board.port));
         const Error why = serve_link(*fd, dir, state, folder);
         close(*fd);
         if (g_stop) break;
@@ -354,6 +371,21 @@ int record_main(std::span<char* const> args) {
         folder.skipped() ? fmt::format(" ({} write(s) to files not here skipped)", folder.skipped())
                          : std::string()));
     return 0;
+}
+
+int record_main(std::span<char* const> args) {
+    if (args.size() == 1 &&
+        (std::strcmp(args[0], "--help") == 0 || std::strcmp(args[0], "-h") == 0)) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    const auto board = args.size() == 2 ? parse_board(args[0]) : std::nullopt;
+    if (!board) {
+        fmt::print(stderr, "tpdump record: needs [HOST:]PORT DIR\n{}", kUsage);
+        return 2;
+    }
+    stop_on_signals();
+    return record_from_board(*board, args[1], stdout);
 }
 
 } // namespace tpagent::tpdump
