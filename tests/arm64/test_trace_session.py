@@ -10,12 +10,14 @@ every 10 rounds) until the file exists on the board.
 import json
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import shared
+from harness import Server, wait_until
 from scenario import TO_MAIN, parse_tdump, parse_tfind, parse_tstatus
 from board import REPO, BoardFastTrace, BoardScenario
 
@@ -124,6 +126,37 @@ def test_recording_on_the_board(arm64):
     t = s.gdb(f"target tfile {local}", "tstatus", "tfind start", connect=False)
     assert parse_tstatus(t.of("tstatus")).buffered == last, t.of("tstatus")
     assert parse_tfind(t.of("tfind start")) == (0, 1), t.of("tfind start")
+
+
+@FAST_ONLY
+def test_streaming_from_the_board(arm64):
+    """--record-host on the board, `tpdump record` on the host through a forwarded port: a fast
+    tracepoint's 200 frames reach the host's folder in files of 64 KiB, rotated as on the
+    board; tpdump reads the folder as one run, the 200 frames in order."""
+    tpdump = Path(os.environ.get("TPDUMP") or REPO / "build" / "default" / "bin" / "tpdump")
+    if not tpdump.is_file():
+        pytest.skip(f"no host tpdump at {tpdump} to receive the board's stream")
+    host_port, board_port = arm64.board.next_stub()
+    folder = arm64.tmp / "streamed"
+    s = BoardFastTrace(arm64, PROGRAM, "200",
+                       options=("--record-host", f"0.0.0.0:{board_port}", "--record-size", "64K"))
+    tool = Server([str(tpdump), "record", f"127.0.0.1:{host_port}", str(folder)], arm64.reaper)
+    tool.wait_for(r"streaming from operation 1", timeout=120)
+    define = s.define(*shared.tracer(True)(s.at("record_first"), "collect $regs, iteration"))
+    r = s.gdb(*TO_MAIN, define, "break finished", "tstart", "continue", "tstop", "tstatus")
+    m = re.search(r"recorded 200 frame\(s\) into (\d+) file\(s\) in the host stream", r.of("tstatus"))
+    assert m and int(m.group(1)) >= 3, r.of("tstatus")
+    # The run ended at tstop: its last file ends on the host too.
+    assert wait_until(lambda: len(re.findall(r"\.tf ended:", tool.output)) == int(m.group(1)), timeout=120), tool.output
+    tool.proc.send_signal(signal.SIGTERM)
+    assert tool.wait_exit() == 0, tool.output
+    whole = subprocess.run([str(tpdump), "--json", "--registers", "none", str(folder)], capture_output=True,
+                           text=True, timeout=60)
+    assert whole.returncode == 0, whole.stderr
+    frames = [json.loads(line) for line in whole.stdout.splitlines() if '"frame"' in line]
+    assert [f["frame"] for f in frames] == list(range(200))
+    iterations = [int.from_bytes(bytes.fromhex(f["memory"][0]["hex"]), "little") for f in frames]
+    assert iterations == list(range(iterations[0], iterations[0] + 200)), iterations[:5]
 
 
 @FAST_ONLY
