@@ -5,7 +5,7 @@ recording and against LTTng-UST recording the same payload from the same program
 side by side.
 
 Usage: bench/record.py [--tpagent PATH] [--threads 1,2,4] [--gaps 0,2000] [--ms MS]
-                       [--base-ms MS] [--repeat R] [--buffer-mib M] [--dir DIR]
+                       [--base-ms MS] [--repeat R] [--buffer-mib M] [--dir DIR] [--sink host]
        bench/record.py --soak SECONDS [--soak-threads 4] [--soak-gap NS] [--files N] ...
 
 programs/ftrace_loop.c (see bench/ftrace.py) calls traced() in a loop, untraced then traced,
@@ -16,6 +16,8 @@ throttles the rate so that a recording can keep up). Columns, for each thread co
   removed after each run): frames recorded a second and MB a second of traced loop, frames
   not recorded (tstatus's notes: not collected for want of room, lost, not written), and
   tpagent's CPU time and largest RSS (/usr/bin/time around it).
+  With --sink host, the recording is streamed instead (--record-host) to `tpdump record` on
+  this machine, which makes the files in --dir; MB/s are of the files the host made.
 - LTTng-UST: ftrace_loop.c built with its LTTng tracepoint (18 longs + the 64 B, see
   programs/ftrace_loop_lttng.h), a session recording to --dir in discard mode with 8
   subbuffers of 4 MiB a CPU (a larger channel than LTTng's default, which lost events where
@@ -36,6 +38,7 @@ import os
 import re
 import subprocess
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -67,12 +70,42 @@ def count(pattern: str, text: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def recorded_run(server: ftrace.Server, args, threads: int, workdir: Path, record_dir: Path) -> dict:
-    """One tpagent run; with --record, its figures from tstatus's notes and /usr/bin/time."""
+def receive_stream(port: int, record_dir: Path) -> subprocess.Popen:
+    """tpdump record on this machine: the host end of --sink host."""
+    tpdump = Path(__file__).resolve().parent.parent / "build" / "default" / "bin" / "tpdump"
+    return subprocess.Popen([str(tpdump), "record", f"127.0.0.1:{port}", str(record_dir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def until_stream_settles(record_dir: Path, limit_s: float = 60) -> None:
+    """Until the host tool's state has not changed for 2 s: everything sent is kept."""
+    state, last, since = record_dir / ".tpdump-record", None, time.monotonic()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        now = state.read_text() if state.exists() else None
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= 2:
+            return
+        time.sleep(0.2)
+
+
+def recorded_run(server: ftrace.Server, args, threads: int, workdir: Path, record_dir: Path,
+                 stream_port: int | None = None) -> dict:
+    """One tpagent run; with --record, its figures from tstatus's notes and /usr/bin/time. With
+    STREAM_PORT (--record-host), tpdump record receives the stream into RECORD_DIR."""
     shutil.rmtree(record_dir, ignore_errors=True)
     record_dir.mkdir(parents=True)
     args.after_tstop = [USAGE_COMMAND]
-    r = ftrace.run(server, PAYLOADS[args.payload], threads, args, workdir)
+    receiver = receive_stream(stream_port, record_dir) if stream_port else None
+    try:
+        r = ftrace.run(server, PAYLOADS[args.payload], threads, args, workdir)
+        if receiver:
+            until_stream_settles(record_dir)
+    finally:
+        if receiver:
+            receiver.terminate()
+            receiver.wait()
     notes = NOTES.findall(r["text"])
     note = notes[-1] if notes else ""  # after tstop: every frame taken
     r["recorded"] = count(r"recorded (\d+) frame", note)
@@ -224,6 +257,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure, median taken (default 3)")
     parser.add_argument("--buffer-mib", type=int, default=16, help="trace buffer size (default 16 MiB)")
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where recordings go (default /var/tmp)")
+    parser.add_argument("--sink", choices=["folder", "host"], default="folder",
+                        help="where the --record column records: files in --dir (default), or "
+                             "--record-host to tpdump record on this machine, into --dir")
     parser.add_argument("--soak", type=int, help="one recording of SECONDS instead of the table")
     parser.add_argument("--soak-threads", type=int, default=4)
     parser.add_argument("--soak-gap", type=int, default=400000, help="ns between calls in --soak (default 400000)")
@@ -251,13 +287,20 @@ def main() -> int:
             except RuntimeError as e:
                 why_no_lttng = str(e)
         plain = tpagent_server(tpagent, tplib, exe)
-        recording = tpagent_server(tpagent, tplib, exe, "--record", str(record_dir), "--record-size", "64M")
+        stream_port = None
+        if args.sink == "host":
+            with socket.socket() as probe:  # a free port for the stream
+                probe.bind(("127.0.0.1", 0))
+                stream_port = probe.getsockname()[1]
+            recording = tpagent_server(tpagent, tplib, exe, "--record-host", f":{stream_port}", "--record-size", "64M")
+        else:
+            recording = tpagent_server(tpagent, tplib, exe, "--record", str(record_dir), "--record-size", "64M")
 
         def no_lttng(threads):
             raise RuntimeError(why_no_lttng)
         columns = {
             "plain": lambda threads: recorded_run(plain, args, threads, workdir, record_dir),
-            "record": lambda threads: recorded_run(recording, args, threads, workdir, record_dir),
+            "record": lambda threads: recorded_run(recording, args, threads, workdir, record_dir, stream_port),
             "lttng": (lambda threads: lttng_run(lttng_exe, args, threads, workdir)) if lttng_exe else no_lttng,
         }
         for gap in [int(g) for g in args.gaps.split(",")]:

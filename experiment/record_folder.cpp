@@ -86,12 +86,21 @@ std::optional<Error> FolderSink::under_floor(std::uint64_t min_free) const {
     return experiment::under_floor(dir_, min_free);
 }
 
+// A file begins under a name no reader takes (PATH.new) and gets its own with its first bytes
+// (the text section): a kill -9 in between leaves no empty trace-NNNNNN.tf that nothing could
+// seal, only a PATH.new that the next create of that number replaces.
 Status FolderSink::create(std::uint64_t number) {
-    const std::string path = name(number);
-    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd_ < 0) return file_system_error("cannot create", path);
+    const std::string path = name(number), begun = path + ".new";
+    struct stat st {};
+    if (lstat(path.c_str(), &st) == 0) {
+        errno = EEXIST;
+        return file_system_error("cannot create", path);
+    }
+    fd_ = open(begun.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ < 0) return file_system_error("cannot create", begun);
     current_ = number;
     size_ = 0;
+    named_ = false;
     return ok_status();
 }
 
@@ -114,6 +123,11 @@ Status FolderSink::append(std::span<const std::uint8_t> bytes) {
         written += static_cast<std::uint64_t>(n);
     }
     size_ += written;
+    if (!named_) {
+        if (rename((name(current_) + ".new").c_str(), name(current_).c_str()) != 0)
+            return file_system_error("cannot name", name(current_));
+        named_ = true;
+    }
     return ok_status();
 }
 
@@ -136,7 +150,7 @@ Status FolderSink::end() {
 void FolderSink::abandon() {
     close(fd_);
     fd_ = -1;
-    unlink(name(current_).c_str());
+    unlink((named_ ? name(current_) : name(current_) + ".new").c_str());
 }
 
 Status FolderSink::remove(std::uint64_t number) {

@@ -50,6 +50,7 @@ class FolderSink final : public RecordSink {
     int fd_ = -1;
     std::uint64_t current_ = 0; // the current file's number
     std::uint64_t size_ = 0;    // its bytes written
+    bool named_ = false;        // renamed from its .new name (at its first bytes)
 };
 
 } // namespace tpagent::experiment

@@ -40,6 +40,8 @@ inline constexpr std::size_t kRecordAckSize = 8;
 // The most one Write carries: a batch of frames (1 MiB) with a frame over it, or a text section
 // with many tracepoints. More is a broken or hostile peer.
 inline constexpr std::uint64_t kRecordMaxOpBytes = 64u << 20;
+// No file reaches this (--record-size is at most 1 TiB, and a file ends past it): an offset past it is refused.
+inline constexpr std::uint64_t kRecordMaxFileBytes = std::uint64_t{1} << 41;
 
 struct RecordHello {
     std::uint64_t stream = 0;
@@ -52,8 +54,8 @@ Result<RecordHello> decode_hello(std::span<const std::uint8_t, kRecordHelloSize>
 Result<RecordHello> decode_resume(std::span<const std::uint8_t, kRecordHelloSize> bytes);
 
 std::array<std::uint8_t, kRecordOpHeaderSize> encode_op_header(const RecordOpHeader& op);
-// An Error for an unknown kind or a length over kRecordMaxOpBytes (or a Create, End or Remove
-// carrying bytes).
+// An Error for an unknown kind, a length over kRecordMaxOpBytes (or a Create, End or Remove
+// carrying bytes), or a write past kRecordMaxFileBytes.
 Result<RecordOpHeader> decode_op_header(std::span<const std::uint8_t, kRecordOpHeaderSize> bytes);
 
 std::array<std::uint8_t, kRecordAckSize> encode_ack(std::uint64_t applied);
