@@ -77,9 +77,9 @@ Result<RecordOpHeader> decode_op_header(std::span<const std::uint8_t, kRecordOpH
             ErrorCode::TooLarge,
             fmt::format("record stream: operation {} carries {} bytes", op.seq, op.length));
     if (op.offset > kRecordMaxFileBytes || op.offset + op.length > kRecordMaxFileBytes)
-        return make_error(ErrorCode::TooLarge,
-                          fmt::format("record stream: operation {} writes at {}, past 2 TiB",
-                                      op.seq, op.offset));
+        return make_error(
+            ErrorCode::TooLarge,
+            fmt::format("record stream: operation {} writes at {}, past 2 TiB", op.seq, op.offset));
     return op;
 }
 

@@ -40,7 +40,8 @@ inline constexpr std::size_t kRecordAckSize = 8;
 // The most one Write carries: a batch of frames (1 MiB) with a frame over it, or a text section
 // with many tracepoints. More is a broken or hostile peer.
 inline constexpr std::uint64_t kRecordMaxOpBytes = 64u << 20;
-// No file reaches this (--record-size is at most 1 TiB, and a file ends past it): an offset past it is refused.
+// No file reaches this (--record-size is at most 1 TiB, and a file ends once past it): a
+// write past it is refused.
 inline constexpr std::uint64_t kRecordMaxFileBytes = std::uint64_t{1} << 41;
 
 struct RecordHello {

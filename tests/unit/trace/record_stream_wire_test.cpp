@@ -36,8 +36,8 @@ TEST_CASE("record stream: bad operations are refused", "[record-stream]") {
     auto e = trace::decode_op_header(unknown);
     REQUIRE_FALSE(e);
     CHECK(e.error().text.find("unknown operation 9") != std::string::npos);
-    auto far = trace::encode_op_header(
-        {trace::RecordOpKind::Write, 1, 1, trace::kRecordMaxFileBytes, 1});
+    auto far =
+        trace::encode_op_header({trace::RecordOpKind::Write, 1, 1, trace::kRecordMaxFileBytes, 1});
     CHECK_FALSE(trace::decode_op_header(far));
     std::array<std::uint8_t, trace::kRecordHelloSize> garbage{};
     CHECK_FALSE(trace::decode_hello(garbage));
