@@ -36,24 +36,11 @@ RecordStream::~RecordStream() {
 }
 
 Status RecordStream::open() {
-    error_code ec;
-    auto address = asio::ip::make_address(endpoint_.host, ec);
-    if (ec) {
-        auto resolved = resolve_host(endpoint_);
-        if (!resolved) return resolved.error();
-        address = *resolved;
-    }
-    const asio::ip::tcp::endpoint where(address, endpoint_.port);
-    acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
-    acceptor_->open(where.protocol(), ec);
-    if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_->bind(where, ec);
-    if (!ec) acceptor_->listen(1, ec);
-    if (!ec) close_on_exec(acceptor_->native_handle());
-    if (ec)
-        return make_error(
-            ErrorCode::SystemError,
-            fmt::format("--record-host {}: can't bind address: {}.", endpoint_.spec, ec.message()));
+    auto acceptor = listen_tcp(io_, endpoint_);
+    if (!acceptor)
+        return make_error(acceptor.error().code, fmt::format("--record-host {}: {}", endpoint_.spec,
+                                                             acceptor.error().text));
+    acceptor_ = std::move(*acceptor);
     accept();
     return ok_status();
 }

@@ -171,27 +171,31 @@ Status Listener::open() {
     return ok_status();
 }
 
-Status Listener::bind_tcp() {
+Result<std::unique_ptr<asio::ip::tcp::acceptor>> listen_tcp(asio::io_context& io,
+                                                            const Endpoint& ep) {
     error_code ec;
-    auto addr = asio::ip::make_address(ep_.host, ec);
+    auto addr = asio::ip::make_address(ep.host, ec);
     if (ec) {
-        auto resolved = resolve_host(ep_);
+        auto resolved = resolve_host(ep);
         if (!resolved) return resolved.error();
         addr = *resolved;
     }
-    asio::ip::tcp::endpoint endpoint(addr, ep_.port);
-    acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
-    acceptor_->open(endpoint.protocol(), ec);
-    if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_->bind(endpoint, ec);
-    if (!ec) acceptor_->listen(1, ec);
-    if (!ec) close_on_exec(acceptor_->native_handle());
-    if (ec) {
-        if (ec == asio::error::address_in_use)
-            return make_error(ErrorCode::SystemError,
-                              "Can't bind address: Address already in use.");
+    const asio::ip::tcp::endpoint endpoint(addr, ep.port);
+    auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(io);
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (!ec) acceptor->listen(1, ec);
+    if (ec) // gdbserver's words
         return make_error(ErrorCode::SystemError, "Can't bind address: " + ec.message() + ".");
-    }
+    close_on_exec(acceptor->native_handle());
+    return acceptor;
+}
+
+Status Listener::bind_tcp() {
+    auto acceptor = listen_tcp(io_, ep_);
+    if (!acceptor) return acceptor.error();
+    acceptor_ = std::move(*acceptor);
     return ok_status();
 }
 

@@ -37,6 +37,10 @@ Result<boost::asio::ip::address> resolve_host(const Endpoint& ep);
 // Keepalive probes and a bound on unacknowledged data, so that a peer whose host vanished (no
 // FIN, no RST) is seen gone within about 25 s.
 void detect_vanished_peer(boost::asio::ip::tcp::socket& socket);
+// An acceptor bound to a TCP endpoint and listening, closed in the programs tpagent starts; or
+// why not, as gdbserver says it ("Can't bind address: ...").
+Result<std::unique_ptr<boost::asio::ip::tcp::acceptor>> listen_tcp(boost::asio::io_context& io,
+                                                                   const Endpoint& ep);
 // A socket of tpagent's closed in the programs it starts (they would hold its ports open).
 void close_on_exec(int fd);
 // A port: decimal digits, 0 to 65535.
