@@ -13,6 +13,8 @@ using boost::system::error_code;
 namespace {
 // Operations gathered into one write to the host.
 constexpr std::size_t kWriteOps = 64;
+// A host must answer the Hello within this: until then no other may connect.
+constexpr std::chrono::seconds kGreetingTime{10};
 
 void say(const std::string& line) {
     fmt::print(stderr, "{}\n", line);
@@ -29,7 +31,7 @@ std::uint64_t new_stream_id() {
 RecordStream::RecordStream(asio::io_context& io, Endpoint endpoint, AddressFilter allowed,
                            std::uint64_t backlog_bytes)
     : io_(io), endpoint_(std::move(endpoint)), allowed_(std::move(allowed)),
-      backlog_bytes_(backlog_bytes), stream_id_(new_stream_id()) {}
+      backlog_bytes_(backlog_bytes), stream_id_(new_stream_id()), greeting_timer_(io) {}
 
 RecordStream::~RecordStream() {
     close();
@@ -63,6 +65,7 @@ void RecordStream::close() {
     error_code ec;
     if (acceptor_) acceptor_->close(ec);
     if (socket_) socket_->close(ec);
+    greeting_timer_.cancel();
     ++generation_;
     link_ = Link::None;
 }
@@ -71,6 +74,8 @@ std::string RecordStream::describe() const {
     std::string s = fmt::format("the host stream on port {}", port());
     if (link_ == Link::Streaming)
         s += fmt::format(" (to {}", host_);
+    else if (link_ == Link::Greeting)
+        s += fmt::format(" ({} connecting", host_);
     else
         s += " (no host connected";
     if (!ops_.empty())
@@ -142,9 +147,14 @@ void RecordStream::accept() {
         if (!allowed_.empty() && (e2 || !allowed_.allows(remote.address()))) {
             say(fmt::format("Refused a record stream connection from {}: not in --allow", from));
             socket.close(e2);
+        } else if (link_ != Link::None) {
+            // One host at a time: two taking turns would each find the other's operations gone.
+            // A link that died unseen is found out within about 25 s (detect_vanished_peer),
+            // a host that never answers its Hello within kGreetingTime.
+            say(fmt::format("Refused a record stream connection from {}: streaming to {}", from,
+                            host_));
+            socket.close(e2);
         } else {
-            // The newest host wins: the one before may be a link that died unseen.
-            if (link_ != Link::None) drop_host("another host connected");
             socket.set_option(asio::ip::tcp::no_delay(true), e2);
             close_on_exec(socket.native_handle());
             detect_vanished_peer(socket);
@@ -162,6 +172,11 @@ void RecordStream::accept() {
 void RecordStream::greet() {
     link_ = Link::Greeting;
     const std::uint64_t gen = ++generation_;
+    greeting_timer_.expires_after(kGreetingTime);
+    greeting_timer_.async_wait([this, gen](const error_code& ec) {
+        if (!ec && gen == generation_ && link_ == Link::Greeting)
+            drop_host("no answer to its greeting");
+    });
     hello_ = trace::encode_hello({stream_id_, first_seq_});
     asio::async_write(
         *socket_, asio::buffer(hello_), [this, gen](const error_code& ec, std::size_t) {
@@ -175,12 +190,13 @@ void RecordStream::greet() {
                     if (!resume) return drop_host(resume.error().text);
                     // A host that kept part of this stream goes on after it; any other from the
                     // oldest operation held (it sees from the Hello what is gone).
-                    std::uint64_t kept = resume->stream == stream_id_ ? resume->number : 0;
+                    const std::uint64_t kept = resume->stream == stream_id_ ? resume->number : 0;
                     if (kept >= next_seq())
                         return drop_host("it says it kept operations never sent");
-                    forget_up_to(kept);
+                    greeting_timer_.cancel();
+                    acked_ = kept; // this host's: what an earlier one kept is not its
                     sent_ = std::max(kept, first_seq_ - 1);
-                    sending_ = 0;
+                    forget_up_to(kept);
                     link_ = Link::Streaming;
                     read_acks();
                     send();
@@ -201,11 +217,10 @@ void RecordStream::read_acks() {
     });
 }
 
-// Operations sent whole and kept by the host leave the log (those of a write under way stay:
-// its buffers point into them).
+// Operations the host has kept leave the log, but none a write still points into (one under
+// way, or one a dropped link's socket has not given back yet).
 void RecordStream::forget_up_to(std::uint64_t seq) {
-    acked_ = std::max(acked_, seq);
-    while (!ops_.empty() && first_seq_ <= seq && (sending_ == 0 || first_seq_ <= sent_)) {
+    while (!ops_.empty() && first_seq_ <= seq && !(writing_ && first_seq_ >= writing_from_)) {
         log_bytes_ -= trace::kRecordOpHeaderSize + ops_.front().bytes.size();
         ops_.pop_front();
         ++first_seq_;
@@ -213,7 +228,7 @@ void RecordStream::forget_up_to(std::uint64_t seq) {
 }
 
 void RecordStream::send() {
-    if (link_ != Link::Streaming || sending_ != 0 || sent_ + 1 >= next_seq()) return;
+    if (link_ != Link::Streaming || writing_ || sent_ + 1 >= next_seq()) return;
     std::vector<asio::const_buffer> buffers;
     std::uint64_t seq = sent_ + 1;
     for (; seq < next_seq() && buffers.size() < 2 * kWriteOps; ++seq) {
@@ -221,14 +236,16 @@ void RecordStream::send() {
         buffers.emplace_back(asio::buffer(op.header));
         if (!op.bytes.empty()) buffers.emplace_back(asio::buffer(op.bytes));
     }
-    sending_ = seq - 1;
-    const std::uint64_t gen = generation_;
-    asio::async_write(*socket_, buffers, [this, gen](const error_code& ec, std::size_t) {
-        if (gen != generation_) return;
-        if (ec) return drop_host(ec.message());
-        sent_ = sending_;
-        sending_ = 0;
-        forget_up_to(std::min(acked_, sent_));
+    writing_ = true;
+    writing_from_ = sent_ + 1;
+    const std::uint64_t gen = generation_, last = seq - 1;
+    asio::async_write(*socket_, buffers, [this, gen, last](const error_code& ec, std::size_t) {
+        writing_ = false; // the buffers are free again, whichever link this was
+        if (gen == generation_) {
+            if (ec) return drop_host(ec.message());
+            sent_ = last;
+        }
+        if (link_ == Link::Streaming) forget_up_to(std::min(acked_, sent_));
         send();
     });
 }
@@ -236,9 +253,9 @@ void RecordStream::send() {
 void RecordStream::drop_host(const std::string& why) {
     error_code ec;
     if (socket_) socket_->close(ec);
+    greeting_timer_.cancel();
     ++generation_;
     link_ = Link::None;
-    sending_ = 0;
     say(fmt::format("Record stream to {} ended: {}; {} operation(s) ({} KiB) kept for the next "
                     "host",
                     host_, why, ops_.size(), log_bytes_ >> 10));

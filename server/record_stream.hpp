@@ -35,7 +35,7 @@ class RecordStream final : public experiment::RecordSink {
     // Where it goes and how far the host is: for tstatus and `monitor record`.
     std::string describe() const;
     unsigned short port() const;
-    // The operations no host has kept yet, their bytes, and the last one a host kept.
+    // The operations no host has kept yet, their bytes, and the last one the host kept.
     std::size_t undelivered() const { return ops_.size(); }
     std::uint64_t undelivered_bytes() const { return log_bytes_; }
     std::uint64_t kept() const { return acked_; }
@@ -83,7 +83,7 @@ class RecordStream final : public experiment::RecordSink {
     std::deque<Op> ops_;
     std::uint64_t first_seq_ = 1;
     std::uint64_t log_bytes_ = 0;
-    std::uint64_t acked_ = 0; // the last operation a host said it kept
+    std::uint64_t acked_ = 0; // the last operation the host served said it kept
 
     std::uint64_t last_file_ = 0, current_ = 0, current_size_ = 0;
     bool has_current_ = false;
@@ -92,9 +92,13 @@ class RecordStream final : public experiment::RecordSink {
     std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
     std::uint64_t generation_ = 0;
     Link link_ = Link::None;
-    std::string host_;          // "host H, port P"
-    std::uint64_t sent_ = 0;    // the last operation sent whole to it
-    std::uint64_t sending_ = 0; // the last operation of the write under way; 0: none
+    std::string host_;       // "host H, port P"
+    std::uint64_t sent_ = 0; // the last operation sent whole to it
+    // A write under way (of this link or a dropped one), from this operation on: its buffers
+    // point into the log.
+    bool writing_ = false;
+    std::uint64_t writing_from_ = 0;
+    boost::asio::steady_timer greeting_timer_;
     std::array<std::uint8_t, trace::kRecordHelloSize> hello_{}, resume_{};
     std::array<std::uint8_t, trace::kRecordAckSize> ack_{};
     std::uint64_t links_ = 0; // hosts served, ever

@@ -82,7 +82,7 @@ void Server::watch_recording() {
         experiment::RecordOptions settings{
             options_.record_dir.value_or(""), options_.record_file_bytes, options_.record_files,
             options_.record_min_free, std::chrono::seconds(options_.record_seconds)};
-        if (record_stream_)
+        if (options_.record_host && record_stream_)
             recorder_.emplace(std::move(settings), record_stream_);
         else
             recorder_.emplace(std::move(settings));
@@ -118,7 +118,7 @@ bool Server::recording_on() const {
 }
 
 std::string Server::recording_place() const {
-    if (options_.record_dir) return *options_.record_dir;
+    if (options_.record_dir || !options_.record_host) return options_.record_dir.value_or("");
     return record_stream_ ? record_stream_->describe() : std::string("nowhere");
 }
 
@@ -147,7 +147,7 @@ Result<std::string> Server::record_command(std::string_view args) {
         experiment_.set_recording_note({});
         return std::string("Trace runs are not recorded from now on.\n");
     }
-    if (record_stream_)
+    if (options_.record_host)
         return make_error(ErrorCode::NotAllowed,
                           "Recording goes to the host stream (--record-host): monitor record "
                           "off first.");

@@ -121,16 +121,22 @@ def calls_in(s: Scenario, files: list[Path]) -> list[int]:
 def test_every_frame_reaches_the_host(e2e):
     """The host tool connected from the start: the files it makes hold each of the 2 x CALLS
     frames once, in collection order, rotated at --record-size; tstatus says where they went;
-    tpagent, at its end, hands the host the run's last operations before it exits."""
+    tpagent, at its end, hands the host the run's last operations before it exits. A second
+    host tool meanwhile is turned away."""
     directory = e2e.tmp / "host"
     s, port = streamed_run(e2e, "--record-size", "1M")
     tool = host_tool(e2e, port, directory)
     tool.wait_for(r"streaming from operation 1")
+    # One host at a time: a second is turned away, the first streams on.
+    second = host_tool(e2e, port, e2e.tmp / "second")
+    s.server.wait_for(r"^Refused a record stream connection from host 127\.0\.0\.1, port \d+: streaming to host")
+    stop_host_tool(second)
     r = define_and_run(s)
     s.server.wait_exit()
     assert "no host has kept" not in s.server.output, s.server.output
     tool.wait_for(r"link ended: the board closed the link")
     out = stop_host_tool(tool)
+    assert not list((e2e.tmp / "second").glob("trace-*.tf"))
     files = recorded(directory)
     assert len(files) >= 4 and sum(f.stat().st_size for f in files) > 4 * BUFFER, files
     assert calls_in(s, files) == [i for i in range(CALLS) for _ in range(2)]

@@ -211,7 +211,14 @@ int follow_board(const Options& options, std::FILE* out) {
     std::thread receiver([&] { record_from_board(*board, dir, stderr); });
     Options followed = options;
     followed.path = dir;
-    const int code = follow_folder(followed, out, stop_requested);
+    int code = 1;
+    try {
+        code = follow_folder(followed, out, stop_requested);
+    } catch (...) {
+        request_stop();
+        receiver.join();
+        throw;
+    }
     request_stop(); // the follower's own end too
     receiver.join();
     std::error_code ignored;

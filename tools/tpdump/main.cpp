@@ -97,7 +97,9 @@ static int run(int argc, char** argv) {
     }
     const bool folder = std::filesystem::is_directory(options->path);
     if (options->follow) {
-        if (!folder && tpdump::parse_board(options->path))
+        // HOST:PORT or :PORT (a bare number could be a folder's name mistyped).
+        if (!folder && options->path.find(':') != std::string::npos &&
+            tpdump::parse_board(options->path))
             return tpdump::follow_board(*options, stdout);
         if (!folder)
             return usage_error(make_error(
