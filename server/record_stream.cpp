@@ -34,7 +34,9 @@ RecordStream::RecordStream(asio::io_context& io, Endpoint endpoint, AddressFilte
       backlog_bytes_(backlog_bytes), stream_id_(new_stream_id()), greeting_timer_(io) {}
 
 RecordStream::~RecordStream() {
-    close();
+    error_code ec; // the timer cancels itself
+    if (acceptor_) acceptor_->close(ec);
+    if (socket_) socket_->close(ec);
 }
 
 Status RecordStream::open() {
