@@ -211,28 +211,37 @@ class Folder {
     std::string dir_;
     int fd_ = -1;
     std::uint64_t open_ = 0; // the number of the file fd_ is
+    bool named_ = true;      // it has its name (it is not NAME.new still)
     std::uint64_t skipped_ = 0;
 };
 
 Status Folder::apply(const trace::RecordOpHeader& op, std::span<const std::uint8_t> bytes,
                      std::uint64_t base) {
     const std::uint64_t number = base + op.file;
-    const std::string where = path(number);
+    const std::string where = path(number), begun = where + ".new";
     auto fail = [&](const char* what) {
         return make_error(ErrorCode::SystemError,
                           fmt::format("cannot {} {}: {}", what, where, std::strerror(errno)));
     };
     switch (op.kind) {
     case trace::RecordOpKind::Create:
+        // Under a name no reader takes until its first bytes (as tpagent's own folder does): a
+        // board gone in between leaves no empty trace file.
         close_file();
-        fd_ = open(where.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        fd_ = open(begun.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd_ < 0) return fail("create");
         open_ = number;
+        named_ = false;
         return ok_status();
     case trace::RecordOpKind::Write: {
         if (fd_ < 0 || open_ != number) {
             close_file();
+            named_ = true;
             fd_ = open(where.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd_ < 0 && errno == ENOENT) { // begun, then tpdump record stopped
+                fd_ = open(begun.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+                named_ = false;
+            }
             if (fd_ < 0 && errno == ENOENT) { // removed since, or begun before what we have
                 ++skipped_;
                 return ok_status();
@@ -251,6 +260,10 @@ Status Folder::apply(const trace::RecordOpHeader& op, std::span<const std::uint8
             left = left.subspan(static_cast<std::size_t>(n));
             offset += static_cast<std::uint64_t>(n);
         }
+        if (!named_) {
+            if (rename(begun.c_str(), where.c_str()) != 0) return fail("name");
+            named_ = true;
+        }
         return ok_status();
     }
     case trace::RecordOpKind::End: {
@@ -266,6 +279,7 @@ Status Folder::apply(const trace::RecordOpHeader& op, std::span<const std::uint8
     }
     case trace::RecordOpKind::Remove:
         if (fd_ >= 0 && open_ == number) close_file();
+        unlink(begun.c_str());
         if (unlink(where.c_str()) != 0 && errno != ENOENT) return fail("remove");
         return ok_status();
     }
