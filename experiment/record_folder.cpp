@@ -39,13 +39,6 @@ std::uint64_t last_file_number(const std::string& dir, std::string_view prefix) 
     return last;
 }
 
-void sync_dir(const std::string& dir) {
-    if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 std::uint64_t default_floor(const std::string& dir) {
     struct statvfs fs {};
     if (statvfs(dir.c_str(), &fs) != 0) return 0;

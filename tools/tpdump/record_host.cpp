@@ -1,11 +1,11 @@
 // See record_host.hpp.
 #include "tools/tpdump/record_host.hpp"
+#include "base/dir_sync.hpp"
 #include "tools/tracefile/trace_folder.hpp"
 #include "trace/record_stream_wire.hpp"
 #include "trace/trace_file_seal.hpp"
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -76,22 +76,6 @@ bool save_state(const std::string& dir, const StreamState& s) {
         if (!out.flush()) return false;
     }
     return std::rename(temp.c_str(), path.c_str()) == 0;
-}
-
-std::uint64_t file_number(const std::string& path) {
-    const auto slash = path.rfind('/');
-    const std::string_view name = std::string_view(path).substr(slash + 1);
-    std::uint64_t n = 0;
-    const auto digits = name.substr(tracefile::kRecordedPrefix.size());
-    std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    return n;
-}
-
-void sync_dir(const std::string& dir) {
-    if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
 }
 
 // A board that vanished (powered off, a NAT entry gone) sends no FIN or RST: probes after 10 s
@@ -202,7 +186,7 @@ class Folder {
 
   private:
     std::string path(std::uint64_t number) const {
-        return fmt::format("{}/{}{:06}.tf", dir_, tracefile::kRecordedPrefix, number);
+        return tracefile::recorded_file_path(dir_, number);
     }
     void close_file() {
         if (fd_ >= 0) close(fd_);
@@ -291,7 +275,7 @@ StreamState begin_stream(const std::string& dir, std::uint64_t stream) {
     StreamState s{stream, 0, 0};
     auto files = tracefile::recorded_files(dir);
     if (files && !files->empty()) {
-        s.base = file_number(files->back());
+        s.base = tracefile::recorded_file_number(files->back()).value_or(0);
         if (auto sealed = trace::seal_trace_file(files->back()); sealed && !sealed->was_sealed)
             say(fmt::format("{} was cut short; sealed: {} whole frame(s) kept", files->back(),
                             sealed->frames));

@@ -12,19 +12,28 @@ namespace tpagent::tracefile {
 
 namespace fs = std::filesystem;
 
+std::optional<std::uint64_t> recorded_file_number(std::string_view path) {
+    const std::string_view name = path.substr(path.rfind('/') + 1); // npos + 1: all of it
+    if (!name.starts_with(kRecordedPrefix) || !name.ends_with(".tf")) return std::nullopt;
+    const std::string_view digits(name.data() + kRecordedPrefix.size(),
+                                  name.size() - kRecordedPrefix.size() - 3);
+    std::uint64_t n = 0;
+    const auto [at, bad] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (bad != std::errc() || at != digits.data() + digits.size() || digits.empty())
+        return std::nullopt;
+    return n;
+}
+
+std::string recorded_file_path(const std::string& dir, std::uint64_t number) {
+    return fmt::format("{}/{}{:06}.tf", dir, kRecordedPrefix, number);
+}
+
 Result<std::vector<std::string>> recorded_files(const std::string& dir) {
     std::vector<std::pair<std::uint64_t, std::string>> found;
     std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (!name.starts_with(kRecordedPrefix) || !name.ends_with(".tf")) continue;
-        const std::string_view digits(name.data() + kRecordedPrefix.size(),
-                                      name.size() - kRecordedPrefix.size() - 3);
-        std::uint64_t n = 0;
-        const auto [at, bad] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-        if (bad == std::errc() && at == digits.data() + digits.size() && !digits.empty())
-            found.emplace_back(n, it->path().string());
-    }
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (const auto n = recorded_file_number(it->path().filename().string()))
+            found.emplace_back(*n, it->path().string());
     if (ec) return make_error(ErrorCode::SystemError, fmt::format("{}: {}", dir, ec.message()));
     std::sort(found.begin(), found.end());
     std::vector<std::string> out;

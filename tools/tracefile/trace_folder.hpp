@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,10 @@ struct TraceFolder {
 
 // The trace-NNNNNN.tf files in `dir`, in number order (full paths).
 Result<std::vector<std::string>> recorded_files(const std::string& dir);
+// NNNNNN of a path or name trace-NNNNNN.tf; nothing for any other name.
+std::optional<std::uint64_t> recorded_file_number(std::string_view path);
+// DIR/trace-NNNNNN.tf.
+std::string recorded_file_path(const std::string& dir, std::uint64_t number);
 // An Error if the folder holds no recorded file that can be read.
 Result<TraceFolder> read_trace_folder(const std::string& dir);
 
