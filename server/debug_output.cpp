@@ -1,6 +1,7 @@
 #include "server/debug_output.hpp"
 
 #include "protocol/hex.hpp"
+#include <cstdio>
 #include <fmt/format.h>
 #include <memory>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -88,6 +89,11 @@ FormatAnswer set_format(std::string_view options) {
         }
     }
     return {said, true};
+}
+
+void say(const std::string& line) {
+    fmt::print(stderr, "{}\n", line);
+    std::fflush(stderr);
 }
 
 } // namespace tpagent::server::debug_output

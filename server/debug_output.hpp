@@ -16,6 +16,9 @@ void set_debug(bool on);
 void set_remote_debug(bool on);
 void set_timestamps(bool on);
 
+// A line on tpagent's stderr, as gdbserver's own lines are (not the log's): flushed at once.
+void say(const std::string& line);
+
 // The packets gdb and tpagent exchange: logged at debug level when either switch is on.
 spdlog::logger& packets();
 

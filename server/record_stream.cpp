@@ -1,5 +1,6 @@
 // See record_stream.hpp.
 #include "server/record_stream.hpp"
+#include "server/debug_output.hpp"
 #include <cstdio>
 #include <fmt/format.h>
 #include <random>
@@ -15,11 +16,6 @@ namespace {
 constexpr std::size_t kWriteOps = 64;
 // A host must answer the Hello within this: until then no other may connect.
 constexpr std::chrono::seconds kGreetingTime{10};
-
-void say(const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    std::fflush(stderr);
-}
 
 std::uint64_t new_stream_id() {
     std::random_device random;
@@ -55,7 +51,8 @@ unsigned short RecordStream::port() const {
 }
 
 void RecordStream::announce() const {
-    say(fmt::format("Record stream on port {}{}", port(),
+    debug_output::say(
+        fmt::format("Record stream on port {}{}", port(),
                     endpoint_.host == "127.0.0.1" || endpoint_.host == "::1"
                         ? fmt::format(" (this machine only; use --record-host 0.0.0.0:{} to "
                                       "stream to another)",
@@ -147,14 +144,15 @@ void RecordStream::accept() {
             e2 ? "host ?, port 0"
                : fmt::format("host {}, port {}", remote.address().to_string(), remote.port());
         if (!allowed_.empty() && (e2 || !allowed_.allows(remote.address()))) {
-            say(fmt::format("Refused a record stream connection from {}: not in --allow", from));
+            debug_output::say(
+                fmt::format("Refused a record stream connection from {}: not in --allow", from));
             socket.close(e2);
         } else if (link_ != Link::None) {
             // One host at a time: two taking turns would each find the other's operations gone.
             // A link that died unseen is found out within about 25 s (detect_vanished_peer),
             // a host that never answers its Hello within kGreetingTime.
-            say(fmt::format("Refused a record stream connection from {}: streaming to {}", from,
-                            host_));
+            debug_output::say(fmt::format(
+                "Refused a record stream connection from {}: streaming to {}", from, host_));
             socket.close(e2);
         } else {
             socket.set_option(asio::ip::tcp::no_delay(true), e2);
@@ -162,8 +160,7 @@ void RecordStream::accept() {
             detect_vanished_peer(socket);
             socket_ = std::make_unique<asio::ip::tcp::socket>(std::move(socket));
             host_ = from;
-            ++links_;
-            say(fmt::format("Record stream to {}", from));
+            debug_output::say(fmt::format("Record stream to {}", from));
             greet();
         }
         if (acceptor_ && acceptor_->is_open()) accept();
@@ -258,7 +255,8 @@ void RecordStream::drop_host(const std::string& why) {
     greeting_timer_.cancel();
     ++generation_;
     link_ = Link::None;
-    say(fmt::format("Record stream to {} ended: {}; {} operation(s) ({} KiB) kept for the next "
+    debug_output::say(
+        fmt::format("Record stream to {} ended: {}; {} operation(s) ({} KiB) kept for the next "
                     "host",
                     host_, why, ops_.size(), log_bytes_ >> 10));
 }

@@ -101,7 +101,6 @@ class RecordStream final : public experiment::RecordSink {
     boost::asio::steady_timer greeting_timer_;
     std::array<std::uint8_t, trace::kRecordHelloSize> hello_{}, resume_{};
     std::array<std::uint8_t, trace::kRecordAckSize> ack_{};
-    std::uint64_t links_ = 0; // hosts served, ever
 };
 
 } // namespace tpagent::server

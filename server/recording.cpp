@@ -1,6 +1,7 @@
 // --record: each trace run recorded into rotating files (experiment/trace_recorder.hpp), the
 // frames moved there by a timer while the run goes on, whether gdb is connected or not.
 #include "server/server.hpp"
+#include "server/debug_output.hpp"
 #include "experiment/trace_file_writer.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
@@ -30,11 +31,6 @@ std::string record_settings(const ServerOptions& o, std::optional<std::uint64_t>
                                  : std::string("a twentieth of the disk"));
 }
 
-// A line on tpagent's stderr, as gdbserver's own (not the log's).
-void say(const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    std::fflush(stderr);
-}
 } // namespace
 
 // At start: the newest file of an earlier recording into the folder, cut by tpagent's end
@@ -46,7 +42,8 @@ void Server::seal_cut_recording() {
     if (!sealed)
         spdlog::warn("recording: {}", sealed.error().text);
     else if (*sealed && !(*sealed)->was_sealed)
-        say(fmt::format("recording: {} was cut short; sealed: {} whole frame(s) kept, {} byte(s) "
+        debug_output::say(
+            fmt::format("recording: {} was cut short; sealed: {} whole frame(s) kept, {} byte(s) "
                         "of a frame removed",
                         (*sealed)->path, (*sealed)->frames, (*sealed)->cut_bytes));
 }
@@ -88,8 +85,8 @@ void Server::watch_recording() {
             recorder_.emplace(std::move(settings));
         const auto xml = arch::host_architecture().feature_xml("target.xml");
         recorder_->start(experiment_, xml ? *xml : std::string());
-        say(fmt::format("recording into {}: {}", recording_place(),
-                        record_settings(options_, recorder_->floor())));
+        debug_output::say(fmt::format("recording into {}: {}", recording_place(),
+                                      record_settings(options_, recorder_->floor())));
         if (!recorder_->refusal().empty()) spdlog::warn("recording: {}", recorder_->refusal());
         note_recording();
     }
@@ -106,7 +103,7 @@ void Server::watch_recording() {
             if (refused.empty() && !recorder_->refusal().empty())
                 spdlog::warn("recording: {}", recorder_->refusal());
             else if (!refused.empty() && recorder_->refusal().empty())
-                say("recording: writing again");
+                debug_output::say("recording: writing again");
             note_recording();
         }
         watch_recording();

@@ -2,6 +2,7 @@
 // trigger: `monitor snapshot`, SIGUSR1 to tpagent, or a tracepoint's hits write the frames the
 // buffer holds into a new file, gdb connected or not, while the trace goes on.
 #include "server/server.hpp"
+#include "server/debug_output.hpp"
 #include "experiment/trace_file_writer.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
@@ -17,12 +18,6 @@ namespace tpagent::server {
 namespace {
 // How often a trigger tracepoint's hits are looked at while a run goes on.
 constexpr std::chrono::milliseconds kTriggerInterval{50};
-
-// A line on tpagent's stderr, as gdbserver's own (not the log's).
-void say(const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    std::fflush(stderr);
-}
 
 // The hits of tracepoint `number`, over all its locations, in this run.
 std::uint64_t hits_of(experiment::TraceExperiment& experiment, std::uint64_t number) {
@@ -47,7 +42,8 @@ void Server::wait_for_snapshot_signal() {
     snapshot_signal_.async_wait([this](const boost::system::error_code& ec, int) {
         if (ec) return;
         if (auto taken = take_snapshot("SIGUSR1"); !taken)
-            say(fmt::format("snapshot (SIGUSR1) not written: {}", taken.error().text));
+            debug_output::say(
+                fmt::format("snapshot (SIGUSR1) not written: {}", taken.error().text));
         wait_for_snapshot_signal();
     });
 }
@@ -63,8 +59,8 @@ Result<experiment::Snapshot> Server::take_snapshot(std::string_view why) {
     std::string line =
         fmt::format("snapshot ({}): {} frame(s) into {}", why, taken->frames, taken->path);
     if (taken->gone) line += fmt::format("; {} overwritten while copied", taken->gone);
-    say(line);
-    if (!taken->warning.empty()) say(fmt::format("snapshot: {}", taken->warning));
+    debug_output::say(line);
+    if (!taken->warning.empty()) debug_output::say(fmt::format("snapshot: {}", taken->warning));
     note_snapshots();
     return taken;
 }
@@ -92,7 +88,7 @@ void Server::check_snapshot_trigger() {
     if (auto taken = take_snapshot(why); taken)
         ++t.written;
     else // said where the successes are said; the next hit tries again
-        say(fmt::format("snapshot ({}) not written: {}", why, taken.error().text));
+        debug_output::say(fmt::format("snapshot ({}) not written: {}", why, taken.error().text));
 }
 
 void Server::watch_snapshot_trigger() {
