@@ -1,9 +1,24 @@
 // gdb's own breakpoints and watchpoints in a traced process (Z0..Z4, z0..z4).
 #pragma once
 #include "base/result.hpp"
+#include "bytecode/program.hpp"
 #include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
 
 namespace tpagent::process {
+
+// What gdb gave a software breakpoint to run where the program runs (RSP `Z0` options): the
+// hit is reported to gdb only if a condition holds (or there is none) and there are no
+// commands; the commands (agent-style dprintf) run at every hit whose condition holds.
+struct BreakpointCode {
+    std::vector<bytecode::Program> conditions; // any one true: the condition holds
+    std::vector<bytecode::Program> commands;
+    bool persist = false; // the commands go on after gdb detaches (`set disconnected-dprintf`)
+
+    bool empty() const { return conditions.empty() && commands.empty(); }
+};
 
 class DebugPoints {
   public:
@@ -11,10 +26,16 @@ class DebugPoints {
 
     // Software breakpoints (Z0), sharing the instruction sites with tracepoints. One at a fast
     // tracepoint's address stops threads before its jump; one inside the instructions the
-    // jump replaces is refused (no thread runs those bytes).
-    virtual Status insert_breakpoint(std::uint64_t addr) = 0;
+    // jump replaces is refused (no thread runs those bytes). Inserting again where one is
+    // replaces its code, as gdb re-sends a breakpoint whose condition changed.
+    virtual Status insert_breakpoint(std::uint64_t addr, BreakpointCode code) = 0;
     virtual Status remove_breakpoint(std::uint64_t addr) = 0;
     virtual bool breakpoint_at(std::uint64_t addr) const = 0;
+    // Where breakpoint commands print (printf of an agent expression), one call per printf.
+    using CommandOutput = std::function<void(std::string_view)>;
+    virtual void set_command_output(CommandOutput output) = 0;
+    // A breakpoint whose commands are to go on after gdb detaches.
+    virtual bool persistent_commands() const = 0;
 
     // Hardware breakpoints and watchpoints (Z1..Z4: `type`), in every thread's debug registers.
     virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;

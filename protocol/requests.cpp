@@ -2,6 +2,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/hex.hpp"
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace tpagent::protocol {
 
@@ -64,8 +65,40 @@ Result<MemoryWrite> parse_memory_write_binary(std::string_view args) {
     return w;
 }
 
+namespace {
+// Agent expressions, each "X<len>,<hex bytes>", one after another to the end of `text`
+// (`;` between them is taken too).
+Status parse_agent_expressions(std::string_view text, std::string_view what,
+                               std::vector<std::vector<std::uint8_t>>& out) {
+    while (!text.empty()) {
+        if (text.front() == ';') { // (gdbserver takes X entries apart by ';' too)
+            text.remove_prefix(1);
+            continue;
+        }
+        if (text.front() != 'X') return bad(fmt::format("{}: expected X<len>,<bytes>", what));
+        const std::size_t comma = text.find(',');
+        if (comma == std::string_view::npos) return bad(fmt::format("{}: missing ','", what));
+        auto len = parse_hex_u64(text.substr(1, comma - 1));
+        if (!len) return bad(fmt::format("{}: bad length", what));
+        if (*len > kMaxAgentExpression)
+            return make_error(ErrorCode::TooLarge,
+                              fmt::format("{}: {} bytes, more than {}", what, *len,
+                                          kMaxAgentExpression));
+        const std::string_view rest = text.substr(comma + 1);
+        if (rest.size() < *len * 2)
+            return bad(fmt::format("{}: {:x} bytes announced, fewer present", what, *len));
+        auto bytes = from_hex(rest.substr(0, *len * 2));
+        if (!bytes) return bad(fmt::format("{}: bad hex bytes", what));
+        out.push_back(std::move(*bytes));
+        text = rest.substr(*len * 2);
+    }
+    return ok_status();
+}
+} // namespace
+
 Result<BreakpointRequest> parse_breakpoint(std::string_view args) {
-    std::string_view head = args.substr(0, args.find(';'));
+    const std::size_t semi = args.find(';');
+    std::string_view head = args.substr(0, semi);
     auto parts = split(head, ',');
     if (parts.size() != 3) return bad("expected type,addr,kind");
     auto type = parse_hex_u64(parts[0]);
@@ -73,7 +106,26 @@ Result<BreakpointRequest> parse_breakpoint(std::string_view args) {
     auto kind = parse_hex_u64(parts[2]);
     if (!type || !addr || !kind) return bad("bad number in breakpoint");
     if (*type > 4) return bad("unknown breakpoint type");
-    return BreakpointRequest{static_cast<int>(*type), *addr, *kind};
+    BreakpointRequest request{static_cast<int>(*type), *addr, *kind, {}, {}, false};
+    if (semi == std::string_view::npos) return request;
+    // Options: ";X..." (the conditions) and ";cmds:P,X..." (the commands), in that order.
+    std::string_view options = args.substr(semi + 1);
+    constexpr std::string_view kCommands = "cmds:";
+    const std::size_t cmds = options.find(kCommands);
+    std::string_view conditions = options.substr(0, cmds);
+    if (cmds != std::string_view::npos) {
+        if (cmds > 0 && conditions.back() != ';') return bad("expected ';' before cmds:");
+        std::string_view commands = options.substr(cmds + kCommands.size());
+        if (commands.size() < 2 || (commands[0] != '0' && commands[0] != '1') ||
+            commands[1] != ',')
+            return bad("cmds: expected persist flag 0 or 1, then ','");
+        request.persist = commands[0] == '1';
+        if (auto s = parse_agent_expressions(commands.substr(2), "cmds", request.commands); !s)
+            return s.error();
+    }
+    if (auto s = parse_agent_expressions(conditions, "condition", request.conditions); !s)
+        return s.error();
+    return request;
 }
 
 namespace {

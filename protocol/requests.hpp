@@ -12,6 +12,8 @@ namespace tpagent::protocol {
 
 // Bound on any length a request may ask for (memory reads, qXfer chunks).
 inline constexpr std::uint64_t kMaxTransfer = 1 << 20;
+// Largest agent expression a Z packet may carry (bytecode::Limits::max_length).
+inline constexpr std::uint64_t kMaxAgentExpression = 8192;
 
 struct MemoryRange {
     std::uint64_t addr = 0;
@@ -33,8 +35,15 @@ struct BreakpointRequest {
     int type = 0; // 0 sw, 1 hw, 2 write, 3 read, 4 access watchpoint
     std::uint64_t addr = 0;
     std::uint64_t kind = 0;
+    // Agent expressions for tpagent to run at a hit (ConditionalBreakpoints+,
+    // BreakpointCommands+): conditions, any of which true makes the hit gdb's, and commands
+    // (agent-style dprintf), kept past gdb's detach when `persist`. Bytes as sent, unvalidated.
+    std::vector<std::vector<std::uint8_t>> conditions;
+    std::vector<std::vector<std::uint8_t>> commands;
+    bool persist = false;
 };
-// Z/z: "type,addr,kind[;cond...]" (target-side conditions are ignored: not advertised).
+// Z/z: "type,addr,kind[;X len,hex...][;cmds:persist,X len,hex...]" (RSP "Z0": conditions
+// are X entries one after the other, commands likewise after "cmds:").
 Result<BreakpointRequest> parse_breakpoint(std::string_view args);
 
 // A thread-id: "p<pid>.<tid>", "<tid>", with -1 = all and 0 = any.

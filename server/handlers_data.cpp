@@ -4,9 +4,11 @@
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "arch/arch.hpp"
+#include "bytecode/program.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
+#include <fmt/format.h>
 
 namespace tpagent::server {
 
@@ -178,15 +180,48 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 }
 } // namespace
 
+namespace {
+// A Z0's conditions and commands, validated as tracepoint conditions are.
+Result<process::BreakpointCode> breakpoint_code(const BreakpointRequest& bp) {
+    const auto register_count =
+        static_cast<unsigned>(arch::host_architecture().registers().size());
+    process::BreakpointCode code;
+    code.persist = bp.persist;
+    const auto validate_all = [register_count](const auto& all, std::string_view what,
+                                               std::vector<bytecode::Program>& out) -> Status {
+        for (const auto& bytes : all) {
+            auto program = bytecode::validate(bytes, register_count);
+            if (!program)
+                return make_error(ErrorCode::BadBytecode,
+                                  fmt::format("breakpoint {}: {}", what, program.error().text));
+            out.push_back(std::move(*program));
+        }
+        return ok_status();
+    };
+    if (auto v = validate_all(bp.conditions, "condition", code.conditions); !v) return v.error();
+    if (auto v = validate_all(bp.commands, "command", code.commands); !v) return v.error();
+    return code;
+}
+} // namespace
+
 std::string handle_insert_point(Session& s, std::string_view args) {
     return change_point(s, args, [&s](process::Target& inf, const BreakpointRequest& bp) {
-        if (bp.type != 0) return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind);
-        Status st = inf.debug_points().insert_breakpoint(bp.addr);
+        if (bp.type != 0) {
+            // (qSupported offers conditions and commands for software breakpoints: gdb sends
+            // none with the others, and a Z1 with some is refused rather than stop always.)
+            if (!bp.conditions.empty() || !bp.commands.empty())
+                return Status(make_error(ErrorCode::NotAllowed,
+                                         "conditions and commands only on software breakpoints"));
+            return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind);
+        }
+        auto code = breakpoint_code(bp);
+        if (!code) return Status(code.error());
+        Status st = inf.debug_points().insert_breakpoint(bp.addr, *code);
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
         if (!st && st.error().code == ErrorCode::NotAllowed) {
             if (&inf != s.inferior()) return st; // the trace is the served program's
             auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
-            if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr);
+            if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr, *code);
         }
         return st;
     });

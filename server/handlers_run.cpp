@@ -199,9 +199,16 @@ std::string handle_detach(Session& s, std::string_view args) {
         if (static_cast<std::uint64_t>(inf->pid()) != *pid)
             return reply_error(ErrorCode::NoProcess);
     }
-    if (s.server().keep_tracing_without_gdb()) {
-        fmt::print(stderr,
-                   "Disconnected tracing in effect, leaving tpagent attached to the process\n");
+    // (As gdbserver: either keeps the program, and says so.)
+    const bool tracing = s.server().keep_tracing_without_gdb();
+    const bool commands = s.server().keep_commands_without_gdb();
+    if (tracing || commands) {
+        if (tracing)
+            fmt::print(stderr,
+                       "Disconnected tracing in effect, leaving tpagent attached to the process\n");
+        if (commands)
+            fmt::print(stderr,
+                       "Persistent commands are present, leaving tpagent attached to the process\n");
         std::fflush(stderr);
         s.forget_last_stop();
         return reply_ok();

@@ -196,6 +196,13 @@ void Server::apply_gdb_settings(process::Target& program) const {
     program.set_pass_signals(pass_signals_);
     program.set_catch_syscalls(catch_syscalls_);
     program.set_event_reports(event_reports_);
+    // Breakpoint commands (agent-style dprintf) print where gdbserver's do, on standard output
+    // (standard error when that carries the protocol).
+    program.debug_points().set_command_output([stdio = stdio_transport()](std::string_view text) {
+        std::FILE* out = stdio ? stderr : stdout;
+        std::fwrite(text.data(), 1, text.size(), out);
+        std::fflush(out);
+    });
     if (auto m = program.set_non_stop(non_stop_); !m)
         spdlog::warn("non-stop mode: {}", m.error().text);
 }
@@ -539,6 +546,19 @@ bool Server::keep_tracing_without_gdb() {
         return true;
     }
     remember_image();
+    if (!inferior_->running())
+        if (auto r = inferior_->resume_all(); !r) {
+            spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
+            return false;
+        }
+    running_without_gdb_ = true;
+    return true;
+}
+
+bool Server::keep_commands_without_gdb() {
+    if (!inferior_ || !inferior_->alive() || !inferior_->debug_points().persistent_commands())
+        return false;
+    if (running_without_gdb_) return true; // (a disconnected trace has it running already)
     if (!inferior_->running())
         if (auto r = inferior_->resume_all(); !r) {
             spdlog::warn("the program cannot run on without gdb: {}", r.error().text);

@@ -133,6 +133,9 @@ class Server {
     // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
     // the program goes on running and tracing, and tpagent waits for the next gdb.
     bool keep_tracing_without_gdb();
+    // gdb detaches leaving breakpoints whose commands persist (`set disconnected-dprintf`,
+    // RSP `Z0` cmds): the program runs on with them, as with a disconnected trace.
+    bool keep_commands_without_gdb();
     void set_disable_randomization(bool on) { options_.disable_randomization = on; }
     // The program (and arguments) started last, which R starts again.
     const std::vector<std::string>& last_program() const { return last_program_; }

@@ -1,18 +1,111 @@
 #include "process/linux/linux_debug_points.hpp"
+#include "bytecode/context.hpp"
+#include "bytecode/interpreter.hpp"
+#include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace tpagent::process {
 
-Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr) {
-    if (memory_.user_breakpoint_at(addr)) return ok_status();
-    if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
-        return make_error(ErrorCode::NotAllowed,
-                          fmt::format("0x{:x} is inside the {} bytes of instructions the fast "
-                                      "tracepoint at 0x{:x} runs from its pad: no thread runs "
-                                      "them there",
-                                      addr, fast->covered, fast->site));
-    return memory_.insert_user_breakpoint(addr);
+Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr, BreakpointCode code) {
+    if (!memory_.user_breakpoint_at(addr)) {
+        if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
+            return make_error(ErrorCode::NotAllowed,
+                              fmt::format("0x{:x} is inside the {} bytes of instructions the "
+                                          "fast tracepoint at 0x{:x} runs from its pad: no "
+                                          "thread runs them there",
+                                          addr, fast->covered, fast->site));
+        if (auto s = memory_.insert_user_breakpoint(addr); !s) return s;
+    }
+    // gdb sends the whole list again whenever it changes: this one replaces the last.
+    if (code.empty())
+        code_.erase(addr);
+    else
+        code_[addr] = std::move(code);
+    return ok_status();
+}
+
+bool LinuxDebugPoints::persistent_commands() const {
+    return std::any_of(code_.begin(), code_.end(), [this](const auto& entry) {
+        return entry.second.persist && !entry.second.commands.empty() &&
+               memory_.user_breakpoint_at(entry.first);
+    });
+}
+
+namespace {
+// The stopped thread, as the agent expressions of a breakpoint see it.
+struct HitView {
+    Target& target;
+    const arch::Architecture& arch;
+    std::span<const std::uint8_t> g;
+    const std::vector<bool>& available;
+    const DebugPoints::CommandOutput& output;
+};
+
+bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len) {
+    auto* v = static_cast<HitView*>(user);
+    auto got = v->target.read_memory(addr, std::span(static_cast<std::uint8_t*>(out), len));
+    return got && *got == len;
+}
+
+bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
+    auto* v = static_cast<HitView*>(user);
+    auto regs = v->arch.registers();
+    if (regnum >= regs.size() || regs[regnum].size > 8 || regnum >= v->available.size() ||
+        !v->available[regnum])
+        return false;
+    std::uint64_t word = 0;
+    std::memcpy(&word, v->g.data() + regs[regnum].g_offset, regs[regnum].size); // little-endian
+    *value = word;
+    return true;
+}
+
+bool print(void* user, const char* text, std::size_t len) {
+    auto* v = static_cast<HitView*>(user);
+    if (v->output) v->output(std::string_view(text, len));
+    return true;
+}
+} // namespace
+
+bool LinuxDebugPoints::reports_hit(Target& target, pid_t tid, std::uint64_t addr) {
+    auto it = code_.find(addr);
+    if (it == code_.end()) return true;
+    const BreakpointCode& code = it->second;
+    std::vector<bool> available;
+    auto g = target.registers().read(tid, available, false);
+    if (!g) {
+        spdlog::warn("thread {}: breakpoint at 0x{:x}: {}; gdb is told of the hit", tid, addr,
+                     g.error().text);
+        return true;
+    }
+    HitView view{target, arch_, *g, available, output_};
+    bytecode::Context context;
+    context.user = &view;
+    context.read_memory = read_memory;
+    context.read_register = read_register;
+    context.print = print;
+    // As gdbserver: a condition that cannot be evaluated holds, so that gdb sees the hit
+    // rather than tpagent deciding for it on a half-read value.
+    bool holds = code.conditions.empty();
+    for (const auto& condition : code.conditions) {
+        auto value = bytecode::evaluate(condition, context);
+        if (!value)
+            spdlog::warn("thread {}: condition of the breakpoint at 0x{:x}: {}", tid, addr,
+                         value.error().text);
+        if (!value || *value != 0) {
+            holds = true;
+            break;
+        }
+    }
+    if (!holds) return false;
+    for (const auto& command : code.commands)
+        if (auto r = bytecode::evaluate(command, context); !r) {
+            spdlog::warn("thread {}: command of the breakpoint at 0x{:x}: {}", tid, addr,
+                         r.error().text);
+            break; // as gdbserver: the rest would build on what failed
+        }
+    return code.commands.empty();
 }
 
 Status LinuxDebugPoints::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {

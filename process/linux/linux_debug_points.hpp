@@ -7,21 +7,33 @@
 #include "process/linux/address_space.hpp"
 #include "process/linux/linux_fast_sites.hpp"
 #include "process/linux/linux_thread.hpp"
+#include "process/target.hpp"
+#include <map>
 
 namespace tpagent::process {
 
 class LinuxDebugPoints final : public DebugPoints {
   public:
-    LinuxDebugPoints(AddressSpace& memory, const LinuxFastSites& fast_sites, LinuxThreads& threads)
-        : memory_(memory), fast_sites_(fast_sites), threads_(threads) {}
+    LinuxDebugPoints(const arch::Architecture& arch, AddressSpace& memory,
+                     const LinuxFastSites& fast_sites, LinuxThreads& threads)
+        : arch_(arch), memory_(memory), fast_sites_(fast_sites), threads_(threads) {}
 
-    Status insert_breakpoint(std::uint64_t addr) override;
+    Status insert_breakpoint(std::uint64_t addr, BreakpointCode code) override;
     Status remove_breakpoint(std::uint64_t addr) override {
+        code_.erase(addr);
         return memory_.remove_user_breakpoint(addr);
     }
     bool breakpoint_at(std::uint64_t addr) const override {
         return memory_.user_breakpoint_at(addr);
     }
+    void set_command_output(CommandOutput output) override { output_ = std::move(output); }
+    bool persistent_commands() const override;
+
+    // A thread stopped by gdb's breakpoint at `addr` (its pc rewound there): runs what gdb
+    // gave the breakpoint to run, and says whether gdb is to be told of the hit.
+    bool reports_hit(Target& target, pid_t tid, std::uint64_t addr);
+    // Every breakpoint is gone from the code (detach, exec): their code with them.
+    void forget_code() { code_.clear(); }
     Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
     Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
 
@@ -31,10 +43,13 @@ class LinuxDebugPoints final : public DebugPoints {
     const arch::HwPoints& hw() const { return hw_; }
 
   private:
+    const arch::Architecture& arch_;
     AddressSpace& memory_;
     const LinuxFastSites& fast_sites_;
     LinuxThreads& threads_;
     arch::HwPoints hw_;
+    std::map<std::uint64_t, BreakpointCode> code_; // breakpoints with conditions or commands
+    CommandOutput output_;
 };
 
 } // namespace tpagent::process

@@ -306,6 +306,7 @@ void LinuxProcess::forget_image() {
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     trap_sites_.forget();
     fast_sites_.forget();
+    debug_points_.forget_code();
     publish_code_patches();
 }
 
@@ -343,6 +344,7 @@ Status LinuxProcess::detach() {
     if (!alive_) return ok_status();
     trap_sites_.remove_all();
     memory_->breakpoints().remove_all();
+    debug_points_.forget_code();
     debug_points_.hw().clear();
     for (auto& [tid, t] : threads_) {
         int sig = 0;

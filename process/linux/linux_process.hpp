@@ -118,6 +118,12 @@ class LinuxProcess final : public Target {
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
     void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
+    // gdb's software breakpoint at `at` stopped the thread (its pc back on it): reported,
+    // unless the breakpoint's condition does not hold or its commands ran (Z0 options).
+    std::optional<StopEvent> report_breakpoint_hit(pid_t tid, LinuxThread& t, StopEvent ev,
+                                                   std::uint64_t at);
+    // A PassingBreakpoint thread's resume: over the lifted breakpoint by a step.
+    Status pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step);
     // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's
     // SIGSTOP.
     void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
@@ -202,7 +208,7 @@ class LinuxProcess final : public Target {
     FastSiteAccess fast_site_access_{*this};
     // (After memory_ and threads_, which it works on.)
     LinuxFastSites fast_sites_{arch_, *memory_, threads_, remote_calls_, fast_site_access_};
-    LinuxDebugPoints debug_points_{*memory_, fast_sites_, threads_}; // (after fast_sites_)
+    LinuxDebugPoints debug_points_{arch_, *memory_, fast_sites_, threads_}; // (after fast_sites_)
 };
 
 } // namespace tpagent::process

@@ -13,6 +13,7 @@
 
 namespace tpagent::process {
 
+using thread_activity::PassingBreakpoint;
 using thread_activity::Plain;
 using thread_activity::RecordStepping;
 using thread_activity::RunningToBlockEnd;
@@ -41,6 +42,8 @@ Status LinuxProcess::resume_thread(pid_t tid, LinuxThread& t, bool step, int sig
     BranchTraces::clear_block_end(t, memory_->breakpoints());
     if (recorder) branch_traces_.observe(tid, *recorder); // before a site's pad takes the pc
     if (!step) t.end<SteppingThroughPad>(); // a thread inside a pad just runs out of it
+    if (t.is_doing<PassingBreakpoint>())
+        if (auto p = pass_gdb_breakpoint(tid, t, step); !p) return p;
     // Leaving a site: run its displaced instruction from the pad instead of the breakpoint
     // (unless gdb has its own breakpoint there, which gdb steps over itself).
     // (At a system call's entry the breakpoint at the pc has not run yet: it runs after the
@@ -310,7 +313,10 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     spdlog::debug("thread {} stopped: signal {} event {}", tid, sig, event);
     bool keep_running = running_ && !stopping_all_ && t.wants_run();
 
-    if (event == PTRACE_EVENT_EXEC) t.end<SteppingOverSite>(); // that image is gone
+    if (event == PTRACE_EVENT_EXEC) { // that image is gone
+        t.end<SteppingOverSite>();
+        t.end<PassingBreakpoint>();
+    }
     if (const auto* over = t.doing<SteppingOverSite>()) {
         // Whatever stopped the step (its trap, a signal, an event), the breakpoint goes back.
         const bool resumes = over->resumes;
@@ -582,7 +588,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             // gdb's breakpoint at the same place
             StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
             ev.swbreak = true;
-            return report(tid, t, ev);
+            return report_breakpoint_hit(tid, t, ev, at);
         }
     }
     if (single_step && t.last_resume.step && t.last_resume.range_end > t.last_resume.range_start &&
@@ -596,8 +602,35 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             return finish_stop_all();
         }
     }
-    if (auto ev = classify_trap(tid, info)) return report(tid, t, *ev);
+    if (auto ev = classify_trap(tid, info)) {
+        if (ev->swbreak)
+            if (auto pc = registers_.read_pc(tid)) return report_breakpoint_hit(tid, t, *ev, *pc);
+        return report(tid, t, *ev);
+    }
     return std::nullopt;
+}
+
+std::optional<StopEvent> LinuxProcess::report_breakpoint_hit(pid_t tid, LinuxThread& t,
+                                                             StopEvent ev, std::uint64_t at) {
+    if (debug_points_.reports_hit(*this, tid, at)) return report(tid, t, std::move(ev));
+    // Not gdb's: the thread goes on past the breakpoint as it was going (a range step stops
+    // after it, to be checked against the range), now or at the next resume.
+    t.activity = PassingBreakpoint{at};
+    continue_after_stop(tid, t, t.kernel.stepping());
+    return finish_stop_all();
+}
+
+Status LinuxProcess::pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step) {
+    const std::uint64_t addr = t.doing<PassingBreakpoint>()->addr;
+    t.end<PassingBreakpoint>();
+    auto pc = registers_.read_pc(tid);
+    // Moved since (gdb wrote the pc), or the breakpoint is gone: nothing to pass.
+    if (!pc || *pc != addr || !memory_->user_breakpoint_at(addr)) return ok_status();
+    if (auto l = memory_->breakpoints().lift(addr); !l) return l;
+    spdlog::debug("thread {}: stepping over gdb's breakpoint at 0x{:x}", tid, addr);
+    t.activity = SteppingOverSite{addr, !step};
+    step = true;
+    return ok_status();
 }
 
 void LinuxProcess::rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at) {

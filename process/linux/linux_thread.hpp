@@ -21,11 +21,17 @@ struct Plain {};
 struct SteppingThroughPad {
     std::uint64_t site = 0;
 };
-// Stepping over the lifted breakpoint of a trap site with no pad (its instruction could not be
-// relocated); `resumes`: the thread was to run on after the step, not to stop.
+// Stepping over a lifted breakpoint: a trap site's with no pad (its instruction could not be
+// relocated), or gdb's passed by PassingBreakpoint; `resumes`: the thread was to run on after
+// the step, not to stop.
 struct SteppingOverSite {
     std::uint64_t addr = 0;
     bool resumes = false;
+};
+// Stopped at gdb's breakpoint at `addr` whose hit is not gdb's (its condition did not hold, or
+// its commands ran): the next resume steps over it, lifted (SteppingOverSite), unseen by gdb.
+struct PassingBreakpoint {
+    std::uint64_t addr = 0;
 };
 // gdb's single step over a fast tracepoint's jump at `site`: stepping on through its pad (and
 // the collector) until the displaced instruction has run, then back to program addresses.
@@ -45,7 +51,8 @@ struct RunningToBlockEnd {
 
 using ThreadActivity =
     std::variant<thread_activity::Plain, thread_activity::SteppingThroughPad,
-                 thread_activity::SteppingOverSite, thread_activity::SteppingFastJump,
+                 thread_activity::SteppingOverSite, thread_activity::PassingBreakpoint,
+                 thread_activity::SteppingFastJump,
                  thread_activity::RecordStepping, thread_activity::RunningToBlockEnd>;
 
 // The SIGSTOP a thread has on its way: none, one tpagent sent (to stop it), or a new clone's

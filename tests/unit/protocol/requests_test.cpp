@@ -98,7 +98,7 @@ TEST_CASE("parse_memory_write_binary (X)", "[requests]") {
 }
 
 TEST_CASE("parse_breakpoint (Z/z)", "[requests]") {
-    SECTION("type, address and kind; condition and command suffixes are ignored") {
+    SECTION("type, address and kind") {
         const struct {
             std::string_view text;
             int type;
@@ -120,10 +120,33 @@ TEST_CASE("parse_breakpoint (Z/z)", "[requests]") {
             CHECK(b->kind == a.kind);
         }
     }
+    SECTION("conditions and commands, as gdb sends them (X entries back to back)") {
+        auto b = parse_breakpoint("0,400000,1;X3,220027X2,2f00;cmds:1,X3,010203X1,27");
+        REQUIRE(b.ok());
+        using Bytes = std::vector<std::uint8_t>;
+        CHECK(b->conditions == std::vector<Bytes>{{0x22, 0x00, 0x27}, {0x2f, 0x00}});
+        CHECK(b->commands == std::vector<Bytes>{{0x01, 0x02, 0x03}, {0x27}});
+        CHECK(b->persist);
+        auto only_commands = parse_breakpoint("0,400000,1;cmds:0,X1,27");
+        REQUIRE(only_commands.ok());
+        CHECK(only_commands->conditions.empty());
+        CHECK(only_commands->commands.size() == 1);
+        CHECK_FALSE(only_commands->persist);
+        auto plain = parse_breakpoint("0,400000,1");
+        REQUIRE(plain.ok());
+        CHECK(plain->conditions.empty());
+        CHECK(plain->commands.empty());
+    }
     SECTION("malformed") {
         check_all_rejected(parse_breakpoint,
                            {"", "0", "0,400000", "0,400000,1,2", "5,400000,1", "a,0,1", "0,zz,1",
-                            "0,400000,", ",400000,1", "0,,1", ";X3,220027", "0,400000;1"});
+                            "0,400000,", ",400000,1", "0,,1", ";X3,220027", "0,400000;1",
+                            // options: short or bad bytes, no X, a bad persist flag
+                            "0,400000,1;X3,2200", "0,400000,1;X3,22002z", "0,400000,1;Y3,220027",
+                            "0,400000,1;X,", "0,400000,1;X3", "0,400000,1;cmds:2,X1,27",
+                            "0,400000,1;cmds:1X1,27", "0,400000,1;X1,27cmds:0,X1,27"});
+        // An expression longer than any agent expression may be, whatever bytes follow.
+        check_rejected(parse_breakpoint("0,400000,1;X2001,00"), ErrorCode::TooLarge);
     }
 }
 

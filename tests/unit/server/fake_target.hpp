@@ -39,12 +39,24 @@ class FakeRegisters final : public process::ThreadRegisters {
 class FakeDebugPoints final : public process::DebugPoints {
   public:
     std::set<std::uint64_t> breakpoints;
-    Status insert_breakpoint(std::uint64_t addr) override {
+    Status insert_breakpoint(std::uint64_t addr, process::BreakpointCode code) override {
         breakpoints.insert(addr);
+        if (code.empty())
+            codes.erase(addr);
+        else
+            codes[addr] = std::move(code);
         return ok_status();
+    }
+    std::map<std::uint64_t, process::BreakpointCode> codes;
+    void set_command_output(CommandOutput) override {}
+    bool persistent_commands() const override {
+        for (const auto& [addr, code] : codes)
+            if (code.persist && !code.commands.empty()) return true;
+        return false;
     }
     Status remove_breakpoint(std::uint64_t addr) override {
         if (!breakpoints.erase(addr)) return make_error(ErrorCode::NotFound, "no breakpoint there");
+        codes.erase(addr);
         return ok_status();
     }
     bool breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }

@@ -1,0 +1,111 @@
+"""Breakpoints evaluated by the stub (RSP `Z0` options, ConditionalBreakpoints+ and
+BreakpointCommands+): `set breakpoint condition-evaluation target` conditions, agent-style
+`dprintf`, and dprintf commands kept past gdb's `detach` (persist). A condition that does not
+hold resumes the thread without gdb seeing the hit. Runs against both stubs."""
+
+import re
+
+import pytest
+
+from harness import assert_in_order
+from scenario import TO_MAIN, Scenario, trace
+
+PROGRAM = "cond_breaks"
+TARGET_EVAL = "set breakpoint condition-evaluation target"
+EXITED = r"\[Inferior 1 \(process \d+\) exited normally\]"
+
+
+def total(calls: int) -> str:
+    return rf"^total {calls * (calls - 1) // 2}$"
+
+
+def test_condition_evaluated_by_the_stub(e2e):
+    """gdb hands the condition to the stub ("target evals"), and the one call where it holds
+    is the one stop; the other 999 calls go by unseen, the program's total intact."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "break hot if n == 700", "continue", "print n",
+              "info breakpoints", "delete", "continue")
+    # Without the stub's support gdb warns and falls back to evaluating the condition itself.
+    assert "does not support" not in r.of(TARGET_EVAL), r.of(TARGET_EVAL)
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=700\)")
+    assert_in_order(r.of("print n"), r"= 700")
+    assert_in_order(r.of("info breakpoints"), r"stop only if n == 700 \(target evals\)",
+                    r"breakpoint already hit 1 time")
+    assert_in_order(r.of("continue", 2), EXITED)
+    s.server.wait_for(total(1000))
+
+
+def test_condition_replaced_when_gdb_sends_it_again(e2e):
+    """`condition` while the breakpoint is in: gdb sends it again with the new condition, which
+    replaces the old one (an old condition kept would stop at 8 too)."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "set breakpoint always-inserted on",
+              "break hot if n == 5 || n == 8", "continue", "condition 2 n == 30", "continue",
+              "print n", "delete", "continue")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=5\)")
+    assert_in_order(r.of("continue", 2), r"Breakpoint 2, hot \(n=30\)")
+    assert_in_order(r.of("continue", 3), EXITED)
+    s.server.wait_for(total(1000))
+
+
+def test_condition_in_four_threads(e2e):
+    """Four threads share 4000 calls: the one call with n == 2999, in whichever thread makes
+    it, is the one stop; nothing is lost or doubled in the others."""
+    s = Scenario(e2e, PROGRAM, "4000", "4")
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "break hot if n == 2999", "continue", "print n",
+              "delete", "continue", timeout=120)
+    assert_in_order(r.of("continue", 1), r"hit Breakpoint 2, hot \(n=2999\)|Breakpoint 2, hot \(n=2999\)")
+    assert_in_order(r.of("print n"), r"= 2999")
+    assert_in_order(r.of("continue", 2), EXITED)
+    s.server.wait_for(total(4000))
+
+
+def test_condition_beside_a_trap_tracepoint(e2e):
+    """A trap tracepoint and a conditional breakpoint at one address: every hit is collected,
+    and the thread stops only where the condition holds."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, s.define(trace("hot", "collect n")), "tstart",
+              "break hot if n == 600", "continue", "print n", "tstop", "tstatus")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 3, hot \(n=600\)")
+    assert_in_order(r.of("tstatus"), r"Collected 601 trace frames")
+
+
+def test_agent_dprintf(e2e):
+    """`set dprintf-style agent`: the stub prints every call's line itself, and the program
+    never stops for them."""
+    s = Scenario(e2e, PROGRAM, "300")
+    r = s.gdb(*TO_MAIN, "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n',
+              f"break {s.at('end')}", "continue", "info breakpoints")
+    assert "cannot run dprintf" not in r.transcript, r.transcript
+    assert_in_order(r.of("continue", 1), r"Breakpoint 3, main")
+    assert_in_order(r.of("info breakpoints"), r"dprintf", r'agent-printf "hot %ld\\n", n')
+    s.server.wait_for_count(r"(?m)^hot \d+$", 300)
+    printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", s.server.output)]
+    assert printed == list(range(300)), printed
+
+
+@pytest.mark.tpagent_only("gdbserver runs a dprintf's commands whether or not its condition holds")
+def test_agent_dprintf_with_a_condition(e2e):
+    """A conditional agent dprintf prints only where its condition holds."""
+    s = Scenario(e2e, PROGRAM, "300")
+    s.gdb(*TO_MAIN, TARGET_EVAL, "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n',
+          "condition 2 n % 100 == 0", f"break {s.at('end')}", "continue")
+    printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", s.server.output)]
+    assert printed == [0, 100, 200], printed
+
+
+def test_persistent_dprintf_outlives_detach(e2e):
+    """An agent dprintf (persistent: `set disconnected-dprintf on`, gdb's default) goes on
+    printing after gdb detaches: the program runs on to its end with the stub still there.
+    (Always inserted: gdb inserts breakpoints when it resumes the program, else.)"""
+    s = Scenario(e2e, PROGRAM, "500")
+    r = s.gdb(*TO_MAIN, "set breakpoint always-inserted on", "break hot if n == 200", "continue", "delete",
+              "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n', "detach")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=200\)")
+    s.server.wait_for(r"Persistent commands are present, leaving \S+ attached to the process")
+    s.server.wait_for(total(500))
+    printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", s.server.output)]
+    # The call stopped at when gdb left: printed by tpagent, which runs the thread on into the
+    # dprintf's breakpoint; gdbserver steps it over first.
+    first = 201 if e2e.is_gdbserver else 200
+    assert printed == list(range(first, 500)), printed[:5]
