@@ -16,10 +16,11 @@ std::string encode_stop_reply(const StopReply& r) {
     case StopReply::Kind::Signal:
         break;
     }
+    if (r.form == StopReply::Form::SignalOnly) return fmt::format("S{:02x}", r.code & 0xff);
     std::string out = fmt::format("T{:02x}", r.code & 0xff);
     for (const auto& [regnum, value] : r.registers)
         out += fmt::format("{:02x}:{};", regnum, value);
-    out += "thread:" + r.thread + ";";
+    if (r.form == StopReply::Form::Full) out += "thread:" + r.thread + ";";
     if (r.swbreak) out += "swbreak:;";
     if (r.hwbreak) out += "hwbreak:;";
     if (r.watch) {

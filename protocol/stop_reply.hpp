@@ -31,6 +31,10 @@ struct StopReply {
     bool vfork_done = false;
     // T: the thread was just created (QThreadEvents), and waits for gdb to resume it.
     bool thread_created = false;
+    // What a Signal reply carries (gdbserver's --disable-packet=Tthread or T): all of it, a T
+    // reply without its thread, or a plain "S" with the signal alone.
+    enum class Form : std::uint8_t { Full, NoThread, SignalOnly };
+    Form form = Form::Full;
 };
 std::string encode_stop_reply(const StopReply& reply);
 

@@ -23,6 +23,10 @@ int run(int argc, char** argv) {
         fmt::print("{}", usage_text());
         return 0;
     }
+    if (opts->show_disableable) {
+        fmt::print("{}", disableable_text());
+        return 0;
+    }
     if (opts->show_version) {
         fmt::print("tpagent {}\n", TPAGENT_VERSION);
         return 0;

@@ -150,6 +150,13 @@ std::string usage_text() {
            "Debug options:\n"
            "  --debug               Log every packet and ptrace event to stderr.\n"
            "  --remote-debug        Log every packet to stderr.\n"
+           "  --disable-packet=OPT1[,OPT2,...]\n"
+           "                        Disable support for RSP packets or features (as gdb's\n"
+           "                        testsuite does to check gdb without them).\n"
+           "                          Options:\n"
+           "                            vCont, Tthread, qC, qfThreadInfo and\n"
+           "                            threads (disable all of the above), T (disable\n"
+           "                            all T stop replies); --disable-packet alone lists them.\n"
            "  --debug-format=OPT1[,OPT2,...]\n"
            "                        What each line of debug output starts with.\n"
            "                          Options:\n"
@@ -157,16 +164,36 @@ std::string usage_text() {
            "                            none            nothing\n";
 }
 
-Result<ServerOptions> parse_options(int argc, char** argv) {
-    ServerOptions o;
-    int i = 1;
+namespace {
+// The packets --disable-packet=LIST names, as gdbserver takes them.
+Status disable_packets(std::string_view list, DisabledPackets& off) {
+    for (std::string_view name : protocol::split(list, ',')) {
+        if (name == "vCont")
+            off.vcont = true;
+        else if (name == "Tthread")
+            off.stop_thread = true;
+        else if (name == "qC")
+            off.current_thread = true;
+        else if (name == "qfThreadInfo")
+            off.thread_list = true;
+        else if (name == "T")
+            off.stop_registers = true;
+        else if (name == "threads")
+            off.vcont = off.stop_thread = off.current_thread = off.thread_list = true;
+        else
+            return usage_error(fmt::format(
+                "don't know how to disable \"{}\" (--disable-packet lists what it can)", name));
+    }
+    return ok_status();
+}
+
+// The options from argv[i] on, up to the first word that is not one (COMM, PROG or PID):
+// its index, or the usage error.
+Result<int> parse_switches(int argc, char** argv, int i, ServerOptions& o) {
     for (; i < argc; ++i) {
         std::string_view a = argv[i];
-        if (a.size() < 2 || a.substr(0, 2) != "--") break;
-        if (a == "--") {
-            ++i;
-            break;
-        }
+        if (a.size() < 2 || a.substr(0, 2) != "--") return i;
+        if (a == "--") return i + 1;
         const auto* sw = std::find_if(std::begin(kSwitches), std::end(kSwitches),
                                       [&](const Switch& w) { return w.name == a; });
         if (sw != std::end(kSwitches))
@@ -183,6 +210,11 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             }
         } else if (a == "--attach")
             o.attach_pid = 0; // PID comes after COMM
+        else if (a == "--disable-packet")
+            o.show_disableable = true;
+        else if (a.starts_with("--disable-packet=")) {
+            if (auto d = disable_packets(a.substr(17), o.disabled); !d) return d.error();
+        }
         else if (a == "--baud" || a.starts_with("--baud=")) {
             std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);
             long n = 0;
@@ -273,16 +305,34 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
             return usage_error("unknown option: " + std::string(a));
         }
     }
-    if (o.show_help || o.show_version) return o;
+    return i;
+}
+} // namespace
+
+Result<ServerOptions> parse_options(int argc, char** argv) {
+    ServerOptions o;
+    auto at = parse_switches(argc, argv, 1, o);
+    if (!at) return at.error();
+    int i = *at;
+    if (o.show_help || o.show_version || o.show_disableable) return o;
     if (o.record_dir && o.record_host)
         return usage_error("--record DIR and --record-host PORT: one or the other");
     if (i >= argc) return usage_error("missing COMM");
     o.comm = argv[i++];
     if (o.comm == "stdio") o.comm = "-";
+    // Options after COMM (`COMM --attach PID`, as gdbserver's testsuite writes it).
+    if (i < argc && std::string_view(argv[i]).starts_with("--")) {
+        at = parse_switches(argc, argv, i, o);
+        if (!at) return at.error();
+        i = *at;
+        if (o.record_dir && o.record_host)
+            return usage_error("--record DIR and --record-host PORT: one or the other");
+    }
     if (o.attach_pid) {
         long pid = 0;
-        if (i >= argc || !parse_number(argv[i], pid) || pid <= 0)
-            return usage_error("--attach needs a PID");
+        if (i >= argc) return usage_error("--attach needs a PID after COMM");
+        if (!parse_number(argv[i], pid) || pid <= 0)
+            return usage_error(fmt::format("--attach: \"{}\" is not a process ID", argv[i]));
         o.attach_pid = static_cast<pid_t>(pid);
         if (++i != argc) return usage_error("unexpected arguments after PID");
         return o;
@@ -292,6 +342,22 @@ Result<ServerOptions> parse_options(int argc, char** argv) {
     if (o.program.empty() && !o.multi)
         return usage_error("no program to debug (PROG, --attach or --multi)");
     return o;
+}
+
+std::string disableable_text() {
+    return "Disableable packets:\n"
+           "  vCont       \tAll vCont packets\n"
+           "  qC          \tQuerying the current thread\n"
+           "  qfThreadInfo\tThread listing\n"
+           "  Tthread     \tPassing the thread specifier in the T stop reply packet\n"
+           "  threads     \tAll of the above\n"
+           "  T           \tAll 'T' packets\n";
+}
+
+bool DisabledPackets::refuses(std::string_view name) const {
+    return (vcont && (name == "vCont" || name == "vCont?")) ||
+           (current_thread && name == "qC") ||
+           (thread_list && (name == "qfThreadInfo" || name == "qsThreadInfo"));
 }
 
 Result<std::string> usable_save_dir(const std::string& dir) {

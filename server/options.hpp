@@ -2,6 +2,8 @@
 //   tpagent [OPTIONS] COMM PROG [ARGS...]
 //   tpagent [OPTIONS] --attach COMM PID
 //   tpagent [OPTIONS] --multi COMM
+// Options may come after COMM too (before PROG or PID), `--attach` among them, as gdbserver
+// takes `COMM --attach PID`.
 #pragma once
 #include "base/result.hpp"
 #include <cstdint>
@@ -12,6 +14,19 @@
 #include <vector>
 
 namespace tpagent::server {
+
+// What --disable-packet=LIST turned off, as gdbserver's testsuite uses it to check gdb
+// without them: those packets get the empty reply, and stop replies leave out what is off.
+struct DisabledPackets {
+    bool vcont = false;          // vCont, vCont?
+    bool stop_thread = false;    // Tthread: no "thread:" in a T stop reply
+    bool current_thread = false; // qC
+    bool thread_list = false;    // qfThreadInfo, qsThreadInfo
+    bool stop_registers = false; // T: stop replies are plain S replies
+
+    // A packet whose name is off.
+    bool refuses(std::string_view name) const;
+};
 
 struct ServerOptions {
     std::string comm;                 // HOST:PORT, :PORT, "-" (stdio) or a tty device path
@@ -45,11 +60,15 @@ struct ServerOptions {
     std::optional<std::string>
         inproc;        // --inproc[=LIB]: preload the in-process agent ("" = default)
     unsigned baud = 0; // serial line speed; 0 = leave as is
+    DisabledPackets disabled;
     bool show_help = false;
     bool show_version = false;
+    bool show_disableable = false; // --disable-packet alone
 };
 
 Result<ServerOptions> parse_options(int argc, char** argv);
+// What --disable-packet can turn off, for --disable-packet alone and its errors.
+std::string disableable_text();
 // N, NK, NM or NG (powers of 1024), at most 1 TiB.
 std::optional<std::uint64_t> parse_byte_size(std::string_view s);
 // N, Ns, Nm or Nh, in seconds; at most a year.

@@ -155,7 +155,7 @@ void Session::dispatch(const std::string& payload) {
     auto view = protocol::classify(payload);
     const auto* handler = exited_program() ? exited_program_packets().find(view.name) : nullptr;
     if (!handler) handler = packet_table().find(view.name);
-    if (!handler) {
+    if (!handler || server_.options().disabled.refuses(view.name)) {
         send_packet(protocol::reply_empty());
         return;
     }
@@ -294,6 +294,7 @@ pid_t Session::current_thread() {
 std::string Session::stop_reply(const process::StopEvent& ev) {
     if (ev.no_resumed) return "N";
     protocol::StopReply r;
+    r.form = stop_reply_form();
     if (multiprocess()) r.process = static_cast<std::uint64_t>(ev.pid);
     switch (ev.kind) {
     case process::StopEvent::Kind::Exited:
@@ -340,6 +341,12 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
     r.vfork_done = ev.vfork_done;
     r.thread_created = ev.thread_created;
     return protocol::encode_stop_reply(r);
+}
+
+protocol::StopReply::Form Session::stop_reply_form() const {
+    const DisabledPackets& off = server_.options().disabled;
+    if (off.stop_registers) return protocol::StopReply::Form::SignalOnly;
+    return off.stop_thread ? protocol::StopReply::Form::NoThread : protocol::StopReply::Form::Full;
 }
 
 std::string Session::acknowledge_stop() {
@@ -414,6 +421,7 @@ std::string Session::status_reply() {
     if (const auto* gone = exited_program()) {
         // Stopped, as a program gdb connects to is; the registers are not there to expedite.
         protocol::StopReply r;
+        r.form = stop_reply_form();
         r.code = protocol::host_to_gdb_signal(SIGTRAP);
         r.thread = thread_id(gone->end.pid);
         return protocol::encode_stop_reply(r);

@@ -9,6 +9,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/packet.hpp"
 #include "protocol/packet_table.hpp"
+#include "protocol/stop_reply.hpp"
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -64,6 +65,8 @@ class Session {
     bool waiting_for_stop() const { return waiting_; }
     void on_stop(const process::StopEvent& ev);
     std::string stop_reply(const process::StopEvent& ev);
+    // What stop replies carry, after --disable-packet.
+    protocol::StopReply::Form stop_reply_form() const;
     std::string status_reply(); // reply to `?`
     // Non-stop mode (RSP "Remote Non-Stop"): each stop goes out as a %Stop notification,
     // the ones after it as the replies to gdb's vStopped, the last followed by OK. `?`

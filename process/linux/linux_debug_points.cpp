@@ -19,10 +19,16 @@ Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr, BreakpointCode co
         if (auto s = memory_.insert_user_breakpoint(addr); !s) return s;
     }
     // gdb sends the whole list again whenever it changes: this one replaces the last.
-    if (code.empty())
+    if (code.empty()) {
         code_.erase(addr);
-    else
-        code_[addr] = std::move(code);
+        return ok_status();
+    }
+    code_[addr] = std::move(code);
+    // Threads whose hit is not gdb's go on through a copy of the instruction: a breakpoint
+    // lifted for one to step over would let the others by unseen, their conditions unchecked.
+    if (auto pad = trap_sites_.passing_pad(addr); !pad)
+        spdlog::debug("breakpoint at 0x{:x}: {}; threads step over it in place", addr,
+                      pad.error().text);
     return ok_status();
 }
 

@@ -7,6 +7,7 @@
 #include "process/linux/address_space.hpp"
 #include "process/linux/linux_fast_sites.hpp"
 #include "process/linux/linux_thread.hpp"
+#include "process/linux/linux_trap_sites.hpp"
 #include "process/target.hpp"
 #include <map>
 
@@ -15,8 +16,10 @@ namespace tpagent::process {
 class LinuxDebugPoints final : public DebugPoints {
   public:
     LinuxDebugPoints(const arch::Architecture& arch, AddressSpace& memory,
-                     const LinuxFastSites& fast_sites, LinuxThreads& threads)
-        : arch_(arch), memory_(memory), fast_sites_(fast_sites), threads_(threads) {}
+                     const LinuxFastSites& fast_sites, LinuxTrapSites& trap_sites,
+                     LinuxThreads& threads)
+        : arch_(arch), memory_(memory), fast_sites_(fast_sites), trap_sites_(trap_sites),
+          threads_(threads) {}
 
     Status insert_breakpoint(std::uint64_t addr, BreakpointCode code) override;
     Status remove_breakpoint(std::uint64_t addr) override {
@@ -46,6 +49,7 @@ class LinuxDebugPoints final : public DebugPoints {
     const arch::Architecture& arch_;
     AddressSpace& memory_;
     const LinuxFastSites& fast_sites_;
+    LinuxTrapSites& trap_sites_; // (the pads that pass breakpoints with code)
     LinuxThreads& threads_;
     arch::HwPoints hw_;
     std::map<std::uint64_t, BreakpointCode> code_; // breakpoints with conditions or commands

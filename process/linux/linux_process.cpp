@@ -213,6 +213,22 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spe
     return inf;
 }
 
+namespace {
+// gdbserver's words for a failed attach, with why when /proc says (gdb's testsuite matches
+// them): "Cannot attach to process N: Operation not permitted (1), process N is already
+// traced by process M".
+Error attach_failure(pid_t pid, int error) {
+    std::string why = fmt::format("{} ({})", std::strerror(error), error);
+    const std::string tracer = status_field(pid, "TracerPid");
+    if (!tracer.empty() && tracer != "0")
+        why += fmt::format(", process {} is already traced by process {}", pid, tracer);
+    if (status_field(pid, "State").starts_with("Z"))
+        why += fmt::format(", process {} is a zombie - the process has already terminated", pid);
+    return make_error(ErrorCode::SystemError,
+                      fmt::format("Cannot attach to process {}: {}", pid, why));
+}
+} // namespace
+
 Result<std::unique_ptr<LinuxProcess>> LinuxProcess::attach(pid_t pid) {
     std::unique_ptr<LinuxProcess> inf(new LinuxProcess(pid, true));
     // Threads may be created while we attach: repeat until no new ones appear.
@@ -222,11 +238,7 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::attach(pid_t pid) {
         for (pid_t tid : list_tasks(pid)) {
             if (inf->threads_.count(tid)) continue;
             if (ptrace(PTRACE_ATTACH, tid, nullptr, nullptr) != 0) {
-                if (tid == pid) {
-                    return make_error(ErrorCode::SystemError,
-                                      fmt::format("Cannot attach to process {}: {} ({})", pid,
-                                                  std::strerror(errno), errno));
-                }
+                if (tid == pid) return attach_failure(pid, errno);
                 continue; // thread exited meanwhile
             }
             WaitStatus status;
@@ -424,6 +436,14 @@ std::optional<std::uint64_t> LinuxProcess::FastSiteAccess::out_of_trap_pad(Linux
         if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
             back = at;
             if (*at == addr) t.collected_at = addr; // its hit was collected before the pad
+        }
+    }
+    for (const auto& [addr, site] : p_.trap_sites_.passing_pads()) {
+        if (auto at = arch::original_address(site.code, site.pad, addr, pc)) {
+            back = at;
+            // Its hit was decided before the pad: not again when it resumes.
+            if (*at == addr && t.is_doing<thread_activity::Plain>())
+                t.activity = thread_activity::PassingBreakpoint{addr};
         }
     }
     return back;

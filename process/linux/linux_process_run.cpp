@@ -626,6 +626,14 @@ Status LinuxProcess::pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step) 
     auto pc = registers_.read_pc(tid);
     // Moved since (gdb wrote the pc), or the breakpoint is gone: nothing to pass.
     if (!pc || *pc != addr || !memory_->user_breakpoint_at(addr)) return ok_status();
+    // Through the instruction's copy, the breakpoint staying for the other threads. (A step
+    // there, for a range step, lifts it for the one step instead.)
+    if (const std::uint64_t pad = trap_sites_.passing_pad_made(addr); pad && !step) {
+        auto regs = registers_.snapshot(tid, false);
+        if (!regs) return regs.error();
+        arch_.set_pc(**regs, pad);
+        return arch_.write_general_registers(tid, **regs);
+    }
     if (auto l = memory_->breakpoints().lift(addr); !l) return l;
     spdlog::debug("thread {}: stepping over gdb's breakpoint at 0x{:x}", tid, addr);
     t.activity = SteppingOverSite{addr, !step};

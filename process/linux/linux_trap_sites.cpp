@@ -25,6 +25,28 @@ Result<LinuxTrapSites::Site> LinuxTrapSites::place_displaced(std::uint64_t addr,
     return Site{*pad, std::move(*reloc)};
 }
 
+Result<std::uint64_t> LinuxTrapSites::passing_pad(std::uint64_t addr) {
+    if (const std::uint64_t made = passing_pad_made(addr)) return made;
+    if (auto s = process_.check_address(addr, false); !s) return s.error();
+    std::vector<std::uint8_t> code(arch_.max_instruction_bytes() * 2);
+    auto got = process_.read_memory(addr, code);
+    if (!got) return got.error();
+    code.resize(*got);
+    auto pad = place_displaced(addr, code);
+    if (!pad) return pad.error();
+    const std::uint64_t at = pad->pad;
+    passing_[addr] = std::move(*pad);
+    process_.code_changed();
+    return at;
+}
+
+std::uint64_t LinuxTrapSites::passing_pad_made(std::uint64_t addr) const {
+    if (auto site = sites_.find(addr); site != sites_.end() && site->second.pad)
+        return site->second.pad;
+    auto made = passing_.find(addr);
+    return made == passing_.end() ? 0 : made->second.pad;
+}
+
 Status LinuxTrapSites::add(std::uint64_t addr) {
     if (sites_.count(addr)) return ok_status();
     if (auto s = process_.check_address(addr, false); !s) return s;

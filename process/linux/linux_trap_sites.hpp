@@ -52,10 +52,13 @@ class LinuxTrapSites final : public TrapSites {
 
     bool empty() const { return sites_.empty(); }
     const std::map<std::uint64_t, Site>& sites() const { return sites_; }
-    // Whether a site runs its instruction from a pad.
+    // The pads made to pass gdb's breakpoints (passing_pad).
+    const std::map<std::uint64_t, Site>& passing_pads() const { return passing_; }
+    // Whether a site runs its instruction from a pad, or a thread may pass a breakpoint
+    // through one.
     bool any_pad() const {
-        return std::any_of(sites_.begin(), sites_.end(),
-                           [](const auto& s) { return s.second.pad; });
+        return !passing_.empty() || std::any_of(sites_.begin(), sites_.end(),
+                                                [](const auto& s) { return s.second.pad; });
     }
     // A site removed while traps it set may still arrive.
     bool recently_removed(std::uint64_t addr) const { return recently_removed_.count(addr) != 0; }
@@ -68,6 +71,7 @@ class LinuxTrapSites final : public TrapSites {
     // The image is gone (exec, death): every site with it, nothing written back.
     void forget() {
         sites_.clear();
+        passing_.clear();
         recently_removed_.clear();
     }
 
@@ -75,6 +79,13 @@ class LinuxTrapSites final : public TrapSites {
     // pad, by a step over the lifted breakpoint, which sets `step`), its hit collected first if
     // it did not run the breakpoint. Not where gdb has a breakpoint of its own.
     Status pass(pid_t tid, LinuxThread& t, bool& step);
+    // The displaced copy of the instruction at `addr` (in a pad, with a jump back after it)
+    // through which a thread passes gdb's breakpoint there without lifting it, so that other
+    // threads keep meeting it: a trap site's pad, or one made for this and kept. All threads
+    // must be stopped the first time (a pad may have to be mapped).
+    Result<std::uint64_t> passing_pad(std::uint64_t addr);
+    // The one made already, or 0.
+    std::uint64_t passing_pad_made(std::uint64_t addr) const;
     // A single step that started in a pad: puts the pc back into the original code. False
     // while the step has not left the displaced instruction yet.
     bool finish_pad_step(pid_t tid, LinuxThread& t);
@@ -93,6 +104,7 @@ class LinuxTrapSites final : public TrapSites {
     Process process_;
     std::map<std::uint64_t, Site> sites_;
     std::set<std::uint64_t> recently_removed_; // traps already taken may still arrive
+    std::map<std::uint64_t, Site> passing_;    // passing_pad()s made for gdb's breakpoints
     SiteHitHandler on_hit_;
     SiteStepHandler on_step_;
 };
