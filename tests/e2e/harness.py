@@ -672,8 +672,11 @@ class E2E:
     def serve_multi(self) -> Server:
         return self._listening(self.start_server("--multi", ":0"))
 
-    def serve_attach(self, pid: int, *options: str) -> Server:
-        return self._listening(self.start_server(*options, "--attach", ":0", str(pid)))
+    def serve_attach(self, pid: int, *options: str, after_comm: bool = False) -> Server:
+        """A server attached to PID; with after_comm, as `OPTIONS :0 --attach PID` (the order
+        gdb's testsuite uses) rather than `OPTIONS --attach :0 PID`."""
+        argv = [":0", "--attach"] if after_comm else ["--attach", ":0"]
+        return self._listening(self.start_server(*options, *argv, str(pid)))
 
     def pty_pair(self) -> tuple[str, str]:
         """Two connected pseudo-terminals, like a null-modem cable between two serial ports."""
