@@ -81,9 +81,8 @@ Status parse_agent_expressions(std::string_view text, std::string_view what,
         auto len = parse_hex_u64(text.substr(1, comma - 1));
         if (!len) return bad(fmt::format("{}: bad length", what));
         if (*len > kMaxAgentExpression)
-            return make_error(ErrorCode::TooLarge,
-                              fmt::format("{}: {} bytes, more than {}", what, *len,
-                                          kMaxAgentExpression));
+            return make_error(ErrorCode::TooLarge, fmt::format("{}: {} bytes, more than {}", what,
+                                                               *len, kMaxAgentExpression));
         const std::string_view rest = text.substr(comma + 1);
         if (rest.size() < *len * 2)
             return bad(fmt::format("{}: {:x} bytes announced, fewer present", what, *len));
@@ -116,8 +115,7 @@ Result<BreakpointRequest> parse_breakpoint(std::string_view args) {
     if (cmds != std::string_view::npos) {
         if (cmds > 0 && conditions.back() != ';') return bad("expected ';' before cmds:");
         std::string_view commands = options.substr(cmds + kCommands.size());
-        if (commands.size() < 2 || (commands[0] != '0' && commands[0] != '1') ||
-            commands[1] != ',')
+        if (commands.size() < 2 || (commands[0] != '0' && commands[0] != '1') || commands[1] != ',')
             return bad("cmds: expected persist flag 0 or 1, then ','");
         request.persist = commands[0] == '1';
         if (auto s = parse_agent_expressions(commands.substr(2), "cmds", request.commands); !s)

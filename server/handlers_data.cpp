@@ -183,8 +183,7 @@ std::string change_point(Session& s, std::string_view args, const Change& change
 namespace {
 // A Z0's conditions and commands, validated as tracepoint conditions are.
 Result<process::BreakpointCode> breakpoint_code(const BreakpointRequest& bp) {
-    const auto register_count =
-        static_cast<unsigned>(arch::host_architecture().registers().size());
+    const auto register_count = static_cast<unsigned>(arch::host_architecture().registers().size());
     process::BreakpointCode code;
     code.persist = bp.persist;
     const auto validate_all = [register_count](const auto& all, std::string_view what,

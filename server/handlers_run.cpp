@@ -207,8 +207,9 @@ std::string handle_detach(Session& s, std::string_view args) {
             fmt::print(stderr,
                        "Disconnected tracing in effect, leaving tpagent attached to the process\n");
         if (commands)
-            fmt::print(stderr,
-                       "Persistent commands are present, leaving tpagent attached to the process\n");
+            fmt::print(
+                stderr,
+                "Persistent commands are present, leaving tpagent attached to the process\n");
         std::fflush(stderr);
         s.forget_last_stop();
         return reply_ok();

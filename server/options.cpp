@@ -214,8 +214,7 @@ Result<int> parse_switches(int argc, char** argv, int i, ServerOptions& o) {
             o.show_disableable = true;
         else if (a.starts_with("--disable-packet=")) {
             if (auto d = disable_packets(a.substr(17), o.disabled); !d) return d.error();
-        }
-        else if (a == "--baud" || a.starts_with("--baud=")) {
+        } else if (a == "--baud" || a.starts_with("--baud=")) {
             std::string_view v = a == "--baud" ? (i + 1 < argc ? argv[++i] : "") : a.substr(7);
             long n = 0;
             if (!parse_number(v, n) || n <= 0) return usage_error("--baud needs a positive number");
@@ -355,8 +354,7 @@ std::string disableable_text() {
 }
 
 bool DisabledPackets::refuses(std::string_view name) const {
-    return (vcont && (name == "vCont" || name == "vCont?")) ||
-           (current_thread && name == "qC") ||
+    return (vcont && (name == "vCont" || name == "vCont?")) || (current_thread && name == "qC") ||
            (thread_list && (name == "qfThreadInfo" || name == "qsThreadInfo"));
 }
 

@@ -208,7 +208,8 @@ class LinuxProcess final : public Target {
     FastSiteAccess fast_site_access_{*this};
     // (After memory_ and threads_, which it works on.)
     LinuxFastSites fast_sites_{arch_, *memory_, threads_, remote_calls_, fast_site_access_};
-    LinuxDebugPoints debug_points_{arch_, *memory_, fast_sites_, trap_sites_, threads_}; // (after fast_sites_)
+    LinuxDebugPoints debug_points_{arch_, *memory_, fast_sites_, trap_sites_,
+                                   threads_}; // (after fast_sites_)
 };
 
 } // namespace tpagent::process

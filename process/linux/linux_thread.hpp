@@ -52,8 +52,8 @@ struct RunningToBlockEnd {
 using ThreadActivity =
     std::variant<thread_activity::Plain, thread_activity::SteppingThroughPad,
                  thread_activity::SteppingOverSite, thread_activity::PassingBreakpoint,
-                 thread_activity::SteppingFastJump,
-                 thread_activity::RecordStepping, thread_activity::RunningToBlockEnd>;
+                 thread_activity::SteppingFastJump, thread_activity::RecordStepping,
+                 thread_activity::RunningToBlockEnd>;
 
 // The SIGSTOP a thread has on its way: none, one tpagent sent (to stop it), or a new clone's
 // first stop. Never two: tpagent sends none to a thread whose first stop is still to come.
