@@ -384,8 +384,15 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
     std::fflush(stderr);
     const bool ended = ev.kind != process::StopEvent::Kind::Signal;
     if (ended && experiment_.running()) {
-        experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0},
-                             nullptr); // the traced process is gone
+        // The traced process is gone. gdb has no stop reason for that: an error's text says
+        // it ("Trace stopped by an error (process 42 exited with status 0)").
+        const char* abbrev = sigabbrev_np(ev.signal);
+        std::string why =
+            ev.kind == process::StopEvent::Kind::Exited
+                ? fmt::format("process {} exited with status {}", ev.pid, ev.exit_code)
+                : fmt::format("process {} was killed by SIG{}", ev.pid, abbrev ? abbrev : "?");
+        experiment_.stop_for({protocol::TraceStopReason::Kind::Error, std::move(why), 0},
+                             nullptr);
         watch_recording();             // its recording ends with it, files whole
     }
     if (!ended) experiment_.poll(inferior_.get());

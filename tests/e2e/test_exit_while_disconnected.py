@@ -72,7 +72,9 @@ def test_a_new_gdb_reads_the_trace(e2e, mode):
     )
     assert re.search(r"^0x0+ in \?\? \(\)$", r.of(connect), re.M), r.of(connect)
     assert_in_order(r.of("info threads"), rf'^\* 1\s+Thread {s.pid}\.{s.pid} "traced \(exited\)" ')
-    status = r.trace_stopped("for an unknown reason", ITERATIONS)
+    status = r.trace_stopped("by an error", ITERATIONS)
+    assert_in_order(r.of("tstatus"),
+                    rf"^Trace stopped by an error \(process {s.pid} exited with status 0\)\.$")
     assert not status.running
     assert r.found("tfind 3") == (3, 1)
     assert r.value("print iteration") == "3"

@@ -10,7 +10,8 @@ square).
 - gdb stops at the fatal signal: the trace is still running, gdb stops it and reads and saves
   it before the program goes. gdbserver does the same: this one runs on both.
 - gdb stays connected (extended-remote) while the program goes: tpagent stops the trace
-  itself ("Trace stopped for an unknown reason", the words gdb has for a target's tunknown),
+  itself ("Trace stopped by an error (process N exited with status 3)": gdb has no stop
+  reason for a program's end, and an error's text can say it),
   and keeps the frames for tsave -r. gdbserver keeps saying "Trace is running" about a trace
   whose program is gone, and has no QTSave. (gdb itself cannot show a frame there: with no
   thread, tfind says "No registers.", and tdump hits an internal error of gdb 13, so the frames
@@ -123,9 +124,12 @@ def test_the_program_ending_stops_the_trace(e2e, fast, how):
     assert s.reference.returncode == (-11 if how == "segv" else EXIT_CODE)
     s.prints_as_natively()
     after = r.status(1 if how == "segv" else 0)
-    assert (after.running, after.stopped, after.collected) == (False, "for an unknown reason", HITS), after
+    assert (after.running, after.stopped, after.collected) == (False, "by an error", HITS), after
+    why = (f"process {s.pid} was killed by SIGSEGV" if how == "segv"
+           else f"process {s.pid} exited with status {EXIT_CODE}")
+    assert f"Trace stopped by an error ({why})." in after.text, after.text
     assert r.of(f"tsave -r {saved}").strip() == ""
-    file_holds_the_frames(s, saved, r, "for an unknown reason")
+    file_holds_the_frames(s, saved, r, "by an error")
     record_reliability(DIES, 1, HITS)
 
 
@@ -150,7 +154,7 @@ def test_a_death_while_gdb_is_away(e2e, fast, how):
     walk = walk_hits(s)
     r = s.gdb("tstatus", walk, *LOOK, f"tsave -r {saved}", "tfind none", "continue")
     assert_in_order(r.of(s.connect), r"^Created tracepoint 1 for target's tracepoint 2 at 0x[0-9a-f]+\.$")
-    status = r.trace_stopped("for an unknown reason", HITS)
+    status = r.trace_stopped("by an error", HITS)
     assert (status.running, status.on_disconnect) == (False, "continue"), status
     frames_read_right(r, walk, 1)
     assert r.of(f"tsave -r {saved}").strip() == ""
@@ -159,5 +163,5 @@ def test_a_death_while_gdb_is_away(e2e, fast, how):
     else:
         s.exited(r.of("continue"), EXIT_CODE)
     assert s.server.wait_exit() == 0
-    file_holds_the_frames(s, saved, first, "for an unknown reason")
+    file_holds_the_frames(s, saved, first, "by an error")
     record_reliability(DIES, 1, HITS)
