@@ -289,6 +289,9 @@ class Architecture {
     virtual void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                              std::uint64_t pc) const = 0;
     virtual std::int64_t syscall_result(const RegisterSnapshot& s) const = 0;
+    // The system call a thread stopped inside one is making (x86-64: orig_rax; arm64: the
+    // kernel's syscallno), -1 if none.
+    virtual long syscall_number(const RegisterSnapshot& s) const = 0;
 
     // Calling a function in a stopped thread (to load the in-process agent into a program that
     // was started without it): arguments in their registers, the stack pointer at `stack`

@@ -391,9 +391,8 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
             ev.kind == process::StopEvent::Kind::Exited
                 ? fmt::format("process {} exited with status {}", ev.pid, ev.exit_code)
                 : fmt::format("process {} was killed by SIG{}", ev.pid, abbrev ? abbrev : "?");
-        experiment_.stop_for({protocol::TraceStopReason::Kind::Error, std::move(why), 0},
-                             nullptr);
-        watch_recording();             // its recording ends with it, files whole
+        experiment_.stop_for({protocol::TraceStopReason::Kind::Error, std::move(why), 0}, nullptr);
+        watch_recording(); // its recording ends with it, files whole
     }
     if (!ended) experiment_.poll(inferior_.get());
     if (!ended && running_without_gdb_ && (ev.thread_exited || ev.thread_created)) {

@@ -180,6 +180,12 @@ void Aarch64Architecture::set_syscall(RegisterSnapshot& s, long number,
 std::int64_t Aarch64Architecture::syscall_result(const RegisterSnapshot& s) const {
     return static_cast<std::int64_t>(x(s, 0));
 }
+long Aarch64Architecture::syscall_number(const RegisterSnapshot& s) const {
+    std::int32_t number = -1;
+    if (s.gpr.size() >= kSyscallNoOffset + sizeof number)
+        std::memcpy(&number, s.gpr.data() + kSyscallNoOffset, sizeof number);
+    return number;
+}
 std::vector<std::uint8_t> Aarch64Architecture::set_call(RegisterSnapshot& s, std::uint64_t function,
                                                         std::span<const std::uint64_t> args,
                                                         std::uint64_t stack,

@@ -131,6 +131,10 @@ std::int64_t X86_64Architecture::syscall_result(const RegisterSnapshot& s) const
     return static_cast<std::int64_t>(gpr_field(s, offsetof(user_regs_struct, rax)));
 }
 
+long X86_64Architecture::syscall_number(const RegisterSnapshot& s) const {
+    return static_cast<long>(gpr_field(s, offsetof(user_regs_struct, orig_rax)));
+}
+
 std::vector<std::uint8_t> X86_64Architecture::set_call(RegisterSnapshot& s, std::uint64_t function,
                                                        std::span<const std::uint64_t> args,
                                                        std::uint64_t stack,

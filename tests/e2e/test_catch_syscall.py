@@ -67,3 +67,18 @@ def test_catch_syscall_in_two_threads(e2e):
     assert stops.count("call to") == 6 and stops.count("returned from") == 6, stops
     assert_in_order(r.of("continue", 13), r"\[Inferior 1 \(process \d+\) exited normally\]")
     s.server.wait_for(r"^done$")
+
+
+def test_catch_syscall_over_a_vfork(e2e):
+    """The vfork's return is caught in the parent after gdb lets the child go ("Detaching
+    after vfork"), then wait4's call and return and exit_group, in that order: none missed,
+    none off by one."""
+    s = Scenario(e2e, "vforker")
+    r = s.gdb("break main", "continue", "catch syscall vfork wait4 exit_group", *["continue"] * 6)
+    assert_in_order(r.of("continue", 1), CALL.format(n=2, name="vfork"))
+    assert_in_order(r.of("continue", 2), r"\[Detaching after vfork from child process \d+\]",
+                    RETURN.format(n=2, name="vfork"))
+    assert_in_order(r.of("continue", 3), CALL.format(n=2, name="wait4"))
+    assert_in_order(r.of("continue", 4), RETURN.format(n=2, name="wait4"))
+    assert_in_order(r.of("continue", 5), CALL.format(n=2, name="exit_group"))
+    assert_in_order(r.of("continue", 6), r"\[Inferior 1 \(process \d+\) exited normally\]")
