@@ -38,7 +38,10 @@ class DebugPoints {
     virtual bool persistent_commands() const = 0;
 
     // Hardware breakpoints and watchpoints (Z1..Z4: `type`), in every thread's debug registers.
-    virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
+    // A hardware breakpoint (Z1) may have code too, run as a software one's; a thread whose
+    // hit is not gdb's passes it through a copy of the instruction, which must be possible.
+    virtual Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len,
+                                   BreakpointCode code) = 0;
     virtual Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) = 0;
 };
 

@@ -131,7 +131,8 @@ class Target {
     // Stops every thread now, waiting for them (a gdb connects to a running program). The event
     // is a stop with signal 0 on the main thread, or the process's exit if it ended meanwhile.
     virtual std::optional<StopEvent> stop_all_now() = 0;
-    // Ctrl-C from gdb: makes the process stop with SIGINT.
+    // Ctrl-C from gdb: makes the process stop with SIGINT (when it runs next, if it has just
+    // stopped).
     virtual void interrupt() = 0;
     // Signals (host numbers) delivered to the program without stopping (QPassSignals).
     virtual void set_pass_signals(std::set<int> signals) = 0;

@@ -205,16 +205,10 @@ Result<process::BreakpointCode> breakpoint_code(const BreakpointRequest& bp) {
 
 std::string handle_insert_point(Session& s, std::string_view args) {
     return change_point(s, args, [&s](process::Target& inf, const BreakpointRequest& bp) {
-        if (bp.type != 0) {
-            // (qSupported offers conditions and commands for software breakpoints: gdb sends
-            // none with the others, and a Z1 with some is refused rather than stop always.)
-            if (!bp.conditions.empty() || !bp.commands.empty())
-                return Status(make_error(ErrorCode::NotAllowed,
-                                         "conditions and commands only on software breakpoints"));
-            return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind);
-        }
         auto code = breakpoint_code(bp);
         if (!code) return Status(code.error());
+        if (bp.type != 0)
+            return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind, *code);
         Status st = inf.debug_points().insert_breakpoint(bp.addr, *code);
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
         if (!st && st.error().code == ErrorCode::NotAllowed) {

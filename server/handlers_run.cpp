@@ -150,7 +150,8 @@ std::string handle_vcont(Session& s, std::string_view args) {
 }
 
 std::string handle_vctrlc(Session& s, std::string_view) {
-    if (auto* inf = s.inferior()) inf->interrupt();
+    // (Stopped already: nothing to interrupt, the reply says OK all the same.)
+    if (auto* inf = s.inferior(); inf && inf->running()) inf->interrupt();
     return reply_ok();
 }
 

@@ -74,9 +74,10 @@ bool print(void* user, const char* text, std::size_t len) {
 }
 } // namespace
 
-bool LinuxDebugPoints::reports_hit(Target& target, pid_t tid, std::uint64_t addr) {
-    auto it = code_.find(addr);
-    if (it == code_.end()) return true;
+bool LinuxDebugPoints::reports_hit(Target& target, pid_t tid, std::uint64_t addr, bool hardware) {
+    const auto& codes = hardware ? hw_code_ : code_;
+    auto it = codes.find(addr);
+    if (it == codes.end()) return true;
     const BreakpointCode& code = it->second;
     std::vector<bool> available;
     auto g = target.registers().read(tid, available, false);
@@ -114,7 +115,25 @@ bool LinuxDebugPoints::reports_hit(Target& target, pid_t tid, std::uint64_t addr
     return code.commands.empty();
 }
 
-Status LinuxDebugPoints::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
+Status LinuxDebugPoints::insert_hw_point(int type, std::uint64_t addr, std::uint64_t len,
+                                         BreakpointCode code) {
+    if (!code.empty()) {
+        if (type != 1)
+            return make_error(ErrorCode::NotAllowed,
+                              "conditions and commands go with breakpoints, not watchpoints");
+        // A hit not gdb's cannot step over a debug register: it goes through the copy.
+        if (auto pad = trap_sites_.passing_pad(addr); !pad)
+            return make_error(pad.error().code,
+                              fmt::format("hardware breakpoint at 0x{:x} with a condition: {}",
+                                          addr, pad.error().text));
+    }
+    if (type == 1 && hw_breakpoints_.count(addr)) { // gdb re-sends it when its code changes
+        if (code.empty())
+            hw_code_.erase(addr);
+        else
+            hw_code_[addr] = std::move(code);
+        return ok_status();
+    }
     if (auto s = hw_.insert(type, addr, len); !s) return s;
     for (auto& [tid, t] : threads_) {
         if (!t.kernel.stopped()) continue;
@@ -127,11 +146,19 @@ Status LinuxDebugPoints::insert_hw_point(int type, std::uint64_t addr, std::uint
             return a;
         }
     }
+    if (type == 1) {
+        hw_breakpoints_.insert(addr);
+        if (!code.empty()) hw_code_[addr] = std::move(code);
+    }
     return ok_status();
 }
 
 Status LinuxDebugPoints::remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) {
     if (auto s = hw_.remove(type, addr, len); !s) return s;
+    if (type == 1) {
+        hw_code_.erase(addr);
+        hw_breakpoints_.erase(addr);
+    }
     Status all = ok_status();
     for (auto& [tid, t] : threads_)
         if (t.kernel.stopped())

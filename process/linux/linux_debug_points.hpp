@@ -10,6 +10,7 @@
 #include "process/linux/linux_trap_sites.hpp"
 #include "process/target.hpp"
 #include <map>
+#include <set>
 
 namespace tpagent::process {
 
@@ -32,12 +33,25 @@ class LinuxDebugPoints final : public DebugPoints {
     void set_command_output(CommandOutput output) override { output_ = std::move(output); }
     bool persistent_commands() const override;
 
-    // A thread stopped by gdb's breakpoint at `addr` (its pc rewound there): runs what gdb
-    // gave the breakpoint to run, and says whether gdb is to be told of the hit.
-    bool reports_hit(Target& target, pid_t tid, std::uint64_t addr);
+    // A thread stopped by gdb's breakpoint at `addr` (its pc rewound there), a software one
+    // or a `hardware` one: runs what gdb gave the breakpoint to run, and says whether gdb is to
+    // be told of the hit.
+    bool reports_hit(Target& target, pid_t tid, std::uint64_t addr, bool hardware);
+    // gdb's hardware breakpoint with code at `addr`.
+    bool hw_breakpoint_with_code_at(std::uint64_t addr) const { return hw_code_.count(addr) != 0; }
     // Every breakpoint is gone from the code (detach, exec): their code with them.
-    void forget_code() { code_.clear(); }
-    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
+    void forget_code() {
+        code_.clear();
+        hw_code_.clear();
+    }
+    // The debug registers are cleared (detach).
+    void forget_hw() {
+        hw_.clear();
+        hw_breakpoints_.clear();
+        hw_code_.clear();
+    }
+    Status insert_hw_point(int type, std::uint64_t addr, std::uint64_t len,
+                           BreakpointCode code) override;
     Status remove_hw_point(int type, std::uint64_t addr, std::uint64_t len) override;
 
     // The hardware points set, for the run loop (watchpoint hits, debug registers of new
@@ -52,7 +66,9 @@ class LinuxDebugPoints final : public DebugPoints {
     LinuxTrapSites& trap_sites_; // (the pads that pass breakpoints with code)
     LinuxThreads& threads_;
     arch::HwPoints hw_;
-    std::map<std::uint64_t, BreakpointCode> code_; // breakpoints with conditions or commands
+    std::map<std::uint64_t, BreakpointCode> code_;    // breakpoints with conditions or commands
+    std::map<std::uint64_t, BreakpointCode> hw_code_; // hardware ones (Z1) likewise
+    std::set<std::uint64_t> hw_breakpoints_;          // the Z1s in the debug registers
     CommandOutput output_;
 };
 

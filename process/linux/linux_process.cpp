@@ -357,7 +357,7 @@ Status LinuxProcess::detach() {
     trap_sites_.remove_all();
     memory_->breakpoints().remove_all();
     debug_points_.forget_code();
-    debug_points_.hw().clear();
+    debug_points_.forget_hw();
     for (auto& [tid, t] : threads_) {
         int sig = 0;
         const bool ours_owed = t.owed_sigstop == OwedSigstop::Ours;

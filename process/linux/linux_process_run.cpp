@@ -225,7 +225,9 @@ bool LinuxProcess::wait_next(pid_t& tid, WaitStatus& status) {
 }
 
 void LinuxProcess::interrupt() {
-    if (!alive_ || !running_) return;
+    // Also when the program has just stopped: gdb's Ctrl-C crossed the stop reply on the
+    // wire, and is for the next resume to report (as gdbserver's SIGINT is), not lost.
+    if (!alive_) return;
     // As a terminal would: the whole process group when we started it.
     if (!attached_)
         ::kill(-pid_, SIGINT);
@@ -385,7 +387,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         fork_children_.unshare_memory();
         memory_->open(pid_);
         forget_image();
-        debug_points_.hw().clear(); // the kernel cleared the debug registers; gdb sets them again
+        debug_points_.forget_hw(); // the kernel cleared the debug registers; gdb sets them again
         // Another thread ran execve and took the process id: its own state (a SIGSTOP sent
         // to it, say) comes along, the old leader's goes.
         unsigned long former = 0;
@@ -610,7 +612,9 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         }
     }
     if (auto ev = classify_trap(tid, info)) {
-        if (ev->swbreak)
+        // (A hardware breakpoint's hit during a step is reported as it is: passing it would
+        // take a step from its pad.)
+        if (ev->swbreak || (ev->hwbreak && !t.kernel.stepping()))
             if (auto pc = registers_.read_pc(tid)) return report_breakpoint_hit(tid, t, *ev, *pc);
         return report(tid, t, *ev);
     }
@@ -619,7 +623,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
 
 std::optional<StopEvent> LinuxProcess::report_breakpoint_hit(pid_t tid, LinuxThread& t,
                                                              StopEvent ev, std::uint64_t at) {
-    if (debug_points_.reports_hit(*this, tid, at)) return report(tid, t, std::move(ev));
+    if (debug_points_.reports_hit(*this, tid, at, ev.hwbreak)) return report(tid, t, std::move(ev));
     // Not gdb's: the thread goes on past the breakpoint as it was going (a range step stops
     // after it, to be checked against the range), now or at the next resume.
     t.activity = PassingBreakpoint{at};
@@ -632,15 +636,19 @@ Status LinuxProcess::pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step) 
     t.end<PassingBreakpoint>();
     auto pc = registers_.read_pc(tid);
     // Moved since (gdb wrote the pc), or the breakpoint is gone: nothing to pass.
-    if (!pc || *pc != addr || !memory_->user_breakpoint_at(addr)) return ok_status();
-    // Through the instruction's copy, the breakpoint staying for the other threads. (A step
-    // there, for a range step, lifts it for the one step instead.)
-    if (const std::uint64_t pad = trap_sites_.passing_pad_made(addr); pad && !step) {
+    const bool hardware = !memory_->user_breakpoint_at(addr);
+    if (!pc || *pc != addr || (hardware && !debug_points_.hw_breakpoint_with_code_at(addr)))
+        return ok_status();
+    // Through the instruction's copy, the breakpoint staying for the other threads (a step
+    // there is one through the pad, back to the program's code after it).
+    if (const std::uint64_t pad = trap_sites_.passing_pad_made(addr)) {
         auto regs = registers_.snapshot(tid, false);
         if (!regs) return regs.error();
         arch_.set_pc(**regs, pad);
+        if (step) t.activity = SteppingThroughPad{addr};
         return arch_.write_general_registers(tid, **regs);
     }
+    if (hardware) return ok_status(); // (made with its pad, gone with it: an exec)
     if (auto l = memory_->breakpoints().lift(addr); !l) return l;
     spdlog::debug("thread {}: stepping over gdb's breakpoint at 0x{:x}", tid, addr);
     t.activity = SteppingOverSite{addr, !step};

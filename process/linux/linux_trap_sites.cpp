@@ -127,18 +127,23 @@ void LinuxTrapSites::collect_unrun_site(pid_t tid, LinuxThread& t, std::uint64_t
 
 bool LinuxTrapSites::finish_pad_step(pid_t tid, LinuxThread& t) {
     const std::uint64_t site_addr = t.doing<SteppingThroughPad>()->site;
-    auto site = sites_.find(site_addr);
+    // A site's pad, or the one gdb's breakpoint there is passed through.
+    const Site* site = nullptr;
+    if (auto it = sites_.find(site_addr); it != sites_.end() && it->second.pad)
+        site = &it->second;
+    else if (auto made = passing_.find(site_addr); made != passing_.end())
+        site = &made->second;
     auto s = process_.registers(tid);
-    if (site == sites_.end() || !s) {
+    if (!site || !s) {
         t.end<SteppingThroughPad>();
         return true;
     }
-    const std::uint64_t pc = arch_.pc(**s), pad = site->second.pad;
-    if (!arch::in_relocated(site->second.code, pad, pc)) {
+    const std::uint64_t pc = arch_.pc(**s), pad = site->pad;
+    if (!arch::in_relocated(site->code, pad, pc)) {
         t.end<SteppingThroughPad>(); // a branch left the pad: the pc is already in original code
         return true;
     }
-    auto back = arch::original_address(site->second.code, pad, site_addr, pc);
+    auto back = arch::original_address(site->code, pad, site_addr, pc);
     if (!back) return false;
     arch_.set_pc(**s, *back);
     if (auto w = arch_.write_general_registers(tid, **s); !w)

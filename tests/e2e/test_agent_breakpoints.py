@@ -3,10 +3,12 @@ BreakpointCommands+): `set breakpoint condition-evaluation target` conditions, a
 `dprintf`, and dprintf commands kept past gdb's `detach` (persist). A condition that does not
 hold resumes the thread without gdb seeing the hit. Runs against both stubs."""
 
+import os
 import re
 
 import pytest
 
+from debug_registers import why_they_do_not_fire
 from harness import assert_in_order
 from scenario import TO_MAIN, Scenario, trace
 
@@ -59,6 +61,21 @@ def test_condition_in_four_threads(e2e):
     assert_in_order(r.of("print n"), r"= 15001")
     assert_in_order(r.of("continue", 2), EXITED)
     s.server.wait_for(total(20000))
+
+
+@pytest.mark.skipif(os.environ.get("TPAGENT_E2E_NO_HW_WATCH") == "1", reason="TPAGENT_E2E_NO_HW_WATCH=1")
+@pytest.mark.skipif(why_they_do_not_fire() is not None, reason=str(why_they_do_not_fire()))
+def test_condition_on_a_hardware_breakpoint(e2e):
+    """`hbreak` with a condition the stub evaluates: one stop, where it holds; the other calls
+    pass the debug register's breakpoint unseen."""
+    s = Scenario(e2e, PROGRAM)
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "hbreak hot if n == 300", "continue", "print n",
+              "info breakpoints", "delete", "continue")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=300\)")
+    assert_in_order(r.of("info breakpoints"), r"hw breakpoint", r"n == 300 \(target evals\)",
+                    r"already hit 1 time")
+    assert_in_order(r.of("continue", 2), EXITED)
+    s.server.wait_for(total(1000))
 
 
 def test_condition_beside_a_trap_tracepoint(e2e):

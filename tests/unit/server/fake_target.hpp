@@ -60,7 +60,7 @@ class FakeDebugPoints final : public process::DebugPoints {
         return ok_status();
     }
     bool breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
-    Status insert_hw_point(int, std::uint64_t, std::uint64_t) override {
+    Status insert_hw_point(int, std::uint64_t, std::uint64_t, process::BreakpointCode) override {
         return make_error(ErrorCode::Unsupported, "not in the fake");
     }
     Status remove_hw_point(int, std::uint64_t, std::uint64_t) override {
