@@ -546,25 +546,21 @@ bool Server::keep_tracing_without_gdb() {
     // it runs, and may be ending (its /proc/PID/exe already gone).
     if (running_without_gdb_) {
         // (Leaving non-stop mode as gdb went stopped every thread.)
-        if (!inferior_->running())
-            if (auto r = inferior_->resume_all(); !r)
-                spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
+        (void)run_without_gdb();
         return true;
     }
     remember_image();
-    if (!inferior_->running())
-        if (auto r = inferior_->resume_all(); !r) {
-            spdlog::warn("the program cannot run on without gdb: {}", r.error().text);
-            return false;
-        }
-    running_without_gdb_ = true;
-    return true;
+    return run_without_gdb();
 }
 
 bool Server::keep_commands_without_gdb() {
     if (!inferior_ || !inferior_->alive() || !inferior_->debug_points().persistent_commands())
         return false;
     if (running_without_gdb_) return true; // (a disconnected trace has it running already)
+    return run_without_gdb();
+}
+
+bool Server::run_without_gdb() {
     if (!inferior_->running())
         if (auto r = inferior_->resume_all(); !r) {
             spdlog::warn("the program cannot run on without gdb: {}", r.error().text);

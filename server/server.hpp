@@ -176,6 +176,8 @@ class Server {
     void deliver_signal(const process::StopEvent& ev);
     bool may_reopen() const;
     void remember_image();
+    // The program runs on with no gdb (every thread resumed): false if it cannot.
+    bool run_without_gdb();
     void keep_exited_program(const process::StopEvent& end, bool was_attached);
     void save_trace_automatically(pid_t pid);
     void shutdown();

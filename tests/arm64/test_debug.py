@@ -131,3 +131,26 @@ def test_hardware_breakpoint(arm64, hw_debug):
 @pytest.mark.hw_watchpoint
 def test_access_watchpoint(arm64, hw_debug):
     shared.access_watchpoint_sees_a_read(BoardScenario(arm64, "basic"), AARCH64)
+
+
+def test_breakpoint_conditions_and_agent_dprintf(arm64):
+    """`set breakpoint condition-evaluation target` on the board: the stub evaluates the
+    condition, four threads share 4000 calls and the one where it holds is the one stop; then an
+    agent-style dprintf prints from the stub at each of the 200 calls of a second run and the
+    program never stops for them."""
+    s = BoardScenario(arm64, "cond_breaks", "4000", "4")
+    r = s.gdb(*TO_MAIN, "set breakpoint condition-evaluation target", "break hot if n == 3001",
+              "continue", "print n", "info breakpoints", "delete", "continue", timeout=300)
+    assert "does not support" not in r.transcript, r.transcript
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=3001\)")
+    assert r.value("print n") == "3001"
+    assert_in_order(r.of("info breakpoints"), r"n == 3001 \(target evals\)", r"already hit 1 time")
+    s.exited(r.of("continue", 2), 0)
+    s.server.wait_for(rf"^total {4000 * 3999 // 2}$")
+
+    d = BoardScenario(arm64, "cond_breaks", "200")
+    d.gdb(*TO_MAIN, "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n', "continue")
+    d.server.wait_for_count(r"(?m)^hot \d+$", 200)
+    printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", d.server.output)]
+    assert printed == list(range(200)), printed
+
