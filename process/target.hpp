@@ -70,6 +70,10 @@ class Target {
     // Reads return how many bytes were readable from the start (0 bytes readable is an error).
     virtual Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
     virtual Status write_memory(std::uint64_t addr, std::span<const std::uint8_t> data) = 0;
+    // The address of a thread's thread-local variable (gdb's qGetTLSAddr): `offset` into the
+    // TLS block, for that thread, of the module whose link map is at `link_map`.
+    virtual Result<std::uint64_t> thread_local_address(pid_t tid, std::uint64_t offset,
+                                                       std::uint64_t link_map) = 0;
     // How many bytes from `addr` (at most `length`) lie in the read-only image of the
     // executable or a shared library as mapped now (code, read-only data: memory that does not
     // change while mapped, process/linux/read_only_image.hpp); 0 when `addr` is in none. A

@@ -230,4 +230,18 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     });
 }
 
+// qGetTLSAddr:thread,offset,lm: the address of a thread-local variable, found without
+// libthread_db (process/linux/thread_local_storage.cpp); an E.text error says why not.
+std::string handle_tls_address(Session& s, const PacketArgs& args) {
+    if (s.trace_frame()) return refuse_in_frame();
+    auto* inf = s.live_inferior();
+    if (!inf) return reply_error(ErrorCode::NoProcess);
+    const ThreadId& id = args.thread(0);
+    const pid_t tid = id.tid > 0 ? static_cast<pid_t>(id.tid) : s.current_thread();
+    if (!inf->has_thread(tid)) return reply_error(ErrorCode::NoProcess);
+    auto address = inf->thread_local_address(tid, args.number(1), args.number(2));
+    if (!address) return reply_error_text(address.error());
+    return fmt::format("{:x}", *address);
+}
+
 } // namespace tpagent::server

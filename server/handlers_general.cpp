@@ -258,6 +258,9 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  btrace\n"
                                           "    Show how each thread's branch trace is "
                                           "recorded\n"
+                                          "  set libthread-db-search-path [PATH]\n"
+                                          "    Accepted as gdbserver does; thread-local "
+                                          "storage needs no libthread_db\n"
                                           "  exit\n"
                                           "    Quit tpagent\n"
                                           "  help\n"
@@ -346,6 +349,16 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
         return reply_error(answer.error().code);
     }
     if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
+    // gdbserver's, for gdb scripts and tests written for it: tpagent reads thread-local
+    // storage without libthread_db, so the path is noted and changes nothing.
+    constexpr std::string_view kThreadDbPath = "set libthread-db-search-path";
+    if (command == kThreadDbPath || command.starts_with(std::string(kThreadDbPath) + " ")) {
+        std::string_view path = command.substr(kThreadDbPath.size());
+        while (!path.empty() && path.front() == ' ')
+            path.remove_prefix(1);
+        return to_hex(fmt::format("libthread-db-search-path set to `{}'\n",
+                                  path.empty() ? "$sdir:$pdir" : path));
+    }
     if (command.starts_with("set btrace-method ")) {
         constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {
             {"block-ends", process::BranchStepMethod::BlockEnds},

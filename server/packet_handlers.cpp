@@ -21,6 +21,7 @@ const protocol::PacketTable<Session>& packet_table() {
         {"qfThreadInfo", handle_thread_info_first},
         {"qsThreadInfo", handle_thread_info_next},
         {"T", kThreadId, handle_thread_alive},
+        {"qGetTLSAddr", kTlsAddress, handle_tls_address},
         {"H", kThreadOperation, handle_set_thread},
         {"QPassSignals", handle_pass_signals},
         {"QProgramSignals", handle_program_signals},

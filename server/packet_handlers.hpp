@@ -32,7 +32,7 @@ Handler handle_btrace, handle_btrace_conf, handle_xfer_btrace, handle_xfer_btrac
 // handlers_data.cpp
 Handler handle_read_registers, handle_write_registers, handle_write_register, handle_read_memory,
     handle_write_memory_hex, handle_write_memory_binary, handle_insert_point, handle_remove_point;
-ArgsHandler handle_read_register;
+ArgsHandler handle_read_register, handle_tls_address;
 // p's reply to a register number that is not one.
 std::string unknown_register(const Error&);
 // handlers_xfer.cpp
@@ -66,6 +66,7 @@ std::string hostio_bad_fd(const Error&);
 // arguments that do not fit where it is not the parse error's code.
 inline constexpr protocol::ArgumentSchema kHex{"x"};
 inline constexpr protocol::ArgumentSchema kThreadId{"t"};
+inline constexpr protocol::ArgumentSchema kTlsAddress{"t,x,x"};   // qGetTLSAddr: thread,offset,lm
 inline constexpr protocol::ArgumentSchema kThreadOperation{"ct"}; // H: g or c, a thread id
 inline constexpr protocol::ArgumentSchema kText{"s"};
 inline constexpr protocol::ArgumentSchema kTextReplyingText{"s", protocol::reply_error_text};

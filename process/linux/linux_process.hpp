@@ -46,6 +46,8 @@ class LinuxProcess final : public Target {
     bool running() const override { return running_; }
     const std::string& executable() const override { return executable_; }
     std::vector<StaticMarker> static_markers() const override;
+    Result<std::uint64_t> thread_local_address(pid_t tid, std::uint64_t offset,
+                                               std::uint64_t link_map) override;
 
     std::vector<pid_t> thread_ids() const override;
     bool has_thread(pid_t tid) const override { return threads_.count(tid) != 0; }
@@ -115,6 +117,14 @@ class LinuxProcess final : public Target {
     std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
     std::optional<StopEvent> handle_trap(pid_t tid, LinuxThread& t);
     std::optional<StopEvent> handle_syscall_stop(pid_t tid, LinuxThread& t);
+    // qGetTLSAddr's parts (thread_local_storage.cpp): a little-endian word of `bytes` bytes,
+    // and the TLS module of a link map: its id, and whose layout (musl's, or glibc's).
+    Result<std::uint64_t> read_word(std::uint64_t addr, std::size_t bytes);
+    struct TlsModule {
+        std::uint64_t id = 0;
+        bool musl = false;
+    };
+    Result<TlsModule> tls_module(std::uint64_t link_map);
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
     void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);

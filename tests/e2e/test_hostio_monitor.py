@@ -100,6 +100,8 @@ MONITOR_LIKE_GDBSERVER = [
     ("monitor set debug-format bogus", ['Unknown debug-format argument: "bogus"', "The following monitor",
                                         "Protocol error with Rcmd"]),
     ("monitor set debug-format none", ["All extra debug format options disabled."]),
+    ("monitor set libthread-db-search-path /nowhere", ["libthread-db-search-path set to `/nowhere'"]),
+    ("monitor set libthread-db-search-path", ["libthread-db-search-path set to `$sdir:$pdir'"]),
     ("monitor set debug 1", ["Debug output enabled."]),
     ("flushregs", []),
     ("print $sp != 0", ["$2 = 1"]),

@@ -90,6 +90,9 @@ class FakeTarget final : public process::Target {
     std::string thread_name(pid_t) const override { return "fake"; }
 
     process::ThreadRegisters& registers() override { return thread_registers; }
+    Result<std::uint64_t> thread_local_address(pid_t, std::uint64_t, std::uint64_t) override {
+        return make_error(ErrorCode::Unsupported, "not in the fake");
+    }
 
     Result<std::size_t> read_memory(std::uint64_t addr, std::span<std::uint8_t> out) override {
         if (throw_on_memory_read) throw std::bad_alloc();
