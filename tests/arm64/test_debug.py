@@ -150,7 +150,20 @@ def test_breakpoint_conditions_and_agent_dprintf(arm64):
 
     d = BoardScenario(arm64, "cond_breaks", "200")
     d.gdb(*TO_MAIN, "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n', "continue")
-    d.server.wait_for_count(r"(?m)^hot \d+$", 200)
+    d.server.wait_for(r"^hot 199$")
     printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", d.server.output)]
     assert printed == list(range(200)), printed
+
+
+def test_thread_local_variables(arm64):
+    """`__thread` variables and errno, in each of two threads (qGetTLSAddr: tpidr_el0 and
+    glibc's DTV)."""
+    s = BoardScenario(arm64, "tls_vars")
+    # (The board's libc has no debug info: errno is a minimal symbol, given its type.)
+    errno = "print (int) errno"
+    r = s.gdb(*TO_MAIN, "break stop_here", "continue", "print counter", errno, "thread 2",
+              "print counter", errno, "kill")
+    assert "Cannot find thread-local" not in r.transcript, r.transcript
+    assert (r.value("print counter"), r.value(errno)) == ("42", "11")
+    assert (r.value("print counter", 1), r.value(errno, 1)) == ("7", "33")
 
