@@ -12,7 +12,7 @@ ALLOWED = {
     "bytecode": {"base"},
     "arch": {"base", "protocol", "bytecode"},
     "trace": {"base", "protocol", "bytecode"},
-    "process": {"base", "protocol", "arch"},
+    "process": {"base", "protocol", "bytecode", "arch"},
     # the library loaded into programs: its ABI, the interpreter, the frame format and clock
     "inproc": {"bytecode", "trace/frame_format.hpp", "trace/static_data.hpp", "arch/frame_clock.hpp",
                "arch/inproc_trap.hpp", "arch/sdt_argument.hpp"},

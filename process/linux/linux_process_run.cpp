@@ -335,8 +335,10 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     // A clone, fork, vfork or vfork-done event stops the thread inside its call: the return,
     // if caught, is that call's, whatever resume came between (gdb turns catching off at each
     // stop and on again to resume, and the resume with it off forgot the call).
-    if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
-        event == PTRACE_EVENT_VFORK_DONE)
+    // (Only while catching, or at a vfork-done: gdb resumes a vfork event with catching off.)
+    if (event == PTRACE_EVENT_VFORK_DONE ||
+        (catch_syscalls_ && (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+                             event == PTRACE_EVENT_VFORK)))
         if (auto s = registers_.snapshot(tid, false))
             if (const long number = arch_.syscall_number(**s); number >= 0) t.in_syscall = number;
     if (event == PTRACE_EVENT_CLONE) {
