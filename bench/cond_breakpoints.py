@@ -74,7 +74,10 @@ def main() -> None:
             loop = min(run(server, exe, calls, setup, workdir) for _ in range(2))
             costs[label] = (loop - baseline) / calls
         for label, cost in costs.items():
-            ratio = f"{cost / costs['tpagent, target']:.2f}x tpagent" if label != "tpagent, target" else ""
+            ratio = ""
+            if label != "tpagent, target":
+                times = cost / costs["tpagent, target"]
+                ratio = f"{times:.1f}x tpagent's" if times >= 1 else f"1/{1 / times:.0f} of tpagent's"
             unit = f"{cost / 1000:10.2f} us" if cost >= 1000 else f"{cost:10.1f} ns"
             print(f"  {label:<20}{unit}   {ratio}")
 
