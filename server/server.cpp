@@ -510,7 +510,10 @@ void Server::session_closed(Session&) {
         // come back for it (gdbserver --once kills the program here, trace and all). The next
         // connection is then the one --once counts.
         const bool tracing_on = keep_tracing_without_gdb();
-        if (options_.once && !tracing_on && !(exited_ && !exited_shown_)) {
+        // So do persistent breakpoint commands a detach left running (persist).
+        const bool commands_on = running_without_gdb_ && inferior_ && inferior_->alive() &&
+                                 inferior_->debug_points().persistent_commands();
+        if (options_.once && !tracing_on && !commands_on && !(exited_ && !exited_shown_)) {
             shutdown();
             return;
         }

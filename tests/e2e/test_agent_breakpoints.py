@@ -112,11 +112,17 @@ def test_agent_dprintf_with_a_condition(e2e):
     assert printed == [0, 100, 200], printed
 
 
-def test_persistent_dprintf_outlives_detach(e2e):
+@pytest.mark.parametrize("once", [
+    False,
+    pytest.param(True, marks=pytest.mark.tpagent_only(
+        "gdbserver --once ends when gdb leaves, its program with it, persistent commands or not")),
+], ids=["", "once"])
+def test_persistent_dprintf_outlives_detach(e2e, once):
     """An agent dprintf (persistent: `set disconnected-dprintf on`, gdb's default) goes on
-    printing after gdb detaches: the program runs on to its end with the stub still there.
-    (Always inserted: gdb inserts breakpoints when it resumes the program, else.)"""
-    s = Scenario(e2e, PROGRAM, "500")
+    printing after gdb detaches: the program runs on to its end with the stub still there,
+    --once or not. (Always inserted: gdb inserts breakpoints when it resumes the program,
+    else.)"""
+    s = Scenario(e2e, PROGRAM, "500", options=("--once",) if once else ())
     r = s.gdb(*TO_MAIN, "set breakpoint always-inserted on", "break hot if n == 200", "continue", "delete",
               "set dprintf-style agent", 'dprintf hot,"hot %ld\\n", n', "detach")
     assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=200\)")
