@@ -642,8 +642,11 @@ Status LinuxProcess::pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step) 
     if (!pc || *pc != addr || (hardware && !debug_points_.hw_breakpoint_with_code_at(addr)))
         return ok_status();
     // Through the instruction's copy, the breakpoint staying for the other threads (a step
-    // there is one through the pad, back to the program's code after it).
-    if (const std::uint64_t pad = trap_sites_.passing_pad_made(addr)) {
+    // there is one through the pad, back to the program's code after it). Not where a fast
+    // tracepoint's jump is now (placed after the copy was made): the copy would go by its
+    // collection, which the lifted breakpoint lets the thread into.
+    const std::uint64_t pad = trap_sites_.passing_pad_made(addr);
+    if (pad && (hardware || !fast_sites_.has(addr))) {
         auto regs = registers_.snapshot(tid, false);
         if (!regs) return regs.error();
         arch_.set_pc(**regs, pad);

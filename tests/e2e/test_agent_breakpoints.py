@@ -10,7 +10,7 @@ import pytest
 
 from debug_registers import why_they_do_not_fire
 from harness import assert_in_order
-from scenario import TO_MAIN, Scenario, trace
+from scenario import TO_MAIN, Scenario, ftrace, trace
 
 PROGRAM = "cond_breaks"
 TARGET_EVAL = "set breakpoint condition-evaluation target"
@@ -86,6 +86,22 @@ def test_condition_beside_a_trap_tracepoint(e2e):
               "break hot if n == 600", "continue", "print n", "tstop", "tstatus")
     assert_in_order(r.of("continue", 1), r"Breakpoint 3, hot \(n=600\)")
     assert_in_order(r.of("tstatus"), r"Collected 601 trace frames")
+
+
+@pytest.mark.tpagent_only("gdbserver's fast tracepoint pads are out of a PIE program's reach")
+def test_condition_beside_a_fast_tracepoint(e2e):
+    """A conditional breakpoint, then a fast tracepoint at its address, placed after it: every
+    call before the one where the condition holds is collected (a thread going on past the
+    breakpoint goes through the jump), and that one stops."""
+    s = Scenario(e2e, PROGRAM, agent=True)
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "set breakpoint always-inserted on", "break hot if n == 600",
+              s.define(ftrace("hot", "collect n")), "tstart", "continue", "print n", "tstop",
+              "tstatus", "delete", "continue")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=600\)")
+    assert r.value("print n") == "600"
+    assert_in_order(r.of("tstatus"), r"Collected 600 trace frames")
+    assert_in_order(r.of("continue", 2), EXITED)
+    s.server.wait_for(total(1000))
 
 
 def test_agent_dprintf(e2e):
