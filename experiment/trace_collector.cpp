@@ -6,11 +6,11 @@
 // through trap sites like `trace` tracepoints; what is theirs is the marker's semaphore, raised
 // while the run lasts so that probes guarded by it fire, and `$_sdata`, the marker's arguments.
 #include "experiment/trace_experiment.hpp"
+#include "arch/g_register.hpp"
 #include "bytecode/context.hpp"
 #include "bytecode/interpreter.hpp"
 #include "protocol/hex.hpp"
 #include "trace/static_data.hpp"
-#include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -38,14 +38,9 @@ bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len) {
 
 bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
     auto* c = static_cast<HitContext*>(user);
-    auto regs = c->arch.registers();
-    if (regnum >= regs.size() || regs[regnum].size > 8 || regnum >= c->available.size() ||
-        !c->available[regnum])
-        return false;
-    std::uint64_t v = 0;
-    std::memcpy(&v, c->g.data() + regs[regnum].g_offset, regs[regnum].size); // little-endian
-    *value = v;
-    return true;
+    auto v = arch::g_register(c->arch, c->g, c->available, regnum);
+    if (v) *value = *v;
+    return v.has_value();
 }
 
 bool get_tsv(void* user, unsigned num, std::int64_t* value) {

@@ -1,8 +1,8 @@
 #include "process/linux/linux_debug_points.hpp"
+#include "arch/g_register.hpp"
 #include "bytecode/context.hpp"
 #include "bytecode/interpreter.hpp"
 #include <algorithm>
-#include <cstring>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -57,14 +57,9 @@ bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len) {
 
 bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
     auto* v = static_cast<HitView*>(user);
-    auto regs = v->arch.registers();
-    if (regnum >= regs.size() || regs[regnum].size > 8 || regnum >= v->available.size() ||
-        !v->available[regnum])
-        return false;
-    std::uint64_t word = 0;
-    std::memcpy(&word, v->g.data() + regs[regnum].g_offset, regs[regnum].size); // little-endian
-    *value = word;
-    return true;
+    auto word = arch::g_register(v->arch, v->g, v->available, regnum);
+    if (word) *value = *word;
+    return word.has_value();
 }
 
 bool print(void* user, const char* text, std::size_t len) {

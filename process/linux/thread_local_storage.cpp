@@ -11,6 +11,7 @@
 //   program's (id 1), not a library's.
 // A statically linked program has one module, id 1 (gdb sends link map 0 for it).
 #include "process/linux/elf_image.hpp"
+#include "arch/g_register.hpp"
 #include "process/linux/linux_process.hpp"
 #include "process/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
@@ -115,10 +116,9 @@ Result<std::uint64_t> LinuxProcess::thread_local_address(pid_t tid, std::uint64_
     if (!g) return g.error();
     const auto regs = arch_.registers();
     std::uint64_t tp = 0;
-    for (std::size_t i = 0; i < regs.size(); ++i)
-        if (std::strcmp(regs[i].name, kThreadPointer) == 0 && i < available.size() &&
-            available[i] && regs[i].size == 8)
-            std::memcpy(&tp, g->data() + regs[i].g_offset, 8);
+    for (unsigned i = 0; i < regs.size(); ++i)
+        if (std::strcmp(regs[i].name, kThreadPointer) == 0)
+            tp = arch::g_register(arch_, *g, available, i).value_or(0);
     if (tp == 0) return no_tls(fmt::format("thread {} has no thread pointer", tid));
 
     const std::int64_t dtv_at = module->musl ? kMuslDtvAt : kGlibcDtvAt;
