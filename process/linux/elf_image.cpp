@@ -126,4 +126,23 @@ std::string file_of_process(pid_t pid, const std::string& path) {
     return access(file.c_str(), R_OK) == 0 ? file : path;
 }
 
+std::map<std::string, std::uint64_t, std::less<>>
+mapped_file_symbols(pid_t pid, const std::string& path, std::uint64_t start,
+                    std::initializer_list<std::string_view> names, bool dynamic_only) {
+    std::map<std::string, std::uint64_t, std::less<>> found;
+    ElfImage elf(file_of_process(pid, path));
+    const auto base = elf.valid() ? link_base(elf) : std::nullopt;
+    if (!base) return found;
+    const Sections sections = sections_of(elf);
+    SymbolTable symbols(elf, sections, start - *base, dynamic_only);
+    for (std::string_view name : names)
+        if (auto address = symbols.address_of(name)) found.emplace(name, *address);
+    return found;
+}
+
+bool is_c_library(std::string_view path) {
+    const std::string_view base = path.substr(path.rfind('/') + 1);
+    return base.starts_with("libc.so") || base.starts_with("libc-");
+}
+
 } // namespace tpagent::process

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <elf.h>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -91,5 +92,13 @@ std::map<std::string, std::uint64_t> mapped_files(pid_t pid);
 // A mapped file's path as tpagent opens it: through the process's root (another mount
 // namespace), else as named.
 std::string file_of_process(pid_t pid, const std::string& path);
+// Of `names`, those the ELF file mapped into process `pid` from `path` at `start` (an entry of
+// mapped_files()) defines, at their addresses in the process; from its dynamic symbol table
+// alone with `dynamic_only`.
+std::map<std::string, std::uint64_t, std::less<>>
+mapped_file_symbols(pid_t pid, const std::string& path, std::uint64_t start,
+                    std::initializer_list<std::string_view> names, bool dynamic_only);
+// Whether `path` names the C library (libc.so.N, or glibc's older libc-X.Y.so).
+bool is_c_library(std::string_view path);
 
 } // namespace tpagent::process

@@ -39,21 +39,17 @@ std::optional<LoaderFunctions> loader_functions(pid_t pid) {
     std::vector<std::pair<std::string, std::uint64_t>> files;
     for (const auto& [path, start] : mapped_files(pid)) {
         const std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
-        if (base.starts_with("libc.so") || base.starts_with("libc-"))
+        if (is_c_library(path))
             files.insert(files.begin(), {path, start});
         else if (base.starts_with("libdl.so") || base.starts_with("libdl-"))
             files.emplace_back(path, start);
     }
     for (const auto& [path, start] : files) {
-        ElfImage elf(file_of_process(pid, path));
-        if (!elf.valid()) continue;
-        const auto base = link_base(elf);
-        if (!base) continue;
-        const Sections sections = sections_of(elf);
-        SymbolTable symbols(elf, sections, start - *base, true);
-        const auto open = symbols.address_of("dlopen");
-        if (!open) continue;
-        return LoaderFunctions{*open, symbols.address_of("dlerror").value_or(0)};
+        const auto symbols = mapped_file_symbols(pid, path, start, {"dlopen", "dlerror"}, true);
+        const auto open = symbols.find("dlopen");
+        if (open == symbols.end()) continue;
+        const auto error = symbols.find("dlerror");
+        return LoaderFunctions{open->second, error == symbols.end() ? 0 : error->second};
     }
     return std::nullopt;
 }

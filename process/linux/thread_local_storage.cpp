@@ -39,11 +39,6 @@ Error no_tls(std::string why) {
                       fmt::format("cannot find thread-local storage: {}", why));
 }
 
-bool is_c_library(std::string_view path) {
-    const std::string_view base = path.substr(path.rfind('/') + 1);
-    return base.starts_with("libc.so") || base.starts_with("libc-");
-}
-
 // musl's C library, which is its dynamic loader too (/lib/ld-musl-ARCH.so.1, a link to
 // /usr/lib/ARCH-linux-musl/libc.so on Debian).
 bool is_musl(std::string_view path) {
@@ -69,13 +64,12 @@ Result<LinuxProcess::TlsModule> LinuxProcess::tls_module(std::uint64_t link_map)
         musl = musl || is_musl(path);
         const bool program = path == executable_;
         if (!program && !is_c_library(path)) continue;
-        ElfImage elf(file_of_process(pid_, path));
-        const auto link = elf.valid() ? link_base(elf) : std::nullopt;
-        if (!link) continue;
-        const Sections sections = sections_of(elf);
-        SymbolTable symbols(elf, sections, start - *link, !program);
-        if (!descriptor) descriptor = symbols.address_of("_thread_db_link_map_l_tls_modid");
-        musl = musl || (program && symbols.address_of("__init_tp").has_value());
+        constexpr std::string_view kModuleId = "_thread_db_link_map_l_tls_modid";
+        const auto symbols =
+            mapped_file_symbols(pid_, path, start, {kModuleId, "__init_tp"}, !program);
+        if (auto it = symbols.find(kModuleId); !descriptor && it != symbols.end())
+            descriptor = it->second;
+        musl = musl || (program && symbols.count("__init_tp") != 0);
     }
     if (descriptor) {
         if (link_map == 0) return TlsModule{1, false};
