@@ -23,12 +23,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def build(workdir: Path) -> Path:
-    exe = workdir / "hits"
-    subprocess.run(["cc", "-g", "-O1", "-o", str(exe), str(HERE / "programs" / "hits.c")], check=True)
-    return exe
+sys.path.insert(0, str(HERE))
+from trap_tracepoints import build  # noqa: E402  (the same program, built the same way)
 
 
 def run(server: list[str], exe: Path, calls: int, setup: list[str], workdir: Path) -> int:
