@@ -201,7 +201,7 @@ std::string handle_detach(Session& s, std::string_view args) {
             return reply_error(ErrorCode::NoProcess);
     }
     // (As gdbserver: either keeps the program, and says so.)
-    const bool tracing = s.server().keep_tracing_without_gdb();
+    const bool tracing = s.server().keep_tracing_without_gdb(/*resume=*/true);
     const bool commands = s.server().keep_commands_without_gdb();
     if (tracing || commands) {
         if (tracing)

@@ -485,9 +485,9 @@ void Server::accept_next() {
     });
 }
 
-void Server::session_closed(Session&) {
+void Server::session_closed(Session&, ConnectionEnd end) {
     // The session object may be mid-call: destroy it later, from the event loop.
-    asio::post(io_, [this] {
+    asio::post(io_, [this, end] {
         std::unique_ptr<Session> old = std::move(session_);
         // A QTStart still waiting for gdb's qRelocInsn answers never started anything.
         experiment_.abandon_relocation(inferior_.get());
@@ -509,7 +509,10 @@ void Server::session_closed(Session&) {
         // keeps tpagent up even with --once: the trace is worth something only if a gdb can
         // come back for it (gdbserver --once kills the program here, trace and all). The next
         // connection is then the one --once counts.
-        const bool tracing_on = keep_tracing_without_gdb();
+        // A connection gdb closed leaves the program as it was, stopped at a breakpoint say, for
+        // the next gdb to find (as gdbserver does); one lost mid-session lets it run on, traced,
+        // since nobody chose to stop there (an unattended board whose host went away).
+        const bool tracing_on = keep_tracing_without_gdb(end == ConnectionEnd::Lost);
         // So do persistent breakpoint commands a detach left running (persist).
         const bool commands_on = running_without_gdb_ && inferior_ && inferior_->alive() &&
                                  inferior_->debug_points().persistent_commands();
@@ -541,7 +544,7 @@ bool Server::may_reopen() const {
            (options_.multi || (inferior_ && inferior_->alive()) || exited_);
 }
 
-bool Server::keep_tracing_without_gdb() {
+bool Server::keep_tracing_without_gdb(bool resume) {
     if (!experiment_.running() || !experiment_.disconnected_tracing() || !inferior_ ||
         !inferior_->alive())
         return false;
@@ -553,7 +556,11 @@ bool Server::keep_tracing_without_gdb() {
         return true;
     }
     remember_image();
-    return run_without_gdb();
+    if (resume) return run_without_gdb();
+    // Left as it is: a running program runs on without gdb (its signals its own, a breakpoint
+    // hit kept for the next gdb); a stopped one waits, its trace running, for the next gdb.
+    if (inferior_->running()) running_without_gdb_ = true;
+    return true;
 }
 
 bool Server::keep_commands_without_gdb() {

@@ -112,7 +112,10 @@ class Server {
     const ExitedProgram* exited_program() const { return exited_ ? &*exited_ : nullptr; }
     void forget_exited_program() { exited_.reset(); }
     void request_exit() { exit_requested_ = true; }
-    void session_closed(Session& s);
+    // How gdb's connection ended: closed by gdb (its `disconnect`, its exit or death), or lost
+    // (reset, or found dead by keepalive probes: a link down, a host gone).
+    enum class ConnectionEnd { Closed, Lost };
+    void session_closed(Session& s, ConnectionEnd end = ConnectionEnd::Closed);
     // Fast tracepoints fill the buffer with no event tpagent would see: while a fast trace
     // runs, a timer looks every few ms (armed here after a packet started one; it stops by
     // itself when the trace does).
@@ -130,9 +133,10 @@ class Server {
     void watch_snapshot_trigger();
     // `monitor snapshot [dir DIR [files N] | trigger N [count K] | trigger off | show]`.
     Result<std::string> snapshot_command(std::string_view args);
-    // gdb leaves (disconnect or detach) while a trace runs with disconnected tracing on:
-    // the program goes on running and tracing, and tpagent waits for the next gdb.
-    bool keep_tracing_without_gdb();
+    // gdb leaves while a trace runs with disconnected tracing on: the trace goes on, and
+    // tpagent waits for the next gdb. The program is resumed (`detach`, a lost connection) or
+    // left as gdb left it, stopped or running (a connection gdb closed: gdbserver's way).
+    bool keep_tracing_without_gdb(bool resume);
     // gdb detaches leaving breakpoints whose commands persist (`set disconnected-dprintf`,
     // RSP `Z0` cmds): the program runs on with them, as with a disconnected trace.
     bool keep_commands_without_gdb();

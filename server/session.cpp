@@ -94,7 +94,9 @@ void Session::read_more() {
             spdlog::debug("connection closed: {}", ec.message());
             closed_ = true;
             conn_->close();
-            server_.session_closed(*this);
+            server_.session_closed(*this, ec == boost::asio::error::eof
+                                              ? Server::ConnectionEnd::Closed
+                                              : Server::ConnectionEnd::Lost);
             return;
         }
         receive(std::span(buf_.data(), n));

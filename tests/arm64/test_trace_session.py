@@ -53,11 +53,16 @@ def test_disconnect_stops_the_trace_when_off(arm64):
     shared.disconnect_stops_the_trace_when_off(BoardScenario(arm64, PROGRAM))
 
 
-@pytest.mark.tpagent_only("gdbserver leaves the stopped program stopped when gdb dies")
 def test_trace_survives_gdb_being_killed(arm64):
-    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the trace
-    goes on, and a new gdb finds it running."""
-    shared.trace_survives_gdb_being_killed(*looping(arm64), tick_timeout=TICK_TIMEOUT)
+    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the program
+    stays stopped and the trace running; a new gdb finds both."""
+    shared.trace_survives_gdb_being_killed(*looping(arm64))
+
+
+def test_disconnect_leaves_the_program_where_it_stopped(arm64):
+    """disconnected-tracing on, the program stopped at a breakpoint, gdb's `disconnect`: the
+    next gdb finds it stopped there and the trace running."""
+    shared.disconnect_leaves_the_program_where_it_stopped(*looping(arm64))
 
 
 VIEW = ("tstatus", "info tracepoints", "info tvariables", "tfind 4", "tdump", "info registers pc x0 x1", "tfind end")

@@ -13,6 +13,7 @@ program to main first, so tracepoints are numbered from 2.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -454,19 +455,48 @@ def disconnect_stops_the_trace_when_off(s: Scenario) -> Result:
     return r
 
 
-def trace_survives_gdb_being_killed(s: Scenario, stop: str, tick_timeout: float = WAIT_TIMEOUT) -> Result:
-    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the program is
-    set running again, keeps tracing with no gdb, and a new gdb finds the trace running."""
+def trace_survives_gdb_being_killed(s: Scenario, stop: str) -> Result:
+    """disconnected-tracing on and gdb SIGKILLed while the program is stopped (at main): the
+    program stays stopped where it was and the trace running, as gdbserver leaves them; a new
+    gdb finds both, and the trace collects as the program goes on."""
     define = s.define(trace("record_hit", "collect iteration"))
     s.gdb_killed_after(*TO_MAIN, define, "set disconnected-tracing on", "tstart")
     s.server.wait_for(DISCONNECTED)
-    # No gdb is attached, yet the program goes on (it prints a tick every 10 rounds).
-    s.server.wait_for(r"^tick 30$", timeout=tick_timeout)
-    r = s.gdb("tstatus", "tstop", "tfind 20", "print iteration", "tfind none", stop, "continue")
+    time.sleep(0.5)  # (a program set running would tick, and collect, by then)
+    assert not re.search(r"^tick ", s.server.output, re.M), "the program ran with no gdb"
+    r = s.gdb("tstatus", "frame", "break record_hit if iteration == 20", "continue", "tstop", "tstatus",
+              "tfind 10", "print iteration", "tfind none", "delete", stop, "continue")
     assert_in_order(r.of(s.connect), r"^Trace is already running on the target\.$")
-    assert r.status().running, r.status()
-    assert r.value("print iteration") == "20"
-    s.exited(r.of("continue"), 0)
+    # Nothing ran while gdb was away.
+    waiting = r.status()
+    assert (waiting.running, waiting.collected) == (True, 0), waiting
+    assert_in_order(r.of("frame"), r"^#0\s+main \(")
+    assert_in_order(r.of("continue"), r"Breakpoint \d+, record_hit \(iteration=20")
+    assert r.status(1).collected == 21, r.status(1)
+    assert r.value("print iteration") == "10"
+    s.exited(r.of("continue", 1), 0)
+    return r
+
+
+def disconnect_leaves_the_program_where_it_stopped(s: Scenario, stop: str) -> Result:
+    """disconnected-tracing on, a trace running and the program stopped at a breakpoint, then
+    gdb's `disconnect`: the program stays stopped there and the trace running, as gdbserver
+    leaves them; the next gdb finds both, and the trace goes on when the program does."""
+    define = s.define(trace("record_hit", "collect iteration"))
+    s.gdb(*TO_MAIN, define, "set disconnected-tracing on", "tstart",
+          "break record_hit if iteration == 5", "continue", "disconnect")
+    s.server.wait_for(DISCONNECTED)
+    r = s.gdb("tstatus", "frame", "print iteration", "delete", "break record_hit if iteration == 9", "continue",
+              "tstop", "tstatus", "tfind 7", "print iteration", "tfind none", "delete", stop, "continue")
+    assert_in_order(r.of(s.connect), r"^Trace is already running on the target\.$")
+    waiting = r.status()
+    assert (waiting.running, waiting.collected) == (True, 6), waiting
+    assert_in_order(r.of("frame"), r"^#0\s+record_hit \(iteration=5")
+    assert r.value("print iteration") == "5"
+    assert_in_order(r.of("continue"), r"Breakpoint \d+, record_hit \(iteration=9")
+    assert r.status(1).collected == 10, r.status(1)
+    assert r.value("print iteration", 1) == "7"
+    s.exited(r.of("continue", 1), 0)
     return r
 
 

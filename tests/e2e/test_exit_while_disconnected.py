@@ -111,19 +111,23 @@ def test_it_waits_for_the_gdb_that_takes_it(e2e):
 @pytest.mark.parametrize("leaving", ["detach", "killed"])
 def test_once_waits_for_the_gdb_that_reads_it(e2e, leaving):
     """--once: the first gdb left (detached, or SIGKILLed) with the trace going on, so the
-    server stays up for the next one, and that one is the last. (The program may end before
-    or after the first connection is closed.)"""
+    server stays up for the next one, and that one is the last. A detach lets the program run
+    on (it may end before or after the first connection is closed); gdb's death leaves it
+    stopped, as gdbserver does, for the next gdb to run."""
     s = traced(e2e, options=("--once",))
     if leaving == "detach":
         start_disconnected_trace(s)
+        ends_unwatched(s)
+        r = s.gdb("tstatus", "tfind 2", "print iteration", "disconnect")
+        assert r.status().collected == ITERATIONS, r.status()
+        assert r.value("print iteration") == "2"
     else:
         define = s.define(trace("record_hit", "collect iteration"))
         s.gdb_killed_after(*TO_MAIN, define, "set disconnected-tracing on", "tstart")
-    ends_unwatched(s)
-
-    r = s.gdb("tstatus", "tfind 2", "print iteration", "disconnect")
-    assert r.status().collected == ITERATIONS, r.status()
-    assert r.value("print iteration") == "2"
+        r = s.gdb("tstatus", "continue")
+        status = r.status()
+        assert (status.running, status.collected) == (True, 0), status
+        s.exited(r.of("continue"), 0)
     assert s.server.wait_exit() == 0
 
 

@@ -7,7 +7,8 @@ just before; a tracepoint in pace_hit collects pace_last, so trace frame k must 
 first gdb defines it, sets disconnected-tracing on and tstarts; every gdb is then SIGKILLed (it
 says nothing to the server first) at a random moment of one of these:
 - connecting: at a random delay from gdb's start (before, during or after its handshake);
-- idle: at the prompt, the program stopped for it;
+- idle: at the prompt, the program stopped for it (it stays stopped, as gdbserver leaves it,
+  until the next gdb resumes it);
 - running: in `continue`, the program running and hitting the tracepoint;
 - walking: going through the trace frames (QTFrame and memory reads), a frame selected;
 - commands: tstatus, info tracepoints, memory reads, bt... in a loop.
@@ -24,9 +25,8 @@ native run does, printing hits=N.
 KILLS kills (10; TPAGENT_FAULTS_FULL=1: 100), with trap tracepoints and with fast ones. The random
 choices come from a seed printed with the test's output; TPAGENT_FAULTS_SEED=N replays a run.
 
-gdbserver 13 keeps the frames too, but leaves the program stopped when gdb dies at the prompt
-(nothing more is traced until a gdb resumes it), and when gdb dies in `continue` it does not
-listen again until the program stops by itself: here, never.
+gdbserver 13 keeps the frames too, but when gdb dies in `continue` it does not listen again until
+the program stops by itself: here, never.
 """
 
 import os
@@ -40,8 +40,7 @@ from harness import DISCONNECTED, WAIT_TIMEOUT, assert_in_order, wait_until
 from scenario import TO_MAIN, FastTrace, Scenario, ftrace, record_reliability, trace
 
 pytestmark = pytest.mark.tpagent_only(
-    "gdbserver 13 leaves the program stopped when gdb dies at the prompt, so the trace stalls; when gdb dies in "
-    "`continue` it does not listen again until the program stops by itself"
+    "when gdb dies in `continue`, gdbserver 13 does not listen again until the program stops by itself"
 )
 
 FULL = os.environ.get("TPAGENT_FAULTS_FULL") == "1"

@@ -28,8 +28,13 @@ def test_disconnect_stops_the_trace_when_off(e2e):
     shared.disconnect_stops_the_trace_when_off(Scenario(e2e, PROGRAM))
 
 
-@pytest.mark.tpagent_only("gdbserver leaves the stopped program stopped when gdb dies")
 def test_trace_survives_gdb_being_killed(e2e):
-    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the trace
-    goes on, and a new gdb finds it running."""
+    """disconnected-tracing on and gdb SIGKILLed while the program is stopped: the program
+    stays stopped and the trace running; a new gdb finds both."""
     shared.trace_survives_gdb_being_killed(*looping(e2e))
+
+
+def test_disconnect_leaves_the_program_where_it_stopped(e2e):
+    """disconnected-tracing on, the program stopped at a breakpoint, gdb's `disconnect`: the
+    next gdb finds it stopped there and the trace running."""
+    shared.disconnect_leaves_the_program_where_it_stopped(*looping(e2e))
