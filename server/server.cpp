@@ -415,7 +415,7 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
     if (!ended) return;
     const bool was_attached = inferior_ && inferior_->was_attached();
     forget_inferior();
-    if (running_without_gdb_) keep_exited_program(ev, was_attached);
+    if (running_without_gdb_) keep_exited_program(ev, was_attached, experiment_.runs() > 0);
 }
 
 // The program runs on for a disconnected trace, and gdb is not there to decide about a signal
@@ -437,16 +437,21 @@ void Server::deliver_signal(const process::StopEvent& ev) {
 // The program ran on for a disconnected trace and ended with no gdb to see it: its trace stays
 // for the next gdb, and goes to a file too when there is a --save-dir (an unattended board may
 // see no gdb before it is switched off).
-void Server::keep_exited_program(const process::StopEvent& end, bool was_attached) {
+void Server::keep_exited_program(const process::StopEvent& end, bool was_attached, bool traced) {
     running_without_gdb_ = false;
     ExitedProgram gone{end, was_attached, std::nullopt};
     if (image_ && image_->pid == end.pid) gone.image = std::move(image_);
     image_.reset();
     exited_ = std::move(gone);
-    fmt::print(stderr, "Process {} ended during a disconnected trace; the trace is kept for gdb\n",
-               end.pid);
+    // (Persistent breakpoint commands alone may have kept it running, with no trace run.)
+    if (traced)
+        fmt::print(stderr,
+                   "Process {} ended during a disconnected trace; the trace is kept for gdb\n",
+                   end.pid);
+    else
+        fmt::print(stderr, "Process {} ended while no gdb was connected\n", end.pid);
     std::fflush(stderr);
-    if (options_.save_dir) save_trace_automatically(end.pid);
+    if (traced && options_.save_dir) save_trace_automatically(end.pid);
 }
 
 void Server::save_trace_automatically(pid_t pid) {

@@ -182,7 +182,7 @@ class Server {
     void remember_image();
     // The program runs on with no gdb (every thread resumed): false if it cannot.
     bool run_without_gdb();
-    void keep_exited_program(const process::StopEvent& end, bool was_attached);
+    void keep_exited_program(const process::StopEvent& end, bool was_attached, bool traced);
     void save_trace_automatically(pid_t pid);
     void shutdown();
 

@@ -144,6 +144,8 @@ def test_persistent_dprintf_outlives_detach(e2e, once):
     assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=200\)")
     s.server.wait_for(r"Persistent commands are present, leaving \S+ attached to the process")
     s.server.wait_for(total(500))
+    if not e2e.is_gdbserver:  # (no trace was run: none is said to be kept)
+        s.server.wait_for(r"^Process \d+ ended while no gdb was connected$")
     printed = [int(n) for n in re.findall(r"(?m)^hot (\d+)$", s.server.output)]
     # The call stopped at when gdb left: printed by tpagent, which runs the thread on into the
     # dprintf's breakpoint; gdbserver steps it over first.
