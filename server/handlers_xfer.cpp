@@ -89,11 +89,14 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
         auto* inf = s.live_inferior();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
-        return process::svr4_library_list(auxv,
-                                          [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
-                                              auto got = inf->read_memory(addr, out);
-                                              return got && *got == out.size();
-                                          });
+        auto list = process::svr4_library_list(
+            auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
+                auto got = inf->read_memory(addr, out);
+                return got && *got == out.size();
+            });
+        // No DT_DEBUG: an error makes gdb read the list itself, as after gdbserver's E01.
+        if (!list) return make_error(ErrorCode::NotFound, "the program has no DT_DEBUG");
+        return *std::move(list);
     });
 }
 

@@ -594,7 +594,7 @@ void Server::remember_image() {
         process::svr4_library_list(auxv, [this](std::uint64_t addr, std::span<std::uint8_t> out) {
             auto got = inferior_->read_memory(addr, out);
             return got && *got == out.size();
-        });
+        }).value_or(std::string(process::kEmptyLibraryList));
     image.auxv = without_vdso(auxv);
     image.code = code_mappings(read_file(fmt::format("/proc/{}/maps", image.pid)));
     image_ = std::move(image);

@@ -27,11 +27,13 @@ std::string read_string(const MemoryReader& read, std::uint64_t addr) {
     return out;
 }
 
-// Address of r_debug from DT_DEBUG in the main program's dynamic section; 0 if not there yet.
-std::uint64_t find_r_debug(std::string_view auxv, const MemoryReader& read) {
+// Address of r_debug from DT_DEBUG in the main program's dynamic section; 0 if not there yet
+// (or unreadable); nullopt if the program has no DT_DEBUG at all.
+std::optional<std::uint64_t> find_r_debug(std::string_view auxv, const MemoryReader& read) {
     const std::uint64_t phdr = auxv_value(auxv, AT_PHDR), phnum = auxv_value(auxv, AT_PHNUM);
     if (phdr == 0 || phnum == 0 || phnum > 256) return 0;
-    std::uint64_t base = 0, dynamic = 0;
+    std::optional<std::uint64_t> base;
+    std::uint64_t dynamic = 0;
     for (std::uint64_t i = 0; i < phnum; ++i) {
         Elf64_Phdr ph;
         if (!read_value(read, phdr + i * sizeof ph, ph)) return 0;
@@ -40,14 +42,15 @@ std::uint64_t find_r_debug(std::string_view auxv, const MemoryReader& read) {
         else if (ph.p_type == PT_DYNAMIC)
             dynamic = ph.p_vaddr;
     }
-    if (dynamic == 0) return 0;
+    // Without PT_PHDR the load address is unknown; a program with DT_DEBUG always has one.
+    if (!base || dynamic == 0) return std::nullopt;
     for (int i = 0; i < kMaxDynamic; ++i) {
         Elf64_Dyn dyn;
-        if (!read_value(read, base + dynamic + i * sizeof dyn, dyn) || dyn.d_tag == DT_NULL)
-            return 0;
+        if (!read_value(read, *base + dynamic + i * sizeof dyn, dyn)) return 0;
+        if (dyn.d_tag == DT_NULL) return std::nullopt;
         if (dyn.d_tag == DT_DEBUG) return dyn.d_un.d_ptr;
     }
-    return 0;
+    return std::nullopt;
 }
 } // namespace
 
@@ -61,11 +64,13 @@ std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type) {
     return 0;
 }
 
-std::string svr4_library_list(std::string_view auxv, const MemoryReader& read) {
-    std::uint64_t r_debug_addr = find_r_debug(auxv, read);
+std::optional<std::string> svr4_library_list(std::string_view auxv, const MemoryReader& read) {
+    const std::optional<std::uint64_t> found = find_r_debug(auxv, read);
+    if (!found) return std::nullopt;
+    std::uint64_t r_debug_addr = *found;
     r_debug_extended rd{};
     if (r_debug_addr == 0 || !read_value(read, r_debug_addr, rd.base) || rd.base.r_map == nullptr)
-        return "<library-list-svr4 version=\"1.0\"/>";
+        return std::string(kEmptyLibraryList);
     auto main_lm = reinterpret_cast<std::uint64_t>(rd.base.r_map);
     std::string body;
     int listed = 0;

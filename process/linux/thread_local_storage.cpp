@@ -91,9 +91,9 @@ Result<LinuxProcess::TlsModule> LinuxProcess::tls_module(std::uint64_t link_map)
     // The program's own link map is the first of the chain (main-lm).
     const std::string auxv = read_file(fmt::format("/proc/{}/auxv", pid_));
     const std::string list = svr4_library_list(auxv, [this](std::uint64_t addr, auto out) {
-        auto got = read_memory(addr, out);
-        return got && *got == out.size();
-    });
+                                 auto got = read_memory(addr, out);
+                                 return got && *got == out.size();
+                             }).value_or(std::string());
     if (list.find(fmt::format("main-lm=\"0x{:x}\"", link_map)) == std::string::npos)
         return no_tls("a musl library's TLS (only the program's own is found)");
     return TlsModule{1, true};

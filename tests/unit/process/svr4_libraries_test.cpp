@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <link.h>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,9 +83,24 @@ FakeMemory program(std::uint64_t second_next) {
     return m;
 }
 
-std::string list(const FakeMemory& m) {
+std::optional<std::string> maybe_list(const FakeMemory& m) {
     return svr4_library_list(
         auxv(), [&m](std::uint64_t a, std::span<std::uint8_t> out) { return m.read(a, out); });
+}
+
+std::string list(const FakeMemory& m) {
+    return maybe_list(m).value_or("(no DT_DEBUG)");
+}
+
+// The dynamic section's first entry replaced by `tag` (value 0).
+FakeMemory with_first_dynamic(std::int64_t tag, std::uint64_t value) {
+    FakeMemory m = program(0);
+    Elf64_Dyn dyn[2] = {};
+    dyn[0].d_tag = tag;
+    dyn[0].d_un.d_ptr = value;
+    dyn[1].d_tag = DT_NULL;
+    m.put(kDynamic, dyn);
+    return m;
 }
 } // namespace
 
@@ -106,4 +122,22 @@ TEST_CASE("svr4 library list: a namespace chain that leads back is walked once",
 TEST_CASE("svr4 library list: an unreadable next namespace ends the list", "[svr4]") {
     const std::string xml = list(program(0x9000));
     CHECK(xml == list(program(0)));
+}
+
+TEST_CASE("svr4 library list: r_debug not set up yet is the empty list", "[svr4]") {
+    CHECK(list(with_first_dynamic(DT_DEBUG, 0)) == std::string(kEmptyLibraryList));
+}
+
+TEST_CASE("svr4 library list: none without DT_DEBUG or PT_PHDR (ld.so run as the program)",
+          "[svr4]") {
+    // The dynamic linker's own dynamic section has no DT_DEBUG, nor its headers a PT_PHDR:
+    // gdb is to find the list itself.
+    CHECK_FALSE(maybe_list(with_first_dynamic(DT_NEEDED, 1)).has_value());
+    FakeMemory no_phdr = program(0);
+    Elf64_Phdr phdrs[2] = {};
+    phdrs[0].p_type = PT_LOAD;
+    phdrs[1].p_type = PT_DYNAMIC;
+    phdrs[1].p_vaddr = kDynamic;
+    no_phdr.put(kPhdr, phdrs);
+    CHECK_FALSE(maybe_list(no_phdr).has_value());
 }
