@@ -239,6 +239,9 @@ std::string handle_tls_address(Session& s, const PacketArgs& args) {
     const ThreadId& id = args.thread(0);
     const pid_t tid = id.tid > 0 ? static_cast<pid_t>(id.tid) : s.current_thread();
     if (!inf->has_thread(tid)) return reply_error(ErrorCode::NoProcess);
+    if (!s.server().thread_db_reachable())
+        return reply_error_text(
+            {ErrorCode::Unsupported, "no libthread_db along libthread-db-search-path"});
     auto address = inf->thread_local_address(tid, args.number(1), args.number(2));
     if (!address) return reply_error_text(address.error());
     return fmt::format("{:x}", *address);

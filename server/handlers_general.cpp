@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <optional>
 #include <string_view>
+#include <unistd.h>
 #include <utility>
 
 namespace tpagent::server {
@@ -19,6 +20,22 @@ namespace tpagent::server {
 using namespace protocol;
 
 namespace {
+
+// Whether a libthread_db could be found along a libthread-db-search-path: `$sdir` (the
+// system's) and `$pdir` (beside the program's libpthread) always can; a folder, if it holds one.
+bool names_a_thread_db(std::string_view path) {
+    while (!path.empty()) {
+        const std::size_t colon = path.find(':');
+        const std::string_view dir = path.substr(0, colon);
+        if (dir == "$sdir" || dir == "$pdir" ||
+            (!dir.empty() && ::access(fmt::format("{}/libthread_db.so.1", dir).c_str(), R_OK) == 0))
+            return true;
+        if (colon == std::string_view::npos) break;
+        path.remove_prefix(colon + 1);
+    }
+    return false;
+}
+
 // The features of gdb's qSupported that change what tpagent does.
 constexpr std::pair<std::string_view, bool Session::GdbFeatures::*> kGdbFeatures[] = {
     {"multiprocess+", &Session::GdbFeatures::multiprocess},
@@ -350,14 +367,16 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
     }
     if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
     // gdbserver's, for gdb scripts and tests written for it: tpagent reads thread-local
-    // storage without libthread_db, so the path is noted and changes nothing.
+    // storage without libthread_db, so the path only says whether one could be found there:
+    // where none can, qGetTLSAddr fails, as gdbserver's does (gdb.server/no-thread-db.exp).
     constexpr std::string_view kThreadDbPath = "set libthread-db-search-path";
     if (command == kThreadDbPath || command.starts_with(std::string(kThreadDbPath) + " ")) {
         std::string_view path = command.substr(kThreadDbPath.size());
         while (!path.empty() && path.front() == ' ')
             path.remove_prefix(1);
-        return to_hex(fmt::format("libthread-db-search-path set to `{}'\n",
-                                  path.empty() ? "$sdir:$pdir" : path));
+        if (path.empty()) path = "$sdir:$pdir";
+        s.server().set_thread_db_reachable(names_a_thread_db(path));
+        return to_hex(fmt::format("libthread-db-search-path set to `{}'\n", path));
     }
     if (command.starts_with("set btrace-method ")) {
         constexpr std::pair<std::string_view, process::BranchStepMethod> kMethods[] = {

@@ -164,6 +164,10 @@ class Server {
     // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
     process::BranchStepMethod branch_step_method() const { return branch_step_method_; }
     void set_branch_step_method(process::BranchStepMethod m) { branch_step_method_ = m; }
+    // `monitor set libthread-db-search-path`: tpagent reads thread-local storage without
+    // libthread_db, but a path where none can be found turns qGetTLSAddr off, as in gdbserver.
+    bool thread_db_reachable() const { return thread_db_reachable_; }
+    void set_thread_db_reachable(bool reachable) { thread_db_reachable_ = reachable; }
     EnvironmentChanges& environment() { return environment_; }
 
     // Hands out what the program has to report (SIGCHLD came, or a packet let events out).
@@ -244,6 +248,7 @@ class Server {
     process::Target::EventReports event_reports_;
     bool non_stop_ = false;
     process::BranchStepMethod branch_step_method_ = process::BranchStepMethod::BlockEnds;
+    bool thread_db_reachable_ = true;
     EnvironmentChanges environment_;
 };
 

@@ -46,3 +46,19 @@ def test_thread_local_variables(e2e, variant):
     if errno:
         assert r.value("print errno") == "11"
         assert r.value("print errno", 1) == "33"
+
+
+def test_no_libthread_db_along_the_search_path(e2e):
+    """`monitor set libthread-db-search-path` to a folder with no libthread_db: qGetTLSAddr
+    fails, as with gdbserver, whose thread-local storage comes from libthread_db (gdb's
+    gdb.server/no-thread-db.exp); with tpagent, the default path again and it prints."""
+    s = Scenario(e2e, PROGRAM)
+    # Set at the start, as that test does: gdbserver loads libthread_db with the C library.
+    r = s.gdb(f"monitor set libthread-db-search-path {e2e.tmp}", *TO_MAIN, "break stop_here", "continue",
+              "print counter", "monitor set libthread-db-search-path", "print counter", "kill")
+    assert_in_order(r.of("print counter"), r"Cannot find thread-local storage for Thread",
+                    r"Remote target failed to process qGetTLSAddr request")
+    # tpagent takes the default path back at once; gdbserver, having found no libthread_db
+    # when the C library came, goes on without it.
+    if not e2e.is_gdbserver:
+        assert r.value("print counter", 1) == "42"
