@@ -504,6 +504,8 @@ void Server::session_closed(Session&, ConnectionEnd end) {
         if (inferior_)
             for (pid_t child : inferior_->fork_children().list())
                 inferior_->fork_children().release(child);
+        // (Before all-stop stops them: whether gdb left threads running.)
+        const bool left_running = inferior_ && inferior_->alive() && inferior_->running();
         non_stop_ = false; // all-stop again: every thread stops, as gdb leaves it
         if (inferior_) apply_gdb_settings(*inferior_);
         if (!may_reopen()) {
@@ -515,9 +517,11 @@ void Server::session_closed(Session&, ConnectionEnd end) {
         // come back for it (gdbserver --once kills the program here, trace and all). The next
         // connection is then the one --once counts.
         // A connection gdb closed leaves the program as it was, stopped at a breakpoint say, for
-        // the next gdb to find (as gdbserver does); one lost mid-session lets it run on, traced,
-        // since nobody chose to stop there (an unattended board whose host went away).
-        const bool tracing_on = keep_tracing_without_gdb(end == ConnectionEnd::Lost);
+        // the next gdb to find, or running on if gdb left threads running (as gdbserver does,
+        // in all-stop and non-stop); one lost mid-session lets it run on, traced, since nobody
+        // chose to stop there (an unattended board whose host went away).
+        const bool tracing_on =
+            keep_tracing_without_gdb(end == ConnectionEnd::Lost || left_running);
         // So do persistent breakpoint commands a detach left running (persist).
         const bool commands_on = running_without_gdb_ && inferior_ && inferior_->alive() &&
                                  inferior_->debug_points().persistent_commands();

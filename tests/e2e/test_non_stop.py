@@ -181,6 +181,23 @@ def test_disconnected_tracing_goes_on_after_a_detach(gdb_non_stop):
     assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
 
 
+def test_disconnected_tracing_goes_on_after_a_disconnect_with_threads_running(gdb_non_stop):
+    """disconnected-tracing on, a trace running and the workers running, gdb disconnects: the
+    program runs on (as with gdbserver, which leaves running threads running) and the trace
+    goes on collecting."""
+    s, gdb = gdb_non_stop
+    gdb.run("set disconnected-tracing on")
+    gdb.run(s.define(trace("tick", "collect id")))
+    gdb.run("tstart")
+    gdb.run("disconnect")
+    s.server.wait_for(DISCONNECTED)
+    time.sleep(0.5)
+    r = s.gdb("tstatus", "tstop", "delete", "print stop_flag = 1", "continue")
+    status = r.status()
+    assert status.running and status.frames > 40, status.text
+    assert_in_order(r.of("continue"), r"\[Inferior 1 \(process \d+\) exited normally\]")
+
+
 @pytest.mark.tpagent_only("with gdbserver the workers die of SIGSEGV in tick() once tstart wrote the jump")
 def test_fast_tracing_while_threads_run(gdb_non_stop_fast):
     """The same with a fast tracepoint: its jump is written while the workers are paused,
