@@ -74,6 +74,9 @@ class Target {
     // TLS block, for that thread, of the module whose link map is at `link_map`.
     virtual Result<std::uint64_t> thread_local_address(pid_t tid, std::uint64_t offset,
                                                        std::uint64_t link_map) = 0;
+    // The shared libraries as gdb's qXfer:libraries-svr4 document; nullopt where the program
+    // has no DT_DEBUG to find them by (gdb then reads them itself).
+    virtual std::optional<std::string> library_list() { return std::nullopt; }
     // How many bytes from `addr` (at most `length`) lie in the read-only image of the
     // executable or a shared library as mapped now (code, read-only data: memory that does not
     // change while mapped, process/linux/read_only_image.hpp); 0 when `addr` is in none. A

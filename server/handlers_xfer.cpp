@@ -7,7 +7,6 @@
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "server/xfer_read.hpp"
-#include "process/linux/svr4_libraries.hpp"
 #include "arch/arch.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/replies.hpp"
@@ -88,12 +87,7 @@ std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
         auto* inf = s.live_inferior();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
-        std::string auxv = read_file(fmt::format("/proc/{}/auxv", inf->pid()));
-        auto list = process::svr4_library_list(
-            auxv, [inf](std::uint64_t addr, std::span<std::uint8_t> out) {
-                auto got = inf->read_memory(addr, out);
-                return got && *got == out.size();
-            });
+        auto list = inf->library_list();
         // No DT_DEBUG: an error makes gdb read the list itself, as after gdbserver's E01.
         if (!list) return make_error(ErrorCode::NotFound, "the program has no DT_DEBUG");
         return *std::move(list);

@@ -565,11 +565,8 @@ bool Server::keep_tracing_without_gdb(bool resume) {
         return true;
     }
     remember_image();
-    if (resume) return run_without_gdb();
-    // Left as it is: a running program runs on without gdb (its signals its own, a breakpoint
-    // hit kept for the next gdb); a stopped one waits, its trace running, for the next gdb.
-    if (inferior_->running()) running_without_gdb_ = true;
-    return true;
+    // Else the program waits, stopped where gdb left it, its trace running, for the next gdb.
+    return !resume || run_without_gdb();
 }
 
 bool Server::keep_commands_without_gdb() {
@@ -594,11 +591,7 @@ void Server::remember_image() {
     image.pid = inferior_->pid();
     image.executable = read_link(fmt::format("/proc/{}/exe", image.pid));
     const std::string auxv = read_file(fmt::format("/proc/{}/auxv", image.pid));
-    image.libraries =
-        process::svr4_library_list(auxv, [this](std::uint64_t addr, std::span<std::uint8_t> out) {
-            auto got = inferior_->read_memory(addr, out);
-            return got && *got == out.size();
-        }).value_or(std::string(process::kEmptyLibraryList));
+    image.libraries = inferior_->library_list().value_or(std::string(process::kEmptyLibraryList));
     image.auxv = without_vdso(auxv);
     image.code = code_mappings(read_file(fmt::format("/proc/{}/maps", image.pid)));
     image_ = std::move(image);

@@ -134,8 +134,9 @@ class Server {
     // `monitor snapshot [dir DIR [files N] | trigger N [count K] | trigger off | show]`.
     Result<std::string> snapshot_command(std::string_view args);
     // gdb leaves while a trace runs with disconnected tracing on: the trace goes on, and
-    // tpagent waits for the next gdb. The program is resumed (`detach`, a lost connection) or
-    // left as gdb left it, stopped or running (a connection gdb closed: gdbserver's way).
+    // tpagent waits for the next gdb. The program runs on with `resume` (`detach`, a lost
+    // connection, or gdb left threads running), else stays stopped (gdb closed the connection
+    // on a stopped program: gdbserver's way).
     bool keep_tracing_without_gdb(bool resume);
     // gdb detaches leaving breakpoints whose commands persist (`set disconnected-dprintf`,
     // RSP `Z0` cmds): the program runs on with them, as with a disconnected trace.

@@ -4,6 +4,7 @@
 #include "process/linux/child_events.hpp"
 #include "process/linux/read_only_image.hpp"
 #include "process/linux/sdt_markers.hpp"
+#include "process/linux/svr4_libraries.hpp"
 #include "base/proc_files.hpp"
 #include "base/proc_maps.hpp"
 #include <algorithm>
@@ -297,11 +298,20 @@ Result<std::size_t> LinuxProcess::read_memory(std::uint64_t addr, std::span<std:
 
 std::uint64_t LinuxProcess::read_only_image_extent(std::uint64_t addr, std::uint64_t length) {
     if (!alive()) return 0;
-    return process::read_only_image_extent(read_maps(pid_), addr, length,
-                                           [this](std::uint64_t at, std::span<std::uint8_t> out) {
-                                               auto got = read_memory(at, out);
-                                               return got && *got == out.size();
-                                           });
+    return process::read_only_image_extent(
+        read_maps(pid_), addr, length,
+        [this](std::uint64_t at, std::span<std::uint8_t> out) { return read_all(at, out); });
+}
+
+bool LinuxProcess::read_all(std::uint64_t addr, std::span<std::uint8_t> out) {
+    auto got = read_memory(addr, out);
+    return got && *got == out.size();
+}
+
+std::optional<std::string> LinuxProcess::library_list() {
+    return svr4_library_list(
+        read_file(fmt::format("/proc/{}/auxv", pid_)),
+        [this](std::uint64_t addr, std::span<std::uint8_t> out) { return read_all(addr, out); });
 }
 
 // Of the program's code, under the fast tracepoints' jumps and the breakpoints

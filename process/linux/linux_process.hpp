@@ -48,6 +48,7 @@ class LinuxProcess final : public Target {
     std::vector<StaticMarker> static_markers() const override;
     Result<std::uint64_t> thread_local_address(pid_t tid, std::uint64_t offset,
                                                std::uint64_t link_map) override;
+    std::optional<std::string> library_list() override;
 
     std::vector<pid_t> thread_ids() const override;
     bool has_thread(pid_t tid) const override { return threads_.count(tid) != 0; }
@@ -117,6 +118,8 @@ class LinuxProcess final : public Target {
     std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
     std::optional<StopEvent> handle_trap(pid_t tid, LinuxThread& t);
     std::optional<StopEvent> handle_syscall_stop(pid_t tid, LinuxThread& t);
+    // Whether all of out.size() bytes at addr could be read.
+    bool read_all(std::uint64_t addr, std::span<std::uint8_t> out);
     // qGetTLSAddr's parts (thread_local_storage.cpp): a little-endian word of `bytes` bytes,
     // and the TLS module of a link map: its id, and whose layout (musl's, or glibc's).
     Result<std::uint64_t> read_word(std::uint64_t addr, std::size_t bytes);

@@ -64,6 +64,14 @@ std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type) {
     return 0;
 }
 
+std::optional<std::uint64_t> svr4_main_link_map(std::string_view auxv, const MemoryReader& read) {
+    const std::optional<std::uint64_t> found = find_r_debug(auxv, read);
+    if (!found) return std::nullopt;
+    r_debug rd{};
+    if (*found == 0 || !read_value(read, *found, rd)) return 0;
+    return reinterpret_cast<std::uint64_t>(rd.r_map);
+}
+
 std::optional<std::string> svr4_library_list(std::string_view auxv, const MemoryReader& read) {
     const std::optional<std::uint64_t> found = find_r_debug(auxv, read);
     if (!found) return std::nullopt;

@@ -21,6 +21,9 @@ inline constexpr std::string_view kEmptyLibraryList = "<library-list-svr4 versio
 // dynamic linker run as the program, `ld.so ./prog`): gdb then finds the list itself, from the
 // dynamic linker's `_r_debug` (gdbserver answers E01 there too).
 std::optional<std::string> svr4_library_list(std::string_view auxv, const MemoryReader& read);
+// The program's own link map (the list's main-lm): 0 while r_debug is not set up; nullopt as
+// above.
+std::optional<std::uint64_t> svr4_main_link_map(std::string_view auxv, const MemoryReader& read);
 
 // The value of an auxv entry (AT_BASE, AT_PHDR...); 0 where there is none.
 std::uint64_t auxv_value(std::string_view auxv, std::uint64_t type);

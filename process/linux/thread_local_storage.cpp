@@ -89,12 +89,10 @@ Result<LinuxProcess::TlsModule> LinuxProcess::tls_module(std::uint64_t link_map)
     if (!musl) return no_tls("neither glibc (with libthread_db's descriptions) nor musl");
     if (link_map == 0) return TlsModule{1, true};
     // The program's own link map is the first of the chain (main-lm).
-    const std::string auxv = read_file(fmt::format("/proc/{}/auxv", pid_));
-    const std::string list = svr4_library_list(auxv, [this](std::uint64_t addr, auto out) {
-                                 auto got = read_memory(addr, out);
-                                 return got && *got == out.size();
-                             }).value_or(std::string());
-    if (list.find(fmt::format("main-lm=\"0x{:x}\"", link_map)) == std::string::npos)
+    const auto main_lm = svr4_main_link_map(
+        read_file(fmt::format("/proc/{}/auxv", pid_)),
+        [this](std::uint64_t addr, std::span<std::uint8_t> out) { return read_all(addr, out); });
+    if (main_lm.value_or(0) != link_map)
         return no_tls("a musl library's TLS (only the program's own is found)");
     return TlsModule{1, true};
 }

@@ -141,3 +141,15 @@ TEST_CASE("svr4 library list: none without DT_DEBUG or PT_PHDR (ld.so run as the
     no_phdr.put(kPhdr, phdrs);
     CHECK_FALSE(maybe_list(no_phdr).has_value());
 }
+
+TEST_CASE("svr4 main link map: the list's main-lm, 0 before r_debug is set up, none without "
+          "DT_DEBUG",
+          "[svr4]") {
+    const auto main_lm = [](const FakeMemory& m) {
+        return svr4_main_link_map(
+            auxv(), [&m](std::uint64_t a, std::span<std::uint8_t> out) { return m.read(a, out); });
+    };
+    CHECK(main_lm(program(0)) == std::optional<std::uint64_t>(0x4000));
+    CHECK(main_lm(with_first_dynamic(DT_DEBUG, 0)) == std::optional<std::uint64_t>(0));
+    CHECK_FALSE(main_lm(with_first_dynamic(DT_NEEDED, 1)).has_value());
+}
