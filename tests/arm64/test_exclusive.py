@@ -4,7 +4,8 @@ the local monitor: Arm ARM, "Context switch support") or the pad's call (the col
 atomics) makes the store fail at every try, and the program loops for ever; qemu compares
 values instead of keeping a monitor, so the board cannot show the loop, only the refusal.
 tpagent refuses such a tracepoint at tstart, naming the sequence, and the session and the
-program go on. Tracepoints on the load-exclusive itself and after the store collect every call.
+program go on. Tracepoints on the load-exclusive itself (at every try) and after the store
+collect every call.
 tpagent only: Debian's gdbserver installs the trap (the program's loop on hardware), and its
 in-process agent crashes programs."""
 
@@ -37,9 +38,15 @@ def test_inside_a_sequence_is_refused_and_around_it_collects(arm64, kind):
     ), r.of("tstart")
     assert "Trace is running" not in r.of("tstatus"), r.of("tstatus")
     load, done = (tracepoint_address(r.of(around), n, fast=kind == "ftrace") for n in (3, 4))
-    r.trace_stopped("by a tstop command", 2 * ITERATIONS, nth=1)
     calls = range(1, ITERATIONS + 1)
-    assert [f[1:] for f in r.frames(at_load)] == [(3, i, load) for i in calls], r.of(at_load)
+    # A store-exclusive may fail for reasons outside the program (the board's kernel ran
+    # between the load and the store, say); the loop then loads again, and the tracepoint on
+    # the load collects that try too, with the same x1.
+    loads = [f[1:] for f in r.frames(at_load)]
+    tries = [t for n, t in enumerate(loads) if n == 0 or t != loads[n - 1]]
+    assert tries == [(3, i, load) for i in calls], r.of(at_load)
+    assert len(loads) <= 2 * ITERATIONS, r.of(at_load)  # a retry now and then, not a loop
+    r.trace_stopped("by a tstop command", len(loads) + ITERATIONS, nth=1)
     # x2: the sum so far, which the store has just written
     assert [f[1:] for f in r.frames(at_done)] == [(4, i, i * (i + 1) // 2, done) for i in calls], r.of(at_done)
     s.ends_as_natively(r.of("continue", 2))
