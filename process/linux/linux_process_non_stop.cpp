@@ -101,13 +101,18 @@ void LinuxProcess::unpause_all() {
     for (auto& [tid, t] : threads_) {
         if (!t.wants_run()) continue; // stopped for gdb: stays so
         if (t.pending || t.stop_requested()) {
-            // Its event came during the pause (or its vCont;t SIGSTOP was taken by one).
-            StopEvent ev = t.pending ? *t.pending : StopEvent::signal_stop(pid_, tid, 0);
-            const bool valid = !t.pending || pending_still_valid(tid, t);
+            // Its event came during the pause (or its vCont;t SIGSTOP was taken by one). A
+            // dropped event (its breakpoint removed meanwhile) still answers a vCont;t: gdb
+            // waits for that stop and would not ask again.
+            std::optional<StopEvent> ev;
+            if (t.pending && pending_still_valid(tid, t))
+                ev = *t.pending;
+            else if (t.stop_requested())
+                ev = StopEvent::signal_stop(pid_, tid, 0);
             t.pending.reset();
-            if (valid) {
+            if (ev) {
                 t.gdb = GdbRequest::Stopped;
-                reported_.push_back(std::move(ev));
+                reported_.push_back(std::move(*ev));
                 continue;
             }
         }
