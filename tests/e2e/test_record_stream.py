@@ -13,13 +13,23 @@ import signal
 import socket
 import subprocess
 import threading
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from harness import Server, wait_until
-from scenario import TO_MAIN, TO_THE_END, FastTrace, Scenario, ftrace, parse_frames, parse_tstatus, trace, trace_to
+from scenario import (
+    TO_MAIN,
+    TO_THE_END,
+    FastTrace,
+    Scenario,
+    every_call_recorded_or_counted,
+    ftrace,
+    parse_frames,
+    parse_tstatus,
+    trace,
+    trace_to,
+)
 
 pytestmark = pytest.mark.tpagent_only("gdbserver has no recording")
 
@@ -111,19 +121,6 @@ def define_and_run(s: Scenario):
     return r
 
 
-def every_frame_or_counted(calls: list[int], note: str) -> None:
-    """The files hold each call's two frames once, in collection order, but for the frames
-    tstatus counts as not collected: the recorder drains the 1 MiB buffer between trap hits,
-    and on a loaded machine the fast tracepoint can fill it first. Such losses stay few."""
-    recorded = count_in(r"recorded (\d+) frame\(s\)", note)
-    not_collected = count_in(r"(\d+) not collected", note)
-    assert recorded + not_collected == 2 * CALLS and recorded >= CALLS, note
-    assert len(calls) == recorded and calls == sorted(calls), calls[:20]
-    assert max(Counter(calls).values()) <= 2, calls[:20]
-    if not_collected == 0:
-        assert calls == [i for i in range(CALLS) for _ in range(2)], calls[:20]
-
-
 def calls_in(s: Scenario, files: list[Path]) -> list[int]:
     walk = s.walk("$rdi")
     calls = []
@@ -155,7 +152,7 @@ def test_every_frame_reaches_the_host(e2e):
     files = recorded(directory)
     assert len(files) >= 4 and sum(f.stat().st_size for f in files) > 4 * BUFFER, files
     note = r.of("tstatus")
-    every_frame_or_counted(calls_in(s, files), note)
+    every_call_recorded_or_counted(calls_in(s, files), note, CALLS)
     assert f"frame(s) into {len(files)} file(s) in the host stream on port {port}" in note, note
     assert "lost" not in note, note
     assert len(re.findall(r"trace-\d+\.tf ended", out)) == len(files), out
@@ -193,7 +190,7 @@ def test_the_stream_survives_link_cuts_and_a_killed_host_tool(e2e):
     cutter.close()
     assert "no longer on the board" not in out, out
     files = recorded(directory)
-    every_frame_or_counted(calls_in(s, files), r.of("tstatus"))
+    every_call_recorded_or_counted(calls_in(s, files), r.of("tstatus"), CALLS)
     for f in files:  # each whole: no file left cut by the cuts
         assert s.gdb(f"target tfile {f}", "tstatus", connect=False).of("tstatus"), f
 
@@ -208,7 +205,7 @@ def test_the_stream_survives_link_cuts_and_a_killed_host_tool(e2e):
     stop_host_tool(tool)
     later = recorded(directory)[first:]
     assert later
-    every_frame_or_counted(calls_in(s2, later), r2.of("tstatus"))
+    every_call_recorded_or_counted(calls_in(s2, later), r2.of("tstatus"), CALLS)
 
 
 def count_in(pattern: str, text: str) -> int:
