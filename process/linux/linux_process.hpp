@@ -135,6 +135,13 @@ class LinuxProcess final : public Target {
     // unless the breakpoint's condition does not hold or its commands ran (Z0 options).
     std::optional<StopEvent> report_breakpoint_hit(pid_t tid, LinuxThread& t, StopEvent ev,
                                                    std::uint64_t at);
+    // A SIGSEGV or SIGILL of the thread at one of gdb's breakpoints.
+    bool fault_at_breakpoint(pid_t tid, int sig);
+    // True where the program's own code holds a breakpoint instruction at `at` (a permanent
+    // breakpoint, gdb's name for it).
+    bool permanent_breakpoint_at(std::uint64_t at);
+    // A thread at a permanent breakpoint whose hit is not gdb's goes past it.
+    std::optional<StopEvent> skip_permanent_breakpoint(pid_t tid, LinuxThread& t, std::uint64_t at);
     // A PassingBreakpoint thread's resume: over the lifted breakpoint by a step.
     Status pass_gdb_breakpoint(pid_t tid, LinuxThread& t, bool& step);
     // After a ptrace event stop (clone, fork, vfork done): run on, or on to the stop-all's

@@ -452,7 +452,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         return finish_stop_all();
     }
     if (pass_signals_.count(sig) && (!t.kernel.stepping() || t.is_doing<SteppingFastJump>()) &&
-        !stopping_all_ && running_) {
+        !stopping_all_ && running_ && !fault_at_breakpoint(tid, sig)) {
         if (auto r = resume_thread(tid, t, t.kernel.stepping(), sig); r) return std::nullopt;
     }
     return report(tid, t, StopEvent::signal_stop(pid_, tid, sig));
@@ -626,10 +626,51 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
 std::optional<StopEvent> LinuxProcess::report_breakpoint_hit(pid_t tid, LinuxThread& t,
                                                              StopEvent ev, std::uint64_t at) {
     if (debug_points_.reports_hit(*this, tid, at, ev.hwbreak)) return report(tid, t, std::move(ev));
+    if (!ev.hwbreak && permanent_breakpoint_at(at)) return skip_permanent_breakpoint(tid, t, at);
     // Not gdb's: the thread goes on past the breakpoint as it was going (a range step stops
     // after it, to be checked against the range), now or at the next resume.
     t.activity = PassingBreakpoint{at};
     continue_after_stop(tid, t, t.kernel.stepping());
+    return finish_stop_all();
+}
+
+// gdb's breakpoint where no code may run (its call dummy's return, on a stack that is not
+// executable) stops the thread with SIGSEGV or SIGILL, not SIGTRAP; gdb counts that as the
+// breakpoint's hit (infrun.c), so it is reported even when gdb passes the signal.
+bool LinuxProcess::fault_at_breakpoint(pid_t tid, int sig) {
+    if (sig != SIGSEGV && sig != SIGILL) return false;
+    auto pc = registers_.read_pc(tid);
+    return pc && memory_->user_breakpoint_at(*pc);
+}
+
+bool LinuxProcess::permanent_breakpoint_at(std::uint64_t at) {
+    const auto insn = arch_.breakpoint_instruction();
+    std::vector<std::uint8_t> code(insn.size());
+    auto got = read_memory(at, code); // tpagent's breakpoints hidden: the program's own code
+    return got && *got == code.size() && std::equal(code.begin(), code.end(), insn.begin());
+}
+
+// gdb's breakpoint on the program's own breakpoint instruction, its condition false: the
+// instruction counts as run and the pc goes past it, as gdb skips a permanent breakpoint
+// (infrun.c) and as gdbserver's step over it ends. (Run or stepped in place, it would trap
+// again at once; its copy in a pad would trap there.) A step ends after it, but within a
+// range gdb steps through.
+std::optional<StopEvent> LinuxProcess::skip_permanent_breakpoint(pid_t tid, LinuxThread& t,
+                                                                 std::uint64_t at) {
+    const std::uint64_t after = at + arch_.breakpoint_instruction().size();
+    auto regs = registers_.snapshot(tid, false);
+    if (!regs) return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
+    arch_.set_pc(**regs, after);
+    if (auto w = arch_.write_general_registers(tid, **regs); !w) {
+        spdlog::warn("thread {}: cannot move past the breakpoint at 0x{:x}: {}", tid, at,
+                     w.error().text);
+        return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
+    }
+    const bool stepping = t.kernel.stepping();
+    const bool in_range =
+        t.last_resume.step && after >= t.last_resume.range_start && after < t.last_resume.range_end;
+    if (stepping && !in_range) return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
+    continue_after_stop(tid, t, stepping);
     return finish_stop_all();
 }
 
