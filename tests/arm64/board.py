@@ -55,7 +55,7 @@ GDB = "gdb-multiarch"
 PROGRAMS = (
     "basic", "branches", "traced", "traced_threads", "passcount", "sve", "no_pad_room", "ftrace_loop", "ftrace_threads",
     "a64_pc_relative", "a64_exclusive", "a64_vector", "a64_streaming", "cond_breaks",
-    "tls_vars",
+    "tls_vars", "own_traps",
 )
 # Built with -ldl (glibc 2.36 has dlopen in libc; the flag keeps older ones working).
 DLOPEN_PROGRAMS = ("ftrace_dlopen",)

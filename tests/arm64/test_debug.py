@@ -167,3 +167,10 @@ def test_thread_local_variables(arm64):
     assert (r.value("print counter"), r.value(errno)) == ("42", "11")
     assert (r.value("print counter", 1), r.value(errno, 1)) == ("7", "33")
 
+
+def test_own_trap_under_a_conditional_breakpoint(arm64):
+    shared.own_trap_under_a_conditional_breakpoint(BoardScenario(arm64, "own_traps", "3"))
+
+
+def test_call_returns_though_sigsegv_is_passed(arm64):
+    shared.call_returns_though_sigsegv_is_passed(BoardScenario(arm64, "own_traps", "0"))

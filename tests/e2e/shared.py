@@ -723,3 +723,32 @@ def fast_four_threads(s: Scenario, arch: Arch) -> Result:
         assert [rnd for _, _, t, rnd, _, _ in rows if t == tid] == list(range(rounds)), (tid, rows)
     s.ends_as_natively(r.of("continue", 2))
     return r
+
+
+def own_trap_under_a_conditional_breakpoint(s: Scenario) -> Result:
+    """own_traps 3: gdb's breakpoint on the program's own trap instruction (trap_here, a
+    permanent breakpoint in gdb's words), with a condition the stub evaluates: where it holds
+    (the second call) the stop is that breakpoint's; where it does not, the thread goes past
+    the trap as gdb would (gdb skips a permanent breakpoint by moving the pc past it), and the
+    program ends normally. A stub that ran the trap, or reported it, stopped the program with
+    SIGTRAP at the first call (gdb.base/bp-permanent.exp)."""
+    r = s.gdb(*TO_MAIN, "break *trap_here if counter == 1", "continue", "print counter", "continue")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, .*own_trap")
+    assert r.value("print counter") == "1"
+    assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    assert "SIGTRAP" not in r.transcript, r.transcript
+    return r
+
+
+def call_returns_though_sigsegv_is_passed(s: Scenario) -> Result:
+    """own_traps 0: gdb's call of return_one() returns to a breakpoint gdb may put on the
+    stack, which cannot run code: the return then stops the thread with SIGSEGV, not SIGTRAP.
+    gdb counts that as its breakpoint's hit, so the stub reports it although gdb said to pass
+    SIGSEGV without stopping (`handle SIGSEGV nostop noprint`). A stub that passed it killed
+    the program (gdb.base/catch-gdb-caused-signals.exp)."""
+    r = s.gdb(*TO_MAIN, "handle SIGSEGV nostop noprint", "handle SIGILL nostop noprint", "print return_one()",
+              "print return_one() + 1", "continue")
+    assert r.value("print return_one()") == "1"
+    assert r.value("print return_one() + 1") == "2"
+    assert_in_order(r.of("continue", 1), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    return r
