@@ -395,7 +395,9 @@ Result<std::string> osdata_xml(std::string_view type) {
     }
     for (const OsdataType& k : kTypes)
         if (k.name == type) return to_xml(k.make());
-    return make_error(ErrorCode::NotFound, fmt::format("no such osdata type: {}", type));
+    // An empty document, as gdbserver's: gdb then says "Empty data returned by target.  Wrong
+    // osdata type?", where an error reply would only give "Can not fetch data now."
+    return std::string{};
 }
 
 } // namespace tpagent::server

@@ -53,3 +53,13 @@ def test_info_os_tables(e2e, ipc_objects):
     cpus = re.findall(r"^\d+\s", r.of(tables["cpus"]), re.M)
     assert len(cpus) == os.cpu_count(), r.of(tables["cpus"])
     assert "processor" in r.of(tables["cpus"]).splitlines()[0]
+
+
+def test_an_unknown_type_is_named_wrong(e2e):
+    """`info os` of a type the stub does not have: an empty table, which gdb names a wrong
+    type (gdb.base/info-os.exp); an error reply left gdb saying only that it cannot fetch
+    the data."""
+    r = Scenario(e2e, PROGRAM).gdb("info os unknown_entry", "info os cpus")
+    assert_in_order(r.of("info os unknown_entry"), r"Empty data returned by target\.  Wrong osdata type\?",
+                    r"Can not fetch data now\.")
+    assert "processor" in r.of("info os cpus")  # the session goes on
