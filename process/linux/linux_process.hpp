@@ -187,6 +187,10 @@ class LinuxProcess final : public Target {
     std::string executable_;
     LinuxThreads threads_;
     std::set<int> pass_signals_;
+    // New threads whose first stop came before their parent's clone event: that event must
+    // not add them again (one may have run and exited meanwhile, and would wait for ever
+    // for a first stop it has had).
+    std::set<pid_t> seen_before_clone_;
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
     std::function<void()> on_exec_;

@@ -288,8 +288,10 @@ std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus statu
     // A forked child's first stop, ahead of its parent's fork event: kept for that.
     if (it == threads_.end() && fork_children_.first_stop_early(tid)) return std::nullopt;
     if (it == threads_.end()) {
-        // A new thread's first stop can arrive before its parent's clone event.
+        // A new thread's first stop can arrive before its parent's clone event (the kernel
+        // hands out the newest tracee's events first), and it may run and exit before that.
         add_thread(tid, false);
+        seen_before_clone_.insert(tid);
         LinuxThread& t = threads_[tid];
         if (non_stop_ && reports_.threads) {
             t.gdb_resumed(); // (a pause hands out its event when it ends)
@@ -346,7 +348,7 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         // Failing, the new thread is still found: its first stop comes as an unknown tid.
         if (ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &new_tid) != 0) new_tid = 0;
         auto nt = static_cast<pid_t>(new_tid);
-        if (nt > 0 && !threads_.count(nt)) {
+        if (nt > 0 && !seen_before_clone_.erase(nt) && !threads_.count(nt)) {
             add_thread(nt, true);
             threads_[nt].kernel.resumed(false); // it is running towards its first SIGSTOP
             threads_[nt].gdb_resumed();
