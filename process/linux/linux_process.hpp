@@ -137,9 +137,6 @@ class LinuxProcess final : public Target {
                                                    std::uint64_t at);
     // A SIGSEGV or SIGILL of the thread at one of gdb's breakpoints.
     bool fault_at_breakpoint(pid_t tid, int sig);
-    // True where the program's own code holds a breakpoint instruction at `at` (a permanent
-    // breakpoint, gdb's name for it).
-    bool permanent_breakpoint_at(std::uint64_t at);
     // A thread at a permanent breakpoint whose hit is not gdb's goes past it.
     std::optional<StopEvent> skip_permanent_breakpoint(pid_t tid, LinuxThread& t, std::uint64_t at);
     // A PassingBreakpoint thread's resume: over the lifted breakpoint by a step.

@@ -628,7 +628,8 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
 std::optional<StopEvent> LinuxProcess::report_breakpoint_hit(pid_t tid, LinuxThread& t,
                                                              StopEvent ev, std::uint64_t at) {
     if (debug_points_.reports_hit(*this, tid, at, ev.hwbreak)) return report(tid, t, std::move(ev));
-    if (!ev.hwbreak && permanent_breakpoint_at(at)) return skip_permanent_breakpoint(tid, t, at);
+    if (!ev.hwbreak && memory_->breakpoints().over_own_breakpoint(at))
+        return skip_permanent_breakpoint(tid, t, at);
     // Not gdb's: the thread goes on past the breakpoint as it was going (a range step stops
     // after it, to be checked against the range), now or at the next resume.
     t.activity = PassingBreakpoint{at};
@@ -643,13 +644,6 @@ bool LinuxProcess::fault_at_breakpoint(pid_t tid, int sig) {
     if (sig != SIGSEGV && sig != SIGILL) return false;
     auto pc = registers_.read_pc(tid);
     return pc && memory_->user_breakpoint_at(*pc);
-}
-
-bool LinuxProcess::permanent_breakpoint_at(std::uint64_t at) {
-    const auto insn = arch_.breakpoint_instruction();
-    std::vector<std::uint8_t> code(insn.size());
-    auto got = read_memory(at, code); // tpagent's breakpoints hidden: the program's own code
-    return got && *got == code.size() && std::equal(code.begin(), code.end(), insn.begin());
 }
 
 // gdb's breakpoint on the program's own breakpoint instruction, its condition false: the

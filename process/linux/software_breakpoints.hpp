@@ -2,6 +2,7 @@
 // bytes kept so that memory reads show (and writes update) the program's own code.
 #pragma once
 #include "base/result.hpp"
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,12 @@ class SoftwareBreakpoints {
     Status insert(std::uint64_t addr);
     Status remove(std::uint64_t addr);
     bool inserted_at(std::uint64_t addr) const { return sites_.count(addr) != 0; }
+    // True where the breakpoint at `addr` replaced a breakpoint instruction: the program's
+    // own (a permanent breakpoint, in gdb's words).
+    bool over_own_breakpoint(std::uint64_t addr) const {
+        auto it = sites_.find(addr);
+        return it != sites_.end() && std::ranges::equal(it->second.original, insn_);
+    }
     // A thread steps over the breakpoint at `addr`: the original instruction is back in memory
     // until every such step has been lowered again (other threads pass it unseen meanwhile).
     Status lift(std::uint64_t addr);
