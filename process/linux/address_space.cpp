@@ -51,9 +51,10 @@ Status AddressSpace::write_raw(std::uint64_t addr, std::span<const std::uint8_t>
 }
 
 Status AddressSpace::insert_user_breakpoint(std::uint64_t addr) {
-    if (user_breakpoints_.count(addr)) return ok_status();
     if (auto s = breakpoints_.insert(addr); !s) return s;
-    user_breakpoints_.insert(addr);
+    // gdb's breakpoint is one reference however often gdb inserts it again (the insert still
+    // puts back one whose code was replaced under it).
+    if (!user_breakpoints_.insert(addr).second) breakpoints_.disown(addr);
     return ok_status();
 }
 

@@ -16,8 +16,9 @@ Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr, BreakpointCode co
                                           "fast tracepoint at 0x{:x} runs from its pad: no "
                                           "thread runs them there",
                                           addr, fast->covered, fast->site));
-        if (auto s = memory_.insert_user_breakpoint(addr); !s) return s;
     }
+    // (Again where it is already: one whose code was replaced under it goes back in.)
+    if (auto s = memory_.insert_user_breakpoint(addr); !s) return s;
     // gdb sends the whole list again whenever it changes: this one replaces the last.
     if (code.empty()) {
         code_.erase(addr);

@@ -19,7 +19,9 @@ class SoftwareBreakpoints {
     SoftwareBreakpoints(std::span<const std::uint8_t> insn, RawRead read, RawWrite write)
         : insn_(insn.begin(), insn.end()), read_(std::move(read)), write_(std::move(write)) {}
 
-    // Reference counted: gdb and the tracepoint engine may both want one at an address.
+    // Reference counted: gdb and the tracepoint engine may both want one at an address. One
+    // whose instruction is no longer in memory (the code under it was replaced) is written
+    // again over the new code; removed, it leaves the new code alone.
     Status insert(std::uint64_t addr);
     Status remove(std::uint64_t addr);
     bool inserted_at(std::uint64_t addr) const { return sites_.count(addr) != 0; }
@@ -72,6 +74,8 @@ class SoftwareBreakpoints {
         int refs = 0;
         int lifted = 0;
     };
+    bool in_memory(std::uint64_t addr, const Site& site) const;
+    Status refresh(std::uint64_t addr, Site& site);
     std::vector<std::uint8_t> insn_;
     RawRead read_;
     RawWrite write_;
