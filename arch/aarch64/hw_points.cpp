@@ -59,9 +59,11 @@ Status HwPoints::insert(int type, std::uint64_t addr, std::uint64_t len) {
     if (type == 1 && addr % 4 != 0)
         return make_error(ErrorCode::BadPacket, "a hardware breakpoint needs an aligned address");
     // A watchpoint covers bytes of one aligned doubleword.
+    // An error, not "unsupported" (the empty reply), which gdb takes for a protocol error
+    // once it has had other watchpoints accepted.
     if (type != 1 && (len == 0 || len > 8 || (addr % 8) + len > 8))
         return make_error(
-            ErrorCode::Unsupported,
+            ErrorCode::TooLarge,
             fmt::format("a watchpoint of {} bytes at 0x{:x} crosses a doubleword", len, addr));
     const auto& pts = state_->points;
     const auto same_kind = std::count_if(pts.begin(), pts.end(), [&](const State::Point& p) {

@@ -1,4 +1,5 @@
 #include "arch/x86_64/debug_registers.hpp"
+#include "base/system_error.hpp"
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -63,11 +64,6 @@ HwBreakKind hw_kind(WatchKind kind) {
     return kind == WatchKind::Write ? HwBreakKind::Write : HwBreakKind::Access;
 }
 
-Error ptrace_error(const char* what, pid_t tid, int err) {
-    return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
-                      fmt::format("{} for thread {}: {}", what, tid, std::strerror(err)));
-}
-
 } // namespace
 
 Status DebugRegisters::insert_watchpoint(WatchKind kind, std::uint64_t addr, std::uint64_t len) {
@@ -110,8 +106,10 @@ Status DebugRegisters::insert(HwBreakKind kind, std::uint64_t addr, std::uint64_
             if (target) break;
             if (s.refs == 0) target = &s;
         }
+        // An error, not "unsupported" (the empty reply): gdb, having had other Z2s accepted,
+        // takes an empty reply for a protocol error ("conflicting enabled responses").
         if (!target)
-            return make_error(ErrorCode::Unsupported,
+            return make_error(ErrorCode::TooLarge,
                               fmt::format("no free debug register for {} bytes at {:#x} "
                                           "(4 slots of at most 8 aligned bytes)",
                                           len, addr));

@@ -11,6 +11,7 @@ import os
 import pytest
 
 import shared
+from harness import assert_in_order
 from scenario import Scenario
 from debug_registers import why_they_do_not_fire
 from shared import X86_64
@@ -32,3 +33,17 @@ def test_hardware_breakpoint(e2e):
 
 def test_access_watchpoint_sees_a_read(e2e):
     shared.access_watchpoint_sees_a_read(Scenario(e2e, "basic"), X86_64)
+
+
+def test_a_watchpoint_the_debug_registers_cannot_hold_is_refused_as_an_error(e2e):
+    """watch watched takes one debug register; 32 bytes more need four: the stub answers
+    that Z2 with an error, so gdb says it could not insert the watchpoint. An empty reply
+    (what a stub answers for a packet it does not support) after gdb had the first accepted
+    made gdb report "Protocol error: Z2 (write-watchpoint) conflicting enabled responses"
+    (gdb.base/watchpoint.exp)."""
+    s = Scenario(e2e, "basic")
+    r = s.gdb("break main", "continue", "watch watched", "watch *(char (*)[32]) &squares", "continue",
+              "delete", "continue")
+    assert_in_order(r.of("continue", 1), r"Could not insert hardware watchpoint [23]\.")
+    assert "Protocol error" not in r.transcript, r.of("continue", 1)
+    assert_in_order(r.of("continue", 2), r"\[Inferior 1 \(process \d+\) exited with code 03\]")
