@@ -1,4 +1,5 @@
 #include "process/linux/linux_process.hpp"
+#include "base/system_error.hpp"
 #include "process/linux/terminal.hpp"
 #include "process/linux/code_guard.hpp"
 #include "process/linux/child_events.hpp"
@@ -23,10 +24,6 @@
 namespace tpagent::process {
 
 namespace {
-Error sys_error(const std::string& what) {
-    return make_error(ErrorCode::SystemError, fmt::format("{}: {}", what, std::strerror(errno)));
-}
-
 // Forks are traced only to clean the child's copy of the code and let it go.
 // A program tpagent started dies with it: through the code guard's watchdog when it runs
 // (which keeps a traced program alive instead), else by PTRACE_O_EXITKILL.
@@ -132,9 +129,9 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spe
     }
     // A pipe tells the parent whether exec failed (it closes on a successful exec).
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe");
+    if (pipe2(fds, O_CLOEXEC) != 0) return system_error("pipe");
     pid_t child = fork();
-    if (child < 0) return sys_error("fork");
+    if (child < 0) return system_error("fork");
     if (child == 0) {
         close(fds[0]);
         unblock_child_signal();
@@ -190,7 +187,7 @@ Result<std::unique_ptr<LinuxProcess>> LinuxProcess::launch(const LaunchSpec& spe
     if (ptrace(PTRACE_SETOPTIONS, child, nullptr,
                reinterpret_cast<void*>(launch_ptrace_options())) != 0) {
         // Without them its threads and execs would go unseen: better not to run it at all.
-        Error e = sys_error("PTRACE_SETOPTIONS");
+        Error e = system_error("PTRACE_SETOPTIONS");
         ::kill(child, SIGKILL);
         wait_thread(child, status, __WALL);
         return e;
@@ -324,6 +321,7 @@ Status LinuxProcess::write_memory(std::uint64_t addr, std::span<const std::uint8
 
 void LinuxProcess::forget_image() {
     memory_->forget_all();
+    tls_layout_.reset();
     for (auto& [tid, t] : threads_)
         t.end<thread_activity::RunningToBlockEnd>(); // (gone with the rest)
     trap_sites_.forget();

@@ -128,6 +128,13 @@ class LinuxProcess final : public Target {
         bool musl = false;
     };
     Result<TlsModule> tls_module(std::uint64_t link_map);
+    // Which C library keeps the program's TLS, from its symbols: glibc's description of a
+    // link map's module id (its address), or musl. Read once per image (forget_image).
+    struct TlsLayout {
+        std::optional<std::uint64_t> glibc_module_id; // _thread_db_link_map_l_tls_modid
+        bool musl = false;
+    };
+    TlsLayout tls_layout();
     // Puts the pc back onto the breakpoint at `at` the thread has just executed.
     void rewind_pc(pid_t tid, arch::RegisterSnapshot& regs, std::uint64_t at);
     std::optional<StopEvent> classify_trap(pid_t tid, const siginfo_t& info);
@@ -188,6 +195,7 @@ class LinuxProcess final : public Target {
     // not add them again (one may have run and exited meanwhile, and would wait for ever
     // for a first stop it has had).
     std::set<pid_t> seen_before_clone_;
+    std::optional<TlsLayout> tls_layout_;         // (tls_layout)
     std::optional<std::set<int>> catch_syscalls_; // resumes use PTRACE_SYSCALL while set
     EventReports reports_;
     std::function<void()> on_exec_;

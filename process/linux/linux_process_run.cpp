@@ -409,6 +409,8 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
         }
         for (auto i = threads_.begin(); i != threads_.end();)
             i = i->first == tid ? std::next(i) : threads_.erase(i);
+        // Their clone events came before the exec's, or never will (PTRACE_GETEVENTMSG failed).
+        seen_before_clone_.clear();
         branch_traces_.forget_decoded();
         if (auto* r = branch_traces_.find(tid))
             if (auto pc = registers_.read_pc(tid)) r->software.moved_to(*pc);
@@ -604,12 +606,11 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
             return report_breakpoint_hit(tid, t, ev, at);
         }
     }
-    if (single_step && t.last_resume.step && t.last_resume.range_end > t.last_resume.range_start &&
+    if (single_step && t.last_resume.range_end > t.last_resume.range_start &&
         !debug_points_.hw().any()) {
         // Range stepping: stepping on inside the range saves gdb a round trip per line.
         auto pc = registers_.read_pc(tid);
-        if (pc && *pc >= t.last_resume.range_start && *pc < t.last_resume.range_end && running_ &&
-            !stopping_all_ &&
+        if (pc && t.last_resume.steps_on_at(*pc) && running_ && !stopping_all_ &&
             !memory_->user_breakpoint_at(*pc)) { // gdb's breakpoint stops it there
             continue_after_stop(tid, t, true);
             return finish_stop_all();
@@ -663,9 +664,8 @@ std::optional<StopEvent> LinuxProcess::skip_permanent_breakpoint(pid_t tid, Linu
         return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
     }
     const bool stepping = t.kernel.stepping();
-    const bool in_range =
-        t.last_resume.step && after >= t.last_resume.range_start && after < t.last_resume.range_end;
-    if (stepping && !in_range) return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
+    if (stepping && !t.last_resume.steps_on_at(after))
+        return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
     continue_after_stop(tid, t, stepping);
     return finish_stop_all();
 }

@@ -91,6 +91,9 @@ enum class GdbRequest : std::uint8_t {
 struct GdbResume {
     bool step = false;
     std::uint64_t range_start = 0, range_end = 0; // vCont;r (empty: none)
+
+    // A range step that goes on at `pc` without telling gdb.
+    bool steps_on_at(std::uint64_t pc) const { return step && pc >= range_start && pc < range_end; }
 };
 
 struct LinuxThread {

@@ -56,21 +56,33 @@ Result<std::uint64_t> LinuxProcess::read_word(std::uint64_t addr, std::size_t by
     return value; // (little-endian: both targets)
 }
 
-Result<LinuxProcess::TlsModule> LinuxProcess::tls_module(std::uint64_t link_map) {
+LinuxProcess::TlsLayout LinuxProcess::tls_layout() {
+    if (tls_layout_) return *tls_layout_;
     // glibc's descriptor, in its C library or in the (static) program; musl's marks.
-    std::optional<std::uint64_t> descriptor;
-    bool musl = false;
+    TlsLayout layout;
+    bool c_library = false;
     for (const auto& [path, start] : mapped_files(pid_)) {
-        musl = musl || is_musl(path);
+        layout.musl = layout.musl || is_musl(path);
         const bool program = path == executable_;
         if (!program && !is_c_library(path)) continue;
+        c_library = c_library || !program;
         constexpr std::string_view kModuleId = "_thread_db_link_map_l_tls_modid";
         const auto symbols =
             mapped_file_symbols(pid_, path, start, {kModuleId, "__init_tp"}, !program);
-        if (auto it = symbols.find(kModuleId); !descriptor && it != symbols.end())
-            descriptor = it->second;
-        musl = musl || (program && symbols.count("__init_tp") != 0);
+        if (auto it = symbols.find(kModuleId); !layout.glibc_module_id && it != symbols.end())
+            layout.glibc_module_id = it->second;
+        layout.musl = layout.musl || (program && symbols.count("__init_tp") != 0);
     }
+    // Kept once found, or once the C library is mapped (a dynamic program stopped at its
+    // first instruction has only its loader so far).
+    if (layout.glibc_module_id || layout.musl || c_library) tls_layout_ = layout;
+    return layout;
+}
+
+Result<LinuxProcess::TlsModule> LinuxProcess::tls_module(std::uint64_t link_map) {
+    const TlsLayout layout = tls_layout();
+    const std::optional<std::uint64_t> descriptor = layout.glibc_module_id;
+    const bool musl = layout.musl;
     if (descriptor) {
         if (link_map == 0) return TlsModule{1, false};
         std::uint32_t field[3] = {}; // bits, count, offset
