@@ -12,7 +12,7 @@
 namespace tpagent::experiment {
 
 namespace {
-constexpr std::string_view kPrefix = "trace-";
+constexpr std::string_view kRecordingPrefix = "trace-";
 // Frames gathered for one write(): a frame is a few KiB, a system call each would cost more
 // than the rest of its way to the file.
 constexpr std::size_t kBatchBytes = 1u << 20;
@@ -22,7 +22,7 @@ constexpr std::chrono::seconds kRetryInterval{1};
 
 TraceRecorder::TraceRecorder(RecordOptions options)
     : options_(std::move(options)),
-      sink_(std::make_shared<FolderSink>(options_.dir, std::string(kPrefix))) {}
+      sink_(std::make_shared<FolderSink>(options_.dir, std::string(kRecordingPrefix))) {}
 
 TraceRecorder::TraceRecorder(RecordOptions options, std::shared_ptr<RecordSink> sink)
     : options_(std::move(options)), sink_(std::move(sink)) {}
@@ -207,9 +207,9 @@ Status TraceRecorder::write(const std::uint8_t* bytes, std::size_t size) {
 }
 
 Result<std::optional<SealedRecording>> seal_newest_recording(const std::string& dir) {
-    const std::uint64_t newest = last_file_number(dir, kPrefix);
+    const std::uint64_t newest = last_file_number(dir, kRecordingPrefix);
     if (newest == 0) return std::optional<SealedRecording>();
-    SealedRecording sealed{numbered_file_path(dir, kPrefix, newest)};
+    SealedRecording sealed{numbered_file_path(dir, kRecordingPrefix, newest)};
     auto report = trace::seal_trace_file(sealed.path);
     if (!report) return report.error();
     sealed.was_sealed = report->was_sealed;

@@ -14,7 +14,7 @@
 namespace tpagent::experiment {
 
 namespace {
-constexpr std::string_view kPrefix = "snapshot-";
+constexpr std::string_view kSnapshotPrefix = "snapshot-";
 // gdb refuses a trace file's text line of 1000 characters or more (tracefile-tfile.c): the
 // recorder's width keeps clear of that.
 constexpr std::size_t kStatusWidth = trace::kRecordedStatusWidth;
@@ -34,12 +34,12 @@ Result<Snapshot> TraceSnapshots::take(TraceExperiment& experiment, std::string_v
     const auto copied = experiment.buffer().copy_frames(frames);
     protocol::TraceStatus status = experiment.trace_status();
     status.frames = copied.frames;
-    sequence_ = std::max(sequence_, last_file_number(options_.dir, kPrefix)) + 1;
+    sequence_ = std::max(sequence_, last_file_number(options_.dir, kSnapshotPrefix)) + 1;
     std::string note = fmt::format("snapshot {} ({}): the newest {} of the run's {} frame(s)",
                                    sequence_, why, copied.frames, status.created);
     if (copied.gone) note += fmt::format(", {} overwritten while copied", copied.gone);
     status.notes += (status.notes.empty() ? "" : "; ") + note;
-    Snapshot snapshot{numbered_file_path(options_.dir, kPrefix, sequence_), copied.frames,
+    Snapshot snapshot{numbered_file_path(options_.dir, kSnapshotPrefix, sequence_), copied.frames,
                       copied.gone};
     std::string payload = protocol::encode_trace_status(status).substr(1);
     if (payload.size() > kStatusWidth) { // the run's own notes give way to the snapshot's

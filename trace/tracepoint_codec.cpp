@@ -12,26 +12,27 @@ using protocol::parse_hex_u64;
 
 namespace {
 
-Error bad(std::string text) {
+Error bad_tracepoint(std::string text) {
     return make_error(ErrorCode::BadTracepoint, std::move(text));
 }
 
 Result<std::uint64_t> parse_field(std::string_view digits, std::string_view what) {
     auto v = parse_hex_u64(digits);
-    if (!v) return bad(fmt::format("{}: bad hex number '{}'", what, digits));
+    if (!v) return bad_tracepoint(fmt::format("{}: bad hex number '{}'", what, digits));
     return *v;
 }
 
 Result<TracepointKey> parse_key_fields(std::string_view num, std::string_view addr) {
     auto n = parse_field(num, "tracepoint number");
     if (!n) return n.error();
-    if (*n == 0) return bad("tracepoint number 0");
+    if (*n == 0) return bad_tracepoint("tracepoint number 0");
     // gdb numbers breakpoints and tracepoints from one count per session, never reused; a trace
     // frame (qTBuffer, trace files) holds the number in 16 bits.
     if (*n > kMaxTracepointNumber)
-        return bad(fmt::format("tracepoint {} is numbered above {}, the most a trace frame can "
-                               "record (a new gdb session numbers from 1 again)",
-                               *n, kMaxTracepointNumber));
+        return bad_tracepoint(
+            fmt::format("tracepoint {} is numbered above {}, the most a trace frame can "
+                        "record (a new gdb session numbers from 1 again)",
+                        *n, kMaxTracepointNumber));
     auto a = parse_field(addr, "tracepoint address");
     if (!a) return a.error();
     return TracepointKey{static_cast<std::uint32_t>(*n), *a};
@@ -49,14 +50,15 @@ std::size_t hex_run(std::string_view text, std::size_t pos) {
 Result<Expression> parse_expression(std::string_view text, std::size_t& pos,
                                     unsigned register_count, std::string_view what) {
     std::size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) return bad(fmt::format("{}: missing ','", what));
+    if (comma == std::string_view::npos)
+        return bad_tracepoint(fmt::format("{}: missing ','", what));
     auto len = parse_field(text.substr(pos, comma - pos), what);
     if (!len) return len.error();
     std::size_t start = comma + 1;
     if (*len > (text.size() - start) / 2)
-        return bad(fmt::format("{}: {:x} bytes announced, fewer present", what, *len));
+        return bad_tracepoint(fmt::format("{}: {:x} bytes announced, fewer present", what, *len));
     auto bytes = protocol::from_hex(text.substr(start, *len * 2));
-    if (!bytes) return bad(fmt::format("{}: bad hex bytes", what));
+    if (!bytes) return bad_tracepoint(fmt::format("{}: bad hex bytes", what));
     auto program = bytecode::validate(*bytes, register_count);
     if (!program)
         return make_error(ErrorCode::BadBytecode,
@@ -66,7 +68,7 @@ Result<Expression> parse_expression(std::string_view text, std::size_t& pos,
 }
 
 Result<RegisterMask> parse_register_mask(std::string_view digits) {
-    if (digits.empty()) return bad("R action: empty register mask");
+    if (digits.empty()) return bad_tracepoint("R action: empty register mask");
     RegisterMask mask;
     // Walk from the least significant digit; two digits per byte.
     for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -82,7 +84,7 @@ Result<RegisterMask> parse_register_mask(std::string_view digits) {
 // Signed hex field as gdb prints M fields: "-1", "-10" or two's complement digits.
 Result<std::uint64_t> parse_offset(std::string_view digits) {
     auto v = protocol::parse_hex_i64(digits);
-    if (!v) return bad(fmt::format("M action: bad offset '{}'", digits));
+    if (!v) return bad_tracepoint(fmt::format("M action: bad offset '{}'", digits));
     return static_cast<std::uint64_t>(*v);
 }
 
@@ -90,7 +92,8 @@ Result<MemoryRange> parse_memory_range(std::string_view text, std::size_t& pos,
                                        unsigned register_count) {
     std::size_t c1 = text.find(',', pos);
     std::size_t c2 = c1 == std::string_view::npos ? c1 : text.find(',', c1 + 1);
-    if (c2 == std::string_view::npos) return bad("M action: expected <reg>,<offset>,<len>");
+    if (c2 == std::string_view::npos)
+        return bad_tracepoint("M action: expected <reg>,<offset>,<len>");
     MemoryRange range;
     std::string_view reg = text.substr(pos, c1 - pos);
     if (reg == "-1") {
@@ -99,7 +102,7 @@ Result<MemoryRange> parse_memory_range(std::string_view text, std::size_t& pos,
         auto r = parse_field(reg, "M action base register");
         if (!r) return r.error();
         if (*r >= register_count)
-            return bad(fmt::format("M action: base register {:x} out of range", *r));
+            return bad_tracepoint(fmt::format("M action: base register {:x} out of range", *r));
         range.base_register = static_cast<std::int32_t>(*r);
     }
     auto offset = parse_offset(text.substr(c1 + 1, c2 - c1 - 1));
@@ -108,7 +111,7 @@ Result<MemoryRange> parse_memory_range(std::string_view text, std::size_t& pos,
     std::size_t end = hex_run(text, c2 + 1);
     auto len = parse_field(text.substr(c2 + 1, end - c2 - 1), "M action length");
     if (!len) return len.error();
-    if (*len > 0xffffffff) return bad("M action: length too large");
+    if (*len > 0xffffffff) return bad_tracepoint("M action: length too large");
     range.length = static_cast<std::uint32_t>(*len);
     pos = end;
     return range;
@@ -117,7 +120,7 @@ Result<MemoryRange> parse_memory_range(std::string_view text, std::size_t& pos,
 } // namespace
 
 Result<ActionString> parse_action_string(std::string_view text, unsigned register_count) {
-    if (text.empty()) return bad("empty action string");
+    if (text.empty()) return bad_tracepoint("empty action string");
     ActionString out;
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -148,7 +151,7 @@ Result<ActionString> parse_action_string(std::string_view text, unsigned registe
             out.actions.emplace_back(StaticData{});
             break;
         default:
-            return bad(fmt::format("unknown action '{}' at {}", letter, pos - 1));
+            return bad_tracepoint(fmt::format("unknown action '{}' at {}", letter, pos - 1));
         }
     }
     return out;
@@ -162,12 +165,13 @@ Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsig
         payload.remove_suffix(1);
     }
     auto fields = protocol::split(payload, ':');
-    if (fields.size() < 5) return bad("QTDP: expected <num>:<addr>:<E|D>:<step>:<pass>");
+    if (fields.size() < 5) return bad_tracepoint("QTDP: expected <num>:<addr>:<E|D>:<step>:<pass>");
     TracepointDefinition& def = out.definition;
     auto key = parse_key_fields(fields[0], fields[1]);
     if (!key) return key.error();
     def.key = *key;
-    if (fields[2] != "E" && fields[2] != "D") return bad("QTDP: enable flag must be E or D");
+    if (fields[2] != "E" && fields[2] != "D")
+        return bad_tracepoint("QTDP: enable flag must be E or D");
     def.enabled = fields[2] == "E";
     auto step = parse_field(fields[3], "step count");
     if (!step) return step.error();
@@ -178,11 +182,12 @@ Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsig
 
     for (std::size_t i = 5; i < fields.size(); ++i) {
         std::string_view f = fields[i];
-        if (f.empty()) return bad("QTDP: empty field");
+        if (f.empty()) return bad_tracepoint("QTDP: empty field");
         if (f[0] == 'F' || f[0] == 'S') {
-            if (def.kind != TracepointKind::Trap) return bad("QTDP: more than one kind flag");
+            if (def.kind != TracepointKind::Trap)
+                return bad_tracepoint("QTDP: more than one kind flag");
             if (f[0] == 'S') {
-                if (f.size() != 1) return bad("QTDP: bad static flag");
+                if (f.size() != 1) return bad_tracepoint("QTDP: bad static flag");
                 def.kind = TracepointKind::Static;
                 continue;
             }
@@ -190,25 +195,26 @@ Result<TracepointHeader> parse_tracepoint_header(std::string_view payload, unsig
             if (!len) return len.error();
             const bool zero_ok = source == HeaderSource::TraceFile;
             if ((*len == 0 && !zero_ok) || *len > 0xffff)
-                return bad("QTDP: bad fast tracepoint length");
+                return bad_tracepoint("QTDP: bad fast tracepoint length");
             def.kind = TracepointKind::Fast;
             def.fast_insn_length = static_cast<std::uint32_t>(*len);
         } else if (f[0] == 'X') {
-            if (def.condition) return bad("QTDP: more than one condition");
+            if (def.condition) return bad_tracepoint("QTDP: more than one condition");
             std::size_t pos = 1;
             auto cond = parse_expression(f, pos, register_count, "condition");
             if (!cond) return cond.error();
-            if (pos != f.size()) return bad("QTDP: junk after condition");
+            if (pos != f.size()) return bad_tracepoint("QTDP: junk after condition");
             def.condition = std::move(*cond);
         } else {
-            return bad(fmt::format("QTDP: unknown field '{}'", f.substr(0, 16)));
+            return bad_tracepoint(fmt::format("QTDP: unknown field '{}'", f.substr(0, 16)));
         }
     }
     return out;
 }
 
 Result<ActionPacket> parse_action_packet(std::string_view payload, unsigned register_count) {
-    if (payload.empty() || payload[0] != '-') return bad("QTDP action packet must start with '-'");
+    if (payload.empty() || payload[0] != '-')
+        return bad_tracepoint("QTDP action packet must start with '-'");
     payload.remove_prefix(1);
     ActionPacket out;
     if (!payload.empty() && payload.back() == '-') {
@@ -217,7 +223,8 @@ Result<ActionPacket> parse_action_packet(std::string_view payload, unsigned regi
     }
     std::size_t c1 = payload.find(':');
     std::size_t c2 = c1 == std::string_view::npos ? c1 : payload.find(':', c1 + 1);
-    if (c2 == std::string_view::npos) return bad("QTDP: expected -<num>:<addr>:<actions>");
+    if (c2 == std::string_view::npos)
+        return bad_tracepoint("QTDP: expected -<num>:<addr>:<actions>");
     auto key = parse_key_fields(payload.substr(0, c1), payload.substr(c1 + 1, c2 - c1 - 1));
     if (!key) return key.error();
     out.key = *key;
@@ -246,7 +253,7 @@ TracepointPacket parse_tracepoint_packet(std::string_view payload, unsigned regi
 Result<SourcePacket> parse_source_packet(std::string_view payload) {
     auto fields = protocol::split(payload, ':');
     if (fields.size() != 6)
-        return bad("QTDPsrc: expected <num>:<addr>:<type>:<start>:<slen>:<hex>");
+        return bad_tracepoint("QTDPsrc: expected <num>:<addr>:<type>:<start>:<slen>:<hex>");
     SourcePacket out;
     auto key = parse_key_fields(fields[0], fields[1]);
     if (!key) return key.error();
@@ -256,16 +263,16 @@ Result<SourcePacket> parse_source_packet(std::string_view payload) {
     if (fields[2].empty() || fields[2].size() > 32 ||
         !std::all_of(fields[2].begin(), fields[2].end(),
                      [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }))
-        return bad("QTDPsrc: the type is not a word");
+        return bad_tracepoint("QTDPsrc: the type is not a word");
     out.source.type = std::string(fields[2]);
     auto start = parse_field(fields[3], "QTDPsrc start");
     if (!start) return start.error();
     auto length = parse_field(fields[4], "QTDPsrc length");
     if (!length) return length.error();
     auto text = protocol::hex_to_text(fields[5]);
-    if (!text) return bad("QTDPsrc: bad hex text");
+    if (!text) return bad_tracepoint("QTDPsrc: bad hex text");
     if (*start > *length || text->size() > *length - *start)
-        return bad("QTDPsrc: text does not fit in the announced length");
+        return bad_tracepoint("QTDPsrc: text does not fit in the announced length");
     out.source.start = *start;
     out.source.length = *length;
     out.source.text = std::move(*text);
@@ -293,7 +300,7 @@ Result<VariableDefinition> parse_variable_definition(std::string_view payload) {
 
 Result<TracepointKey> parse_tracepoint_key(std::string_view payload) {
     auto fields = protocol::split(payload, ':');
-    if (fields.size() != 2) return bad("expected <num>:<addr>");
+    if (fields.size() != 2) return bad_tracepoint("expected <num>:<addr>");
     return parse_key_fields(fields[0], fields[1]);
 }
 

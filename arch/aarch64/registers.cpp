@@ -1,4 +1,5 @@
 #include "arch/aarch64/registers.hpp"
+#include "base/system_error.hpp"
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -80,11 +81,6 @@ std::uint16_t sve_thread_vl(const RegisterSnapshot& s) {
 bool has_sve_state(const Layout& layout, const RegisterSnapshot& s) {
     return layout.sve_vl != 0 && s.xstate.size() >= layout.xstate_bytes &&
            sve_thread_vl(s) == layout.sve_vl;
-}
-
-Error ptrace_error(const char* what, pid_t tid, int err) {
-    return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
-                      fmt::format("{} for thread {}: {}", what, tid, std::strerror(err)));
 }
 
 Status get_regset(pid_t tid, int note, std::uint8_t* data, std::size_t size, const char* what) {

@@ -1,4 +1,5 @@
 #include "arch/x86_64/ptrace_regsets.hpp"
+#include "base/system_error.hpp"
 #include "arch/x86_64/xsave_layout.hpp"
 #include <cerrno>
 #include <cstring>
@@ -10,11 +11,6 @@
 
 namespace tpagent::arch::x86_64 {
 namespace {
-
-Error ptrace_error(const char* what, pid_t tid, int err) {
-    return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::SystemError,
-                      fmt::format("{} for thread {}: {}", what, tid, std::strerror(err)));
-}
 
 // Returns the bytes the kernel filled, or -errno.
 long get_regset(pid_t tid, int note, std::vector<std::uint8_t>& buf) {

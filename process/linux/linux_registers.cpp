@@ -1,4 +1,5 @@
 #include "process/linux/linux_registers.hpp"
+#include "base/system_error.hpp"
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -7,12 +8,6 @@
 #include <sys/ptrace.h>
 
 namespace tpagent::process {
-
-namespace {
-Error sys_error(const std::string& what) {
-    return make_error(ErrorCode::SystemError, fmt::format("{}: {}", what, std::strerror(errno)));
-}
-} // namespace
 
 Result<arch::RegisterSnapshot*> LinuxRegisters::snapshot(pid_t tid, bool full) {
     auto it = threads_.find(tid);
@@ -72,7 +67,8 @@ Status LinuxRegisters::check_stopped(pid_t tid) const {
 Result<std::vector<std::uint8_t>> LinuxRegisters::read_siginfo(pid_t tid) {
     if (auto stopped = check_stopped(tid); !stopped) return stopped.error();
     siginfo_t info{};
-    if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_GETSIGINFO");
+    if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0)
+        return system_error("PTRACE_GETSIGINFO");
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&info);
     return std::vector<std::uint8_t>(bytes, bytes + sizeof info);
 }
@@ -83,7 +79,8 @@ Status LinuxRegisters::write_siginfo(pid_t tid, std::span<const std::uint8_t> si
     if (siginfo.size() != sizeof info)
         return make_error(ErrorCode::BadPacket, fmt::format("siginfo is {} bytes", sizeof info));
     std::memcpy(&info, siginfo.data(), sizeof info);
-    if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info) != 0) return sys_error("PTRACE_SETSIGINFO");
+    if (ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info) != 0)
+        return system_error("PTRACE_SETSIGINFO");
     return ok_status();
 }
 

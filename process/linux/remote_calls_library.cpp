@@ -26,7 +26,7 @@ namespace tpagent::process {
 namespace {
 
 constexpr std::size_t kMaxErrorText = 512;
-constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kLandingBytes = 4096;
 
 struct LoaderFunctions {
     std::uint64_t dlopen = 0;
@@ -70,12 +70,12 @@ Status RemoteCalls::load_library(const std::string& path) {
         return make_error(ErrorCode::Unsupported,
                           "the program has no dlopen (neither its C library nor libdl exports "
                           "one)");
-    if (path.size() + 1 > kPage - 16)
+    if (path.size() + 1 > kLandingBytes - 16)
         return make_error(ErrorCode::TooLarge, "the library's path is too long");
 
     // A page of its own: the breakpoint the call returns onto, then the path.
     const std::uint64_t map_args[] = {0,
-                                      kPage,
+                                      kLandingBytes,
                                       PROT_READ | PROT_EXEC,
                                       MAP_PRIVATE | MAP_ANONYMOUS,
                                       static_cast<std::uint64_t>(-1),
@@ -111,7 +111,7 @@ Status RemoteCalls::load_library(const std::string& path) {
             spdlog::debug("thread {}: dlopen(\"{}\") = 0x{:x}", tid, path, *handle);
         }
     }
-    const std::uint64_t unmap_args[] = {landing, kPage, 0, 0, 0, 0};
+    const std::uint64_t unmap_args[] = {landing, kLandingBytes, 0, 0, 0, 0};
     if (!system_call(tid, SYS_munmap, unmap_args, "munmap"))
         spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
                      landing);
