@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-default}"
 scripts/setup.sh
-cmake --preset "$preset" >/dev/null
+# TPAGENT_UNITY=ON|OFF overrides the preset's unity build setting (CI turns it on for default).
+unity=()
+[ -n "${TPAGENT_UNITY:-}" ] && unity=(-DTPAGENT_UNITY="$TPAGENT_UNITY")
+cmake --preset "$preset" "${unity[@]}" >/dev/null
 cmake --build --preset "$preset"
 # The arm64 tests (ctest label arm64, default preset only) run the board build on an emulated
 # arm64 board.
