@@ -40,7 +40,7 @@ constexpr std::uint32_t str_vl(unsigned t) {
     return 0xb81f8280 | t; // stur wt, [x20, #-8]
 }
 constexpr std::uint32_t kLdrVlW9 = 0xb85f8289; // ldur w9, [x20, #-8]
-constexpr std::uint32_t kTbnzW10Bit0 = 0x3700000a, kCbzW9 = 0x34000009, kB = 0x14000000;
+constexpr std::uint32_t kTbnzW10Bit0 = 0x3700000a, kCbzW9 = 0x34000009, kBranch = 0x14000000;
 
 void z_and_p(Emitter& e, std::uint32_t z_op, std::uint32_t p_op) {
     for (unsigned r = 0; r < 32; ++r)
@@ -90,7 +90,7 @@ void emit_vector_state_save(Emitter& e, const PadVectorState& shape, std::uint32
     e.put(sve_mem(kStrP, 0, kPredicatesReg, 16));
     if (shape.sme) {
         const std::size_t done = e.size();
-        e.put(kB);
+        e.put(kBranch);
         e.link(streaming, e.size());
         e.put(str_vl(31)); // wzr: nothing of SVE saved
         e.link(done, e.size());
