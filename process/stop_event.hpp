@@ -51,6 +51,11 @@ struct StopEvent {
     // or (Kind::Signal, signal 0) it exited with exit_code and is gone.
     bool thread_created = false;
     bool thread_exited = false;
+    // A single step gdb asked for ended, and nothing else happened there. All-stop: held back
+    // while another thread's event went to gdb, it answers a request gdb has since replaced,
+    // and is dropped at the next resume (gdb took it for a random SIGTRAP,
+    // gdb.threads/pending-step.exp).
+    bool step_done = false;
 };
 
 } // namespace tpagent::process

@@ -125,6 +125,9 @@ void LinuxProcess::continue_after_stop(pid_t tid, LinuxThread& t, bool step) {
 }
 
 bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
+    // A step's end held back answers gdb's last request, not this one: the thread has run
+    // the instruction, and goes on as now asked (as if the stop-all had come first).
+    if (t.pending->step_done && !non_stop_) return false;
     // A breakpoint hit whose breakpoint gdb has since removed is dropped: the thread, whose pc
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
@@ -621,6 +624,7 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         // take a step from its pad.)
         if (ev->swbreak || (ev->hwbreak && !t.kernel.stepping()))
             if (auto pc = registers_.read_pc(tid)) return report_breakpoint_hit(tid, t, *ev, *pc);
+        ev->step_done = single_step && t.kernel.stepping() && !ev->hwbreak && !ev->watch_type;
         return report(tid, t, *ev);
     }
     return std::nullopt;
