@@ -51,10 +51,10 @@ Status AddressSpace::write_raw(std::uint64_t addr, std::span<const std::uint8_t>
 }
 
 Status AddressSpace::insert_user_breakpoint(std::uint64_t addr) {
+    // gdb's breakpoint is one reference however often gdb inserts it again.
+    if (user_breakpoints_.count(addr)) return breakpoints_.reinsert(addr);
     if (auto s = breakpoints_.insert(addr); !s) return s;
-    // gdb's breakpoint is one reference however often gdb inserts it again (the insert still
-    // puts back one whose code was replaced under it).
-    if (!user_breakpoints_.insert(addr).second) breakpoints_.disown(addr);
+    user_breakpoints_.insert(addr);
     return ok_status();
 }
 

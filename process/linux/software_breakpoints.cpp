@@ -50,12 +50,19 @@ void SoftwareBreakpoints::disown(std::uint64_t addr) {
 // A breakpoint whose instruction is gone from memory (the code was replaced under it) takes
 // the bytes there now as the program's, and goes in again.
 Status SoftwareBreakpoints::refresh(std::uint64_t addr, Site& site) {
-    if (site.lifted > 0 || in_memory(addr, site)) return ok_status();
+    if (site.lifted > 0) return ok_status();
     std::vector<std::uint8_t> now(insn_.size());
     if (auto r = read_(addr, now); !r) return r;
+    if (now == insn_) return ok_status(); // still in place
     site.original = std::move(now);
     changed(); // known before it is in memory
     return write_(addr, insn_);
+}
+
+Status SoftwareBreakpoints::reinsert(std::uint64_t addr) {
+    auto it = sites_.find(addr);
+    if (it == sites_.end()) return make_error(ErrorCode::NotFound, "no breakpoint at that address");
+    return refresh(addr, it->second);
 }
 
 Status SoftwareBreakpoints::remove(std::uint64_t addr) {

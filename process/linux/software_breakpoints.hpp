@@ -23,6 +23,9 @@ class SoftwareBreakpoints {
     // whose instruction is no longer in memory (the code under it was replaced) is written
     // again over the new code; removed, it leaves the new code alone.
     Status insert(std::uint64_t addr);
+    // The breakpoint at `addr` inserted again by the same owner (no new reference): back into
+    // memory if the code under it was replaced.
+    Status reinsert(std::uint64_t addr);
     Status remove(std::uint64_t addr);
     bool inserted_at(std::uint64_t addr) const { return sites_.count(addr) != 0; }
     // True where the breakpoint at `addr` replaced a breakpoint instruction: the program's
