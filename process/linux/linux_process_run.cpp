@@ -624,7 +624,8 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         // take a step from its pad.)
         if (ev->swbreak || (ev->hwbreak && !t.kernel.stepping()))
             if (auto pc = registers_.read_pc(tid)) return report_breakpoint_hit(tid, t, *ev, *pc);
-        ev->step_done = single_step && t.kernel.stepping() && !ev->hwbreak && !ev->watch_type;
+        ev->step_done =
+            single_step && t.kernel.stepping() && !ev->swbreak && !ev->hwbreak && !ev->watch_type;
         return report(tid, t, *ev);
     }
     return std::nullopt;
