@@ -11,6 +11,7 @@ namespace tpagent::arch::inproc_trap {
 
 #if defined(__x86_64__)
 // int3 (0xcc) traps with si_code SI_KERNEL, the pc past it.
+inline constexpr std::uint64_t kBreakpointBytes = 1;
 inline bool breakpoint_trap(const siginfo_t* info) {
     return info->si_code == SI_KERNEL;
 }
@@ -29,6 +30,7 @@ inline bool breakpoint_at(std::uint64_t addr) {
 }
 #elif defined(__aarch64__)
 // BRK #imm traps with si_code TRAP_BRKPT, the pc on it.
+inline constexpr std::uint64_t kBreakpointBytes = 4;
 inline bool breakpoint_trap(const siginfo_t* info) {
     return info->si_code == TRAP_BRKPT;
 }

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Cost per call of a never-true conditional breakpoint on a hot function, through gdb, one run:
-`break traced_function if i == -1` over a loop of CALLS calls (bench/programs/hits.c).
+`break traced_function if i == -1` over a loop of calls (bench/programs/hits.c).
 
-Usage: bench/cond_breakpoints.py TPAGENT_BINARY [CALLS]
+Usage: bench/cond_breakpoints.py TPAGENT_BINARY [STOPPING_CALLS [IN_PROGRAM_CALLS]]
 
-Columns:
-- tpagent, target: `set breakpoint condition-evaluation target`; tpagent evaluates the
-  condition at each hit (the thread stops, tpagent reads its registers, runs the agent
-  expression and sends it on through the instruction's pad), gdb sees no hit.
+Columns (STOPPING_CALLS, 5000 by default, where each call stops the program; IN_PROGRAM_CALLS,
+10^7 by default, where none does):
+- tpagent, in the program: `set breakpoint condition-evaluation target`; tpagent compiles the
+  condition and runs it in the program, from a pad a jump replacing the instruction leads to
+  (the in-process agent placed at the breakpoint's insertion); no call stops.
+- tpagent, at each stop: the same with `monitor set inproc-breakpoints off`: the thread stops,
+  tpagent reads its registers, runs the agent expression and sends it on through the
+  instruction's pad; gdb sees no hit.
 - gdbserver, target: the same with GNU gdbserver evaluating it.
 - gdb, host: `condition-evaluation host`: every hit goes to gdb and back (through tpagent).
 - fast tracepoint: for scale, tpagent's fast tracepoint at the same function, no actions
-  (`--inproc`), the cost a breakpoint evaluated inside the program would aim at.
+  (`--inproc`), IN_PROGRAM_CALLS calls.
 The program times its own loop; the loop without a breakpoint is subtracted.
 """
 
@@ -50,32 +54,42 @@ def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     tpagent = str(Path(sys.argv[1]).resolve())
-    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
+    stopping = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
+    in_program = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000_000
     gdbserver = shutil.which("gdbserver")
     breakpoint = "break traced_function if i == -1"
-    cases = [("tpagent, target", [tpagent], ["set breakpoint condition-evaluation target", breakpoint])]
+    target = "set breakpoint condition-evaluation target"
+    # (label, server, gdb commands at main, calls)
+    cases = [("tpagent, in the program", [tpagent], [target, breakpoint], in_program),
+             ("tpagent, at each stop", [tpagent],
+              ["monitor set inproc-breakpoints off", target, breakpoint], stopping)]
     if gdbserver:
-        cases.append(("gdbserver, target", [gdbserver],
-                      ["set breakpoint condition-evaluation target", breakpoint]))
-    cases.append(("gdb, host", [tpagent], ["set breakpoint condition-evaluation host", breakpoint]))
-    cases.append(("fast tracepoint", [tpagent, "--inproc"], ["ftrace traced_function", "tstart"]))
+        cases.append(("gdbserver, target", [gdbserver], [target, breakpoint], stopping))
+    cases.append(("gdb, host", [tpagent], ["set breakpoint condition-evaluation host", breakpoint],
+                  stopping))
+    cases.append(("fast tracepoint", [tpagent, "--inproc"], ["ftrace traced_function", "tstart"],
+                  in_program))
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         exe = build(workdir)
-        baseline = min(run([tpagent], exe, calls, [], workdir) for _ in range(3))
-        print(f"never-true conditional breakpoint, cost per call ({calls} calls, "
-              f"loop alone {baseline / calls:.1f} ns/call)")
+        baselines = {calls: min(run([tpagent], exe, calls, [], workdir) for _ in range(3))
+                     for calls in {stopping, in_program}}
+        print(f"never-true conditional breakpoint, cost per call ({in_program} calls where none "
+              f"stops, {stopping} where each does; loop alone "
+              f"{baselines[in_program] / in_program:.1f} ns/call)")
         costs = {}
-        for label, server, setup in cases:
+        for label, server, setup, calls in cases:
             loop = min(run(server, exe, calls, setup, workdir) for _ in range(2))
-            costs[label] = (loop - baseline) / calls
+            costs[label] = (loop - baselines[calls]) / calls
+        mine = costs["tpagent, in the program"]
         for label, cost in costs.items():
             ratio = ""
-            if label != "tpagent, target":
-                times = cost / costs["tpagent, target"]
-                ratio = f"{times:.1f}x tpagent's" if times >= 1 else f"1/{1 / times:.0f} of tpagent's"
+            if label != "tpagent, in the program":
+                times = cost / mine
+                ratio = (f"{times:.1f}x in the program's" if times >= 1
+                         else f"1/{1 / times:.1f} of in the program's")
             unit = f"{cost / 1000:10.2f} us" if cost >= 1000 else f"{cost:10.1f} ns"
-            print(f"  {label:<20}{unit}   {ratio}")
+            print(f"  {label:<26}{unit}   {ratio}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ process::FastSites::InprocAgentCode agent_code_of(pid_t pid,
                                                   const std::shared_ptr<SharedBuffer>& shared) {
     const Header& lib = shared->header();
     process::FastSites::InprocAgentCode code{
-        lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, {}};
+        lib.copy_begin, lib.copy_end, lib.copy_fault, 0, 0, lib.breakpoint_trap, {}};
     code.collector_frame = [weak = std::weak_ptr<SharedBuffer>(shared)](std::uint64_t sp) {
         const auto r = weak.lock();
         return r ? r->collector_frame(sp) : std::nullopt;
@@ -183,6 +183,29 @@ RecordWriter::CodePlacer placer_in(process::Target& inferior) {
     };
 }
 } // namespace
+
+Result<std::shared_ptr<SharedBuffer>>
+FastTracepoints::agent_for_breakpoints(process::Target& inferior) {
+    if (!shared_ || shared_->pid() != inferior.pid()) {
+        auto shared = open_agent(inferior);
+        if (!shared) return shared.error();
+        shared_ = std::move(*shared);
+        inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
+    }
+    // The memory a condition reads directly (else each read is a system call), as the program
+    // has it mapped now (a run lists them again at its start).
+    shared_->set_readable_ranges(SharedBuffer::readable_ranges_of(inferior.pid()));
+    // (A run describes them again at its start, the same way.)
+    if (shared_->header().core_register_bytes == 0) {
+        const bool borrowed =
+            arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();
+        if (auto core = shared_->describe_registers(
+                arch_, constant_registers(arch_, inferior, borrowed), borrowed);
+            !core)
+            return core.error();
+    }
+    return shared_;
+}
 
 Status FastTracepoints::prepare(process::Target& inferior) {
     records_.clear();

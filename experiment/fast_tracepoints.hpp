@@ -66,6 +66,10 @@ class FastTracepoints {
     // Why a fast tracepoint at `addr` cannot have a jump now, or nullopt.
     std::optional<std::string> trap_reason(process::Target& inferior, std::uint64_t addr) const;
 
+    // The in-process agent of `inferior`, for gdb's breakpoints evaluated in the program:
+    // opened (placed or loaded first if need be) and its registers described if no run has.
+    Result<std::shared_ptr<SharedBuffer>> agent_for_breakpoints(process::Target& inferior);
+
     // QTStart: writes every enabled fast tracepoint not collected by a trap into the shared buffer
     // (the agent loaded first if need be); nothing is installed yet.
     Status prepare(process::Target& inferior);

@@ -4,6 +4,7 @@
 #pragma once
 #include "process/target.hpp"
 #include "experiment/fast_tracepoints.hpp"
+#include "experiment/inproc_breakpoints.hpp"
 #include "trace/trace_frame_buffer.hpp"
 #include "trace/trace_state_variables.hpp"
 #include "trace/tracepoint_codec.hpp"
@@ -70,6 +71,8 @@ class TraceExperiment {
     // collected through it from then on), e.g. for gdb's breakpoint inside the jump; false
     // when no jump covers `addr`.
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
+    // gdb's conditional breakpoints evaluated in the program (through the same agent).
+    InprocBreakpoints& inproc_breakpoints() { return inproc_breakpoints_; }
     // QTEnable / QTDisable.
     Status set_enabled(const trace::TracepointKey& key, bool enabled, process::Target* inferior);
     void set_notes(const protocol::TraceNotes& notes);      // QTNotes
@@ -197,6 +200,7 @@ class TraceExperiment {
     std::optional<TraceStopReason> stop_after_steps_;
     // Fast tracepoints: the in-process agent's records, jumps and frames.
     FastTracepoints fast_;
+    InprocBreakpoints inproc_breakpoints_{fast_};
     // QTStart with gdb relocating: fast tracepoint addresses still to install (the first is
     // being relocated), and the request gdb has.
     std::vector<std::uint64_t> gdb_sites_;

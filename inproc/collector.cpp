@@ -253,23 +253,13 @@ void copy_registers(std::uint8_t* d, const std::uint8_t* s, std::uint32_t n) {
         *d++ = *s++;
 }
 
+} // namespace
+
 bool read_memory(void* /*user*/, std::uint64_t addr, void* out, std::size_t len) {
     return safe_read(out, addr, len) == len;
 }
 
-// A register the pad staged; false when it did not stage that one.
-bool staged_register(const Header* h, const std::uint8_t* block, unsigned regnum,
-                     std::uint64_t* value) {
-    if (regnum >= kMaxCoreRegisters || h->register_size[regnum] == 0) return false;
-    const std::uint8_t* at = block + h->register_offset[regnum];
-    std::uint64_t v = 0;
-    if (h->register_size[regnum] == 8)
-        __builtin_memcpy(&v, at, 8); // the usual base of a memory action: no call
-    else
-        std::memcpy(&v, at, h->register_size[regnum]);
-    *value = v;
-    return true;
-}
+namespace {
 
 bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
     const Hit* hit = static_cast<const Hit*>(user);
@@ -521,8 +511,8 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     if (h->completion.constants_size) tpagent_thread_constants(t.thread_constants);
 }
 
-// Fills in what the pad left out of the staged block (Header::completion), for a hit that
-// reads registers.
+} // namespace
+
 void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std::uint8_t* block,
                     const std::uint8_t* anchor) {
     const BlockCompletion c = h->completion; // a local: the stores below may alias the header
@@ -555,6 +545,8 @@ void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std
         __builtin_memcpy(to + done, from + done, 8);
     if (done + 4 <= c.constants_size) __builtin_memcpy(to + done, from + done, 4);
 }
+
+namespace {
 
 // The thread's chunk is full (or it has none): the next one, mapped into the process.
 __attribute__((noinline)) std::uint8_t* reserve_in_new_chunk(Header* h, ThreadState& t,

@@ -24,6 +24,28 @@ void catch_orphan_traps();
 // how many leading bytes could be read.
 std::size_t safe_read(void* dst, std::uint64_t addr, std::size_t len);
 
+// A hit's registers and memory as agent expressions read them (collector.cpp), for the
+// collector and for breakpoints evaluated in the program (breakpoint_hit.cpp). The register
+// a pad staged, or false when it did not stage that one; safe_read of all len bytes.
+inline bool staged_register(const Header* h, const std::uint8_t* block, unsigned regnum,
+                            std::uint64_t* value) {
+    if (regnum >= kMaxCoreRegisters || h->register_size[regnum] == 0) return false;
+    const std::uint8_t* at = block + h->register_offset[regnum];
+    std::uint64_t v = 0;
+    if (h->register_size[regnum] == 8)
+        __builtin_memcpy(&v, at, 8); // the usual base of a memory action: no call
+    else
+        __builtin_memcpy(&v, at, h->register_size[regnum]);
+    *value = v;
+    return true;
+}
+bool read_memory(void* user, std::uint64_t addr, void* out, std::size_t len);
+// Fills in what the pad left out of the staged block (Header::completion), for a hit that
+// reads registers: the pc, the stack pointer and flags from the pad's anchor, and the thread's
+// constants (ThreadState::thread_constants, which the caller has taken).
+void complete_block(const Header* h, const ThreadState& t, std::uint64_t pc, std::uint8_t* block,
+                    const std::uint8_t* anchor);
+
 // Whether [addr, addr+len) lies inside [start, end).
 inline bool covers(std::uint64_t start, std::uint64_t end, std::uint64_t addr, std::size_t len) {
     return start <= addr && addr < end && len <= end - addr;
@@ -64,6 +86,15 @@ inline std::size_t safe_read_in_line(void* dst, std::uint64_t addr, std::size_t 
 }
 
 } // namespace tpagent::inproc
+
+// A conditional breakpoint's condition held (breakpoint_hit.cpp): the trap tpagent takes,
+// `record` (its BreakpointRecord) still in the first argument register. With no tracer, the
+// agent's SIGTRAP handler steps over it (orphan_traps.cpp).
+extern "C" void tpagent_breakpoint_trap(std::uint64_t record);
+
+// What the pad of a gdb breakpoint evaluated in the program calls (breakpoint_hit.cpp).
+extern "C" void tpagent_inproc_break(std::uint64_t record, std::uint8_t* block, std::uint64_t frame,
+                                     const std::uint8_t* anchor);
 
 // The jump pads' call target.
 extern "C" __attribute__((visibility("default"))) void

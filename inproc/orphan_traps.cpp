@@ -70,6 +70,11 @@ void on_trap(int sig, siginfo_t* info, void* context) {
     if ((trap::breakpoint_trap(info) || trap::step_trap(info)) && !tracer_present()) {
         if (trap::step_trap(info)) return; // the step is done; nobody wants to hear of it
         const std::uint64_t at = trap::breakpoint_address(context);
+        // A breakpoint's condition held in the program with nobody to tell: it goes on.
+        if (at == reinterpret_cast<std::uint64_t>(&tpagent_breakpoint_trap)) {
+            trap::resume_at(context, at + trap::kBreakpointBytes);
+            return;
+        }
         // The watchdog may be at it now: up to 2 s.
         for (int i = 0; i < 2000 && trap::breakpoint_at(at); ++i) {
             const timespec ms{0, 1000000};

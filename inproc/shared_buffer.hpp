@@ -36,7 +36,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 12;
+inline constexpr std::uint32_t kVersion = 13;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -124,6 +124,10 @@ struct Header {
     std::uint64_t copy_begin;
     std::uint64_t copy_end;
     std::uint64_t copy_fault;
+    // gdb's breakpoints evaluated in the program: what their pads call (tpagent_inproc_break,
+    // with a BreakpointRecord), and the trap it executes when a condition holds.
+    std::uint64_t breakpoint_entry;
+    std::uint64_t breakpoint_trap;
 
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0
@@ -298,6 +302,20 @@ struct TracepointRecord {
     ActionRecord condition; // kind Expression when has_condition
 };
 static_assert(sizeof(TracepointRecord) == 128); // a power of two: an index is a shift
+
+// A gdb breakpoint whose conditions run in the program (Z0 with `;X`): written by tpagent
+// into pad memory next to its pad, not into the shared buffer, whose configuration each trace
+// run rewrites. The pad passes its address to tpagent_inproc_break, which runs the compiled
+// conditions (any one true, or one that fails, stops the thread at tpagent_breakpoint_trap).
+inline constexpr std::uint64_t kBreakpointMagic = 0x3170626e69707474; // "ttpinbp1"
+inline constexpr std::size_t kMaxBreakpointConditions = 8;
+struct BreakpointRecord {
+    std::uint64_t magic;
+    std::uint64_t address;         // the breakpoint's
+    std::uint32_t condition_count; // compiled (bytecode::CompiledFn) at `conditions`
+    std::uint32_t complete_block;  // 1: a condition reads registers the pad leaves out
+    std::uint64_t conditions[kMaxBreakpointConditions];
+};
 
 // Offsets -> pointers in whichever process maps the shared buffer.
 template <class T> T* at(void* shared, std::uint64_t offset) {

@@ -60,6 +60,8 @@ bool start_agent() {
     h->copy_begin = reinterpret_cast<std::uint64_t>(tpagent_copy_begin);
     h->copy_end = reinterpret_cast<std::uint64_t>(tpagent_copy_end);
     h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
+    h->breakpoint_entry = address_of(&tpagent_inproc_break);
+    h->breakpoint_trap = address_of(&tpagent_breakpoint_trap);
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
     g_shared_buffer = shared;
     return true;

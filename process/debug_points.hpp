@@ -1,5 +1,6 @@
 // gdb's own breakpoints and watchpoints in a traced process (Z0..Z4, z0..z4).
 #pragma once
+#include "arch/arch.hpp"
 #include "base/result.hpp"
 #include "bytecode/program.hpp"
 #include <cstdint>
@@ -31,6 +32,15 @@ class DebugPoints {
     virtual Status insert_breakpoint(std::uint64_t addr, BreakpointCode code) = 0;
     virtual Status remove_breakpoint(std::uint64_t addr) = 0;
     virtual bool breakpoint_at(std::uint64_t addr) const = 0;
+    // gdb's breakpoint at `addr` (inserted, with conditions) evaluated in the program from now
+    // on: a jump to a pad that calls `entry(record, …)` (the in-process agent's breakpoint
+    // entry) replaces its instruction, and a thread stops there only when a condition holds.
+    // Refused, the breakpoint staying an instruction, where no jump can go or a tracepoint is.
+    // It is an instruction again when gdb inserts it anew, and when a tracepoint or another
+    // breakpoint needs its place.
+    virtual Status carry_breakpoint(std::uint64_t addr, std::uint64_t entry, std::uint64_t record,
+                                    arch::FastPadOptions options) = 0;
+    virtual bool carried(std::uint64_t addr) const = 0;
     // Where breakpoint commands print (printf of an agent expression), one call per printf.
     using CommandOutput = std::function<void(std::string_view)>;
     virtual void set_command_output(CommandOutput output) = 0;

@@ -69,6 +69,8 @@ class FastSites {
     struct InprocAgentCode {
         std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
         std::uint64_t code_begin = 0, code_end = 0;
+        // The trap a breakpoint evaluated in the program executes when its condition holds.
+        std::uint64_t breakpoint_trap = 0;
         // If a thread whose stack pointer is `sp` is inside a collector call, also where the
         // collector called out of the library (the vDSO's clock, the C library), the stack
         // pointer the pad called with: the call returns to the address just below it. Such a

@@ -9,6 +9,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace tpagent::server {
 
@@ -209,12 +210,22 @@ std::string handle_insert_point(Session& s, std::string_view args) {
         if (!code) return Status(code.error());
         if (bp.type != 0)
             return inf.debug_points().insert_hw_point(bp.type, bp.addr, bp.kind, *code);
-        Status st = inf.debug_points().insert_breakpoint(bp.addr, *code);
+        const process::BreakpointCode kept = *code;
+        Status st = inf.debug_points().insert_breakpoint(bp.addr, std::move(*code));
         // Inside a fast tracepoint's jump: the jump gives way to a trap site, then it fits.
         if (!st && st.error().code == ErrorCode::NotAllowed) {
             if (&inf != s.inferior()) return st; // the trace is the served program's
             auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
-            if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr, *code);
+            if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr, kept);
+        }
+        // Its conditions run in the program where they can (the agent is the served
+        // program's); else tpagent evaluates them at each stop, as before.
+        if (st && !kept.conditions.empty() && &inf == s.inferior()) {
+            if (auto c = s.server().experiment().inproc_breakpoints().carry(inf, bp.addr, kept); c)
+                spdlog::debug("breakpoint at 0x{:x}: its condition runs in the program", bp.addr);
+            else
+                spdlog::debug("breakpoint at 0x{:x}: its condition is evaluated by tpagent: {}",
+                              bp.addr, c.error().text);
         }
         return st;
     });
@@ -224,7 +235,9 @@ std::string handle_remove_point(Session& s, std::string_view args) {
     // A forked child held for gdb (not taken as a process) had its copy of the code cleaned
     // as it was born: gdb's removals there have nothing left to do.
     if (s.general_thread_is_fork_child()) return reply_ok();
-    return change_point(s, args, [](process::Target& inf, const BreakpointRequest& bp) {
+    return change_point(s, args, [&s](process::Target& inf, const BreakpointRequest& bp) {
+        if (bp.type == 0 && &inf == s.inferior())
+            s.server().experiment().inproc_breakpoints().forget(bp.addr);
         return bp.type == 0 ? inf.debug_points().remove_breakpoint(bp.addr)
                             : inf.debug_points().remove_hw_point(bp.type, bp.addr, bp.kind);
     });

@@ -259,6 +259,12 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "<block-ends|block-steps|single-steps>\n"
                                           "    How threads recorded from now on are run from "
                                           "branch to branch without BTS\n"
+                                          "  breakpoints\n"
+                                          "    Show where each conditional breakpoint's "
+                                          "condition is evaluated\n"
+                                          "  set inproc-breakpoints <on|off>\n"
+                                          "    Whether conditions compiled to run in the "
+                                          "program do (on by default)\n"
                                           "  tracepoints\n"
                                           "    Show how each fast tracepoint is collected "
                                           "(a jump, or a trap and why)\n"
@@ -325,6 +331,14 @@ std::string fast_tracepoint_summary(Session& s) {
     return out.empty() ? "No fast tracepoint is enabled.\n" : out;
 }
 
+// `monitor breakpoints`: one line per conditional breakpoint of the served program.
+std::string breakpoint_summary(Session& s) {
+    std::string out;
+    for (const auto& line : s.server().experiment().inproc_breakpoints().lines(s.live_inferior()))
+        out += line + "\n";
+    return out.empty() ? "No breakpoint has a condition for tpagent.\n" : out;
+}
+
 // `set NAME <0|1>`'s value, if `command` is that.
 std::optional<bool> switch_value(std::string_view command, std::string_view name) {
     if (!command.starts_with(name)) return std::nullopt;
@@ -366,6 +380,13 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
         return reply_error(answer.error().code);
     }
     if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
+    if (command == "breakpoints") return console_reply(s, breakpoint_summary(s));
+    if (auto on = switch_value(command, "set inproc-breakpoints ")) {
+        // (Breakpoints already in stay as they are until gdb inserts them again.)
+        s.server().experiment().inproc_breakpoints().set_enabled(*on);
+        return to_hex(*on ? "Conditions run in the program where they can.\n"
+                          : "tpagent evaluates every breakpoint condition at each stop.\n");
+    }
     // gdbserver's, for gdb scripts and tests written for it: tpagent reads thread-local
     // storage without libthread_db, so the path only says whether one could be found there:
     // where none can, qGetTLSAddr fails, as gdbserver's does (gdb.server/no-thread-db.exp).

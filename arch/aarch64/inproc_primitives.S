@@ -63,4 +63,15 @@ tpagent_thread_constants:
     mov x0, #0
     ret
     .size tpagent_thread_constants, . - tpagent_thread_constants
+
+// void tpagent_breakpoint_trap(uint64_t record): a breakpoint's condition held in the program
+// (inproc/breakpoint_hit.cpp). tpagent takes the trap, the record in x0; with no tracer, the
+// agent's SIGTRAP handler resumes past the brk.
+    .globl tpagent_breakpoint_trap
+    .hidden tpagent_breakpoint_trap
+    .type tpagent_breakpoint_trap, %function
+tpagent_breakpoint_trap:
+    brk #0
+    ret
+    .size tpagent_breakpoint_trap, . - tpagent_breakpoint_trap
     .section .note.GNU-stack, "", %progbits

@@ -136,6 +136,19 @@ tpagent_thread_constants:
     ret
     .cfi_endproc
     .size tpagent_thread_constants, . - tpagent_thread_constants
+// void tpagent_breakpoint_trap(uint64_t record): a breakpoint's condition held in the program
+// (inproc/breakpoint_hit.cpp). tpagent takes the trap, the record in rdi; with no tracer, the
+// agent's SIGTRAP handler returns past the int3.
+    .globl tpagent_breakpoint_trap
+    .hidden tpagent_breakpoint_trap
+    .type tpagent_breakpoint_trap, @function
+tpagent_breakpoint_trap:
+    .cfi_startproc
+    int3
+    ret
+    .cfi_endproc
+    .size tpagent_breakpoint_trap, . - tpagent_breakpoint_trap
+
 // void tpagent_signal_return(void): the restorer of the in-process agent's signal handler
 // (inproc/orphan_traps.cpp), where the handler returns: rt_sigreturn.
     .globl tpagent_signal_return

@@ -51,6 +51,7 @@ Status AddressSpace::write_raw(std::uint64_t addr, std::span<const std::uint8_t>
 }
 
 Status AddressSpace::insert_user_breakpoint(std::uint64_t addr) {
+    if (carried_.count(addr)) return ok_status(); // its jump is in
     // gdb's breakpoint is one reference however often gdb inserts it again.
     if (user_breakpoints_.count(addr)) return breakpoints_.reinsert(addr);
     if (auto s = breakpoints_.insert(addr); !s) return s;
@@ -61,7 +62,21 @@ Status AddressSpace::insert_user_breakpoint(std::uint64_t addr) {
 Status AddressSpace::remove_user_breakpoint(std::uint64_t addr) {
     if (!user_breakpoints_.erase(addr))
         return make_error(ErrorCode::NotFound, "no breakpoint there");
+    if (carried_.erase(addr)) return ok_status(); // nothing of it in memory
     return breakpoints_.remove(addr);
+}
+
+Status AddressSpace::carry_user_breakpoint(std::uint64_t addr) {
+    if (!user_breakpoints_.count(addr) || carried_.count(addr))
+        return make_error(ErrorCode::NotFound, "no breakpoint instruction of gdb's there");
+    if (auto s = breakpoints_.remove(addr); !s) return s;
+    carried_.insert(addr);
+    return ok_status();
+}
+
+Status AddressSpace::uncarry_user_breakpoint(std::uint64_t addr) {
+    if (!carried_.erase(addr)) return ok_status();
+    return breakpoints_.insert(addr);
 }
 
 AddressSpace::BreakpointBytes AddressSpace::give_up_user_breakpoints() {
@@ -85,6 +100,7 @@ void AddressSpace::adopt_user_breakpoints(const BreakpointBytes& breakpoints) {
 void AddressSpace::forget_all() {
     breakpoints_.forget_all();
     user_breakpoints_.clear();
+    carried_.clear();
 }
 
 void AddressSpace::lift_for_vfork() {

@@ -35,6 +35,13 @@ class AddressSpace {
     bool user_breakpoint_at(std::uint64_t addr) const { return user_breakpoints_.count(addr) != 0; }
     Status insert_user_breakpoint(std::uint64_t addr);
     Status remove_user_breakpoint(std::uint64_t addr);
+    // gdb's breakpoint carried by a fast jump (LinuxFastSites::add_carrier, whose pad stops
+    // the thread when its conditions hold): no breakpoint instruction in memory, still gdb's.
+    // Carrying takes the instruction out (the jump under it is whole again); uncarrying puts
+    // it back (the jump gone first).
+    Status carry_user_breakpoint(std::uint64_t addr);
+    Status uncarry_user_breakpoint(std::uint64_t addr);
+    bool carried(std::uint64_t addr) const { return carried_.count(addr) != 0; }
     // Each of gdb's breakpoints with the bytes it replaced.
     using BreakpointBytes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
     // For another process sharing this memory (a vfork child): gdb's breakpoints are
@@ -53,6 +60,7 @@ class AddressSpace {
     int mem_fd_ = -1;
     SoftwareBreakpoints breakpoints_;
     std::set<std::uint64_t> user_breakpoints_;
+    std::set<std::uint64_t> carried_; // of user_breakpoints_, none in breakpoints_
     std::vector<std::uint64_t> lifted_for_vfork_;
 };
 

@@ -9,6 +9,10 @@
 namespace tpagent::process {
 
 Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr, BreakpointCode code) {
+    // Inserted anew (its conditions may have changed), or inside another's jump: such a
+    // breakpoint is an instruction again (evaluated in the program again, if it can, by the
+    // caller).
+    fast_sites_.uncarry_within(addr, 1);
     if (!memory_.user_breakpoint_at(addr)) {
         if (const auto fast = fast_sites_.covering(addr); fast && fast->site != addr)
             return make_error(ErrorCode::NotAllowed,
@@ -30,6 +34,29 @@ Status LinuxDebugPoints::insert_breakpoint(std::uint64_t addr, BreakpointCode co
     if (auto pad = trap_sites_.passing_pad(addr); !pad)
         spdlog::debug("breakpoint at 0x{:x}: {}; threads step over it in place", addr,
                       pad.error().text);
+    return ok_status();
+}
+
+Status LinuxDebugPoints::remove_breakpoint(std::uint64_t addr) {
+    code_.erase(addr);
+    if (memory_.carried(addr)) fast_sites_.remove(addr); // its jump; the breakpoint below
+    return memory_.remove_user_breakpoint(addr);
+}
+
+Status LinuxDebugPoints::carry_breakpoint(std::uint64_t addr, std::uint64_t entry,
+                                          std::uint64_t record, arch::FastPadOptions options) {
+    if (!memory_.user_breakpoint_at(addr) || memory_.carried(addr))
+        return make_error(ErrorCode::NotFound,
+                          fmt::format("no breakpoint instruction of gdb's at 0x{:x}", addr));
+    if (trap_sites_.has(addr))
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a trap tracepoint is at 0x{:x}", addr));
+    if (auto s = fast_sites_.add_carrier(addr, entry, record, options); !s) return s;
+    // The jump went in under the breakpoint instruction, which now goes.
+    if (auto s = memory_.carry_user_breakpoint(addr); !s) {
+        fast_sites_.remove(addr);
+        return s;
+    }
     return ok_status();
 }
 

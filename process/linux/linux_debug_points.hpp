@@ -17,19 +17,18 @@ namespace tpagent::process {
 class LinuxDebugPoints final : public DebugPoints {
   public:
     LinuxDebugPoints(const arch::Architecture& arch, AddressSpace& memory,
-                     const LinuxFastSites& fast_sites, LinuxTrapSites& trap_sites,
-                     LinuxThreads& threads)
+                     LinuxFastSites& fast_sites, LinuxTrapSites& trap_sites, LinuxThreads& threads)
         : arch_(arch), memory_(memory), fast_sites_(fast_sites), trap_sites_(trap_sites),
           threads_(threads) {}
 
     Status insert_breakpoint(std::uint64_t addr, BreakpointCode code) override;
-    Status remove_breakpoint(std::uint64_t addr) override {
-        code_.erase(addr);
-        return memory_.remove_user_breakpoint(addr);
-    }
+    Status remove_breakpoint(std::uint64_t addr) override;
     bool breakpoint_at(std::uint64_t addr) const override {
         return memory_.user_breakpoint_at(addr);
     }
+    Status carry_breakpoint(std::uint64_t addr, std::uint64_t entry, std::uint64_t record,
+                            arch::FastPadOptions options) override;
+    bool carried(std::uint64_t addr) const override { return memory_.carried(addr); }
     void set_command_output(CommandOutput output) override { output_ = std::move(output); }
     bool persistent_commands() const override;
 
@@ -62,7 +61,7 @@ class LinuxDebugPoints final : public DebugPoints {
   private:
     const arch::Architecture& arch_;
     AddressSpace& memory_;
-    const LinuxFastSites& fast_sites_;
+    LinuxFastSites& fast_sites_;
     LinuxTrapSites& trap_sites_; // (the pads that pass breakpoints with code)
     LinuxThreads& threads_;
     arch::HwPoints hw_;

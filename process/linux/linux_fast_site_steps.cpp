@@ -96,6 +96,37 @@ bool LinuxFastSites::recover_collector_fault(pid_t tid) {
     return true;
 }
 
+void LinuxFastSites::skip_breakpoint_trap(pid_t tid) {
+    auto s = process_.registers(tid);
+    if (!s) return;
+    arch_.set_pc(**s, agent_code_->breakpoint_trap + arch_.breakpoint_instruction().size());
+    if (auto w = arch_.write_general_registers(tid, **s); !w)
+        spdlog::warn("thread {}: cannot move past the breakpoint entry's trap: {}", tid,
+                     w.error().text);
+}
+
+std::optional<std::uint64_t> LinuxFastSites::leave_breakpoint_entry(pid_t tid, LinuxThread& t) {
+    // Past the trap (arm64's brk leaves the pc on it), then the entry's return and the pad's
+    // restoring of the registers: tens of instructions.
+    skip_breakpoint_trap(tid);
+    for (std::uint64_t n = 0; n < kMaxPadExitInstructions; ++n) {
+        auto s = process_.registers(tid);
+        if (!s) return std::nullopt;
+        const std::uint64_t pc = arch_.pc(**s);
+        for (const auto& [addr, site] : sites_)
+            if (site.call.carries_breakpoint && pc == site.pad + site.relocated_offset) {
+                arch_.set_pc(**s, addr);
+                if (auto w = arch_.write_general_registers(tid, **s); !w) return std::nullopt;
+                return addr;
+            }
+        if (!in_tpagent_code(pc)) return std::nullopt; // (a jump back before its copy?)
+        if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) return std::nullopt;
+        if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 bool LinuxFastSites::in_tpagent_code(std::uint64_t pc) const {
     return in_agent_code(pc) || pad_pages_.contains(pc);
 }
@@ -161,6 +192,18 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
         auto s = process_.registers(tid);
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
+        if (!has_event && at_breakpoint_trap(pc)) {
+            // A breakpoint's condition held on the way out: the thread stops at it, the hit
+            // its event.
+            const auto site = leave_breakpoint_entry(tid, t);
+            if (site && !t.pending) {
+                StopEvent ev = StopEvent::signal_stop(process_.pid(), tid, SIGTRAP);
+                ev.swbreak = true;
+                t.pending = ev;
+            }
+            if (site || t.pending) break;
+            continue; // (its breakpoint gone: out of the pad as any thread)
+        }
         std::optional<std::uint64_t> back = process_.out_of_trap_pad(t, pc);
         for (const auto& [addr, site] : sites_) {
             // At the site itself the collector has run and the instruction has not: step it,

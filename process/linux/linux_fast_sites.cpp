@@ -160,8 +160,13 @@ Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8
         for (std::uint64_t a = lo; a < hi; ++a)
             bytes[a - addr] = slot.patch[a - slot_addr];
     }
+    // A carrier over new code gives way: its breakpoint goes back as an instruction over it.
     for (const auto& [site_addr, call] : rebuild)
-        remove(site_addr);
+        if (call.carries_breakpoint)
+            uncarry_within(site_addr, 1);
+        else
+            remove(site_addr);
+    std::erase_if(rebuild, [](const auto& r) { return r.second.carries_breakpoint; });
     Status written = write_under_breakpoints(addr, bytes);
     for (const auto& [site_addr, call] : rebuild) {
         auto again = add(site_addr, call.collector, call.argument, call.options);
@@ -315,6 +320,8 @@ std::optional<std::string> LinuxFastSites::displacement_refused(std::uint64_t ad
 }
 
 Result<std::size_t> LinuxFastSites::jump_span(std::uint64_t addr) {
+    // Asked for a tracepoint: gdb's breakpoints carried by jumps there give way to it.
+    uncarry_within(addr, arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     if (auto s = process_.check_interruptible(addr); !s) return s.error();
     if (auto refused = agent_stacks_refused(addr))
         return make_error(ErrorCode::Unsupported, *refused);
@@ -450,6 +457,7 @@ Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built
 
 Status LinuxFastSites::add(std::uint64_t addr, std::uint64_t collector, std::uint64_t argument,
                            arch::FastPadOptions options) {
+    uncarry_within(addr, arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     if (sites_.count(addr)) return ok_status();
     auto built = build_fast_pad(addr, {collector, argument, options});
     if (!built) return built.error();
@@ -466,6 +474,7 @@ Result<LinuxFastSites::InstructionMove> LinuxFastSites::begin(std::uint64_t addr
                                                               std::uint64_t argument,
                                                               arch::FastPadOptions options) {
     moving_.reset();
+    uncarry_within(addr, arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     if (sites_.count(addr))
         return make_error(ErrorCode::NotAllowed, "a fast tracepoint is installed there");
     auto built = build_fast_pad(addr, {collector, argument, options});
@@ -584,9 +593,47 @@ void LinuxFastSites::remove(std::uint64_t addr) {
 // The run is over: its pads and placed code are dead (reused by a later run once no thread
 // can be in them, allocate_pad).
 void LinuxFastSites::remove_all() {
-    while (!sites_.empty())
-        remove(sites_.begin()->first);
+    std::vector<std::uint64_t> tracepoints;
+    for (const auto& [addr, site] : sites_)
+        if (!site.call.carries_breakpoint) tracepoints.push_back(addr);
+    for (std::uint64_t addr : tracepoints)
+        remove(addr);
     placed_code_live_ = false;
+}
+
+Status LinuxFastSites::add_carrier(std::uint64_t addr, std::uint64_t entry, std::uint64_t record,
+                                   arch::FastPadOptions options) {
+    if (sites_.count(addr))
+        return make_error(ErrorCode::NotAllowed,
+                          fmt::format("a fast tracepoint's jump is at 0x{:x}", addr));
+    auto built = build_fast_pad(addr, {entry, record, options, true});
+    if (!built) return built.error();
+    if (auto w = memory_.write_raw(built->pad, built->emitted.code); !w) return w;
+    arch::Relocated code = std::move(built->emitted.relocated);
+    return commit_fast_site(addr, *built, std::move(code));
+}
+
+void LinuxFastSites::remove_carriers() {
+    std::vector<std::uint64_t> carriers;
+    for (const auto& [addr, site] : sites_)
+        if (site.call.carries_breakpoint) carriers.push_back(addr);
+    for (std::uint64_t addr : carriers)
+        remove(addr);
+}
+
+void LinuxFastSites::uncarry_within(std::uint64_t addr, std::size_t len) {
+    std::vector<std::uint64_t> carriers;
+    for (const auto& [at, site] : sites_)
+        if (site.call.carries_breakpoint && overlaps(addr, len, at, site.code.covered))
+            carriers.push_back(at);
+    for (std::uint64_t at : carriers) {
+        remove(at);
+        if (auto s = memory_.uncarry_user_breakpoint(at); !s)
+            spdlog::warn("breakpoint at 0x{:x}: cannot put it back as an instruction: {}", at,
+                         s.error().text);
+        else
+            spdlog::debug("breakpoint at 0x{:x}: its condition is evaluated by tpagent again", at);
+    }
 }
 
 namespace {

@@ -77,6 +77,33 @@ class LinuxFastSites final : public FastSites {
     void set_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
 
     bool empty() const { return sites_.empty(); }
+
+    // gdb's breakpoints evaluated in the program: a jump at `addr` to a pad that calls
+    // `entry(record, …)` (the in-process agent's breakpoint entry) carries gdb's breakpoint
+    // there instead of a breakpoint instruction (AddressSpace::carry_user_breakpoint).
+    // remove_all leaves such a jump; remove_carriers takes them all (detach).
+    Status add_carrier(std::uint64_t addr, std::uint64_t entry, std::uint64_t record,
+                       arch::FastPadOptions options);
+    bool carrier_at(std::uint64_t addr) const {
+        auto it = sites_.find(addr);
+        return it != sites_.end() && it->second.call.carries_breakpoint;
+    }
+    void remove_carriers();
+    // The carriers at or around [addr, addr+len) give way (to a tracepoint, a breakpoint inside
+    // their jump, new code): each jump goes and its breakpoint is an instruction again.
+    void uncarry_within(std::uint64_t addr, std::size_t len);
+    // A thread stopped at the breakpoint entry's trap (a condition held): whether pc is there.
+    bool has_breakpoint_trap() const { return agent_code_ && agent_code_->breakpoint_trap; }
+    bool at_breakpoint_trap(std::uint64_t pc) const {
+        return agent_code_ && agent_code_->breakpoint_trap &&
+               pc - arch_.pc_after_breakpoint(0) == agent_code_->breakpoint_trap;
+    }
+    // Steps such a thread on, out of the entry and its pad, to the relocated copy of the
+    // carrier's instruction, and puts its pc at the carrier: that address, or nullopt (the
+    // thread is then where the steps left it, or has an event of its own).
+    std::optional<std::uint64_t> leave_breakpoint_entry(pid_t tid, LinuxThread& t);
+    // The pc of a thread at that trap goes past it (a step through the pad goes on).
+    void skip_breakpoint_trap(pid_t tid);
     // Each jump written: its address, the bytes it replaced, the jump's own bytes.
     void for_each_patch(const std::function<void(std::uint64_t, std::span<const std::uint8_t>,
                                                  std::span<const std::uint8_t>)>& fn) const;
@@ -123,6 +150,7 @@ class LinuxFastSites final : public FastSites {
     struct FastCall {
         std::uint64_t collector = 0, argument = 0;
         arch::FastPadOptions options;
+        bool carries_breakpoint = false; // gdb's breakpoint evaluated in the program (add_carrier)
     };
     struct FastSite {
         std::uint64_t pad = 0;

@@ -363,6 +363,7 @@ Status LinuxProcess::detach() {
     fork_children_.release_reported(threads_, chosen_, reported_);
     if (!alive_) return ok_status();
     trap_sites_.remove_all();
+    fast_sites_.remove_carriers(); // (gdb's breakpoints carried by jumps)
     memory_->breakpoints().remove_all();
     debug_points_.forget_code();
     debug_points_.forget_hw();
@@ -421,6 +422,7 @@ Status LinuxProcess::check_interruptible(std::uint64_t addr, bool stepped) {
 }
 
 Status LinuxProcess::check_site_address(std::uint64_t addr, bool stepped) {
+    fast_sites_.uncarry_within(addr, 1); // gdb's breakpoints give way to a trap site
     if (const auto fast = fast_sites_.covering(addr))
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("a fast tracepoint at 0x{:x} has replaced the instruction "

@@ -117,6 +117,7 @@ class LinuxProcess final : public Target {
     std::optional<StopEvent> handle_status(pid_t tid, WaitStatus status);
     std::optional<StopEvent> handle_stop(pid_t tid, LinuxThread& t, WaitStatus status);
     std::optional<StopEvent> handle_trap(pid_t tid, LinuxThread& t);
+    std::optional<StopEvent> breakpoint_condition_held(pid_t tid, LinuxThread& t);
     std::optional<StopEvent> handle_syscall_stop(pid_t tid, LinuxThread& t);
     // Whether all of out.size() bytes at addr could be read.
     bool read_all(std::uint64_t addr, std::span<std::uint8_t> out);

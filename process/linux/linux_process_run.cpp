@@ -132,7 +132,7 @@ bool LinuxProcess::pending_still_valid(pid_t tid, LinuxThread& t) {
     // was already moved back, simply runs the original instruction.
     if (!t.pending->swbreak) return true;
     auto pc = registers_.read_pc(tid);
-    return pc && memory_->breakpoints().inserted_at(*pc);
+    return pc && (memory_->breakpoints().inserted_at(*pc) || memory_->carried(*pc));
 }
 
 Result<std::optional<StopEvent>> LinuxProcess::resume(const std::vector<ThreadResume>& actions) {
@@ -498,6 +498,10 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
 }
 
 std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
+    if (fast_sites_.has_breakpoint_trap())
+        if (auto s = registers_.snapshot(tid, false);
+            s && fast_sites_.at_breakpoint_trap(arch_.pc(**s)))
+            return breakpoint_condition_held(tid, t);
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.
@@ -629,6 +633,38 @@ std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
         return report(tid, t, *ev);
     }
     return std::nullopt;
+}
+
+// The pad of a breakpoint evaluated in the program found its condition true: the thread goes
+// on to the relocated instruction and stops there as if at the breakpoint instruction (its pc
+// at the breakpoint, which gdb sees hit). A thread gdb steps from the breakpoint (through the
+// pad) steps on past the trap: the step is not a hit. One whose breakpoint went meanwhile
+// runs on.
+std::optional<StopEvent> LinuxProcess::breakpoint_condition_held(pid_t tid, LinuxThread& t) {
+    if (t.is_doing<SteppingFastJump>()) {
+        fast_sites_.skip_breakpoint_trap(tid);
+        if (!fast_sites_.finish_step(tid, t)) {
+            continue_after_stop(tid, t, true);
+            return finish_stop_all();
+        }
+        return report(tid, t, StopEvent::signal_stop(pid_, tid, SIGTRAP));
+    }
+    const auto site = fast_sites_.leave_breakpoint_entry(tid, t);
+    if (!site) {
+        fast_sites_.leave_pads(tid, t, false);
+        if (t.pending) return std::nullopt; // (its own signal, taken on the way: reported next)
+        continue_after_stop(tid, t, t.kernel.stepping());
+        return finish_stop_all();
+    }
+    spdlog::debug("thread {}: the condition of the breakpoint at 0x{:x} held in the program", tid,
+                  *site);
+    if (!memory_->user_breakpoint_at(*site)) {
+        continue_after_stop(tid, t, t.kernel.stepping());
+        return finish_stop_all();
+    }
+    StopEvent ev = StopEvent::signal_stop(pid_, tid, SIGTRAP);
+    ev.swbreak = true;
+    return report(tid, t, std::move(ev));
 }
 
 std::optional<StopEvent> LinuxProcess::report_breakpoint_hit(pid_t tid, LinuxThread& t,

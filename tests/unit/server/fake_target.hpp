@@ -60,6 +60,11 @@ class FakeDebugPoints final : public process::DebugPoints {
         return ok_status();
     }
     bool breakpoint_at(std::uint64_t addr) const override { return breakpoints.count(addr); }
+    Status carry_breakpoint(std::uint64_t, std::uint64_t, std::uint64_t,
+                            arch::FastPadOptions) override {
+        return make_error(ErrorCode::Unsupported, "no program to run conditions in");
+    }
+    bool carried(std::uint64_t) const override { return false; }
     Status insert_hw_point(int, std::uint64_t, std::uint64_t, process::BreakpointCode) override {
         return make_error(ErrorCode::Unsupported, "not in the fake");
     }
