@@ -12,6 +12,7 @@
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/pad_pages.hpp"
 #include "process/linux/remote_calls.hpp"
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,6 +78,11 @@ class LinuxFastSites final : public FastSites {
     void set_agent_code(std::optional<InprocAgentCode> code) override { agent_code_ = code; }
 
     bool empty() const { return sites_.empty(); }
+    // Whether any jump is a tracepoint's (not gdb's breakpoint's).
+    bool has_tracepoints() const {
+        return std::any_of(sites_.begin(), sites_.end(),
+                           [](const auto& s) { return !s.second.call.carries_breakpoint; });
+    }
 
     // gdb's breakpoints evaluated in the program: a jump at `addr` to a pad that calls
     // `entry(record, …)` (the in-process agent's breakpoint entry) carries gdb's breakpoint

@@ -102,7 +102,9 @@ void LinuxProcess::publish_code_patches() const {
         patches.back().current.push_back(pair.second);
     }
     // A program tpagent started dies with it, as gdbserver's do, unless a trace runs in it.
-    code_guard::publish(pid_, patches, !attached_ && trap_sites_.empty() && fast_sites_.empty());
+    // (A breakpoint carried by a jump is no trace.)
+    code_guard::publish(pid_, patches,
+                        !attached_ && trap_sites_.empty() && !fast_sites_.has_tracepoints());
 }
 
 Status LinuxProcess::finish_setup() {

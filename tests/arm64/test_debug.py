@@ -155,6 +155,31 @@ def test_breakpoint_conditions_and_agent_dprintf(arm64):
     assert printed == list(range(200)), printed
 
 
+def test_breakpoint_condition_in_the_program(arm64):
+    """tpagent runs a compiled condition in the program on the board too (`monitor
+    breakpoints` says so; gdbserver evaluates it at each stop): four threads share the calls,
+    the two where it holds are the stops, `next` goes on from the first, and the program's
+    total is intact."""
+    calls = 4000 if arm64.is_gdbserver else 20000
+    every = calls // 2
+    s = BoardScenario(arm64, "cond_breaks", str(calls), "4")
+    where = [] if arm64.is_gdbserver else ["monitor breakpoints"]
+    r = s.gdb(*TO_MAIN, "set breakpoint condition-evaluation target",
+              "set breakpoint always-inserted on", f"break hot if n % {every} == 5", "continue",
+              "print n", *where, "next", "continue", "print n", "info breakpoints", "delete",
+              "continue", timeout=300)
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=5\)")
+    assert_in_order(r.of("next"), r"total \+= n")
+    assert_in_order(r.of("continue", 2), rf"Breakpoint 2, hot \(n={every + 5}\)")
+    assert_in_order(r.of("info breakpoints"), rf"n % {every} == 5 \(target evals\)",
+                    r"already hit 2 times")
+    if not arm64.is_gdbserver:
+        assert_in_order(r.of("monitor breakpoints"),
+                        r"Breakpoint at 0x[0-9a-f]+: its condition runs in the program")
+    s.exited(r.of("continue", 3), 0)
+    s.server.wait_for(rf"^total {calls * (calls - 1) // 2}$")
+
+
 def test_thread_local_variables(arm64):
     """`__thread` variables and errno, in each of two threads (qGetTLSAddr: tpidr_el0 and
     glibc's DTV)."""

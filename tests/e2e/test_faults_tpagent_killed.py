@@ -89,12 +89,18 @@ def test_a_traced_program_outlives_a_killed_tpagent(e2e, fast):
     record_reliability(KILLED, 1)
 
 
-def test_a_program_tracing_nothing_ends_with_tpagent(e2e):
+@pytest.mark.parametrize("breakpoint", [
+    ("break finished",),
+    # Its condition runs in the program, from a pad: a jump, not a breakpoint instruction.
+    ("set breakpoint condition-evaluation target", "set breakpoint always-inserted on",
+     "break record_hit if counter == -1"),
+], ids=["breakpoint", "condition-in-the-program"])
+def test_a_program_tracing_nothing_ends_with_tpagent(e2e, breakpoint):
     """No trace, a breakpoint in the program and gdb connected: the program tpagent started
     dies with it, as with gdbserver, and no line of the watchdog's."""
     s, _ = looping(e2e)
     marker = e2e.tmp / "gdb-reached-the-end"
-    s.gdb_start(*TO_MAIN, "break finished", f"shell touch {marker}", "python import time; time.sleep(60)")
+    s.gdb_start(*TO_MAIN, *breakpoint, f"shell touch {marker}", "python import time; time.sleep(60)")
     e2e.wait_for_file(marker)
     pid = s.pid
     kill_tpagent(s)
