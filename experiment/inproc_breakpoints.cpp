@@ -45,6 +45,19 @@ Status InprocBreakpoints::try_carry(process::Target& inferior, std::uint64_t add
     auto agent = fast_.agent_for_breakpoints(inferior);
     if (!agent) return agent.error();
     const inproc::Header& h = (*agent)->header();
+    arch::FastPadOptions options;
+    options.stage_full_core = inferior.fast_sites().pads_on_agent_stacks();
+    options.save_vector_state = h.general_registers_only == 0;
+    std::vector<std::vector<std::uint8_t>> conditions;
+    for (const bytecode::Program& condition : code.conditions)
+        conditions.emplace_back(condition.bytes().begin(), condition.bytes().end());
+    if (auto was = placed_.find(addr);
+        was != placed_.end() && was->second.conditions == conditions &&
+        inferior.fast_sites().keeps_carrier(addr, was->second.record))
+        return inferior.debug_points().carry_breakpoint(addr, h.breakpoint_entry,
+                                                        was->second.record, options);
+    placed_.erase(addr);
+
     bytecode::HelperAddresses helpers = h.helpers;
     helpers.printf = 0; // never in the program
 
@@ -65,11 +78,12 @@ Status InprocBreakpoints::try_carry(process::Target& inferior, std::uint64_t add
     std::memcpy(bytes.data(), &record, sizeof record);
     auto placed = inferior.fast_sites().place_code(addr, bytes);
     if (!placed) return placed.error();
-
-    arch::FastPadOptions options;
-    options.stage_full_core = inferior.fast_sites().pads_on_agent_stacks();
-    options.save_vector_state = h.general_registers_only == 0;
-    return inferior.debug_points().carry_breakpoint(addr, h.breakpoint_entry, *placed, options);
+    if (auto s =
+            inferior.debug_points().carry_breakpoint(addr, h.breakpoint_entry, *placed, options);
+        !s)
+        return s;
+    placed_[addr] = Placed{std::move(conditions), *placed};
+    return ok_status();
 }
 
 } // namespace tpagent::experiment

@@ -43,6 +43,14 @@ class InprocBreakpoints {
     // Breakpoints with conditions, by address: why tpagent evaluates them (empty: it does
     // not, they were carried into the program).
     std::map<std::uint64_t, std::string> outcomes_;
+    // The record placed for each address and the conditions it runs: gdb inserts the same
+    // breakpoint again and again (around each step over it), and the same record and pad
+    // serve while the pad lives (FastSites::keeps_carrier).
+    struct Placed {
+        std::vector<std::vector<std::uint8_t>> conditions;
+        std::uint64_t record = 0;
+    };
+    std::map<std::uint64_t, Placed> placed_;
 };
 
 } // namespace tpagent::experiment

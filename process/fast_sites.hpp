@@ -43,6 +43,10 @@ class FastSites {
     virtual Result<std::uint64_t> place_code(std::uint64_t near,
                                              std::span<const std::uint8_t> code) = 0;
     virtual void remove_all() = 0;
+    // Whether the pad a breakpoint's jump at `addr` last had, calling with `argument`, is
+    // still there to go back to, with the code placed next to it (DebugPoints::carry_breakpoint
+    // then reuses them): until nothing is installed and the pages retire.
+    virtual bool keeps_carrier(std::uint64_t addr, std::uint64_t argument) const = 0;
     virtual bool has(std::uint64_t addr) const = 0;
     // The jump whose displaced instructions include addr: its address and their length.
     struct Covering {

@@ -182,6 +182,7 @@ Status LinuxFastSites::write_code(std::uint64_t addr, std::span<const std::uint8
 void LinuxFastSites::forget() {
     entries_.forget();
     sites_.clear();
+    carrier_pads_.clear();
     moving_.reset();
     pad_pages_.clear();
     placed_code_live_ = false;
@@ -450,7 +451,8 @@ Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built
         drop_slot();
         return w;
     }
-    spdlog::debug("fast tracepoint at 0x{:x}: pad 0x{:x}, {} bytes replaced", addr, site.pad,
+    spdlog::debug("{} at 0x{:x}: pad 0x{:x}, {} bytes replaced",
+                  site.call.carries_breakpoint ? "breakpoint" : "fast tracepoint", addr, site.pad,
                   patch.size());
     return ok_status();
 }
@@ -606,11 +608,28 @@ Status LinuxFastSites::add_carrier(std::uint64_t addr, std::uint64_t entry, std:
     if (sites_.count(addr))
         return make_error(ErrorCode::NotAllowed,
                           fmt::format("a fast tracepoint's jump is at 0x{:x}", addr));
-    auto built = build_fast_pad(addr, {entry, record, options, true});
+    const FastCall call{entry, record, options, true};
+    if (auto kept = carrier_pads_.find(addr); kept != carrier_pads_.end()) {
+        // The same pad again, if it calls the same way and the code under it is the same.
+        const FastPad& was = kept->second.built;
+        auto now = code_at(addr);
+        const bool same = now && was.call.collector == entry && was.call.argument == record &&
+                          was.call.options.save_vector_state == options.save_vector_state &&
+                          was.call.options.stage_full_core == options.stage_full_core &&
+                          was.call.options.stage_vector_state == options.stage_vector_state &&
+                          now->size() >= was.code.size() &&
+                          std::equal(was.code.begin(), was.code.end(), now->begin());
+        if (same)
+            if (auto s = commit_fast_site(addr, was, kept->second.code); s) return s;
+        carrier_pads_.erase(kept); // (a slot it had may be another's now)
+    }
+    auto built = build_fast_pad(addr, call);
     if (!built) return built.error();
     if (auto w = memory_.write_raw(built->pad, built->emitted.code); !w) return w;
-    arch::Relocated code = std::move(built->emitted.relocated);
-    return commit_fast_site(addr, *built, std::move(code));
+    arch::Relocated code = built->emitted.relocated;
+    if (auto s = commit_fast_site(addr, *built, code); !s) return s;
+    carrier_pads_[addr] = CarrierPad{std::move(*built), std::move(code)};
+    return ok_status();
 }
 
 void LinuxFastSites::remove_carriers() {
@@ -791,7 +810,10 @@ Result<std::uint64_t> LinuxFastSites::allocate_pad(std::uint64_t near, std::size
     const std::uint64_t reach = arch_.pad_reach() - PadPages::kPageSize;
     // Nothing installed uses this run's code any more (a new run is placing its own): it is
     // dead, and its pages retire.
-    if (!pads_in_use()) pad_pages_.retire_current();
+    if (!pads_in_use()) {
+        pad_pages_.retire_current();
+        carrier_pads_.clear(); // (their pages with the rest)
+    }
     if (auto at = pad_pages_.take(near, size, reach)) return *at;
     if (pad_pages_.any_retired() && reclaim_pads())
         if (auto at = pad_pages_.take(near, size, reach)) return *at;

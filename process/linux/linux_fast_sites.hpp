@@ -95,6 +95,10 @@ class LinuxFastSites final : public FastSites {
         return it != sites_.end() && it->second.call.carries_breakpoint;
     }
     void remove_carriers();
+    bool keeps_carrier(std::uint64_t addr, std::uint64_t argument) const override {
+        auto it = carrier_pads_.find(addr);
+        return it != carrier_pads_.end() && it->second.built.call.argument == argument;
+    }
     // The carriers at or around [addr, addr+len) give way (to a tracepoint, a breakpoint inside
     // their jump, new code): each jump goes and its breakpoint is an instruction again.
     void uncarry_within(std::uint64_t addr, std::size_t len);
@@ -283,6 +287,14 @@ class LinuxFastSites final : public FastSites {
     // Words on goroutine stacks pointing into the Go program's code, sorted.
     std::optional<std::vector<std::uint64_t>> goroutine_code_words_;
     std::map<std::uint64_t, Slot> slots_; // by the slot's address
+    // The pads of gdb's breakpoints carried by jumps, in place or not, by address: gdb takes a
+    // breakpoint out and puts it back around every step over it (and, not always-inserted, at
+    // every stop and resume); it goes back to the same pad while its pages live.
+    struct CarrierPad {
+        FastPad built;
+        arch::Relocated code;
+    };
+    std::map<std::uint64_t, CarrierPad> carrier_pads_;
     // What jump_span promised while the program stays stopped, so that what it said holds
     // when the jumps go in: tracepoint -> its slot, tracepoint -> the bytes its jump covers.
     std::map<std::uint64_t, std::uint64_t> promised_;

@@ -139,6 +139,7 @@ class FakeTarget final : public process::Target {
             return unsupported();
         }
         void remove_all() override {}
+        bool keeps_carrier(std::uint64_t, std::uint64_t) const override { return false; }
         bool has(std::uint64_t) const override { return false; }
         std::optional<Covering> covering(std::uint64_t) const override { return std::nullopt; }
         bool pads_on_agent_stacks() override { return false; }
