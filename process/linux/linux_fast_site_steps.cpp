@@ -121,8 +121,8 @@ std::optional<std::uint64_t> LinuxFastSites::leave_breakpoint_entry(pid_t tid, L
             }
         if (!in_tpagent_code(pc)) return std::nullopt; // (a jump back before its copy?)
         if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) return std::nullopt;
-        if (const int sig = wait_own_resume(tid, t); sig != SIGTRAP && sig != kRecoveredFault)
-            return std::nullopt;
+        // (Another signal meanwhile is the thread's pending event, for after the hit.)
+        if (wait_own_resume(tid, t) == 0) return std::nullopt;
     }
     return std::nullopt;
 }

@@ -110,7 +110,8 @@ class LinuxFastSites final : public FastSites {
     }
     // Steps such a thread on, out of the entry and its pad, to the relocated copy of the
     // carrier's instruction, and puts its pc at the carrier: that address, or nullopt (the
-    // thread is then where the steps left it, or has an event of its own).
+    // thread is then where the steps left it). A signal it took on the way is its pending
+    // event.
     std::optional<std::uint64_t> leave_breakpoint_entry(pid_t tid, LinuxThread& t);
     // The pc of a thread at that trap goes past it (a step through the pad goes on).
     void skip_breakpoint_trap(pid_t tid);

@@ -652,7 +652,11 @@ std::optional<StopEvent> LinuxProcess::breakpoint_condition_held(pid_t tid, Linu
     const auto site = fast_sites_.leave_breakpoint_entry(tid, t);
     if (!site) {
         fast_sites_.leave_pads(tid, t, false);
-        if (t.pending) return std::nullopt; // (its own signal, taken on the way: reported next)
+        if (t.pending) { // a signal it took on the way
+            StopEvent ev = std::move(*t.pending);
+            t.pending.reset();
+            return report(tid, t, std::move(ev));
+        }
         continue_after_stop(tid, t, t.kernel.stepping());
         return finish_stop_all();
     }

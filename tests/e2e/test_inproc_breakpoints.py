@@ -93,6 +93,24 @@ def test_in_four_threads(e2e):
     s.server.wait_for(total(calls))
 
 
+def test_every_hit_of_four_threads_is_seen(e2e):
+    """Four threads, the condition true at one call in 500 (100 for gdbserver), 80 hits: each
+    `continue` stops at one of them, none is lost or seen twice (a thread stopped while its
+    condition held inside the pad stops at the breakpoint at the next resume), and the
+    program's total is intact."""
+    every = 100 if e2e.is_gdbserver else 500
+    calls = 80 * every
+    s = Scenario(e2e, PROGRAM, str(calls), "4")
+    hits = ["continue", "print n"] * 80
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, f"break hot if n % {every} == 1", *hits,
+              "info breakpoints", "delete", "continue", timeout=300)
+    seen = sorted(int(r.value("print n", i)) for i in range(80))
+    assert seen == [k * every + 1 for k in range(80)], seen
+    assert_in_order(r.of("info breakpoints"), r"already hit 80 times")
+    assert_in_order(r.of("continue", 81), EXITED)
+    s.server.wait_for(total(calls))
+
+
 def test_over_the_non_stop_protocol(e2e):
     """`maint set target-non-stop on`: the stub stops only the thread where the condition
     holds (gdb stops the others itself), and all go on to the end."""
