@@ -184,26 +184,35 @@ RecordWriter::CodePlacer placer_in(process::Target& inferior) {
 }
 } // namespace
 
-Result<std::shared_ptr<SharedBuffer>>
-FastTracepoints::agent_for_breakpoints(process::Target& inferior) {
+Status FastTracepoints::use_agent_of(process::Target& inferior) {
     if (!shared_ || shared_->pid() != inferior.pid()) {
+        shared_.reset();
         auto shared = open_agent(inferior);
         if (!shared) return shared.error();
         shared_ = std::move(*shared);
-        inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
     }
+    inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
+    return ok_status();
+}
+
+Status FastTracepoints::describe_registers(process::Target& inferior) {
+    // Pads on agent stacks found through the goroutine's M set the thread pointer as they run.
+    const bool borrowed =
+        arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();
+    auto core =
+        shared_->describe_registers(arch_, constant_registers(arch_, inferior, borrowed), borrowed);
+    return core ? ok_status() : Status(core.error());
+}
+
+Result<std::shared_ptr<SharedBuffer>>
+FastTracepoints::agent_for_breakpoints(process::Target& inferior) {
+    if (auto s = use_agent_of(inferior); !s) return s.error();
     // The memory a condition reads directly (else each read is a system call), as the program
     // has it mapped now (a run lists them again at its start).
     shared_->set_readable_ranges(SharedBuffer::readable_ranges_of(inferior.pid()));
     // (A run describes them again at its start, the same way.)
-    if (shared_->header().core_register_bytes == 0) {
-        const bool borrowed =
-            arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();
-        if (auto core = shared_->describe_registers(
-                arch_, constant_registers(arch_, inferior, borrowed), borrowed);
-            !core)
-            return core.error();
-    }
+    if (shared_->header().core_register_bytes == 0)
+        if (auto s = describe_registers(inferior); !s) return s.error();
     return shared_;
 }
 
@@ -213,24 +222,12 @@ Status FastTracepoints::prepare(process::Target& inferior) {
     full_core_.clear();
     saved_state_.clear();
     installed_ = false;
-    if (!shared_ || shared_->pid() != inferior.pid()) {
-        shared_.reset();
-        auto shared = open_agent(inferior);
-        if (!shared) return shared.error();
-        shared_ = std::move(*shared);
-    }
-    inferior.fast_sites().set_agent_code(agent_code_of(inferior.pid(), shared_));
+    if (auto s = use_agent_of(inferior); !s) return s;
     // The whole buffer: this run's frames, fast and trap alike, go into the shared buffer's chunks.
     shared_->begin_configuration(buffer_.circular() || recording_,
                                  static_cast<std::int64_t>(buffer_.size()));
     shared_->header().recording = recording_ ? 1 : 0;
-    // Pads on agent stacks found through the goroutine's M set the thread pointer as they run.
-    const bool borrowed =
-        arch_.agent_stacks_in_goroutine_m() && inferior.fast_sites().pads_on_agent_stacks();
-    if (auto core = shared_->describe_registers(
-            arch_, constant_registers(arch_, inferior, borrowed), borrowed);
-        !core)
-        return core.error();
+    if (auto s = describe_registers(inferior); !s) return s;
     // Trace state variables: current values (reset at start); the clock reads itself.
     shared_->clear_variables();
     for (std::uint32_t n : variables_.numbers())

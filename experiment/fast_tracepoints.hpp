@@ -114,6 +114,10 @@ class FastTracepoints {
 
   private:
     Result<std::unique_ptr<SharedBuffer>> open_agent(process::Target& inferior) const;
+    // shared_: the agent of `inferior`, opened if need be, its code told to run control.
+    Status use_agent_of(process::Target& inferior);
+    // Where the pads stage each register, in the shared buffer's header.
+    Status describe_registers(process::Target& inferior);
     void pull_counters();
     // Links a written record after the others at its address (what the pad passes is the
     // first); true when it is the first there, whose jump is still to install.

@@ -92,7 +92,8 @@ def test_condition_beside_a_trap_tracepoint(e2e):
 def test_condition_beside_a_fast_tracepoint(e2e):
     """A conditional breakpoint, then a fast tracepoint at its address, placed after it: every
     call before the one where the condition holds is collected (a thread going on past the
-    breakpoint goes through the jump), and that one stops."""
+    breakpoint goes through the jump), and that one stops. (The breakpoint's condition ran in
+    the program, from a jump of its own, until the tracepoint took its place.)"""
     s = Scenario(e2e, PROGRAM, agent=True)
     r = s.gdb(*TO_MAIN, TARGET_EVAL, "set breakpoint always-inserted on", "break hot if n == 600",
               s.define(ftrace("hot", "collect n")), "tstart", "continue", "print n", "tstop",

@@ -8,8 +8,6 @@ gdbserver evaluates the same conditions at each stop."""
 
 import re
 
-import pytest
-
 from harness import assert_in_order, printed_value
 from scenario import TO_MAIN, Scenario, ftrace
 
@@ -142,19 +140,3 @@ def test_code_is_the_programs_again(e2e):
     assert patched != original
     assert restored == original
     s.server.wait_for(total(calls))
-
-
-@pytest.mark.tpagent_only("gdbserver's fast tracepoint pads are out of a PIE program's reach")
-def test_fast_tracepoint_takes_its_place(e2e):
-    """A fast tracepoint at the breakpoint's address, placed after it: the breakpoint gives
-    its place to the tracepoint's jump and goes on stopping where its condition holds; every
-    call before that one is collected."""
-    s = Scenario(e2e, PROGRAM, "2000", agent=True)
-    r = s.gdb(*TO_MAIN, TARGET_EVAL, "set breakpoint always-inserted on", "break hot if n == 1500",
-              s.define(ftrace("hot", "collect n")), "tstart", "continue", "print n", "tstop",
-              "tstatus", "delete", "continue")
-    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=1500\)")
-    assert r.value("print n") == "1500"
-    assert_in_order(r.of("tstatus"), r"Collected 1500 trace frames")
-    assert_in_order(r.of("continue", 2), EXITED)
-    s.server.wait_for(total(2000))
