@@ -43,6 +43,8 @@ struct FastPadOptions {
     // true: the pad also saves the FP/vector state where the collector finds it
     // (Architecture::fast_saved_state()), for tracepoints that collect FP/vector registers.
     bool stage_vector_state = false;
+
+    bool operator==(const FastPadOptions&) const = default;
 };
 
 // Stacks the pads run on instead of the thread's own, for programs whose threads run on stacks

@@ -461,11 +461,18 @@ Status LinuxFastSites::add(std::uint64_t addr, std::uint64_t collector, std::uin
                            arch::FastPadOptions options) {
     uncarry_within(addr, arch_.min_fast_tracepoint_length() + arch_.max_instruction_bytes());
     if (sites_.count(addr)) return ok_status();
-    auto built = build_fast_pad(addr, {collector, argument, options});
+    return place_site(addr, {collector, argument, options});
+}
+
+Status LinuxFastSites::place_site(std::uint64_t addr, const FastCall& call) {
+    auto built = build_fast_pad(addr, call);
     if (!built) return built.error();
     if (auto w = memory_.write_raw(built->pad, built->emitted.code); !w) return w;
-    arch::Relocated code = std::move(built->emitted.relocated);
-    return commit_fast_site(addr, *built, std::move(code));
+    arch::Relocated code = built->emitted.relocated;
+    if (auto s = commit_fast_site(addr, *built, code); !s) return s;
+    if (call.carries_breakpoint)
+        carrier_pads_[addr] = CarrierPad{std::move(*built), std::move(code)};
+    return ok_status();
 }
 
 // gdb relocates each displaced instruction (tpagent's relocator still says where they start);
@@ -595,11 +602,7 @@ void LinuxFastSites::remove(std::uint64_t addr) {
 // The run is over: its pads and placed code are dead (reused by a later run once no thread
 // can be in them, allocate_pad).
 void LinuxFastSites::remove_all() {
-    std::vector<std::uint64_t> tracepoints;
-    for (const auto& [addr, site] : sites_)
-        if (!site.call.carries_breakpoint) tracepoints.push_back(addr);
-    for (std::uint64_t addr : tracepoints)
-        remove(addr);
+    remove_sites(false);
     placed_code_live_ = false;
 }
 
@@ -614,29 +617,20 @@ Status LinuxFastSites::add_carrier(std::uint64_t addr, std::uint64_t entry, std:
         const FastPad& was = kept->second.built;
         auto now = code_at(addr);
         const bool same = now && was.call.collector == entry && was.call.argument == record &&
-                          was.call.options.save_vector_state == options.save_vector_state &&
-                          was.call.options.stage_full_core == options.stage_full_core &&
-                          was.call.options.stage_vector_state == options.stage_vector_state &&
-                          now->size() >= was.code.size() &&
+                          was.call.options == options && now->size() >= was.code.size() &&
                           std::equal(was.code.begin(), was.code.end(), now->begin());
         if (same)
             if (auto s = commit_fast_site(addr, was, kept->second.code); s) return s;
         carrier_pads_.erase(kept); // (a slot it had may be another's now)
     }
-    auto built = build_fast_pad(addr, call);
-    if (!built) return built.error();
-    if (auto w = memory_.write_raw(built->pad, built->emitted.code); !w) return w;
-    arch::Relocated code = built->emitted.relocated;
-    if (auto s = commit_fast_site(addr, *built, code); !s) return s;
-    carrier_pads_[addr] = CarrierPad{std::move(*built), std::move(code)};
-    return ok_status();
+    return place_site(addr, call);
 }
 
-void LinuxFastSites::remove_carriers() {
-    std::vector<std::uint64_t> carriers;
+void LinuxFastSites::remove_sites(bool carriers) {
+    std::vector<std::uint64_t> chosen;
     for (const auto& [addr, site] : sites_)
-        if (site.call.carries_breakpoint) carriers.push_back(addr);
-    for (std::uint64_t addr : carriers)
+        if (site.call.carries_breakpoint == carriers) chosen.push_back(addr);
+    for (std::uint64_t addr : chosen)
         remove(addr);
 }
 

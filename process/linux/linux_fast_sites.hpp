@@ -94,7 +94,7 @@ class LinuxFastSites final : public FastSites {
         auto it = sites_.find(addr);
         return it != sites_.end() && it->second.call.carries_breakpoint;
     }
-    void remove_carriers();
+    void remove_carriers() { remove_sites(true); }
     bool keeps_carrier(std::uint64_t addr, std::uint64_t argument) const override {
         auto it = carrier_pads_.find(addr);
         return it != carrier_pads_.end() && it->second.built.call.argument == argument;
@@ -197,6 +197,10 @@ class LinuxFastSites final : public FastSites {
         std::uint64_t next_to = 0;
     };
     Result<FastPad> build_fast_pad(std::uint64_t addr, const FastCall& call);
+    // A new pad for `call` and the jump to it at addr (a carrier's pad kept for reuse).
+    Status place_site(std::uint64_t addr, const FastCall& call);
+    // Removes every carrier's jump (carriers) or every tracepoint's (not).
+    void remove_sites(bool carriers);
     // Where the jump to the pad of a tracepoint at addr whose window does not take it (why:
     // `refused`) can go: a slot a short jump reaches (the window the short jump displaces,
     // and the slot), or nullopt. A slot found is promised to addr until the program runs.
