@@ -8,8 +8,10 @@ gdbserver evaluates the same conditions at each stop."""
 
 import re
 
+import pytest
+
 from harness import assert_in_order, printed_value
-from scenario import TO_MAIN, Scenario, ftrace
+from scenario import TO_MAIN, Scenario
 
 PROGRAM = "cond_breaks"
 TARGET_EVAL = "set breakpoint condition-evaluation target"
@@ -140,3 +142,26 @@ def test_code_is_the_programs_again(e2e):
     assert patched != original
     assert restored == original
     s.server.wait_for(total(calls))
+
+
+@pytest.mark.tpagent_only("`monitor breakpoints` and `monitor set inproc-breakpoints` are tpagent's")
+def test_inproc_breakpoints_off(e2e):
+    """`monitor set inproc-breakpoints off`: the next breakpoint stays an instruction whose
+    condition tpagent evaluates at each stop, and `monitor breakpoints` says why; it stops
+    where the condition holds all the same. Without a conditional breakpoint, `monitor
+    breakpoints` says there is none."""
+    s = Scenario(e2e, PROGRAM, "3000")
+    r = s.gdb(*TO_MAIN, "monitor breakpoints", "monitor set inproc-breakpoints off", TARGET_EVAL,
+              "set breakpoint always-inserted on", "break hot if n == 2500", "continue",
+              "monitor breakpoints", "monitor set inproc-breakpoints on", "delete", "continue")
+    assert_in_order(r.of("monitor breakpoints", 0), r"No breakpoint has a condition for tpagent")
+    assert_in_order(r.of("monitor set inproc-breakpoints off"),
+                    r"tpagent evaluates every breakpoint condition at each stop")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, hot \(n=2500\)")
+    assert_in_order(r.of("monitor breakpoints", 1),
+                    r"Breakpoint at 0x[0-9a-f]+: tpagent evaluates its condition at each stop: "
+                    r"`monitor set inproc-breakpoints off`\.")
+    assert_in_order(r.of("monitor set inproc-breakpoints on"),
+                    r"Conditions run in the program where they can")
+    assert_in_order(r.of("continue", 2), EXITED)
+    s.server.wait_for(total(3000))
