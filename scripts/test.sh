@@ -16,4 +16,12 @@ if [ "$preset" = default ]; then
   cmake --preset arm64 >/dev/null
   cmake --build --preset arm64
 fi
-ctest --preset "$preset"
+# On a failure, the failing tests' own verdicts again, last: a CI log's tail is often all
+# that is read (ctest prints its summary after every test's output).
+if ! ctest --preset "$preset"; then
+  echo "== what the failing tests said =="
+  log=("build/$preset/Testing/Temporary/LastTest"*.log)
+  grep -hE "^(FAILED|ERROR) |Timeout" "${log[@]}" | tail -n 30 || true
+  grep -hE "^E   " "${log[@]}" | head -n 40 || true
+  exit 1
+fi
