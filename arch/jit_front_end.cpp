@@ -154,6 +154,15 @@ void FrontEnd::helper_call(const Insn& insn) {
     const HelperArg top{HelperArg::Kind::Entry, d - 1};
     switch (insn.op) {
     case Op::Reg:
+        if (insn.imm < staged_.size()) {
+            const bytecode::StagedRegister& staged = staged_[insn.imm];
+            if (staged.size == 1 || staged.size == 2 || staged.size == 4 || staged.size == 8) {
+                emit_load_staged(staged);
+                push(kScratch0);
+                break;
+            }
+        }
+        [[fallthrough]];
     case Op::Getv:
     case Op::Tracev: {
         const std::uint64_t helper = insn.op == Op::Reg    ? helpers_.reg

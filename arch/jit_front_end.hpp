@@ -70,8 +70,9 @@ class FrontEnd {
     std::vector<std::uint8_t> run();
 
   protected:
-    FrontEnd(const bytecode::Program& program, const bytecode::HelperAddresses& helpers)
-        : program_(program), helpers_(helpers) {}
+    FrontEnd(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
+             const bytecode::StagedRegisterLayout& staged)
+        : program_(program), helpers_(helpers), staged_(staged) {}
     virtual ~FrontEnd() = default;
 
     // --- for the backends ---
@@ -124,6 +125,8 @@ class FrontEnd {
     virtual void emit_not(bytecode::Op op) = 0;
     virtual void emit_extend(bytecode::Op op, unsigned bits) = 0; // 0 < bits < 64
     virtual void emit_ref(const bytecode::Insn& insn) = 0;
+    // `reg` of a staged register: the load from the block Context::registers points to.
+    virtual void emit_load_staged(const bytecode::StagedRegister& staged) = 0;
     // Calls the helper and checks its status; pushes its result if asked to.
     virtual void emit_call(const HelperCall& call) = 0;
     // Calls printf with its arguments and checks its status; the front end pops them.
@@ -165,6 +168,7 @@ class FrontEnd {
 
     const bytecode::Program& program_;
     const bytecode::HelperAddresses helpers_;
+    const bytecode::StagedRegisterLayout staged_;
     std::vector<Slot> vs_;
     std::vector<FailExit> fails_;
     std::vector<Jump> jumps_;
@@ -180,10 +184,10 @@ template <typename Translator> class Backend final : public bytecode::CompilerBa
     const char* name() const override { return name_; }
     using CompilerBackend::translate;
     Result<std::vector<std::uint8_t>>
-    translate(const bytecode::Program& program,
-              const bytecode::HelperAddresses& helpers) const override {
+    translate(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
+              const bytecode::StagedRegisterLayout& staged) const override {
         if (Status checked = check_helpers(program, helpers); !checked) return checked.error();
-        return Translator(program, helpers).run();
+        return Translator(program, helpers, staged).run();
     }
 
   private:

@@ -28,6 +28,16 @@ struct HelperAddresses {
 // This process's rt:: functions, printf included.
 HelperAddresses host_helper_addresses();
 
+// Where register N (a gdb register number, the index) lies in the block Context::registers
+// points to, for `reg N` compiled as one load, zero-extended from `size` bytes (1, 2, 4 or 8).
+// size 0, or a number past the end: the reg helper's call.
+struct StagedRegister {
+    std::uint32_t offset = 0;
+    std::uint8_t size = 0;
+    bool operator==(const StagedRegister&) const = default;
+};
+using StagedRegisterLayout = std::vector<StagedRegister>;
+
 class CompilerBackend {
   public:
     virtual ~CompilerBackend() = default;
@@ -43,8 +53,16 @@ class CompilerBackend {
     // The one exception is printf: its code embeds the address of `program`'s format (in
     // this process), so compile() keeps that Program alive as long as the code. With
     // helpers.printf == 0, programs with a reachable printf fail with ErrorCode::Unsupported.
-    virtual Result<std::vector<std::uint8_t>> translate(const Program& program,
-                                                        const HelperAddresses& helpers) const = 0;
+    //
+    // With a non-empty `staged` layout, the code reads the registers it lists from
+    // Context::registers, which must then be set wherever it runs.
+    virtual Result<std::vector<std::uint8_t>>
+    translate(const Program& program, const HelperAddresses& helpers,
+              const StagedRegisterLayout& staged) const = 0;
+    Result<std::vector<std::uint8_t>> translate(const Program& program,
+                                                const HelperAddresses& helpers) const {
+        return translate(program, helpers, {});
+    }
     // The same, calling this process's helpers.
     Result<std::vector<std::uint8_t>> translate(const Program& program) const {
         return translate(program, host_helper_addresses());

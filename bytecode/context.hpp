@@ -60,6 +60,11 @@ struct Context {
         window_loads = len >= 8 ? len - 7 : 0;
         window_host = static_cast<const std::uint8_t*>(host);
     }
+
+    // The registers a pad staged (the in-process agent): code compiled with a
+    // StagedRegisterLayout (bytecode/compiler.hpp) loads `reg` operands from here directly, and
+    // must only run with it set. The interpreter and code compiled without one never read it.
+    const std::uint8_t* registers = nullptr;
 };
 
 // Turns a failed evaluation into an Error (MemoryAccess for memory faults, BadBytecode for

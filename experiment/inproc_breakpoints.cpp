@@ -51,8 +51,10 @@ Status InprocBreakpoints::try_carry(process::Target& inferior, std::uint64_t add
     std::vector<std::vector<std::uint8_t>> conditions;
     for (const bytecode::Program& condition : code.conditions)
         conditions.emplace_back(condition.bytes().begin(), condition.bytes().end());
+    bytecode::StagedRegisterLayout staged = staged_register_layout(h);
     if (auto was = placed_.find(addr);
         was != placed_.end() && was->second.conditions == conditions &&
+        was->second.staged == staged &&
         inferior.fast_sites().keeps_carrier(addr, was->second.record))
         return inferior.debug_points().carry_breakpoint(addr, h.breakpoint_entry,
                                                         was->second.record, options);
@@ -67,7 +69,7 @@ Status InprocBreakpoints::try_carry(process::Target& inferior, std::uint64_t add
     record.condition_count = static_cast<std::uint32_t>(code.conditions.size());
     for (std::size_t i = 0; i < code.conditions.size(); ++i) {
         const bytecode::Program& condition = code.conditions[i];
-        auto native = arch::host_compiler_backend().translate(condition, helpers);
+        auto native = arch::host_compiler_backend().translate(condition, helpers, staged);
         if (!native) return native.error();
         auto placed = inferior.fast_sites().place_code(addr, *native);
         if (!placed) return placed.error();
@@ -82,7 +84,7 @@ Status InprocBreakpoints::try_carry(process::Target& inferior, std::uint64_t add
             inferior.debug_points().carry_breakpoint(addr, h.breakpoint_entry, *placed, options);
         !s)
         return s;
-    placed_[addr] = Placed{std::move(conditions), *placed};
+    placed_[addr] = Placed{std::move(conditions), std::move(staged), *placed};
     return ok_status();
 }
 

@@ -7,6 +7,7 @@
 // instruction whose conditions tpagent evaluates at each stop.
 #pragma once
 #include "experiment/fast_tracepoints.hpp"
+#include "bytecode/compiler.hpp"
 #include "process/debug_points.hpp"
 #include "process/target.hpp"
 #include "base/result.hpp"
@@ -48,6 +49,7 @@ class InprocBreakpoints {
     // serve while the pad lives (FastSites::keeps_carrier).
     struct Placed {
         std::vector<std::vector<std::uint8_t>> conditions;
+        bytecode::StagedRegisterLayout staged; // the code loads registers from these places
         std::uint64_t record = 0;
     };
     std::map<std::uint64_t, Placed> placed_;

@@ -105,7 +105,8 @@ Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint
 Result<ActionRecord> RecordWriter::expression(const trace::Expression& e, std::uint64_t near) {
     auto a = area_.expression(e.program);
     if (!a) return a;
-    auto native = tpagent::arch::host_compiler_backend().translate(e.program, helpers_);
+    auto native = tpagent::arch::host_compiler_backend().translate(
+        e.program, helpers_, staged_register_layout(shared_.header()));
     if (native) {
         if (auto placed = place_code_(near, *native)) a->compiled = *placed;
     }

@@ -379,6 +379,13 @@ bool reads_completed_register(const Header& h, const bytecode::Program& expressi
     });
 }
 
+bytecode::StagedRegisterLayout staged_register_layout(const Header& h) {
+    bytecode::StagedRegisterLayout layout(inproc::kMaxCoreRegisters);
+    for (std::size_t n = 0; n < layout.size(); ++n)
+        layout[n] = {h.register_offset[n], h.register_size[n]};
+    return layout;
+}
+
 bool collects_registers(std::span<const ActionRecord> actions) {
     return std::ranges::any_of(
         actions, [](const ActionRecord& a) { return a.kind == ActionKind::Registers; });

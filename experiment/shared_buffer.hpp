@@ -4,6 +4,7 @@
 #include "inproc/shared_buffer.hpp"
 #include "arch/arch.hpp"
 #include "base/result.hpp"
+#include "bytecode/compiler.hpp"
 #include "bytecode/program.hpp"
 #include "trace/shared_buffer_frames.hpp"
 #include "experiment/fast_saved_state.hpp"
@@ -153,6 +154,9 @@ bool collects_registers(std::span<const inproc::ActionRecord> actions);
 bool reads_completed_register(const inproc::Header& h, const bytecode::Program& expression);
 bool reads_completed_register(const inproc::Header& h,
                               std::span<const inproc::ActionRecord> actions);
+// The registers the header describes (describe_registers) as code compiled for the agent
+// reads them: `reg` a load from the staged block (Context::registers).
+bytecode::StagedRegisterLayout staged_register_layout(const inproc::Header& h);
 // TracepointRecord::frame_bound of a tracepoint with these actions: its record header, frame
 // header and blocks (R blocks of register_bytes), rounded up to 8 bytes.
 std::uint64_t staged_frame_bound(std::span<const inproc::ActionRecord> actions,

@@ -42,6 +42,7 @@ extern "C" void tpagent_inproc_break(std::uint64_t record, std::uint8_t* block,
     ctx.user = &view;
     ctx.read_memory = read_memory;
     ctx.read_register = read_breakpoint_register;
+    ctx.registers = block;
     const std::uint32_t n = r->condition_count <= kMaxBreakpointConditions ? r->condition_count : 0;
     for (std::uint32_t i = 0; i < n; ++i) {
         tpagent::bytecode::EvalOut out;

@@ -432,6 +432,7 @@ bytecode::Context make_context(Hit& hit, bool collects) {
     ctx.user = &hit;
     ctx.read_memory = read_memory;
     ctx.read_register = read_register;
+    ctx.registers = hit.block;
     ctx.get_tsv = get_tsv;
     ctx.set_tsv = set_tsv;
     if (collects) {

@@ -78,8 +78,9 @@ enum Fix : unsigned { kFixB, kFixBCond, kFixCbz };
 // The AArch64 encoding of each operation.
 class Translator final : public jit::FrontEnd {
   public:
-    Translator(const bytecode::Program& p, const bytecode::HelperAddresses& helpers)
-        : FrontEnd(p, helpers), e_(0) {}
+    Translator(const bytecode::Program& p, const bytecode::HelperAddresses& helpers,
+               const bytecode::StagedRegisterLayout& staged)
+        : FrontEnd(p, helpers, staged), e_(0) {}
 
   private:
     // --- homes ---
@@ -171,6 +172,11 @@ class Translator final : public jit::FrontEnd {
     void emit_not(Op op) override;
     void emit_extend(Op op, unsigned bits) override;
     void emit_ref(const Insn& insn) override;
+    void emit_load_staged(const bytecode::StagedRegister& staged) override {
+        e_.put(ldr_x(kT, kCtx, offsetof(bytecode::Context, registers)));
+        e_.move_wide(kB, staged.offset);
+        e_.put(load_indexed(staged.size, kA, kT, kB));
+    }
     void emit_printf(const Insn& insn) override;
     void emit_return() override;
     void emit_fail_status(const jit::FailExit& fail) override;

@@ -38,6 +38,7 @@ constexpr std::int32_t off(std::size_t o) {
 const std::int32_t kWindowStart = off(offsetof(Context, window_start));
 const std::int32_t kWindowLoads = off(offsetof(Context, window_loads));
 const std::int32_t kWindowHost = off(offsetof(Context, window_host));
+const std::int32_t kRegisters = off(offsetof(Context, registers));
 const std::int32_t kOutValue = off(offsetof(EvalOut, value));
 const std::int32_t kOutFaultAddress = off(offsetof(EvalOut, fault_address));
 const std::int32_t kOutFaultOffset = off(offsetof(EvalOut, fault_offset));
@@ -66,7 +67,9 @@ constexpr Compare kCompares[] = {{Op::Equal, E}, {Op::LessSigned, L}, {Op::LessU
 // The x86-64 encoding of each operation; jit::FrontEnd walks the program.
 class Translator final : public jit::FrontEnd {
   public:
-    Translator(const Program& p, const HelperAddresses& helpers) : FrontEnd(p, helpers) {}
+    Translator(const Program& p, const HelperAddresses& helpers,
+               const bytecode::StagedRegisterLayout& staged)
+        : FrontEnd(p, helpers, staged) {}
 
   private:
     // --- stack entry homes ---
@@ -223,6 +226,10 @@ class Translator final : public jit::FrontEnd {
     void emit_not(Op op) override;
     void emit_extend(Op op, unsigned bits) override;
     void emit_ref(const Insn& insn) override { ref(insn, 0); }
+    void emit_load_staged(const bytecode::StagedRegister& staged) override {
+        a_.load(RAX, {kCtx, kRegisters});
+        a_.load_sized(RAX, {RAX, off(staged.offset)}, staged.size);
+    }
     void ref(const Insn& insn, unsigned sign_bits);
     void emit_printf(const Insn& insn) override;
     void emit_return() override;

@@ -108,9 +108,10 @@ class X86Writer {
         modrm_mem(0, m);
         u32(v);
     }
-    // Zero-extending loads of 1, 2, 4, 8 bytes from [base].
-    void load_sized(Reg dst, Reg base, unsigned size) {
-        const Mem m{base, 0};
+    // Zero-extending loads of 1, 2, 4, 8 bytes from [base] or m.
+    void load_sized(Reg dst, Reg base, unsigned size) { load_sized(dst, Mem{base, 0}, size); }
+    void load_sized(Reg dst, Mem m, unsigned size) {
+        const Reg base = m.base;
         switch (size) {
         case 1:
             rex(false, dst, base), byte(0x0f), byte(0xb6), modrm_mem(dst, m);

@@ -13,8 +13,9 @@ namespace {
 
 class RecordingBackend final : public jit::FrontEnd {
   public:
-    RecordingBackend(const bytecode::Program& p, const bytecode::HelperAddresses& h)
-        : FrontEnd(p, h) {}
+    RecordingBackend(const bytecode::Program& p, const bytecode::HelperAddresses& h,
+                     const bytecode::StagedRegisterLayout& staged = {})
+        : FrontEnd(p, h, staged) {}
     std::vector<std::string> log;
     std::vector<std::size_t> label_positions;
     std::vector<std::pair<std::size_t, std::size_t>> patches; // site -> where it lands
@@ -45,6 +46,9 @@ class RecordingBackend final : public jit::FrontEnd {
     void emit_not(bytecode::Op) override { put("not"); }
     void emit_extend(bytecode::Op, unsigned) override { put("extend"); }
     void emit_ref(const bytecode::Insn&) override { put("ref"); }
+    void emit_load_staged(const bytecode::StagedRegister& staged) override {
+        put("load staged " + std::to_string(staged.offset) + " " + std::to_string(staged.size));
+    }
     void emit_call(const jit::HelperCall& call) override {
         put("call");
         if (call.pushes_result) push(jit::kScratch0);
@@ -106,4 +110,22 @@ TEST_CASE("jit front end: a divisor of constant 0 fails at its instruction, with
     CHECK(backend.log == std::vector<std::string>{"prologue", "call", "store 0 0", "jump",
                                                   "return 0", "fail status", "jump", "fail tail"});
     CHECK(backend.patches == std::vector<std::pair<std::size_t, std::size_t>>{{3, 5}, {6, 7}});
+}
+
+TEST_CASE("jit front end: a staged register is a load, any other a helper call") {
+    // reg 1; reg 2; add; reg 9; add; end
+    const auto p = program_of({0x26, 0, 1, 0x26, 0, 2, 0x02, 0x26, 0, 9, 0x02, 0x27});
+    // 1 staged in 4 bytes, 2 not staged (size 0), 9 past the layout; and one of 3 bytes
+    // (no single load) is the helper's too.
+    const bytecode::StagedRegisterLayout layout = {{0, 8}, {40, 4}, {48, 0}, {56, 3}};
+    RecordingBackend backend(p, {}, layout);
+    backend.run();
+    CHECK(backend.log == std::vector<std::string>{"prologue", "load staged 40 4", "store 0 0",
+                                                  "call", "store 1 0", "binary", "store 0 0",
+                                                  "call", "store 1 0", "binary", "store 0 0",
+                                                  "return entry"});
+    const auto three = program_of({0x26, 0, 3, 0x27});
+    RecordingBackend odd(three, {}, layout);
+    odd.run();
+    CHECK(odd.log == std::vector<std::string>{"prologue", "call", "store 0 0", "return entry"});
 }
