@@ -9,6 +9,11 @@ namespace tpagent::experiment {
 
 Status InprocBreakpoints::carry(process::Target& inferior, std::uint64_t addr,
                                 const process::BreakpointCode& code) {
+    if (inferior.pid() != pid_) { // another program, or the same one run again
+        outcomes_.clear();
+        placed_.clear();
+        pid_ = inferior.pid();
+    }
     Status s = try_carry(inferior, addr, code);
     outcomes_[addr] = s ? std::string() : s.error().text;
     return s;
@@ -16,8 +21,9 @@ Status InprocBreakpoints::carry(process::Target& inferior, std::uint64_t addr,
 
 std::vector<std::string> InprocBreakpoints::lines(process::Target* inferior) const {
     std::vector<std::string> out;
+    if (!inferior || inferior->pid() != pid_) return out;
     for (const auto& [addr, why] : outcomes_) {
-        if (inferior && inferior->debug_points().carried(addr))
+        if (inferior->debug_points().carried(addr))
             out.push_back(fmt::format("Breakpoint at 0x{:x}: its condition runs in the program "
                                       "(a jump to its pad).",
                                       addr));

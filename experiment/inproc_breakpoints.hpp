@@ -32,7 +32,8 @@ class InprocBreakpoints {
                  const process::BreakpointCode& code);
     // gdb removed the breakpoint at `addr`.
     void forget(std::uint64_t addr) { outcomes_.erase(addr); }
-    // `monitor breakpoints`: one line per breakpoint with conditions, where they run.
+    // `monitor breakpoints`: one line per breakpoint with conditions of `inferior`, where they
+    // run; none without a program (gdb does not remove a killed program's breakpoints).
     std::vector<std::string> lines(process::Target* inferior) const;
 
   private:
@@ -41,6 +42,7 @@ class InprocBreakpoints {
 
     FastTracepoints& fast_;
     bool enabled_ = true;
+    pid_t pid_ = 0; // the process the two maps below are of
     // Breakpoints with conditions, by address: why tpagent evaluates them (empty: it does
     // not, they were carried into the program).
     std::map<std::uint64_t, std::string> outcomes_;

@@ -165,3 +165,21 @@ def test_inproc_breakpoints_off(e2e):
                     r"Conditions run in the program where they can")
     assert_in_order(r.of("continue", 2), EXITED)
     s.server.wait_for(total(3000))
+
+
+@pytest.mark.tpagent_only("`monitor breakpoints` is tpagent's")
+def test_a_program_run_again(e2e):
+    """Extended-remote: the program killed, `monitor breakpoints` lists nothing (gdb does not
+    remove a killed program's breakpoints); run again, the breakpoint's condition runs in the
+    new process, which stops where it holds, once."""
+    s = Scenario.multi(e2e, PROGRAM)
+    r = s.gdb(s.exec_file, TARGET_EVAL, "set breakpoint always-inserted on", "break main", "run",
+              "break hot if n == 500", "continue", "monitor breakpoints", "kill",
+              "monitor breakpoints", "run", "continue", "monitor breakpoints", "delete", "continue",
+              timeout=120)
+    for i in range(2):
+        assert_in_order(r.of("continue", i), r"Breakpoint 2, hot \(n=500\)")
+        assert_in_order(r.of("monitor breakpoints", 2 * i),
+                        r"Breakpoint at 0x[0-9a-f]+: its condition runs in the program")
+    assert_in_order(r.of("monitor breakpoints", 1), r"No breakpoint has a condition for tpagent")
+    assert_in_order(r.of("continue", 2), EXITED)
