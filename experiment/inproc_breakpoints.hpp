@@ -32,6 +32,12 @@ class InprocBreakpoints {
                  const process::BreakpointCode& code);
     // gdb removed the breakpoint at `addr`.
     void forget(std::uint64_t addr) { outcomes_.erase(addr); }
+    // The program exec'd: its breakpoints and their code went with the old image (gdb puts
+    // the new image's in anew).
+    void forget_image() {
+        outcomes_.clear();
+        placed_.clear();
+    }
     // `monitor breakpoints`: one line per breakpoint with conditions of `inferior`, where they
     // run; none without a program (gdb does not remove a killed program's breakpoints).
     std::vector<std::string> lines(process::Target* inferior) const;

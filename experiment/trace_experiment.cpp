@@ -35,10 +35,17 @@ void TraceExperiment::attach_to(process::Target& inferior) {
     // (the preload survives exec) is looked for at the next tstart.
     inferior.set_exec_handler([this] {
         fast_.forget_image();
+        inproc_breakpoints_.forget_image();
         // The markers and semaphores were the old image's: nothing to lower in the new one.
         raised_semaphores_.clear();
         probed_markers_.clear();
     });
+}
+
+Status TraceExperiment::carry_breakpoint(process::Target& inferior, std::uint64_t addr,
+                                         const process::BreakpointCode& code) {
+    attach_to(inferior);
+    return inproc_breakpoints_.carry(inferior, addr, code);
 }
 
 void TraceExperiment::init() {

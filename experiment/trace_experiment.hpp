@@ -73,6 +73,10 @@ class TraceExperiment {
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
     // gdb's conditional breakpoints evaluated in the program (through the same agent).
     InprocBreakpoints& inproc_breakpoints() { return inproc_breakpoints_; }
+    // InprocBreakpoints::carry, with this experiment told of the program's exec from then on
+    // (which takes the agent and the breakpoint's code with the old image).
+    Status carry_breakpoint(process::Target& inferior, std::uint64_t addr,
+                            const process::BreakpointCode& code);
     // QTEnable / QTDisable.
     Status set_enabled(const trace::TracepointKey& key, bool enabled, process::Target* inferior);
     void set_notes(const protocol::TraceNotes& notes);      // QTNotes

@@ -221,7 +221,7 @@ std::string handle_insert_point(Session& s, std::string_view args) {
         // Its conditions run in the program where they can (the agent is the served
         // program's); else tpagent evaluates them at each stop, as before.
         if (st && !kept.conditions.empty() && &inf == s.inferior()) {
-            if (auto c = s.server().experiment().inproc_breakpoints().carry(inf, bp.addr, kept); c)
+            if (auto c = s.server().experiment().carry_breakpoint(inf, bp.addr, kept); c)
                 spdlog::debug("breakpoint at 0x{:x}: its condition runs in the program", bp.addr);
             else
                 spdlog::debug("breakpoint at 0x{:x}: its condition is evaluated by tpagent: {}",

@@ -183,3 +183,29 @@ def test_a_program_run_again(e2e):
                         r"Breakpoint at 0x[0-9a-f]+: its condition runs in the program")
     assert_in_order(r.of("monitor breakpoints", 1), r"No breakpoint has a condition for tpagent")
     assert_in_order(r.of("continue", 2), EXITED)
+
+
+@pytest.mark.tpagent_only("`monitor breakpoints` is tpagent's")
+def test_a_program_that_execs(e2e):
+    """A breakpoint whose condition runs in the program (never true), then the program execs
+    another, where that breakpoint has no place: `monitor breakpoints` lists nothing of the
+    old image. A conditional breakpoint in the new program runs its condition there, through
+    an agent of the new image, and stops where it holds; the program ends as it would."""
+    target = e2e.program("exec_target")
+    s = Scenario(e2e, "execs", str(target))
+    r = s.gdb(TARGET_EVAL, "set breakpoint always-inserted on", "catch exec", "break main",
+              "break run_it if to_run == 0", "continue", "monitor breakpoints", "continue",
+              "monitor breakpoints", "break target_only if n == 1", "continue",
+              "monitor breakpoints", "continue", "continue")
+    assert_in_order(r.of("continue"), r"Breakpoint 2, main")
+    assert_in_order(r.of("monitor breakpoints"),
+                    r"Breakpoint at 0x[0-9a-f]+: its condition runs in the program")
+    assert_in_order(r.of("continue", 1), r"Catchpoint 1 \(exec'd")
+    assert_in_order(r.of("monitor breakpoints", 1), r"No breakpoint has a condition for tpagent")
+    assert_in_order(r.of("continue", 2), r"Breakpoint 2, main \(\)")
+    assert_in_order(r.of("monitor breakpoints", 2),
+                    r"Breakpoint at 0x[0-9a-f]+: its condition runs in the program")
+    assert len(r.of("monitor breakpoints", 2).strip().splitlines()) == 1, r.of("monitor breakpoints", 2)
+    assert_in_order(r.of("continue", 3), r"Breakpoint 4, target_only \(n=1\)")
+    s.server.wait_for(r"^exec_target: 3$")
+    assert_in_order(r.of("continue", 4), r"exited with code 03")
