@@ -209,3 +209,18 @@ def test_a_program_that_execs(e2e):
     assert_in_order(r.of("continue", 3), r"Breakpoint 4, target_only \(n=1\)")
     s.server.wait_for(r"^exec_target: 3$")
     assert_in_order(r.of("continue", 4), r"exited with code 03")
+
+
+def test_following_the_forked_child(e2e):
+    """`set follow-fork-mode child`: the breakpoint's condition holds in the parent, then in
+    the child gdb follows (the child's copy of the code is the child's to run); the parent,
+    detached, runs to its end with its forked and vforked children exiting with 0."""
+    s = Scenario(e2e, "forks")
+    r = s.gdb(*TO_MAIN, TARGET_EVAL, "set follow-fork-mode child", "break work if x == 2",
+              "continue", "continue", "info inferiors", "continue")
+    assert_in_order(r.of("continue", 1), r"Breakpoint 2, work \(x=2\)")
+    assert_in_order(r.of("continue", 2), r"Detaching after fork from parent process \d+",
+                    r"hit Breakpoint 2, work \(x=2\)")
+    assert_in_order(r.of("info inferiors"), r"\* 2 +process \d+")
+    assert_in_order(r.of("continue", 3), r"\[Inferior 2 \(process \d+\) exited normally\]")
+    s.server.wait_for(r"children: fork 0 vfork 0 parent 30")
