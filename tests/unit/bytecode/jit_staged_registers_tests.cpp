@@ -91,7 +91,7 @@ Outcome check_staged(const Program& p, FakeTarget t) {
         with_block.registers = block.data();
         return mapped.fn()(&with_block, &out);
     };
-    const Outcome reference = interpret(p, t);
+    Outcome reference = interpret(p, t);
     CHECK(run_on(t, staged, false) == reference);
     CHECK(run_on(t, staged, true) == reference);
     return reference;
