@@ -10,8 +10,7 @@ namespace tpagent::experiment {
 Status InprocBreakpoints::carry(process::Target& inferior, std::uint64_t addr,
                                 const process::BreakpointCode& code) {
     if (inferior.pid() != pid_) { // another program, or the same one run again
-        outcomes_.clear();
-        placed_.clear();
+        forget_image();
         pid_ = inferior.pid();
     }
     Status s = try_carry(inferior, addr, code);

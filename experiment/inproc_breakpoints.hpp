@@ -32,8 +32,8 @@ class InprocBreakpoints {
                  const process::BreakpointCode& code);
     // gdb removed the breakpoint at `addr`.
     void forget(std::uint64_t addr) { outcomes_.erase(addr); }
-    // The program exec'd: its breakpoints and their code went with the old image (gdb puts
-    // the new image's in anew).
+    // The program exec'd (or another process is served): its breakpoints and their code went
+    // with the old image (gdb puts the new image's in anew).
     void forget_image() {
         outcomes_.clear();
         placed_.clear();
