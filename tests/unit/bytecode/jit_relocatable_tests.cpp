@@ -7,14 +7,13 @@
 #include "bytecode/runtime.hpp"
 #include "random_program.hpp"
 #include "random_target.hpp"
+#include "relocated_code.hpp"
 #include <Zydis/Zydis.h>
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <optional>
 #include <random>
-#include <sys/mman.h>
-#include <unistd.h>
 
 using namespace tpagent;
 using namespace tpagent::bytecode;
@@ -111,36 +110,6 @@ void check_position_independent(const std::vector<std::uint8_t>& code,
 
 // Where the second copy of the code goes: far from the heap, the libraries and the first.
 void* const kFarHint = reinterpret_cast<void*>(0x5a5a00000000ull);
-
-// `code` copied `shift` bytes into a fresh mapping (written, then made read+execute).
-class Relocated {
-  public:
-    Relocated(const std::vector<std::uint8_t>& code, std::size_t shift, void* hint = nullptr) {
-        const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-        size_ = (shift + code.size() + page - 1) / page * page;
-        void* mem = mmap(hint, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        REQUIRE(mem != MAP_FAILED);
-        mem_ = static_cast<char*>(mem);
-        std::memcpy(mem_ + shift, code.data(), code.size());
-        __builtin___clear_cache(mem_ + shift, mem_ + shift + code.size());
-        REQUIRE(mprotect(mem_, size_, PROT_READ | PROT_EXEC) == 0);
-        fn_ = reinterpret_cast<CompiledFn>(mem_ + shift);
-    }
-    ~Relocated() { munmap(mem_, size_); }
-    Relocated(const Relocated&) = delete;
-    Relocated& operator=(const Relocated&) = delete;
-
-    std::uintptr_t address() const { return reinterpret_cast<std::uintptr_t>(fn_); }
-    Outcome run(const FakeTarget& t, bool window) const {
-        return run_on(
-            t, [&](const Context& c, EvalOut& out) { return fn_(&c, &out); }, window);
-    }
-
-  private:
-    char* mem_ = nullptr;
-    std::size_t size_ = 0;
-    CompiledFn fn_ = nullptr;
-};
 
 // Translates `p` for the wrappers, runs the code from two other mappings, with and without
 // the direct window, and requires the interpreter's outcome each time. Returns that outcome.

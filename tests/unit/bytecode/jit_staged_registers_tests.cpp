@@ -8,11 +8,10 @@
 #include "bytecode/runtime.hpp"
 #include "random_program.hpp"
 #include "random_target.hpp"
+#include "relocated_code.hpp"
 #include <algorithm>
 #include <cstring>
 #include <random>
-#include <sys/mman.h>
-#include <unistd.h>
 
 using namespace tpagent;
 using namespace tpagent::bytecode;
@@ -51,30 +50,6 @@ std::vector<std::uint8_t> stage(FakeTarget& t, const StagedRegisterLayout& layou
     return block;
 }
 
-// The code in an executable mapping of its own.
-class Mapped {
-  public:
-    explicit Mapped(const std::vector<std::uint8_t>& code) {
-        const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-        size_ = (code.size() + page - 1) / page * page;
-        void* mem =
-            mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        REQUIRE(mem != MAP_FAILED);
-        std::memcpy(mem, code.data(), code.size());
-        __builtin___clear_cache(static_cast<char*>(mem), static_cast<char*>(mem) + code.size());
-        REQUIRE(mprotect(mem, size_, PROT_READ | PROT_EXEC) == 0);
-        mem_ = mem;
-    }
-    ~Mapped() { munmap(mem_, size_); }
-    Mapped(const Mapped&) = delete;
-    Mapped& operator=(const Mapped&) = delete;
-    CompiledFn fn() const { return reinterpret_cast<CompiledFn>(mem_); }
-
-  private:
-    void* mem_ = nullptr;
-    std::size_t size_ = 0;
-};
-
 // Compiled with the layout and run on t's staged block (with and without the direct window):
 // the interpreter's outcome, which it returns.
 Outcome check_staged(const Program& p, FakeTarget t) {
@@ -85,15 +60,10 @@ Outcome check_staged(const Program& p, FakeTarget t) {
     auto code = arch::host_compiler_backend().translate(p, helpers, layout);
     INFO((code ? std::string() : code.error().text));
     REQUIRE(code.ok());
-    const Mapped mapped(*code);
-    const auto staged = [&](const Context& c, EvalOut& out) {
-        Context with_block = c;
-        with_block.registers = block.data();
-        return mapped.fn()(&with_block, &out);
-    };
+    const Relocated mapped(*code, 0);
     Outcome reference = interpret(p, t);
-    CHECK(run_on(t, staged, false) == reference);
-    CHECK(run_on(t, staged, true) == reference);
+    CHECK(mapped.run(t, false, block.data()) == reference);
+    CHECK(mapped.run(t, true, block.data()) == reference);
     return reference;
 }
 
