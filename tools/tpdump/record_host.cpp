@@ -78,6 +78,11 @@ bool save_state(const std::string& dir, const StreamState& s) {
     return std::rename(temp.c_str(), path.c_str()) == 0;
 }
 
+Status keep_state(const std::string& dir, const StreamState& s) {
+    if (save_state(dir, s)) return ok_status();
+    return make_error(ErrorCode::SystemError, fmt::format("cannot write {}/{}", dir, kStateFile));
+}
+
 // A board that vanished (powered off, a NAT entry gone) sends no FIN or RST: probes after 10 s
 // of silence, 3 of them 5 s apart, and a 25 s bound on unacknowledged data find it gone, as
 // tpagent finds a host gone.
@@ -291,9 +296,6 @@ Error serve_link(int fd, const std::string& dir, StreamState& state, Folder& fol
     if (!hello) return hello.error();
     if (hello->stream != state.stream) {
         state = begin_stream(dir, hello->stream);
-        if (!save_state(dir, state))
-            return make_error(ErrorCode::SystemError,
-                              fmt::format("cannot write {}/{}", dir, kStateFile));
         say(fmt::format("a new stream ({:x}): its files go on after trace-{:06}.tf", state.stream,
                         state.base));
     }
@@ -303,6 +305,9 @@ Error serve_link(int fd, const std::string& dir, StreamState& state, Folder& fol
                         state.applied + 1, hello->number - 1));
         state.applied = hello->number - 1;
     }
+    // Kept on disk before it is said: the board forgets what the Resume names, and operations
+    // applied on a link cut before their Ack are not in the state file yet.
+    if (auto s = keep_state(dir, state); !s) return s.error();
     if (auto s = write_exact(fd, trace::encode_resume({state.stream, state.applied})); !s)
         return s.error();
     say(fmt::format("streaming from operation {}", state.applied + 1));
@@ -323,9 +328,7 @@ Error serve_link(int fd, const std::string& dir, StreamState& state, Folder& fol
         unacked += trace::kRecordOpHeaderSize + op->length;
         // Kept on disk first, then said: what the board forgets, DIR has.
         if (unacked >= kAckBytes || op->kind == trace::RecordOpKind::End || !readable_now(fd)) {
-            if (!save_state(dir, state))
-                return make_error(ErrorCode::SystemError,
-                                  fmt::format("cannot write {}/{}", dir, kStateFile));
+            if (auto s = keep_state(dir, state); !s) return s.error();
             if (auto s = write_exact(fd, trace::encode_ack(state.applied)); !s) return s.error();
             unacked = 0;
         }
