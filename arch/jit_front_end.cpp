@@ -35,7 +35,11 @@ bool is_divrem(Op op) {
            op == Op::RemUnsigned;
 }
 
-Status check_helpers(const bytecode::Program& program, const bytecode::HelperAddresses& helpers) {
+Status check_helpers(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
+                     const bytecode::FormatAddresses& formats) {
+    if (!formats.empty() && formats.size() != program.formats().size())
+        return make_error(ErrorCode::NotAllowed,
+                          "printf formats placed for another program than this one");
     if (!helpers.printf)
         for (const Insn& in : program.insns())
             if (in.reachable && in.op == Op::Printf)

@@ -59,8 +59,9 @@ bool is_binary(bytecode::Op op);
 bool is_divrem(bytecode::Op op);
 
 // Fails with ErrorCode::Unsupported for a program with a reachable printf when the helpers
-// have none.
-Status check_helpers(const bytecode::Program& program, const bytecode::HelperAddresses& helpers);
+// have none, and with NotAllowed when `formats` is given but not for each format.
+Status check_helpers(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
+                     const bytecode::FormatAddresses& formats);
 
 class FrontEnd {
   public:
@@ -71,13 +72,19 @@ class FrontEnd {
 
   protected:
     FrontEnd(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
-             const bytecode::StagedRegisterLayout& staged)
-        : program_(program), helpers_(helpers), staged_(staged) {}
+             const bytecode::StagedRegisterLayout& staged,
+             const bytecode::FormatAddresses& formats)
+        : program_(program), helpers_(helpers), staged_(staged), formats_(formats) {}
     virtual ~FrontEnd() = default;
 
     // --- for the backends ---
     const bytecode::Program& program() const { return program_; }
     const bytecode::HelperAddresses& helpers() const { return helpers_; }
+    // What printf's code passes the helper as the format of Program::formats()[index].
+    std::uint64_t format_address(std::uint64_t index) const {
+        return formats_.empty() ? reinterpret_cast<std::uintptr_t>(&program_.formats()[index])
+                                : formats_[index];
+    }
     std::vector<Slot>& stack() { return vs_; }
     const std::vector<Slot>& stack() const { return vs_; }
     unsigned depth() const { return static_cast<unsigned>(vs_.size()); }
@@ -169,6 +176,7 @@ class FrontEnd {
     const bytecode::Program& program_;
     const bytecode::HelperAddresses helpers_;
     const bytecode::StagedRegisterLayout staged_;
+    const bytecode::FormatAddresses formats_;
     std::vector<Slot> vs_;
     std::vector<FailExit> fails_;
     std::vector<Jump> jumps_;
@@ -185,9 +193,11 @@ template <typename Translator> class Backend final : public bytecode::CompilerBa
     using CompilerBackend::translate;
     Result<std::vector<std::uint8_t>>
     translate(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
-              const bytecode::StagedRegisterLayout& staged) const override {
-        if (Status checked = check_helpers(program, helpers); !checked) return checked.error();
-        return Translator(program, helpers, staged).run();
+              const bytecode::StagedRegisterLayout& staged,
+              const bytecode::FormatAddresses& formats) const override {
+        if (Status checked = check_helpers(program, helpers, formats); !checked)
+            return checked.error();
+        return Translator(program, helpers, staged, formats).run();
     }
 
   private:

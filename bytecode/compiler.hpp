@@ -38,6 +38,12 @@ struct StagedRegister {
 };
 using StagedRegisterLayout = std::vector<StagedRegister>;
 
+// Where each of a program's printf formats (Program::formats(), by index) lies flattened
+// (bytecode/printf_flat.hpp) in the process that runs the code, whose helpers.printf then
+// takes a FlatFormat, as rt::printf_flat does. Empty: helpers.printf is rt::printf's like,
+// given this process's PrintfFormat.
+using FormatAddresses = std::vector<std::uint64_t>;
+
 class CompilerBackend {
   public:
     virtual ~CompilerBackend() = default;
@@ -51,17 +57,23 @@ class CompilerBackend {
     // given and its own stack.
     //
     // The one exception is printf: its code embeds the address of `program`'s format (in
-    // this process), so compile() keeps that Program alive as long as the code. With
-    // helpers.printf == 0, programs with a reachable printf fail with ErrorCode::Unsupported.
+    // this process, so compile() keeps that Program alive as long as the code), or the one
+    // `formats` gives. With helpers.printf == 0, programs with a reachable printf fail with
+    // ErrorCode::Unsupported.
     //
     // With a non-empty `staged` layout, the code reads the registers it lists from
     // Context::registers, which must then be set wherever it runs.
     virtual Result<std::vector<std::uint8_t>>
     translate(const Program& program, const HelperAddresses& helpers,
-              const StagedRegisterLayout& staged) const = 0;
+              const StagedRegisterLayout& staged, const FormatAddresses& formats) const = 0;
+    Result<std::vector<std::uint8_t>> translate(const Program& program,
+                                                const HelperAddresses& helpers,
+                                                const StagedRegisterLayout& staged) const {
+        return translate(program, helpers, staged, {});
+    }
     Result<std::vector<std::uint8_t>> translate(const Program& program,
                                                 const HelperAddresses& helpers) const {
-        return translate(program, helpers, {});
+        return translate(program, helpers, {}, {});
     }
     // The same, calling this process's helpers.
     Result<std::vector<std::uint8_t>> translate(const Program& program) const {

@@ -109,6 +109,34 @@ HelperResult tracenz(const Context* c, EvalOut* out, std::uint64_t addr, std::ui
     return trace(c, out, addr, n);
 }
 
+namespace {
+
+// %s's argument: the string at `v` (NUL excluded, at most `precision` bytes when given) into
+// str, which holds kMaxPrintfString + 1 bytes; a null pointer prints "(null)".
+bool string_argument(const Context* c, EvalOut* out, std::uint64_t v, int precision, char* str,
+                     std::size_t& len) {
+    if (v == 0) {
+        std::memcpy(str, "(null)", 7);
+        len = 6;
+        return true;
+    }
+    std::uint64_t max = kMaxPrintfString, fault = 0, n = 0;
+    if (precision >= 0) max = std::min<std::uint64_t>(max, precision);
+    if (!string_length(c, v, max, n, fault)) {
+        out->fault_address = fault;
+        return false;
+    }
+    if (n > 0 && !read_bytes(c, v, str, n)) {
+        out->fault_address = v;
+        return false;
+    }
+    len = n > 0 && str[n - 1] == '\0' ? n - 1 : n; // (no strlen in the agent)
+    str[len] = '\0';
+    return true;
+}
+
+} // namespace
+
 HelperResult printf(const Context* c, EvalOut* out, const PrintfFormat* format,
                     const std::uint64_t* args) {
     char text[kMaxPrintfOutput];
@@ -144,17 +172,9 @@ HelperResult printf(const Context* c, EvalOut* out, const PrintfFormat* format,
             break;
         case ArgKind::String: {
             char str[kMaxPrintfString + 1];
-            if (v == 0) {
-                std::strcpy(str, "(null)");
-            } else {
-                std::uint64_t max = kMaxPrintfString, len = 0, fault = 0;
-                if (piece.precision >= 0) max = std::min<std::uint64_t>(max, piece.precision);
-                if (!string_length(c, v, max, len, fault))
-                    return fail(out, EvalStatus::MemoryError, fault);
-                if (len > 0 && !read_bytes(c, v, str, len))
-                    return fail(out, EvalStatus::MemoryError, v);
-                str[len] = '\0';
-            }
+            std::size_t len = 0;
+            if (!string_argument(c, out, v, piece.precision, str, len))
+                return {0, static_cast<std::uint64_t>(EvalStatus::MemoryError)};
             n = std::snprintf(field, sizeof field, piece.spec.c_str(), str);
             break;
         }
@@ -162,6 +182,32 @@ HelperResult printf(const Context* c, EvalOut* out, const PrintfFormat* format,
         if (n > 0) append(field, std::min<std::size_t>(n, sizeof field - 1));
     }
     if (!c->print || !c->print(c->user, text, used)) return fail(out, EvalStatus::PrintError, 0);
+    return ok(0);
+}
+
+HelperResult printf_flat(const Context* c, EvalOut* out, const FlatFormat* format,
+                         const std::uint64_t* args) {
+    char text[kMaxPrintfOutput];
+    FlatOutput o{text, sizeof text};
+    unsigned next = 0;
+    const FlatPiece* pieces = flat_pieces(format);
+    for (std::uint32_t i = 0; i < format->piece_count; ++i) {
+        const FlatPiece& piece = pieces[i];
+        o.put(flat_literal(format, piece), piece.literal_size);
+        if (!piece.has_arg) continue;
+        const std::uint64_t v = args[next++];
+        if (piece.kind != ArgKind::String) {
+            render_number(piece, v, o);
+            continue;
+        }
+        char str[kMaxPrintfString + 1];
+        std::size_t len = 0;
+        if (!string_argument(c, out, v, piece.precision, str, len))
+            return {0, static_cast<std::uint64_t>(EvalStatus::MemoryError)};
+        if (piece.precision >= 0) len = std::min<std::size_t>(len, piece.precision);
+        render_text(piece, str, len, o);
+    }
+    if (!c->print || !c->print(c->user, text, o.used)) return fail(out, EvalStatus::PrintError, 0);
     return ok(0);
 }
 

@@ -5,6 +5,7 @@
 // out->fault_address; the caller sets out->fault_offset.
 #pragma once
 #include "bytecode/context.hpp"
+#include "bytecode/printf_flat.hpp"
 #include <cstdint>
 #include <cstring>
 
@@ -35,5 +36,9 @@ HelperResult tracenz(const Context* c, EvalOut* out, std::uint64_t addr, std::ui
 // args[0] is the first printf argument.
 HelperResult printf(const Context* c, EvalOut* out, const PrintfFormat* format,
                     const std::uint64_t* args);
+// The same for a flattened format, with no C library (the in-process agent's printf, whose
+// compiled code passes the format's copy in the program).
+HelperResult printf_flat(const Context* c, EvalOut* out, const FlatFormat* format,
+                         const std::uint64_t* args);
 
 } // namespace tpagent::bytecode::rt

@@ -79,8 +79,9 @@ enum Fix : unsigned { kFixB, kFixBCond, kFixCbz };
 class Translator final : public jit::FrontEnd {
   public:
     Translator(const bytecode::Program& p, const bytecode::HelperAddresses& helpers,
-               const bytecode::StagedRegisterLayout& staged)
-        : FrontEnd(p, helpers, staged), e_(0) {}
+               const bytecode::StagedRegisterLayout& staged,
+               const bytecode::FormatAddresses& formats)
+        : FrontEnd(p, helpers, staged, formats), e_(0) {}
 
   private:
     // --- homes ---
@@ -325,7 +326,7 @@ void Translator::emit_printf(const Insn& insn) {
         load(d - 3 - k, kA);
         e_.put(str_x(kA, kSp, 8 * k));
     }
-    e_.move_wide(2, reinterpret_cast<std::uintptr_t>(&program().formats()[insn.imm]));
+    e_.move_wide(2, format_address(insn.imm));
     e_.put(add_imm(3, kSp, 0));
     call(helpers().printf);
     if (block) e_.put(add_imm(kSp, kSp, block)), sp_delta_ -= block;

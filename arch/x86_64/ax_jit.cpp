@@ -68,8 +68,9 @@ constexpr Compare kCompares[] = {{Op::Equal, E}, {Op::LessSigned, L}, {Op::LessU
 class Translator final : public jit::FrontEnd {
   public:
     Translator(const Program& p, const HelperAddresses& helpers,
-               const bytecode::StagedRegisterLayout& staged)
-        : FrontEnd(p, helpers, staged) {}
+               const bytecode::StagedRegisterLayout& staged,
+               const bytecode::FormatAddresses& formats)
+        : FrontEnd(p, helpers, staged, formats) {}
 
   private:
     // --- stack entry homes ---
@@ -475,7 +476,7 @@ void Translator::emit_printf(const Insn& insn) {
         rsp_delta_ += 8;
     }
     a_.mov(RCX, RSP);
-    a_.mov_imm(RDX, reinterpret_cast<std::uintptr_t>(&program().formats()[insn.imm]));
+    a_.mov_imm(RDX, format_address(insn.imm));
     a_.mov_imm(RAX, helpers().printf);
     a_.call(RAX);
     const std::int32_t drop = static_cast<std::int32_t>(8 * n) + pad;
