@@ -291,6 +291,9 @@ class Architecture {
     virtual void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                              std::uint64_t pc) const = 0;
     virtual std::int64_t syscall_result(const RegisterSnapshot& s) const = 0;
+    // The first integer argument of a call, as the thread's registers hold it on entry (what
+    // the in-process agent passes its traps).
+    virtual std::uint64_t first_argument(const RegisterSnapshot& s) const = 0;
     // The system call a thread stopped inside one is making (x86-64: orig_rax; arm64: the
     // kernel's syscallno), -1 if none.
     virtual long syscall_number(const RegisterSnapshot& s) const = 0;

@@ -72,8 +72,7 @@ class FrontEnd {
 
   protected:
     FrontEnd(const bytecode::Program& program, const bytecode::HelperAddresses& helpers,
-             const bytecode::StagedRegisterLayout& staged,
-             const bytecode::FormatAddresses& formats)
+             const bytecode::StagedRegisterLayout& staged, const bytecode::FormatAddresses& formats)
         : program_(program), helpers_(helpers), staged_(staged), formats_(formats) {}
     virtual ~FrontEnd() = default;
 

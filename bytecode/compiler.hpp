@@ -63,9 +63,10 @@ class CompilerBackend {
     //
     // With a non-empty `staged` layout, the code reads the registers it lists from
     // Context::registers, which must then be set wherever it runs.
-    virtual Result<std::vector<std::uint8_t>>
-    translate(const Program& program, const HelperAddresses& helpers,
-              const StagedRegisterLayout& staged, const FormatAddresses& formats) const = 0;
+    virtual Result<std::vector<std::uint8_t>> translate(const Program& program,
+                                                        const HelperAddresses& helpers,
+                                                        const StagedRegisterLayout& staged,
+                                                        const FormatAddresses& formats) const = 0;
     Result<std::vector<std::uint8_t>> translate(const Program& program,
                                                 const HelperAddresses& helpers,
                                                 const StagedRegisterLayout& staged) const {

@@ -108,10 +108,10 @@ inline void render_number(const FlatPiece& piece, std::uint64_t value, FlatOutpu
         else if (piece.flags & kFlagSpace)
             sign = ' ';
     }
-    const unsigned base = piece.conv == 'o' ? 8 : piece.conv == 'x' || piece.conv == 'X' ||
-                                                          piece.kind == ArgKind::Pointer
-                                                      ? 16
-                                                      : 10;
+    const unsigned base = piece.conv == 'o' ? 8
+                          : piece.conv == 'x' || piece.conv == 'X' || piece.kind == ArgKind::Pointer
+                              ? 16
+                              : 10;
     const char* digit_set = piece.conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
     char digits[24];
     std::size_t n = 0;

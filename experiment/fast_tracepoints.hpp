@@ -108,6 +108,8 @@ class FastTracepoints {
     void discard_frames();
     // Whether the agent in use is process `pid`'s, and letting it go (after discard_frames).
     bool agent_of(pid_t pid) const { return shared_ && shared_->pid() == pid; }
+    // The agent in use (agent_of tells whose), or null.
+    SharedBuffer* agent() const { return shared_.get(); }
     void close_agent() { shared_.reset(); }
     // "fast tracepoint N at 0xADDR" (all the numbers there, when several): errors name them.
     std::string site_name(std::uint64_t addr) const;

@@ -88,8 +88,9 @@ inline std::size_t safe_read_in_line(void* dst, std::uint64_t addr, std::size_t 
 } // namespace tpagent::inproc
 
 // A conditional breakpoint's condition held (breakpoint_hit.cpp): the trap tpagent takes,
-// `record` (its BreakpointRecord) still in the first argument register. With no tracer, the
-// agent's SIGTRAP handler steps over it (orphan_traps.cpp).
+// `record` (its BreakpointRecord) still in the first argument register; 0: a dprintf found
+// the ring of lines full (tpagent empties it). With no tracer, the agent's SIGTRAP handler
+// steps over it (orphan_traps.cpp).
 extern "C" void tpagent_breakpoint_trap(std::uint64_t record);
 
 // What the pad of a gdb breakpoint evaluated in the program calls (breakpoint_hit.cpp).

@@ -36,7 +36,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 14;
+inline constexpr std::uint32_t kVersion = 15;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -57,6 +57,8 @@ inline constexpr std::size_t kMaxChunks = kChunkAreaBytes / kMinChunkBytes;
 inline constexpr std::size_t kSealedOffset = 3u << 20;
 // Threads that took a slot this run (a hit-counter row): who, and whether inside a collector.
 inline constexpr std::size_t kThreadSlotsOffset = kSealedOffset + (256u << 10);
+// Lines gdb's agent-style dprintfs print in the program (PrintRing), after the thread slots.
+inline constexpr std::size_t kPrintRingOffset = kThreadSlotsOffset + (32u << 10);
 // Hit counters: one row per thread (slot), one column per tracepoint record.
 inline constexpr std::size_t kCountersOffset = 4u << 20;
 inline constexpr std::size_t kMaxThreadSlots = 256;
@@ -111,7 +113,8 @@ struct Header {
     std::uint32_t shared_buffer_bytes;
     std::uint64_t shared_buffer_address; // where the library mapped the shared buffer
     std::uint64_t collector;             // tpagent_inproc_collect
-    // The library's rt:: helpers, for expressions compiled to run in the program (printf 0).
+    // The library's rt:: helpers, for expressions compiled to run in the program; printf is
+    // rt::printf_flat, given formats placed in the program (bytecode::FormatAddresses).
     bytecode::HelperAddresses helpers;
     // 1: the collector and everything it calls use only general registers, so a pad need not
     // save the vector/FP state.
@@ -303,19 +306,63 @@ struct TracepointRecord {
 };
 static_assert(sizeof(TracepointRecord) == 128); // a power of two: an index is a shift
 
-// A gdb breakpoint whose conditions run in the program (Z0 with `;X`): written by tpagent
-// into pad memory next to its pad, not into the shared buffer, whose configuration each trace
-// run rewrites. The pad passes its address to tpagent_inproc_break, which runs the compiled
-// conditions (any one true, or one that fails, stops the thread at tpagent_breakpoint_trap).
-inline constexpr std::uint64_t kBreakpointMagic = 0x3170626e69707474; // "ttpinbp1"
+// A gdb breakpoint whose conditions and commands run in the program (Z0 with `;X` and
+// `;cmds:`): written by tpagent into pad memory next to its pad, not into the shared buffer,
+// whose configuration each trace run rewrites. The pad passes its address to
+// tpagent_inproc_break, which runs the compiled conditions: none, any one true, or one that
+// fails, and either the commands run (agent-style dprintf: their lines go to the PrintRing,
+// and gdb never sees the hit, as with tpagent's own evaluation) or, with no commands, the
+// thread stops at tpagent_breakpoint_trap.
+inline constexpr std::uint64_t kBreakpointMagic = 0x3270626e69707474; // "ttpinbp2"
 inline constexpr std::size_t kMaxBreakpointConditions = 8;
+inline constexpr std::size_t kMaxBreakpointCommands = 4;
 struct BreakpointRecord {
     std::uint64_t magic;
     std::uint64_t address;         // the breakpoint's
     std::uint32_t condition_count; // compiled (bytecode::CompiledFn) at `conditions`
-    std::uint32_t complete_block;  // 1: a condition reads registers the pad leaves out
+    std::uint32_t complete_block;  // 1: a condition or command reads registers the pad leaves out
     std::uint64_t conditions[kMaxBreakpointConditions];
+    std::uint32_t command_count; // compiled at `commands`, their printf formats placed for them
+    std::uint32_t reserved;
+    std::uint64_t commands[kMaxBreakpointCommands];
 };
+
+// The lines of agent-style dprintfs run in the program (BreakpointRecord::commands), for
+// tpagent to print where it prints the dprintfs it runs itself. Program threads write, tpagent
+// reads, in the order of their sequence numbers: a writer takes number `taken` while fewer
+// than kPrintSlots lines are unread (taken - read), writes slot (number % kPrintSlots), then
+// stores number + 1 in its `published` (release); tpagent reads slots up to the first not yet
+// published and then advances `read`. A writer that finds the ring full stops at
+// tpagent_breakpoint_trap with no record, and tpagent empties the ring before it goes on
+// (again while other threads fill it); a line for which tpagent read nothing several times
+// running (no tracer) is not written and is counted in `dropped`, which tpagent says. Survives
+// trace runs: not configuration.
+inline constexpr std::size_t kPrintSlots = 256;
+inline constexpr std::size_t kPrintSlotBytes = 2048;
+struct PrintRing {
+    alignas(64) std::atomic<std::uint64_t> taken;
+    alignas(64) std::atomic<std::uint64_t> read;
+    std::atomic<std::uint64_t> dropped;
+    std::atomic<std::uint64_t> waits; // writers that found it full and stopped for tpagent
+};
+struct PrintSlot {
+    std::atomic<std::uint64_t> published; // the line's sequence number + 1, once whole
+    std::uint64_t breakpoint;             // the dprintf's address
+    // 0: `text` holds `length` bytes; else the command failed (a bytecode::EvalStatus), at
+    // fault_offset, on fault_address, and printed nothing.
+    std::uint32_t status;
+    std::uint32_t length;
+    std::uint32_t fault_offset;
+    std::uint32_t reserved;
+    std::uint64_t fault_address;
+    char text[kPrintSlotBytes - 40];
+};
+static_assert(sizeof(PrintSlot) == kPrintSlotBytes);
+inline constexpr std::size_t kPrintSlotsOffset = kPrintRingOffset + 4096;
+static_assert(sizeof(PrintRing) <= 4096);
+static_assert(kPrintSlotsOffset + kPrintSlots * kPrintSlotBytes <= kCountersOffset);
+static_assert(kThreadSlotsOffset + kMaxThreadSlots * 64 <= kPrintRingOffset);
+static_assert(sizeof(PrintSlot::text) >= bytecode::kMaxPrintfOutput);
 
 // Offsets -> pointers in whichever process maps the shared buffer.
 template <class T> T* at(void* shared, std::uint64_t offset) {
@@ -333,6 +380,12 @@ inline std::uint32_t frame_register_bytes(const Header& h) {
 }
 inline std::size_t chunk_payload(const Header& h) {
     return h.chunk_bytes - kChunkHeaderBytes;
+}
+inline PrintRing* print_ring(void* shared) {
+    return at<PrintRing>(shared, kPrintRingOffset);
+}
+inline PrintSlot* print_slot(void* shared, std::uint64_t number) {
+    return at<PrintSlot>(shared, kPrintSlotsOffset) + number % kPrintSlots;
 }
 inline std::atomic<std::uint64_t>* sealed_ring(void* shared) {
     return at<std::atomic<std::uint64_t>>(shared, kSealedOffset);

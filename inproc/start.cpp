@@ -54,7 +54,8 @@ bool start_agent() {
         .tracev = address_of(&rt::tracev),
         .trace = address_of(&rt::trace),
         .tracenz = address_of(&rt::tracenz),
-        .printf = 0, // no printf in the program: it would need the C library's stdio
+        // From formats tpagent flattens into the program: no C library (agent-style dprintf).
+        .printf = address_of(&rt::printf_flat),
     };
     h->general_registers_only = 1;
     h->copy_begin = reinterpret_cast<std::uint64_t>(tpagent_copy_begin);

@@ -44,6 +44,10 @@ class DebugPoints {
     // Where breakpoint commands print (printf of an agent expression), one call per printf.
     using CommandOutput = std::function<void(std::string_view)>;
     virtual void set_command_output(CommandOutput output) = 0;
+    // Carried commands print into the agent's ring; a thread that finds it full stops for
+    // tpagent, which calls this to empty it, and then goes on.
+    using RingReader = std::function<void()>;
+    virtual void set_ring_reader(RingReader reader) = 0;
     // A breakpoint whose commands are to go on after gdb detaches.
     virtual bool persistent_commands() const = 0;
 

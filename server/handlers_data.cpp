@@ -218,14 +218,17 @@ std::string handle_insert_point(Session& s, std::string_view args) {
             auto moved = s.server().experiment().trap_instead_of_jump(inf, bp.addr);
             if (moved && *moved) st = inf.debug_points().insert_breakpoint(bp.addr, kept);
         }
-        // Its conditions run in the program where they can (the agent is the served
-        // program's); else tpagent evaluates them at each stop, as before.
-        if (st && !kept.conditions.empty() && &inf == s.inferior()) {
-            if (auto c = s.server().experiment().carry_breakpoint(inf, bp.addr, kept); c)
-                spdlog::debug("breakpoint at 0x{:x}: its condition runs in the program", bp.addr);
-            else
-                spdlog::debug("breakpoint at 0x{:x}: its condition is evaluated by tpagent: {}",
-                              bp.addr, c.error().text);
+        // Its conditions and commands run in the program where they can (the agent is the
+        // served program's); else tpagent evaluates them at each stop, as before.
+        if (st && !kept.empty() && &inf == s.inferior()) {
+            const char* what = kept.commands.empty() ? "condition" : "code";
+            if (auto c = s.server().experiment().carry_breakpoint(inf, bp.addr, kept); c) {
+                spdlog::debug("breakpoint at 0x{:x}: its {} runs in the program", bp.addr, what);
+                s.server().watch_agent_lines();
+            } else {
+                spdlog::debug("breakpoint at 0x{:x}: its {} is evaluated by tpagent: {}", bp.addr,
+                              what, c.error().text);
+            }
         }
         return st;
     });

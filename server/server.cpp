@@ -130,8 +130,8 @@ TargetFactory linux_targets() {
 
 Server::Server(asio::io_context& io, ServerOptions options, TargetFactory targets)
     : io_(io), options_(std::move(options)), targets_(std::move(targets)), child_events_(io),
-      trace_poll_timer_(io), record_timer_(io), snapshot_timer_(io), snapshot_signal_(io, SIGUSR1),
-      experiment_(arch::host_architecture()) {
+      trace_poll_timer_(io), record_timer_(io), agent_lines_timer_(io), snapshot_timer_(io),
+      snapshot_signal_(io, SIGUSR1), experiment_(arch::host_architecture()) {
     experiment_.set_recording(options_.record_dir || options_.record_host);
     experiment_.set_make_room([this] {
         if (recorder_) recorder_->poll(experiment_);
@@ -192,17 +192,16 @@ std::string program_path(const std::string& name) {
 }
 } // namespace
 
-void Server::apply_gdb_settings(process::Target& program) const {
+void Server::apply_gdb_settings(process::Target& program) {
     program.set_pass_signals(pass_signals_);
     program.set_catch_syscalls(catch_syscalls_);
     program.set_event_reports(event_reports_);
-    // Breakpoint commands (agent-style dprintf) print where gdbserver's do, on standard output
-    // (standard error when that carries the protocol).
-    program.debug_points().set_command_output([stdio = stdio_transport()](std::string_view text) {
-        std::FILE* out = stdio ? stderr : stdout;
-        std::fwrite(text.data(), 1, text.size(), out);
-        std::fflush(out);
+    // After what the program printed itself before this hit.
+    program.debug_points().set_command_output([this](std::string_view text) {
+        take_agent_lines();
+        write_command_output(text);
     });
+    program.debug_points().set_ring_reader([this] { take_agent_lines(); });
     if (auto m = program.set_non_stop(non_stop_); !m)
         spdlog::warn("non-stop mode: {}", m.error().text);
 }
@@ -374,6 +373,7 @@ void Server::pump_events() {
 }
 
 void Server::on_inferior_event(const process::StopEvent& ev) {
+    take_agent_lines(); // what the program printed before it stopped or ended
     if (ev.kind == process::StopEvent::Kind::Exited) {
         fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
     } else if (ev.kind == process::StopEvent::Kind::Killed) {
@@ -610,6 +610,8 @@ void Server::shutdown() {
     trace_poll_timer_.cancel();
     end_recording();
     record_timer_.cancel();
+    take_agent_lines();
+    agent_lines_timer_.cancel();
     snapshot_timer_.cancel();
     snapshot_signal_.cancel();
     if (record_stream_ && record_stream_->undelivered())

@@ -160,7 +160,12 @@ class Server {
     bool non_stop() const { return non_stop_; }
     void set_non_stop(bool on) { non_stop_ = on; }
     // Gives the program what gdb asked of every program (the four above).
-    void apply_gdb_settings(process::Target& program) const;
+    void apply_gdb_settings(process::Target& program);
+    // Agent-style dprintfs that run in the program (server/agent_lines.cpp): their lines are
+    // printed, as those tpagent runs itself are, by a timer while the program may print more
+    // (armed here after a breakpoint is carried into it), and before each event and each line
+    // tpagent prints itself, so that they come in order.
+    void watch_agent_lines();
 
     // `monitor set btrace-method`: how the software branch recorder runs a recorded thread.
     process::BranchStepMethod branch_step_method() const { return branch_step_method_; }
@@ -208,6 +213,12 @@ class Server {
     bool trace_poll_armed_ = false;
     boost::asio::steady_timer record_timer_;
     bool record_poll_armed_ = false;
+    boost::asio::steady_timer agent_lines_timer_;
+    bool agent_lines_armed_ = false;
+    // The lines the program printed so far; whether it may print more.
+    bool take_agent_lines();
+    // Where breakpoint commands (agent-style dprintf) print: where gdbserver's do.
+    void write_command_output(std::string_view text) const;
     std::optional<experiment::TraceRecorder> recorder_;
     std::uint64_t recorded_run_ = 0; // the run recorder_ records (TraceExperiment::runs)
     // --record-host: the stream the recorder writes into, for the whole of tpagent's life.

@@ -180,6 +180,9 @@ void Aarch64Architecture::set_syscall(RegisterSnapshot& s, long number,
 std::int64_t Aarch64Architecture::syscall_result(const RegisterSnapshot& s) const {
     return static_cast<std::int64_t>(x(s, 0));
 }
+std::uint64_t Aarch64Architecture::first_argument(const RegisterSnapshot& s) const {
+    return x(s, 0);
+}
 long Aarch64Architecture::syscall_number(const RegisterSnapshot& s) const {
     std::int32_t number = -1;
     if (s.gpr.size() >= kSyscallNoOffset + sizeof number)

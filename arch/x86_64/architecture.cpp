@@ -131,6 +131,10 @@ std::int64_t X86_64Architecture::syscall_result(const RegisterSnapshot& s) const
     return static_cast<std::int64_t>(gpr_field(s, offsetof(user_regs_struct, rax)));
 }
 
+std::uint64_t X86_64Architecture::first_argument(const RegisterSnapshot& s) const {
+    return gpr_field(s, offsetof(user_regs_struct, rdi));
+}
+
 long X86_64Architecture::syscall_number(const RegisterSnapshot& s) const {
     return static_cast<long>(gpr_field(s, offsetof(user_regs_struct, orig_rax)));
 }

@@ -87,6 +87,7 @@ class X86_64Architecture final : public Architecture {
     void set_syscall(RegisterSnapshot& s, long number, std::span<const std::uint64_t> args,
                      std::uint64_t pc) const override;
     std::int64_t syscall_result(const RegisterSnapshot& s) const override;
+    std::uint64_t first_argument(const RegisterSnapshot& s) const override;
     long syscall_number(const RegisterSnapshot& s) const override;
     std::vector<std::uint8_t> set_call(RegisterSnapshot& s, std::uint64_t function,
                                        std::span<const std::uint64_t> args, std::uint64_t stack,

@@ -30,6 +30,10 @@ class LinuxDebugPoints final : public DebugPoints {
                             arch::FastPadOptions options) override;
     bool carried(std::uint64_t addr) const override { return memory_.carried(addr); }
     void set_command_output(CommandOutput output) override { output_ = std::move(output); }
+    void set_ring_reader(RingReader reader) override { ring_reader_ = std::move(reader); }
+    void read_ring() const {
+        if (ring_reader_) ring_reader_();
+    }
     bool persistent_commands() const override;
 
     // A thread stopped by gdb's breakpoint at `addr` (its pc rewound there), a software one
@@ -69,6 +73,7 @@ class LinuxDebugPoints final : public DebugPoints {
     std::map<std::uint64_t, BreakpointCode> hw_code_; // hardware ones (Z1) likewise
     std::set<std::uint64_t> hw_breakpoints_;          // the Z1s in the debug registers
     CommandOutput output_;
+    RingReader ring_reader_;
 };
 
 } // namespace tpagent::process

@@ -192,7 +192,11 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
         auto s = process_.registers(tid);
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
-        if (!has_event && at_breakpoint_trap(pc)) {
+        // A dprintf that found the agent's ring full (no record): past its trap it tries once
+        // more and, the ring still full, counts its line lost.
+        const bool ring_full = at_breakpoint_trap(pc) && arch_.first_argument(**s) == 0;
+        if (ring_full) skip_breakpoint_trap(tid);
+        if (!has_event && !ring_full && at_breakpoint_trap(pc)) {
             // A breakpoint's condition held on the way out: the thread stops at it, the hit
             // its event.
             const auto site = leave_breakpoint_entry(tid, t);

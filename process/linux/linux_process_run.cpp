@@ -500,8 +500,15 @@ std::optional<StopEvent> LinuxProcess::handle_syscall_stop(pid_t tid, LinuxThrea
 std::optional<StopEvent> LinuxProcess::handle_trap(pid_t tid, LinuxThread& t) {
     if (fast_sites_.has_breakpoint_trap())
         if (auto s = registers_.snapshot(tid, false);
-            s && fast_sites_.at_breakpoint_trap(arch_.pc(**s)))
-            return breakpoint_condition_held(tid, t);
+            s && fast_sites_.at_breakpoint_trap(arch_.pc(**s))) {
+            if (arch_.first_argument(**s) != 0) return breakpoint_condition_held(tid, t);
+            // (No record: a dprintf found the agent's ring of lines full. Emptied, the thread
+            // goes on and writes its line.)
+            debug_points_.read_ring();
+            fast_sites_.skip_breakpoint_trap(tid);
+            continue_after_stop(tid, t, t.kernel.stepping());
+            return finish_stop_all();
+        }
     siginfo_t info{};
     // A thread that is not being stepped and stopped just past a site executed its breakpoint:
     // the common tracepoint hit needs no PTRACE_GETSIGINFO.

@@ -15,7 +15,7 @@ class RecordingBackend final : public jit::FrontEnd {
   public:
     RecordingBackend(const bytecode::Program& p, const bytecode::HelperAddresses& h,
                      const bytecode::StagedRegisterLayout& staged = {})
-        : FrontEnd(p, h, staged) {}
+        : FrontEnd(p, h, staged, {}) {}
     std::vector<std::string> log;
     std::vector<std::size_t> label_positions;
     std::vector<std::pair<std::size_t, std::size_t>> patches; // site -> where it lands

@@ -35,11 +35,13 @@ std::string printed_by(const FakeTarget& target, const PrintfFormat& format,
     const std::vector<std::uint8_t> block = flatten(format);
     std::vector<std::uint64_t> aligned((block.size() + 7) / 8);
     std::memcpy(aligned.data(), block.data(), block.size());
-    const auto r = flat ? rt::printf_flat(&c, &out, reinterpret_cast<const FlatFormat*>(aligned.data()),
-                                          args.data())
-                        : rt::printf(&c, &out, &format, args.data());
-    if (r.status != 0) return "<failed " + std::to_string(r.status) + " at " +
-                              std::to_string(out.fault_address) + ">";
+    const auto r =
+        flat ? rt::printf_flat(&c, &out, reinterpret_cast<const FlatFormat*>(aligned.data()),
+                               args.data())
+             : rt::printf(&c, &out, &format, args.data());
+    if (r.status != 0)
+        return "<failed " + std::to_string(r.status) + " at " + std::to_string(out.fault_address) +
+               ">";
     return t.printed;
 }
 

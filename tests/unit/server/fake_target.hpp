@@ -49,6 +49,7 @@ class FakeDebugPoints final : public process::DebugPoints {
     }
     std::map<std::uint64_t, process::BreakpointCode> codes;
     void set_command_output(CommandOutput) override {}
+    void set_ring_reader(RingReader) override {}
     bool persistent_commands() const override {
         for (const auto& [addr, code] : codes)
             if (code.persist && !code.commands.empty()) return true;

@@ -1,0 +1,37 @@
+// The lines of agent-style dprintfs that run in the program (experiment/inproc_breakpoints.hpp):
+// the program's threads leave them in the shared buffer's ring, and tpagent prints them.
+#include "server/server.hpp"
+#include <chrono>
+#include <cstdio>
+
+namespace tpagent::server {
+
+namespace {
+// How often the ring is read while a dprintf may print: it holds inproc::kPrintSlots lines,
+// so a program printing faster than that many per interval loses lines (counted, and said).
+constexpr std::chrono::milliseconds kAgentLinesInterval{20};
+} // namespace
+
+void Server::write_command_output(std::string_view text) const {
+    // As gdbserver: standard output, standard error when that carries the protocol.
+    std::FILE* out = stdio_transport() ? stderr : stdout;
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fflush(out);
+}
+
+bool Server::take_agent_lines() {
+    return experiment_.inproc_breakpoints().take_printed(
+        [this](std::string_view text) { write_command_output(text); });
+}
+
+void Server::watch_agent_lines() {
+    if (agent_lines_armed_ || !take_agent_lines()) return;
+    agent_lines_armed_ = true;
+    agent_lines_timer_.expires_after(kAgentLinesInterval);
+    agent_lines_timer_.async_wait([this](const boost::system::error_code& ec) {
+        agent_lines_armed_ = false;
+        if (!ec) watch_agent_lines();
+    });
+}
+
+} // namespace tpagent::server
