@@ -2,6 +2,7 @@
 #include "arch/compiler_backend.hpp"
 #include "bytecode/printf_flat.hpp"
 #include "experiment/shared_buffer.hpp"
+#include "inproc/print_ring.hpp"
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
@@ -52,26 +53,20 @@ std::vector<std::string> InprocBreakpoints::lines(process::Target* inferior) con
 bool InprocBreakpoints::take_printed(const LineSink& print) {
     if (!commands_carried_ || !fast_.agent_of(pid_)) return false;
     void* shared = fast_.agent()->local();
-    inproc::PrintRing* ring = inproc::print_ring(shared);
-    std::uint64_t number = ring->read.load(std::memory_order_relaxed);
-    const std::uint64_t taken = ring->taken.load(std::memory_order_acquire);
-    for (; number != taken; ++number) {
-        const inproc::PrintSlot* slot = inproc::print_slot(shared, number);
-        // Taken but not yet whole (its writer is between the two): the rest waits for it.
-        if (slot->published.load(std::memory_order_acquire) != number + 1) break;
-        const auto status = static_cast<bytecode::EvalStatus>(slot->status);
+    inproc::read_print_ring(shared, [&](const inproc::PrintSlot& slot) {
+        const auto status = static_cast<bytecode::EvalStatus>(slot.status);
         if (status == bytecode::EvalStatus::Ok) {
-            print(std::string_view(slot->text,
-                                   std::min<std::size_t>(slot->length, sizeof slot->text)));
+            print(
+                std::string_view(slot.text, std::min<std::size_t>(slot.length, sizeof slot.text)));
             ++printed_;
-        } else {
-            spdlog::warn("command of the breakpoint at 0x{:x}, in the program: {} at offset {} "
-                         "(0x{:x})",
-                         slot->breakpoint, bytecode::to_string(status), slot->fault_offset,
-                         slot->fault_address);
+            return;
         }
-        ring->read.store(number + 1, std::memory_order_release);
-    }
+        spdlog::warn("command of the breakpoint at 0x{:x}, in the program: {} at offset {} "
+                     "(0x{:x})",
+                     slot.breakpoint, bytecode::to_string(status), slot.fault_offset,
+                     slot.fault_address);
+    });
+    const inproc::PrintRing* ring = inproc::print_ring(shared);
     const std::uint64_t dropped = ring->dropped.load(std::memory_order_relaxed);
     if (dropped > dropped_said_) {
         print(fmt::format("[tpagent: {} dprintf line(s) lost: the program found their ring full "

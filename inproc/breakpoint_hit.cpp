@@ -6,6 +6,7 @@
 // goes on: gdb never sees a dprintf's hit. A false condition, or a dprintf's line, costs the
 // pad and these calls, no system call and no stop.
 #include "inproc/inproc.hpp"
+#include "inproc/print_ring.hpp"
 #include "bytecode/context.hpp"
 
 using namespace tpagent::inproc;
@@ -23,28 +24,21 @@ bool read_breakpoint_register(void* user, unsigned regnum, std::uint64_t* value)
     return staged_register(v->header, v->block, regnum, value);
 }
 
-// A slot of the ring for the next line, and its number; null when the ring is full.
-PrintSlot* try_print_slot(PrintRing* ring, std::uint64_t& number) {
-    number = ring->taken.load(std::memory_order_relaxed);
-    do {
-        if (number - ring->read.load(std::memory_order_acquire) >= kPrintSlots) return nullptr;
-    } while (!ring->taken.compare_exchange_weak(number, number + 1, std::memory_order_acquire,
-                                                std::memory_order_relaxed));
-    return print_slot(g_shared_buffer, number);
-}
-
 // The same, a full ring emptied first by tpagent: the thread stops at the breakpoint trap with
 // no record, and tpagent reads the ring before it goes on; other threads may fill it again
-// meanwhile, and it stops again. When tpagent could read nothing several times in a row (no
-// tracer: the trap is skipped in the program), the line is lost and counted.
+// meanwhile (or one that took the oldest slot has yet to fill it), and it stops again. With no
+// tracer (the trap skipped in the program), or a tpagent that reads nothing for thousands of
+// stops, the line is lost and counted.
 PrintSlot* take_print_slot(std::uint64_t& number) {
-    constexpr int kFruitlessWaits = 16;
+    constexpr int kFruitlessWaits = 4096;
     PrintRing* ring = print_ring(g_shared_buffer);
     for (int fruitless = 0; fruitless < kFruitlessWaits;) {
-        if (PrintSlot* slot = try_print_slot(ring, number)) return slot;
+        if (PrintSlot* slot = try_print_slot(g_shared_buffer, number)) return slot;
         const std::uint64_t read = ring->read.load(std::memory_order_relaxed);
+        const std::uint64_t orphaned = g_orphan_traps.load(std::memory_order_relaxed);
         ring->waits.fetch_add(1, std::memory_order_relaxed);
         tpagent_breakpoint_trap(0);
+        if (g_orphan_traps.load(std::memory_order_relaxed) != orphaned) break;
         fruitless = ring->read.load(std::memory_order_relaxed) == read ? fruitless + 1 : 0;
     }
     ring->dropped.fetch_add(1, std::memory_order_relaxed);
@@ -65,7 +59,7 @@ void put_line(const BreakpointRecord* record, const char* text, std::size_t len,
     slot->fault_address = out ? out->fault_address : 0;
     for (std::size_t i = 0; i < len; ++i)
         slot->text[i] = text[i];
-    slot->published.store(number + 1, std::memory_order_release);
+    publish_print_slot(slot, number);
 }
 
 // printf's output (rt::printf_flat).

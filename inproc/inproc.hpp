@@ -2,6 +2,7 @@
 #pragma once
 #include "inproc/shared_buffer.hpp"
 #include "inproc/thread_state.hpp"
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -19,6 +20,8 @@ bool start_agent();
 
 // Takes over SIGTRAP for breakpoints tpagent leaves behind when it dies (orphan_traps.cpp).
 void catch_orphan_traps();
+// How many times a thread went past tpagent_breakpoint_trap with no tracer to stop it.
+extern std::atomic<std::uint64_t> g_orphan_traps;
 
 // Copies len bytes of the program's memory at addr into dst without ever faulting; returns
 // how many leading bytes could be read.

@@ -17,6 +17,9 @@
 extern "C" void tpagent_signal_return();
 
 namespace tpagent::inproc {
+
+std::atomic<std::uint64_t> g_orphan_traps{0};
+
 namespace {
 
 // The kernel's struct sigaction (rt_sigaction): set through the system call, not the C
@@ -72,6 +75,7 @@ void on_trap(int sig, siginfo_t* info, void* context) {
         const std::uint64_t at = trap::breakpoint_address(context);
         // A breakpoint's condition held in the program with nobody to tell: it goes on.
         if (at == reinterpret_cast<std::uint64_t>(&tpagent_breakpoint_trap)) {
+            g_orphan_traps.fetch_add(1, std::memory_order_relaxed);
             trap::resume_at(context, at + trap::kBreakpointBytes);
             return;
         }

@@ -334,8 +334,9 @@ struct BreakpointRecord {
 // stores number + 1 in its `published` (release); tpagent reads slots up to the first not yet
 // published and then advances `read`. A writer that finds the ring full stops at
 // tpagent_breakpoint_trap with no record, and tpagent empties the ring before it goes on
-// (again while other threads fill it); a line for which tpagent read nothing several times
-// running (no tracer) is not written and is counted in `dropped`, which tpagent says. Survives
+// (again while other threads fill it); a line with no tracer to stop it (or a tpagent that
+// reads nothing for thousands of its stops) is not written and is counted in `dropped`, which
+// tpagent says. Survives
 // trace runs: not configuration.
 inline constexpr std::size_t kPrintSlots = 256;
 inline constexpr std::size_t kPrintSlotBytes = 2048;

@@ -139,3 +139,21 @@ def test_the_agent_runs_a_breakpoint_left_behind(e2e):
     assert (run.returncode, run.stdout) == (0, "work=13\n"), run
     bare = subprocess.run([program], capture_output=True, text=True, timeout=30)
     assert bare.returncode == -signal.SIGTRAP, bare
+
+
+def test_a_program_printing_dprintf_lines_outlives_a_killed_tpagent(e2e):
+    """An agent dprintf formatted in a program tpagent attached to, left printing after gdb
+    detached (persistent), in a tight loop that keeps its ring of lines full. tpagent
+    SIGKILLed: the watchdog restores the code, and the program ends normally (a thread that
+    finds the ring full with no tracer to empty it goes on, its line lost)."""
+    target = e2e.spawn(str(e2e.program("cond_breaks")), "100000000")
+    s = Scenario.attach(e2e, "cond_breaks", target.pid)
+    s.gdb("set breakpoint always-inserted on", "set dprintf-style agent",
+          'dprintf hot,"hot %ld\\n", n', "detach")
+    s.server.wait_for(r"Persistent commands are present")
+    s.server.wait_for(r"^hot \d+$")
+    kill_tpagent(s)
+    m = s.server.wait_for(GUARD_LINE)
+    assert int(m.group(1)) == target.pid, m.group(0)
+    assert target.wait(timeout=60) == 0
+
