@@ -69,25 +69,36 @@ def main() -> None:
                   stopping))
     cases.append(("fast tracepoint", [tpagent, "--inproc"], ["ftrace traced_function", "tstart"],
                   in_program))
+    compare(tpagent, cases, stopping, in_program,
+            "never-true conditional breakpoint, cost per call ({in_program} calls where none "
+            "stops, {stopping} where each does; loop alone {loop:.1f} ns/call)")
+
+
+def compare(tpagent: str, cases: list, stopping: int, in_program: int, title: str,
+            runner=run) -> None:
+    """Runs each (label, server, gdb commands at main, calls) case twice with `runner` (run's
+    signature), subtracts the loop alone, and prints the cost per call against the first
+    case's; `title` formatted with in_program, stopping and loop (ns per call of the loop
+    alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         exe = build(workdir)
-        baselines = {calls: min(run([tpagent], exe, calls, [], workdir) for _ in range(3))
+        baselines = {calls: min(runner([tpagent], exe, calls, [], workdir) for _ in range(3))
                      for calls in {stopping, in_program}}
-        print(f"never-true conditional breakpoint, cost per call ({in_program} calls where none "
-              f"stops, {stopping} where each does; loop alone "
-              f"{baselines[in_program] / in_program:.1f} ns/call)")
+        print(title.format(in_program=in_program, stopping=stopping,
+                           loop=baselines[in_program] / in_program))
         costs = {}
         for label, server, setup, calls in cases:
-            loop = min(run(server, exe, calls, setup, workdir) for _ in range(2))
+            loop = min(runner(server, exe, calls, setup, workdir) for _ in range(2))
             costs[label] = (loop - baselines[calls]) / calls
-        mine = costs["tpagent, in the program"]
+        first = cases[0][0]
+        mine = costs[first]
         for label, cost in costs.items():
             ratio = ""
-            if label != "tpagent, in the program":
+            if label != first:
                 times = cost / mine
-                ratio = (f"{times:.1f}x in the program's" if times >= 1
-                         else f"1/{1 / times:.1f} of in the program's")
+                ratio = (f"{times:.1f}x {first}" if times >= 1
+                         else f"1/{1 / times:.1f} of {first}")
             unit = f"{cost / 1000:10.2f} us" if cost >= 1000 else f"{cost:10.1f} ns"
             print(f"  {label:<26}{unit}   {ratio}")
 

@@ -8,24 +8,62 @@ Usage: bench/dprintf.py TPAGENT_BINARY [STOPPING_CALLS [IN_PROGRAM_CALLS]]
 Columns (STOPPING_CALLS, 5000 by default, where each line stops the program; IN_PROGRAM_CALLS,
 10^6 by default, where the program formats the lines itself):
 - tpagent, in the program: `set dprintf-style agent`; the in-process agent formats each line
-  into a ring tpagent prints from; the program stops only when the ring (256 lines) is full.
+  into a ring tpagent prints from; the program stops only when the ring (2048 lines) is full.
 - tpagent, at each stop: the same with `monitor set inproc-breakpoints off`: the thread stops
   at each call and tpagent formats the line.
 - gdbserver, agent: the same with GNU gdbserver.
 - gdb, gdb style: `set dprintf-style gdb`: every call goes to gdb, which prints.
-The lines go where each prints them (a pipe read by this script). The program times its own
-loop; the loop without a dprintf is subtracted.
+Each server listens on a TCP port with its standard output and error in a file, where the
+stubs print the lines (through `target remote | STUB -`, gdb would copy each line from the
+stub's standard error itself, and time that). The program times its own loop; the loop
+without a dprintf is subtracted.
 """
 
+import re
 import shutil
+import socket
+import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cond_breakpoints import run  # noqa: E402  (one gdb session, its loop time)
-from trap_tracepoints import build  # noqa: E402  (the same program, built the same way)
+from cond_breakpoints import compare  # noqa: E402  (the same measure, its table)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_over_tcp(server: list[str], exe: Path, calls: int, setup: list[str], workdir: Path) -> int:
+    """Loop time in ns with SETUP's gdb commands given at main, the server on a TCP port."""
+    port = free_port()
+    output = workdir / "server.out"
+    with open(output, "w") as out:
+        stub = subprocess.Popen([*server, f"127.0.0.1:{port}", str(exe), str(calls)],
+                                stdout=out, stderr=subprocess.STDOUT)
+    script = workdir / "session.gdb"
+    lines = [f"target remote 127.0.0.1:{port}", "break main", "continue", "delete", *setup,
+             "continue"]
+    script.write_text("\n".join(lines) + "\n")
+    try:
+        for _ in range(100):  # (until it listens)
+            gdb = subprocess.run(["gdb", "-batch", "-nx", "-iex", "set sysroot /", "-x",
+                                  str(script), str(exe)], capture_output=True, text=True,
+                                 timeout=3600)
+            if "Connection refused" not in gdb.stdout + gdb.stderr:
+                break
+        stub.wait(timeout=60)
+    finally:
+        stub.kill()
+    text = output.read_text()
+    m = re.search(r"loop_ns=(\d+)", text)
+    if not m:
+        raise SystemExit(f"no timing from {' '.join(server)} {setup}:\n{text[-3000:]}\n"
+                         f"{gdb.stdout[-2000:]}{gdb.stderr[-2000:]}")
+    return int(m.group(1))
 
 
 def main() -> None:
@@ -44,23 +82,9 @@ def main() -> None:
     if gdbserver:
         cases.append(("gdbserver, agent", [gdbserver], [agent, dprintf], stopping))
     cases.append(("gdb, gdb style", [tpagent], ["set dprintf-style gdb", dprintf], stopping))
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        exe = build(workdir)
-        baselines = {calls: min(run([tpagent], exe, calls, [], workdir) for _ in range(3))
-                     for calls in {stopping, in_program}}
-        print(f"agent-style dprintf, cost per line ({in_program} lines formatted in the program, "
-              f"{stopping} where each stops it; loop alone "
-              f"{baselines[in_program] / in_program:.1f} ns/call)")
-        costs = {}
-        for label, server, setup, calls in cases:
-            loop = min(run(server, exe, calls, setup, workdir) for _ in range(2))
-            costs[label] = (loop - baselines[calls]) / calls
-        mine = costs["tpagent, in the program"]
-        for label, cost in costs.items():
-            ratio = "" if label == "tpagent, in the program" else f"{cost / mine:.1f}x"
-            unit = f"{cost / 1000:10.2f} us" if cost >= 1000 else f"{cost:10.1f} ns"
-            print(f"  {label:<26}{unit}   {ratio}")
+    compare(tpagent, cases, stopping, in_program,
+            "agent-style dprintf, cost per line ({in_program} lines formatted in the program, "
+            "{stopping} where each stops it; loop alone {loop:.1f} ns/call)", run_over_tcp)
 
 
 if __name__ == "__main__":

@@ -115,8 +115,14 @@ inline void render_number(const FlatPiece& piece, std::uint64_t value, FlatOutpu
     const char* digit_set = piece.conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
     char digits[24];
     std::size_t n = 0;
-    for (std::uint64_t v = magnitude; v != 0; v /= base)
-        digits[n++] = digit_set[v % base];
+    if (base == 10) { // (a constant divisor: a multiplication, not a division)
+        for (std::uint64_t v = magnitude; v != 0; v /= 10)
+            digits[n++] = static_cast<char>('0' + v % 10);
+    } else {
+        const unsigned shift = base == 16 ? 4 : 3;
+        for (std::uint64_t v = magnitude; v != 0; v >>= shift)
+            digits[n++] = digit_set[v & (base - 1)];
+    }
     // The precision is the fewest digits; 0 of a zero value prints none.
     std::size_t least = piece.precision >= 0 ? static_cast<std::size_t>(piece.precision) : 1;
     if (piece.conv == 'o' && (piece.flags & kFlagHash) && least <= n) least = n + 1;

@@ -75,10 +75,16 @@ void SharedBuffer::give_back(std::uint64_t from) {
     // Punching the pages out of the memfd frees them in every process that maps it: the
     // program's RssShmem drops with tpagent's. The mapping stays, and a page written again
     // (a collector still inside a hit) is a new zero page, never a fault.
-    if (from < kSharedBufferBytes && madvise(static_cast<std::uint8_t*>(local_) + from,
-                                             kSharedBufferBytes - from, MADV_REMOVE) != 0)
-        spdlog::warn("the trace buffer's pages in process {} cannot be given back: {}", pid_,
-                     std::strerror(errno));
+    // Not the dprintf lines' ring: its lines are not the trace's.
+    const auto punch = [this](std::uint64_t begin, std::uint64_t end) {
+        if (begin < end &&
+            madvise(static_cast<std::uint8_t*>(local_) + begin, end - begin, MADV_REMOVE) != 0)
+            spdlog::warn("the trace buffer's pages in process {} cannot be given back: {}", pid_,
+                         std::strerror(errno));
+    };
+    const std::uint64_t ring_end = kPrintRingOffset + kPrintRingBytes;
+    if (from < kPrintRingOffset) punch(from, kPrintRingOffset);
+    punch(std::max<std::uint64_t>(from, ring_end), kSharedBufferBytes);
 }
 
 void SharedBuffer::release_buffer() {

@@ -57,13 +57,15 @@ inline constexpr std::size_t kMaxChunks = kChunkAreaBytes / kMinChunkBytes;
 inline constexpr std::size_t kSealedOffset = 3u << 20;
 // Threads that took a slot this run (a hit-counter row): who, and whether inside a collector.
 inline constexpr std::size_t kThreadSlotsOffset = kSealedOffset + (256u << 10);
-// Lines gdb's agent-style dprintfs print in the program (PrintRing), after the thread slots.
-inline constexpr std::size_t kPrintRingOffset = kThreadSlotsOffset + (32u << 10);
 // Hit counters: one row per thread (slot), one column per tracepoint record.
 inline constexpr std::size_t kCountersOffset = 4u << 20;
 inline constexpr std::size_t kMaxThreadSlots = 256;
 inline constexpr std::size_t kMaxCountedRecords = 1024;
-inline constexpr std::size_t kChunksOffset = 8u << 20;
+// Lines gdb's agent-style dprintfs print in the program (PrintRing), after the counters: kept
+// when the rest is given back (SharedBuffer::give_back), as the lines outlive trace runs.
+inline constexpr std::size_t kPrintRingOffset = 8u << 20;
+inline constexpr std::size_t kPrintRingBytes = (4u << 20) + 4096;
+inline constexpr std::size_t kChunksOffset = 16u << 20;
 inline constexpr std::size_t kSharedBufferBytes = kChunksOffset + kChunkAreaBytes;
 
 inline constexpr std::size_t kMaxCoreRegisters = 64;
@@ -338,7 +340,7 @@ struct BreakpointRecord {
 // reads nothing for thousands of its stops) is not written and is counted in `dropped`, which
 // tpagent says. Survives
 // trace runs: not configuration.
-inline constexpr std::size_t kPrintSlots = 256;
+inline constexpr std::size_t kPrintSlots = 2048;
 inline constexpr std::size_t kPrintSlotBytes = 2048;
 struct PrintRing {
     alignas(64) std::atomic<std::uint64_t> taken;
@@ -361,8 +363,10 @@ struct PrintSlot {
 static_assert(sizeof(PrintSlot) == kPrintSlotBytes);
 inline constexpr std::size_t kPrintSlotsOffset = kPrintRingOffset + 4096;
 static_assert(sizeof(PrintRing) <= 4096);
-static_assert(kPrintSlotsOffset + kPrintSlots * kPrintSlotBytes <= kCountersOffset);
-static_assert(kThreadSlotsOffset + kMaxThreadSlots * 64 <= kPrintRingOffset);
+static_assert(kPrintSlotsOffset + kPrintSlots * kPrintSlotBytes <=
+              kPrintRingOffset + kPrintRingBytes);
+static_assert(kPrintRingOffset + kPrintRingBytes <= kChunksOffset);
+static_assert(kCountersOffset + kMaxThreadSlots * kMaxCountedRecords * 16 <= kPrintRingOffset);
 static_assert(sizeof(PrintSlot::text) >= bytecode::kMaxPrintfOutput);
 
 // Offsets -> pointers in whichever process maps the shared buffer.

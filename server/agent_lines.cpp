@@ -3,12 +3,13 @@
 #include "server/server.hpp"
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 namespace tpagent::server {
 
 namespace {
-// How often the ring is read while a dprintf may print: it holds inproc::kPrintSlots lines,
-// so a program printing faster than that many per interval loses lines (counted, and said).
+// How often the ring is read while a dprintf may print: a program printing more than its
+// inproc::kPrintSlots lines in that time stops for tpagent to make room (a trap, at once).
 constexpr std::chrono::milliseconds kAgentLinesInterval{20};
 } // namespace
 
@@ -20,8 +21,12 @@ void Server::write_command_output(std::string_view text) const {
 }
 
 bool Server::take_agent_lines() {
-    return experiment_.inproc_breakpoints().take_printed(
-        [this](std::string_view text) { write_command_output(text); });
+    // One write for them all: a program printing as fast as it can waits on this.
+    std::string lines;
+    const bool more = experiment_.inproc_breakpoints().take_printed(
+        [&lines](std::string_view text) { lines.append(text); });
+    if (!lines.empty()) write_command_output(lines);
+    return more;
 }
 
 void Server::watch_agent_lines() {

@@ -65,8 +65,9 @@ tpagent_thread_constants:
     .size tpagent_thread_constants, . - tpagent_thread_constants
 
 // void tpagent_breakpoint_trap(uint64_t record): a breakpoint's condition held in the program
-// (inproc/breakpoint_hit.cpp). tpagent takes the trap, the record in x0; with no tracer, the
-// agent's SIGTRAP handler resumes past the brk.
+// (inproc/breakpoint_hit.cpp), or, with record 0, a dprintf found its ring full. tpagent
+// takes the trap, the record in x0; with no tracer, the agent's SIGTRAP handler
+// resumes past the brk.
     .globl tpagent_breakpoint_trap
     .hidden tpagent_breakpoint_trap
     .type tpagent_breakpoint_trap, %function

@@ -32,7 +32,7 @@ def printed(s) -> list[int]:
 
 def test_every_line_in_order(e2e):
     """20000 calls in a tight loop (2000 for gdbserver, which stops at each): every line, in
-    order, though the ring holds 256; `monitor breakpoints` says the dprintf ran in the program,
+    order, though the ring holds 2048; `monitor breakpoints` says the dprintf ran in the program,
     how many lines it printed there and how often the program waited for room, none lost."""
     calls = 2000 if e2e.is_gdbserver else 20000
     s = Scenario(e2e, PROGRAM, str(calls))

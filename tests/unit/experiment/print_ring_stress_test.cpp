@@ -18,7 +18,7 @@ using namespace tpagent::inproc;
 
 TEST_CASE("print ring: four writers and a reader, every line once and whole",
           "[tsan][print-ring]") {
-    constexpr std::size_t kBytes = kCountersOffset;
+    constexpr std::size_t kBytes = kPrintRingOffset + kPrintRingBytes;
     void* shared =
         mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(shared != MAP_FAILED);
