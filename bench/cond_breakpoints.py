@@ -50,13 +50,19 @@ def run(server: list[str], exe: Path, calls: int, setup: list[str], workdir: Pat
     return int(m.group(1))
 
 
-def main() -> None:
+def arguments(usage: str, in_program: int) -> tuple[str, int, int, str | None]:
+    """TPAGENT_BINARY [STOPPING_CALLS [IN_PROGRAM_CALLS]] from the command line (5000 and
+    `in_program` by default), and where gdbserver is (None: not here)."""
     if len(sys.argv) < 2:
-        raise SystemExit(__doc__)
+        raise SystemExit(usage)
     tpagent = str(Path(sys.argv[1]).resolve())
     stopping = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
-    in_program = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000_000
-    gdbserver = shutil.which("gdbserver")
+    in_program = int(sys.argv[3]) if len(sys.argv) > 3 else in_program
+    return tpagent, stopping, in_program, shutil.which("gdbserver")
+
+
+def main() -> None:
+    tpagent, stopping, in_program, gdbserver = arguments(__doc__, 10_000_000)
     breakpoint = "break traced_function if i == -1"
     target = "set breakpoint condition-evaluation target"
     # (label, server, gdb commands at main, calls)

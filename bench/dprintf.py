@@ -20,7 +20,6 @@ without a dprintf is subtracted.
 """
 
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cond_breakpoints import compare  # noqa: E402  (the same measure, its table)
+from cond_breakpoints import arguments, compare  # noqa: E402  (the same measure, its table)
 
 
 def free_port() -> int:
@@ -67,12 +66,7 @@ def run_over_tcp(server: list[str], exe: Path, calls: int, setup: list[str], wor
 
 
 def main() -> None:
-    if len(sys.argv) < 2:
-        raise SystemExit(__doc__)
-    tpagent = str(Path(sys.argv[1]).resolve())
-    stopping = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
-    in_program = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
-    gdbserver = shutil.which("gdbserver")
+    tpagent, stopping, in_program, gdbserver = arguments(__doc__, 1_000_000)
     dprintf = 'dprintf traced_function,"i=%ld\\n", i'
     agent = "set dprintf-style agent"
     # (label, server, gdb commands at main, calls)
