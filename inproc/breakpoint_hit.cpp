@@ -24,11 +24,12 @@ bool read_breakpoint_register(void* user, unsigned regnum, std::uint64_t* value)
     return staged_register(v->header, v->block, regnum, value);
 }
 
-// The same, a full ring emptied first by tpagent: the thread stops at the breakpoint trap with
-// no record, and tpagent reads the ring before it goes on; other threads may fill it again
-// meanwhile (or one that took the oldest slot has yet to fill it), and it stops again. With no
-// tracer (the trap skipped in the program), or a tpagent that reads nothing for thousands of
-// stops, the line is lost and counted.
+// A slot of the ring for the next line, and its number (try_print_slot), a full ring emptied
+// first by tpagent: the thread stops at the breakpoint trap with no record, and tpagent reads
+// the ring before it goes on; other threads may fill it again meanwhile (or one that took the
+// oldest slot has yet to fill it), and it stops again. With no tracer (the trap skipped in the
+// program), or a tpagent that reads nothing for thousands of stops, the line is lost and
+// counted: null.
 PrintSlot* take_print_slot(std::uint64_t& number) {
     constexpr int kFruitlessWaits = 4096;
     PrintRing* ring = print_ring(g_shared_buffer);
