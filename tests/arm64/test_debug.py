@@ -155,6 +155,27 @@ def test_breakpoint_conditions_and_agent_dprintf(arm64):
     assert printed == list(range(200)), printed
 
 
+def test_agent_dprintf_formatted_in_the_program(arm64):
+    """An agent-style dprintf formatted in the program on the board (`monitor breakpoints`
+    says so; gdbserver formats it at each stop): four threads share the calls, more than the
+    ring of lines holds, and every line comes once, whole."""
+    calls = 400 if arm64.is_gdbserver else 20000
+    s = BoardScenario(arm64, "cond_breaks", str(calls), "4")
+    where = [] if arm64.is_gdbserver else ["monitor breakpoints"]
+    r = s.gdb(*TO_MAIN, "set dprintf-style agent", "set breakpoint always-inserted on",
+              'dprintf hot,"hot %ld\\n", n', f"break {s.at('end')}", "continue", *where,
+              "continue", timeout=300)
+    assert_in_order(r.of("continue", 1), r"Breakpoint 3, main")
+    if where:
+        assert_in_order(r.of("monitor breakpoints"),
+                        r"Breakpoint at 0x[0-9a-f]+: its commands run in the program",
+                        rf"dprintf lines printed in the program: {calls};.* 0 lost")
+    s.exited(r.of("continue", 2), 0)
+    s.server.wait_for(rf"^total {calls * (calls - 1) // 2}$")
+    printed = sorted(int(n) for n in re.findall(r"(?m)^hot (\d+)$", s.server.output))
+    assert printed == list(range(calls)), printed[:10]
+
+
 def test_breakpoint_condition_in_the_program(arm64):
     """tpagent runs a compiled condition in the program on the board too (`monitor
     breakpoints` says so; gdbserver evaluates it at each stop): four threads share the calls,
