@@ -192,8 +192,9 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
         auto s = process_.registers(tid);
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
-        // A dprintf that found the agent's ring full (no record): past its trap it tries once
-        // more and, the ring still full, counts its line lost.
+        // A dprintf that found the agent's ring full (no record): stepped past its trap, as
+        // nothing here empties the ring it stops there again, until its writer gives up
+        // (inproc/breakpoint_hit.cpp) or these steps run out.
         const bool ring_full = at_breakpoint_trap(pc) && arch_.first_argument(**s) == 0;
         if (ring_full) skip_breakpoint_trap(tid);
         if (!has_event && !ring_full && at_breakpoint_trap(pc)) {
