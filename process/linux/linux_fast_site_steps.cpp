@@ -192,11 +192,13 @@ void LinuxFastSites::leave_pads(pid_t tid, LinuxThread& t, bool has_event) {
         auto s = process_.registers(tid);
         if (!s) return;
         const std::uint64_t pc = arch_.pc(**s);
-        // A dprintf that found the agent's ring full (no record): stepped past its trap, as
-        // nothing here empties the ring it stops there again, until its writer gives up
-        // (inproc/breakpoint_hit.cpp) or these steps run out.
+        // A dprintf that found the agent's ring full (no record): the ring emptied, as at any
+        // other stop there (LinuxProcess::handle_trap), it goes on past its trap and writes.
         const bool ring_full = at_breakpoint_trap(pc) && arch_.first_argument(**s) == 0;
-        if (ring_full) skip_breakpoint_trap(tid);
+        if (ring_full) {
+            process_.read_agent_ring();
+            skip_breakpoint_trap(tid);
+        }
         if (!has_event && !ring_full && at_breakpoint_trap(pc)) {
             // A breakpoint's condition held on the way out: the thread stops at it, the hit
             // its event.

@@ -45,6 +45,8 @@ class FastSiteProcess {
     virtual bool trap_site_at(std::uint64_t addr) const = 0;
     virtual bool trap_pads_in_use() const = 0;
     virtual std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) = 0;
+    // The agent's ring of dprintf lines emptied (DebugPoints::set_ring_reader).
+    virtual void read_agent_ring() = 0;
 
   protected:
     ~FastSiteProcess() = default;

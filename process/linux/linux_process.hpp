@@ -231,6 +231,7 @@ class LinuxProcess final : public Target {
         bool trap_site_at(std::uint64_t addr) const override;
         bool trap_pads_in_use() const override;
         std::optional<std::uint64_t> out_of_trap_pad(LinuxThread& t, std::uint64_t pc) override;
+        void read_agent_ring() override { p_.debug_points_.read_ring(); }
 
       private:
         LinuxProcess& p_;
