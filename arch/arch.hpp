@@ -32,6 +32,58 @@ struct RegisterSnapshot {
     std::vector<std::uint8_t> xstate; // x86-64: NT_X86_XSTATE (or NT_PRFPREG's 512 bytes)
 };
 
+// Where the in-process agent keeps what a hit needs (offsets in its structures), for pads that
+// collect in line (InlineCollection). Filled by who knows the agent's layout (experiment/).
+struct InlineAgentLayout {
+    std::uint64_t header = 0;      // the shared buffer's header, in the program
+    std::uint64_t forked_flag = 0; // a byte, nonzero in a forked child: nothing collected
+    // The thread's state, from the thread pointer (x86-64: fs).
+    std::int32_t thread_state = 0;
+    // In the header.
+    std::uint32_t generation = 0, chunk_bytes = 0, circular = 0, ranges_sequence = 0,
+                  dropped_frames = 0;
+    // In a tracepoint record.
+    std::uint32_t record_enabled = 0, record_next = 0;
+    // In the thread's state.
+    std::uint32_t busy = 0, slot_generation = 0, counters = 0, chunk = 0, linear_credit = 0,
+                  tail_bytes = 0, tail_registers = 0, thread_constants = 0,
+                  last_range_sequence = 0, last_range_start = 0, last_range_end = 0;
+    // In a chunk's header, and its size.
+    std::uint32_t chunk_committed = 0, chunk_frames = 0, chunk_header_bytes = 0;
+
+    bool operator==(const InlineAgentLayout&) const = default;
+};
+
+// A fast tracepoint whose pad writes its frame itself (arch/<isa>/inline_collection): the
+// frame's shape decided once, when the pad is made, for a tracepoint with no condition, no
+// pass count and only `$regs` and memory ranges to collect. The pad falls back to the agent's
+// collector for whatever its code does not cover (another record at the address, a thread
+// that has not joined the run, a full chunk, a range outside the thread's last readable one).
+// The record: [size | index << 32][pc][stamp][frame_header: 6 bytes] then the blocks at the
+// offsets given: `R` + the core then tail_bytes of the thread's tail registers; each range
+// `M` + 8-byte address + 2-byte length + the bytes.
+struct InlineCollection {
+    struct Range {
+        int base_regnum = -1; // gdb regnum of a general register, or -1: absolute
+        std::uint64_t offset = 0;
+        std::uint32_t length = 0;
+        std::uint32_t at = 0; // offset in the record of its `M`
+        bool operator==(const Range&) const = default;
+    };
+    InlineAgentLayout agent;
+    std::uint64_t record = 0;     // the tracepoint's record in the program
+    std::uint32_t size = 0;       // the record's bytes, a multiple of 8
+    std::uint64_t first_word = 0; // its first 8 bytes: size | index << 32
+    std::uint64_t frame_header = 0; // 6 bytes, at 24
+    std::uint32_t counter = 0;      // offset of its hits (then bytes) in the thread's row
+    std::uint32_t registers_at = 0; // offset of the `R` block; 0: none
+    std::uint32_t core_bytes = 0, tail_bytes = 0;
+    std::vector<Range> ranges;
+    std::uint8_t registers_tag = 'R', memory_tag = 'M';
+
+    bool operator==(const InlineCollection&) const = default;
+};
+
 // What a fast tracepoint's pad saves, from what its tracepoints collect.
 struct FastPadOptions {
     // false: the collector uses general registers only; the pad saves no FP/vector state and
@@ -43,6 +95,11 @@ struct FastPadOptions {
     // true: the pad also saves the FP/vector state where the collector finds it
     // (Architecture::fast_saved_state()), for tracepoints that collect FP/vector registers.
     bool stage_vector_state = false;
+    // Nonzero: a 4-byte flag in the program (the agent's `tracing`); while it is 0 the pad
+    // runs only the displaced instructions.
+    std::uint64_t gate = 0;
+    // The tracepoint's frame written by the pad itself, where the architecture can.
+    std::optional<InlineCollection> inline_collection;
 
     bool operator==(const FastPadOptions&) const = default;
 };
@@ -83,11 +140,17 @@ struct JumpPadRequest {
     // starts with a landing pad (Architecture::branch_target_landing_pad).
     bool branch_target_guarded = false;
 };
+// Where a pad copies program memory in line: a fault with the pc in [begin, end) goes on at
+// `fault` instead of reaching the program (offsets in the pad's code).
+struct PadCopyRange {
+    std::size_t begin = 0, end = 0, fault = 0;
+};
 struct EmittedJumpPad {
     std::vector<std::uint8_t> code; // pad code, then the relocated instructions at relocated_offset
     std::size_t relocated_offset = 0;
     Relocated relocated;             // pad offsets relative to relocated_offset
     std::vector<std::uint8_t> patch; // for tracepoint_address: the jump, then filler
+    std::optional<PadCopyRange> copy;
 };
 
 enum class WatchKind { Write = 2, Read = 3, Access = 4 }; // Z2, Z3, Z4

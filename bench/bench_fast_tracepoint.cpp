@@ -16,6 +16,7 @@
 #include "arch/compiler_backend.hpp"
 #include "experiment/shared_buffer_reader.hpp"
 #include "experiment/shared_buffer.hpp"
+#include "experiment/inline_collection.hpp"
 #include "arch/arch.hpp"
 #include "arch/frame_clock.hpp"
 #include "bytecode/compiler.hpp"
@@ -107,7 +108,8 @@ Setup& setup() {
 // The pad, as tpagent builds it for the tracepoint's actions: one that collects `$regs`
 // stages the whole core, else the collector fills in what a hit reads. `collector`: another
 // function to call instead of the agent's.
-void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t collector = 0) {
+void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t collector = 0,
+                 std::optional<arch::InlineCollection> in_line = std::nullopt) {
     Setup& s = setup();
     Target& t = s.target;
     const auto addr = reinterpret_cast<std::uint64_t>(t.base);
@@ -120,6 +122,8 @@ void install_pad(bool stage_full_core, bool stage_vector_state, std::uint64_t co
     request.options.save_vector_state = false;
     request.options.stage_full_core = stage_full_core;
     request.options.stage_vector_state = stage_vector_state;
+    if (!collector) request.options.gate = s.shared->remote(offsetof(Header, tracing));
+    request.options.inline_collection = std::move(in_line);
     auto pad = arch::host_architecture().emit_jump_pad(request);
     if (!pad) throw std::runtime_error(pad.error().text);
     t.pad = std::move(*pad);
@@ -154,7 +158,11 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
     const bool full = experiment::collects_registers(actions);
     rec->complete_block = !full && experiment::reads_completed_register(h, std::span(actions));
     rec->collects_state = vector_state ? 1 : 0;
-    install_pad(full, vector_state);
+    // As tpagent makes it: the pad writes the frame itself where it can.
+    auto in_line = experiment::inline_collection_for(*s.shared, *rec);
+    install_pad(full, vector_state, 0,
+                in_line && !std::getenv("TPAGENT_BENCH_GENERIC") ? std::optional(*in_line)
+                                                                 : std::nullopt);
 }
 
 void run(benchmark::State& state, bool tracing) {

@@ -36,7 +36,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 15;
+inline constexpr std::uint32_t kVersion = 16;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -133,6 +133,12 @@ struct Header {
     // with a BreakpointRecord), and the trap it executes when a condition holds.
     std::uint64_t breakpoint_entry;
     std::uint64_t breakpoint_trap;
+    // For pads that collect in line (arch::InlineCollection): where the calling thread's
+    // ThreadState is from its thread pointer (the library's initial-exec TLS, the same in every
+    // thread; 0 in the image, whose threads find theirs in a table), and the byte a forked
+    // child sets (g_forked).
+    std::int64_t thread_state_offset;
+    std::uint64_t forked_flag;
 
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0

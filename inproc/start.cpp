@@ -63,6 +63,15 @@ bool start_agent() {
     h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
     h->breakpoint_entry = address_of(&tpagent_inproc_break);
     h->breakpoint_trap = address_of(&tpagent_breakpoint_trap);
+    h->forked_flag = reinterpret_cast<std::uint64_t>(&g_forked);
+#if !TPAGENT_INPROC_IMAGE && defined(__x86_64__)
+    // Initial-exec TLS: the same distance from the thread pointer (glibc's and musl's TCB
+    // start with a pointer to itself) in every thread.
+    std::uint64_t tp;
+    asm("mov %%fs:0, %0" : "=r"(tp));
+    h->thread_state_offset =
+        static_cast<std::int64_t>(reinterpret_cast<std::uint64_t>(this_thread()) - tp);
+#endif
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
     g_shared_buffer = shared;
     return true;

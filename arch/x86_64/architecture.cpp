@@ -220,13 +220,15 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.flags_by_sahf = has_lahf_sahf();
     spec.agent_stacks = request.agent_stacks;
     spec.displaced_minimum = request.displaced_minimum;
+    spec.gate = request.options.gate;
+    if (request.options.inline_collection) spec.inline_collection = &*request.options.inline_collection;
     spec.state_save = request.options.save_vector_state || request.options.stage_vector_state
                           ? detect_state_save()
                           : StateSave{StateSave::Kind::None, 0, 0};
     auto pad = x86_64::emit_jump_pad(spec);
     if (!pad) return pad.error();
     return EmittedJumpPad{std::move(pad->code), pad->relocated_offset, std::move(pad->relocated),
-                          std::move(pad->patch)};
+                          std::move(pad->patch), pad->copy};
 }
 
 Result<std::vector<std::uint8_t>> X86_64Architecture::encode_pad_jump(std::uint64_t from,

@@ -1,4 +1,5 @@
 #include "arch/x86_64/jump_pad.hpp"
+#include "arch/x86_64/inline_collection.hpp"
 #include "arch/x86_64/x86_writer.hpp"
 #include "arch/x86_64/relocator.hpp"
 #include "arch/x86_64/xsave_layout.hpp"
@@ -330,6 +331,20 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     const auto i32 = [](std::size_t v) { return static_cast<std::int32_t>(v); };
 
     X86Writer a;
+    std::optional<PadFront> front;
+    if (spec.gate && !own_stack && spec.flags_by_sahf) {
+        const auto completion = block_completion(*spec.layout);
+        const InlineCore core{completion.pc_offset, completion.flags_offset,
+                              completion.constants_offset, completion.constants_size,
+                              core_end(off)};
+        auto made = emit_pad_front(a, spec.gate, spec.inline_collection, spec.tracepoint_address,
+                                   core);
+        if (!made) { // the gate alone, which cannot fail
+            a = X86Writer{};
+            made = emit_pad_front(a, spec.gate, nullptr, spec.tracepoint_address, core);
+        }
+        if (made) front = std::move(*made);
+    }
     AgentStackEntry entry;
     if (own_stack)
         entry = emit_agent_stack_entry(a, stacks);
@@ -454,6 +469,11 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     JumpPad pad;
     pad.relocated_offset = a.pos();
     if (own_stack) patch_rel32(a.code(), entry.to_relocated, pad.relocated_offset);
+    if (front) {
+        for (std::size_t at : front->to_relocated)
+            a.patch(at, pad.relocated_offset);
+        pad.copy = front->copy;
+    }
     const std::size_t displaced = spec.displaced_minimum ? spec.displaced_minimum : kJumpLength;
     auto relocated = relocate(spec.original_code, spec.tracepoint_address,
                               spec.pad_address + pad.relocated_offset, displaced);

@@ -128,6 +128,12 @@ struct JumpPadSpec {
     // Bytes the displaced instructions cover at least (0: kJumpLength). Shorter: JumpPad::patch
     // is left empty (the jump goes elsewhere: arch::JumpPadRequest::displaced_minimum).
     std::size_t displaced_minimum = 0;
+    // Nonzero: the pad's front (inline_collection.hpp) first reads this 4-byte flag and, while
+    // it is 0, runs only the displaced instructions. Not on agent stacks; needs lahf/sahf.
+    std::uint64_t gate = 0;
+    // With a gate: the tracepoint's frame written by the front itself, falling back to the
+    // code below (which calls the collector). A front that cannot be made is the gate alone.
+    const InlineCollection* inline_collection = nullptr;
 };
 
 // Whether this CPU has lahf/sahf in 64-bit mode.
@@ -157,6 +163,8 @@ struct JumpPad {
     // The most the pad itself uses below the thread's rsp (red zone included; the collector's
     // own frame comes on top); on an agent stack, below its top.
     std::size_t stack_bytes = 0;
+    // Where the front copies program memory in line (JumpPadSpec::inline_collection).
+    std::optional<PadCopyRange> copy;
 };
 
 Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec);

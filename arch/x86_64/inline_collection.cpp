@@ -1,0 +1,391 @@
+#include "arch/x86_64/inline_collection.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <initializer_list>
+
+namespace tpagent::arch::x86_64 {
+namespace {
+
+using x86_writer::Mem;
+using x86_writer::Reg;
+using x86_writer::X86Writer;
+using enum x86_writer::Reg;
+
+constexpr std::int32_t kRedZone = 128;
+constexpr auto kBelow = x86_writer::Cond::B;
+constexpr auto kAbove = x86_writer::Cond::A;
+constexpr auto kEqual = x86_writer::Cond::E;
+constexpr auto kNotEqual = x86_writer::Cond::NE;
+constexpr auto kLess = x86_writer::Cond::L;
+
+// gdb's order of the general registers (regnums 0..15) as the hardware numbers them.
+constexpr Reg kGdbOrder[16] = {RAX, RBX, RCX, RDX, RSI, RDI, RBP, RSP,
+                               R8,  R9,  R10, R11, R12, R13, R14, R15};
+
+// op with the operand fs:[disp32] (SIB, no base, no index); `reg` is the ModRM reg field, a
+// register or an opcode's extension.
+void fs_op(X86Writer& a, bool w, std::initializer_list<std::uint8_t> op, unsigned reg,
+           std::int32_t disp) {
+    a.byte(0x64);
+    a.rex(w, reg, 0);
+    for (std::uint8_t b : op)
+        a.byte(b);
+    a.byte(static_cast<std::uint8_t>(0x04 | ((reg & 7) << 3)));
+    a.byte(0x25);
+    a.u32(static_cast<std::uint32_t>(disp));
+}
+
+// op [m] with a ModRM extension, then an immediate of `imm_bytes`.
+void mem_ext(X86Writer& a, bool w, std::uint8_t op, unsigned ext, Mem m, std::uint32_t imm,
+             unsigned imm_bytes) {
+    a.rex(w, 0, m.base);
+    a.byte(op);
+    a.modrm_mem(ext, m);
+    for (unsigned i = 0; i < imm_bytes; ++i)
+        a.byte(static_cast<std::uint8_t>(imm >> (8 * i)));
+}
+
+void store32(X86Writer& a, Mem m, Reg src) {
+    a.rex(false, src, m.base);
+    a.byte(0x89);
+    a.modrm_mem(src, m);
+}
+
+void store16_imm(X86Writer& a, Mem m, std::uint16_t v) {
+    a.byte(0x66);
+    mem_ext(a, false, 0xc7, 0, m, v, 2);
+}
+
+void lea(X86Writer& a, Reg dst, Mem m) {
+    a.rex(true, dst, m.base);
+    a.byte(0x8d);
+    a.modrm_mem(dst, m);
+}
+
+// The front's state: the registers it saved and where, the labels' patch lists.
+class Front {
+  public:
+    Front(X86Writer& a, const InlineCollection& c, std::uint64_t address, const InlineCore& core)
+        : a_(a), c_(c), address_(address), core_(core), t_(c.agent.thread_state) {}
+
+    Result<PadFront> emit(PadFront front);
+
+  private:
+    // The stack slot of a register the front saved; -1 for one it left alone.
+    std::int32_t slot_of(Reg r) const {
+        for (std::size_t i = 0; i < pushed_.size(); ++i)
+            if (pushed_[i] == r) return static_cast<std::int32_t>(8 * (pushed_.size() - 1 - i));
+        return -1;
+    }
+    std::int32_t thread_rsp() const { return static_cast<std::int32_t>(8 * pushed_.size()) + kRedZone; }
+    void push(Reg r) {
+        a_.push(r);
+        pushed_.push_back(r);
+    }
+    // dst = the program's value of gdb register `regnum` (0..15).
+    void value_of(Reg dst, int regnum) {
+        const Reg r = kGdbOrder[regnum];
+        if (r == RSP)
+            lea(a_, dst, Mem{RSP, thread_rsp()});
+        else if (const std::int32_t slot = slot_of(r); slot >= 0)
+            a_.load(dst, Mem{RSP, slot});
+        else
+            a_.mov(dst, r);
+    }
+    // rsi = the address of range `r`.
+    void range_address(const InlineCollection::Range& r) {
+        if (r.base_regnum < 0) {
+            a_.mov_imm(RSI, r.offset);
+            return;
+        }
+        value_of(RSI, r.base_regnum);
+        if (X86Writer::fits_i32(r.offset)) {
+            if (r.offset) lea(a_, RSI, Mem{RSI, static_cast<std::int32_t>(r.offset)});
+        } else {
+            a_.mov_imm(RAX, r.offset);
+            a_.alu(x86_writer::ADD, RSI, RAX);
+        }
+    }
+    std::int32_t ts(std::uint32_t field) const { return t_ + static_cast<std::int32_t>(field); }
+    void jcc_to(x86_writer::Cond c, std::vector<std::size_t>& label) { label.push_back(a_.jcc(c)); }
+    void bind(std::vector<std::size_t>& label) {
+        for (std::size_t at : label)
+            a_.patch(at, a_.pos());
+        label.clear();
+    }
+    void restore();
+    void checks();
+    void write_record();
+    void write_registers(std::int32_t at);
+    void copy_range(const InlineCollection::Range& r);
+
+    X86Writer& a_;
+    const InlineCollection& c_;
+    std::uint64_t address_;
+    InlineCore core_;
+    std::int32_t t_;
+    std::vector<Reg> pushed_;
+    std::optional<PadCopyRange> copy_;
+    std::vector<std::size_t> to_return_, to_unbusy_generic_, to_generic_;
+};
+
+void Front::restore() {
+    for (auto r = pushed_.rbegin(); r != pushed_.rend(); ++r) {
+        if (*r == RCX) break; // the gate's, popped below
+        if (*r == RAX && r + 1 != pushed_.rend() && *(r + 1) == RAX) {
+            // The flags, as lahf/seto kept them in ax: OF from al (0x7f + 1 overflows), the
+            // rest by sahf. Nothing after this changes a flag: pops and lea only.
+            a_.pop(RAX);
+            a_.byte(0x04), a_.byte(0x7f); // add al, 0x7f
+            a_.byte(0x9e);                // sahf
+            continue;
+        }
+        if (*r == RSP) { // the pushfq slot
+            lea(a_, RSP, Mem{RSP, 8});
+            continue;
+        }
+        a_.pop(*r);
+    }
+    a_.pop(RCX);
+    lea(a_, RSP, Mem{RSP, kRedZone});
+}
+
+void Front::checks() {
+    const InlineAgentLayout& l = c_.agent;
+    a_.mov_imm(R11, l.header);
+    a_.mov_imm(RAX, l.forked_flag);
+    mem_ext(a_, false, 0x80, 7, Mem{RAX, 0}, 0, 1); // cmp byte [rax], 0
+    jcc_to(kNotEqual, to_return_);
+    a_.mov_imm(RDI, c_.record);
+    mem_ext(a_, false, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_enabled)}, 0, 1);
+    jcc_to(kEqual, to_return_);
+    // Another record at the address: the agent's collector runs the chain.
+    mem_ext(a_, true, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_next)}, 0, 1);
+    jcc_to(kNotEqual, to_generic_);
+    // A hit inside a hit (a signal handler's): the agent's collector counts it as dropped.
+    // Busy from here on, before the chunk is read: a nested hit before this line is done
+    // before this one reads where its record goes.
+    fs_op(a_, false, {0x80}, 7, ts(l.busy)), a_.byte(0);
+    jcc_to(kNotEqual, to_generic_);
+    fs_op(a_, false, {0xc6}, 0, ts(l.busy)), a_.byte(1);
+    // Joined this run, has a counter row and a chunk: else the agent's collector sets it up.
+    a_.load(RAX, Mem{R11, static_cast<std::int32_t>(l.generation)});
+    fs_op(a_, true, {0x39}, RAX, ts(l.slot_generation)); // cmp fs:[slot_generation], rax
+    jcc_to(kNotEqual, to_unbusy_generic_);
+    fs_op(a_, true, {0x8b}, R9, ts(l.counters));
+    a_.test(R9, R9);
+    jcc_to(kEqual, to_unbusy_generic_);
+    fs_op(a_, true, {0x8b}, R10, ts(l.chunk));
+    a_.test(R10, R10);
+    jcc_to(kEqual, to_unbusy_generic_);
+    if (c_.registers_at) { // the thread's tail as the run's header describes it
+        fs_op(a_, false, {0x81}, 7, ts(l.tail_bytes)), a_.u32(c_.tail_bytes);
+        jcc_to(kNotEqual, to_unbusy_generic_);
+    }
+    // Each range inside the readable range the thread's last read found, under the current
+    // listing: one range check; anything else is the agent's collector's search.
+    if (!c_.ranges.empty()) {
+        a_.load(RAX, Mem{R11, static_cast<std::int32_t>(l.ranges_sequence)});
+        fs_op(a_, true, {0x39}, RAX, ts(l.last_range_sequence));
+        jcc_to(kNotEqual, to_unbusy_generic_);
+    }
+    for (const auto& r : c_.ranges) {
+        range_address(r);
+        fs_op(a_, true, {0x3b}, RSI, ts(l.last_range_start)); // cmp rsi, fs:[start]
+        jcc_to(kBelow, to_unbusy_generic_);
+        a_.alu_imm(x86_writer::ADD, RSI, static_cast<std::int32_t>(r.length));
+        jcc_to(kBelow, to_unbusy_generic_); // carry: the range wraps
+        fs_op(a_, true, {0x3b}, RSI, ts(l.last_range_end));
+        jcc_to(kAbove, to_unbusy_generic_);
+    }
+    // Room for the record in the chunk: committed + size <= chunk_bytes - header.
+    a_.rex(false, RAX, R10), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)});
+    a_.rex(false, RDX, R11), a_.byte(0x8b), a_.modrm_mem(RDX, Mem{R11, static_cast<std::int32_t>(l.chunk_bytes)});
+    a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(l.chunk_header_bytes + c_.size), false);
+    jcc_to(kBelow, to_unbusy_generic_);
+    a_.rr(0x39, RAX, RDX, false); // cmp eax, edx
+    jcc_to(kAbove, to_unbusy_generic_);
+    // Linear: the record's bytes from the credit the thread claimed; the agent's collector
+    // claims more.
+    mem_ext(a_, false, 0x83, 7, Mem{R11, static_cast<std::int32_t>(l.circular)}, 0, 1);
+    a_.byte(0x75); // jne: circular
+    const std::size_t to_circular = a_.pos();
+    a_.byte(0);
+    fs_op(a_, true, {0x8b}, RDX, ts(l.linear_credit));
+    a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(c_.size));
+    jcc_to(kLess, to_unbusy_generic_);
+    fs_op(a_, true, {0x89}, RDX, ts(l.linear_credit));
+    a_.code()[to_circular] = static_cast<std::uint8_t>(a_.pos() - (to_circular + 1));
+}
+
+// The R block at `at`: rax holds the tracepoint's address (write_record).
+void Front::write_registers(std::int32_t at) {
+    const InlineAgentLayout& l = c_.agent;
+    mem_ext(a_, false, 0xc6, 0, Mem{RDI, at}, c_.registers_tag, 1);
+    const std::int32_t b = at + 1;
+    a_.store(Mem{RDI, b + static_cast<std::int32_t>(core_.pc_offset)}, RAX);
+    for (int i = 0; i < 16; ++i) {
+        const Reg r = kGdbOrder[i];
+        const Mem to{RDI, b + 8 * i};
+        if (r == RSP || slot_of(r) >= 0) {
+            value_of(RAX, i);
+            a_.store(to, RAX);
+        } else {
+            a_.store(to, r);
+        }
+    }
+    // eflags from the pushfq slot (marked as rsp among the saved).
+    a_.rex(false, RAX, RSP), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{RSP, slot_of(RSP)});
+    store32(a_, Mem{RDI, b + static_cast<std::int32_t>(core_.flags_offset)}, RAX);
+    // The segment selectors, as the thread read them when it joined the run.
+    const auto constants = static_cast<std::int32_t>(core_.constants_size);
+    const auto to_constants = b + static_cast<std::int32_t>(core_.constants_offset);
+    std::int32_t k = 0;
+    for (; k + 8 <= constants; k += 8) {
+        fs_op(a_, true, {0x8b}, RAX, ts(l.thread_constants) + k);
+        a_.store(Mem{RDI, to_constants + k}, RAX);
+    }
+    if (k + 4 <= constants) {
+        fs_op(a_, false, {0x8b}, RAX, ts(l.thread_constants) + k);
+        store32(a_, Mem{RDI, to_constants + k}, RAX);
+    }
+    // The tail: the thread-pointer registers it read when it joined.
+    const auto tail_at = b + static_cast<std::int32_t>(core_.bytes);
+    for (std::int32_t t = 0; t + 8 <= static_cast<std::int32_t>(c_.tail_bytes); t += 8) {
+        fs_op(a_, true, {0x8b}, RAX, ts(l.tail_registers) + t);
+        a_.store(Mem{RDI, tail_at + t}, RAX);
+    }
+}
+
+void Front::write_record() {
+    const InlineAgentLayout& l = c_.agent;
+    // lea rdi, [r10 + rax + header]: the record, at the chunk's committed bytes (eax).
+    a_.byte(0x49), a_.byte(0x8d), a_.byte(0xbc), a_.byte(0x02);
+    a_.u32(l.chunk_header_bytes);
+    a_.byte(0x0f), a_.byte(0x31); // rdtsc: the frame clock (arch/frame_clock.hpp)
+    a_.shift_imm(x86_writer::SHL, RDX, 32);
+    a_.alu(x86_writer::OR, RAX, RDX);
+    a_.store(Mem{RDI, 16}, RAX);
+    a_.mov_imm(RAX, c_.first_word);
+    a_.store(Mem{RDI, 0}, RAX);
+    a_.mov_imm(RAX, address_);
+    a_.store(Mem{RDI, 8}, RAX);
+    a_.store_imm32(Mem{RDI, 24}, static_cast<std::uint32_t>(c_.frame_header), false);
+    store16_imm(a_, Mem{RDI, 28}, static_cast<std::uint16_t>(c_.frame_header >> 32));
+    if (c_.registers_at) write_registers(static_cast<std::int32_t>(c_.registers_at));
+    if (!c_.ranges.empty()) {
+        copy_ = PadCopyRange{a_.pos(), 0, 0};
+        for (const auto& r : c_.ranges)
+            copy_range(r);
+        copy_->end = a_.pos();
+    }
+    // Published: the record's bytes, then the chunk's count and committed bytes (x86-64 keeps
+    // stores in order: a reader that sees `committed` sees the record).
+    mem_ext(a_, false, 0xff, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_frames)}, 0, 0);
+    mem_ext(a_, false, 0x81, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, c_.size,
+            4);
+    // The thread's own counter row: plain adds.
+    const auto counter = static_cast<std::int32_t>(c_.counter);
+    mem_ext(a_, true, 0xff, 0, Mem{R9, counter}, 0, 0);
+    mem_ext(a_, true, 0x81, 0, Mem{R9, counter + 8}, c_.size - 24, 4);
+}
+
+void Front::copy_range(const InlineCollection::Range& r) {
+    const auto at = static_cast<std::int32_t>(r.at);
+    mem_ext(a_, false, 0xc6, 0, Mem{RDI, at}, c_.memory_tag, 1);
+    range_address(r);
+    a_.store(Mem{RDI, at + 1}, RSI);
+    store16_imm(a_, Mem{RDI, at + 9}, static_cast<std::uint16_t>(r.length));
+    std::int32_t k = 0;
+    const auto n = static_cast<std::int32_t>(r.length);
+    for (; k + 8 <= n; k += 8) {
+        a_.load(RAX, Mem{RSI, k});
+        a_.store(Mem{RDI, at + 11 + k}, RAX);
+    }
+    if (k + 4 <= n) {
+        a_.rex(false, RAX, RSI), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{RSI, k});
+        store32(a_, Mem{RDI, at + 11 + k}, RAX);
+        k += 4;
+    }
+    for (; k < n; ++k) {
+        a_.rex(false, RAX, RSI), a_.byte(0x8a), a_.modrm_mem(RAX, Mem{RSI, k}); // mov al, [rsi+k]
+        a_.rex(false, RAX, RDI), a_.byte(0x88), a_.modrm_mem(RAX, Mem{RDI, at + 11 + k});
+    }
+}
+
+
+Result<PadFront> Front::emit(PadFront front) {
+    pushed_.push_back(RCX); // the gate's
+    if (c_.registers_at) {
+        a_.byte(0x9c); // pushfq: the frame's eflags, before any flag changes
+        pushed_.push_back(RSP);
+    }
+    push(RAX);
+    a_.byte(0x9f);                                // lahf
+    a_.byte(0x0f), a_.byte(0x90), a_.byte(0xc0); // seto al
+    push(RAX);                                    // the flags, for sahf
+    for (Reg r : {RDX, RSI, RDI, R9, R10, R11})
+        push(r);
+    checks();
+    write_record();
+    const std::size_t done = a_.pos();
+    fs_op(a_, false, {0xc6}, 0, ts(c_.agent.busy)), a_.byte(0);
+    bind(to_return_);
+    restore();
+    front.to_relocated.push_back(a_.jmp());
+    if (copy_) { // a range read faulted: the record stays unwritten, counted as dropped
+        copy_->fault = a_.pos();
+        a_.byte(0xf0);
+        mem_ext(a_, true, 0xff, 0, Mem{R11, static_cast<std::int32_t>(c_.agent.dropped_frames)}, 0,
+                0);
+        a_.patch(a_.jmp(), done);
+        front.copy = copy_;
+    }
+    bind(to_unbusy_generic_);
+    fs_op(a_, false, {0xc6}, 0, ts(c_.agent.busy)), a_.byte(0);
+    bind(to_generic_);
+    restore(); // on into the pad that calls the agent's collector
+    return front;
+}
+
+} // namespace
+
+Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
+                                const InlineCollection* collection,
+                                std::uint64_t tracepoint_address, const InlineCore& core) {
+    if (collection) {
+        const InlineCollection& c = *collection;
+        if (c.registers_at && (c.core_bytes != core.bytes || c.tail_bytes % 8 || c.tail_bytes > 32))
+            return make_error(ErrorCode::Unsupported,
+                              "inline collection: the register block is not the pad's");
+        if (c.size % 8 || c.size < 32 || c.agent.header == 0 || c.agent.forked_flag == 0 ||
+            c.agent.thread_state == 0)
+            return make_error(ErrorCode::Unsupported, "inline collection: no agent layout");
+        for (const auto& r : c.ranges)
+            if (r.base_regnum >= 16 || r.length == 0 || r.length > 4096 || r.at + 11 + r.length > c.size)
+                return make_error(ErrorCode::Unsupported,
+                                  fmt::format("inline collection: range of {} bytes at {:#x}",
+                                              r.length, r.offset));
+    }
+    PadFront front;
+    lea(a, RSP, Mem{RSP, -kRedZone}); // first: leaf code keeps live data below rsp
+    a.push(RCX);
+    a.mov_imm(RCX, gate);
+    a.byte(0x8b), a.modrm_mem(RCX, Mem{RCX, 0}); // mov ecx, [rcx]
+    a.byte(0x8d), a.modrm_mem(RCX, Mem{RCX, -1}); // lea ecx, [rcx - 1]: 0 when tracing
+    a.byte(0xe3); // jrcxz on: no flag changes, nothing saved but rcx
+    const std::size_t to_on = a.pos();
+    a.byte(0);
+    a.pop(RCX);
+    lea(a, RSP, Mem{RSP, kRedZone});
+    front.to_relocated.push_back(a.jmp());
+    a.code()[to_on] = static_cast<std::uint8_t>(a.pos() - (to_on + 1));
+    if (!collection) {
+        a.pop(RCX);
+        lea(a, RSP, Mem{RSP, kRedZone});
+        return front;
+    }
+    return Front(a, *collection, tracepoint_address, core).emit(std::move(front));
+}
+
+} // namespace tpagent::arch::x86_64
