@@ -297,6 +297,9 @@ class Architecture {
         return placed;
     }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
+    // Whether emit_jump_pad makes pads that write their frames themselves
+    // (FastPadOptions::inline_collection) and gates them (FastPadOptions::gate).
+    virtual bool collects_in_line() const { return false; }
     // Whether `code` starts with an instruction indirect branches may have to land on where
     // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.
     virtual bool branch_target_landing_pad(std::span<const std::uint8_t>) const { return false; }

@@ -2,6 +2,7 @@
 // QTStart, installing the jumps; hit counts and variables taken in from the shared buffer.
 #include "experiment/fast_tracepoints.hpp"
 #include "experiment/record_writer.hpp"
+#include "experiment/inline_collection.hpp"
 #include "base/proc_maps.hpp"
 #include "bytecode/interpreter.hpp"
 #include <algorithm>
@@ -219,6 +220,7 @@ FastTracepoints::agent_for_breakpoints(process::Target& inferior) {
 Status FastTracepoints::prepare(process::Target& inferior) {
     records_.clear();
     first_record_.clear();
+    collected_by_.clear();
     full_core_.clear();
     saved_state_.clear();
     installed_ = false;
@@ -329,6 +331,34 @@ arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std
     options.stage_vector_state =
         std::ranges::any_of(chain, [](const TracepointRecord* rec) { return rec->collects_state; });
     if (options.stage_vector_state) saved_state_.insert(addr);
+    collected_by_.erase(addr);
+    if (!arch_.collects_in_line()) {
+        collected_by_[addr] = "this architecture's pads call it";
+        return options;
+    }
+    if (inferior.fast_sites().pads_on_agent_stacks()) {
+        collected_by_[addr] = "the pads run on agent stacks";
+        return options;
+    }
+    // While tracing is off the pad runs only the displaced instructions.
+    options.gate = shared_->remote(offsetof(Header, tracing));
+    // One record at the address (the only one a pad is made for: another joining later is
+    // the agent's collector's), collected by the pad's own code where it can be.
+    if (!inline_collection_) {
+        collected_by_[addr] = "`monitor set inline-collection off`";
+    } else if (chain.size() > 1) {
+        collected_by_[addr] = "several tracepoints share its address";
+    } else if (chain.size() == 1) {
+        auto made = inline_collection_for(*shared_, *chain.front());
+        if (made) {
+            options.inline_collection = std::move(*made);
+            spdlog::debug("{}: its pad writes its frames itself", site_name(addr));
+        } else {
+            collected_by_[addr] = made.error().text;
+            spdlog::debug("{}: collected by the agent's collector: {}", site_name(addr),
+                          made.error().text);
+        }
+    }
     return options;
 }
 

@@ -45,6 +45,15 @@ class FastTracepoints {
     // Recording (TraceRecorder): the shared buffer is transit, its chunks reused only once
     // recorded.
     void set_recording(bool on) { recording_ = on; }
+    // Pads made from now on write their tracepoint's frame themselves where they can (on by
+    // default; inline_collection.hpp).
+    void set_inline_collection(bool on) { inline_collection_ = on; }
+    // Why the pad at an address calls the agent's collector for its only record (nothing
+    // for a pad that writes its frames itself, or one several records share).
+    std::optional<std::string> collected_by_agent(std::uint64_t addr) const {
+        auto it = collected_by_.find(addr);
+        return it == collected_by_.end() ? std::nullopt : std::optional(it->second);
+    }
     // The jumps are in and the collectors collect.
     bool installed() const { return shared_ != nullptr && installed_; }
     // Hits this run whose frame found no room (no chunk to write to), or nested in a hit.
@@ -138,6 +147,8 @@ class FastTracepoints {
     std::optional<std::string> agent_library_;
     std::optional<std::string> agent_image_;
     bool recording_ = false;
+    bool inline_collection_ = true;
+    std::map<std::uint64_t, std::string> collected_by_; // collected_by_agent()
     struct Record {
         trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit
         std::uint32_t index = 0;         // its TracepointRecord's

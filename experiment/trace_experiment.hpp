@@ -73,6 +73,8 @@ class TraceExperiment {
     Result<bool> trap_instead_of_jump(process::Target& inferior, std::uint64_t addr);
     // gdb's conditional breakpoints evaluated in the program (through the same agent).
     InprocBreakpoints& inproc_breakpoints() { return inproc_breakpoints_; }
+    // `monitor set inline-collection`: pads made from now on (FastTracepoints).
+    void set_inline_collection(bool on) { fast_.set_inline_collection(on); }
     // InprocBreakpoints::carry, with this experiment told of the program's exec from then on
     // (which takes the agent and the breakpoint's code with the old image).
     Status carry_breakpoint(process::Target& inferior, std::uint64_t addr,

@@ -268,6 +268,10 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "  tracepoints\n"
                                           "    Show how each fast tracepoint is collected "
                                           "(a jump, or a trap and why)\n"
+                                          "  set inline-collection <on|off>\n"
+                                          "    Whether fast tracepoints' pads installed from "
+                                          "now on write their frames themselves where they "
+                                          "can (on by default)\n"
                                           "  record [DIR [size N] [interval N] [files N] "
                                           "[min-free N] | off]\n"
                                           "    Record trace runs into rotating files in DIR "
@@ -381,6 +385,12 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
     }
     if (command == "tracepoints") return console_reply(s, fast_tracepoint_summary(s));
     if (command == "breakpoints") return console_reply(s, breakpoint_summary(s));
+    if (auto on = switch_value(command, "set inline-collection ")) {
+        s.server().experiment().set_inline_collection(*on);
+        return to_hex(*on ? "Pads installed from now on write their frames where they can.\n"
+                          : "Pads installed from now on call the in-process agent's "
+                            "collector.\n");
+    }
     if (auto on = switch_value(command, "set inproc-breakpoints ")) {
         // (Breakpoints already in stay as they are until gdb inserts them again.)
         s.server().experiment().inproc_breakpoints().set_enabled(*on);

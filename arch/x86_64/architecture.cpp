@@ -231,6 +231,10 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
                           std::move(pad->patch), pad->copy};
 }
 
+bool X86_64Architecture::collects_in_line() const {
+    return has_lahf_sahf(); // the pad's front restores the flags with sahf
+}
+
 Result<std::vector<std::uint8_t>> X86_64Architecture::encode_pad_jump(std::uint64_t from,
                                                                       std::uint64_t to) const {
     auto jump = encode_jump(from, to);

@@ -72,6 +72,7 @@ class X86_64Architecture final : public Architecture {
     void fast_saved_state_to_g(std::span<const std::uint8_t> state, std::span<std::uint8_t> g,
                                std::vector<bool>& placed) const override;
     Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const override;
+    bool collects_in_line() const override;
     Result<std::vector<std::uint8_t>> encode_pad_jump(std::uint64_t from,
                                                       std::uint64_t to) const override;
     std::size_t short_jump_length() const override { return 2; }

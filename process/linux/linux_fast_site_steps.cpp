@@ -86,8 +86,15 @@ bool LinuxFastSites::recover_collector_fault(pid_t tid) {
     auto s = process_.registers(tid);
     if (!s) return false;
     const std::uint64_t pc = arch_.pc(**s);
-    if (pc < agent_code_->copy_begin || pc >= agent_code_->copy_end) return false;
-    arch_.set_pc(**s, agent_code_->copy_fault);
+    std::optional<std::uint64_t> resume;
+    if (pc >= agent_code_->copy_begin && pc < agent_code_->copy_end)
+        resume = agent_code_->copy_fault;
+    // A pad that copies ranges in line: its frame is dropped, and counted (inline_collection).
+    for (const auto& [addr, site] : sites_)
+        if (site.copy && pc >= site.pad + site.copy->begin && pc < site.pad + site.copy->end)
+            resume = site.pad + site.copy->fault;
+    if (!resume) return false;
+    arch_.set_pc(**s, *resume);
     if (auto w = arch_.write_general_registers(tid, **s); !w) {
         spdlog::warn("thread {}: cannot recover the collector's fault: {}", tid, w.error().text);
         return false;

@@ -409,7 +409,8 @@ Status LinuxFastSites::commit_fast_site(std::uint64_t addr, const FastPad& built
                                   built.code.begin() + static_cast<std::ptrdiff_t>(patch.size())),
         patch,
         built.call,
-        built.slot};
+        built.slot,
+        built.emitted.copy};
     // The slot's jump first: nothing runs there, so it may go in before the short jump to it.
     if (built.slot) {
         Slot slot{addr, std::vector<std::uint8_t>(built.slot_patch.size()), built.slot_patch};

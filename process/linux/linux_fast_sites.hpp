@@ -173,6 +173,7 @@ class LinuxFastSites final : public FastSites {
         std::vector<std::uint8_t> patch;    // the jump written over them
         FastCall call;
         std::uint64_t slot = 0; // the jump's slot, when the patch is a short jump to it
+        std::optional<arch::PadCopyRange> copy; // the pad's in-line copy (recover_collector_fault)
     };
     // Where the jump to a pad goes when it does not fit at the tracepoint: bytes nearby that
     // never run (Architecture::never_runs), reached by a short jump there.
