@@ -1,4 +1,5 @@
 #include "experiment/record_writer.hpp"
+#include "bytecode/traced_range.hpp"
 #include "arch/compiler_backend.hpp"
 #include "experiment/fast_saved_state.hpp"
 #include <algorithm>
@@ -97,6 +98,20 @@ Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint
         a.offset = range->offset;
         a.length = range->length;
     } else if (const auto* e = std::get_if<trace::Expression>(&action)) {
+        // gdb's code for a variable in memory: collected as the range it is, with no
+        // expression run at a hit (and in line by a pad that writes its frames itself).
+        const auto range = bytecode::traced_range(e->program);
+        const Header& h = shared_.header();
+        if (range && range->length <= UINT32_MAX &&
+            (range->base_register < 0 ||
+             (static_cast<std::size_t>(range->base_register) < kMaxCoreRegisters &&
+              h.register_size[range->base_register] == 8))) {
+            a.kind = ActionKind::Memory;
+            a.base_register = range->base_register;
+            a.offset = range->offset;
+            a.length = static_cast<std::uint32_t>(range->length);
+            return a;
+        }
         return expression(*e, near);
     }
     return a;

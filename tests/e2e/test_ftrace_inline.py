@@ -1,0 +1,70 @@
+"""Fast tracepoints whose pads write their frames themselves (inline collection): what gdb
+sees of such a trace is what it sees when the in-process agent's collector writes the frames
+(`monitor set inline-collection off` before the pads are made), and `monitor tracepoints`
+says which collects each tracepoint, and why the agent's collector does where it does.
+
+programs/ftrace_loop.c: traced(i, 3) once per iteration; every collected value follows from
+i. Its globals are collected as memory ranges, `$regs` as the register block: both in line.
+"""
+
+import re
+
+import pytest
+
+from scenario import TO_MAIN, FastTrace, ftrace, trace_to
+
+PROGRAM = "ftrace_loop"
+HITS = 6
+
+pytestmark = pytest.mark.tpagent_only("inline collection and its monitor commands are tpagent's")
+
+
+def run(e2e, in_line: bool, *actions: str, condition: str = ""):
+    s = FastTrace(e2e, PROGRAM, str(HITS))
+    location = s.at("traced_entry") + (f" if {condition}" if condition else "")
+    define = s.define(ftrace(location, *actions))
+    dumps = [f"tfind {k}" for k in range(HITS)]
+    lines = []
+    for d in dumps:
+        lines += [d, "tdump"]
+    r = s.gdb(
+        *TO_MAIN,
+        f"monitor set inline-collection {'on' if in_line else 'off'}",
+        define,
+        "break finished", "tstart", "monitor tracepoints", "continue", "tstop", "tstatus",
+        *lines,
+    )
+    return r
+
+
+def dumped(r) -> list[str]:
+    """Every frame's tdump, as gdb printed it."""
+    return [r.of("tdump", k) for k in range(HITS)]
+
+
+def test_frames_are_the_agent_collectors(e2e):
+    """$regs and three globals: the same tdump of every frame either way, and the values
+    the program had (rdi = the iteration)."""
+    actions = ("collect $regs", "collect hits, current, bytes")
+    inline = run(e2e, True, *actions)
+    generic = run(e2e, False, *actions)
+    said = inline.of("monitor tracepoints")
+    assert "Its pad writes its frames itself." in said, said
+    assert "collector collects it: `monitor set inline-collection off`" in generic.of("monitor tracepoints")
+    inline.trace_stopped("by a tstop command", HITS)
+    generic.trace_stopped("by a tstop command", HITS)
+    a, b = dumped(inline), dumped(generic)
+    assert a == b, (inline.transcript, generic.transcript)
+    for k, text in enumerate(a):
+        assert re.search(rf"(?m)^rdi\s+0x{k:x}\s+{k}$", text), text
+        assert re.search(rf"(?m)^hits = {k}$", text), text
+        assert re.search(r"(?m)^eflags\s+0x[0-9a-f]+\s+\[.*IF.*\]$", text), text
+
+
+def test_a_condition_stays_with_the_agents_collector(e2e):
+    """A condition is evaluated by the agent's collector, which says so; the frames it keeps
+    are the ones whose condition holds."""
+    r = run(e2e, True, "collect hits", condition="n % 2 == 1")
+    said = r.of("monitor tracepoints")
+    assert "The in-process agent's collector collects it: it has a condition." in said, said
+    r.trace_stopped("by a tstop command", HITS // 2)
