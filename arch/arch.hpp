@@ -46,8 +46,8 @@ struct InlineAgentLayout {
     std::uint32_t record_enabled = 0, record_next = 0;
     // In the thread's state.
     std::uint32_t busy = 0, slot_generation = 0, counters = 0, chunk = 0, linear_credit = 0,
-                  tail_bytes = 0, tail_registers = 0, thread_constants = 0,
-                  last_range_sequence = 0, last_range_start = 0, last_range_end = 0;
+                  tail_bytes = 0, tail_registers = 0, thread_constants = 0, last_range_sequence = 0,
+                  last_range_start = 0, last_range_end = 0;
     // In a chunk's header, and its size.
     std::uint32_t chunk_committed = 0, chunk_frames = 0, chunk_header_bytes = 0;
 
@@ -71,9 +71,9 @@ struct InlineCollection {
         bool operator==(const Range&) const = default;
     };
     InlineAgentLayout agent;
-    std::uint64_t record = 0;     // the tracepoint's record in the program
-    std::uint32_t size = 0;       // the record's bytes, a multiple of 8
-    std::uint64_t first_word = 0; // its first 8 bytes: size | index << 32
+    std::uint64_t record = 0;       // the tracepoint's record in the program
+    std::uint32_t size = 0;         // the record's bytes, a multiple of 8
+    std::uint64_t first_word = 0;   // its first 8 bytes: size | index << 32
     std::uint64_t frame_header = 0; // 6 bytes, at 24
     std::uint32_t counter = 0;      // offset of its hits (then bytes) in the thread's row
     std::uint32_t registers_at = 0; // offset of the `R` block; 0: none

@@ -53,8 +53,8 @@ auto refused(std::string why) {
 Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
                                                      const TracepointRecord& rec) {
     const Header& h = shared.header();
-    if (h.thread_state_offset == 0 || h.forked_flag == 0 ||
-        h.thread_state_offset < INT32_MIN / 2 || h.thread_state_offset > INT32_MAX / 2)
+    if (h.thread_state_offset == 0 || h.forked_flag == 0 || h.thread_state_offset < INT32_MIN / 2 ||
+        h.thread_state_offset > INT32_MAX / 2)
         return refused("the agent's threads keep their state where a pad cannot reach it");
     if (rec.has_condition) return refused("it has a condition");
     if (rec.pass_count) return refused("it has a pass count");
@@ -87,7 +87,8 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
             if (a.length == 0 || a.length > kMaxInlineRange)
                 return refused(fmt::format("a range of {} bytes", a.length));
             if (c.ranges.size() == kMaxInlineRanges) return refused("too many ranges");
-            c.ranges.push_back({a.base_register, a.offset, a.length, static_cast<std::uint32_t>(end)});
+            c.ranges.push_back(
+                {a.base_register, a.offset, a.length, static_cast<std::uint32_t>(end)});
             end += trace::kMemoryBlockHeaderSize + a.length;
         } else {
             return refused("it evaluates an expression");

@@ -407,16 +407,16 @@ std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target*
         std::string collector;
         if (covering) {
             const auto why = fast_.collected_by_agent(key.address);
-            collector = why ? fmt::format(" The in-process agent's collector collects it: {}.", *why)
-                            : std::string(" Its pad writes its frames itself.");
+            collector =
+                why ? fmt::format(" The in-process agent's collector collects it: {}.", *why)
+                    : std::string(" Its pad writes its frames itself.");
         }
-        lines.push_back(covering
-                            ? fmt::format("{} tracepoint {} at 0x{:x} jumps to its pad{} "
-                                          "({} bytes of instructions displaced).{}",
-                                          kind, key.number, key.address, through, covering->covered,
-                                          collector)
-                            : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
-                                          key.number, key.address));
+        lines.push_back(covering ? fmt::format("{} tracepoint {} at 0x{:x} jumps to its pad{} "
+                                               "({} bytes of instructions displaced).{}",
+                                               kind, key.number, key.address, through,
+                                               covering->covered, collector)
+                                 : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
+                                               key.number, key.address));
     }
     if (auto use = inferior ? inferior->fast_sites().agent_stack_use() : std::nullopt) {
         if (!only_traps)

@@ -221,7 +221,8 @@ Result<EmittedJumpPad> X86_64Architecture::emit_jump_pad(const JumpPadRequest& r
     spec.agent_stacks = request.agent_stacks;
     spec.displaced_minimum = request.displaced_minimum;
     spec.gate = request.options.gate;
-    if (request.options.inline_collection) spec.inline_collection = &*request.options.inline_collection;
+    if (request.options.inline_collection)
+        spec.inline_collection = &*request.options.inline_collection;
     spec.state_save = request.options.save_vector_state || request.options.stage_vector_state
                           ? detect_state_save()
                           : StateSave{StateSave::Kind::None, 0, 0};

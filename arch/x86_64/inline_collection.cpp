@@ -77,7 +77,9 @@ class Front {
             if (pushed_[i] == r) return static_cast<std::int32_t>(8 * (pushed_.size() - 1 - i));
         return -1;
     }
-    std::int32_t thread_rsp() const { return static_cast<std::int32_t>(8 * pushed_.size()) + kRedZone; }
+    std::int32_t thread_rsp() const {
+        return static_cast<std::int32_t>(8 * pushed_.size()) + kRedZone;
+    }
     void push(Reg r) {
         a_.push(r);
         pushed_.push_back(r);
@@ -199,9 +201,12 @@ void Front::checks() {
         jcc_to(kAbove, to_unbusy_generic_);
     }
     // Room for the record in the chunk: committed + size <= chunk_bytes - header.
-    a_.rex(false, RAX, R10), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)});
-    a_.rex(false, RDX, R11), a_.byte(0x8b), a_.modrm_mem(RDX, Mem{R11, static_cast<std::int32_t>(l.chunk_bytes)});
-    a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(l.chunk_header_bytes + c_.size), false);
+    a_.rex(false, RAX, R10), a_.byte(0x8b),
+        a_.modrm_mem(RAX, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)});
+    a_.rex(false, RDX, R11), a_.byte(0x8b),
+        a_.modrm_mem(RDX, Mem{R11, static_cast<std::int32_t>(l.chunk_bytes)});
+    a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(l.chunk_header_bytes + c_.size),
+               false);
     jcc_to(kBelow, to_unbusy_generic_);
     a_.rr(0x39, RAX, RDX, false); // cmp eax, edx
     jcc_to(kAbove, to_unbusy_generic_);
@@ -282,8 +287,7 @@ void Front::write_record() {
     // Published: the record's bytes, then the chunk's count and committed bytes (x86-64 keeps
     // stores in order: a reader that sees `committed` sees the record).
     mem_ext(a_, false, 0xff, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_frames)}, 0, 0);
-    mem_ext(a_, false, 0x81, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, c_.size,
-            4);
+    mem_ext(a_, false, 0x81, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, c_.size, 4);
     // The thread's own counter row: plain adds.
     const auto counter = static_cast<std::int32_t>(c_.counter);
     mem_ext(a_, true, 0xff, 0, Mem{R9, counter}, 0, 0);
@@ -313,7 +317,6 @@ void Front::copy_range(const InlineCollection::Range& r) {
     }
 }
 
-
 Result<PadFront> Front::emit(PadFront front) {
     pushed_.push_back(RCX); // the gate's
     if (c_.registers_at) {
@@ -321,9 +324,9 @@ Result<PadFront> Front::emit(PadFront front) {
         pushed_.push_back(RSP);
     }
     push(RAX);
-    a_.byte(0x9f);                                // lahf
+    a_.byte(0x9f);                               // lahf
     a_.byte(0x0f), a_.byte(0x90), a_.byte(0xc0); // seto al
-    push(RAX);                                    // the flags, for sahf
+    push(RAX);                                   // the flags, for sahf
     for (Reg r : {RDX, RSI, RDI, R9, R10, R11})
         push(r);
     checks();
@@ -362,7 +365,8 @@ Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
             c.agent.thread_state == 0)
             return make_error(ErrorCode::Unsupported, "inline collection: no agent layout");
         for (const auto& r : c.ranges)
-            if (r.base_regnum >= 16 || r.length == 0 || r.length > 4096 || r.at + 11 + r.length > c.size)
+            if (r.base_regnum >= 16 || r.length == 0 || r.length > 4096 ||
+                r.at + 11 + r.length > c.size)
                 return make_error(ErrorCode::Unsupported,
                                   fmt::format("inline collection: range of {} bytes at {:#x}",
                                               r.length, r.offset));
@@ -371,7 +375,7 @@ Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
     lea(a, RSP, Mem{RSP, -kRedZone}); // first: leaf code keeps live data below rsp
     a.push(RCX);
     a.mov_imm(RCX, gate);
-    a.byte(0x8b), a.modrm_mem(RCX, Mem{RCX, 0}); // mov ecx, [rcx]
+    a.byte(0x8b), a.modrm_mem(RCX, Mem{RCX, 0});  // mov ecx, [rcx]
     a.byte(0x8d), a.modrm_mem(RCX, Mem{RCX, -1}); // lea ecx, [rcx - 1]: 0 when tracing
     a.byte(0xe3); // jrcxz on: no flag changes, nothing saved but rcx
     const std::size_t to_on = a.pos();

@@ -337,8 +337,8 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         const InlineCore core{completion.pc_offset, completion.flags_offset,
                               completion.constants_offset, completion.constants_size,
                               core_end(off)};
-        auto made = emit_pad_front(a, spec.gate, spec.inline_collection, spec.tracepoint_address,
-                                   core);
+        auto made =
+            emit_pad_front(a, spec.gate, spec.inline_collection, spec.tracepoint_address, core);
         if (!made) { // the gate alone, which cannot fail
             a = X86Writer{};
             made = emit_pad_front(a, spec.gate, nullptr, spec.tracepoint_address, core);

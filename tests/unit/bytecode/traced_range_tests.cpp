@@ -21,7 +21,8 @@ Program program(std::vector<std::uint8_t> bytes) {
 }
 
 // What the interpreter collects from p with register r = value: the (address, length) pairs.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> collected(const Program& p, std::uint64_t value) {
+std::vector<std::pair<std::uint64_t, std::uint64_t>> collected(const Program& p,
+                                                               std::uint64_t value) {
     struct User {
         std::uint64_t value;
         std::vector<std::pair<std::uint64_t, std::uint64_t>> got;
@@ -75,8 +76,7 @@ TEST_CASE("gdb's code for a variable in memory is the range it collects", "[byte
     }
 }
 
-TEST_CASE("an expression that does more than collect one range stays an expression",
-          "[bytecode]") {
+TEST_CASE("an expression that does more than collect one range stays an expression", "[bytecode]") {
     const std::vector<std::vector<std::uint8_t>> programs = {
         // two ranges
         {0x22, 0x10, 0x0d, 0x04, 0x22, 0x20, 0x0d, 0x04, 0x27},

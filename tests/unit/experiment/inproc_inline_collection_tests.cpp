@@ -11,6 +11,8 @@
 #include "experiment/inline_collection.hpp"
 #include "experiment/fast_saved_state.hpp"
 #include "experiment/record_writer.hpp"
+#include <csignal>
+#include <ucontext.h>
 
 using namespace tpagent::inproc_collector_fixture;
 using namespace tpagent::arch::x86_64::x86_writer;
@@ -43,8 +45,7 @@ void counting_collector(std::uint64_t record, std::uint8_t* block, std::uint64_t
 // (no flag changes: the flags the caller set are the ones at the tracepoint and after).
 struct Code {
     std::uint8_t* base = nullptr;
-    static constexpr std::size_t kSize = 0x4000, kPad = 0x1000, kTrampoline = 0x3000,
-                                 kData = 0x800;
+    static constexpr std::size_t kSize = 0x4000, kPad = 0x1000, kTrampoline = 0x3000, kData = 0x800;
     std::vector<std::uint8_t> original;
     Code() {
         void* m = mmap(nullptr, kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -74,9 +75,8 @@ struct Code {
             a.push(r);
         a.push(RDI);
         a.byte(0xff), a.modrm_mem(6, Mem{RDI, static_cast<std::int32_t>(offsetof(Call, fn))});
-        a.byte(0xff),
-            a.modrm_mem(6, Mem{RDI, static_cast<std::int32_t>(offsetof(Call, flags_in))});
-        a.byte(0x9d);                                                      // popfq
+        a.byte(0xff), a.modrm_mem(6, Mem{RDI, static_cast<std::int32_t>(offsetof(Call, flags_in))});
+        a.byte(0x9d); // popfq
         for (int i = 0; i < 16; ++i)
             if (kOrder[i] != RSP && kOrder[i] != RDI) a.load(kOrder[i], Mem{RDI, 8 * i});
         a.load(RDI, Mem{RDI, 8 * 5});
@@ -126,7 +126,9 @@ struct Code {
         REQUIRE(pad);
         std::memcpy(base + kPad, pad->code.data(), pad->code.size());
         std::memcpy(base, pad->patch.data(), pad->patch.size());
+        copy = pad->copy;
     }
+    std::optional<arch::PadCopyRange> copy; // the installed pad's in-line copy
     void uninstall() { std::memcpy(base, original.data(), original.size()); }
 };
 
@@ -168,7 +170,79 @@ void require_same_frame(const Frame& a, const Frame& b) {
     }
 }
 
+// tpagent's part when a pad's copy faults (LinuxFastSites::recover_collector_fault), played by
+// a SIGSEGV handler: the pc in the copy goes on at the copy's fault label.
+struct FaultRecovery {
+    static inline std::uint64_t begin = 0, end = 0, resume = 0;
+    static inline std::atomic<int> recovered{0};
+    struct sigaction old {};
+    FaultRecovery(const Code& code) {
+        REQUIRE(code.copy);
+        const auto pad = address_of(code.base + Code::kPad);
+        begin = pad + code.copy->begin;
+        end = pad + code.copy->end;
+        resume = pad + code.copy->fault;
+        struct sigaction sa {};
+        sa.sa_sigaction = [](int, siginfo_t*, void* context) {
+            auto* uc = static_cast<ucontext_t*>(context);
+            auto& rip = uc->uc_mcontext.gregs[REG_RIP];
+            const auto pc = static_cast<std::uint64_t>(rip);
+            if (pc < begin || pc >= end) std::abort(); // not the pad's copy: a real crash
+            rip = static_cast<greg_t>(resume);
+            recovered.fetch_add(1);
+        };
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        REQUIRE(sigaction(SIGSEGV, &sa, &old) == 0);
+    }
+    ~FaultRecovery() { sigaction(SIGSEGV, &old, nullptr); }
+};
+
 } // namespace
+
+TEST_CASE("a pad whose in-line copy faults drops the frame, counted, and the program goes on",
+          "[inline]") {
+    Code code;
+    Call untraced = known_call(5);
+    code.call(untraced);
+    Config config;
+    Pages pages(1);
+    list_readable_ranges();
+    TracepointRecord& rec =
+        config.add(7, code.fn(), {registers_action(), memory_action(pages.address(0), 32)});
+    rec.complete_block = 0;
+    code.install(rec, true, true);
+    config.start();
+    auto hit_once_more = [&] {
+        Call traced = known_call(5);
+        code.call(traced);
+        require_same_outcome(traced, untraced);
+    };
+    hit_once_more(); // joined; its last readable range is the page's
+    hit_once_more();
+    REQUIRE(drain().size() == 2);
+    // The page goes away after tpagent listed it: the pad's range check still passes.
+    const std::uint64_t dropped = header().dropped_frames.load();
+    g_generic_calls = 0;
+    {
+        FaultRecovery recovery(code);
+        REQUIRE(mprotect(pages.base, pages.page, PROT_NONE) == 0);
+        hit_once_more();
+        REQUIRE(FaultRecovery::recovered == 1);
+    }
+    REQUIRE(mprotect(pages.base, pages.page, PROT_READ | PROT_WRITE) == 0);
+    REQUIRE(header().dropped_frames.load() == dropped + 1);
+    REQUIRE(g_generic_calls == 0);
+    REQUIRE(drain().empty());
+    // The thread is no longer busy: its next hit is collected, in line.
+    hit_once_more();
+    const auto frames = drain();
+    REQUIRE(frames.size() == 1);
+    REQUIRE(frames[0].memory.at(0).bytes == std::vector<std::uint8_t>(pages.base, pages.base + 32));
+    REQUIRE(g_generic_calls == 0);
+    header().tracing.store(0);
+    code.uninstall();
+}
 
 TEST_CASE("a pad collecting in line writes the agent collector's frames", "[inline]") {
     Code code;
@@ -200,8 +274,8 @@ TEST_CASE("a pad collecting in line writes the agent collector's frames", "[inli
     REQUIRE(frames.size() == kHits);
     const int generic = g_generic_calls.load();
     INFO("hits the agent's collector took: " << generic);
-    REQUIRE(generic >= 1);           // the first: the thread joins the run
-    REQUIRE(generic < kHits / 10);   // the rest in line, but for new chunks
+    REQUIRE(generic >= 1);         // the first: the thread joins the run
+    REQUIRE(generic < kHits / 10); // the rest in line, but for new chunks
     for (const Frame& f : frames)
         require_same_frame(f, frames[0]);
     // And what the frame says is the thread's state at the tracepoint.
