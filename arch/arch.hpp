@@ -50,6 +50,9 @@ struct InlineAgentLayout {
                   last_range_start = 0, last_range_end = 0;
     // In a chunk's header, and its size.
     std::uint32_t chunk_committed = 0, chunk_frames = 0, chunk_header_bytes = 0;
+    // A compiled condition's arguments (bytecode::Context, EvalOut): their sizes, where the
+    // context's register block pointer and the result's value are.
+    std::uint32_t context_bytes = 0, context_registers = 0, out_bytes = 0, out_value = 0;
 
     bool operator==(const InlineAgentLayout&) const = default;
 };
@@ -80,6 +83,12 @@ struct InlineCollection {
     std::uint32_t core_bytes = 0, tail_bytes = 0;
     std::vector<Range> ranges;
     std::uint8_t registers_tag = 'R', memory_tag = 'M';
+    // A condition compiled for staged registers (bytecode::CompiledFn at `condition`) that
+    // reads nothing but the general registers and the pc (gdb regnums `condition_registers`):
+    // called with a block holding just those, before anything else; a hit it rejects is not
+    // counted, one whose evaluation fails is the agent's collector's. 0: none.
+    std::uint64_t condition = 0;
+    std::vector<int> condition_registers;
 
     bool operator==(const InlineCollection&) const = default;
 };

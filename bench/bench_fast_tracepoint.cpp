@@ -160,6 +160,9 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
     rec->collects_state = vector_state ? 1 : 0;
     // As tpagent makes it: the pad writes the frame itself where it can.
     auto in_line = experiment::inline_collection_for(*s.shared, *rec);
+    if (!in_line && !vector_state)
+        std::fprintf(stderr, "collected by the agent's collector: %s\n",
+                     in_line.error().text.c_str());
     install_pad(full, vector_state, 0,
                 in_line && !std::getenv("TPAGENT_BENCH_GENERIC") ? std::optional(*in_line)
                                                                  : std::nullopt);
@@ -259,8 +262,10 @@ void BM_condition_compiled(benchmark::State& state) {
         if (!code) {
             const std::uint8_t bytes[] = {0x26, 0x00, 0x05, 0x22, 0x00, 0x14, 0x0e, 0x27};
             auto program = bytecode::validate(bytes, 64);
+            // As tpagent compiles it: `reg` loads from the block the pad staged.
             auto native = tpagent::arch::host_compiler_backend().translate(
-                *program, setup().shared->helpers());
+                *program, setup().shared->helpers(),
+                experiment::staged_register_layout(setup().shared->header()));
             void* mem =
                 mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             std::memcpy(mem, native->data(), native->size());
@@ -270,6 +275,14 @@ void BM_condition_compiled(benchmark::State& state) {
         ActionRecord cond{};
         cond.kind = ActionKind::Expression;
         cond.compiled = code;
+        // Its instructions where tpagent puts them, for the pad to see what it reads.
+        const std::uint8_t bytes[] = {0x26, 0x00, 0x05, 0x22, 0x00, 0x14, 0x0e, 0x27};
+        auto program = bytecode::validate(bytes, 64);
+        const auto insns = program->insns();
+        cond.insns_offset = kConfigOffset + 8192;
+        cond.insn_count = static_cast<std::uint32_t>(insns.size());
+        std::memcpy(at<bytecode::Insn>(setup().shared->local(), cond.insns_offset), insns.data(),
+                    insns.size_bytes());
         configure({}, &cond);
     }
     run(state, true);

@@ -1,6 +1,9 @@
 #include "experiment/inline_collection.hpp"
 #include "inproc/thread_state.hpp"
 #include "trace/frame_format.hpp"
+#include "bytecode/context.hpp"
+#include "bytecode/program.hpp"
+#include <algorithm>
 #include <cstddef>
 #include <fmt/format.h>
 
@@ -13,6 +16,7 @@ using namespace inproc;
 constexpr std::uint32_t kMaxInlineRange = 4096;
 constexpr std::size_t kMaxInlineRanges = 16;
 constexpr int kGeneralRegisters = 16;
+constexpr std::uint64_t kPcRegnum = 16; // x86-64's rip: the only architecture collecting in line
 
 arch::InlineAgentLayout agent_layout(const SharedBuffer& shared) {
     const Header& h = shared.header();
@@ -41,11 +45,70 @@ arch::InlineAgentLayout agent_layout(const SharedBuffer& shared) {
     l.chunk_committed = offsetof(ChunkHeader, committed);
     l.chunk_frames = offsetof(ChunkHeader, frames);
     l.chunk_header_bytes = kChunkHeaderBytes;
+    l.context_bytes = sizeof(bytecode::Context);
+    l.context_registers = offsetof(bytecode::Context, registers);
+    l.out_bytes = sizeof(bytecode::EvalOut);
+    l.out_value = offsetof(bytecode::EvalOut, value);
     return l;
 }
 
 auto refused(std::string why) {
     return make_error(ErrorCode::Unsupported, std::move(why));
+}
+
+// The registers a condition reads, if it reads nothing else (no memory, no variable: its
+// compiled code then touches only the context's register block).
+Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const ActionRecord& a) {
+    using bytecode::Op;
+    const auto* insns = at<const bytecode::Insn>(shared.local(), a.insns_offset);
+    std::vector<int> regs;
+    for (std::uint32_t i = 0; i < a.insn_count; ++i) {
+        const bytecode::Insn& insn = insns[i];
+        switch (insn.op) {
+        case Op::Reg:
+            if (insn.imm > kPcRegnum)
+                return refused("its condition reads a register the pad does not save");
+            if (std::find(regs.begin(), regs.end(), static_cast<int>(insn.imm)) == regs.end())
+                regs.push_back(static_cast<int>(insn.imm));
+            break;
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::DivSigned:
+        case Op::DivUnsigned:
+        case Op::RemSigned:
+        case Op::RemUnsigned:
+        case Op::Lsh:
+        case Op::RshSigned:
+        case Op::RshUnsigned:
+        case Op::LogNot:
+        case Op::BitAnd:
+        case Op::BitOr:
+        case Op::BitXor:
+        case Op::BitNot:
+        case Op::Equal:
+        case Op::LessSigned:
+        case Op::LessUnsigned:
+        case Op::Ext:
+        case Op::ZeroExt:
+        case Op::IfGoto:
+        case Op::Goto:
+        case Op::Const8:
+        case Op::Const16:
+        case Op::Const32:
+        case Op::Const64:
+        case Op::End:
+        case Op::Dup:
+        case Op::Pop:
+        case Op::Swap:
+        case Op::Pick:
+        case Op::Rot:
+            break;
+        default:
+            return refused("its condition reads memory or variables");
+        }
+    }
+    return regs;
 }
 
 } // namespace
@@ -56,7 +119,6 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
     if (h.thread_state_offset == 0 || h.forked_flag == 0 || h.thread_state_offset < INT32_MIN / 2 ||
         h.thread_state_offset > INT32_MAX / 2)
         return refused("the agent's threads keep their state where a pad cannot reach it");
-    if (rec.has_condition) return refused("it has a condition");
     if (rec.pass_count) return refused("it has a pass count");
     if (rec.collects_state) return refused("it collects FP/vector registers");
     if (rec.next) return refused("another tracepoint is at its address");
@@ -65,6 +127,14 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
 
     arch::InlineCollection c;
     c.agent = agent_layout(shared);
+    if (rec.has_condition) {
+        if (!rec.condition.compiled) return refused("its condition is interpreted");
+        if (rec.condition.insn_count == 0) return refused("its condition's code is not known");
+        auto regs = condition_registers(shared, rec.condition);
+        if (!regs) return regs.error();
+        c.condition = rec.condition.compiled;
+        c.condition_registers = std::move(*regs);
+    }
     c.record = shared.remote(shared.offset_of(&rec));
     c.counter = static_cast<std::uint32_t>(index * sizeof(HitCounter));
     c.registers_tag = static_cast<std::uint8_t>(trace::kRegistersBlock);

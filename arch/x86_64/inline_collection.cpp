@@ -77,6 +77,8 @@ class Front {
             if (pushed_[i] == r) return static_cast<std::int32_t>(8 * (pushed_.size() - 1 - i));
         return -1;
     }
+    // Where the saved registers are: rsp, or rbx while the condition has the stack.
+    Reg base_ = RSP;
     std::int32_t thread_rsp() const {
         return static_cast<std::int32_t>(8 * pushed_.size()) + kRedZone;
     }
@@ -88,9 +90,9 @@ class Front {
     void value_of(Reg dst, int regnum) {
         const Reg r = kGdbOrder[regnum];
         if (r == RSP)
-            lea(a_, dst, Mem{RSP, thread_rsp()});
+            lea(a_, dst, Mem{base_, thread_rsp()});
         else if (const std::int32_t slot = slot_of(r); slot >= 0)
-            a_.load(dst, Mem{RSP, slot});
+            a_.load(dst, Mem{base_, slot});
         else
             a_.mov(dst, r);
     }
@@ -116,6 +118,8 @@ class Front {
         label.clear();
     }
     void restore();
+    void record_checks();
+    void condition();
     void checks();
     void write_record();
     void write_registers(std::int32_t at);
@@ -152,9 +156,10 @@ void Front::restore() {
     lea(a_, RSP, Mem{RSP, kRedZone});
 }
 
-void Front::checks() {
+// Whether this hit is the tracepoint's at all: not in a forked child, the record enabled and
+// alone at its address.
+void Front::record_checks() {
     const InlineAgentLayout& l = c_.agent;
-    a_.mov_imm(R11, l.header);
     a_.mov_imm(RAX, l.forked_flag);
     mem_ext(a_, false, 0x80, 7, Mem{RAX, 0}, 0, 1); // cmp byte [rax], 0
     jcc_to(kNotEqual, to_return_);
@@ -164,6 +169,47 @@ void Front::checks() {
     // Another record at the address: the agent's collector runs the chain.
     mem_ext(a_, true, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_next)}, 0, 1);
     jcc_to(kNotEqual, to_generic_);
+}
+
+// The compiled condition, called as the agent's collector calls it, on an aligned stack below
+// the saved registers (rbx keeps where they are: the call preserves it). Its block holds only
+// the registers it reads; its context only that block (it reads nothing else).
+void Front::condition() {
+    const InlineAgentLayout& l = c_.agent;
+    constexpr std::int32_t kBlock = 136; // rax..r15 and rip, gdb's offsets
+    const auto context = kBlock;
+    const auto out = context + static_cast<std::int32_t>((l.context_bytes + 7) / 8 * 8);
+    const auto area = (out + static_cast<std::int32_t>(l.out_bytes) + 15) / 16 * 16;
+    a_.mov(RBX, RSP);
+    base_ = RBX;
+    lea(a_, RSP, Mem{RSP, -area});
+    a_.alu_imm(x86_writer::AND, RSP, -16);
+    for (int regnum : c_.condition_registers) {
+        if (regnum == 16) {
+            a_.mov_imm(RAX, address_);
+            a_.store(Mem{RSP, static_cast<std::int32_t>(core_.pc_offset)}, RAX);
+            continue;
+        }
+        value_of(RAX, regnum);
+        a_.store(Mem{RSP, 8 * regnum}, RAX);
+    }
+    a_.store(Mem{RSP, context + static_cast<std::int32_t>(l.context_registers)}, RSP);
+    lea(a_, RDI, Mem{RSP, context});
+    lea(a_, RSI, Mem{RSP, out});
+    a_.mov_imm(RAX, c_.condition);
+    a_.call(RAX);
+    a_.load(RCX, Mem{RSP, out + static_cast<std::int32_t>(l.out_value)}); // before rsp leaves it
+    a_.mov(RSP, RBX);
+    base_ = RSP;
+    a_.rr(0x85, RAX, RAX, false);   // test eax, eax: EvalStatus::Ok is 0
+    jcc_to(kNotEqual, to_generic_); // the agent's collector evaluates it again and says why
+    a_.test(RCX, RCX);
+    jcc_to(kEqual, to_return_); // rejected: no frame, no hit counted
+}
+
+void Front::checks() {
+    const InlineAgentLayout& l = c_.agent;
+    a_.mov_imm(R11, l.header);
     // A hit inside a hit (a signal handler's): the agent's collector counts it as dropped.
     // Busy from here on, before the chunk is read: a nested hit before this line is done
     // before this one reads where its record goes.
@@ -329,6 +375,11 @@ Result<PadFront> Front::emit(PadFront front) {
     push(RAX);                                   // the flags, for sahf
     for (Reg r : {RDX, RSI, RDI, R9, R10, R11})
         push(r);
+    if (c_.condition) // the call's: r8 is the callee's to change, rbx keeps the saved ones
+        for (Reg r : {R8, RBX})
+            push(r);
+    record_checks();
+    if (c_.condition) condition();
     checks();
     write_record();
     const std::size_t done = a_.pos();
@@ -364,6 +415,13 @@ Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
         if (c.size % 8 || c.size < 32 || c.agent.header == 0 || c.agent.forked_flag == 0 ||
             c.agent.thread_state == 0)
             return make_error(ErrorCode::Unsupported, "inline collection: no agent layout");
+        for (int r : c.condition_registers)
+            if (r < 0 || r > 16)
+                return make_error(ErrorCode::Unsupported,
+                                  "inline collection: the condition reads a register the pad "
+                                  "does not save");
+        if (c.condition && (c.agent.context_bytes == 0 || c.agent.out_bytes == 0))
+            return make_error(ErrorCode::Unsupported, "inline collection: no condition layout");
         for (const auto& r : c.ranges)
             if (r.base_regnum >= 16 || r.length == 0 || r.length > 4096 ||
                 r.at + 11 + r.length > c.size)

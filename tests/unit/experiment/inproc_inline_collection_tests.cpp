@@ -11,6 +11,7 @@
 #include "experiment/inline_collection.hpp"
 #include "experiment/fast_saved_state.hpp"
 #include "experiment/record_writer.hpp"
+#include "arch/compiler_backend.hpp"
 #include <csignal>
 #include <ucontext.h>
 
@@ -169,6 +170,26 @@ void require_same_frame(const Frame& a, const Frame& b) {
         REQUIRE(a.memory[i].bytes == b.memory[i].bytes);
     }
 }
+
+// rec's condition `bytes`, compiled as tpagent compiles it (registers from the pad's block)
+// into executable memory of its own; the instructions where tpagent writes them.
+struct CompiledCondition {
+    void* code = nullptr;
+    CompiledCondition(Config& config, TracepointRecord& rec, std::vector<std::uint8_t> bytes) {
+        const auto p = program(std::move(bytes));
+        config.condition(rec, Config::expression(p));
+        auto native = arch::host_compiler_backend().translate(
+            p, shared().helpers(), experiment::staged_register_layout(header()));
+        INFO((native ? std::string() : native.error().text));
+        REQUIRE(native);
+        code = mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+        REQUIRE(code != MAP_FAILED);
+        std::memcpy(code, native->data(), native->size());
+        rec.condition.compiled = address_of(static_cast<std::uint8_t*>(code));
+    }
+    ~CompiledCondition() { munmap(code, 4096); }
+};
 
 // tpagent's part when a pad's copy faults (LinuxFastSites::recover_collector_fault), played by
 // a SIGSEGV handler: the pc in the copy goes on at the copy's fault label.
@@ -398,3 +419,54 @@ TEST_CASE("a pad collecting in line leaves to the agent's collector what it does
     code.uninstall();
 }
 #endif
+
+TEST_CASE("a pad evaluates a compiled condition on registers itself", "[inline]") {
+    Code code;
+    Config config;
+    TracepointRecord& rec = config.add(8, code.fn(), {registers_action()});
+    rec.complete_block = 0;
+    SECTION("rdi odd and rip the tracepoint's: only those hits are collected") {
+        std::vector<std::uint8_t> cond = {0x26, 0x00, 0x05, 0x22, 0x01,
+                                          0x0f, 0x26, 0x00, 0x10, 0x25};
+        for (int i = 0; i < 8; ++i)
+            cond.push_back(static_cast<std::uint8_t>(code.fn() >> (8 * (7 - i))));
+        for (std::uint8_t b : {0x13, 0x0f, 0x27}) // equal; bit_and; end
+            cond.push_back(b);
+        CompiledCondition compiled(config, rec, cond);
+        code.install(rec, true, true);
+        g_generic_calls = 0;
+        config.start();
+        for (std::uint64_t seed = 0; seed < 10; ++seed) {
+            Call untraced = known_call(seed), traced = known_call(seed);
+            code.uninstall();
+            code.call(untraced);
+            code.install(rec, true, true);
+            code.call(traced);
+            require_same_outcome(traced, untraced);
+        }
+        const auto frames = drain();
+        REQUIRE(frames.size() == 5);
+        for (const Frame& f : frames)
+            REQUIRE(register_in(f.registers, "rdi") % 2 == 1);
+        REQUIRE(g_generic_calls == 1); // the first hit it lets through: the thread joins
+        const auto totals = shared().hit_totals(record_index(shared().local(), &rec));
+        REQUIRE(totals.hits == 5); // as the agent's collector: rejected hits are not counted
+    }
+    SECTION("a condition that fails: the agent's collector evaluates it and stops the trace") {
+        CompiledCondition compiled(config, rec, {0x26, 0x00, 0x05, 0x22, 0x00, 0x05, 0x27});
+        code.install(rec, true, true);
+        g_generic_calls = 0;
+        config.start();
+        Call untraced = known_call(1), traced = known_call(1);
+        code.uninstall();
+        code.call(untraced);
+        code.install(rec, true, true);
+        code.call(traced);
+        require_same_outcome(traced, untraced);
+        REQUIRE(g_generic_calls == 1);
+        REQUIRE(stop_reason() == StopReason::Error);
+        REQUIRE(drain().empty());
+    }
+    header().tracing.store(0);
+    code.uninstall();
+}
