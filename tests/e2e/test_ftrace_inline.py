@@ -61,10 +61,23 @@ def test_frames_are_the_agent_collectors(e2e):
         assert re.search(r"(?m)^eflags\s+0x[0-9a-f]+\s+\[.*IF.*\]$", text), text
 
 
-def test_a_condition_stays_with_the_agents_collector(e2e):
-    """A condition is evaluated by the agent's collector, which says so; the frames it keeps
-    are the ones whose condition holds."""
-    r = run(e2e, True, "collect hits", condition="n % 2 == 1")
-    said = r.of("monitor tracepoints")
-    assert "The in-process agent's collector collects it: it has a condition." in said, said
-    r.trace_stopped("by a tstop command", HITS // 2)
+@pytest.mark.parametrize(
+    "condition, said",
+    [
+        ("$rdi % 2 == 1", "Its pad writes its frames itself."),
+        ("hits % 2 == 1", "The in-process agent's collector collects it: its condition reads memory or variables."),
+    ],
+)
+def test_conditions(e2e, condition, said):
+    """A condition on registers is evaluated by the pad, one that reads memory by the agent's
+    collector, which `monitor tracepoints` says; either way the frames kept are the ones whose
+    condition holds (odd iterations), the same as with inline collection off."""
+    inline = run(e2e, True, "collect $rdi, hits", condition=condition)
+    generic = run(e2e, False, "collect $rdi, hits", condition=condition)
+    assert said in inline.of("monitor tracepoints"), inline.of("monitor tracepoints")
+    inline.trace_stopped("by a tstop command", HITS // 2)
+    generic.trace_stopped("by a tstop command", HITS // 2)
+    frames = [inline.of("tdump", k) for k in range(HITS // 2)]
+    assert frames == [generic.of("tdump", k) for k in range(HITS // 2)], (inline.transcript, generic.transcript)
+    for k, text in enumerate(frames):
+        assert re.search(rf"(?m)^\$rdi = {2 * k + 1}$", text), text
