@@ -37,8 +37,13 @@ struct RegisterSnapshot {
 struct InlineAgentLayout {
     std::uint64_t header = 0;      // the shared buffer's header, in the program
     std::uint64_t forked_flag = 0; // a byte, nonzero in a forked child: nothing collected
-    // The thread's state, from the thread pointer (x86-64: fs).
+    // The thread's state, from the thread pointer (x86-64: fs); or, where that is 0, in a
+    // table of entries keyed by the thread pointer (the self-mapped image's: entry
+    // (tp * 0x9e3779b97f4a7c15) >> (64 - bits), its key the first 8 bytes, the state at
+    // thread_entry_state).
     std::int32_t thread_state = 0;
+    std::uint64_t thread_table = 0;
+    std::uint32_t thread_table_bits = 0, thread_entry_bytes = 0, thread_entry_state = 0;
     // In the header.
     std::uint32_t generation = 0, chunk_bytes = 0, circular = 0, ranges_sequence = 0,
                   dropped_frames = 0;

@@ -24,6 +24,12 @@ arch::InlineAgentLayout agent_layout(const SharedBuffer& shared) {
     l.header = h.shared_buffer_address;
     l.forked_flag = h.forked_flag;
     l.thread_state = static_cast<std::int32_t>(h.thread_state_offset);
+    if (h.thread_state_offset == 0) {
+        l.thread_table = h.thread_table;
+        l.thread_table_bits = h.thread_table_bits;
+        l.thread_entry_bytes = h.thread_entry_bytes;
+        l.thread_entry_state = h.thread_entry_state;
+    }
     l.generation = offsetof(Header, generation);
     l.chunk_bytes = offsetof(Header, chunk_bytes);
     l.circular = offsetof(Header, circular);
@@ -116,8 +122,8 @@ Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const A
 Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
                                                      const TracepointRecord& rec) {
     const Header& h = shared.header();
-    if (h.thread_state_offset == 0 || h.forked_flag == 0 || h.thread_state_offset < INT32_MIN / 2 ||
-        h.thread_state_offset > INT32_MAX / 2)
+    if ((h.thread_state_offset == 0 && h.thread_table == 0) || h.forked_flag == 0 ||
+        h.thread_state_offset < INT32_MIN / 2 || h.thread_state_offset > INT32_MAX / 2)
         return refused("the agent's threads keep their state where a pad cannot reach it");
     if (rec.pass_count) return refused("it has a pass count");
     if (rec.collects_state) return refused("it collects FP/vector registers");

@@ -139,6 +139,13 @@ struct Header {
     // child sets (g_forked).
     std::int64_t thread_state_offset;
     std::uint64_t forked_flag;
+    // The image's table of thread states (thread_state.hpp), where its threads find theirs from
+    // the load at fs:0: its address, index bits, entry size, where an entry's state is; 0: none.
+    std::uint64_t thread_table;
+    std::uint32_t thread_table_bits;
+    std::uint32_t thread_entry_bytes;
+    std::uint32_t thread_entry_state;
+    std::uint32_t thread_table_reserved;
 
     // Configuration (tpagent).
     std::atomic<std::uint32_t> tracing; // collectors return at once when 0

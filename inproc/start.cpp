@@ -71,6 +71,14 @@ bool start_agent() {
     asm("mov %%fs:0, %0" : "=r"(tp));
     h->thread_state_offset =
         static_cast<std::int64_t>(reinterpret_cast<std::uint64_t>(this_thread()) - tp);
+#elif TPAGENT_INPROC_IMAGE && defined(__x86_64__)
+    static_assert(offsetof(ThreadEntry, key) == 0);
+    if (g_thread_pointer_source == ThreadPointerSource::SelfPointer) {
+        h->thread_table = reinterpret_cast<std::uint64_t>(&g_thread_entries[0]);
+        h->thread_table_bits = kThreadEntryBits;
+        h->thread_entry_bytes = sizeof(ThreadEntry);
+        h->thread_entry_state = offsetof(ThreadEntry, state);
+    }
 #endif
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE); // last: the header is complete
     g_shared_buffer = shared;

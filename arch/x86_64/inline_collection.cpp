@@ -66,7 +66,8 @@ void lea(X86Writer& a, Reg dst, Mem m) {
 class Front {
   public:
     Front(X86Writer& a, const InlineCollection& c, std::uint64_t address, const InlineCore& core)
-        : a_(a), c_(c), address_(address), core_(core), t_(c.agent.thread_state) {}
+        : a_(a), c_(c), address_(address), core_(core), t_(c.agent.thread_state),
+          in_table_(c.agent.thread_table != 0) {}
 
     Result<PadFront> emit(PadFront front);
 
@@ -110,7 +111,20 @@ class Front {
             a_.alu(x86_writer::ADD, RSI, RAX);
         }
     }
-    std::int32_t ts(std::uint32_t field) const { return t_ + static_cast<std::int32_t>(field); }
+    // op with the thread's state's `field` as operand: fs-relative (the library's TLS), or from
+    // r8, where the image's thread table lookup left the state's address.
+    void ts_op(bool w, std::initializer_list<std::uint8_t> op, unsigned reg, std::uint32_t field) {
+        const auto at = static_cast<std::int32_t>(field);
+        if (!in_table_) {
+            fs_op(a_, w, op, reg, t_ + at);
+            return;
+        }
+        a_.rex(w, reg, R8);
+        for (std::uint8_t b : op)
+            a_.byte(b);
+        a_.modrm_mem(reg, Mem{R8, at});
+    }
+    void find_thread_state();
     void jcc_to(x86_writer::Cond c, std::vector<std::size_t>& label) { label.push_back(a_.jcc(c)); }
     void bind(std::vector<std::size_t>& label) {
         for (std::size_t at : label)
@@ -130,6 +144,7 @@ class Front {
     std::uint64_t address_;
     InlineCore core_;
     std::int32_t t_;
+    bool in_table_ = false; // the image's threads: their state found in its table, into r8
     std::vector<Reg> pushed_;
     std::optional<PadCopyRange> copy_;
     std::vector<std::size_t> to_return_, to_unbusy_generic_, to_generic_;
@@ -207,43 +222,65 @@ void Front::condition() {
     jcc_to(kEqual, to_return_); // rejected: no frame, no hit counted
 }
 
+// The image's thread_home() and this_thread(), with the thread pointer at fs:0 (the TCB's
+// pointer to itself): r8 = the entry's state; a thread with none yet is the agent's collector's.
+void Front::find_thread_state() {
+    const InlineAgentLayout& l = c_.agent;
+    a_.byte(0x64), a_.byte(0x48), a_.byte(0x8b), a_.byte(0x04), a_.byte(0x25),
+        a_.u32(0); // mov rax, fs:0
+    a_.mov(R8, RAX);
+    a_.mov_imm(RDX, 0x9e3779b97f4a7c15ull);
+    a_.imul(RAX, RDX);
+    a_.shift_imm(x86_writer::SHR, RAX, static_cast<std::uint8_t>(64 - l.thread_table_bits));
+    a_.imul_imm(RAX, static_cast<std::int32_t>(l.thread_entry_bytes));
+    a_.mov_imm(RDX, l.thread_table);
+    a_.alu(x86_writer::ADD, RAX, RDX);
+    a_.test(R8, R8);
+    jcc_to(kEqual, to_generic_);
+    a_.load(RDX, Mem{RAX, 0}); // the entry's key (relaxed)
+    a_.alu(x86_writer::CMP, RDX, R8);
+    jcc_to(kNotEqual, to_generic_);
+    lea(a_, R8, Mem{RAX, static_cast<std::int32_t>(l.thread_entry_state)});
+}
+
 void Front::checks() {
     const InlineAgentLayout& l = c_.agent;
+    if (in_table_) find_thread_state();
     a_.mov_imm(R11, l.header);
     // A hit inside a hit (a signal handler's): the agent's collector counts it as dropped.
     // Busy from here on, before the chunk is read: a nested hit before this line is done
     // before this one reads where its record goes.
-    fs_op(a_, false, {0x80}, 7, ts(l.busy)), a_.byte(0);
+    ts_op(false, {0x80}, 7, l.busy), a_.byte(0);
     jcc_to(kNotEqual, to_generic_);
-    fs_op(a_, false, {0xc6}, 0, ts(l.busy)), a_.byte(1);
+    ts_op(false, {0xc6}, 0, l.busy), a_.byte(1);
     // Joined this run, has a counter row and a chunk: else the agent's collector sets it up.
     a_.load(RAX, Mem{R11, static_cast<std::int32_t>(l.generation)});
-    fs_op(a_, true, {0x39}, RAX, ts(l.slot_generation)); // cmp fs:[slot_generation], rax
+    ts_op(true, {0x39}, RAX, l.slot_generation); // cmp fs:[slot_generation], rax
     jcc_to(kNotEqual, to_unbusy_generic_);
-    fs_op(a_, true, {0x8b}, R9, ts(l.counters));
+    ts_op(true, {0x8b}, R9, l.counters);
     a_.test(R9, R9);
     jcc_to(kEqual, to_unbusy_generic_);
-    fs_op(a_, true, {0x8b}, R10, ts(l.chunk));
+    ts_op(true, {0x8b}, R10, l.chunk);
     a_.test(R10, R10);
     jcc_to(kEqual, to_unbusy_generic_);
     if (c_.registers_at) { // the thread's tail as the run's header describes it
-        fs_op(a_, false, {0x81}, 7, ts(l.tail_bytes)), a_.u32(c_.tail_bytes);
+        ts_op(false, {0x81}, 7, l.tail_bytes), a_.u32(c_.tail_bytes);
         jcc_to(kNotEqual, to_unbusy_generic_);
     }
     // Each range inside the readable range the thread's last read found, under the current
     // listing: one range check; anything else is the agent's collector's search.
     if (!c_.ranges.empty()) {
         a_.load(RAX, Mem{R11, static_cast<std::int32_t>(l.ranges_sequence)});
-        fs_op(a_, true, {0x39}, RAX, ts(l.last_range_sequence));
+        ts_op(true, {0x39}, RAX, l.last_range_sequence);
         jcc_to(kNotEqual, to_unbusy_generic_);
     }
     for (const auto& r : c_.ranges) {
         range_address(r);
-        fs_op(a_, true, {0x3b}, RSI, ts(l.last_range_start)); // cmp rsi, fs:[start]
+        ts_op(true, {0x3b}, RSI, l.last_range_start); // cmp rsi, fs:[start]
         jcc_to(kBelow, to_unbusy_generic_);
         a_.alu_imm(x86_writer::ADD, RSI, static_cast<std::int32_t>(r.length));
         jcc_to(kBelow, to_unbusy_generic_); // carry: the range wraps
-        fs_op(a_, true, {0x3b}, RSI, ts(l.last_range_end));
+        ts_op(true, {0x3b}, RSI, l.last_range_end);
         jcc_to(kAbove, to_unbusy_generic_);
     }
     // Room for the record in the chunk: committed + size <= chunk_bytes - header.
@@ -262,10 +299,10 @@ void Front::checks() {
     a_.byte(0x75); // jne: circular
     const std::size_t to_circular = a_.pos();
     a_.byte(0);
-    fs_op(a_, true, {0x8b}, RDX, ts(l.linear_credit));
+    ts_op(true, {0x8b}, RDX, l.linear_credit);
     a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(c_.size));
     jcc_to(kLess, to_unbusy_generic_);
-    fs_op(a_, true, {0x89}, RDX, ts(l.linear_credit));
+    ts_op(true, {0x89}, RDX, l.linear_credit);
     a_.code()[to_circular] = static_cast<std::uint8_t>(a_.pos() - (to_circular + 1));
 }
 
@@ -293,17 +330,17 @@ void Front::write_registers(std::int32_t at) {
     const auto to_constants = b + static_cast<std::int32_t>(core_.constants_offset);
     std::int32_t k = 0;
     for (; k + 8 <= constants; k += 8) {
-        fs_op(a_, true, {0x8b}, RAX, ts(l.thread_constants) + k);
+        ts_op(true, {0x8b}, RAX, l.thread_constants + k);
         a_.store(Mem{RDI, to_constants + k}, RAX);
     }
     if (k + 4 <= constants) {
-        fs_op(a_, false, {0x8b}, RAX, ts(l.thread_constants) + k);
+        ts_op(false, {0x8b}, RAX, l.thread_constants + k);
         store32(a_, Mem{RDI, to_constants + k}, RAX);
     }
     // The tail: the thread-pointer registers it read when it joined.
     const auto tail_at = b + static_cast<std::int32_t>(core_.bytes);
     for (std::int32_t t = 0; t + 8 <= static_cast<std::int32_t>(c_.tail_bytes); t += 8) {
-        fs_op(a_, true, {0x8b}, RAX, ts(l.tail_registers) + t);
+        ts_op(true, {0x8b}, RAX, l.tail_registers + t);
         a_.store(Mem{RDI, tail_at + t}, RAX);
     }
 }
@@ -375,15 +412,16 @@ Result<PadFront> Front::emit(PadFront front) {
     push(RAX);                                   // the flags, for sahf
     for (Reg r : {RDX, RSI, RDI, R9, R10, R11})
         push(r);
-    if (c_.condition) // the call's: r8 is the callee's to change, rbx keeps the saved ones
-        for (Reg r : {R8, RBX})
-            push(r);
+    // r8: the call's to change, or the image's thread state; rbx keeps the saved registers
+    // across the condition's call.
+    if (c_.condition || in_table_) push(R8);
+    if (c_.condition) push(RBX);
     record_checks();
     if (c_.condition) condition();
     checks();
     write_record();
     const std::size_t done = a_.pos();
-    fs_op(a_, false, {0xc6}, 0, ts(c_.agent.busy)), a_.byte(0);
+    ts_op(false, {0xc6}, 0, c_.agent.busy), a_.byte(0);
     bind(to_return_);
     restore();
     front.to_relocated.push_back(a_.jmp());
@@ -396,7 +434,7 @@ Result<PadFront> Front::emit(PadFront front) {
         front.copy = copy_;
     }
     bind(to_unbusy_generic_);
-    fs_op(a_, false, {0xc6}, 0, ts(c_.agent.busy)), a_.byte(0);
+    ts_op(false, {0xc6}, 0, c_.agent.busy), a_.byte(0);
     bind(to_generic_);
     restore(); // on into the pad that calls the agent's collector
     return front;
@@ -412,8 +450,10 @@ Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
         if (c.registers_at && (c.core_bytes != core.bytes || c.tail_bytes % 8 || c.tail_bytes > 32))
             return make_error(ErrorCode::Unsupported,
                               "inline collection: the register block is not the pad's");
+        const bool table = c.agent.thread_table != 0 && c.agent.thread_table_bits > 0 &&
+                           c.agent.thread_table_bits < 32 && c.agent.thread_entry_bytes > 0;
         if (c.size % 8 || c.size < 32 || c.agent.header == 0 || c.agent.forked_flag == 0 ||
-            c.agent.thread_state == 0)
+            (c.agent.thread_state == 0 && !table))
             return make_error(ErrorCode::Unsupported, "inline collection: no agent layout");
         for (int r : c.condition_registers)
             if (r < 0 || r > 16)

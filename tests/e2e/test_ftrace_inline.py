@@ -19,8 +19,8 @@ HITS = 6
 pytestmark = pytest.mark.tpagent_only("inline collection and its monitor commands are tpagent's")
 
 
-def run(e2e, in_line: bool, *actions: str, condition: str = ""):
-    s = FastTrace(e2e, PROGRAM, str(HITS))
+def run(e2e, in_line: bool, *actions: str, condition: str = "", agent: bool = True):
+    s = FastTrace(e2e, PROGRAM, str(HITS), agent=agent)
     location = s.at("traced_entry") + (f" if {condition}" if condition else "")
     define = s.define(ftrace(location, *actions))
     dumps = [f"tfind {k}" for k in range(HITS)]
@@ -42,12 +42,14 @@ def dumped(r) -> list[str]:
     return [r.of("tdump", k) for k in range(HITS)]
 
 
-def test_frames_are_the_agent_collectors(e2e):
+@pytest.mark.parametrize("agent", [True, False], ids=["library", "image"])
+def test_frames_are_the_agent_collectors(e2e, agent):
     """$regs and three globals: the same tdump of every frame either way, and the values
-    the program had (rdi = the iteration)."""
+    the program had (rdi = the iteration). With the agent library preloaded, or with the
+    self-mapped image tpagent places at tstart (its threads' state found in its table)."""
     actions = ("collect $regs", "collect hits, current, bytes")
-    inline = run(e2e, True, *actions)
-    generic = run(e2e, False, *actions)
+    inline = run(e2e, True, *actions, agent=agent)
+    generic = run(e2e, False, *actions, agent=agent)
     said = inline.of("monitor tracepoints")
     assert "Its pad writes its frames itself." in said, said
     assert "collector collects it: `monitor set inline-collection off`" in generic.of("monitor tracepoints")
