@@ -4,6 +4,9 @@
 #include <initializer_list>
 
 namespace tpagent::arch::x86_64 {
+// A namespace of its own: unity builds put this file together with jump_pad.cpp, whose
+// helpers of the same names differ.
+namespace pad_front {
 namespace {
 
 using x86_writer::Mem;
@@ -441,10 +444,13 @@ Result<PadFront> Front::emit(PadFront front) {
 }
 
 } // namespace
+} // namespace pad_front
 
-Result<PadFront> emit_pad_front(X86Writer& a, std::uint64_t gate,
+Result<PadFront> emit_pad_front(x86_writer::X86Writer& a, std::uint64_t gate,
                                 const InlineCollection* collection,
                                 std::uint64_t tracepoint_address, const InlineCore& core) {
+    using namespace pad_front;
+    using enum x86_writer::Reg;
     if (collection) {
         const InlineCollection& c = *collection;
         if (c.registers_at && (c.core_bytes != core.bytes || c.tail_bytes % 8 || c.tail_bytes > 32))
