@@ -5,7 +5,7 @@
 
 namespace tpagent::arch::x86_64 {
 // A namespace of its own: unity builds put this file together with jump_pad.cpp, whose
-// helpers of the same names differ.
+// file-local names (kRedZone, of another type) would clash with these.
 namespace pad_front {
 namespace {
 
@@ -25,44 +25,9 @@ constexpr auto kLess = x86_writer::Cond::L;
 constexpr Reg kGdbOrder[16] = {RAX, RBX, RCX, RDX, RSI, RDI, RBP, RSP,
                                R8,  R9,  R10, R11, R12, R13, R14, R15};
 
-// op with the operand fs:[disp32] (SIB, no base, no index); `reg` is the ModRM reg field, a
-// register or an opcode's extension.
-void fs_op(X86Writer& a, bool w, std::initializer_list<std::uint8_t> op, unsigned reg,
-           std::int32_t disp) {
-    a.byte(0x64);
-    a.rex(w, reg, 0);
-    for (std::uint8_t b : op)
-        a.byte(b);
-    a.byte(static_cast<std::uint8_t>(0x04 | ((reg & 7) << 3)));
-    a.byte(0x25);
-    a.u32(static_cast<std::uint32_t>(disp));
-}
-
-// op [m] with a ModRM extension, then an immediate of `imm_bytes`.
-void mem_ext(X86Writer& a, bool w, std::uint8_t op, unsigned ext, Mem m, std::uint32_t imm,
-             unsigned imm_bytes) {
-    a.rex(w, 0, m.base);
-    a.byte(op);
-    a.modrm_mem(ext, m);
-    for (unsigned i = 0; i < imm_bytes; ++i)
-        a.byte(static_cast<std::uint8_t>(imm >> (8 * i)));
-}
-
-void store32(X86Writer& a, Mem m, Reg src) {
-    a.rex(false, src, m.base);
-    a.byte(0x89);
-    a.modrm_mem(src, m);
-}
-
 void store16_imm(X86Writer& a, Mem m, std::uint16_t v) {
     a.byte(0x66);
-    mem_ext(a, false, 0xc7, 0, m, v, 2);
-}
-
-void lea(X86Writer& a, Reg dst, Mem m) {
-    a.rex(true, dst, m.base);
-    a.byte(0x8d);
-    a.modrm_mem(dst, m);
+    a.op_mem_imm(false, 0xc7, 0, m, v, 2);
 }
 
 // The front's state: the registers it saved and where, the labels' patch lists.
@@ -94,7 +59,7 @@ class Front {
     void value_of(Reg dst, int regnum) {
         const Reg r = kGdbOrder[regnum];
         if (r == RSP)
-            lea(a_, dst, Mem{base_, thread_rsp()});
+            a_.lea(dst, Mem{base_, thread_rsp()});
         else if (const std::int32_t slot = slot_of(r); slot >= 0)
             a_.load(dst, Mem{base_, slot});
         else
@@ -108,7 +73,7 @@ class Front {
         }
         value_of(RSI, r.base_regnum);
         if (X86Writer::fits_i32(r.offset)) {
-            if (r.offset) lea(a_, RSI, Mem{RSI, static_cast<std::int32_t>(r.offset)});
+            if (r.offset) a_.lea(RSI, Mem{RSI, static_cast<std::int32_t>(r.offset)});
         } else {
             a_.mov_imm(RAX, r.offset);
             a_.alu(x86_writer::ADD, RSI, RAX);
@@ -119,7 +84,7 @@ class Front {
     void ts_op(bool w, std::initializer_list<std::uint8_t> op, unsigned reg, std::uint32_t field) {
         const auto at = static_cast<std::int32_t>(field);
         if (!in_table_) {
-            fs_op(a_, w, op, reg, t_ + at);
+            a_.fs_op(w, op, reg, t_ + at);
             return;
         }
         a_.rex(w, reg, R8);
@@ -160,18 +125,17 @@ void Front::restore() {
             // The flags, as lahf/seto kept them in ax: OF from al (0x7f + 1 overflows), the
             // rest by sahf. Nothing after this changes a flag: pops and lea only.
             a_.pop(RAX);
-            a_.byte(0x04), a_.byte(0x7f); // add al, 0x7f
-            a_.byte(0x9e);                // sahf
+            a_.flags_from_ax();
             continue;
         }
         if (*r == RSP) { // the pushfq slot
-            lea(a_, RSP, Mem{RSP, 8});
+            a_.lea(RSP, Mem{RSP, 8});
             continue;
         }
         a_.pop(*r);
     }
     a_.pop(RCX);
-    lea(a_, RSP, Mem{RSP, kRedZone});
+    a_.lea(RSP, Mem{RSP, kRedZone});
 }
 
 // Whether this hit is the tracepoint's at all: not in a forked child, the record enabled and
@@ -179,13 +143,13 @@ void Front::restore() {
 void Front::record_checks() {
     const InlineAgentLayout& l = c_.agent;
     a_.mov_imm(RAX, l.forked_flag);
-    mem_ext(a_, false, 0x80, 7, Mem{RAX, 0}, 0, 1); // cmp byte [rax], 0
+    a_.op_mem_imm(false, 0x80, 7, Mem{RAX, 0}, 0, 1); // cmp byte [rax], 0
     jcc_to(kNotEqual, to_return_);
     a_.mov_imm(RDI, c_.record);
-    mem_ext(a_, false, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_enabled)}, 0, 1);
+    a_.op_mem_imm(false, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_enabled)}, 0, 1);
     jcc_to(kEqual, to_return_);
     // Another record at the address: the agent's collector runs the chain.
-    mem_ext(a_, true, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_next)}, 0, 1);
+    a_.op_mem_imm(true, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_next)}, 0, 1);
     jcc_to(kNotEqual, to_generic_);
 }
 
@@ -200,7 +164,7 @@ void Front::condition() {
     const auto area = (out + static_cast<std::int32_t>(l.out_bytes) + 15) / 16 * 16;
     a_.mov(RBX, RSP);
     base_ = RBX;
-    lea(a_, RSP, Mem{RSP, -area});
+    a_.lea(RSP, Mem{RSP, -area});
     a_.alu_imm(x86_writer::AND, RSP, -16);
     for (int regnum : c_.condition_registers) {
         if (regnum == 16) {
@@ -212,8 +176,8 @@ void Front::condition() {
         a_.store(Mem{RSP, 8 * regnum}, RAX);
     }
     a_.store(Mem{RSP, context + static_cast<std::int32_t>(l.context_registers)}, RSP);
-    lea(a_, RDI, Mem{RSP, context});
-    lea(a_, RSI, Mem{RSP, out});
+    a_.lea(RDI, Mem{RSP, context});
+    a_.lea(RSI, Mem{RSP, out});
     a_.mov_imm(RAX, c_.condition);
     a_.call(RAX);
     a_.load(RCX, Mem{RSP, out + static_cast<std::int32_t>(l.out_value)}); // before rsp leaves it
@@ -229,8 +193,7 @@ void Front::condition() {
 // pointer to itself): r8 = the entry's state; a thread with none yet is the agent's collector's.
 void Front::find_thread_state() {
     const InlineAgentLayout& l = c_.agent;
-    a_.byte(0x64), a_.byte(0x48), a_.byte(0x8b), a_.byte(0x04), a_.byte(0x25),
-        a_.u32(0); // mov rax, fs:0
+    a_.fs_op(true, {0x8b}, RAX, 0); // mov rax, fs:0
     a_.mov(R8, RAX);
     a_.mov_imm(RDX, 0x9e3779b97f4a7c15ull);
     a_.imul(RAX, RDX);
@@ -243,7 +206,7 @@ void Front::find_thread_state() {
     a_.load(RDX, Mem{RAX, 0}); // the entry's key (relaxed)
     a_.alu(x86_writer::CMP, RDX, R8);
     jcc_to(kNotEqual, to_generic_);
-    lea(a_, R8, Mem{RAX, static_cast<std::int32_t>(l.thread_entry_state)});
+    a_.lea(R8, Mem{RAX, static_cast<std::int32_t>(l.thread_entry_state)});
 }
 
 void Front::checks() {
@@ -287,10 +250,8 @@ void Front::checks() {
         jcc_to(kAbove, to_unbusy_generic_);
     }
     // Room for the record in the chunk: committed + size <= chunk_bytes - header.
-    a_.rex(false, RAX, R10), a_.byte(0x8b),
-        a_.modrm_mem(RAX, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)});
-    a_.rex(false, RDX, R11), a_.byte(0x8b),
-        a_.modrm_mem(RDX, Mem{R11, static_cast<std::int32_t>(l.chunk_bytes)});
+    a_.load_sized(RAX, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, 4);
+    a_.load_sized(RDX, Mem{R11, static_cast<std::int32_t>(l.chunk_bytes)}, 4);
     a_.alu_imm(x86_writer::SUB, RDX, static_cast<std::int32_t>(l.chunk_header_bytes + c_.size),
                false);
     jcc_to(kBelow, to_unbusy_generic_);
@@ -298,7 +259,7 @@ void Front::checks() {
     jcc_to(kAbove, to_unbusy_generic_);
     // Linear: the record's bytes from the credit the thread claimed; the agent's collector
     // claims more.
-    mem_ext(a_, false, 0x83, 7, Mem{R11, static_cast<std::int32_t>(l.circular)}, 0, 1);
+    a_.op_mem_imm(false, 0x83, 7, Mem{R11, static_cast<std::int32_t>(l.circular)}, 0, 1);
     a_.byte(0x75); // jne: circular
     const std::size_t to_circular = a_.pos();
     a_.byte(0);
@@ -312,7 +273,7 @@ void Front::checks() {
 // The R block at `at`: rax holds the tracepoint's address (write_record).
 void Front::write_registers(std::int32_t at) {
     const InlineAgentLayout& l = c_.agent;
-    mem_ext(a_, false, 0xc6, 0, Mem{RDI, at}, c_.registers_tag, 1);
+    a_.op_mem_imm(false, 0xc6, 0, Mem{RDI, at}, c_.registers_tag, 1);
     const std::int32_t b = at + 1;
     a_.store(Mem{RDI, b + static_cast<std::int32_t>(core_.pc_offset)}, RAX);
     for (int i = 0; i < 16; ++i) {
@@ -326,8 +287,8 @@ void Front::write_registers(std::int32_t at) {
         }
     }
     // eflags from the pushfq slot (marked as rsp among the saved).
-    a_.rex(false, RAX, RSP), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{RSP, slot_of(RSP)});
-    store32(a_, Mem{RDI, b + static_cast<std::int32_t>(core_.flags_offset)}, RAX);
+    a_.load_sized(RAX, Mem{RSP, slot_of(RSP)}, 4);
+    a_.store32(Mem{RDI, b + static_cast<std::int32_t>(core_.flags_offset)}, RAX);
     // The segment selectors, as the thread read them when it joined the run.
     const auto constants = static_cast<std::int32_t>(core_.constants_size);
     const auto to_constants = b + static_cast<std::int32_t>(core_.constants_offset);
@@ -338,7 +299,7 @@ void Front::write_registers(std::int32_t at) {
     }
     if (k + 4 <= constants) {
         ts_op(false, {0x8b}, RAX, l.thread_constants + k);
-        store32(a_, Mem{RDI, to_constants + k}, RAX);
+        a_.store32(Mem{RDI, to_constants + k}, RAX);
     }
     // The tail: the thread-pointer registers it read when it joined.
     const auto tail_at = b + static_cast<std::int32_t>(core_.bytes);
@@ -372,17 +333,18 @@ void Front::write_record() {
     }
     // Published: the record's bytes, then the chunk's count and committed bytes (x86-64 keeps
     // stores in order: a reader that sees `committed` sees the record).
-    mem_ext(a_, false, 0xff, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_frames)}, 0, 0);
-    mem_ext(a_, false, 0x81, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, c_.size, 4);
+    a_.op_mem_imm(false, 0xff, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_frames)}, 0, 0);
+    a_.op_mem_imm(false, 0x81, 0, Mem{R10, static_cast<std::int32_t>(l.chunk_committed)}, c_.size,
+                  4);
     // The thread's own counter row: plain adds.
     const auto counter = static_cast<std::int32_t>(c_.counter);
-    mem_ext(a_, true, 0xff, 0, Mem{R9, counter}, 0, 0);
-    mem_ext(a_, true, 0x81, 0, Mem{R9, counter + 8}, c_.size - 24, 4);
+    a_.op_mem_imm(true, 0xff, 0, Mem{R9, counter}, 0, 0);
+    a_.op_mem_imm(true, 0x81, 0, Mem{R9, counter + 8}, c_.size - 24, 4);
 }
 
 void Front::copy_range(const InlineCollection::Range& r) {
     const auto at = static_cast<std::int32_t>(r.at);
-    mem_ext(a_, false, 0xc6, 0, Mem{RDI, at}, c_.memory_tag, 1);
+    a_.op_mem_imm(false, 0xc6, 0, Mem{RDI, at}, c_.memory_tag, 1);
     range_address(r);
     a_.store(Mem{RDI, at + 1}, RSI);
     store16_imm(a_, Mem{RDI, at + 9}, static_cast<std::uint16_t>(r.length));
@@ -393,8 +355,8 @@ void Front::copy_range(const InlineCollection::Range& r) {
         a_.store(Mem{RDI, at + 11 + k}, RAX);
     }
     if (k + 4 <= n) {
-        a_.rex(false, RAX, RSI), a_.byte(0x8b), a_.modrm_mem(RAX, Mem{RSI, k});
-        store32(a_, Mem{RDI, at + 11 + k}, RAX);
+        a_.load_sized(RAX, Mem{RSI, k}, 4);
+        a_.store32(Mem{RDI, at + 11 + k}, RAX);
         k += 4;
     }
     for (; k < n; ++k) {
@@ -410,9 +372,8 @@ Result<PadFront> Front::emit(PadFront front) {
         pushed_.push_back(RSP);
     }
     push(RAX);
-    a_.byte(0x9f);                               // lahf
-    a_.byte(0x0f), a_.byte(0x90), a_.byte(0xc0); // seto al
-    push(RAX);                                   // the flags, for sahf
+    a_.flags_to_ax();
+    push(RAX); // the flags, for sahf
     for (Reg r : {RDX, RSI, RDI, R9, R10, R11})
         push(r);
     // r8: the call's to change, or the image's thread state; rbx keeps the saved registers
@@ -431,8 +392,8 @@ Result<PadFront> Front::emit(PadFront front) {
     if (copy_) { // a range read faulted: the record stays unwritten, counted as dropped
         copy_->fault = a_.pos();
         a_.byte(0xf0);
-        mem_ext(a_, true, 0xff, 0, Mem{R11, static_cast<std::int32_t>(c_.agent.dropped_frames)}, 0,
-                0);
+        a_.op_mem_imm(true, 0xff, 0, Mem{R11, static_cast<std::int32_t>(c_.agent.dropped_frames)},
+                      0, 0);
         a_.patch(a_.jmp(), done);
         front.copy = copy_;
     }
@@ -476,7 +437,7 @@ Result<PadFront> emit_pad_front(x86_writer::X86Writer& a, std::uint64_t gate,
                                               r.length, r.offset));
     }
     PadFront front;
-    lea(a, RSP, Mem{RSP, -kRedZone}); // first: leaf code keeps live data below rsp
+    a.lea(RSP, Mem{RSP, -kRedZone}); // first: leaf code keeps live data below rsp
     a.push(RCX);
     a.mov_imm(RCX, gate);
     a.byte(0x8b), a.modrm_mem(RCX, Mem{RCX, 0});  // mov ecx, [rcx]
@@ -485,12 +446,12 @@ Result<PadFront> emit_pad_front(x86_writer::X86Writer& a, std::uint64_t gate,
     const std::size_t to_on = a.pos();
     a.byte(0);
     a.pop(RCX);
-    lea(a, RSP, Mem{RSP, kRedZone});
+    a.lea(RSP, Mem{RSP, kRedZone});
     front.to_relocated.push_back(a.jmp());
     a.code()[to_on] = static_cast<std::uint8_t>(a.pos() - (to_on + 1));
     if (!collection) {
         a.pop(RCX);
-        lea(a, RSP, Mem{RSP, kRedZone});
+        a.lea(RSP, Mem{RSP, kRedZone});
         return front;
     }
     return Front(a, *collection, tracepoint_address, core).emit(std::move(front));

@@ -37,37 +37,14 @@ void op0f_rsp(X86Writer& a, bool rex_w, std::uint8_t op, unsigned digit, std::in
 }
 
 void lea_rsp(X86Writer& a, std::int32_t delta) { // lea rsp, [rsp + delta]: keeps flags
-    a.rex(true, RSP, RSP);
-    a.byte(0x8d);
-    a.modrm_mem(RSP, Mem{RSP, delta});
+    a.lea(RSP, Mem{RSP, delta});
 }
 
-void load32(X86Writer& a, Reg dst, Mem m) {
-    a.rex(false, dst, m.base);
-    a.byte(0x8b);
-    a.modrm_mem(dst, m);
-}
-
-void store32(X86Writer& a, Mem m, Reg src) {
-    a.rex(false, src, m.base);
-    a.byte(0x89);
-    a.modrm_mem(src, m);
-}
-
-// mov with an fs-relative absolute operand: [fs:disp32] (SIB, no base, no index).
-void fs_mov(X86Writer& a, std::uint8_t op, Reg r, std::int32_t disp) {
-    a.byte(0x64);
-    a.rex(true, r, 0);
-    a.byte(op);
-    a.byte(static_cast<std::uint8_t>(0x04 | ((r & 7) << 3)));
-    a.byte(0x25);
-    a.u32(static_cast<std::uint32_t>(disp));
-}
 void fs_store(X86Writer& a, std::int32_t disp, Reg src) {
-    fs_mov(a, 0x89, src, disp);
+    a.fs_op(true, {0x89}, src, disp);
 }
 void fs_load(X86Writer& a, Reg dst, std::int32_t disp) {
-    fs_mov(a, 0x8b, dst, disp);
+    a.fs_op(true, {0x8b}, dst, disp);
 }
 
 void patch_rel8(std::vector<std::uint8_t>& code, std::size_t at, std::size_t to) {
@@ -81,12 +58,6 @@ void patch_rel32(std::vector<std::uint8_t>& code, std::size_t at, std::size_t to
 
 // Thread-slot words (JumpPadSpec::agent_stacks).
 enum AgentSlot : std::int32_t { kSavedRcx = 0, kStackTop = 8, kSavedRax = 16, kSavedFlags = 24 };
-
-// The flags lahf + seto kept in ax, back: OF from al (0x7f + 1 overflows), the rest by sahf.
-void flags_from_ax(X86Writer& a) {
-    a.byte(0x04), a.byte(0x7f); // add al, 0x7f
-    a.byte(0x9e);               // sahf
-}
 
 // Where a pad on an agent stack switches to it. rcx is the thread's stack's top (0: none yet);
 // emitted before the switch: a first hit takes a stack from the pool, and a hit that finds
@@ -104,8 +75,7 @@ AgentStackEntry emit_agent_stack_entry(X86Writer& a, const AgentStacks& stacks) 
     a.byte(0);
     // take: a stack from the pool, its flags kept in ax meanwhile.
     fs_store(a, slots + kSavedRax, RAX);
-    a.byte(0x9f);                             // lahf
-    a.byte(0x0f), a.byte(0x90), a.byte(0xc0); // seto al
+    a.flags_to_ax();
     fs_store(a, slots + kSavedFlags, RAX);
     a.mov_imm(RAX, stacks.pool);
     a.mov_imm(RCX, stacks.stack_bytes);
@@ -120,7 +90,7 @@ AgentStackEntry emit_agent_stack_entry(X86Writer& a, const AgentStacks& stacks) 
     a.byte(0x48), a.byte(0x8d), a.byte(0x8c), a.byte(0x08);
     a.u32(static_cast<std::uint32_t>(kAgentStackHeaderBytes + stacks.stack_bytes));
     fs_load(a, RAX, slots + kSavedFlags);
-    flags_from_ax(a);
+    a.flags_from_ax();
     fs_load(a, RAX, slots + kSavedRax);
     a.byte(0xeb); // jmp switch
     const std::size_t to_switch2 = a.pos();
@@ -129,7 +99,7 @@ AgentStackEntry emit_agent_stack_entry(X86Writer& a, const AgentStacks& stacks) 
     patch_rel8(a.code(), to_none, a.pos());
     a.byte(0xf0), a.byte(0x48), a.byte(0xff), a.byte(0x40), a.byte(0x08); // lock inc qword [rax+8]
     fs_load(a, RAX, slots + kSavedFlags);
-    flags_from_ax(a);
+    a.flags_from_ax();
     fs_load(a, RAX, slots + kSavedRax);
     fs_load(a, RCX, slots + kSavedRcx);
     a.byte(0xe9); // jmp the relocated instructions
@@ -370,12 +340,12 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         a.store(Mem{RSP, 7 * 8}, RAX);
         a.mov_imm(RAX, spec.tracepoint_address);
         a.store(Mem{RSP, i32(off.rip)}, RAX);
-        load32(a, RAX, Mem{RSP, i32(kGprBytes + upper)}); // the pushed rflags
-        store32(a, Mem{RSP, i32(off.eflags)}, RAX);
+        a.load_sized(RAX, Mem{RSP, i32(kGprBytes + upper)}, 4); // the pushed rflags
+        a.store32(Mem{RSP, i32(off.eflags)}, RAX);
         for (unsigned s = 0; s < 6; ++s) {
             a.byte(0x8c); // mov eax, sreg (zero-extends)
             a.byte(static_cast<std::uint8_t>(0xc0 | (s << 3)));
-            store32(a, Mem{RSP, i32(off.segment[s])}, RAX);
+            a.store32(Mem{RSP, i32(off.segment[s])}, RAX);
         }
     }
 

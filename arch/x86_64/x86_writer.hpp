@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 namespace tpagent::arch::x86_64::x86_writer {
@@ -102,6 +103,32 @@ class X86Writer {
     }
     void load(Reg dst, Mem m) { mem_op(0x8b, dst, m, true); }
     void store(Mem m, Reg src) { mem_op(0x89, src, m, true); }
+    void store32(Mem m, Reg src) { mem_op(0x89, src, m, false); }
+    void lea(Reg dst, Mem m) { mem_op(0x8d, dst, m, true); } // keeps the flags
+    // op [m] with a ModRM extension (`ext`), then `imm_bytes` of imm.
+    void op_mem_imm(bool w, std::uint8_t op, unsigned ext, Mem m, std::uint32_t imm,
+                    unsigned imm_bytes) {
+        rex(w, 0, m.base);
+        byte(op);
+        modrm_mem(ext, m);
+        for (unsigned i = 0; i < imm_bytes; ++i)
+            byte(static_cast<std::uint8_t>(imm >> (8 * i)));
+    }
+    // op with the operand fs:[disp32] (SIB, no base, no index); `reg` is the ModRM reg field,
+    // a register or an opcode's extension.
+    void fs_op(bool w, std::initializer_list<std::uint8_t> op, unsigned reg, std::int32_t disp) {
+        byte(0x64);
+        rex(w, reg, 0);
+        for (std::uint8_t b : op)
+            byte(b);
+        byte(static_cast<std::uint8_t>(0x04 | ((reg & 7) << 3)));
+        byte(0x25);
+        u32(static_cast<std::uint32_t>(disp));
+    }
+    // The arithmetic flags into ax (lahf: SF ZF AF PF CF in ah; seto: OF in al), and back: OF
+    // from al (0x7f + 1 overflows), the rest by sahf. Neither touches DF or the others.
+    void flags_to_ax() { byte(0x9f), byte(0x0f), byte(0x90), byte(0xc0); }
+    void flags_from_ax() { byte(0x04), byte(0x7f), byte(0x9e); }
     void store_imm32(Mem m, std::uint32_t v, bool w) { // mov r/m, imm32 (sign-extended if w)
         rex(w, 0, m.base);
         byte(0xc7);
