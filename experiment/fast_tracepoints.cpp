@@ -333,7 +333,7 @@ arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std
     if (options.stage_vector_state) saved_state_.insert(addr);
     collected_by_.erase(addr);
     if (!arch_.collects_in_line()) {
-        collected_by_[addr] = "this architecture's pads call it";
+        collected_by_[addr] = "this machine's pads call it (arm64, or no lahf/sahf)";
         return options;
     }
     if (inferior.fast_sites().pads_on_agent_stacks()) {

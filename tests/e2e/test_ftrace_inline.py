@@ -34,6 +34,8 @@ def run(e2e, in_line: bool, *actions: str, condition: str = "", agent: bool = Tr
         "break finished", "tstart", "monitor tracepoints", "continue", "tstop", "tstatus",
         *lines,
     )
+    if "this machine's pads call it" in r.of("monitor tracepoints"):
+        pytest.skip("pads here call the agent's collector: " + r.of("monitor tracepoints").strip())
     return r
 
 
