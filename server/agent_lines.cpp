@@ -1,6 +1,7 @@
 // The lines of agent-style dprintfs that run in the program (experiment/inproc_breakpoints.hpp):
 // the program's threads leave them in the shared buffer's ring, and tpagent prints them.
 #include "server/server.hpp"
+#include "base/whole_lines.hpp"
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -16,12 +17,13 @@ constexpr std::chrono::milliseconds kAgentLinesInterval{20};
 void Server::write_command_output(std::string_view text) const {
     // As gdbserver: standard output, standard error when that carries the protocol.
     std::FILE* out = stdio_transport() ? stderr : stdout;
-    std::fwrite(text.data(), 1, text.size(), out);
-    std::fflush(out);
+    // The program shares it: whole lines per write, none inside the program's own.
+    std::fflush(out); // What stdio holds goes first.
+    write_whole_lines(fileno(out), text);
 }
 
 bool Server::take_agent_lines() {
-    // One write for them all: a program printing as fast as it can waits on this.
+    // Gathered first: few writes, and a program printing as fast as it can waits on them.
     std::string lines;
     const bool more = experiment_.inproc_breakpoints().take_printed(
         [&lines](std::string_view text) { lines.append(text); });
