@@ -312,7 +312,8 @@ class Architecture {
     }
     virtual Result<EmittedJumpPad> emit_jump_pad(const JumpPadRequest& request) const = 0;
     // Whether emit_jump_pad makes pads that write their frames themselves
-    // (FastPadOptions::inline_collection) and gates them (FastPadOptions::gate).
+    // (FastPadOptions::inline_collection). Every architecture's pads take a gate
+    // (FastPadOptions::gate) where they do not run on agent stacks.
     virtual bool collects_in_line() const { return false; }
     // Whether `code` starts with an instruction indirect branches may have to land on where
     // the mapping is branch-target guarded (arm64 BTI); the jump must not replace one there.

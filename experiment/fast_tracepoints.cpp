@@ -332,16 +332,16 @@ arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std
         std::ranges::any_of(chain, [](const TracepointRecord* rec) { return rec->collects_state; });
     if (options.stage_vector_state) saved_state_.insert(addr);
     collected_by_.erase(addr);
-    if (!arch_.collects_in_line()) {
-        collected_by_[addr] = "this machine's pads call it (arm64, or no lahf/sahf)";
-        return options;
-    }
     if (inferior.fast_sites().pads_on_agent_stacks()) {
         collected_by_[addr] = "the pads run on agent stacks";
         return options;
     }
     // While tracing is off the pad runs only the displaced instructions.
     options.gate = shared_->remote(offsetof(Header, tracing));
+    if (!arch_.collects_in_line()) {
+        collected_by_[addr] = "this machine's pads call it (arm64, or no lahf/sahf)";
+        return options;
+    }
     // One record at the address (the only one a pad is made for: another joining later is
     // the agent's collector's), collected by the pad's own code where it can be.
     if (!inline_collection_) {

@@ -23,6 +23,8 @@ std::uint32_t adr(unsigned d, std::int64_t delta) {
     return 0x10000000 | (imm & 3) << 29 | (imm >> 2) << 5 | d;
 }
 constexpr std::uint32_t kMrsNzcvX0 = 0xd53b4200;
+constexpr std::uint32_t kPushX16 = 0xf81f0ff0; // str x16, [sp, #-16]!: sp moves as it stores
+constexpr std::uint32_t kPopX16 = 0xf84107f0;  // ldr x16, [sp], #16
 constexpr std::uint32_t kMsrNzcvX0 = 0xd51b4200;
 
 // The thread's words (AgentStacks::thread_slots, in the goroutine's M): x16 and x17 while
@@ -149,6 +151,22 @@ Status check_agent_stacks(const AgentStacks& stacks) {
     return ok_status();
 }
 
+// The gate: while the 4-byte flag at `gate` is 0 only the displaced instruction runs (the
+// returned offset: a B to link to it). x16 alone is saved, and no flag changes.
+std::size_t emit_gate(Emitter& e, std::uint64_t gate) {
+    e.put(kPushX16);
+    e.move_wide(16, gate);
+    e.put(ldr_w(16, 16, 0));
+    const std::size_t to_on = e.size();
+    e.put(cbnz_w(16));
+    e.put(kPopX16);
+    const std::size_t to_relocated = e.size();
+    e.put(b_unlinked());
+    e.link(to_on, e.size());
+    e.put(kPopX16);
+    return to_relocated;
+}
+
 } // namespace
 
 bool landing_pad(std::uint32_t insn) {
@@ -182,7 +200,13 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
         if (auto checked = check_agent_stacks(spec.agent_stacks); !checked) return checked.error();
 
     Emitter e(spec.pad_address);
-    const std::size_t to_relocated = own_stack ? emit_agent_stack_entry(e, spec.agent_stacks) : 0;
+    // Branches to the displaced instruction: the gate's while tracing is off, or the agent
+    // stack entry's when the pool has none left.
+    std::size_t to_relocated = 0;
+    if (own_stack)
+        to_relocated = emit_agent_stack_entry(e, spec.agent_stacks);
+    else if (spec.gate)
+        to_relocated = emit_gate(e, spec.gate);
     e.put(sub_imm(kSp, kSp, kFrameBytes)); // first: below sp is anybody's (signal frames)
     for (unsigned r = 0; r < 30; r += 2)
         e.put(stp(r, r + 1, kSp, kBlockAt + r * 8));
@@ -220,7 +244,7 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     EmittedJumpPad pad;
     pad.relocated_offset = e.size();
-    if (own_stack) e.link(to_relocated, pad.relocated_offset);
+    if (own_stack || spec.gate) e.link(to_relocated, pad.relocated_offset);
     auto relocated = relocate(spec.original_code.first(4), spec.tracepoint_address,
                               spec.pad_address + pad.relocated_offset);
     if (!relocated) return relocated.error();

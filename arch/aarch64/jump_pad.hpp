@@ -1,7 +1,9 @@
 // AArch64 fast-tracepoint jump pads: the code a tracepoint's `B` leads to. It saves the
 // thread's general registers on the thread's own stack in gdb's `g` layout, calls the
 // in-process collector, restores them and NZCV, runs the displaced instruction (relocate(),
-// placed right after the pad's own code) and branches back. No locks, no system calls.
+// placed right after the pad's own code) and branches back. No locks, no system calls. With a
+// gate (JumpPadSpec::gate) it first reads the agent's tracing flag, x16 alone saved below sp:
+// while tracing is off it runs only the displaced instruction.
 //
 // The collector is called as
 //     void collector(std::uint64_t argument, std::uint8_t* block, std::uint64_t frame,
@@ -55,6 +57,9 @@ struct JumpPadSpec {
     bool stage_vector_state = false;             // save FP/SIMD (and SVE) state for the collector
     PadVectorState vector_state;                 // what the CPU has of it
     AgentStacks agent_stacks;                    // with a pool: the pad runs on an agent stack
+    // Nonzero (and no agent stacks): a 4-byte flag in the program (the agent's `tracing`);
+    // while it is 0 the pad runs only the displaced instruction.
+    std::uint64_t gate = 0;
 };
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);

@@ -302,13 +302,14 @@ Result<JumpPad> emit_jump_pad(const JumpPadSpec& spec) {
 
     X86Writer a;
     std::optional<PadFront> front;
-    if (spec.gate && !own_stack && spec.flags_by_sahf) {
+    if (spec.gate && !own_stack) {
         const auto completion = block_completion(*spec.layout);
         const InlineCore core{completion.pc_offset, completion.flags_offset,
                               completion.constants_offset, completion.constants_size,
                               core_end(off)};
-        auto made =
-            emit_pad_front(a, spec.gate, spec.inline_collection, spec.tracepoint_address, core);
+        // The front restores the flags with sahf; the gate alone changes none.
+        const InlineCollection* collection = spec.flags_by_sahf ? spec.inline_collection : nullptr;
+        auto made = emit_pad_front(a, spec.gate, collection, spec.tracepoint_address, core);
         if (!made) { // the gate alone, which cannot fail
             a = X86Writer{};
             made = emit_pad_front(a, spec.gate, nullptr, spec.tracepoint_address, core);

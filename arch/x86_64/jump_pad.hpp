@@ -129,10 +129,11 @@ struct JumpPadSpec {
     // is left empty (the jump goes elsewhere: arch::JumpPadRequest::displaced_minimum).
     std::size_t displaced_minimum = 0;
     // Nonzero: the pad's front (inline_collection.hpp) first reads this 4-byte flag and, while
-    // it is 0, runs only the displaced instructions. Not on agent stacks; needs lahf/sahf.
+    // it is 0, runs only the displaced instructions (no flag changes). Not on agent stacks.
     std::uint64_t gate = 0;
     // With a gate: the tracepoint's frame written by the front itself, falling back to the
-    // code below (which calls the collector). A front that cannot be made is the gate alone.
+    // code below (which calls the collector). A front that cannot be made, or a CPU without
+    // lahf/sahf in 64-bit mode (the front restores the flags with sahf), is the gate alone.
     const InlineCollection* inline_collection = nullptr;
 };
 

@@ -118,6 +118,9 @@ constexpr std::uint64_t kM = kGoroutine + 0x1000;
 constexpr std::uint64_t kPool = 0x50000000;
 constexpr tpagent::arch::AgentStacks kGoStacks{
     kPool, tpagent::arch::kAgentStackHeaderBytes + 4 * 4096, 4096, 136, 48};
+// The agent's tracing flag, for gated pads.
+constexpr std::uint64_t kFlag = 0x60000000;
+
 struct GoThread {
     std::uint64_t handed_out = 0; // the pool's first word before the run
     std::uint64_t stack_top = 0;  // the thread's word before the run
@@ -129,11 +132,12 @@ void tpidr_hook(uc_engine* uc, std::uint64_t, std::uint32_t, void* user) {
 
 Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
         const tpagent::arch::EmittedJumpPad* pad, std::size_t tp_offset,
-        const GoThread* go = nullptr) {
+        const GoThread* go = nullptr, std::uint32_t tracing = 1) {
     uc_engine* uc = nullptr;
     REQUIRE(uc_open(UC_ARCH_ARM64, UC_MODE_ARM, &uc) == UC_ERR_OK);
-    for (std::uint64_t base : {kCode, kPad & ~(kRegion - 1), kCollector, kStack})
+    for (std::uint64_t base : {kCode, kPad & ~(kRegion - 1), kCollector, kStack, kFlag})
         REQUIRE(uc_mem_map(uc, base, kRegion, UC_PROT_ALL) == UC_ERR_OK);
+    uc_mem_write(uc, kFlag + 4, &tracing, 4);
     std::vector<std::uint8_t> pattern(kRegion);
     for (std::size_t i = 0; i < pattern.size(); ++i)
         pattern[i] = static_cast<std::uint8_t>(i * 7 + 3);
@@ -327,4 +331,24 @@ TEST_CASE("aarch64 jump pad on an agent stack: the thread's stack untouched, a s
     spec.agent_stacks = kGoStacks;
     spec.agent_stacks.pool_bytes += 4096; // 5 stacks: not a power of two
     CHECK_FALSE(a64::emit_jump_pad(spec));
+}
+
+TEST_CASE("aarch64 jump pad with a gate: tracing off runs only the displaced instruction",
+          "[arch][aarch64]") {
+    const Run want = run(5, 7, 0x90000000, nullptr, 0);
+    for (std::size_t tp = 0; tp < 4 * kTraced.size(); tp += 4) {
+        std::uint8_t original[4];
+        std::memcpy(original, &kTraced[tp / 4], 4);
+        auto spec = spec_at(tp, original);
+        spec.gate = kFlag + 4;
+        auto pad = a64::emit_jump_pad(spec);
+        REQUIRE(pad);
+        for (std::uint32_t tracing : {1u, 0u, 2u}) {
+            INFO("tracepoint at +" << tp << ", tracing " << tracing);
+            const Run got = run(5, 7, 0x90000000, &*pad, tp, nullptr, tracing);
+            CHECK(got.observed.calls == (tracing ? 1 : 0));
+            check_ends_as_without(got, want);
+            CHECK(got.stack == want.stack);
+        }
+    }
 }

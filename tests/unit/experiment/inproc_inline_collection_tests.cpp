@@ -329,13 +329,15 @@ TEST_CASE("a pad collecting in line writes the agent collector's frames", "[inli
 }
 
 TEST_CASE("a gated pad with tracing off runs only the program's instructions", "[inline]") {
-    if (!collects_in_line_here()) return;
     Code code;
     Call untraced = known_call(7);
     code.call(untraced);
     Config config;
     TracepointRecord& rec = config.add(2, code.fn(), {registers_action()});
-    for (bool in_line : {true, false}) {
+    // Every CPU's pads take the gate; only those with lahf/sahf collect in line.
+    const std::vector<bool> kinds =
+        host().collects_in_line() ? std::vector<bool>{true, false} : std::vector<bool>{false};
+    for (bool in_line : kinds) {
         code.install(rec, in_line, true);
         g_generic_calls = 0;
         Call traced = known_call(7);
@@ -361,7 +363,9 @@ TEST_CASE("a pad collecting in line leaves to the agent's collector what it does
     rec.complete_block = 0;
     code.install(rec, true, true);
     config.start();
-    auto hits = [&](int n) {
+    // Not inlined: frames of different calls compare equal only if every hit comes from the
+    // same stack depth (rsp is in the frame).
+    auto hits = [&](int n) __attribute__((noinline)) {
         for (int i = 0; i < n; ++i) {
             Call traced = known_call(3);
             code.call(traced);
