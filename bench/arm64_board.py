@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Cost per hit of a tracepoint on the emulated arm64 board, one run, medians of REPEAT:
-tpagent's fast tracepoint, tpagent's trap tracepoint and Debian's arm64 gdbserver's trap
+tpagent's fast tracepoint (its pad writing the frame itself, and calling the in-process agent's
+collector: `monitor set inline-collection off`), tpagent's trap tracepoint and Debian's arm64
+gdbserver's trap
 tracepoint (its fast tracepoints do not work there: its in-process agent crashes programs),
 each collecting $regs and the traced function's argument, in bench/programs/hits.c
 cross-compiled for arm64. The program times its own loop; the untraced loop time (the same
@@ -34,10 +36,10 @@ ACTIONS = ("collect $regs", "collect i")
 AGENT = "/payload/libtpagent-inproc.so"
 
 
-def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: Path) -> None:
-    """gdb-multiarch to main, a tracepoint of KIND (ftrace, trace or none) with ACTIONS, tstart,
-    then the program runs to its end."""
-    lines = [f"target remote 127.0.0.1:{port}", "break main", "continue", "delete"]
+def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: Path, before: tuple[str, ...]) -> None:
+    """gdb-multiarch to main, BEFORE (monitor commands), a tracepoint of KIND (ftrace, trace or
+    none) with ACTIONS, tstart, then the program runs to its end."""
+    lines = [f"target remote 127.0.0.1:{port}", "break main", "continue", "delete", *before]
     if kind:
         lines += [f"{kind} traced_function", "actions", *ACTIONS, "end", "tstart"]
     lines += ["continue"]
@@ -50,7 +52,9 @@ def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: P
         raise SystemExit(f"gdb did not run {program.name} to its end:\n{done.stdout}{done.stderr}")
 
 
-def loop_ns(board: Board, program: Path, stub: str, kind: str | None, hits: int, workdir: Path) -> int:
+def loop_ns(
+    board: Board, program: Path, stub: str, kind: str | None, hits: int, workdir: Path, before: tuple[str, ...] = ()
+) -> int:
     """The program's own loop time for HITS calls under STUB (tpagent with the agent
     preloaded, or gdbserver) with a tracepoint of KIND or none."""
     host_port, board_port = board.next_stub()
@@ -61,7 +65,7 @@ def loop_ns(board: Board, program: Path, stub: str, kind: str | None, hits: int,
     argv += [f"0.0.0.0:{board_port}", f"/payload/{program.name}", str(hits)]
     server = BoardServer(board, board.spawn_name(), argv, host_port)
     try:
-        gdb_run(board, program, host_port, kind, workdir)
+        gdb_run(board, program, host_port, kind, workdir, before)
         return int(server.wait_for(r"loop_ns=(\d+)", timeout=120).group(1))
     finally:
         server.kill()
@@ -92,10 +96,12 @@ def main() -> None:
         board.fetch()
         board.start()
         try:
+            generic = ("monitor set inline-collection off",)
             runs = {
-                "fast (tpagent)": ("tpagent", "ftrace", opts.fast_hits),
-                "trap (tpagent)": ("tpagent", "trace", opts.trap_hits),
-                "trap (gdbserver)": ("gdbserver", "trace", opts.trap_hits),
+                "fast (tpagent)": ("tpagent", "ftrace", opts.fast_hits, ()),
+                "fast, collector": ("tpagent", "ftrace", opts.fast_hits, generic),
+                "trap (tpagent)": ("tpagent", "trace", opts.trap_hits, ()),
+                "trap (gdbserver)": ("gdbserver", "trace", opts.trap_hits, ()),
             }
             baseline = {
                 hits: statistics.median(
@@ -104,15 +110,15 @@ def main() -> None:
                 for hits in {opts.fast_hits, opts.trap_hits}
             }
             per_hit: dict[str, float] = {}
-            for label, (stub, kind, hits) in runs.items():
-                times = [loop_ns(board, program, stub, kind, hits, workdir) for _ in range(opts.repeat)]
+            for label, (stub, kind, hits, before) in runs.items():
+                times = [loop_ns(board, program, stub, kind, hits, workdir, before) for _ in range(opts.repeat)]
                 per_hit[label] = (statistics.median(times) - baseline[hits]) / hits
         finally:
             board.stop()
     print(f"arm64 board (qemu TCG, emulated): cost per hit, {' + '.join(ACTIONS)}, median of {opts.repeat}")
     print(f"{'tracepoint':<20}{'per hit':>14}{'hits':>10}   ratio to fast (tpagent)")
     fast = per_hit["fast (tpagent)"]
-    for label, (_, _, hits) in runs.items():
+    for label, (_, _, hits, _) in runs.items():
         value = per_hit[label]
         shown = f"{value / 1000:.1f} us" if value >= 10000 else f"{value:.0f} ns"
         print(f"{label:<20}{shown:>14}{hits:>10}   {value / fast:.0f}x")

@@ -161,7 +161,8 @@ void configure(std::vector<ActionRecord> actions, const ActionRecord* condition 
     rec->complete_block = !full && experiment::reads_completed_register(h, std::span(actions));
     rec->collects_state = vector_state ? 1 : 0;
     // As tpagent makes it: the pad writes the frame itself where it can.
-    auto in_line = experiment::inline_collection_for(*s.shared, *rec);
+    auto in_line =
+        experiment::inline_collection_for(*s.shared, *rec, arch::host_architecture().pc_regnum());
     if (!in_line && !vector_state)
         std::fprintf(stderr, "collected by the agent's collector: %s\n",
                      in_line.error().text.c_str());

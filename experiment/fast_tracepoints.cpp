@@ -339,7 +339,7 @@ arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std
     // While tracing is off the pad runs only the displaced instructions.
     options.gate = shared_->remote(offsetof(Header, tracing));
     if (!arch_.collects_in_line()) {
-        collected_by_[addr] = "this machine's pads call it (arm64, or no lahf/sahf)";
+        collected_by_[addr] = "this machine's pads call it (no lahf/sahf)";
         return options;
     }
     // One record at the address (the only one a pad is made for: another joining later is
@@ -349,7 +349,7 @@ arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std
     } else if (chain.size() > 1) {
         collected_by_[addr] = "several tracepoints share its address";
     } else if (chain.size() == 1) {
-        auto made = inline_collection_for(*shared_, *chain.front());
+        auto made = inline_collection_for(*shared_, *chain.front(), arch_.pc_regnum());
         if (made) {
             options.inline_collection = std::move(*made);
             spdlog::debug("{}: its pad writes its frames itself", site_name(addr));

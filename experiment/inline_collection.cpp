@@ -15,8 +15,6 @@ using namespace inproc;
 // The largest range a pad copies in line (unrolled), and how many.
 constexpr std::uint32_t kMaxInlineRange = 4096;
 constexpr std::size_t kMaxInlineRanges = 16;
-constexpr int kGeneralRegisters = 16;
-constexpr std::uint64_t kPcRegnum = 16; // x86-64's rip: the only architecture collecting in line
 
 arch::InlineAgentLayout agent_layout(const SharedBuffer& shared) {
     const Header& h = shared.header();
@@ -64,7 +62,8 @@ auto refused(std::string why) {
 
 // The registers a condition reads, if it reads nothing else (no memory, no variable: its
 // compiled code then touches only the context's register block).
-Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const ActionRecord& a) {
+Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const ActionRecord& a,
+                                             int pc_regnum) {
     using bytecode::Op;
     const auto* insns = at<const bytecode::Insn>(shared.local(), a.insns_offset);
     std::vector<int> regs;
@@ -72,7 +71,7 @@ Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const A
         const bytecode::Insn& insn = insns[i];
         switch (insn.op) {
         case Op::Reg:
-            if (insn.imm > kPcRegnum)
+            if (insn.imm > static_cast<std::uint64_t>(pc_regnum))
                 return refused("its condition reads a register the pad does not save");
             if (std::find(regs.begin(), regs.end(), static_cast<int>(insn.imm)) == regs.end())
                 regs.push_back(static_cast<int>(insn.imm));
@@ -120,7 +119,7 @@ Result<std::vector<int>> condition_registers(const SharedBuffer& shared, const A
 } // namespace
 
 Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
-                                                     const TracepointRecord& rec) {
+                                                     const TracepointRecord& rec, int pc_regnum) {
     const Header& h = shared.header();
     if ((h.thread_state_offset == 0 && h.thread_table == 0) || h.forked_flag == 0 ||
         h.thread_state_offset < INT32_MIN / 2 || h.thread_state_offset > INT32_MAX / 2)
@@ -136,7 +135,7 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
     if (rec.has_condition) {
         if (!rec.condition.compiled) return refused("its condition is interpreted");
         if (rec.condition.insn_count == 0) return refused("its condition's code is not known");
-        auto regs = condition_registers(shared, rec.condition);
+        auto regs = condition_registers(shared, rec.condition, pc_regnum);
         if (!regs) return regs.error();
         c.condition = rec.condition.compiled;
         c.condition_registers = std::move(*regs);
@@ -158,7 +157,7 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
             c.tail_bytes = h.tail_register_bytes;
             end += trace::registers_block_size(c.core_bytes + c.tail_bytes);
         } else if (a.kind == ActionKind::Memory) {
-            if (a.base_register >= kGeneralRegisters || a.base_register < -1)
+            if (a.base_register >= pc_regnum || a.base_register < -1)
                 return refused("a range is based on a register the pad does not read");
             if (a.length == 0 || a.length > kMaxInlineRange)
                 return refused(fmt::format("a range of {} bytes", a.length));

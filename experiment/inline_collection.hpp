@@ -11,8 +11,11 @@
 
 namespace tpagent::experiment {
 
-// The pad's frame for `rec`, or why its pad calls the agent's collector.
+// The pad's frame for `rec`, or why its pad calls the agent's collector. `pc_regnum`: the
+// architecture's (Architecture::pc_regnum()); the general registers a pad saves are the ones
+// numbered below it, and a condition may read those and the pc.
 Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
-                                                     const inproc::TracepointRecord& rec);
+                                                     const inproc::TracepointRecord& rec,
+                                                     int pc_regnum);
 
 } // namespace tpagent::experiment

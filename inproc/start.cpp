@@ -71,9 +71,22 @@ bool start_agent() {
     asm("mov %%fs:0, %0" : "=r"(tp));
     h->thread_state_offset =
         static_cast<std::int64_t>(reinterpret_cast<std::uint64_t>(this_thread()) - tp);
-#elif TPAGENT_INPROC_IMAGE && defined(__x86_64__)
+#elif !TPAGENT_INPROC_IMAGE && defined(__aarch64__)
+    // Initial-exec TLS: the same distance from tpidr_el0 in every thread.
+    std::uint64_t tp;
+    asm("mrs %0, tpidr_el0" : "=r"(tp));
+    h->thread_state_offset =
+        static_cast<std::int64_t>(reinterpret_cast<std::uint64_t>(this_thread()) - tp);
+#elif TPAGENT_INPROC_IMAGE
     static_assert(offsetof(ThreadEntry, key) == 0);
-    if (g_thread_pointer_source == ThreadPointerSource::SelfPointer) {
+    // Keyed by the thread pointer a pad reads in one instruction: x86-64's fs:0 where the
+    // threads' TCB points to itself, arm64's tpidr_el0 always.
+#if defined(__aarch64__)
+    constexpr bool kKeyedInOneLoad = true;
+#else
+    const bool kKeyedInOneLoad = g_thread_pointer_source == ThreadPointerSource::SelfPointer;
+#endif
+    if (kKeyedInOneLoad) {
         h->thread_table = reinterpret_cast<std::uint64_t>(&g_thread_entries[0]);
         h->thread_table_bits = kThreadEntryBits;
         h->thread_entry_bytes = sizeof(ThreadEntry);

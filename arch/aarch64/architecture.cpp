@@ -126,6 +126,8 @@ Result<EmittedJumpPad> Aarch64Architecture::emit_jump_pad(const JumpPadRequest& 
     spec.original_code = request.original_code;
     spec.branch_target_guarded = request.branch_target_guarded;
     if (request.agent_stacks.pool == 0) spec.gate = request.options.gate;
+    if (request.options.inline_collection)
+        spec.inline_collection = &*request.options.inline_collection;
     return aarch64::emit_jump_pad(spec);
 }
 bool Aarch64Architecture::branch_target_landing_pad(std::span<const std::uint8_t> code) const {

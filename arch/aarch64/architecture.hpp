@@ -55,6 +55,7 @@ class Aarch64Architecture final : public Architecture {
     bool pads_on_agent_stacks() const override { return true; }
     bool agent_stacks_in_goroutine_m() const override { return true; }
     bool branch_target_landing_pad(std::span<const std::uint8_t> code) const override;
+    bool collects_in_line() const override { return true; }
     std::size_t interruption_window() const override;
     std::optional<std::string> interruption_hazard(std::uint64_t address,
                                                    std::span<const std::uint8_t> before,

@@ -2,6 +2,7 @@
 #include "arch/aarch64/emitter.hpp"
 #include "arch/aarch64/encoding.hpp"
 #include "arch/aarch64/exclusive_sequence.hpp"
+#include "arch/aarch64/inline_collection.hpp"
 #include "arch/aarch64/relocator.hpp"
 #include <cstring>
 #include <fmt/format.h>
@@ -203,10 +204,17 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     // Branches to the displaced instruction: the gate's while tracing is off, or the agent
     // stack entry's when the pool has none left.
     std::size_t to_relocated = 0;
-    if (own_stack)
+    std::optional<PadFront> front; // the frame written by the pad itself
+    if (own_stack) {
         to_relocated = emit_agent_stack_entry(e, spec.agent_stacks);
-    else if (spec.gate)
+    } else if (spec.gate) {
         to_relocated = emit_gate(e, spec.gate);
+        if (spec.inline_collection) {
+            // Checked before any code is put: one it cannot make is the gate alone.
+            auto made = emit_pad_front(e, *spec.inline_collection, spec.tracepoint_address);
+            if (made) front = std::move(*made);
+        }
+    }
     e.put(sub_imm(kSp, kSp, kFrameBytes)); // first: below sp is anybody's (signal frames)
     for (unsigned r = 0; r < 30; r += 2)
         e.put(stp(r, r + 1, kSp, kBlockAt + r * 8));
@@ -245,6 +253,11 @@ Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec) {
     EmittedJumpPad pad;
     pad.relocated_offset = e.size();
     if (own_stack || spec.gate) e.link(to_relocated, pad.relocated_offset);
+    if (front) {
+        for (std::size_t at : front->to_relocated)
+            e.link(at, pad.relocated_offset);
+        pad.copy = front->copy;
+    }
     auto relocated = relocate(spec.original_code.first(4), spec.tracepoint_address,
                               spec.pad_address + pad.relocated_offset);
     if (!relocated) return relocated.error();

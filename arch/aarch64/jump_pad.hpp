@@ -60,6 +60,10 @@ struct JumpPadSpec {
     // Nonzero (and no agent stacks): a 4-byte flag in the program (the agent's `tracing`);
     // while it is 0 the pad runs only the displaced instruction.
     std::uint64_t gate = 0;
+    // With a gate: the tracepoint's frame written by the pad's front itself
+    // (inline_collection.hpp), falling back to the code that calls the collector. One that
+    // cannot be made is left out.
+    const InlineCollection* inline_collection = nullptr;
 };
 
 Result<EmittedJumpPad> emit_jump_pad(const JumpPadSpec& spec);

@@ -118,7 +118,7 @@ struct Code {
         request.options.stage_full_core = full_core;
         request.options.gate = shared().remote(offsetof(Header, tracing));
         if (in_line) {
-            auto c = experiment::inline_collection_for(shared(), rec);
+            auto c = experiment::inline_collection_for(shared(), rec, host().pc_regnum());
             INFO((c ? std::string() : c.error().text));
             REQUIRE(c);
             request.options.inline_collection = *c;
