@@ -5,6 +5,7 @@
 // collector; each case it does not cover reaches the collector with nothing written; the program
 // ends as it does untraced either way, and the front's own state (busy) is left clear.
 #include "arch/aarch64/jump_pad.hpp"
+#include "unicorn_aarch64.hpp"
 
 #include <catch2/catch.hpp>
 #include <unicorn/unicorn.h>
@@ -19,6 +20,8 @@ using tpagent::arch::InlineCollection;
 
 namespace {
 
+using namespace tpagent::test::unicorn_a64;
+
 constexpr std::uint64_t kCode = 0x10000000;
 constexpr std::uint64_t kPad = 0x17f00000;
 constexpr std::uint64_t kCollector = 0x7f00000000;
@@ -27,7 +30,6 @@ constexpr std::uint64_t kAgent = 0x40000000;  // header, record, flags, counters
 constexpr std::uint64_t kThread = 0x48000000; // tpidr_el0
 constexpr std::uint64_t kData = 0x50000000;   // the range collected
 constexpr std::uint64_t kRegion = 0x10000;
-constexpr std::uint32_t kRet = 0xd65f03c0;
 
 // The agent's layout, as the test lays it out.
 constexpr std::uint64_t kHeader = kAgent, kRecord = kAgent + 0x1000, kForked = kAgent + 0x2000,
@@ -79,10 +81,6 @@ InlineCollection collection(bool condition) {
     return c;
 }
 
-// adds x0, x0, x1; ldr x2, <kCode+0x800>; b.eq +8; add x3, x3, #1;
-// stp x0, x1, [sp, #-16]!; ldr x4, [sp]; add sp, sp, #16; (end)
-constexpr std::array<std::uint32_t, 7> kTraced = {0xab010000, 0x58003fe2, 0x54000040, 0x91000463,
-                                                  0xa9bf07e0, 0xf94003e4, 0x910043ff};
 constexpr std::uint64_t kCodeEnd = kCode + 4 * kTraced.size();
 constexpr std::size_t kTracepoint = 12; // add x3, x3, #1 (b.eq skips it when x0 + x1 == 0)
 
@@ -90,31 +88,6 @@ constexpr std::size_t kTracepoint = 12; // add x3, x3, #1 (b.eq skips it when x0
 // str x3, [x1, #8]; mov w0, #0; ret.
 constexpr std::array<std::uint32_t, 6> kOddX0 = {0xf9400802, 0xf9400043, 0x92400063,
                                                  0xf9000423, 0x52800000, kRet};
-
-int xreg(int n) {
-    return n == 29 ? UC_ARM64_REG_X29 : n == 30 ? UC_ARM64_REG_X30 : UC_ARM64_REG_X0 + n;
-}
-
-struct Machine {
-    std::array<std::uint64_t, 31> x{};
-    std::uint64_t sp = 0, pc = 0, nzcv = 0;
-};
-
-Machine read_machine(uc_engine* uc) {
-    Machine m;
-    for (int r = 0; r <= 30; ++r)
-        uc_reg_read(uc, xreg(r), &m.x[static_cast<std::size_t>(r)]);
-    uc_reg_read(uc, UC_ARM64_REG_SP, &m.sp);
-    uc_reg_read(uc, UC_ARM64_REG_PC, &m.pc);
-    uc_reg_read(uc, UC_ARM64_REG_NZCV, &m.nzcv);
-    return m;
-}
-
-template <typename T> T load(const std::vector<std::uint8_t>& b, std::size_t at) {
-    T v;
-    std::memcpy(&v, b.data() + at, sizeof v);
-    return v;
-}
 
 // The agent's state before a hit, as a case sets it.
 struct Agent {
@@ -258,13 +231,7 @@ Run run(std::uint64_t x0, std::uint64_t nzcv, const tpagent::arch::EmittedJumpPa
 }
 
 void check_ends_as_without(const Run& got, const Run& want) {
-    CHECK(got.end.pc == want.end.pc);
-    CHECK(got.end.sp == want.end.sp);
-    CHECK(got.end.nzcv == want.end.nzcv);
-    for (std::size_t r = 0; r < want.end.x.size(); ++r) {
-        INFO("x" << r);
-        CHECK(got.end.x[r] == want.end.x[r]);
-    }
+    check_same_machine(got.end, want.end);
     CHECK(got.stack == want.stack);
     CHECK(got.state[0] == 0); // not busy
 }

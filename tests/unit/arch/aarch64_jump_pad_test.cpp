@@ -3,6 +3,7 @@
 // the code uses), and the collector -- a `ret` with a hook that checks what it was given and
 // then clobbers every register it may -- must see the thread's registers in the `g` block.
 #include "arch/aarch64/jump_pad.hpp"
+#include "unicorn_aarch64.hpp"
 
 #include <catch2/catch.hpp>
 #include <unicorn/unicorn.h>
@@ -16,44 +17,16 @@ namespace a64 = tpagent::arch::aarch64;
 
 namespace {
 
+using namespace tpagent::test::unicorn_a64;
+
 constexpr std::uint64_t kCode = 0x10000000;
 constexpr std::uint64_t kPad = 0x17f00000;         // 127 MiB above: within a B's reach
 constexpr std::uint64_t kCollector = 0x7f00000000; // absolute: far from everything
 constexpr std::uint64_t kStack = 0x30000000;
 constexpr std::uint64_t kRegion = 0x10000;
 constexpr std::uint64_t kArg = 0x5eed5eed12345678;
-constexpr std::uint32_t kRet = 0xd65f03c0;
 
-// adds x0, x0, x1; ldr x2, <kCode+0x800>; b.eq +8; add x3, x3, #1;
-// stp x0, x1, [sp, #-16]!; ldr x4, [sp]; add sp, sp, #16; (end)
-constexpr std::array<std::uint32_t, 7> kTraced = {0xab010000, 0x58003fe2, 0x54000040, 0x91000463,
-                                                  0xa9bf07e0, 0xf94003e4, 0x910043ff};
 constexpr std::uint64_t kEnd = kCode + 4 * kTraced.size();
-
-int xreg(int n) {
-    return n == 29 ? UC_ARM64_REG_X29 : n == 30 ? UC_ARM64_REG_X30 : UC_ARM64_REG_X0 + n;
-}
-
-struct Machine {
-    std::array<std::uint64_t, 31> x{};
-    std::uint64_t sp = 0, pc = 0, nzcv = 0;
-};
-
-Machine read_machine(uc_engine* uc) {
-    Machine m;
-    for (int r = 0; r <= 30; ++r)
-        uc_reg_read(uc, xreg(r), &m.x[static_cast<std::size_t>(r)]);
-    uc_reg_read(uc, UC_ARM64_REG_SP, &m.sp);
-    uc_reg_read(uc, UC_ARM64_REG_PC, &m.pc);
-    uc_reg_read(uc, UC_ARM64_REG_NZCV, &m.nzcv);
-    return m;
-}
-
-template <typename T> T load(const std::vector<std::uint8_t>& b, std::size_t at) {
-    T v;
-    std::memcpy(&v, b.data() + at, sizeof v);
-    return v;
-}
 
 struct Observed {
     Machine at_tracepoint;
@@ -205,13 +178,7 @@ Run run(std::uint64_t x0, std::uint64_t x1, std::uint64_t nzcv,
 void check_ends_as_without(const Run& got, const Run& want) {
     for (const auto& p : got.observed.problems)
         FAIL_CHECK(p);
-    CHECK(got.end.pc == want.end.pc);
-    CHECK(got.end.sp == want.end.sp);
-    CHECK(got.end.nzcv == want.end.nzcv);
-    for (std::size_t r = 0; r < want.end.x.size(); ++r) {
-        INFO("x" << r);
-        CHECK(got.end.x[r] == want.end.x[r]);
-    }
+    check_same_machine(got.end, want.end);
 }
 
 a64::JumpPadSpec spec_at(std::size_t tp_offset, std::span<const std::uint8_t> original) {
