@@ -36,12 +36,12 @@ ACTIONS = ("collect $regs", "collect i")
 AGENT = "/payload/libtpagent-inproc.so"
 
 
-def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: Path, before: tuple[str, ...]) -> None:
+def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: Path, before: tuple[str, ...]) -> str:
     """gdb-multiarch to main, BEFORE (monitor commands), a tracepoint of KIND (ftrace, trace or
     none) with ACTIONS, tstart, then the program runs to its end."""
     lines = [f"target remote 127.0.0.1:{port}", "break main", "continue", "delete", *before]
     if kind:
-        lines += [f"{kind} traced_function", "actions", *ACTIONS, "end", "tstart"]
+        lines += [f"{kind} traced_function", "actions", *ACTIONS, "end", "tstart", "monitor tracepoints"]
     lines += ["continue"]
     script = workdir / "session.gdb"
     script.write_text("\n".join(lines) + "\n")
@@ -50,6 +50,7 @@ def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: P
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     if "exited normally" not in done.stdout + done.stderr:
         raise SystemExit(f"gdb did not run {program.name} to its end:\n{done.stdout}{done.stderr}")
+    return done.stdout + done.stderr
 
 
 def loop_ns(
@@ -65,7 +66,11 @@ def loop_ns(
     argv += [f"0.0.0.0:{board_port}", f"/payload/{program.name}", str(hits)]
     server = BoardServer(board, board.spawn_name(), argv, host_port)
     try:
-        gdb_run(board, program, host_port, kind, workdir, before)
+        said = gdb_run(board, program, host_port, kind, workdir, before)
+        if kind == "ftrace":  # which code collected: the pad's own, or the agent's collector
+            wanted = "collector collects it" if before else "Its pad writes its frames itself."
+            if wanted not in said:
+                raise SystemExit(f"expected {wanted!r} from monitor tracepoints:\n{said}")
         return int(server.wait_for(r"loop_ns=(\d+)", timeout=120).group(1))
     finally:
         server.kill()

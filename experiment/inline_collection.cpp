@@ -148,6 +148,7 @@ Result<arch::InlineCollection> inline_collection_for(const SharedBuffer& shared,
     const auto* actions = at<const ActionRecord>(shared.local(), rec.actions_offset);
     for (std::uint32_t i = 0; i < rec.action_count; ++i) {
         const ActionRecord& a = actions[i];
+        if (a.kind == ActionKind{}) continue; // nothing to collect
         if (a.kind == ActionKind::Registers) {
             if (c.registers_at) continue; // one R block, as the agent's collector writes
             if (h.tail_register_bytes % 8 || h.tail_register_bytes > 32)

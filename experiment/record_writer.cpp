@@ -98,6 +98,10 @@ Result<ActionRecord> RecordWriter::action(const trace::Action& action, std::uint
         a.offset = range->offset;
         a.length = range->length;
     } else if (const auto* e = std::get_if<trace::Expression>(&action)) {
+        // gdb's code for a variable in a register: `end` alone (the register goes in the
+        // tracepoint's R mask). Nothing to run at a hit.
+        if (e->program.insns().size() == 1 && e->program.insns()[0].op == bytecode::Op::End)
+            return a;
         // gdb's code for a variable in memory: collected as the range it is, with no
         // expression run at a hit (and in line by a pad that writes its frames itself).
         const auto range = bytecode::traced_range(e->program);

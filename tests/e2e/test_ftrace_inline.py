@@ -8,6 +8,7 @@ i. Its globals are collected as memory ranges, `$regs` as the register block: bo
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,23 @@ def test_conditions(e2e, condition, said):
     assert frames == [generic.of("tdump", k) for k in range(HITS // 2)], (inline.transcript, generic.transcript)
     for k, text in enumerate(frames):
         assert re.search(rf"(?m)^\$rdi = {2 * k + 1}$", text), text
+
+
+def test_a_variable_in_a_register(e2e):
+    """bench/programs/hits.c built with -O1: traced_function's `i` lives in rdi, and gdb sends
+    for `collect i` the register in the tracepoint's mask and an expression that is only `end`:
+    nothing to run at a hit, so the pad still writes the frame itself, and each frame's `i` is
+    the call's."""
+    from harness import compile_program
+
+    source = Path(__file__).resolve().parents[2] / "bench" / "programs" / "hits.c"
+    program = compile_program(source, e2e.tmp / "hits_o1", "-O1", "-no-pie")
+    calls = 5
+    s = FastTrace(e2e, "hits", str(calls), program=program)
+    define = s.define(ftrace("traced_function", "collect i"))
+    lines = []
+    for k in range(calls):
+        lines += [f"tfind {k}", "print i"]
+    r = s.gdb(*TO_MAIN, define, "tstart", "monitor tracepoints", "break exit", "continue", "tstop", *lines)
+    assert "Its pad writes its frames itself." in r.of("monitor tracepoints"), r.of("monitor tracepoints")
+    assert [r.value("print i", k) for k in range(calls)] == [str(k) for k in range(calls)], r.transcript
