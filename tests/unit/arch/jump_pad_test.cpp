@@ -37,6 +37,7 @@ constexpr std::uint64_t kArg = 0x5eed5eed12345678;
 constexpr std::uint64_t kThread = 0x40000000;
 constexpr std::int32_t kThreadSlots = 0x40;
 constexpr std::uint64_t kPool = 0x50000000;
+constexpr std::uint64_t kGate = kPool + 0x800;     // the agent's tracing flag, for gated pads
 constexpr std::uint32_t kAgentStackBytes = 0x4000; // 3 in the pool after its header
 
 // es, cs, ss, ds, fs, gs: the pad's order.
@@ -100,6 +101,7 @@ struct Setup {
     // Agent stacks: the thread's stack top slot and the pool's bytes handed out, at the start.
     std::uint64_t agent_stack_top = 0;
     std::uint64_t pool_used = 0;
+    std::uint32_t tracing = 1; // at kGate
 };
 
 // What the collector hook saw; problems are collected, not thrown through Unicorn.
@@ -253,6 +255,7 @@ Outcome run(const Setup& s, const x86::JumpPad* pad, Observed* seen) {
     uc_reg_write(uc, UC_X86_REG_FS_BASE, &kThread);
     uc_mem_write(uc, kThread + kThreadSlots + 8, &s.agent_stack_top, 8);
     uc_mem_write(uc, kPool, &s.pool_used, 8);
+    uc_mem_write(uc, kGate, &s.tracing, 4);
     Bytes fill(kRegion);
     for (std::size_t i = 0; i < fill.size(); ++i)
         fill[i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));
@@ -415,9 +418,12 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
                  0x202u | kOF, 0x202u | kDF | kZF | kOF);
     const bool sahf = GENERATE(false, true);
     const bool full = GENERATE(false, true);
+    // Gated (tracing on): on a CPU without lahf/sahf too, the gate alone before the pad.
+    const bool gated = GENERATE(false, true);
     auto spec = fxsave_spec(code, tp_offset);
     spec.flags_by_sahf = sahf;
     spec.stage_full_core = full;
+    spec.gate = gated ? kGate : 0;
     auto pad = x86::emit_jump_pad(spec);
     REQUIRE(pad.ok());
     CHECK(pad->patch.size() == pad->relocated.covered);
@@ -431,11 +437,34 @@ TEST_CASE("the pad runs the collector and leaves no trace", "[jump_pad]") {
     Observed seen;
     seen.full_core = full;
     INFO("tracepoint +" << tp_offset << " rsp " << hex(s.rsp) << " rflags " << hex(rflags)
-                        << (sahf ? " sahf" : " popfq") << (full ? " full core" : ""));
+                        << (sahf ? " sahf" : " popfq") << (full ? " full core" : "")
+                        << (gated ? " gated" : ""));
     CHECK(compare_runs(s, *pad, seen) == "");
     CHECK(seen.calls == 1);
     for (const auto& p : seen.problems)
         FAIL_CHECK(p);
+}
+
+TEST_CASE("a gated pad with tracing off runs only the displaced instructions", "[jump_pad]") {
+    const Bytes code = traced_code();
+    const std::size_t tp_offset = GENERATE(0u, 1u, 4u);
+    const std::uint64_t rflags = GENERATE(0x202u, 0x202u | kCF | kZF | kOF, 0x202u | kDF | kSF);
+    const bool sahf = GENERATE(false, true);
+    const std::uint32_t tracing = GENERATE(0u, 2u); // only 1 is on
+    auto spec = fxsave_spec(code, tp_offset);
+    spec.flags_by_sahf = sahf;
+    spec.gate = kGate;
+    auto pad = x86::emit_jump_pad(spec);
+    REQUIRE(pad.ok());
+    Setup s;
+    s.rflags = rflags;
+    s.tp_offset = tp_offset;
+    s.tracing = tracing;
+    Observed seen;
+    INFO("tracepoint +" << tp_offset << " rflags " << hex(rflags) << (sahf ? " sahf" : " popfq")
+                        << " tracing " << tracing);
+    CHECK(compare_runs(s, *pad, seen) == "");
+    CHECK(seen.calls == 0);
 }
 
 namespace {
