@@ -41,7 +41,9 @@ def gdb_run(board: Board, program: Path, port: int, kind: str | None, workdir: P
     none) with ACTIONS, tstart, then the program runs to its end."""
     lines = [f"target remote 127.0.0.1:{port}", "break main", "continue", "delete", *before]
     if kind:
-        lines += [f"{kind} traced_function", "actions", *ACTIONS, "end", "tstart", "monitor tracepoints"]
+        lines += [f"{kind} traced_function", "actions", *ACTIONS, "end", "tstart"]
+    if kind == "ftrace":  # tpagent's: which code collects it
+        lines += ["monitor tracepoints"]
     lines += ["continue"]
     script = workdir / "session.gdb"
     script.write_text("\n".join(lines) + "\n")
