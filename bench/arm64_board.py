@@ -128,7 +128,9 @@ def main() -> None:
     for label, (_, _, hits, _) in runs.items():
         value = per_hit[label]
         shown = f"{value / 1000:.1f} us" if value >= 10000 else f"{value:.0f} ns"
-        print(f"{label:<20}{shown:>14}{hits:>10}   {value / fast:.0f}x")
+        ratio = value / fast
+        times = f"{ratio:.2f}x" if ratio < 10 else f"{ratio:,.0f}x"
+        print(f"{label:<20}{shown:>14}{hits:>10}   {times}")
 
 
 if __name__ == "__main__":
