@@ -78,7 +78,7 @@ constexpr std::uint32_t msr_nzcv(unsigned t) {
 constexpr std::uint32_t mrs_cntvct(unsigned t) { // the frame clock (arch/frame_clock.hpp)
     return 0xd53be040 | t;
 }
-enum Cond : std::uint32_t { kEq = 0, kNe = 1, kHs = 2, kLo = 3, kHi = 8, kLt = 11 };
+enum Cond : std::uint32_t { kNe = 1, kHs = 2, kLo = 3, kHi = 8, kLt = 11 };
 constexpr std::uint32_t b_cond(Cond c) {
     return 0x54000000 | c;
 }
@@ -156,6 +156,8 @@ class Front {
             e_.link(at, e_.size());
         label.clear();
     }
+    void move_saved(std::uint32_t (*pair)(unsigned, unsigned, unsigned, std::uint32_t),
+                    std::uint32_t (*single)(unsigned, unsigned, std::uint32_t));
     void save();
     void restore();
     void record_checks();
@@ -176,17 +178,23 @@ class Front {
     std::vector<std::size_t> to_return_, to_unbusy_generic_, to_generic_;
 };
 
-void Front::save() {
-    e_.put(sub_imm(kSp, kSp, frame_)); // first: below sp is anybody's (signal frames)
+// The saved registers to or from their slots: in pairs where the pair's offset reaches.
+void Front::move_saved(std::uint32_t (*pair)(unsigned, unsigned, unsigned, std::uint32_t),
+                       std::uint32_t (*single)(unsigned, unsigned, std::uint32_t)) {
     for (std::size_t i = 0; i < saved_.size(); i += 2) {
         const auto at = area_ + 8 * static_cast<std::uint32_t>(i);
         if (i + 1 < saved_.size() && at + 8 <= kPairReach) {
-            e_.put(stp(saved_[i], saved_[i + 1], kSp, at));
+            e_.put(pair(saved_[i], saved_[i + 1], kSp, at));
             continue;
         }
-        e_.put(str_x(saved_[i], kSp, at));
-        if (i + 1 < saved_.size()) e_.put(str_x(saved_[i + 1], kSp, at + 8));
+        e_.put(single(saved_[i], kSp, at));
+        if (i + 1 < saved_.size()) e_.put(single(saved_[i + 1], kSp, at + 8));
     }
+}
+
+void Front::save() {
+    e_.put(sub_imm(kSp, kSp, frame_)); // first: below sp is anybody's (signal frames)
+    move_saved(stp, str_x);
     e_.put(mrs_nzcv(0));
     e_.put(str_x(0, kSp, nzcv_slot_));
 }
@@ -194,15 +202,7 @@ void Front::save() {
 void Front::restore() {
     e_.put(ldr_x(0, kSp, nzcv_slot_));
     e_.put(msr_nzcv(0));
-    for (std::size_t i = 0; i < saved_.size(); i += 2) {
-        const auto at = area_ + 8 * static_cast<std::uint32_t>(i);
-        if (i + 1 < saved_.size() && at + 8 <= kPairReach) {
-            e_.put(ldp(saved_[i], saved_[i + 1], kSp, at));
-            continue;
-        }
-        e_.put(ldr_x(saved_[i], kSp, at));
-        if (i + 1 < saved_.size()) e_.put(ldr_x(saved_[i + 1], kSp, at + 8));
-    }
+    move_saved(ldp, ldr_x);
     e_.put(add_imm(kSp, kSp, frame_));
 }
 
