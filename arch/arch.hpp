@@ -36,7 +36,7 @@ struct RegisterSnapshot {
 // collect in line (InlineCollection). Filled by who knows the agent's layout (experiment/).
 struct InlineAgentLayout {
     std::uint64_t header = 0;      // the shared buffer's header, in the program
-    std::uint64_t forked_flag = 0; // a byte, nonzero in a forked child: nothing collected
+    std::uint64_t forked_flag = 0; // a byte, nonzero in a forked child: the collector's
     // The thread's state, from the thread pointer (x86-64: fs); or, where that is 0, in a
     // table of entries keyed by the thread pointer (the self-mapped image's: entry
     // (tp * 0x9e3779b97f4a7c15) >> (64 - bits), its key the first 8 bytes, the state at

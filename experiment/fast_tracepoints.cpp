@@ -307,6 +307,23 @@ void FastTracepoints::begin_run() {
     shared_->header().tracing.store(1, std::memory_order_release);
 }
 
+void FastTracepoints::start_following(process::Target& inferior) {
+    if (!follow_forks_ || !installed() || shared_->header().forked_flag == 0) return;
+    // (The process layer may outlive this agent: an exec, a QTinit.)
+    const std::weak_ptr<SharedBuffer> shared = shared_;
+    process::ForkFollowing following;
+    following.process_mark = shared_->header().forked_flag;
+    following.collecting = [shared](pid_t pid) {
+        const auto s = shared.lock();
+        return s && s->collecting_in(pid);
+    };
+    following.left = [shared](pid_t pid) {
+        if (const auto s = shared.lock()) s->release_chunks_of(pid);
+    };
+    if (!inferior.fork_children().follow(std::move(following)))
+        spdlog::warn("this process's forked children cannot be followed by the trace");
+}
+
 arch::FastPadOptions FastTracepoints::pad_options(process::Target& inferior, std::uint64_t addr) {
     arch::FastPadOptions options;
     // On an agent stack the collector cannot find the thread's stack pointer from the anchor.

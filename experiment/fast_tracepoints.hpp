@@ -89,6 +89,13 @@ class FastTracepoints {
                                                               std::uint64_t addr);
     // Every jump is in: the collectors collect from now on.
     void begin_run();
+    // trace-follow-fork: children the program forks during a run keep the jumps, and their
+    // collectors write into this trace (off by default: a forked child runs on untraced).
+    void set_follow_forks(bool on) { follow_forks_ = on; }
+    bool follow_forks() const { return follow_forks_; }
+    // At the run's start: `inferior` follows its forks from now on, if asked and the agent
+    // collects there.
+    void start_following(process::Target& inferior);
     // InstallInTrace: a fast tracepoint defined during a run gets a record and a jump of its
     // own; an error leaves it to a trap site.
     Status add_during_run(process::Target& inferior, trace::Tracepoint& tp);
@@ -148,6 +155,7 @@ class FastTracepoints {
     std::optional<std::string> agent_image_;
     bool recording_ = false;
     bool inline_collection_ = true;
+    bool follow_forks_ = false;
     std::map<std::uint64_t, std::string> collected_by_; // collected_by_agent()
     struct Record {
         trace::Tracepoint* tp = nullptr; // a node of the table, stable until QTinit

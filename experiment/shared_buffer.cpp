@@ -1,4 +1,5 @@
 #include "experiment/shared_buffer.hpp"
+#include "inproc/frame_chunks.hpp"
 #include "process/linux/code_guard.hpp"
 #include "base/proc_maps.hpp"
 #include "base/proc_files.hpp"
@@ -171,6 +172,9 @@ Status SharedBuffer::configure_chunks(std::size_t buffer_bytes, std::uint64_t la
     // chunk 0; an old run's entries have this run's seal numbers): all ones is seal 2^48 - 1.
     for (std::size_t i = 0; i < count; ++i)
         sealed_ring(local_)[i].store(~std::uint64_t{0}, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < kMaxResumable; ++i)
+        resumable_slots(local_)[i].store(0, std::memory_order_relaxed);
+    h.resumable_count.store(0, std::memory_order_relaxed);
     h.generation.fetch_add(1, std::memory_order_release);
     return ok_status();
 }
@@ -188,10 +192,57 @@ std::optional<std::uint64_t> SharedBuffer::collector_frame(std::uint64_t sp) con
     const std::size_t rows = std::min<std::size_t>(
         header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
     for (std::size_t r = 0; r < rows; ++r) {
-        const std::uint64_t frame = thread_slot(local_, r)->frame.load(std::memory_order_acquire);
+        const ThreadSlot& slot = *thread_slot(local_, r);
+        // (A followed child's threads have the same stacks as the parent's.)
+        const auto owner = static_cast<pid_t>(slot.pid.load(std::memory_order_relaxed));
+        if (owner != 0 && owner != pid_) continue;
+        const std::uint64_t frame = slot.frame.load(std::memory_order_acquire);
         if (frame != 0 && sp < frame && frame - sp < kCollectorStackReach) return frame;
     }
     return std::nullopt;
+}
+
+bool SharedBuffer::collecting_in(pid_t pid) const {
+    const std::size_t rows = std::min<std::size_t>(
+        header().slots_taken.load(std::memory_order_acquire), kMaxThreadSlots);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const ThreadSlot& slot = *thread_slot(local_, r);
+        if (static_cast<pid_t>(slot.pid.load(std::memory_order_relaxed)) == pid &&
+            slot.frame.load(std::memory_order_acquire) != 0)
+            return true;
+    }
+    return false;
+}
+
+void SharedBuffer::release_chunks_of(pid_t pid) {
+    Header& h = header();
+    const std::uint64_t generation = h.generation.load(std::memory_order_acquire);
+    const std::uint32_t taken =
+        std::min(h.next_fresh.load(std::memory_order_acquire), h.chunk_count);
+    const std::size_t payload = chunk_payload(h);
+    std::atomic<std::uint32_t>* slots = resumable_slots(local_);
+    for (std::uint32_t i = 0; i < taken; ++i) {
+        ChunkHeader* c = chunk_at(local_, i);
+        if (c->state.load(std::memory_order_acquire) !=
+                static_cast<std::uint32_t>(ChunkState::Owned) ||
+            c->generation != generation || static_cast<pid_t>(c->owner) != pid)
+            continue;
+        // With an eighth or more of it free, the next writer goes on filling it.
+        bool resumable = false;
+        if (payload - c->committed.load(std::memory_order_acquire) >= payload / 8)
+            for (std::size_t s = 0; s < kMaxResumable && !resumable; ++s) {
+                std::uint32_t empty = 0;
+                resumable =
+                    slots[s].compare_exchange_strong(empty, i + 1, std::memory_order_acq_rel);
+            }
+        spdlog::debug("process {} ended: chunk {} ({} bytes) {}", pid, i,
+                      c->committed.load(std::memory_order_relaxed),
+                      resumable ? "resumable" : "sealed");
+        if (resumable)
+            h.resumable_count.fetch_add(1, std::memory_order_release);
+        else
+            seal_chunk(local_, c);
+    }
 }
 
 SharedBuffer::HitTotals SharedBuffer::hit_totals(std::uint32_t index) const {

@@ -88,6 +88,12 @@ class SharedBuffer {
     // If the thread whose stack pointer is `sp` is inside a collector call now (it must be
     // stopped to be sure), the stack pointer the pad called with (ThreadSlot::frame).
     std::optional<std::uint64_t> collector_frame(std::uint64_t sp) const;
+    // Whether a thread of process `pid` (a followed child) is inside a collector call now.
+    bool collecting_in(pid_t pid) const;
+    // A followed child ended or was let go: the chunks its threads held go to the next
+    // writers to fill on (inproc::resume_chunk), or are sealed when nearly full (circular mode
+    // reuses them); their frames are read as before. Only once no thread of it writes.
+    void release_chunks_of(pid_t pid);
     // The chunks configure_chunks allocated (from chunks_address()), which the program should
     // map at tstart; set_mapped_in_program says it did.
     std::uint64_t chunks_address() const { return remote(inproc::kChunksOffset); }

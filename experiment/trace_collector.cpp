@@ -21,7 +21,7 @@ namespace {
 // One evaluation's view of the stopped thread, for the bytecode callbacks.
 struct HitContext {
     process::Target& inferior;
-    pid_t tid; // the collecting thread: $trace_thread
+    pid_t tid; // the collecting thread: $trace_thread (its process: $trace_pid)
     const arch::Architecture& arch;
     std::span<const std::uint8_t> g;
     const std::vector<bool>& available;
@@ -45,7 +45,8 @@ bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
 
 bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     auto* c = static_cast<HitContext*>(user);
-    auto v = c->variables.get(num, c->tid);
+    auto v = c->variables.get(
+        num, trace::TraceStateVariables::Collecting{c->tid, c->inferior.pid()});
     if (!v) return false;
     *value = *v;
     return true;

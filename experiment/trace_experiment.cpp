@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace tpagent::experiment {
@@ -93,6 +94,7 @@ Status TraceExperiment::install(process::Target& inferior, std::uint64_t addr) {
 
 void TraceExperiment::uninstall_all(process::Target* inferior) {
     if (inferior && inferior->alive()) {
+        inferior->fork_children().stop_following(); // (their code from the jumps known now)
         inferior->trap_sites().remove_all();
         if (!inferior->running()) inferior->fast_sites().remove_all();
     }
@@ -267,12 +269,15 @@ Status TraceExperiment::start(process::Target* inferior, bool gdb_relocates) {
         }
     }
     if (!gdb_sites_.empty()) return next_gdb_site(*inferior);
-    begin_run(any_fast);
+    begin_run(*inferior, any_fast);
     return ok_status();
 }
 
-void TraceExperiment::begin_run(bool any_fast) {
-    if (any_fast) fast_.begin_run();
+void TraceExperiment::begin_run(process::Target& inferior, bool any_fast) {
+    if (any_fast) {
+        fast_.begin_run();
+        fast_.start_following(inferior);
+    }
     table_.set_running(true);
     running_ = true;
     ever_started_ = true;
@@ -286,7 +291,7 @@ void TraceExperiment::begin_run(bool any_fast) {
 Status TraceExperiment::next_gdb_site(process::Target& inferior) {
     gdb_move_.reset();
     if (gdb_sites_.empty()) {
-        begin_run(true);
+        begin_run(inferior, true);
         return ok_status();
     }
     auto move = fast_.begin_install(inferior, gdb_sites_.front());
@@ -417,6 +422,16 @@ std::vector<std::string> TraceExperiment::fast_tracepoint_lines(process::Target*
                                                covering->covered, collector)
                                  : fmt::format("{} tracepoint {} at 0x{:x} is not installed.", kind,
                                                key.number, key.address));
+    }
+    if (inferior && running_ && fast_.follow_forks()) {
+        const std::vector<pid_t> followed = inferior->fork_children().followed();
+        if (!only_traps)
+            lines.push_back(followed.empty()
+                                ? std::string("Children forked during the run are followed: "
+                                              "none runs now.")
+                                : fmt::format("Children forked during the run are followed: "
+                                              "{} run now ({}).",
+                                              followed.size(), fmt::join(followed, ", ")));
     }
     if (auto use = inferior ? inferior->fast_sites().agent_stack_use() : std::nullopt) {
         if (!only_traps)

@@ -75,6 +75,10 @@ class TraceExperiment {
     InprocBreakpoints& inproc_breakpoints() { return inproc_breakpoints_; }
     // `monitor set inline-collection`: pads made from now on (FastTracepoints).
     void set_inline_collection(bool on) { fast_.set_inline_collection(on); }
+    // `monitor set trace-follow-fork` (and --trace-follow-fork): from the next run on, children
+    // forked during a run are traced too (FastTracepoints::set_follow_forks).
+    void set_follow_forks(bool on) { fast_.set_follow_forks(on); }
+    bool follow_forks() const { return fast_.follow_forks(); }
     // InprocBreakpoints::carry, with this experiment told of the program's exec from then on
     // (which takes the agent and the breakpoint's code with the old image).
     Status carry_breakpoint(process::Target& inferior, std::uint64_t addr,
@@ -162,7 +166,8 @@ class TraceExperiment {
     bool collect(process::Target& inferior, pid_t tid, trace::Tracepoint& tp,
                  const std::vector<trace::ActionString>& actions, bool step);
     void stop_with(TraceStopReason reason, process::Target* inferior);
-    void begin_run(bool any_fast); // the last step of start(): the trace runs
+    // The last step of start(): the trace runs (and follows forks, if asked).
+    void begin_run(process::Target& inferior, bool any_fast);
     // QTStart with gdb relocating: the next fast tracepoint's pad, or, with none left, the
     // trace runs.
     Status next_gdb_site(process::Target& inferior);

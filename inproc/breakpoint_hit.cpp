@@ -77,8 +77,9 @@ extern "C" void tpagent_inproc_break(std::uint64_t record, std::uint8_t* block,
     using tpagent::bytecode::CompiledFn;
     using tpagent::bytecode::EvalOut;
     using tpagent::bytecode::EvalStatus;
-    // (A forked child's copy of the code is put back by tpagent; one not yet cleaned runs on.)
-    if (!g_shared_buffer || g_forked) return;
+    // (A forked child's copy of the code is put back by tpagent; one not yet cleaned, or one a
+    // trace follows, runs on: gdb's breakpoints are the traced process's.)
+    if (!g_shared_buffer || g_process.forked) return;
     const auto* r = reinterpret_cast<const BreakpointRecord*>(record);
     const std::uint32_t commands =
         r->command_count <= kMaxBreakpointCommands ? r->command_count : 0;

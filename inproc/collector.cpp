@@ -39,7 +39,8 @@ bool g_exit_key_ok = false;
 // one's thread pointer; never two live threads at once.)
 void on_thread_exit(void*) {
     ChunkWriter& w = t_state.writer;
-    if (w.chunk && g_shared_buffer &&
+    // (A chunk a forked child's thread inherited is its parent thread's.)
+    if (w.chunk && g_shared_buffer && t_state.process == g_process.pid &&
         w.generation == header_of(g_shared_buffer)->generation.load(std::memory_order_relaxed))
         seal_chunk(g_shared_buffer, w.chunk);
     w.chunk = nullptr;
@@ -338,6 +339,9 @@ bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     case 3:
         *value = tpagent_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
         return true;
+    case 4:
+        *value = g_process.pid;
+        return true;
     default:
         *value = v->value.load(std::memory_order_relaxed);
         return true;
@@ -498,7 +502,10 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     t.slot = n < kMaxThreadSlots ? thread_slot(g_shared_buffer, n) : nullptr;
     t.counters = t.slot ? counter_row(g_shared_buffer, n) : nullptr;
     t.slot_generation = generation;
+    t.process = g_process.pid;
+    if (t.slot) t.slot->pid.store(g_process.pid, std::memory_order_relaxed);
     join_generation(t.writer, generation);
+    t.writer.process = g_process.pid;
     // (Sizes from the program's own memory: a tail that does not fit is collected by no hit.)
     const std::uint32_t constants = h->tail_constant_bytes, tail = h->tail_register_bytes;
     t.tail_bytes = kNoTail;
@@ -638,7 +645,7 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     // Frame header, record header; the record is padded to 8 bytes.
     const std::uint64_t data = static_cast<std::uint64_t>(hit.out - record) - kRecordBlocksOffset;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
-    if (!h->circular && !claim_linear(h, t.writer, static_cast<std::int64_t>(size))) {
+    if (!h->circular && !claim_linear(h, t.writer, static_cast<std::int64_t>(size), g_process.forked != 0)) {
         stop_tracing(h, StopReason::BufferFull, tp->number);
         return;
     }
@@ -666,7 +673,7 @@ using namespace tpagent::inproc;
 
 extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block,
                                        std::uint64_t frame, const std::uint8_t* anchor) {
-    if (!g_shared_buffer || g_forked) return;
+    if (!g_shared_buffer || g_process.forked == kForkedUntraced) return;
     Header* h = header_of(g_shared_buffer);
     if (!h->tracing.load(std::memory_order_acquire)) return;
     ThreadState* state = this_thread();
@@ -681,7 +688,7 @@ extern "C" void tpagent_inproc_collect(std::uint64_t record, std::uint8_t* block
     }
     t.busy = true;
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
-    if (t.slot_generation != generation) join_run(h, t, generation);
+    if (t.slot_generation != generation || t.process != g_process.pid) join_run(h, t, generation);
     // tpagent runs a thread it stops while this is set on to the return, even out of the
     // library (the vDSO's clock): no run starts or ends with a frame half written.
     ThreadSlot* slot = t.slot;

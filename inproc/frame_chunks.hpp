@@ -47,6 +47,7 @@ struct ChunkWriter {
     ChunkHeader* chunk = nullptr;
     std::uint64_t generation = 0;   // the run `chunk` and `linear_credit` belong to
     std::int64_t linear_credit = 0; // budget bytes this writer already claimed
+    std::uint32_t process = 0;      // the writer's process: its chunks' owner (0: tpagent)
 };
 
 inline std::uint32_t chunk_index(void* shared, const ChunkHeader* c) {
@@ -111,10 +112,36 @@ inline ChunkHeader* reuse_sealed_chunk(void* shared, YieldFn yield = nullptr) {
     return nullptr;
 }
 
-// A chunk for a writer in run `generation`, emptied, or null.
-inline ChunkHeader* take_chunk(void* shared, std::uint64_t generation, YieldFn yield) {
+// A chunk an ended process left with room in it (Header::resumable_count), for a writer of
+// process `owner` to go on filling as it is; null when there is none. Its earlier records
+// stay as they are: its owner's `committed` release published them, and tpagent put it in
+// its slot only once no thread of that process ran.
+inline ChunkHeader* resume_chunk(void* shared, std::uint32_t owner) {
     Header* h = header_of(shared);
-    ChunkHeader* c = nullptr;
+    if (h->resumable_count.load(std::memory_order_acquire) == 0) return nullptr;
+    std::atomic<std::uint32_t>* slots = resumable_slots(shared);
+    for (std::size_t i = 0; i < kMaxResumable; ++i) {
+        std::uint32_t entry = slots[i].load(std::memory_order_acquire);
+        if (entry == 0 || entry > h->chunk_count ||
+            !slots[i].compare_exchange_strong(entry, 0, std::memory_order_acq_rel))
+            continue;
+        h->resumable_count.fetch_sub(1, std::memory_order_relaxed);
+        ChunkHeader* c = chunk_at(shared, entry - 1);
+        c->owner = owner;
+        // (As for a chunk reused: a reader may read `taken` while it changes.)
+        c->taken = h->take_count.fetch_add(1, std::memory_order_relaxed);
+        c->state.store(static_cast<std::uint32_t>(ChunkState::Owned), std::memory_order_release);
+        return c;
+    }
+    return nullptr;
+}
+
+// A chunk for a writer of process `owner` in run `generation`, emptied, or null.
+inline ChunkHeader* take_chunk(void* shared, std::uint64_t generation, YieldFn yield,
+                               std::uint32_t owner = 0) {
+    Header* h = header_of(shared);
+    ChunkHeader* c = resume_chunk(shared, owner);
+    if (c) return c;
     // Circular: once the ring holds what the buffer's size asks for, its oldest chunk is reused
     // before a fresh one is taken. Fresh chunks are for more writers, not for more frames: each
     // writer gets a chunk however many write at once, and the newest frames of all are kept.
@@ -144,6 +171,7 @@ inline ChunkHeader* take_chunk(void* shared, std::uint64_t generation, YieldFn y
     c->epoch.fetch_add(1, std::memory_order_acq_rel);
     std::atomic_thread_fence(std::memory_order_release);
     c->generation = generation;
+    c->owner = owner;
     c->taken = h->take_count.fetch_add(1, std::memory_order_relaxed);
     // Publishes `taken` to a reader that finds the chunk Owned. A reused chunk was Sealed, not
     // Free, so a reader may read `taken` while it changes here: a race in the C++ model (eight
@@ -180,9 +208,15 @@ inline std::uint8_t* reserve_record(void* shared, ChunkWriter& w, std::uint64_t 
     const std::uint64_t generation = h->generation.load(std::memory_order_acquire);
     if (w.generation != generation) join_generation(w, generation);
     if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
-    if (w.chunk) seal_chunk(shared, w.chunk);
-    w.chunk = take_chunk(shared, generation, yield);
-    return w.chunk ? reinterpret_cast<std::uint8_t*>(w.chunk) + kChunkHeaderBytes : nullptr;
+    // A resumed chunk goes on after its records, and one too full for this record is sealed
+    // in turn (a fresh chunk has room: configure_chunks sized them for the largest record).
+    for (std::size_t tries = 0; tries <= kMaxResumable + 1; ++tries) {
+        if (w.chunk) seal_chunk(shared, w.chunk);
+        w.chunk = take_chunk(shared, generation, yield, w.process);
+        if (!w.chunk) return nullptr;
+        if (std::uint8_t* record = room_in_chunk(*h, w, bound)) return record;
+    }
+    return nullptr;
 }
 
 // Linear mode: `need` bytes from the budget, claimed up to 64 KiB at a time so writers seldom
@@ -191,10 +225,12 @@ inline std::uint8_t* reserve_record(void* shared, ChunkWriter& w, std::uint64_t 
 // taken by the first writer into a 32 KiB buffer stopped the trace at the second writer's
 // first frame.) So the claims shrink as the buffer fills, to a frame each at its end. False
 // when the budget cannot hold them: the buffer is full.
-inline bool claim_linear(Header* h, ChunkWriter& w, std::int64_t need) {
+// `exact`: only `need` (a forked child's writer: credit it still held when its process ended
+// would be lost to the trace).
+inline bool claim_linear(Header* h, ChunkWriter& w, std::int64_t need, bool exact = false) {
     constexpr std::int64_t kClaim = 64 << 10;
     if (w.linear_credit < need) {
-        const std::int64_t left = h->linear_budget.load(std::memory_order_relaxed) / 64;
+        const std::int64_t left = exact ? 0 : h->linear_budget.load(std::memory_order_relaxed) / 64;
         const std::int64_t most = left < kClaim ? left : kClaim;
         const std::int64_t claim = need > most ? need : most;
         const std::int64_t had = h->linear_budget.fetch_sub(claim, std::memory_order_relaxed);

@@ -6,7 +6,7 @@
 // library: system calls of its own, per-thread state keyed by the thread pointer
 // (thread_table.cpp), no constructors; like the library, it catches the SIGTRAPs a killed
 // tpagent leaves behind (orphan_traps.cpp). Forks need no hook: tpagent takes its jumps out of a
-// forked child's code.
+// forked child's code, or, for a child the trace follows, writes its ProcessMark.
 #include "inproc/inproc.hpp"
 
 // 0 when the agent started (the shared buffer is there), else -1. `thread_pointer_source`: a

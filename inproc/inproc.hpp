@@ -10,9 +10,10 @@ namespace tpagent::inproc {
 
 // The shared buffer, or null when it could not be created (the collector then does nothing).
 extern void* g_shared_buffer;
-// True in a child forked from the traced program: it inherited the pads and the shared
-// mapping, but its frames would not belong to the trace.
-extern bool g_forked;
+// This process as its agent knows it (shared_buffer.hpp): whether it is a child forked from the
+// traced program (which inherited the pads and the shared mapping), followed by the trace or
+// not, and its id.
+extern ProcessMark g_process;
 
 // Creates the shared buffer and fills in its header (where the collector, the helpers and the
 // copy's labels are): g_shared_buffer, or false. System calls only, no C library.

@@ -3,12 +3,15 @@
 // constructor, and the C library tells it of forks.
 #include "inproc/inproc.hpp"
 #include <pthread.h>
+#include <unistd.h>
 
 namespace tpagent::inproc {
 namespace {
 
+// Runs in the child after tpagent saw it born: a child the trace follows has its mark from
+// tpagent (its own id); any other collects nothing.
 void on_fork_child() {
-    g_forked = true;
+    if (g_process.pid != static_cast<std::uint32_t>(getpid())) g_process.forked = kForkedUntraced;
 }
 
 __attribute__((constructor)) void load() {

@@ -36,7 +36,7 @@
 namespace tpagent::inproc {
 
 inline constexpr std::uint64_t kMagic = 0x31636f7270696e74; // "tinproc1"
-inline constexpr std::uint32_t kVersion = 16;
+inline constexpr std::uint32_t kVersion = 17;
 inline constexpr const char* kMemfdName = "tpagent-inproc";
 
 // Fixed geometry: sparse memfd pages cost nothing until touched.
@@ -90,9 +90,27 @@ struct Variable {
     std::uint32_t defined; // 0: no such variable
     // Read, never stored (trace::TraceStateVariables::Reading): 1 CLOCK_REALTIME microseconds
     // ($trace_timestamp, as gdbserver's), 2 CLOCK_MONOTONIC nanoseconds ($trace_timestamp_ns),
-    // 3 the collecting thread's id ($trace_thread); 0: the stored value.
+    // 3 the collecting thread's id ($trace_thread), 4 its process's ($trace_pid); 0: the stored
+    // value.
     std::uint32_t reading;
 };
+
+// What a process's agent knows of the process, in its own (private) memory at
+// Header::forked_flag: tpagent writes it in a forked child the trace follows (trace-follow-fork)
+// while the child is stopped at its birth. `forked`: 0 in the traced process; kForkedUntraced
+// in a child whose frames are not the trace's (the library's fork hook sets it where tpagent
+// wrote nothing); kForkedFollowed in a followed child, whose hits all go through the collector
+// (its threads' states were copied from the parent's, chunks and all: each thread joins the run
+// anew in the child, and reads memory by system call, as no tracer recovers a fault of the copy
+// there). `pid`: the process's id ($trace_pid, the owner of its chunks and slots).
+inline constexpr std::uint8_t kForkedUntraced = 1;
+inline constexpr std::uint8_t kForkedFollowed = 2;
+struct ProcessMark {
+    std::uint8_t forked;
+    std::uint8_t reserved[3];
+    std::uint32_t pid;
+};
+static_assert(sizeof(ProcessMark) == 8);
 
 // Offsets in the staged block; a size of 0 leaves that part alone.
 struct BlockCompletion {
@@ -135,8 +153,8 @@ struct Header {
     std::uint64_t breakpoint_trap;
     // For pads that collect in line (arch::InlineCollection): where the calling thread's
     // ThreadState is from its thread pointer (the library's initial-exec TLS, the same in every
-    // thread; 0 in the image, whose threads find theirs in a table), and the byte a forked
-    // child sets (g_forked).
+    // thread; 0 in the image, whose threads find theirs in a table), and the process's
+    // ProcessMark (g_process), whose first byte is nonzero in a forked child.
     std::int64_t thread_state_offset;
     std::uint64_t forked_flag;
     // The image's table of thread states (thread_state.hpp), where its threads find theirs from
@@ -219,9 +237,18 @@ struct Header {
     alignas(64) std::atomic<std::uint64_t> recorded_count;
     // The last seal a writer waited for in vain (frame_chunks.hpp); ~0: none.
     std::atomic<std::uint64_t> stalled_seal;
+    // Chunks a followed child's threads held when it ended, with room left, that tpagent put
+    // in the resumable slots (kResumableOffset) for the next writer to go on filling: a server
+    // forking a child per request would otherwise spend a chunk per child. How many are there
+    // (an upper bound: a writer reads the slots only when it is not 0).
+    alignas(64) std::atomic<std::uint32_t> resumable_count;
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
 static_assert(kSealedOffset + kMaxChunks * 8 <= kThreadSlotsOffset);
+// The resumable slots, after the sealed ring: a chunk's index + 1, or 0.
+inline constexpr std::size_t kResumableOffset = kSealedOffset + kMaxChunks * 8;
+inline constexpr std::size_t kMaxResumable = 64;
+static_assert(kResumableOffset + kMaxResumable * 4 <= kThreadSlotsOffset);
 // Part of the layout: a helper more or less is a new kVersion.
 static_assert(sizeof(bytecode::HelperAddresses) == 8 * sizeof(std::uint64_t));
 
@@ -240,6 +267,9 @@ struct ChunkHeader {
     std::atomic<std::uint32_t> frames; // complete records
     std::uint64_t generation;          // Header::generation when taken
     std::uint64_t taken;               // Header::take_count when taken: the order of takes
+    // The process of the writer that took it (0: tpagent): tpagent seals the chunks of a
+    // followed process that ended (SharedBuffer::seal_chunks_of).
+    std::uint32_t owner;
 };
 inline constexpr std::size_t kChunkHeaderBytes = 64; // own cache line
 static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes);
@@ -265,6 +295,9 @@ struct alignas(64) ThreadSlot {
     // pointer lies just below it is this thread, inside the call (threads' stacks are apart):
     // tpagent runs it to that return address with one breakpoint, not thousands of steps.
     std::atomic<std::uint64_t> frame;
+    // The thread's process (ProcessMark::pid): a forked child's threads have the same stacks
+    // as its parent's.
+    std::atomic<std::uint32_t> pid;
 };
 // How far below the collector's frame its callees' frames may reach.
 inline constexpr std::uint64_t kCollectorStackReach = 64u << 10;
@@ -407,6 +440,9 @@ inline PrintSlot* print_slot(void* shared, std::uint64_t number) {
 }
 inline std::atomic<std::uint64_t>* sealed_ring(void* shared) {
     return at<std::atomic<std::uint64_t>>(shared, kSealedOffset);
+}
+inline std::atomic<std::uint32_t>* resumable_slots(void* shared) {
+    return at<std::atomic<std::uint32_t>>(shared, kResumableOffset);
 }
 inline ThreadSlot* thread_slot(void* shared, std::size_t slot) {
     return at<ThreadSlot>(shared, kThreadSlotsOffset) + slot;

@@ -9,7 +9,7 @@
 namespace tpagent::inproc {
 
 void* g_shared_buffer = nullptr;
-bool g_forked = false;
+ProcessMark g_process{};
 
 namespace {
 
@@ -63,7 +63,8 @@ bool start_agent() {
     h->copy_fault = reinterpret_cast<std::uint64_t>(tpagent_copy_fault);
     h->breakpoint_entry = address_of(&tpagent_inproc_break);
     h->breakpoint_trap = address_of(&tpagent_breakpoint_trap);
-    h->forked_flag = reinterpret_cast<std::uint64_t>(&g_forked);
+    g_process.pid = static_cast<std::uint32_t>(sys(SYS_getpid));
+    h->forked_flag = reinterpret_cast<std::uint64_t>(&g_process);
 #if !TPAGENT_INPROC_IMAGE && defined(__x86_64__)
     // Initial-exec TLS: the same distance from the thread pointer (glibc's and musl's TCB
     // start with a pointer to itself) in every thread.

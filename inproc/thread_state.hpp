@@ -25,6 +25,9 @@ struct ThreadState {
     ThreadSlot* slot = nullptr;     // this run's slot, or null (slots ran out)
     HitCounter* counters = nullptr; // the slot's row, or null: the records' shared counters
     std::uint64_t slot_generation = 0;
+    // The process it joined the run in (ProcessMark::pid): in a forked child, the state copied
+    // from the parent's thread (its slot, its chunk) is not the child's.
+    std::uint32_t process = 0;
     // The R block's tail, taken when the thread joined the run: the process's constant
     // registers (Header::tail_constants), then the thread-pointer registers (read at each hit,
     // even by instruction, they cost 2.5 ns, and a thread's, glibc's TCB, never changes).

@@ -1,7 +1,8 @@
 // The children a fork event reported, which a process holds stopped for gdb (fork-events) until
 // gdb lets them go, kills them or takes one as a target of its own; and, for a vfork child taken
-// so, the hand-over of gdb's breakpoints in the memory it shares with its parent. This base holds
-// none: a target that never holds a child needs nothing more.
+// so, the hand-over of gdb's breakpoints in the memory it shares with its parent; and the
+// children a trace follows (trace-follow-fork). This base holds none: a target that never holds
+// or follows a child needs nothing more.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,15 @@
 namespace tpagent::process {
 
 class Target;
+
+// What following forks needs from the trace (trace-follow-fork).
+struct ForkFollowing {
+    std::uint64_t process_mark = 0; // where the in-process agent's ProcessMark is
+    // Whether a thread of process pid is inside a collector call now (it is stopped).
+    std::function<bool(pid_t)> collecting;
+    // A followed process ended, exec'd or was let go: none of its threads writes any more.
+    std::function<void(pid_t)> left;
+};
 
 class HeldForkChildren {
   public:
@@ -42,6 +52,16 @@ class HeldForkChildren {
     virtual void when_memory_unshared(std::function<void(BreakpointBytes)> /*hand_back*/) {}
     // Takes over breakpoints already in this process's memory (handed back by a vfork child).
     virtual void take_breakpoints(const BreakpointBytes& /*breakpoints*/) {}
+
+    // From now on, a child forked (not vforked) and not kept by gdb stays traced by tpagent
+    // with the fast tracepoints' jumps in its code: its hits go into the same trace. False if
+    // this target cannot.
+    // NOLINTNEXTLINE(performance-unnecessary-value-param): a sink; an override keeps it
+    virtual bool follow(ForkFollowing /*following*/) { return false; }
+    // Every followed child stopped, its code put back, let go; no more are followed.
+    virtual void stop_following() {}
+    // The processes followed now.
+    virtual std::vector<pid_t> followed() const { return {}; }
 };
 
 } // namespace tpagent::process

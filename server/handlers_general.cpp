@@ -272,6 +272,10 @@ constexpr std::string_view kMonitorHelp = "The following monitor commands are su
                                           "    Whether fast tracepoints' pads installed from "
                                           "now on write their frames themselves where they "
                                           "can (on by default)\n"
+                                          "  set trace-follow-fork <on|off>\n"
+                                          "    Whether children forked during a trace run "
+                                          "started from now on are traced too (off by "
+                                          "default)\n"
                                           "  record [DIR [size N] [interval N] [files N] "
                                           "[min-free N] | off]\n"
                                           "    Record trace runs into rotating files in DIR "
@@ -390,6 +394,13 @@ std::string handle_monitor(Session& s, const PacketArgs& args) {
         return to_hex(*on ? "Pads installed from now on write their frames where they can.\n"
                           : "Pads installed from now on call the in-process agent's "
                             "collector.\n");
+    }
+    if (auto on = switch_value(command, "set trace-follow-fork ")) {
+        s.server().experiment().set_follow_forks(*on);
+        return to_hex(*on ? "Trace runs started from now on follow the children the program "
+                            "forks: their fast and static tracepoints collect into the "
+                            "trace.\n"
+                          : "Children the program forks run on untraced.\n");
     }
     if (auto on = switch_value(command, "set inproc-breakpoints ")) {
         // (Breakpoints already in stay as they are until gdb inserts them again.)

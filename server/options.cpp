@@ -33,6 +33,7 @@ constexpr Switch kSwitches[] = {
     {"--once", &ServerOptions::once, true},
     {"--relocate-with-gdb", &ServerOptions::relocate_with_gdb, true},
     {"--no-inject", &ServerOptions::inject, false},
+    {"--trace-follow-fork", &ServerOptions::trace_follow_fork, true},
     {"--disable-randomization", &ServerOptions::disable_randomization, true},
     {"--no-disable-randomization", &ServerOptions::disable_randomization, false},
 };
@@ -107,6 +108,10 @@ std::string usage_text() {
            "                        runs without it (by default, the first fast\n"
            "                        tracepoint in such a program, e.g. one attached to,\n"
            "                        loads it with the program's own dlopen).\n"
+           "  --trace-follow-fork   Children a program forks during a trace run are traced\n"
+           "                        too: they keep its fast and static tracepoints, and\n"
+           "                        their frames go into the same trace ($trace_pid says\n"
+           "                        whose); as `monitor set trace-follow-fork on`.\n"
            "  --relocate-with-gdb   Have gdb relocate the instructions fast tracepoints\n"
            "                        displace (qRelocInsn), when gdb supports it.\n"
            "  --baud N              Line speed for a serial tty COMM.\n"

@@ -40,6 +40,7 @@ struct ServerOptions {
     bool debug_timestamps = true;   // --debug-format=none turns them off
     bool relocate_with_gdb = false; // fast tracepoints: gdb relocates (qRelocInsn)
     bool inject = true; // load the in-process agent into a program without it (--no-inject)
+    bool trace_follow_fork = false; // children forked during a run are traced (--trace-follow-fork)
     bool disable_randomization = true;
     std::optional<std::string> save_dir; // QTSave writes only here when given
     // The flight recorder (experiment/trace_recorder.hpp): every run's frames into rotating

@@ -146,6 +146,7 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
     experiment_.set_on_trap_hit([this](std::uint32_t number) {
         if (snapshot_trigger_ && snapshot_trigger_->tracepoint == number) check_snapshot_trigger();
     });
+    experiment_.set_follow_forks(options_.trace_follow_fork);
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
         if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)

@@ -19,6 +19,7 @@ TraceStateVariables::Variable& TraceStateVariables::install(std::uint32_t number
     v.builtin = builtin;
     v.reading = name == kTimestampNsName            ? Reading::Nanos
                 : name == kThreadName               ? Reading::ThreadId
+                : name == kProcessName              ? Reading::ProcessId
                 : builtin && name == kTimestampName ? Reading::Micros
                                                     : Reading::Stored;
     v.name = std::move(name);
@@ -40,8 +41,8 @@ void TraceStateVariables::reset_values() {
         v.value.store(v.initial, std::memory_order_relaxed);
 }
 
-std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number,
-                                                     std::optional<std::int64_t> thread) const {
+std::optional<std::int64_t>
+TraceStateVariables::get(std::uint32_t number, std::optional<Collecting> collecting) const {
     auto it = vars_.find(number);
     if (it == vars_.end()) return std::nullopt;
     switch (it->second.reading) {
@@ -52,7 +53,11 @@ std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number,
     case Reading::Nanos:
         return nanos_ ? nanos_() : 0;
     case Reading::ThreadId:
-        return thread;
+        if (!collecting) return std::nullopt;
+        return collecting->thread;
+    case Reading::ProcessId:
+        if (!collecting) return std::nullopt;
+        return collecting->process;
     }
     return std::nullopt;
 }

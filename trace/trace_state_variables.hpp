@@ -8,7 +8,8 @@
 // user names trace_timestamp_ns (`tvariable $trace_timestamp_ns`) reads a monotonic clock in
 // nanoseconds: tpagent's finer clock, not offered, so gdb's listings stay gdbserver's. One
 // named trace_thread reads the id (LWP) of the thread that collects it, so a frame can say
-// which thread made it (tpdump's per-thread timelines); read outside a hit it is unknown.
+// which thread made it (tpdump's per-thread timelines), and one named trace_pid its process's
+// (a trace that follows forks collects in several); read outside a hit they are unknown.
 //
 // Values are std::atomic so collectors on several threads may get/set concurrently; defining
 // and clearing are for the packet thread only.
@@ -44,15 +45,28 @@ class TraceStateVariables {
     static constexpr std::string_view kTimestampName = "trace_timestamp";
     static constexpr std::string_view kTimestampNsName = "trace_timestamp_ns";
     static constexpr std::string_view kThreadName = "trace_thread";
+    static constexpr std::string_view kProcessName = "trace_pid";
     // Where a variable's value comes from (the in-process agent's table uses the same values):
-    // its store, a clock, or the collecting thread.
-    enum class Reading : std::uint32_t { Stored = 0, Micros = 1, Nanos = 2, ThreadId = 3 };
+    // its store, a clock, the collecting thread or its process.
+    enum class Reading : std::uint32_t {
+        Stored = 0,
+        Micros = 1,
+        Nanos = 2,
+        ThreadId = 3,
+        ProcessId = 4
+    };
+    // Who collects: the thread and its process ($trace_thread, $trace_pid).
+    struct Collecting {
+        std::int64_t thread = 0;
+        std::int64_t process = 0;
+    };
 
     // micros: $trace_timestamp; nanos: $trace_timestamp_ns.
     TraceStateVariables(Clock micros, Clock nanos);
 
     // QTDV. Redefinition replaces. A builtin variable named trace_timestamp, or any named
-    // trace_timestamp_ns, reads its clock; one named trace_thread reads the collecting thread.
+    // trace_timestamp_ns, reads its clock; one named trace_thread reads the collecting thread,
+    // one named trace_pid its process.
     void define(VariableDefinition variable);
     // QTinit: forget every variable but the built-in timestamp.
     void clear();
@@ -60,9 +74,9 @@ class TraceStateVariables {
     void reset_values();
 
     bool contains(std::uint32_t number) const { return vars_.count(number) != 0; }
-    // `thread`: the collecting thread, for $trace_thread (unknown without one).
+    // `collecting`: for $trace_thread and $trace_pid (unknown without one).
     std::optional<std::int64_t> get(std::uint32_t number,
-                                    std::optional<std::int64_t> thread = std::nullopt) const;
+                                    std::optional<Collecting> collecting = std::nullopt) const;
     // False for an unknown variable or one that is read, not stored.
     bool set(std::uint32_t number, std::int64_t value);
 

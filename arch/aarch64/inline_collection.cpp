@@ -206,13 +206,13 @@ void Front::restore() {
     e_.put(add_imm(kSp, kSp, frame_));
 }
 
-// Whether this hit is the tracepoint's at all: not in a forked child, the record enabled and
-// alone at its address.
+// Whether this hit is the tracepoint's at all, the record enabled and alone at its address; a
+// forked child's goes to the collector, which knows whether the trace follows the child.
 void Front::record_checks() {
     const InlineAgentLayout& l = c_.agent;
     e_.move_wide(0, l.forked_flag);
     e_.put(ldrb(0, 0, 0));
-    branch_to(cbnz_w(0), to_return_);
+    branch_to(cbnz_w(0), to_generic_);
     e_.move_wide(1, c_.record);
     e_.put(ldr_w(0, 1, l.record_enabled));
     branch_to(cbz_w(0), to_return_);

@@ -138,13 +138,13 @@ void Front::restore() {
     a_.lea(RSP, Mem{RSP, kRedZone});
 }
 
-// Whether this hit is the tracepoint's at all: not in a forked child, the record enabled and
-// alone at its address.
+// Whether this hit is the tracepoint's at all, the record enabled and alone at its address; a
+// forked child's goes to the collector, which knows whether the trace follows the child.
 void Front::record_checks() {
     const InlineAgentLayout& l = c_.agent;
     a_.mov_imm(RAX, l.forked_flag);
     a_.op_mem_imm(false, 0x80, 7, Mem{RAX, 0}, 0, 1); // cmp byte [rax], 0
-    jcc_to(kNotEqual, to_return_);
+    jcc_to(kNotEqual, to_generic_);
     a_.mov_imm(RDI, c_.record);
     a_.op_mem_imm(false, 0x83, 7, Mem{RDI, static_cast<std::int32_t>(l.record_enabled)}, 0, 1);
     jcc_to(kEqual, to_return_);

@@ -10,22 +10,50 @@
 namespace tpagent::process {
 
 LinuxForkChildren::LinuxForkChildren(pid_t parent, AddressSpace& memory,
-                                     std::function<void(pid_t)> clean_child)
-    : parent_(parent), memory_(memory), clean_child_(std::move(clean_child)) {}
+                                     std::function<void(pid_t, bool)> clean_child)
+    : parent_(parent), memory_(memory), clean_child_(std::move(clean_child)),
+      followed_([this](pid_t child) { children_.await(child); }, clean_child_) {}
 
 void LinuxForkChildren::release_child(pid_t child, bool vfork) {
+    if (!vfork && followed_.active()) {
+        if (followed_.prepare(child))
+            followed_.adopt(child);
+        else
+            ForkChildren::detach(child);
+        return;
+    }
     children_.await(child);
     if (vfork)
         memory_.lift_for_vfork();
     else
-        clean_child_(child);
+        clean_child_(child, true);
     ForkChildren::detach(child);
 }
 
 void LinuxForkChildren::hold_child(pid_t child, bool vfork) {
+    if (!vfork && followed_.active()) {
+        if (followed_.prepare(child)) prepared_.insert(child);
+        children_.hold(child, vfork);
+        return;
+    }
     children_.await(child);
-    if (!vfork) clean_child_(child);
+    if (!vfork) clean_child_(child, true);
     children_.hold(child, vfork);
+}
+
+bool LinuxForkChildren::release(pid_t pid) {
+    if (prepared_.erase(pid) && children_.take(pid)) {
+        followed_.adopt(pid); // gdb let it go: the trace follows it
+        return true;
+    }
+    return children_.release(pid, memory_);
+}
+
+void LinuxForkChildren::stop_following() {
+    for (pid_t child : prepared_)
+        followed_.unprepare(child); // still held for gdb: clean now
+    prepared_.clear();
+    followed_.stop();
 }
 
 bool LinuxForkChildren::first_stop_early(pid_t tid) {
@@ -48,6 +76,8 @@ void LinuxForkChildren::release_reported(const LinuxThreads& threads,
     if (chosen && chosen->fork_child) unreported.insert(*chosen->fork_child);
     for (const StopEvent& ev : reported)
         if (ev.fork_child) unreported.insert(*ev.fork_child);
+    for (pid_t child : children_.list())
+        if (!unreported.count(child) && prepared_.count(child)) release(child);
     children_.release_all_but(unreported, memory_);
 }
 
@@ -56,6 +86,7 @@ std::unique_ptr<Target> LinuxForkChildren::take(pid_t pid) {
     const pid_t child = pid == 0 ? children_.list().front() : pid;
     const std::optional<bool> vfork = children_.take(child);
     if (!vfork) return nullptr;
+    if (prepared_.erase(child)) followed_.unprepare(child); // gdb's now, not the trace's
     // A vfork child runs in this process's memory: gdb's breakpoints there are its now (gdb
     // sees one program space), and tpagent's own are lifted meanwhile.
     BreakpointBytes shared;

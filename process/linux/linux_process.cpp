@@ -67,7 +67,7 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
           }),
       registers_(threads_, arch_, branch_traces_),
       remote_calls_(pid_, arch_, threads_, registers_, *memory_),
-      fork_children_(pid_, *memory_, [this](pid_t child) { clean_child(child); }) {
+      fork_children_(pid_, *memory_, [this](pid_t child, bool jumps) { clean_child(child, jumps); }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
@@ -333,6 +333,7 @@ void LinuxProcess::forget_image() {
 }
 
 void LinuxProcess::mark_dead() {
+    fork_children_.stop_following(); // while the code put back in them is known
     fork_children_.unshare_memory(); // a vfork child's breakpoints stay in its parent's memory
     branch_traces_.clear();          // (a vfork child places no breakpoint of the recorder's)
     vfork_running_ = false;
@@ -355,6 +356,7 @@ Status LinuxProcess::kill() {
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
         if (r == pid_ && status.ended()) break;
+        if (!threads_.count(r)) fork_children_.followed_event(r, status); // not this process's
     }
     if (!attached_) terminal::take_back(); // the group it was given is gone
     mark_dead();
@@ -463,7 +465,7 @@ std::optional<std::uint64_t> LinuxProcess::FastSiteAccess::out_of_trap_pad(Linux
 
 // What a forked child needs of the process that forked it (the children themselves are kept
 // by LinuxForkChildren): its copy of the code put back, and, taken by gdb, a process of its own.
-void LinuxProcess::clean_child(pid_t child) {
+void LinuxProcess::clean_child(pid_t child, bool jumps) {
     const int mem = ::open(fmt::format("/proc/{}/mem", child).c_str(), O_RDWR | O_CLOEXEC);
     auto put = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
         if (mem < 0 || ::pwrite(mem, bytes.data(), bytes.size(), static_cast<off_t>(addr)) !=
@@ -473,7 +475,8 @@ void LinuxProcess::clean_child(pid_t child) {
     // Breakpoints first: one on a fast tracepoint's jump saved a byte of the jump, which
     // the jump's own original bytes then replace.
     memory_->breakpoints().for_each_original(put);
-    fast_sites_.for_each_patch([&](std::uint64_t addr, std::span<const std::uint8_t> original,
+    if (jumps)
+        fast_sites_.for_each_patch([&](std::uint64_t addr, std::span<const std::uint8_t> original,
                                    std::span<const std::uint8_t>) { put(addr, original); });
     if (mem >= 0) ::close(mem);
 }

@@ -153,7 +153,7 @@ class LinuxProcess final : public Target {
     // SIGSTOP.
     void continue_after_event(pid_t tid, LinuxThread& t, bool keep_running);
     // Puts back the original code in a forked child's copy of the program.
-    void clean_child(pid_t child);
+    void clean_child(pid_t child, bool jumps);
     // A vfork child runs in this process's memory (from the vfork event to vfork-done): no
     // breakpoint of the branch recorder's may go there, the child would meet it.
     bool vfork_running_ = false;

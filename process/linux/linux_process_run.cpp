@@ -250,6 +250,9 @@ std::optional<StopEvent> LinuxProcess::poll() {
 }
 
 std::optional<StopEvent> LinuxProcess::handle_status(pid_t tid, WaitStatus status) {
+    // A thread of a child the trace follows: handled apart, never reported to gdb.
+    if (!threads_.count(tid) && tid != pid_ && fork_children_.followed_event(tid, status))
+        return std::nullopt;
     if (status.ended()) {
         if (fork_children_.ended(tid)) return std::nullopt; // a held child, killed meanwhile
         if (tid == pid_) {
@@ -391,6 +394,8 @@ std::optional<StopEvent> LinuxProcess::handle_stop(pid_t tid, LinuxThread& t, Wa
     if (event == PTRACE_EVENT_EXEC) {
         // The old image (and its other threads, breakpoints, jumps, pads) is gone: nothing
         // of it may be written into the new one. (A vfork child's old image is its parent's.)
+        // Children the trace followed get the old image's code back first.
+        fork_children_.stop_following();
         fork_children_.unshare_memory();
         memory_->open(pid_);
         forget_image();

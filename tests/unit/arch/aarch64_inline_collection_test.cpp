@@ -333,7 +333,7 @@ TEST_CASE("aarch64 pad front: what it does not cover goes to the collector, noth
         cases.push_back({what, a, calls});
     };
     with("tracing off", 0, [](Agent& a) { a.tracing = 0; });
-    with("a forked child", 0, [](Agent& a) { a.forked = 1; });
+    with("a forked child", 1, [](Agent& a) { a.forked = 1; });
     with("the record disabled", 0, [](Agent& a) { a.enabled = 0; });
     with("another record at the address", 1, [](Agent& a) { a.next = 0x100; });
     with("a hit inside a hit", 1, [](Agent& a) { a.busy = 1; });

@@ -48,9 +48,16 @@ TEST_CASE("tsv: built-in timestamp offered like gdbserver", "[trace][tsv]") {
     // $trace_thread: the collecting thread's id; unknown when no thread collects it (qTV).
     REQUIRE(define(vars, "3:0:0:74726163655f746872656164").ok());
     CHECK(vars.reading(3) == TraceStateVariables::Reading::ThreadId);
-    CHECK(*vars.get(3, 4242) == 4242);
+    CHECK(*vars.get(3, TraceStateVariables::Collecting{4242, 4200}) == 4242);
     CHECK(vars.value_reply(3) == "U");
     CHECK_FALSE(vars.set(3, 5));
+
+    // $trace_pid: the collecting thread's process (a trace that follows forks has several).
+    REQUIRE(define(vars, "4:0:0:74726163655f706964").ok());
+    CHECK(vars.reading(4) == TraceStateVariables::Reading::ProcessId);
+    CHECK(*vars.get(4, TraceStateVariables::Collecting{4242, 4200}) == 4200);
+    CHECK(vars.value_reply(4) == "U");
+    CHECK_FALSE(vars.set(4, 5));
 }
 
 TEST_CASE("tsv: QTDV from gdb 13, get/set, qTV, upload", "[trace][tsv]") {

@@ -1,0 +1,127 @@
+"""A trace that follows a server's forked children (--trace-follow-fork, `monitor set
+trace-follow-fork on`): children forked during the run keep the fast tracepoints and their
+frames go into the same trace, each naming its process ($trace_pid) and thread; counts are
+exact, through tsave -r and disconnected tracing; an exec'd child leaves the trace; the program
+serves every request right. Off (the default), a child runs on untraced.
+
+programs/fork_server.c: `prefork W R` (W workers, each R requests on two threads, the parent R),
+`per-request W R` (W*R children one after the other, every fifth one exec'ing), `forever` (one
+child a millisecond until a file exists).
+"""
+
+import re
+from collections import defaultdict
+
+import pytest
+
+from harness import assert_in_order
+from scenario import TO_MAIN, FastTrace, ftrace, trace_to
+
+PROGRAM = "fork_server"
+FOLLOW = ("--trace-follow-fork",)
+
+
+def define(s: FastTrace) -> str:
+    return s.define(
+        "tvariable $trace_pid",
+        "tvariable $trace_thread",
+        ftrace(s.at("serve_entry"), "collect $trace_pid, $trace_thread, worker, request"),
+    )
+
+
+def rows_by_process(rows) -> dict[int, list[tuple[int, int, int]]]:
+    """A walk's rows (frame, tp, pid, tid, worker, request) by process: (tid, worker, request)."""
+    by = defaultdict(list)
+    for _frame, _tp, pid, tid, worker, request in rows:
+        by[pid].append((tid, worker, request))
+    return by
+
+
+def hit_count(info_tracepoints: str) -> int:
+    return int(re.search(r"tracepoint already hit (\d+) times?", info_tracepoints).group(1))
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_prefork_workers_collect_into_the_trace(e2e):
+    """Three workers forked during the run, each serving 5 requests on its main thread and 5 on
+    a thread of its own, the parent 5: 35 frames, 5 the parent's and 10 each worker's (from two
+    threads, one of them the worker's main thread), in one trace, the hit count the same; a
+    tsave -r file holds them all; the workers' checksums come out right."""
+    s = FastTrace(e2e, PROGRAM, "prefork", "3", "5", options=FOLLOW)
+    walk = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+    saved = e2e.tmp / "prefork.tf"
+    r = s.gdb(*TO_MAIN, define(s), *trace_to("all_served"), "info tracepoints", walk,
+              f"tsave -r {saved}", "tfind none", "delete", "continue")
+    by = rows_by_process(r.frames(walk))
+    assert sorted(len(v) for v in by.values()) == [5, 10, 10, 10], {p: len(v) for p, v in by.items()}
+    assert sorted(w for _t, w, _r in by[s.pid]) == [-1] * 5
+    assert {t for t, _w, _r in by[s.pid]} == {s.pid}
+    workers = {p: v for p, v in by.items() if p != s.pid}
+    assert sorted({w for v in workers.values() for _t, w, _r in v}) == [0, 1, 2]
+    for pid, hits in workers.items():
+        assert len({w for _t, w, _r in hits}) == 1, hits
+        assert sorted(r_ for _t, _w, r_ in hits) == [0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004]
+        threads = {t for t, _w, _r in hits}
+        assert len(threads) == 2 and pid in threads, (pid, threads)
+    assert r.status().collected == 35, r.status()
+    assert hit_count(r.of("info tracepoints")) == 35, r.of("info tracepoints")
+    s.server.wait_for(r"^served 3 bad 0$")
+    assert_in_order(r.of("continue", 2), rf"^\[Inferior 1 \(process {s.pid}\) exited normally\]$")
+    # The saved file holds the same frames (gdb numbers the file's tracepoint 1).
+    t = s.open_trace_file(saved, walk)
+    assert [row[2:] for row in t.frames(walk)] == [row[2:] for row in r.frames(walk)]
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_a_child_per_request_some_execing(e2e):
+    """`monitor set trace-follow-fork on`, then 20 children one after the other, each serving
+    one request (every fifth then exec's /bin/true): 20 frames from 20 processes, in the order
+    the requests were served; `monitor tracepoints` says forks are followed."""
+    s = FastTrace(e2e, PROGRAM, "per-request", "4", "5")
+    walk = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+    r = s.gdb(*TO_MAIN, "monitor set trace-follow-fork on", define(s), "tstart",
+              "monitor tracepoints", "break all_served", "continue", "tstop", "tstatus", walk,
+              "tfind none", "delete", "continue")
+    assert "follow the children" in r.of("monitor set trace-follow-fork on")
+    assert "Children forked during the run are followed" in r.of("monitor tracepoints")
+    rows = r.frames(walk)
+    assert [w for *_x, w, _r in rows] == list(range(20)), rows
+    pids = [p for _f, _t, p, _tid, _w, _r in rows]
+    assert len(set(pids)) == 20 and s.pid not in pids, pids
+    assert all(p == tid for _f, _t, p, tid, _w, _r in rows), rows
+    assert r.status().collected == 20, r.status()
+    s.server.wait_for(r"^served 20 bad 0$")
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_children_run_untraced_by_default(e2e):
+    """Without trace-follow-fork, the same prefork run collects the parent's 5 frames only, and
+    the workers, their code put back, serve right."""
+    s = FastTrace(e2e, PROGRAM, "prefork", "3", "5")
+    walk = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+    r = s.gdb(*TO_MAIN, define(s), *trace_to("all_served"), walk, "tfind none", "delete", "continue")
+    by = rows_by_process(r.frames(walk))
+    assert list(by) == [s.pid] and len(by[s.pid]) == 5, by
+    s.server.wait_for(r"^served 3 bad 0$")
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_followed_children_through_disconnected_tracing(e2e):
+    """disconnected-tracing on: gdb starts the trace and detaches; the server forks a child a
+    millisecond, each serving one request, with no gdb; a second gdb stops the trace: every
+    frame is a different child's, their requests exactly 0..N-1 in order, none lost."""
+    stop_file = e2e.tmp / "stop"
+    s = FastTrace(e2e, PROGRAM, "forever", "0", "0", str(stop_file), options=FOLLOW)
+    first = s.gdb(*TO_MAIN, define(s), "set disconnected-tracing on", "tstart", "detach")
+    assert_in_order(first.of("detach"), rf"^\[Inferior 1 \(process {s.pid}\) detached\]$")
+    s.server.wait_for(r"^rounds 200$")
+    walk = s.walk("$trace_pid", "worker")
+    r = s.gdb("tstop", "tstatus", walk, "tfind none", f"shell touch {stop_file}", "continue")
+    rows = r.frames(walk)
+    count = len(rows)
+    assert count >= 200, count
+    assert [w for *_x, w in rows] == list(range(count)), rows[:5]
+    assert len({p for _f, _t, p, _w in rows}) == count
+    assert r.status().collected == count, r.status()
+    done = int(s.server.wait_for(r"^served (\d+) bad 0$").group(1))
+    assert done >= count, (done, count)
