@@ -45,8 +45,8 @@ bool read_register(void* user, unsigned regnum, std::uint64_t* value) {
 
 bool get_tsv(void* user, unsigned num, std::int64_t* value) {
     auto* c = static_cast<HitContext*>(user);
-    auto v = c->variables.get(
-        num, trace::TraceStateVariables::Collecting{c->tid, c->inferior.pid()});
+    auto v =
+        c->variables.get(num, trace::TraceStateVariables::Collecting{c->tid, c->inferior.pid()});
     if (!v) return false;
     *value = *v;
     return true;

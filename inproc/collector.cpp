@@ -645,7 +645,8 @@ __attribute__((always_inline)) inline void hit(Header* h, ThreadState& t, Tracep
     // Frame header, record header; the record is padded to 8 bytes.
     const std::uint64_t data = static_cast<std::uint64_t>(hit.out - record) - kRecordBlocksOffset;
     const std::uint64_t size = (static_cast<std::uint64_t>(hit.out - record) + 7) & ~7ull;
-    if (!h->circular && !claim_linear(h, t.writer, static_cast<std::int64_t>(size), g_process.forked != 0)) {
+    if (!h->circular &&
+        !claim_linear(h, t.writer, static_cast<std::int64_t>(size), g_process.forked != 0)) {
         stop_tracing(h, StopReason::BufferFull, tp->number);
         return;
     }

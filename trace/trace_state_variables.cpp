@@ -41,8 +41,8 @@ void TraceStateVariables::reset_values() {
         v.value.store(v.initial, std::memory_order_relaxed);
 }
 
-std::optional<std::int64_t>
-TraceStateVariables::get(std::uint32_t number, std::optional<Collecting> collecting) const {
+std::optional<std::int64_t> TraceStateVariables::get(std::uint32_t number,
+                                                     std::optional<Collecting> collecting) const {
     auto it = vars_.find(number);
     if (it == vars_.end()) return std::nullopt;
     switch (it->second.reading) {

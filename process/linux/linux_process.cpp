@@ -67,7 +67,8 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
           }),
       registers_(threads_, arch_, branch_traces_),
       remote_calls_(pid_, arch_, threads_, registers_, *memory_),
-      fork_children_(pid_, *memory_, [this](pid_t child, bool jumps) { clean_child(child, jumps); }) {
+      fork_children_(pid_, *memory_,
+                     [this](pid_t child, bool jumps) { clean_child(child, jumps); }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
 }
 
@@ -477,7 +478,7 @@ void LinuxProcess::clean_child(pid_t child, bool jumps) {
     memory_->breakpoints().for_each_original(put);
     if (jumps)
         fast_sites_.for_each_patch([&](std::uint64_t addr, std::span<const std::uint8_t> original,
-                                   std::span<const std::uint8_t>) { put(addr, original); });
+                                       std::span<const std::uint8_t>) { put(addr, original); });
     if (mem >= 0) ::close(mem);
 }
 
