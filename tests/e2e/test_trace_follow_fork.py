@@ -9,13 +9,19 @@ programs/fork_server.c: `prefork W R` (W workers, each R requests on two threads
 child a millisecond until a file exists).
 """
 
+import os
 import re
+import shutil
+import socket
+import subprocess
+import tempfile
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-from harness import assert_in_order
-from scenario import TO_MAIN, FastTrace, ftrace, trace_to
+from harness import assert_in_order, wait_until
+from scenario import TO_MAIN, FastTrace, Scenario, ftrace, trace_to
 
 PROGRAM = "fork_server"
 FOLLOW = ("--trace-follow-fork",)
@@ -125,3 +131,78 @@ def test_followed_children_through_disconnected_tracing(e2e):
     assert r.status().collected == count, r.status()
     done = int(s.server.wait_for(r"^served (\d+) bad 0$").group(1))
     assert done >= count, (done, count)
+
+
+# --------------------------------------------------------------------------- a real server
+
+
+def postgres_bin() -> Path | None:
+    """The newest installed PostgreSQL server's bin directory."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name))
+    return found[-1].parent if found and shutil.which("psql") else None
+
+
+def as_postgres(*argv: str) -> list[str]:
+    """ARGV run as the postgres user when we are root (the server refuses root), else as us."""
+    if os.geteuid() != 0:
+        return list(argv)
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--", *argv]
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+@pytest.mark.skipif(postgres_bin() is None, reason="no PostgreSQL server here (Debian's postgresql)")
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="no setpriv to run it as postgres")
+def test_postgres_backends_collect_their_queries(e2e):
+    """A real server: PostgreSQL's postmaster, started in a temporary data directory and
+    attached to, with a fast tracepoint in pg_parse_query (called once per simple query; gdb
+    13.1 crashes on `strace -m postgresql:query__start` in Debian's stripped binary, and on a
+    tracepoint at `-probe-stap`), trace-follow-fork on and disconnected tracing; gdb leaves,
+    four psql clients run five queries each at once, each on its own connection, so in a
+    backend the postmaster forked during the run; a second gdb stops the trace: 20 frames,
+    five from each of four backends, none the postmaster's; each query got its answer; a
+    tsave -r file holds them."""
+    bin_dir = postgres_bin()
+    base = Path(tempfile.mkdtemp(prefix="tpagent-pg-"))
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(base, "postgres", "postgres")
+        data, sockets = base / "data", base
+        subprocess.run(as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        port = str(free_port())
+        postmaster = e2e.spawn(*as_postgres(str(bin_dir / "postgres"), "-D", str(data), "-k", str(sockets),
+                                            "-p", port, "-c", "listen_addresses=", "-c", "max_connections=20"))
+        psql = as_postgres("psql", "-X", "-At", "-h", str(sockets), "-p", port, "-U", "postgres", "-d", "postgres")
+        assert wait_until(lambda: subprocess.run([*psql, "-c", "select 1"], capture_output=True).returncode == 0,
+                          timeout=60), "the server never answered"
+        s = Scenario(e2e, "postgres", program=bin_dir / "postgres",
+                     server=e2e.serve_attach(postmaster.pid, *FOLLOW))
+        first = s.gdb("tvariable $trace_pid", s.define(ftrace("pg_parse_query", "collect $trace_pid")),
+                      "set disconnected-tracing on", "tstart", "monitor tracepoints", "detach")
+        assert_in_order(first.of("monitor tracepoints"), r"^Fast tracepoint 1 at 0x[0-9a-f]+ jumps to its pad",
+                        r"^Children forked during the run are followed: none runs now\.$")
+        clients = [subprocess.Popen([*psql, *[a for q in range(5) for a in ("-c", f"select {c * 100 + q} + 1")]],
+                                    stdout=subprocess.PIPE, text=True) for c in range(4)]
+        answers = [c.communicate(timeout=60)[0].split() for c in clients]
+        assert answers == [[str(c * 100 + q + 1) for q in range(5)] for c in range(4)], answers
+        walk = s.walk("$trace_pid")
+        saved = e2e.tmp / "postgres.tf"
+        r = s.gdb("tstop", "tstatus", walk, f"tsave -r {saved}", "detach")
+        pids = [row[2] for row in r.frames(walk)]
+        counts = {p: pids.count(p) for p in set(pids)}
+        assert sorted(counts.values()) == [5, 5, 5, 5] and postmaster.pid not in counts, counts
+        assert r.status().collected == 20, r.status()
+        t = s.open_trace_file(saved, walk)
+        assert [row[2] for row in t.frames(walk)] == pids
+        # The server, traced no more, still answers.
+        assert subprocess.run([*psql, "-c", "select 41 + 1"], capture_output=True, text=True).stdout.strip() == "42"
+    finally:
+        subprocess.run(as_postgres(str(bin_dir / "pg_ctl"), "-D", str(base / "data"), "-m", "immediate", "stop"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
