@@ -19,13 +19,13 @@ namespace tpagent::process {
 
 namespace {
 
-constexpr std::uint64_t kPage = AgentImage::kPage;
+constexpr std::uint64_t kImagePage = AgentImage::kPage;
 
 std::uint64_t page_down(std::uint64_t v) {
-    return v & ~(kPage - 1);
+    return v & ~(kImagePage - 1);
 }
 std::uint64_t page_up(std::uint64_t v) {
-    return (v + kPage - 1) & ~(kPage - 1);
+    return (v + kImagePage - 1) & ~(kImagePage - 1);
 }
 
 } // namespace
@@ -65,12 +65,12 @@ Status RemoteCalls::place_agent_image(const std::string& path) {
     if (tid == 0)
         return make_error(ErrorCode::NotAllowed,
                           "no thread to run it (none but at a system call's entry)");
-    if (path.size() + 1 > kPage - 16)
+    if (path.size() + 1 > kImagePage - 16)
         return make_error(ErrorCode::TooLarge, "the image's path is too long");
 
     // A page of its own: the breakpoint the start call returns onto, then the path.
     const std::uint64_t scratch_args[] = {0,
-                                          kPage,
+                                          kImagePage,
                                           PROT_READ | PROT_EXEC,
                                           MAP_PRIVATE | MAP_ANONYMOUS,
                                           static_cast<std::uint64_t>(-1),
@@ -116,7 +116,7 @@ Status RemoteCalls::place_agent_image(const std::string& path) {
             }
             // Past the file's part: the rest of its last page is the file's next bytes, to be
             // zeroed; whole pages beyond are the reservation's, zero already.
-            if (status && s.memory_bytes > s.file_bytes && file_end % kPage && s.file_bytes)
+            if (status && s.memory_bytes > s.file_bytes && file_end % kImagePage && s.file_bytes)
                 status = memory_.write_raw(
                     base + file_end, std::vector<std::uint8_t>(page_up(file_end) - file_end, 0));
             const std::uint64_t anonymous = s.file_bytes ? page_up(file_end) : start;
@@ -150,7 +150,7 @@ Status RemoteCalls::place_agent_image(const std::string& path) {
         const std::uint64_t unmap_args[] = {base, image->span, 0, 0, 0, 0};
         (void)system_call(tid, SYS_munmap, unmap_args, "munmap");
     }
-    const std::uint64_t unmap_args[] = {*scratch, kPage, 0, 0, 0, 0};
+    const std::uint64_t unmap_args[] = {*scratch, kImagePage, 0, 0, 0, 0};
     if (!system_call(tid, SYS_munmap, unmap_args, "munmap"))
         spdlog::warn("thread {}: the page of an injected call stays mapped at 0x{:x}", tid,
                      *scratch);

@@ -100,6 +100,20 @@ def test_a_child_per_request_some_execing(e2e):
 
 
 @pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_a_pass_count_over_the_tree(e2e):
+    """passcount 12 over the parent and three workers (35 calls in all): the trace stops by
+    the tracepoint with exactly 12 frames, from whichever processes made them, and every
+    worker, followed and then let go, still serves right."""
+    s = FastTrace(e2e, PROGRAM, "prefork", "3", "5", options=FOLLOW)
+    walk = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+    r = s.gdb(*TO_MAIN, define(s), "passcount 12 2", *trace_to("all_served"), walk, "tfind none", "delete",
+              "continue")
+    r.trace_stopped("by tracepoint 2", 12)
+    assert len(r.frames(walk)) == 12
+    s.server.wait_for(r"^served 3 bad 0$")
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
 def test_children_run_untraced_by_default(e2e):
     """Without trace-follow-fork, the same prefork run collects the parent's 5 frames only, and
     the workers, their code put back, serve right."""

@@ -53,24 +53,34 @@ std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number
     return fmt::format("#{}", number);
 }
 
+std::uint64_t frame_process(const tracefile::TraceFile& file, const tracefile::Frame& frame) {
+    for (const tracefile::TraceVariable& v : file.variables())
+        if (v.name == trace::TraceStateVariables::kProcessName)
+            if (auto id = frame.variable(v.number)) return static_cast<std::uint64_t>(*id);
+    return 0;
+}
+
 std::optional<FrameThread> frame_thread(const tracefile::TraceFile& file,
                                         const tracefile::Frame& frame) {
+    const std::uint64_t process = frame_process(file, frame);
     for (const tracefile::TraceVariable& v : file.variables())
         if (v.name == trace::TraceStateVariables::kThreadName)
             if (auto id = frame.variable(v.number))
-                return FrameThread{static_cast<std::uint64_t>(*id), false};
+                return FrameThread{static_cast<std::uint64_t>(*id), false, process};
     auto block = frame.registers();
     if (!block || !file.register_layout()) return std::nullopt;
     for (std::string_view name : {"fs_base", "tpidr"})
         if (const tracefile::RegisterInfo* reg = file.register_layout()->find(name))
             if (auto base = tracefile::register_value(*reg, *block); base && *base != 0)
-                return FrameThread{*base, true};
+                return FrameThread{*base, true, process};
     return std::nullopt;
 }
 
 std::string thread_label(const FrameThread& thread) {
-    return thread.from_tls_base ? fmt::format("thread @0x{:x}", thread.id)
-                                : fmt::format("thread {}", thread.id);
+    const std::string of =
+        thread.process ? fmt::format("process {} ", thread.process) : std::string();
+    return thread.from_tls_base ? fmt::format("{}thread @0x{:x}", of, thread.id)
+                                : fmt::format("{}thread {}", of, thread.id);
 }
 
 std::string tracepoint_location(const tracefile::TraceFile& file, std::uint32_t number) {

@@ -44,10 +44,12 @@ std::uint64_t id_at(const std::vector<Tie>& ties, std::size_t frame) {
     return after == ties.begin() ? after->id : std::prev(after)->id;
 }
 
-// What each frame says of its thread, and the ties the frames that say both make.
+// What each frame says of its thread, and the ties the frames that say both make. A TLS base
+// is one thread's within a process: forked processes have the same ones.
 struct ThreadEvidence {
     std::vector<std::optional<std::uint64_t>> ids, bases; // per frame
-    std::map<std::uint64_t, std::vector<Tie>> ties;       // by TLS base, in frame order
+    std::vector<std::uint64_t> processes;                 // per frame; 0: not collected
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Tie>> ties; // by process, base
 };
 
 ThreadEvidence gather(const tracefile::TraceFile& file,
@@ -56,17 +58,20 @@ ThreadEvidence gather(const tracefile::TraceFile& file,
     for (std::size_t i = 0; i < frames.size(); ++i) {
         e.ids.push_back(thread_id(file, *frames[i]));
         e.bases.push_back(tls_base(file, *frames[i]));
-        if (e.ids.back() && e.bases.back()) e.ties[*e.bases.back()].push_back({i, *e.ids.back()});
+        e.processes.push_back(frame_process(file, *frames[i]));
+        if (e.ids.back() && e.bases.back())
+            e.ties[{e.processes.back(), *e.bases.back()}].push_back({i, *e.ids.back()});
     }
     return e;
 }
 
 std::optional<FrameThread> thread_of(const ThreadEvidence& e, std::size_t frame) {
-    if (e.ids[frame]) return FrameThread{*e.ids[frame], false};
+    const std::uint64_t process = e.processes[frame];
+    if (e.ids[frame]) return FrameThread{*e.ids[frame], false, process};
     if (!e.bases[frame]) return std::nullopt;
-    if (auto tied = e.ties.find(*e.bases[frame]); tied != e.ties.end())
-        return FrameThread{id_at(tied->second, frame), false};
-    return FrameThread{*e.bases[frame], true};
+    if (auto tied = e.ties.find({process, *e.bases[frame]}); tied != e.ties.end())
+        return FrameThread{id_at(tied->second, frame), false, process};
+    return FrameThread{*e.bases[frame], true, process};
 }
 
 } // namespace

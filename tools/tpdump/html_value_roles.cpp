@@ -79,7 +79,9 @@ std::optional<ValueRole> register_role(const tracefile::RegisterInfo& reg) {
 
 std::optional<ValueRole> variable_role(std::string_view name) {
     if (name.starts_with('$')) name.remove_prefix(1);
-    if (name == trace::TraceStateVariables::kThreadName) return ValueRole::Identifier;
+    if (name == trace::TraceStateVariables::kThreadName ||
+        name == trace::TraceStateVariables::kProcessName)
+        return ValueRole::Identifier;
     return std::nullopt;
 }
 

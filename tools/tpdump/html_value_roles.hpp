@@ -20,7 +20,8 @@ const char* role_name(ValueRole role); // "quantity", "address", "identifier"
 // for a general register, which may hold anything (look at its values).
 std::optional<ValueRole> register_role(const tracefile::RegisterInfo& reg);
 
-// A trace state variable's role by its name: `$trace_thread` is a thread id.
+// A trace state variable's role by its name: `$trace_thread` is a thread id, `$trace_pid` a
+// process id.
 std::optional<ValueRole> variable_role(std::string_view name);
 
 // Addresses the trace shows to be mapped in the traced program: its tracepoints (code), its

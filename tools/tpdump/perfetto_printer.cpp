@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace tpagent::tpdump {
@@ -56,11 +57,11 @@ class ThreadTracks {
     const std::vector<std::pair<std::int64_t, std::string>>& names() const { return names_; }
 
   private:
-    static std::pair<bool, std::uint64_t> key(const FrameThread& t) {
-        return {t.from_tls_base, t.id};
+    static std::tuple<std::uint64_t, bool, std::uint64_t> key(const FrameThread& t) {
+        return {t.process, t.from_tls_base, t.id};
     }
     std::vector<std::optional<FrameThread>> threads_;
-    std::map<std::pair<bool, std::uint64_t>, std::int64_t> tids_;
+    std::map<std::tuple<std::uint64_t, bool, std::uint64_t>, std::int64_t> tids_;
     std::vector<std::pair<std::int64_t, std::string>> names_;
 };
 

@@ -273,6 +273,33 @@ def test_a_thread_id_is_not_a_line(pages, tmp_path):
     assert ">7001<" in chart and ">7002<" in chart  # the ids are the lanes' labels
 
 
+TRACE_PID = 10
+
+
+def two_processes(tmp_path):
+    """threads.tf as a trace that followed a fork: frames 0 and 1 collected $trace_pid 500,
+    frames 2 to 5 600 (a forked child has its parent's TLS bases); frame 0 also $trace_thread
+    7001, which ties the base of frames 0, 2, 4 to thread 7001 in process 500 only."""
+    text, frames = frames_of((DATA / "threads.tf").read_bytes())
+    text = add_lines(text, tsv_line(TRACE_THREAD, "trace_thread") + tsv_line(TRACE_PID, "trace_pid"))
+    frames = [with_variables(f, {TRACE_PID: 500 if k < 2 else 600, **({TRACE_THREAD: 7001} if k == 0 else {})})
+              for k, f in enumerate(frames)]
+    return write_trace(tmp_path / "two_processes.tf", text, frames)
+
+
+def test_threads_of_forked_processes_are_apart(pages, tmp_path):
+    page = pages("two_processes", two_processes(tmp_path))
+    assert_page_ran(page)
+    assert page.timeline_rows("thread") == {
+        "process 500 thread 7001": 1,
+        "process 500 thread @0x7ffff75cd6c0": 1,
+        "process 600 thread @0x7ffff7dce6c0": 2,
+        "process 600 thread @0x7ffff75cd6c0": 2,
+    }
+    chart = page.charts()["$trace_pid"]
+    assert 'data-role="identifier"' in chart and 'data-lanes="2"' in chart, chart[:400]
+
+
 def two_tracepoints(tmp_path):
     """threads.tf with frames 1, 3, 5 made tracepoint 1's, defined after tracepoint 2 with
     the same actions but no `R`: its frames keep their R blocks, which it did not collect."""

@@ -397,3 +397,61 @@ TEST_CASE("inproc: linear credit does not outlive its run", "[inproc]") {
     CHECK(drain().empty());
     CHECK(stop_reason() == StopReason::BufferFull);
 }
+
+namespace {
+// A record of `size` bytes by `w`, its header saying so: where it went.
+std::uint8_t* write_record(void* r, ChunkWriter& w, std::uint32_t size) {
+    std::uint8_t* at = reserve_record(r, w, size, nullptr);
+    REQUIRE(at != nullptr);
+    RecordHeader rh{size, 0, 0x1000, 1};
+    std::memcpy(at, &rh, sizeof rh);
+    publish_record(w, size);
+    return at;
+}
+} // namespace
+
+// A followed child ended while its thread held a chunk (trace-follow-fork): tpagent hands the
+// chunk to the next writer, of another process, which goes on after the records there; a chunk
+// with less than an eighth left is sealed instead. A child per request would otherwise spend a
+// chunk each.
+TEST_CASE("inproc: an ended process's chunk goes to the next writer, after its records",
+          "[inproc]") {
+    Config config(false, std::int64_t{1} << 30, 1u << 20);
+    void* r = shared().local();
+    Header& h = header();
+    ChunkWriter ended;
+    ended.process = 7;
+    for (int i = 0; i < 3; ++i)
+        write_record(r, ended, 64);
+    ChunkHeader* held = ended.chunk;
+    REQUIRE(held->owner == 7);
+    const std::uint32_t fresh = h.next_fresh.load();
+    shared().release_chunks_of(6); // not its process: nothing
+    CHECK(h.resumable_count.load() == 0);
+    shared().release_chunks_of(7);
+    CHECK(h.resumable_count.load() == 1);
+    CHECK(held->state.load() == static_cast<std::uint32_t>(ChunkState::Owned));
+
+    ChunkWriter next;
+    next.process = 8;
+    const std::uint8_t* at = write_record(r, next, 64);
+    CHECK(next.chunk == held);
+    CHECK(at == reinterpret_cast<std::uint8_t*>(held) + kChunkHeaderBytes + 3 * 64);
+    CHECK(held->owner == 8);
+    CHECK(held->frames.load() == 4);
+    CHECK(h.resumable_count.load() == 0);
+    CHECK(h.next_fresh.load() == fresh); // no chunk taken for it
+    std::vector<trace::SharedFrame> found;
+    frames_reader()->take_new(found);
+    CHECK(found.size() == 4);
+
+    // Filled to within an eighth of its end, then its process ends: sealed, not handed on.
+    const std::uint32_t room = static_cast<std::uint32_t>(chunk_payload(h)) - 4 * 64;
+    write_record(r, next, (room - room / 16) / 8 * 8);
+    REQUIRE(next.chunk == held);
+    const std::uint64_t seals = h.sealed_count.load();
+    shared().release_chunks_of(8);
+    CHECK(h.resumable_count.load() == 0);
+    CHECK(h.sealed_count.load() == seals + 1);
+    CHECK(held->state.load() == static_cast<std::uint32_t>(ChunkState::Sealed));
+}
