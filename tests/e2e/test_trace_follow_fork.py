@@ -21,18 +21,18 @@ from pathlib import Path
 import pytest
 
 from harness import assert_in_order, wait_until
-from scenario import TO_MAIN, FastTrace, Scenario, ftrace, trace_to
+from scenario import TO_MAIN, FastTrace, Scenario, ftrace, past_gdb_strace_m_crashes, trace_to
 
 PROGRAM = "fork_server"
 FOLLOW = ("--trace-follow-fork",)
 
 
-def define(s: FastTrace) -> str:
-    return s.define(
-        "tvariable $trace_pid",
-        "tvariable $trace_thread",
-        ftrace(s.at("serve_entry"), "collect $trace_pid, $trace_thread, worker, request"),
-    )
+def define(s: FastTrace, kind: str = "ftrace") -> str:
+    """The fast tracepoint at serve()'s MARK line, or (strace) the static one at its marker."""
+    collect = "collect $trace_pid, $trace_thread, worker, request"
+    tracepoint = (ftrace(s.at("serve_entry"), collect) if kind == "ftrace"
+                  else ("strace -m fork_server:serve", "actions", collect, "end"))
+    return s.define("tvariable $trace_pid", "tvariable $trace_thread", tracepoint)
 
 
 def rows_by_process(rows) -> dict[int, list[tuple[int, int, int]]]:
@@ -48,16 +48,24 @@ def hit_count(info_tracepoints: str) -> int:
 
 
 @pytest.mark.tpagent_only("gdbserver's trace is the one process's")
-def test_prefork_workers_collect_into_the_trace(e2e):
+@pytest.mark.parametrize("kind", ["ftrace", "strace"])
+def test_prefork_workers_collect_into_the_trace(e2e, kind):
     """Three workers forked during the run, each serving 5 requests on its main thread and 5 on
     a thread of its own, the parent 5: 35 frames, 5 the parent's and 10 each worker's (from two
     threads, one of them the worker's main thread), in one trace, the hit count the same; a
-    tsave -r file holds them all; the workers' checksums come out right."""
-    s = FastTrace(e2e, PROGRAM, "prefork", "3", "5", options=FOLLOW)
-    walk = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+    tsave -r file holds them all; the workers' checksums come out right. The same from a fast
+    tracepoint and from a static one at the SDT marker there."""
     saved = e2e.tmp / "prefork.tf"
-    r = s.gdb(*TO_MAIN, define(s), *trace_to("all_served"), "info tracepoints", walk,
-              f"tsave -r {saved}", "tfind none", "delete", "continue")
+    walks = {}
+
+    def run():
+        s = FastTrace(e2e, PROGRAM, "prefork", "3", "5", options=FOLLOW)
+        walks["walk"] = s.walk("$trace_pid", "$trace_thread", "worker", "request")
+        return s, s.gdb(*TO_MAIN, define(s, kind), *trace_to("all_served"), "info tracepoints",
+                        walks["walk"], f"tsave -r {saved}", "tfind none", "delete", "continue")
+
+    s, r = run() if kind == "ftrace" else past_gdb_strace_m_crashes(run)
+    walk = walks["walk"]
     by = rows_by_process(r.frames(walk))
     assert sorted(len(v) for v in by.values()) == [5, 10, 10, 10], {p: len(v) for p, v in by.items()}
     assert sorted(w for _t, w, _r in by[s.pid]) == [-1] * 5

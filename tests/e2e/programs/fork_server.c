@@ -7,13 +7,14 @@
  * - forever: as per-request, one round a millisecond until STOP_FILE exists (for disconnected
  *   tracing), printing "rounds N" every 100 rounds.
  * serve() is the traced function: its MARK line starts with an instruction that reads a global
- * (6 bytes), long enough for a 5-byte jump. main calls all_served() once every child has ended:
- * a place to stop. Each child's exit status is its requests' checksum, which the parent checks;
- * it prints "served N bad M". */
+ * (6 bytes), long enough for a 5-byte jump, and it holds an SDT marker, fork_server:serve. main
+ * calls all_served() once every child has ended: a place to stop. Each child's exit status is its
+ * requests' checksum, which the parent checks; it prints "served N bad M". */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sdt.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ long served;
 
 __attribute__((noinline)) long serve(long worker, long request) {
     served++; /* MARK: serve_entry */
+    STAP_PROBE2(fork_server, serve, worker, request);
     return (worker * 7 + request) & 0x7f;
 }
 
