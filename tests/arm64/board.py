@@ -71,6 +71,7 @@ NON_PIE = ("ftrace_loop",)
 VARIANTS = {
     "traced_tiny": ("traced", ("-mcmodel=tiny",)),
     "sdt_markers": ("sdt_markers", ("-idirafter", "/usr/include/x86_64-linux-gnu")),
+    "fork_server": ("fork_server", ("-idirafter", "/usr/include/x86_64-linux-gnu")),
     "ftrace_loop_static": ("ftrace_loop", ("-static",)),
 }
 MUSL_SPECS = Path("/usr/lib/aarch64-linux-musl/musl-gcc.specs")
