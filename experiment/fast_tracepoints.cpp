@@ -313,6 +313,9 @@ void FastTracepoints::start_following(process::Target& inferior) {
     const std::weak_ptr<SharedBuffer> shared = shared_;
     process::ForkFollowing following;
     following.process_mark = shared_->header().forked_flag;
+    following.copy_begin = shared_->header().copy_begin;
+    following.copy_end = shared_->header().copy_end;
+    following.copy_fault = shared_->header().copy_fault;
     following.collecting = [shared](pid_t pid) {
         const auto s = shared.lock();
         return s && s->collecting_in(pid);

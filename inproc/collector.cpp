@@ -503,6 +503,7 @@ __attribute__((noinline)) void join_run(Header* h, ThreadState& t, std::uint64_t
     t.counters = t.slot ? counter_row(g_shared_buffer, n) : nullptr;
     t.slot_generation = generation;
     t.process = g_process.pid;
+    t.last_range = {}; // (a forked child's thread had its parent thread's)
     if (t.slot) t.slot->pid.store(g_process.pid, std::memory_order_relaxed);
     join_generation(t.writer, generation);
     t.writer.process = g_process.pid;

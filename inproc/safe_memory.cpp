@@ -10,10 +10,9 @@ namespace tpagent::inproc {
 
 namespace {
 
-// Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them, and
-// in a forked child (the listing is the parent's, and no tracer recovers a fault there).
+// Whether [addr, addr+len) lies inside one listed range; false while tpagent rewrites them. (In
+// a followed child the listing is the parent's: tpagent, its tracer too, recovers a fault.)
 bool listed_readable(std::uint64_t addr, std::size_t len) {
-    if (g_process.forked) return false;
     Header* h = header_of(g_shared_buffer);
     const std::uint64_t seq = h->ranges_sequence.load(std::memory_order_acquire);
     if (seq & 1) return false;

@@ -101,8 +101,7 @@ struct Variable {
 // in a child whose frames are not the trace's (the library's fork hook sets it where tpagent
 // wrote nothing); kForkedFollowed in a followed child, whose hits all go through the collector
 // (its threads' states were copied from the parent's, chunks and all: each thread joins the run
-// anew in the child, and reads memory by system call, as no tracer recovers a fault of the copy
-// there). `pid`: the process's id ($trace_pid, the owner of its chunks and slots).
+// anew in the child). `pid`: the process's id ($trace_pid, the owner of its chunks and slots).
 inline constexpr std::uint8_t kForkedUntraced = 1;
 inline constexpr std::uint8_t kForkedFollowed = 2;
 struct ProcessMark {

@@ -18,6 +18,9 @@ class Target;
 // What following forks needs from the trace (trace-follow-fork).
 struct ForkFollowing {
     std::uint64_t process_mark = 0; // where the in-process agent's ProcessMark is
+    // The agent's copy of listed memory: a fault with the pc in [copy_begin, copy_end) resumes
+    // at copy_fault (a page unmapped in the child since the listing), as in the parent.
+    std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;
     // Whether a thread of process pid is inside a collector call now (it is stopped).
     std::function<bool(pid_t)> collecting;
     // A followed process ended, exec'd or was let go: none of its threads writes any more.

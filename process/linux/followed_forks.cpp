@@ -1,5 +1,6 @@
 // The children a trace follows (see followed_forks.hpp).
 #include "process/linux/followed_forks.hpp"
+#include "arch/arch.hpp"
 #include "base/proc_files.hpp"
 #include "process/linux/fork_children.hpp"
 #include "process/target.hpp" // (held_fork_children.hpp needs it whole)
@@ -32,6 +33,9 @@ void resume(pid_t tid, int sig) {
 long tgkill(pid_t tgid, pid_t tid, int sig) {
     return syscall(SYS_tgkill, tgid, tid, sig);
 }
+
+// 100 µs apart: 10 s for the threads of a followed process to stop.
+constexpr int kStopWaitRounds = 100000;
 
 bool is_stop_signal(int sig) {
     return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -168,6 +172,10 @@ void FollowedForks::on_stop(pid_t tid, Thread& thread, WaitStatus status) {
         resume(tid, 0);
         return;
     }
+    if ((sig == SIGSEGV || sig == SIGBUS) && recover_copy_fault(tid)) {
+        resume(tid, 0);
+        return;
+    }
     // A group stop (no signal to deliver) runs on: nobody is there to continue it.
     siginfo_t info{};
     if (is_stop_signal(sig) && ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0 &&
@@ -178,18 +186,51 @@ void FollowedForks::on_stop(pid_t tid, Thread& thread, WaitStatus status) {
     resume(tid, sig); // the program's own signal
 }
 
+bool FollowedForks::recover_copy_fault(pid_t tid) const {
+    if (!following_ || following_->copy_fault == 0) return false;
+    const arch::Architecture& arch = arch::host_architecture();
+    arch::RegisterSnapshot regs;
+    if (!arch.read_general_registers(tid, regs)) return false;
+    const std::uint64_t pc = arch.pc(regs);
+    if (pc < following_->copy_begin || pc >= following_->copy_end) return false;
+    arch.set_pc(regs, following_->copy_fault);
+    if (!arch.write_general_registers(tid, regs)) return false;
+    spdlog::debug("followed thread {}: collector read unmapped memory at pc 0x{:x}: recovered", tid,
+                  pc);
+    return true;
+}
+
 bool FollowedForks::stop_threads(pid_t process, std::map<pid_t, int>& signals, bool& exec_seen) {
     std::set<pid_t> owed;
     for (pid_t tid : threads_of(process))
         if (tgkill(process, tid, SIGSTOP) == 0) owed.insert(tid);
+    // Each owed thread's next status, whichever comes first: a wait for the leader alone
+    // would never end while another thread's end is still ours to reap (the kernel reports the
+    // leader's end last). Bounded: a thread that never stops (stuck in the kernel) is given up.
+    int idle_rounds = 0;
     while (!owed.empty()) {
-        const pid_t tid = *owed.begin();
+        pid_t tid = 0;
         WaitStatus status;
-        if (wait_thread(tid, status, __WALL) != tid) {
-            owed.erase(tid);
-            threads_.erase(tid);
+        for (pid_t candidate : owed) {
+            const pid_t got = wait_thread(candidate, status, __WALL | WNOHANG);
+            if (got == 0) continue;
+            tid = candidate;
+            if (got != candidate) status = WaitStatus::killed(SIGKILL); // gone: no status
+            break;
+        }
+        if (tid == 0) {
+            if (++idle_rounds > kStopWaitRounds) {
+                spdlog::warn("followed process {}: {} thread(s) did not stop", process,
+                             owed.size());
+                for (pid_t t : owed)
+                    threads_.erase(t);
+                break;
+            }
+            const timespec pause{0, 100000};
+            nanosleep(&pause, nullptr);
             continue;
         }
+        idle_rounds = 0;
         if (status.ended()) {
             owed.erase(tid);
             threads_.erase(tid);
@@ -242,7 +283,8 @@ bool FollowedForks::stop_threads(pid_t process, std::map<pid_t, int>& signals, b
             owed.erase(tid);
             continue;
         }
-        signals[tid] = sig; // delivered when it is let go
+        if (!((sig == SIGSEGV || sig == SIGBUS) && recover_copy_fault(tid)))
+            signals[tid] = sig; // delivered when it is let go
         resume(tid, 0);
     }
     return true;

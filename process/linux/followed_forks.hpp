@@ -51,6 +51,8 @@ class FollowedForks {
     // A fork, vfork or clone event of a followed thread, handled.
     void on_new_task(pid_t tid, pid_t process, int event);
     bool write_mark(pid_t pid, std::uint8_t forked) const;
+    // A fault of the agent's copy in a followed thread: its pc moved to the copy's way out.
+    bool recover_copy_fault(pid_t tid) const;
     // Stops every thread of the process; false if it ended meanwhile. `signals`: those that
     // came instead of the stop, for the detach to deliver.
     bool stop_threads(pid_t process, std::map<pid_t, int>& signals, bool& exec_seen);

@@ -122,6 +122,26 @@ def test_a_pass_count_over_the_tree(e2e):
 
 
 @pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_memory_a_child_unmapped(e2e):
+    """A page listed readable at tstart (the parent's), which the followed child unmaps before
+    its second hit: the first frame holds the page's bytes, the second has them unavailable (the
+    collector's copy faulted in the child and tpagent recovered it), and the child ends well."""
+    s = FastTrace(e2e, PROGRAM, "unmap", options=FOLLOW)
+    define = s.define("tvariable $trace_pid",
+                      ftrace(s.at("serve_entry"), "collect $trace_pid, request, *page@16"))
+    r = s.gdb(*TO_MAIN, "break page_ready", "continue", define, *trace_to("all_served"), "tfind 0",
+              "print $trace_pid", "print request",
+              "print *page@16", "tfind 1", "print request", "print *page@16", "tfind none", "delete",
+              "continue")
+    r.trace_stopped("by a tstop command", 2)
+    assert int(r.value("print $trace_pid")) != s.pid
+    assert r.value("print request") == "0" and r.value("print request", 1) == "1"
+    assert r.value("print *page@16") == '"page of the pare"', r.of("print *page@16")
+    assert "<unavailable>" in r.of("print *page@16", 1), r.of("print *page@16", 1)
+    s.server.wait_for(r"^served 1 bad 0$")
+
+
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
 def test_children_run_untraced_by_default(e2e):
     """Without trace-follow-fork, the same prefork run collects the parent's 5 frames only, and
     the workers, their code put back, serve right."""

@@ -6,6 +6,9 @@
  *   each serving one request; every fifth one then execs /bin/true (it leaves the trace).
  * - forever: as per-request, one round a millisecond until STOP_FILE exists (for disconnected
  *   tracing), printing "rounds N" every 100 rounds.
+ * - unmap: one child, which serves request 0, unmaps `page` (a page the parent mapped and
+ *   filled with "page of the parent" before the trace), and serves request 1: a tracepoint that
+ *   collects *page@16 reads memory gone in the child only.
  * serve() is the traced function: its MARK line starts with an instruction that reads a global
  * (6 bytes), long enough for a 5-byte jump, and it holds an SDT marker, fork_server:serve. main
  * calls all_served() once every child has ended: a place to stop. Each child's exit status is its
@@ -14,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sdt.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 long served;
+char* page;
 
 __attribute__((noinline)) long serve(long worker, long request) {
     served++; /* MARK: serve_entry */
@@ -27,6 +32,7 @@ __attribute__((noinline)) long serve(long worker, long request) {
 }
 
 void all_served(void) {}
+void page_ready(void) {}
 
 struct batch {
     long worker, requests, sum;
@@ -63,7 +69,20 @@ int main(int argc, char** argv) {
     const long requests = argc > 3 ? atol(argv[3]) : 5;
     const char* stop_file = argc > 4 ? argv[4] : NULL;
     long good = 0, bad = 0;
-    if (strcmp(mode, "prefork") == 0) {
+    page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return 2;
+    strcpy(page, "page of the parent");
+    page_ready(); /* a place to start a trace that lists the page as readable */
+    if (strcmp(mode, "unmap") == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            long sum = serve(0, 0);
+            munmap(page, 4096);
+            sum += serve(0, 1);
+            _exit(checksum(sum));
+        }
+        ended_well(child, 1) ? ++good : ++bad;
+    } else if (strcmp(mode, "prefork") == 0) {
         pid_t children[64];
         const long n = workers < 64 ? workers : 64;
         for (long w = 0; w < n; ++w) {
