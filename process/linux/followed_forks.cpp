@@ -202,8 +202,10 @@ bool FollowedForks::recover_copy_fault(pid_t tid) const {
 
 bool FollowedForks::stop_threads(pid_t process, std::map<pid_t, int>& signals, bool& exec_seen) {
     std::set<pid_t> owed;
+    // A new thread's first stop (a SIGSTOP, perhaps reported already) is its stop: another
+    // SIGSTOP sent now would outlive the detach and stop the program.
     for (pid_t tid : threads_of(process))
-        if (tgkill(process, tid, SIGSTOP) == 0) owed.insert(tid);
+        if (threads_.at(tid).first_stop || tgkill(process, tid, SIGSTOP) == 0) owed.insert(tid);
     // Each owed thread's next status, whichever comes first: a wait for the leader alone
     // would never end while another thread's end is still ours to reap (the kernel reports the
     // leader's end last). Bounded: a thread that never stops (stuck in the kernel) is given up.
