@@ -14,6 +14,8 @@ packages=(
   python3 python3-pytest python3-pytest-timeout socat valgrind
   # a real program to trace: the buffer-memory tests on redis-server under redis-benchmark
   redis-server
+  # a real forking server: trace-follow-fork on PostgreSQL's backends (psql the clients)
+  postgresql
   # <sys/sdt.h>: the static tracepoint tests' programs carry SDT markers
   systemtap-sdt-dev
   # musl-gcc: fast tracepoints in musl programs (the in-process agent's self-mapped image)
