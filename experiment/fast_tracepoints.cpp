@@ -311,11 +311,19 @@ void FastTracepoints::start_following(process::Target& inferior) {
     if (!follow_forks_ || !installed() || shared_->header().forked_flag == 0) return;
     // (The process layer may outlive this agent: an exec, a QTinit.)
     const std::weak_ptr<SharedBuffer> shared = shared_;
+    const inproc::Header& h = shared_->header();
     process::ForkFollowing following;
-    following.process_mark = shared_->header().forked_flag;
-    following.copy_begin = shared_->header().copy_begin;
-    following.copy_end = shared_->header().copy_end;
-    following.copy_fault = shared_->header().copy_fault;
+    following.process_mark = h.forked_flag;
+    following.mark = [](pid_t pid, bool followed) {
+        const inproc::ProcessMark mark{followed ? inproc::kForkedFollowed : inproc::kForkedUntraced,
+                                       {},
+                                       static_cast<std::uint32_t>(pid)};
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(&mark);
+        return std::vector<std::uint8_t>(bytes, bytes + sizeof mark);
+    };
+    following.copy_begin = h.copy_begin;
+    following.copy_end = h.copy_end;
+    following.copy_fault = h.copy_fault;
     following.collecting = [shared](pid_t pid) {
         const auto s = shared.lock();
         return s && s->collecting_in(pid);

@@ -235,7 +235,7 @@ void SharedBuffer::release_chunks_of(pid_t pid) {
                 resumable =
                     slots[s].compare_exchange_strong(empty, i + 1, std::memory_order_acq_rel);
             }
-        spdlog::debug("process {} ended: chunk {} ({} bytes) {}", pid, i,
+        spdlog::debug("process {} left the trace: its chunk {} ({} bytes) {}", pid, i,
                       c->committed.load(std::memory_order_relaxed),
                       resumable ? "resumable" : "sealed");
         if (resumable)

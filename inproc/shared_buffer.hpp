@@ -266,8 +266,8 @@ struct ChunkHeader {
     std::atomic<std::uint32_t> frames; // complete records
     std::uint64_t generation;          // Header::generation when taken
     std::uint64_t taken;               // Header::take_count when taken: the order of takes
-    // The process of the writer that took it (0: tpagent): tpagent seals the chunks of a
-    // followed process that ended (SharedBuffer::seal_chunks_of).
+    // The process of the writer that took it (0: tpagent): tpagent hands on or seals the
+    // chunks of a followed process that left the trace (SharedBuffer::release_chunks_of).
     std::uint32_t owner;
 };
 inline constexpr std::size_t kChunkHeaderBytes = 64; // own cache line

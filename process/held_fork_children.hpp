@@ -18,6 +18,9 @@ class Target;
 // What following forks needs from the trace (trace-follow-fork).
 struct ForkFollowing {
     std::uint64_t process_mark = 0; // where the in-process agent's ProcessMark is
+    // The ProcessMark's bytes for process pid, followed by the trace or not (its layout is the
+    // agent's: inproc/shared_buffer.hpp).
+    std::function<std::vector<std::uint8_t>(pid_t pid, bool followed)> mark;
     // The agent's copy of listed memory: a fault with the pc in [copy_begin, copy_end) resumes
     // at copy_fault (a page unmapped in the child since the listing), as in the parent.
     std::uint64_t copy_begin = 0, copy_end = 0, copy_fault = 0;

@@ -20,11 +20,6 @@ namespace tpagent::process {
 
 namespace {
 
-// The ProcessMark's first byte (inproc/shared_buffer.hpp): a child the trace follows, or one
-// whose frames are not the trace's.
-constexpr std::uint8_t kForkedUntraced = 1;
-constexpr std::uint8_t kForkedFollowed = 2;
-
 void resume(pid_t tid, int sig) {
     if (ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
         spdlog::debug("followed thread {}: cannot resume: {}", tid, std::strerror(errno));
@@ -52,17 +47,14 @@ FollowedForks::FollowedForks(std::function<void(pid_t)> await,
                              std::function<void(pid_t, bool)> clean)
     : await_(std::move(await)), clean_(std::move(clean)) {}
 
-bool FollowedForks::write_mark(pid_t pid, std::uint8_t forked) const {
-    if (!following_ || following_->process_mark == 0) return false;
-    struct {
-        std::uint8_t forked;
-        std::uint8_t reserved[3];
-        std::uint32_t pid;
-    } mark{forked, {}, static_cast<std::uint32_t>(pid)};
+bool FollowedForks::write_mark(pid_t pid, bool followed) const {
+    if (!following_ || following_->process_mark == 0 || !following_->mark) return false;
+    const std::vector<std::uint8_t> mark = following_->mark(pid, followed);
     const int mem = ::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDWR | O_CLOEXEC);
     if (mem < 0) return false;
-    const bool ok = ::pwrite(mem, &mark, sizeof mark,
-                             static_cast<off_t>(following_->process_mark)) == sizeof mark;
+    const bool ok =
+        ::pwrite(mem, mark.data(), mark.size(), static_cast<off_t>(following_->process_mark)) ==
+        static_cast<ssize_t>(mark.size());
     ::close(mem);
     return ok;
 }
@@ -71,7 +63,7 @@ bool FollowedForks::prepare(pid_t child) {
     if (!following_) return false;
     await_(child);
     clean_(child, false);
-    if (write_mark(child, kForkedFollowed)) return true;
+    if (write_mark(child, true)) return true;
     spdlog::warn("forked child {}: the trace cannot follow it (its agent's mark cannot be "
                  "written); it runs on untraced",
                  child);
@@ -88,7 +80,7 @@ void FollowedForks::adopt(pid_t child) {
 
 void FollowedForks::unprepare(pid_t child) {
     clean_(child, true);
-    write_mark(child, kForkedUntraced);
+    write_mark(child, false);
 }
 
 std::vector<pid_t> FollowedForks::threads_of(pid_t process) const {
@@ -314,7 +306,7 @@ void FollowedForks::let_go(pid_t process) {
     }
     if (!exec_seen) {
         clean_(process, true);
-        write_mark(process, kForkedUntraced);
+        write_mark(process, false);
     }
     for (pid_t tid : threads_of(process)) {
         const auto sig = signals.count(tid) ? signals[tid] : 0;

@@ -50,7 +50,8 @@ class FollowedForks {
     void on_stop(pid_t tid, Thread& thread, WaitStatus status);
     // A fork, vfork or clone event of a followed thread, handled.
     void on_new_task(pid_t tid, pid_t process, int event);
-    bool write_mark(pid_t pid, std::uint8_t forked) const;
+    // The agent's ProcessMark in process pid: followed by the trace, or not (untraced).
+    bool write_mark(pid_t pid, bool followed) const;
     // A fault of the agent's copy in a followed thread: its pc moved to the copy's way out.
     bool recover_copy_fault(pid_t tid) const;
     // Stops every thread of the process; false if it ended meanwhile. `signals`: those that
