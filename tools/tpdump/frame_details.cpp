@@ -53,20 +53,27 @@ std::string variable_name(const tracefile::TraceFile& file, std::uint32_t number
     return fmt::format("#{}", number);
 }
 
-std::uint64_t frame_process(const tracefile::TraceFile& file, const tracefile::Frame& frame) {
+namespace {
+// The frame's value of the variable the file names `name`, if it holds one.
+std::optional<std::int64_t> named_variable(const tracefile::TraceFile& file,
+                                           const tracefile::Frame& frame, std::string_view name) {
     for (const tracefile::TraceVariable& v : file.variables())
-        if (v.name == trace::TraceStateVariables::kProcessName)
-            if (auto id = frame.variable(v.number)) return static_cast<std::uint64_t>(*id);
-    return 0;
+        if (v.name == name)
+            if (auto value = frame.variable(v.number)) return value;
+    return std::nullopt;
+}
+} // namespace
+
+std::uint64_t frame_process(const tracefile::TraceFile& file, const tracefile::Frame& frame) {
+    return static_cast<std::uint64_t>(
+        named_variable(file, frame, trace::TraceStateVariables::kProcessName).value_or(0));
 }
 
 std::optional<FrameThread> frame_thread(const tracefile::TraceFile& file,
                                         const tracefile::Frame& frame) {
     const std::uint64_t process = frame_process(file, frame);
-    for (const tracefile::TraceVariable& v : file.variables())
-        if (v.name == trace::TraceStateVariables::kThreadName)
-            if (auto id = frame.variable(v.number))
-                return FrameThread{static_cast<std::uint64_t>(*id), false, process};
+    if (auto id = named_variable(file, frame, trace::TraceStateVariables::kThreadName))
+        return FrameThread{static_cast<std::uint64_t>(*id), false, process};
     auto block = frame.registers();
     if (!block || !file.register_layout()) return std::nullopt;
     for (std::string_view name : {"fs_base", "tpidr"})
