@@ -169,11 +169,14 @@ std::string handle_write_memory_binary(Session& s, std::string_view args) {
 namespace {
 // Z and z: `change` sets or clears the point on the live process. Hardware points we cannot
 // set get the empty reply, so gdb falls back (RSP `Z` packets).
+// A process that ended, its end not reported yet, has no code left to run: gdb clearing (at a
+// stop) or setting (at a resume) a point there, as in every process, has nothing to do.
 template <typename Change>
 std::string change_point(Session& s, std::string_view args, const Change& change) {
     auto bp = parse_breakpoint(args);
     if (!bp) return reply_error(bp.error());
     auto* inf = s.addressed();
+    if (!inf && s.addresses_ended_process()) return reply_ok();
     if (!inf) return reply_error(ErrorCode::NoProcess);
     const Status st = change(*inf, *bp);
     if (!st && st.error().code == ErrorCode::Unsupported) return reply_empty();

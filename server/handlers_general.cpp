@@ -139,6 +139,12 @@ std::string handle_set_thread(Session& s, const PacketArgs& args) {
     const char op = args.character(0);
     if (op != 'g' && op != 'c') return reply_error(ErrorCode::BadPacket);
     pid_t tid = static_cast<pid_t>(args.thread(1).tid);
+    const std::int64_t pid = args.thread(1).pid;
+    if (tid > 0 && !s.has_thread(tid) && op == 'g' && pid > 0 && pid <= 0x7fffffff &&
+        s.server().ended_unreported(static_cast<pid_t>(pid))) {
+        s.select_ended_process();
+        return reply_ok();
+    }
     if (tid > 0 && !s.has_thread(tid)) return reply_error(ErrorCode::NoProcess);
     if (op == 'g')
         s.select_general_thread(tid > 0 ? tid : 0);

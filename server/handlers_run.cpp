@@ -17,12 +17,6 @@ using namespace protocol;
 
 namespace {
 
-bool matches(const ThreadId& id, pid_t pid, pid_t tid) {
-    bool pid_ok = id.pid == ThreadId::kAny || id.pid == ThreadId::kAll || id.pid == pid;
-    bool tid_ok = id.tid == ThreadId::kAny || id.tid == ThreadId::kAll || id.tid == tid;
-    return pid_ok && tid_ok;
-}
-
 // Starts the threads and either returns the stop reply at once or defers it (non-stop: OK,
 // each stop coming as a notification).
 std::string start(Session& s, const std::vector<process::ThreadResume>& plan) {
@@ -66,16 +60,27 @@ std::string legacy_resume(Session& s, std::string_view args, bool signal, bool s
     return start(s, plan);
 }
 
-// vRun and R: whatever runs is killed (as for k: the new program starts regardless) and
-// `argv` starts, stopped at its first instruction, which becomes the session's last stop.
-Status run_afresh(Session& s, const std::vector<std::string>& argv) {
-    s.server().kill_all();
-    if (auto st = s.server().start_program(argv); !st) return st;
+// vRun and R: `argv` starts, stopped at its first instruction, which becomes the session's
+// last stop. A gdb with multiprocess ids runs it beside the processes it has (another
+// inferior's `run`: gdb kills what ran in that inferior itself, with vKill); otherwise
+// whatever runs is killed (as for k: the new program starts regardless).
+Status run_afresh(Session& s, const std::vector<std::string>& argv, bool beside) {
+    pid_t pid = 0;
+    if (beside) {
+        auto started = s.server().start_beside(argv);
+        if (!started) return started.error();
+        pid = *started;
+    } else {
+        s.server().kill_all();
+        if (auto st = s.server().start_program(argv); !st) return st;
+        pid = s.inferior()->pid();
+    }
     process::StopEvent ev;
-    ev.pid = ev.tid = s.inferior()->pid();
+    ev.pid = ev.tid = pid;
     ev.signal = SIGTRAP;
     s.set_last_stop(ev);
-    s.select_general_thread(0);
+    // (Held while a trace runs in the served program: addressed by its thread.)
+    s.select_general_thread(s.inferior() && s.inferior()->pid() == pid ? 0 : pid);
     return ok_status();
 }
 } // namespace
@@ -95,58 +100,6 @@ std::string handle_step_signal(Session& s, std::string_view args) {
 
 std::string handle_vcont_query(Session&, std::string_view) {
     return "vCont;c;C;s;S;t;r";
-}
-
-namespace {
-// A resume that names only a process gdb holds (a vfork parent's followed child, a forked
-// child kept by detach-on-fork off) and none of the served program's threads: that process
-// is served from now on (gdb resumes one process at a time, schedule-multiple off).
-Status serve_named_process(Session& s, const std::vector<ResumeAction>& actions) {
-    auto* inf = s.live_inferior();
-    std::optional<pid_t> named;
-    for (const auto& a : actions) {
-        if (a.kind == ResumeAction::Kind::Stop) continue;
-        if (!a.thread || a.thread->pid <= 0 || (inf && a.thread->pid == inf->pid()))
-            return ok_status(); // the served program resumes
-        named = static_cast<pid_t>(a.thread->pid);
-    }
-    // (Non-stop: the served program's threads run on, and a held process stays stopped.)
-    if (!named || s.non_stop()) return ok_status();
-    if (!s.server().held_process(*named) && !s.server().hold_fork_child(*named))
-        return ok_status(); // no such process: nothing resumes
-    return s.server().serve(*named);
-}
-} // namespace
-
-std::string handle_vcont(Session& s, std::string_view args) {
-    auto actions = parse_vcont(args);
-    if (!actions) return reply_error(actions.error());
-    if (auto served = serve_named_process(s, *actions); !served)
-        return reply_error_text(served.error());
-    auto* inf = s.live_inferior();
-    if (!inf) return reply_error(ErrorCode::NoProcess);
-    std::vector<process::ThreadResume> plan;
-    std::vector<pid_t> stops;
-    // Each thread takes the leftmost action whose thread-id matches it. Non-stop: a thread
-    // gdb sees running (its stop not acknowledged yet, too) ignores c/s/r; one it sees
-    // stopped ignores t.
-    for (pid_t tid : inf->thread_ids()) {
-        const bool stopped = inf->thread_stopped(tid);
-        for (const auto& a : *actions) {
-            if (a.thread && !matches(*a.thread, inf->pid(), tid)) continue;
-            if (a.kind == ResumeAction::Kind::Stop) {
-                if (s.non_stop() && !stopped) stops.push_back(tid);
-            } else if (!s.non_stop() || (stopped && !s.stop_unacknowledged(tid))) {
-                plan.push_back({tid, a.kind == ResumeAction::Kind::Step,
-                                protocol::gdb_to_host_signal(a.signal), a.range_start,
-                                a.range_end});
-            }
-            break;
-        }
-    }
-    if (!stops.empty()) inf->stop_threads(stops);
-    if (plan.empty()) return reply_ok(); // only `t` actions (all-stop: nothing runs anyway)
-    return start(s, plan);
 }
 
 std::string handle_vctrlc(Session& s, std::string_view) {
@@ -245,7 +198,7 @@ std::string handle_vrun(Session& s, std::string_view args) {
         else
             argv.front() = prog.front();
     }
-    if (auto st = run_afresh(s, argv); !st) return reply_error_text(st.error());
+    if (auto st = run_afresh(s, argv, s.multiprocess()); !st) return reply_error_text(st.error());
     return s.stop_reply(*s.last_stop());
 }
 
@@ -260,7 +213,7 @@ std::string handle_restart(Session& s, std::string_view) {
     if (argv.empty()) return {};
     fmt::print(stderr, "tpagent restarting\n"); // gdbserver's "GDBserver restarting"
     std::fflush(stderr);
-    if (auto st = run_afresh(s, argv); !st) {
+    if (auto st = run_afresh(s, argv, false); !st) {
         fmt::print(stderr, "Cannot restart {}: {}\n", argv.front(), st.error().text);
         std::fflush(stderr);
     }

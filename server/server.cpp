@@ -232,6 +232,19 @@ Status Server::start_program(const std::vector<std::string>& named) {
     return ok_status();
 }
 
+Result<pid_t> Server::start_beside(const std::vector<std::string>& program) {
+    std::unique_ptr<process::Target> served = std::move(inferior_);
+    if (auto s = start_program(program); !s) {
+        inferior_ = std::move(served);
+        return s.error();
+    }
+    const pid_t pid = inferior_->pid();
+    if (!served || !served->alive()) return pid;             // (what ended there is gone with it)
+    if (experiment_.running()) std::swap(inferior_, served); // the trace's program stays served
+    held_.push_back(std::move(served));
+    return pid;
+}
+
 Status Server::attach_to(pid_t pid) {
     // gdbserver's words for a pid that names no process.
     if (kill(pid, 0) != 0 && errno == ESRCH)
@@ -257,6 +270,7 @@ void Server::adopt(std::unique_ptr<process::Target> child) {
 Status Server::kill_inferior() {
     exited_.reset(); // what a program that already ended left: gdb is done with it
     if (!inferior_) return ok_status();
+    stashed_.erase(inferior_->pid());
     if (experiment_.running())
         experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     auto s = inferior_->kill();
@@ -270,6 +284,7 @@ Status Server::detach_inferior() {
         experiment_.stop_for({protocol::TraceStopReason::Kind::Unknown, {}, 0}, inferior_.get());
     fmt::print(stderr, "Detaching from process {}\n", inferior_->pid());
     std::fflush(stderr);
+    stashed_.erase(inferior_->pid());
     // Nothing of the trace's may keep the program's memory once it is let go.
     experiment_.let_go(inferior_->pid());
     auto s = inferior_->detach();
@@ -304,13 +319,16 @@ process::Target* Server::held_process(pid_t pid) {
 }
 
 process::Target* Server::hold_fork_child(pid_t pid) {
-    if (!inferior_ || !inferior_->fork_children().held(pid)) return nullptr;
-    std::unique_ptr<process::Target> child = inferior_->fork_children().take(pid);
+    process::Target* forker = nullptr;
+    for (process::Target* p : processes())
+        if (p->fork_children().held(pid)) forker = p;
+    if (!forker) return nullptr;
+    std::unique_ptr<process::Target> child = forker->fork_children().take(pid);
     if (!child) return nullptr;
     apply_gdb_settings(*child);
     // A vfork child: the breakpoints gdb puts in the memory it shares with its parent are
     // the parent's once it exits or execs (gdb removes them through the parent).
-    const pid_t parent = inferior_->pid();
+    const pid_t parent = forker->pid();
     child->fork_children().when_memory_unshared(
         [this, parent](const process::HeldForkChildren::BreakpointBytes& bps) {
             process::Target* p =
@@ -340,6 +358,7 @@ Status Server::serve(pid_t pid) {
 bool Server::detach_held(pid_t pid) {
     auto it = find_held(pid);
     if (it == held_.end()) return false;
+    stashed_.erase(pid);
     fmt::print(stderr, "Detaching from process {}\n", pid);
     std::fflush(stderr);
     if (auto d = (*it)->detach(); !d) spdlog::warn("process {}: {}", pid, d.error().text);
@@ -355,6 +374,7 @@ void Server::detach_all_held() {
 bool Server::kill_held(pid_t pid) {
     auto it = find_held(pid);
     if (it == held_.end()) return false;
+    stashed_.erase(pid);
     if (auto k = (*it)->kill(); !k) spdlog::warn("process {}: {}", pid, k.error().text);
     held_.erase(it);
     return true;
@@ -365,16 +385,34 @@ void Server::wait_for_children() {
 }
 
 void Server::pump_events() {
-    // (A program that ended may still have its end to hand out: non-stop's pauses keep it.)
-    while (inferior_) {
-        auto ev = inferior_->poll();
-        if (!ev) break;
-        on_inferior_event(*ev);
+    // Each process's events in turn, until none has one: a wait of one process may have taken
+    // another's status (process::WaitRouter keeps it for that one's poll).
+    for (bool more = true; more;) {
+        more = false;
+        // (A program that ended may still have its end to hand out: non-stop's pauses keep it.)
+        while (inferior_) {
+            auto ev = inferior_->poll();
+            if (!ev) break;
+            more = true;
+            on_inferior_event(*ev);
+        }
+        std::vector<pid_t> held;
+        for (const auto& p : held_)
+            held.push_back(p->pid());
+        for (pid_t pid : held) {
+            auto* p = held_process(pid);
+            if (!p) continue;
+            if (auto ev = p->poll()) {
+                more = true;
+                on_held_event(pid, *ev);
+            }
+        }
     }
 }
 
-void Server::on_inferior_event(const process::StopEvent& ev) {
-    take_agent_lines(); // what the program printed before it stopped or ended
+namespace {
+// How a process ended, in gdbserver's words.
+void print_end(const process::StopEvent& ev) {
     if (ev.kind == process::StopEvent::Kind::Exited) {
         fmt::print(stderr, "\nChild exited with status {}\n", ev.exit_code);
     } else if (ev.kind == process::StopEvent::Kind::Killed) {
@@ -383,6 +421,86 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
                    abbrev ? abbrev : "UNKNOWN");
     }
     std::fflush(stderr);
+}
+
+// A stop that says nothing gdb must hear: the one stop_all_now makes.
+bool quiet_stop(const process::StopEvent& ev) {
+    return ev.kind == process::StopEvent::Kind::Signal && ev.signal == 0 && !ev.fork_child &&
+           !ev.exec_path && !ev.syscall && !ev.watch_addr && !ev.vfork && !ev.vfork_done &&
+           !ev.thread_created && !ev.thread_exited && !ev.no_resumed;
+}
+} // namespace
+
+std::vector<process::Target*> Server::processes() {
+    std::vector<process::Target*> out;
+    if (inferior_ && inferior_->alive()) out.push_back(inferior_.get());
+    for (const auto& p : held_)
+        if (p->alive()) out.push_back(p.get());
+    return out;
+}
+
+void Server::stop_others(const process::Target* reporting) {
+    for (process::Target* p : processes()) {
+        if (p == reporting || !p->running()) continue;
+        const pid_t pid = p->pid();
+        auto ev = p->stop_all_now();
+        if (!ev || quiet_stop(*ev)) continue;
+        spdlog::debug("process {}: its event waits for gdb's next resume", pid);
+        stashed_.try_emplace(pid, *ev);
+        if (ev->kind == process::StopEvent::Kind::Signal) continue;
+        print_end(*ev);
+        stashed_[pid] = *ev; // (its end says more than a stop before it)
+        if (inferior_.get() == p)
+            forget_inferior();
+        else
+            held_.erase(find_held(pid));
+    }
+}
+
+bool Server::any_running(const process::Target* except) {
+    for (process::Target* p : processes())
+        if (p != except && p->running()) return true;
+    return false;
+}
+
+std::vector<pid_t> Server::stashed_processes() const {
+    std::vector<pid_t> out;
+    for (const auto& [pid, ev] : stashed_)
+        out.push_back(pid);
+    return out;
+}
+
+std::optional<process::StopEvent> Server::take_stashed_event(pid_t pid) {
+    auto it = stashed_.find(pid);
+    if (it == stashed_.end()) return std::nullopt;
+    process::StopEvent ev = it->second;
+    stashed_.erase(it);
+    return ev;
+}
+
+void Server::on_held_event(pid_t pid, const process::StopEvent& ev) {
+    take_agent_lines();
+    const bool ended = ev.kind != process::StopEvent::Kind::Signal;
+    if (ended) {
+        print_end(ev);
+        held_.erase(find_held(pid));
+    }
+    if (!session_ || session_->closed()) return; // (gdb's leaving let every held one go)
+    if (!non_stop_) {
+        if (ev.no_resumed && any_running(nullptr)) return; // another process still runs
+        if (!session_->waiting_for_stop()) {
+            stashed_.try_emplace(pid, ev);
+            if (ended) stashed_[pid] = ev;
+            return;
+        }
+        stop_others(nullptr);
+    }
+    session_->on_stop(ev);
+}
+
+void Server::on_inferior_event(const process::StopEvent& ev) {
+    take_agent_lines(); // what the program printed before it stopped or ended
+    print_end(ev);
     const bool ended = ev.kind != process::StopEvent::Kind::Signal;
     if (ended && experiment_.running()) {
         // The traced process is gone. gdb has no stop reason for that: an error's text says
@@ -408,6 +526,17 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
     if (!ended && running_without_gdb_ && ev.signal != SIGTRAP) {
         deliver_signal(ev);
         return;
+    }
+    if (session_ && !session_->closed() && !non_stop_ && !held_.empty()) {
+        // All-stop over several processes: one event goes to gdb, and the others stop.
+        const pid_t pid = ev.pid;
+        if (!session_->waiting_for_stop() || (ev.no_resumed && any_running(inferior_.get()))) {
+            if (!ev.no_resumed) stashed_.try_emplace(pid, ev);
+            if (ended) stashed_[pid] = ev;
+            if (ended) forget_inferior();
+            return;
+        }
+        stop_others(inferior_.get());
     }
     if (session_ && !session_->closed())
         session_->on_stop(ev);
@@ -500,7 +629,11 @@ void Server::session_closed(Session&, ConnectionEnd end) {
         // gdb's catchpoints left with it: a program tracing on must not stop at them.
         catch_syscalls_.reset();
         event_reports_ = {}; // an exec without gdb runs on into the new program
-        // What gdb held, it let go of by leaving.
+        // What gdb held, it let go of by leaving; an event of the served program it did not
+        // hear of waits for the next gdb.
+        if (inferior_)
+            if (auto ev = take_stashed_event(inferior_->pid())) unreported_ = ev;
+        stashed_.clear();
         detach_all_held();
         if (inferior_)
             for (pid_t child : inferior_->fork_children().list())

@@ -84,6 +84,9 @@ class Server {
     boost::asio::io_context& io() { return io_; }
 
     Status start_program(const std::vector<std::string>& program);
+    // gdb's `run` in another inferior (vRun, multiprocess): a new process beside those gdb
+    // has, served unless a trace runs in the served one (held then). Its pid.
+    Result<pid_t> start_beside(const std::vector<std::string>& program);
     Status attach_to(pid_t pid);
     // A forked child, traced and stopped, becomes the program served.
     void adopt(std::unique_ptr<process::Target> child);
@@ -105,6 +108,22 @@ class Server {
     process::Target* hold_fork_child(pid_t pid);
     // gdb resumes the held process `pid`: it is served from now on, the served one held.
     Status serve(pid_t pid);
+    // Every live process gdb knows: the served one first, then the held ones.
+    std::vector<process::Target*> processes();
+    // All-stop: an event of `reporting` goes to gdb, so every other process stops; an event
+    // one of them had meanwhile is kept for gdb's next resume (stashed_event).
+    void stop_others(const process::Target* reporting);
+    // Whether a process other than `except` runs.
+    bool any_running(const process::Target* except);
+    // Whether process `pid` ended and gdb has not heard of it yet.
+    bool ended_unreported(pid_t pid) const {
+        auto it = stashed_.find(pid);
+        return it != stashed_.end() && it->second.kind != process::StopEvent::Kind::Signal;
+    }
+    // The processes with such an event (stop_others), and one of them taken to be reported.
+    std::vector<pid_t> stashed_processes() const;
+    // An event of process `pid` that gdb has not heard of yet, taken to be reported now.
+    std::optional<process::StopEvent> take_stashed_event(pid_t pid);
     bool detach_held(pid_t pid);
     bool kill_held(pid_t pid);
     // The program that ended while gdb was away, until a gdb resumes, kills or detaches it, or
@@ -187,6 +206,11 @@ class Server {
     void accept_next();
     void wait_for_children();
     void on_inferior_event(const process::StopEvent& ev);
+    // An event of a held process that gdb resumed (schedule-multiple, non-stop).
+    void on_held_event(pid_t pid, const process::StopEvent& ev);
+    // Events of processes other than the one reported (all-stop), one per process, oldest
+    // first: each goes to gdb at a resume that includes its process.
+    std::map<pid_t, process::StopEvent> stashed_;
     void deliver_signal(const process::StopEvent& ev);
     bool may_reopen() const;
     void remember_image();

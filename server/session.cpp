@@ -40,6 +40,7 @@ bool Session::has_thread(pid_t tid) {
 }
 
 process::Target* Session::addressed() {
+    if (general_ended_) return nullptr;
     if (general_thread_ > 0) {
         for (const auto& p : server_.held_processes())
             if (p->has_thread(general_thread_)) return p->alive() ? p.get() : nullptr;
@@ -63,14 +64,17 @@ std::vector<std::pair<pid_t, pid_t>> Session::all_threads() {
     for (const auto& p : server_.held_processes())
         for (pid_t tid : p->thread_ids())
             out.emplace_back(p->pid(), tid);
-    for (pid_t child : inf->fork_children().list())
-        out.emplace_back(child, child);
+    for (process::Target* p : server_.processes())
+        for (pid_t child : p->fork_children().list())
+            out.emplace_back(child, child);
     return out;
 }
 
 bool Session::general_thread_is_fork_child() {
-    auto* inf = inferior();
-    return inf && general_thread_ > 0 && inf->fork_children().held(general_thread_);
+    if (general_thread_ <= 0) return false;
+    for (process::Target* p : server_.processes())
+        if (p->fork_children().held(general_thread_)) return true;
+    return false;
 }
 
 const ExitedProgram* Session::exited_program() {
@@ -251,15 +255,17 @@ void Session::on_stop(const process::StopEvent& ev) {
             thread_stops_[ev.tid] = ev;
         } else { // the process ended: its threads' stops are of no more use
             last_stop_ = ev;
-            thread_stops_.clear();
+            std::erase_if(thread_stops_,
+                          [&](const auto& stop) { return stop.second.pid == ev.pid; });
             auto after_first = stop_notifications_.begin(); // the first one is out already
             if (after_first != stop_notifications_.end()) ++after_first;
-            stop_notifications_.erase(std::remove_if(after_first, stop_notifications_.end(),
-                                                     [](const process::StopEvent& e) {
-                                                         return e.kind ==
-                                                                process::StopEvent::Kind::Signal;
-                                                     }),
-                                      stop_notifications_.end());
+            stop_notifications_.erase(
+                std::remove_if(after_first, stop_notifications_.end(),
+                               [&](const process::StopEvent& e) {
+                                   return e.pid == ev.pid &&
+                                          e.kind == process::StopEvent::Kind::Signal;
+                               }),
+                stop_notifications_.end());
         }
         stop_notifications_.push_back(ev);
         if (stop_notifications_.size() == 1) send_notification("Stop:" + stop_reply(ev));
@@ -337,8 +343,10 @@ std::string Session::stop_reply(const process::StopEvent& ev) {
     if (ev.syscall)
         r.syscall = std::pair(ev.syscall->entry, static_cast<std::uint64_t>(ev.syscall->number));
     r.exec_path = ev.exec_path;
-    if (ev.fork_child)
+    if (ev.fork_child) {
         r.fork_child = protocol::format_thread_id(*ev.fork_child, *ev.fork_child, true);
+        announced_children_.insert(*ev.fork_child);
+    }
     r.vfork = ev.vfork;
     r.vfork_done = ev.vfork_done;
     r.thread_created = ev.thread_created;
@@ -375,11 +383,17 @@ std::string Session::non_stop_status() {
         if (ev.kind == process::StopEvent::Kind::Signal && !ev.thread_exited)
             untaken.emplace(ev.tid, ev);
     stop_notifications_.clear();
-    auto* inf = live_inferior();
-    if (!inf) return protocol::reply_ok();
+    for (process::Target* inf : server_.processes())
+        add_stopped_threads(*inf, untaken);
+    if (stop_notifications_.empty()) return protocol::reply_ok();
+    return stop_reply(stop_notifications_.front());
+}
+
+void Session::add_stopped_threads(process::Target& inf,
+                                  const std::map<pid_t, process::StopEvent>& untaken) {
     std::vector<process::ThreadResume> unheard;
-    for (pid_t tid : inf->thread_ids()) {
-        if (!inf->thread_stopped(tid)) continue;
+    for (pid_t tid : inf.thread_ids()) {
+        if (!inf.thread_stopped(tid)) continue;
         if (auto it = untaken.find(tid); it != untaken.end()) {
             stop_notifications_.push_back(it->second);
             continue;
@@ -390,10 +404,10 @@ std::string Session::non_stop_status() {
         } else if (last_stop_ && last_stop_->kind == process::StopEvent::Kind::Signal &&
                    last_stop_->tid == tid) {
             ev = *last_stop_;
-        } else if (tid == inf->pid()) {
-            ev.pid = inf->pid();
+        } else if (tid == inf.pid()) {
+            ev.pid = inf.pid();
             ev.tid = tid;
-            ev.signal = inf->was_attached() ? 0 : SIGTRAP;
+            ev.signal = inf.was_attached() ? 0 : SIGTRAP;
         } else {
             unheard.push_back({tid, false, 0});
             continue;
@@ -406,10 +420,8 @@ std::string Session::non_stop_status() {
         stop_notifications_.push_back(ev);
     }
     if (!unheard.empty())
-        if (auto r = inf->resume(unheard); !r)
+        if (auto r = inf.resume(unheard); !r)
             spdlog::warn("threads gdb was not told of stay stopped: {}", r.error().text);
-    if (stop_notifications_.empty()) return protocol::reply_ok();
-    return stop_reply(stop_notifications_.front());
 }
 
 void Session::send_notification(const std::string& payload) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -76,6 +77,8 @@ class Session {
     std::string acknowledge_stop(); // reply to vStopped
     // Whether a stop of the thread is still to be acknowledged: for gdb it is running.
     bool stop_unacknowledged(pid_t tid) const;
+    // Whether a stop reply told gdb of this forked child (its fork event reached gdb).
+    bool fork_child_announced(pid_t child) const { return announced_children_.count(child) != 0; }
 
     // What gdb said in qSupported that changes what tpagent does.
     struct GdbFeatures {
@@ -104,7 +107,17 @@ class Session {
 
     // Hg's thread, for g/G/p/P/m/M (0 = any), and Hc's, for c/s (-1 = all).
     pid_t general_thread() const { return general_thread_; }
-    void select_general_thread(pid_t tid) { general_thread_ = tid; }
+    void select_general_thread(pid_t tid) {
+        general_thread_ = tid;
+        general_ended_ = false;
+    }
+    // Hg named a process that ended, its end kept for gdb's next resume (several processes,
+    // all-stop): nothing is addressed, and clearing a point there is done.
+    void select_ended_process() {
+        general_thread_ = 0;
+        general_ended_ = true;
+    }
+    bool addresses_ended_process() const { return general_ended_; }
     pid_t continue_thread() const { return continue_thread_; }
     void select_continue_thread(pid_t tid) { continue_thread_ = tid; }
 
@@ -174,6 +187,10 @@ class Session {
     bool deferred_ = false;
     bool suppressed_ = false;
     bool waiting_ = false;
+    std::set<pid_t> announced_children_;
+    // non_stop_status's part for one process: a stop for each of its threads gdb saw stop.
+    void add_stopped_threads(process::Target& inf,
+                             const std::map<pid_t, process::StopEvent>& untaken);
     bool closed_ = false;
 
     GdbFeatures gdb_features_;
@@ -181,6 +198,7 @@ class Session {
     bool extended_ = false;
     bool exit_after_reply_ = false;
     pid_t general_thread_ = 0;
+    bool general_ended_ = false;
     pid_t continue_thread_ = -1;
     std::optional<process::StopEvent> last_stop_;
     std::optional<std::size_t> trace_frame_;

@@ -29,6 +29,7 @@ class FollowedForks {
     // back, its agent told it is no longer traced, and let go.
     void stop();
     std::vector<pid_t> processes() const { return {processes_.begin(), processes_.end()}; }
+    bool has_thread(pid_t tid) const { return threads_.count(tid) != 0 || processes_.count(tid); }
 
     // A child just forked (stopped at its birth, not a vfork child): its breakpoints go, its
     // mark says followed. False if the mark cannot be written (the caller lets it go).

@@ -49,6 +49,10 @@ class LinuxForkChildren final : public HeldForkChildren {
     }
     void stop_following() override;
     std::vector<pid_t> followed() const override { return followed_.processes(); }
+    // A child held or followed, or a thread of a followed one.
+    bool claims(pid_t tid) const {
+        return children_.held(tid) || prepared_.count(tid) != 0 || followed_.has_thread(tid);
+    }
     // A wait status of a thread that is not the process's: true if a followed child's (handled).
     bool followed_event(pid_t tid, WaitStatus status) { return followed_.handle(tid, status); }
 

@@ -70,9 +70,11 @@ LinuxProcess::LinuxProcess(pid_t pid, bool attached)
       fork_children_(pid_, *memory_,
                      [this](pid_t child, bool jumps) { clean_child(child, jumps); }) {
     memory_->breakpoints().on_change([this] { publish_code_patches(); });
+    WaitRouter::instance().enlist(*this);
 }
 
 LinuxProcess::~LinuxProcess() {
+    WaitRouter::instance().leave(*this);
     fork_children_.release_reported(threads_, chosen_, reported_);
     code_guard::forget(pid_);
 }
@@ -353,7 +355,7 @@ Status LinuxProcess::kill() {
     // Reap every thread so nothing is left as a zombie.
     WaitStatus status;
     while (true) {
-        pid_t r = wait_thread(-1, status, __WALL);
+        pid_t r = WaitRouter::instance().wait(*this, status, __WALL);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
         if (r == pid_ && status.ended()) break;

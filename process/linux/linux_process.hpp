@@ -12,6 +12,7 @@
 #include "process/linux/linux_thread.hpp"
 #include "process/linux/remote_calls.hpp"
 #include "process/linux/linux_trap_sites.hpp"
+#include "process/linux/wait_router.hpp"
 #include "process/linux/wait_status.hpp"
 #include "process/linux/perf_branch_trace.hpp"
 #include "process/linux/software_breakpoints.hpp"
@@ -32,7 +33,7 @@
 
 namespace tpagent::process {
 
-class LinuxProcess final : public Target {
+class LinuxProcess final : public Target, private WaitRouter::Owner {
   public:
     static Result<std::unique_ptr<LinuxProcess>> launch(const LaunchSpec& spec);
     static Result<std::unique_ptr<LinuxProcess>> attach(pid_t pid);
@@ -104,6 +105,11 @@ class LinuxProcess final : public Target {
     Status detach() override;
 
   private:
+    // WaitRouter::Owner: its threads, and those of the children it holds or follows.
+    pid_t owner_pid() const override { return pid_; }
+    bool owns(pid_t tid) const override {
+        return tid == pid_ || threads_.count(tid) != 0 || fork_children_.claims(tid);
+    }
     // Refused where a trap or a jump at addr would change what the program does
     // (Architecture::interruption_hazard); `stepped`: the instruction is stepped there.
     Status check_interruptible(std::uint64_t addr, bool stepped = false);

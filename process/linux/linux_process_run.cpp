@@ -221,7 +221,7 @@ void LinuxProcess::stop_running_threads() {
 
 bool LinuxProcess::wait_next(pid_t& tid, WaitStatus& status) {
     for (;;) {
-        tid = wait_thread(-1, status, __WALL);
+        tid = WaitRouter::instance().wait(*this, status, __WALL);
         if (tid >= 0) return true;
         if (errno != EINTR) return false;
     }
@@ -242,7 +242,7 @@ std::optional<StopEvent> LinuxProcess::poll() {
     if (auto ev = take_reported()) return ev;
     while (alive_) {
         WaitStatus status;
-        pid_t tid = wait_thread(-1, status, WNOHANG | __WALL);
+        pid_t tid = WaitRouter::instance().wait(*this, status, WNOHANG | __WALL);
         if (tid <= 0) break;
         if (auto ev = handle_status(tid, status)) return ev;
     }

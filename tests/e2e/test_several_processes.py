@@ -1,0 +1,143 @@
+"""Several processes served at once, as gdb's multi-inferior settings ask (extended-remote):
+with `detach-on-fork off`, a forked child is inferior 2, and under `set schedule-multiple on`
+(all-stop) or in non-stop mode both processes run together, each stopping at its own
+breakpoint; a second program `run` in inferior 2 runs beside the first. Runs against both
+stubs (the last test on tpagent only).
+
+two_processes.c: forks; the parent calls parent_tick(0..2) and the child child_tick(0..2),
+10 ms apart, at the same moments; the child exits 3, the parent waits for it and ends."""
+
+import re
+
+import pytest
+
+from harness import assert_in_order
+from interactive import InteractiveGdb
+from scenario import Scenario
+
+PROGRAM = "two_processes"
+# (Once one process is left, gdb names its threads without the inferior: "Thread 1".)
+HIT = r'Thread (\d)(?:\.1)? "two_processes\S*" hit Breakpoint \d(?:\.\d)?, (parent_tick|child_tick) \(i=(\d)\)'
+
+
+def hits(text: str) -> list[tuple[str, str, int]]:
+    return [(m.group(1), m.group(2), int(m.group(3))) for m in re.finditer(HIT, text)]
+
+
+ENDED = r"\[Inferior (\d) \(process \d+\) exited (?:normally|with code (\d+))\]"
+
+
+def session(e2e, *settings: str):
+    """gdb at its prompt on two_processes, extended-remote, with SETTINGS, at its breakpoints."""
+    s = Scenario(e2e, PROGRAM, extended=True)
+    gdb = InteractiveGdb(e2e, s.program, *settings)
+    gdb.run(s.connect)
+    gdb.run("set detach-on-fork off")
+    gdb.run("break parent_tick")
+    gdb.run("break child_tick")
+    return s, gdb
+
+
+def check_ticks(seen, ends):
+    assert [(inf, i) for inf, fn, i in seen if fn == "parent_tick"] == [("1", 0), ("1", 1), ("1", 2)], seen
+    assert [(inf, i) for inf, fn, i in seen if fn == "child_tick"] == [("2", 0), ("2", 1), ("2", 2)], seen
+    assert ends == {"1": None, "2": "03"}, ends
+
+
+def test_schedule_multiple_runs_both_processes(e2e):
+    """All-stop: every `continue` runs both processes; each event stops both, and a hit that
+    came in the other process meanwhile is reported at a later `continue`. Each process
+    stops at its own breakpoint three times, in order, and both end."""
+    s, gdb = session(e2e)
+    try:
+        gdb.run("set schedule-multiple on")
+        seen, ends = [], {}
+        for _ in range(12):
+            out = gdb.run("continue")
+            seen += hits(out)
+            ends.update({m.group(1): m.group(2) for m in re.finditer(ENDED, out)})
+            if len(ends) == 2:
+                break
+            # The process that ended was the current one: on with the other.
+            if ends and not re.search(HIT, out):
+                gdb.run(f"inferior {'1' if '2' in ends else '2'}")
+        check_ticks(seen, ends)
+        s.server.wait_for(r"^child ticked 9$")
+        s.server.wait_for(r"^parent ticked 6; child exited 3$")
+    finally:
+        gdb.quit()
+
+
+def test_non_stop_runs_both_processes(e2e):
+    """Non-stop: a hit stops its thread alone, reported as it comes. Both processes stop at
+    their first tick; then the child alone is resumed, and runs through its ticks to its end
+    while the parent stays stopped; then the parent runs to its end."""
+    s, gdb = session(e2e, "set non-stop on")
+    try:
+        gdb.run("continue &")
+        first = [gdb.expect(HIT), gdb.expect(HIT)]
+        assert sorted((m.group(2), m.group(3)) for m in first) == [("child_tick", "0"), ("parent_tick", "0")]
+        gdb.run("thread 2.1")
+        for i in (1, 2):
+            gdb.run("continue &")
+            m = gdb.expect(HIT)
+            assert (m.group(1), m.group(2), m.group(3)) == ("2", "child_tick", str(i)), gdb.transcript
+        # All the while the parent stays where it stopped.
+        assert re.search(r"1\.1 +Thread \S+ \S+ parent_tick \(i=0\)", gdb.run("info threads")), gdb.transcript
+        gdb.run("continue &")
+        assert gdb.expect(ENDED).group(2) == "03"
+        s.server.wait_for(r"^child ticked 9$")
+        gdb.run("inferior 1")
+        for i in (1, 2):
+            gdb.run("continue &")
+            m = gdb.expect(HIT)
+            assert (m.group(2), m.group(3)) == ("parent_tick", str(i)), gdb.transcript
+        gdb.run("continue &")
+        assert gdb.expect(ENDED).group(1) == "1"
+        s.server.wait_for(r"^parent ticked 6; child exited 3$")
+    finally:
+        gdb.quit()
+
+
+@pytest.mark.tpagent_only(
+    "gdbserver 13 leaves the second process's registers unreadable once the first has ended "
+    "(`PC register is not available`), and gdb cannot resume it"
+)
+def test_a_second_inferior_runs_beside_the_first(e2e):
+    """`run` in a second inferior starts a process beside the first, which stays; under
+    schedule-multiple both run to their ends, each stopping at its own breakpoint's hits."""
+    s = Scenario.multi(e2e, PROGRAM)
+    gdb = InteractiveGdb(e2e, s.program)
+    try:
+        gdb.run(s.connect)
+        gdb.run(s.exec_file)
+        gdb.run("break parent_tick")
+        first = gdb.run("run")
+        assert re.search(r"Breakpoint 1, parent_tick \(i=0\)", first), gdb.transcript
+        gdb.run("add-inferior")
+        gdb.run("inferior 2")
+        gdb.run(f"file {s.program}")
+        gdb.run(s.exec_file)
+        # Its ticks slower, it ends well after the first (two processes ending at once: the
+        # second's end, coming while the first's is reported, waits for the next resume, and
+        # gdb cannot switch to a process whose registers are gone meanwhile, with either stub).
+        second = gdb.run("run 40000")
+        assert re.search(r'Thread 2\.1 "two_processes\S*" hit Breakpoint 1\.2, parent_tick \(i=0\)', second), gdb.transcript
+        inferiors = gdb.run("info inferiors")
+        assert len(re.findall(r"^\*?\s+\d\s+process (\d+)", inferiors, re.M)) == 2, inferiors
+        gdb.run("set schedule-multiple on")
+        ticks = {"1": [0], "2": [0]}
+        ends = set()
+        for _ in range(12):
+            out = gdb.run("continue")
+            for m in re.finditer(HIT, out):
+                ticks[m.group(1)].append(int(m.group(3)))
+            ends |= {m.group(1) for m in re.finditer(ENDED, out)}
+            if len(ends) == 2:
+                break
+            if ends and not re.search(HIT, out):
+                gdb.run(f"inferior {'1' if '2' in ends else '2'}")
+        assert ticks == {"1": [0, 1, 2], "2": [0, 1, 2]}, gdb.transcript
+        assert ends == {"1", "2"}, gdb.transcript
+    finally:
+        gdb.quit()
