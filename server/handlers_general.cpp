@@ -104,14 +104,26 @@ std::string handle_status(Session& s, std::string_view) {
     return s.status_reply();
 }
 
-std::string handle_attached(Session& s, std::string_view) {
-    auto* inf = s.inferior();
+// qAttached[:pid]: the process named, or the served one.
+std::string handle_attached(Session& s, std::string_view args) {
+    process::Target* inf = s.inferior();
+    if (args.starts_with(':')) args.remove_prefix(1);
+    if (!args.empty()) {
+        auto pid = parse_hex_u64(args);
+        if (!pid) return reply_error(ErrorCode::BadPacket);
+        inf = nullptr;
+        for (process::Target* p : s.server().processes())
+            if (static_cast<std::uint64_t>(p->pid()) == *pid) inf = p;
+    }
     if (!inf) return reply_error(ErrorCode::NoProcess);
     return inf->was_attached() ? "1" : "0";
 }
 
 std::string handle_current_thread(Session& s, std::string_view) {
     if (!s.inferior()) return reply_error(ErrorCode::NoProcess);
+    // (A held process's thread, when Hg chose one.)
+    if (auto* inf = s.addressed(); inf && inf != s.inferior())
+        return "QC" + s.thread_id(s.addressed_thread(*inf));
     return "QC" + s.thread_id(s.current_thread());
 }
 

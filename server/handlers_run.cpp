@@ -104,7 +104,7 @@ std::string handle_vcont_query(Session&, std::string_view) {
 
 std::string handle_vctrlc(Session& s, std::string_view) {
     // (Stopped already: nothing to interrupt, the reply says OK all the same.)
-    if (auto* inf = s.inferior(); inf && inf->running()) inf->interrupt();
+    if (s.server().any_running(nullptr)) s.server().interrupt();
     return reply_ok();
 }
 
@@ -189,7 +189,10 @@ std::string handle_vrun(Session& s, std::string_view args) {
         argv.push_back(*text);
     }
     if (argv.empty() || argv.front().empty()) {
-        const auto& prog = s.server().options().program;
+        // No program named (an inferior with no `set remote exec-file`): the one run last, as
+        // gdbserver does, else the command line's.
+        const auto& prog = s.server().last_program().empty() ? s.server().options().program
+                                                             : s.server().last_program();
         if (prog.empty())
             return reply_error_text(
                 make_error(ErrorCode::NotFound, "No executable file specified."));
@@ -223,15 +226,27 @@ std::string handle_restart(Session& s, std::string_view) {
 std::string handle_vattach(Session& s, const PacketArgs& args) {
     const std::uint64_t pid = args.number(0);
     if (pid == 0 || pid > 0x7fffffff) return reply_error(ErrorCode::BadPacket);
-    if (s.live_inferior())
+    // A gdb with multiprocess ids attaches beside the processes it has (another inferior).
+    if (s.live_inferior() && !s.multiprocess())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
-    if (auto st = s.server().attach_to(static_cast<pid_t>(pid)); !st)
-        return reply_error_text(st.error());
+    for (process::Target* p : s.server().processes())
+        if (p->pid() == static_cast<pid_t>(pid))
+            return reply_error_text(make_error(ErrorCode::NotAllowed,
+                                               fmt::format("Already attached to process {}", pid)));
+    const Status st = s.live_inferior() ? s.server().attach_beside(static_cast<pid_t>(pid))
+                                        : s.server().attach_to(static_cast<pid_t>(pid));
+    if (!st) return reply_error_text(st.error());
     process::StopEvent ev;
     ev.pid = ev.tid = static_cast<pid_t>(pid);
     ev.signal = 0;
     s.set_last_stop(ev);
-    s.select_general_thread(0);
+    // (Held while a trace runs in the served program: addressed by its thread.)
+    s.select_general_thread(s.inferior()->pid() == ev.pid ? 0 : ev.pid);
+    // Non-stop: OK, the stop coming as a notification (RSP "vAttach").
+    if (s.non_stop()) {
+        s.on_stop(ev);
+        return reply_ok();
+    }
     return s.stop_reply(ev);
 }
 

@@ -9,7 +9,7 @@
 #include "protocol/replies.hpp"
 #include "protocol/requests.hpp"
 #include "protocol/signals.hpp"
-#include <spdlog/spdlog.h>
+#include <algorithm>
 
 namespace tpagent::server {
 
@@ -125,7 +125,12 @@ std::string handle_vcont(Session& s, std::string_view args) {
     std::vector<ProcessPlan> plans;
     for (process::Target* p : s.server().processes())
         plans.push_back(plan_for(s, *p, *actions));
-    if (plans.empty()) return reply_error(ErrorCode::NoProcess);
+    // A thread gdb stops that has gone with its process (its end not taken by gdb yet) is
+    // stopped already.
+    const bool only_stops = std::all_of(actions->begin(), actions->end(), [](const auto& a) {
+        return a.kind == ResumeAction::Kind::Stop;
+    });
+    if (plans.empty()) return only_stops ? reply_ok() : reply_error(ErrorCode::NoProcess);
     bool any = false;
     for (auto& plan : plans) {
         if (!plan.stop.empty()) plan.process->stop_threads(plan.stop);

@@ -43,7 +43,7 @@ std::string handle_xfer_features(Session&, std::string_view args) {
 
 std::string handle_xfer_auxv(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
-        auto* inf = s.live_inferior();
+        auto* inf = s.addressed(); // (Hg's process: a held one too)
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         return read_file(fmt::format("/proc/{}/auxv", inf->pid()));
     });
@@ -56,7 +56,7 @@ std::string handle_xfer_exec_file(Session& s, std::string_view args) {
             auto p = parse_hex_u64(annex);
             if (!p || *p > 0x7fffffff) return make_error(ErrorCode::BadPacket, "bad pid");
             pid = static_cast<pid_t>(*p);
-        } else if (auto* inf = s.inferior()) {
+        } else if (auto* inf = s.addressed() ? s.addressed() : s.inferior()) {
             pid = inf->pid();
         }
         if (pid == 0) return make_error(ErrorCode::NoProcess, "no process");
@@ -85,7 +85,7 @@ std::string handle_xfer_threads(Session& s, std::string_view args) {
 
 std::string handle_xfer_libraries_svr4(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string&) -> Result<std::string> {
-        auto* inf = s.live_inferior();
+        auto* inf = s.addressed();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
         auto list = inf->library_list();
         // No DT_DEBUG: an error makes gdb read the list itself, as after gdbserver's E01.
@@ -120,9 +120,9 @@ std::string handle_xfer_osdata(Session& s, std::string_view args) {
 std::string handle_xfer_siginfo_read(Session& s, std::string_view args) {
     return xfer(args, [&](const std::string& annex) -> Result<std::string> {
         if (!annex.empty()) return make_error(ErrorCode::NotFound, "no such annex");
-        auto* inf = s.live_inferior();
+        auto* inf = s.addressed();
         if (!inf) return make_error(ErrorCode::NoProcess, "no process");
-        auto info = inf->registers().read_siginfo(s.current_thread());
+        auto info = inf->registers().read_siginfo(s.addressed_thread(*inf));
         if (!info) return info.error();
         return std::string(info->begin(), info->end());
     });
@@ -133,9 +133,9 @@ std::string handle_xfer_siginfo_write(Session& s, std::string_view args) {
     auto req = parse_xfer_write(args);
     if (!req) return reply_error(req.error());
     if (!req->annex.empty()) return reply_error(ErrorCode::NotFound);
-    auto* inf = s.live_inferior();
+    auto* inf = s.addressed();
     if (!inf) return reply_error(ErrorCode::NoProcess);
-    const pid_t tid = s.current_thread();
+    const pid_t tid = s.addressed_thread(*inf);
     auto info = inf->registers().read_siginfo(tid);
     if (!info) return reply_error_text(info.error());
     if (req->offset > info->size() || req->data.size() > info->size() - req->offset)

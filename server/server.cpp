@@ -239,10 +239,24 @@ Result<pid_t> Server::start_beside(const std::vector<std::string>& program) {
         return s.error();
     }
     const pid_t pid = inferior_->pid();
-    if (!served || !served->alive()) return pid;             // (what ended there is gone with it)
+    keep_beside(std::move(served));
+    return pid;
+}
+
+Status Server::attach_beside(pid_t pid) {
+    std::unique_ptr<process::Target> served = std::move(inferior_);
+    if (auto s = attach_to(pid); !s) {
+        inferior_ = std::move(served);
+        return s;
+    }
+    keep_beside(std::move(served));
+    return ok_status();
+}
+
+void Server::keep_beside(std::unique_ptr<process::Target> served) {
+    if (!served || !served->alive()) return; // (what ended there is gone with it)
     if (experiment_.running()) std::swap(inferior_, served); // the trace's program stays served
     held_.push_back(std::move(served));
-    return pid;
 }
 
 Status Server::attach_to(pid_t pid) {
@@ -455,6 +469,17 @@ void Server::stop_others(const process::Target* reporting) {
         else
             held_.erase(find_held(pid));
     }
+}
+
+void Server::interrupt() {
+    process::Target* target = inferior_.get();
+    if (!target || !target->running())
+        for (process::Target* p : processes())
+            if (p->running()) {
+                target = p;
+                break;
+            }
+    if (target) target->interrupt();
 }
 
 bool Server::any_running(const process::Target* except) {

@@ -88,6 +88,8 @@ class Server {
     // has, served unless a trace runs in the served one (held then). Its pid.
     Result<pid_t> start_beside(const std::vector<std::string>& program);
     Status attach_to(pid_t pid);
+    // gdb's `attach` in another inferior (vAttach, multiprocess): as start_beside.
+    Status attach_beside(pid_t pid);
     // A forked child, traced and stopped, becomes the program served.
     void adopt(std::unique_ptr<process::Target> child);
     // The served program goes (killed, detached, or gone by itself); a held process, if any,
@@ -113,6 +115,9 @@ class Server {
     // All-stop: an event of `reporting` goes to gdb, so every other process stops; an event
     // one of them had meanwhile is kept for gdb's next resume (stashed_event).
     void stop_others(const process::Target* reporting);
+    // gdb's Ctrl-C: the served program is interrupted, or, when it is stopped and a held one
+    // runs (a trace keeps it served), that one.
+    void interrupt();
     // Whether a process other than `except` runs.
     bool any_running(const process::Target* except);
     // Whether process `pid` ended and gdb has not heard of it yet.
@@ -229,6 +234,9 @@ class Server {
     std::vector<std::unique_ptr<process::Target>> held_;
     // The served program is gone: the first held process takes its place.
     void serve_next_held();
+    // The process just started or attached is served, `served` (the one served before it)
+    // held; while a trace runs in `served`, the other way round.
+    void keep_beside(std::unique_ptr<process::Target> served);
     std::vector<std::unique_ptr<process::Target>>::iterator find_held(pid_t pid);
     void detach_all_held();
     std::vector<std::string> last_program_;

@@ -126,7 +126,7 @@ void Session::handle(const FrameEvent& ev) {
         return;
     case FrameEvent::Kind::Interrupt:
         debug_output::packets().debug("<- ^C");
-        if (auto* inf = inferior()) inf->interrupt();
+        server_.interrupt();
         return;
     case FrameEvent::Kind::BadChecksum:
         debug_output::packets().debug("<- bad checksum: {}", ev.payload);
@@ -188,16 +188,20 @@ void Session::dispatch(const std::string& payload) {
 }
 
 std::string Session::run_paused(std::string_view name, const std::function<std::string()>& run) {
-    process::Target* paused =
-        non_stop() && packet_table().stops_all(name) ? live_inferior() : nullptr;
-    if (paused)
-        if (auto p = paused->pause_all(); !p) {
-            paused->unpause_all();
+    // Every process: the packet may address a held one (Hg).
+    std::vector<process::Target*> paused;
+    if (non_stop() && packet_table().stops_all(name)) paused = server_.processes();
+    for (std::size_t i = 0; i < paused.size(); ++i)
+        if (auto p = paused[i]->pause_all(); !p) {
+            for (std::size_t j = 0; j <= i; ++j)
+                paused[j]->unpause_all();
             return protocol::reply_error_text(p.error());
         }
     std::string reply = run();
-    // (The handler may have ended that program: a detach, a kill, another one run.)
-    if (paused && server_.inferior() == paused) paused->unpause_all();
+    // (The handler may have ended a program: a detach, a kill, another one run.)
+    const std::vector<process::Target*> still = server_.processes();
+    for (process::Target* p : paused)
+        if (std::find(still.begin(), still.end(), p) != still.end()) p->unpause_all();
     return reply;
 }
 
@@ -273,7 +277,7 @@ void Session::on_stop(const process::StopEvent& ev) {
     }
     if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
         last_stop_ = ev;
-        if (ev.kind == process::StopEvent::Kind::Signal) general_thread_ = ev.tid;
+        if (ev.kind == process::StopEvent::Kind::Signal) select_general_thread(ev.tid);
     }
     if (!waiting_) return;
     waiting_ = false;
