@@ -242,9 +242,10 @@ std::string handle_vattach(Session& s, const PacketArgs& args) {
     s.set_last_stop(ev);
     // (Held while a trace runs in the served program: addressed by its thread.)
     s.select_general_thread(s.inferior()->pid() == ev.pid ? 0 : ev.pid);
-    // Non-stop: OK, the stop coming as a notification (RSP "vAttach").
+    // Non-stop: OK; the stop goes to gdb as a notification when gdb stops the process
+    // (RSP "vAttach"; gdb's attach sends vCont;t).
     if (s.non_stop()) {
-        s.on_stop(ev);
+        s.hold_attach_stop(ev);
         return reply_ok();
     }
     return s.stop_reply(ev);

@@ -37,6 +37,13 @@ bool runs_in(const std::vector<ResumeAction>& actions, pid_t pid, bool everywher
     return false;
 }
 
+// Whether a `t` action reaches process `pid`.
+bool stops_in(const std::vector<ResumeAction>& actions, pid_t pid) {
+    return std::any_of(actions.begin(), actions.end(), [pid](const ResumeAction& a) {
+        return a.kind == ResumeAction::Kind::Stop && (!a.thread || reaches_process(*a.thread, pid));
+    });
+}
+
 // A resume that names only a process gdb holds (a vfork parent's followed child, a forked
 // child kept by detach-on-fork off) and none of the served program's threads: that process
 // is served from now on (gdb resumes one process at a time, schedule-multiple off). While a
@@ -123,8 +130,10 @@ std::string handle_vcont(Session& s, std::string_view args) {
             return s.stop_reply(*ev);
         }
     std::vector<ProcessPlan> plans;
-    for (process::Target* p : s.server().processes())
+    for (process::Target* p : s.server().processes()) {
         plans.push_back(plan_for(s, *p, *actions));
+        if (s.non_stop() && stops_in(*actions, p->pid())) s.notify_attach_stop(p->pid());
+    }
     // A thread gdb stops that has gone with its process (its end not taken by gdb yet) is
     // stopped already.
     const bool only_stops = std::all_of(actions->begin(), actions->end(), [](const auto& a) {

@@ -254,7 +254,7 @@ Status Server::attach_beside(pid_t pid) {
 }
 
 void Server::keep_beside(std::unique_ptr<process::Target> served) {
-    if (!served || !served->alive()) return; // (what ended there is gone with it)
+    if (!served || !served->alive()) return;                 // (what ended there is gone with it)
     if (experiment_.running()) std::swap(inferior_, served); // the trace's program stays served
     held_.push_back(std::move(served));
 }
@@ -464,9 +464,10 @@ void Server::stop_others(const process::Target* reporting) {
         if (ev->kind == process::StopEvent::Kind::Signal) continue;
         print_end(*ev);
         stashed_[pid] = *ev; // (its end says more than a stop before it)
-        if (inferior_.get() == p)
+        if (inferior_.get() == p) {
+            end_trace_with(*ev);
             forget_inferior();
-        else
+        } else
             held_.erase(find_held(pid));
     }
 }
@@ -523,21 +524,24 @@ void Server::on_held_event(pid_t pid, const process::StopEvent& ev) {
     session_->on_stop(ev);
 }
 
+void Server::end_trace_with(const process::StopEvent& end) {
+    if (!experiment_.running()) return;
+    // The traced process is gone. gdb has no stop reason for that: an error's text says it
+    // ("Trace stopped by an error (process 42 exited with status 0)").
+    const char* abbrev = sigabbrev_np(end.signal);
+    std::string why =
+        end.kind == process::StopEvent::Kind::Exited
+            ? fmt::format("process {} exited with status {}", end.pid, end.exit_code)
+            : fmt::format("process {} was killed by SIG{}", end.pid, abbrev ? abbrev : "?");
+    experiment_.stop_for({protocol::TraceStopReason::Kind::Error, std::move(why), 0}, nullptr);
+    watch_recording(); // its recording ends with it, files whole
+}
+
 void Server::on_inferior_event(const process::StopEvent& ev) {
     take_agent_lines(); // what the program printed before it stopped or ended
     print_end(ev);
     const bool ended = ev.kind != process::StopEvent::Kind::Signal;
-    if (ended && experiment_.running()) {
-        // The traced process is gone. gdb has no stop reason for that: an error's text says
-        // it ("Trace stopped by an error (process 42 exited with status 0)").
-        const char* abbrev = sigabbrev_np(ev.signal);
-        std::string why =
-            ev.kind == process::StopEvent::Kind::Exited
-                ? fmt::format("process {} exited with status {}", ev.pid, ev.exit_code)
-                : fmt::format("process {} was killed by SIG{}", ev.pid, abbrev ? abbrev : "?");
-        experiment_.stop_for({protocol::TraceStopReason::Kind::Error, std::move(why), 0}, nullptr);
-        watch_recording(); // its recording ends with it, files whole
-    }
+    if (ended) end_trace_with(ev);
     if (!ended) experiment_.poll(inferior_.get());
     if (!ended && running_without_gdb_ && (ev.thread_exited || ev.thread_created)) {
         // Thread events asked for by a gdb that left: nothing to wait for.
@@ -557,8 +561,10 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
         const pid_t pid = ev.pid;
         if (!session_->waiting_for_stop() || (ev.no_resumed && any_running(inferior_.get()))) {
             if (!ev.no_resumed) stashed_.try_emplace(pid, ev);
-            if (ended) stashed_[pid] = ev;
-            if (ended) forget_inferior();
+            if (ended) {
+                stashed_[pid] = ev;
+                forget_inferior();
+            }
             return;
         }
         stop_others(inferior_.get());

@@ -211,6 +211,8 @@ class Server {
     void accept_next();
     void wait_for_children();
     void on_inferior_event(const process::StopEvent& ev);
+    // The served program ended: a trace running in it stops, saying why.
+    void end_trace_with(const process::StopEvent& end);
     // An event of a held process that gdb resumed (schedule-multiple, non-stop).
     void on_held_event(pid_t pid, const process::StopEvent& ev);
     // Events of processes other than the one reported (all-stop), one per process, oldest

@@ -179,6 +179,8 @@ void Session::dispatch(const std::string& payload) {
         return;
     }
     send_packet(reply);
+    for (const process::StopEvent& ev : std::exchange(after_reply_, {}))
+        on_stop(ev);
     if (exit_after_reply_) {
         close();
         server_.session_closed(*this);

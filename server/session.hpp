@@ -77,6 +77,15 @@ class Session {
     std::string acknowledge_stop(); // reply to vStopped
     // Whether a stop of the thread is still to be acknowledged: for gdb it is running.
     bool stop_unacknowledged(pid_t tid) const;
+    // Non-stop vAttach: the attached process's stop, told to gdb when it stops the process
+    // (vCont;t), as a notification after that packet's reply.
+    void hold_attach_stop(const process::StopEvent& ev) { attach_stops_[ev.pid] = ev; }
+    void notify_attach_stop(pid_t pid) {
+        if (auto it = attach_stops_.find(pid); it != attach_stops_.end()) {
+            after_reply_.push_back(it->second);
+            attach_stops_.erase(it);
+        }
+    }
     // Whether a stop reply told gdb of this forked child (its fork event reached gdb).
     bool fork_child_announced(pid_t child) const { return announced_children_.count(child) != 0; }
 
@@ -188,6 +197,8 @@ class Session {
     bool suppressed_ = false;
     bool waiting_ = false;
     std::set<pid_t> announced_children_;
+    std::map<pid_t, process::StopEvent> attach_stops_;
+    std::vector<process::StopEvent> after_reply_; // stops to notify once the reply is out
     // non_stop_status's part for one process: a stop for each of its threads gdb saw stop.
     void add_stopped_threads(process::Target& inf,
                              const std::map<pid_t, process::StopEvent>& untaken);

@@ -13,7 +13,7 @@ import pytest
 
 from harness import assert_in_order
 from interactive import InteractiveGdb
-from scenario import Scenario
+from scenario import Scenario, parse_frames, parse_tstatus, trace
 
 PROGRAM = "two_processes"
 # (Once one process is left, gdb names its threads without the inferior: "Thread 1".)
@@ -139,5 +139,44 @@ def test_a_second_inferior_runs_beside_the_first(e2e):
                 gdb.run(f"inferior {'1' if '2' in ends else '2'}")
         assert ticks == {"1": [0, 1, 2], "2": [0, 1, 2]}, gdb.transcript
         assert ends == {"1", "2"}, gdb.transcript
+    finally:
+        gdb.quit()
+
+
+@pytest.mark.tpagent_only("gdbserver answers the resume after the fork with E01")
+def test_a_trace_runs_in_one_process_while_both_run(e2e):
+    """A trace started in the parent keeps collecting there while gdb resumes both processes
+    (schedule-multiple): the child stops at its breakpoint three times, and the parent's
+    tracepoint collects three frames, its `i` 0, 1, 2, before the parent waits. (The child is
+    kept from ending: gdb 13 fails an internal check at a stop of the parent after the child
+    it forked has ended, while a trace runs.)"""
+    s = Scenario(e2e, PROGRAM, extended=True)
+    gdb = InteractiveGdb(e2e, s.program)
+    try:
+        gdb.run(s.connect)
+        gdb.run("set detach-on-fork off")
+        gdb.run("set schedule-multiple on")
+        gdb.run(s.define(trace("parent_tick", "collect i")))
+        gdb.run("break child_tick")
+        gdb.run(f"break {s.at('parent waits')}")
+        gdb.run(f"break {s.at('child ends')}")
+        gdb.run("tstart")
+        child_ticks, waits, child_done = [], False, False
+        for _ in range(10):
+            out = gdb.run("continue")
+            child_ticks += [int(m.group(3)) for m in re.finditer(HIT, out)]
+            waits = waits or re.search(r"hit Breakpoint 3(?:\.\d)?, main", out) is not None
+            child_done = child_done or re.search(r"hit Breakpoint 4(?:\.\d)?, main", out) is not None
+            if waits and child_done:
+                break
+            if child_done:  # the parent alone, on to its wait
+                gdb.run("set schedule-multiple off")
+                gdb.run("inferior 1")
+        assert child_ticks == [0, 1, 2] and waits and child_done, gdb.transcript
+        gdb.run("inferior 1")  # (the trace's frames are looked at in its process)
+        gdb.run("tstop")
+        status = parse_tstatus(gdb.run("tstatus"))
+        assert status.collected == 3, gdb.transcript
+        assert [row[2:] for row in parse_frames(gdb.run(s.walk("i")))] == [(0,), (1,), (2,)], gdb.transcript
     finally:
         gdb.quit()

@@ -26,11 +26,11 @@ int main(int argc, char** argv) {
         sum += child == 0 ? child_tick(i) : parent_tick(i);
     }
     if (child == 0) {
-        printf("child ticked %d\n", sum);
+        printf("child ticked %d\n", sum); /* MARK: child ends */
         return 3;
     }
     int status;
-    waitpid(child, &status, 0);
+    waitpid(child, &status, 0); /* MARK: parent waits */
     printf("parent ticked %d; child exited %d\n", sum, WEXITSTATUS(status));
     return 0;
 }
