@@ -175,6 +175,40 @@ def test_followed_children_through_disconnected_tracing(e2e):
     assert done >= count, (done, count)
 
 
+@pytest.mark.tpagent_only("gdbserver's trace is the one process's")
+def test_a_server_attached_later_in_the_session(e2e):
+    """A --multi tpagent, and a server already running (a child a millisecond), attached to
+    from gdb (`attach`, vAttach) with `monitor set trace-follow-fork on`: its children's frames
+    go into the trace through disconnected tracing, every request exactly once, in order."""
+    stop_file = e2e.tmp / "stop"
+    out = e2e.tmp / "server.out"
+    with open(out, "w") as sink:
+        program = subprocess.Popen([str(e2e.program(PROGRAM)), "forever", "0", "0", str(stop_file)],
+                                   stdout=sink, stderr=subprocess.STDOUT)
+    e2e.reaper.track_popen(program)
+    s = Scenario.multi(e2e, PROGRAM)
+    first = s.gdb("monitor set trace-follow-fork on", f"attach {program.pid}", define(s),
+                  "set disconnected-tracing on", "tstart", "detach")
+    assert "follow the children" in first.of("monitor set trace-follow-fork on")
+    def rounds() -> int:
+        return max([0, *map(int, re.findall(r"^rounds (\d+)$", out.read_text(), re.M))])
+
+    traced_from = rounds()
+    wait_until(lambda: rounds() >= traced_from + 200, timeout=60)
+    walk = s.walk("$trace_pid", "worker")
+    r = s.gdb("tstop", "tstatus", walk, "tfind none", f"shell touch {stop_file}", "detach")
+    rows = r.frames(walk)
+    count = len(rows)
+    assert count >= 150, count  # (the rounds before tstart went untraced)
+    first_request = rows[0][3]
+    assert [w for *_x, w in rows] == list(range(first_request, first_request + count)), rows[:5]
+    assert len({p for _f, _t, p, _w in rows}) == count and program.pid not in {p for _f, _t, p, _w in rows}
+    assert r.status().collected == count, r.status()
+    assert program.wait(timeout=30) == 0
+    done = int(re.search(r"^served (\d+) bad 0$", out.read_text(), re.M).group(1))
+    assert done >= first_request + count, (done, count)
+
+
 # --------------------------------------------------------------------------- a real server
 
 
