@@ -467,8 +467,9 @@ void Server::stop_others(const process::Target* reporting) {
         if (inferior_.get() == p) {
             end_trace_with(*ev);
             forget_inferior();
-        } else
-            held_.erase(find_held(pid));
+        } else if (auto it = find_held(pid); it != held_.end()) {
+            held_.erase(it);
+        }
     }
 }
 
@@ -509,7 +510,7 @@ void Server::on_held_event(pid_t pid, const process::StopEvent& ev) {
     const bool ended = ev.kind != process::StopEvent::Kind::Signal;
     if (ended) {
         print_end(ev);
-        held_.erase(find_held(pid));
+        if (auto it = find_held(pid); it != held_.end()) held_.erase(it);
     }
     if (!session_ || session_->closed()) return; // (gdb's leaving let every held one go)
     if (!non_stop_) {
