@@ -147,6 +147,13 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
         if (snapshot_trigger_ && snapshot_trigger_->tracepoint == number) check_snapshot_trigger();
     });
     experiment_.set_follow_forks(options_.trace_follow_fork);
+    // All-stop over several processes: the others stop before a process's end is reaped (a
+    // parent waiting for it would run on, maybe to its own end, before gdb hears of the first).
+    process::LinuxProcess::before_process_end([this](pid_t pid) {
+        if (non_stop_ || !session_ || session_->closed()) return;
+        for (process::Target* p : processes())
+            if (p->pid() == pid) stop_others(p);
+    });
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
         if (auto lib = inproc_library_path(options_.inproc.value_or("")); lib)
@@ -163,6 +170,10 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
     if (options_.relocate_with_gdb && !arch::host_architecture().gdb_relocates_instructions())
         spdlog::warn("--relocate-with-gdb is ignored here: gdb relocates x86 instructions only "
                      "(tpagent relocates these itself)");
+}
+
+Server::~Server() {
+    process::LinuxProcess::before_process_end(nullptr);
 }
 
 void Server::watch_fast_trace() {
@@ -454,6 +465,8 @@ std::vector<process::Target*> Server::processes() {
 }
 
 void Server::stop_others(const process::Target* reporting) {
+    if (stopping_others_) return; // (an end seen inside one of the waits below)
+    stopping_others_ = true;
     for (process::Target* p : processes()) {
         if (p == reporting || !p->running()) continue;
         const pid_t pid = p->pid();
@@ -463,14 +476,10 @@ void Server::stop_others(const process::Target* reporting) {
         stashed_.try_emplace(pid, *ev);
         if (ev->kind == process::StopEvent::Kind::Signal) continue;
         print_end(*ev);
-        stashed_[pid] = *ev; // (its end says more than a stop before it)
-        if (inferior_.get() == p) {
-            end_trace_with(*ev);
-            forget_inferior();
-        } else if (auto it = find_held(pid); it != held_.end()) {
-            held_.erase(it);
-        }
+        stashed_[pid] = *ev; // (its end says more than a stop before it; the process goes
+                             // when gdb is told: this may run inside a wait of its own)
     }
+    stopping_others_ = false;
 }
 
 void Server::interrupt() {
@@ -502,6 +511,14 @@ std::optional<process::StopEvent> Server::take_stashed_event(pid_t pid) {
     if (it == stashed_.end()) return std::nullopt;
     process::StopEvent ev = it->second;
     stashed_.erase(it);
+    if (ev.kind == process::StopEvent::Kind::Signal) return ev;
+    // An end found by stop_others: the process goes now.
+    if (inferior_ && inferior_->pid() == pid && !inferior_->alive()) {
+        end_trace_with(ev);
+        forget_inferior();
+    } else if (auto held = find_held(pid); held != held_.end() && !(*held)->alive()) {
+        held_.erase(held);
+    }
     return ev;
 }
 

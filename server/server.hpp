@@ -75,6 +75,9 @@ class Server {
   public:
     Server(boost::asio::io_context& io, ServerOptions options,
            TargetFactory targets = linux_targets());
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
     // Starts the program or attaches, binds, and runs the event loop. Returns the exit status.
     int run();
 
@@ -218,6 +221,7 @@ class Server {
     // Events of processes other than the one reported (all-stop), one per process, oldest
     // first: each goes to gdb at a resume that includes its process.
     std::map<pid_t, process::StopEvent> stashed_;
+    bool stopping_others_ = false;
     void deliver_signal(const process::StopEvent& ev);
     bool may_reopen() const;
     void remember_image();

@@ -95,6 +95,11 @@ class LinuxProcess final : public Target, private WaitRouter::Owner {
     }
     void set_event_reports(EventReports reports) override { reports_ = reports; }
     LinuxForkChildren& fork_children() override { return fork_children_; }
+    // Called with a traced process's pid when its end is seen, before it is reaped, while
+    // several processes are traced (WaitRouter::before_process_end); nullptr: none.
+    static void before_process_end(std::function<void(pid_t)> hook) {
+        WaitRouter::instance().before_process_end(std::move(hook));
+    }
     // A forked child held stopped for gdb, taken as a process of its own.
     static std::unique_ptr<LinuxProcess> forked_child(pid_t child);
     void set_exec_handler(std::function<void()> handler) override { on_exec_ = std::move(handler); }

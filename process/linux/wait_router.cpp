@@ -2,7 +2,9 @@
 #include "process/linux/wait_router.hpp"
 #include "base/proc_files.hpp"
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <sys/wait.h>
 #include <spdlog/spdlog.h>
 
 namespace tpagent::process {
@@ -27,16 +29,54 @@ bool WaitRouter::holds(const Owner& owner) const {
     return it != kept_.end() && !it->second.empty();
 }
 
+std::optional<WaitStatus> WaitRouter::take_kept(const Owner& self, pid_t& tid) {
+    auto it = kept_.find(&self);
+    if (it == kept_.end() || it->second.empty()) return std::nullopt;
+    const auto [kept_tid, kept] = it->second.front();
+    it->second.pop_front();
+    tid = kept_tid;
+    return kept;
+}
+
 pid_t WaitRouter::wait(const Owner& self, WaitStatus& status, int options) {
-    if (auto it = kept_.find(&self); it != kept_.end() && !it->second.empty()) {
-        const auto [tid, kept] = it->second.front();
-        it->second.pop_front();
-        status = kept;
+    pid_t tid = 0;
+    if (auto kept = take_kept(self, tid)) {
+        status = *kept;
         return tid;
     }
     for (;;) {
-        const pid_t tid = wait_thread(-1, status, options);
-        if (tid <= 0) return tid;
+        pid_t which = -1;
+        if (owners_.size() > 1 && before_end_ && !announcing_) {
+            // A process's end is looked at before it is reaped: once reaped, a parent waiting
+            // for it runs on, maybe to its own end, before the others are stopped.
+            siginfo_t info{};
+            if (waitid(P_ALL, 0, &info,
+                       WEXITED | WSTOPPED | __WALL | WNOWAIT | (options & WNOHANG)) != 0)
+                return -1;
+            if (info.si_pid == 0) return 0; // (WNOHANG: none now)
+            which = info.si_pid;
+            const bool ends = info.si_code == CLD_EXITED || info.si_code == CLD_KILLED ||
+                              info.si_code == CLD_DUMPED;
+            if (ends && announced_.insert(which).second &&
+                std::any_of(owners_.begin(), owners_.end(),
+                            [which](const Owner* o) { return o->owner_pid() == which; })) {
+                announcing_ = true;
+                before_end_(which);
+                announcing_ = false;
+                // (Its waits there may have taken this status, or one of ours.)
+                if (auto kept = take_kept(self, tid)) {
+                    status = *kept;
+                    return tid;
+                }
+                continue;
+            }
+        }
+        tid = wait_thread(which, status, which == -1 ? options : (options | __WALL) & ~WNOHANG);
+        if (tid <= 0) {
+            if (which == -1 || errno != ECHILD) return tid;
+            continue; // (taken meanwhile by a wait of the process ending: kept for its owner)
+        }
+        if (status.ended()) announced_.erase(tid);
         const Owner* owner = owner_of(tid, self);
         if (owner == &self) return tid;
         spdlog::debug("wait status {:#x} of thread {}: kept for process {}", status.raw(), tid,

@@ -4,7 +4,10 @@
 #pragma once
 #include "process/linux/wait_status.hpp"
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <sys/types.h>
 #include <utility>
 #include <vector>
@@ -36,6 +39,10 @@ class WaitRouter {
     pid_t wait(const Owner& self, WaitStatus& status, int options);
     // Whether statuses are kept for `owner`.
     bool holds(const Owner& owner) const;
+    // Called with a traced process's pid when its end is seen, before it is reaped, while
+    // other processes are traced: all-stop stops them there (a parent waiting for this child
+    // would run on once it is reaped). Waits made meanwhile reap as usual.
+    void before_process_end(std::function<void(pid_t)> hook) { before_end_ = std::move(hook); }
 
   private:
     // Whose status of `tid` is: a process that knows the thread, else the process of its tgid,
@@ -43,7 +50,12 @@ class WaitRouter {
     // the taker when none is.
     const Owner* owner_of(pid_t tid, const Owner& taker) const;
 
+    std::optional<WaitStatus> take_kept(const Owner& self, pid_t& tid);
+
     std::vector<const Owner*> owners_;
+    std::function<void(pid_t)> before_end_;
+    bool announcing_ = false;   // before_end_ runs
+    std::set<pid_t> announced_; // ends seen, not reaped yet
     std::map<const Owner*, std::deque<std::pair<pid_t, WaitStatus>>> kept_;
 };
 

@@ -2,7 +2,7 @@
 with `detach-on-fork off`, a forked child is inferior 2, and under `set schedule-multiple on`
 (all-stop) or in non-stop mode both processes run together, each stopping at its own
 breakpoint; a second program `run` in inferior 2 runs beside the first. Runs against both
-stubs (the last test on tpagent only).
+stubs (the trace test on tpagent only).
 
 two_processes.c: forks; the parent calls parent_tick(0..2) and the child child_tick(0..2),
 10 ms apart, at the same moments; the child exits 3, the parent waits for it and ends."""
@@ -99,13 +99,10 @@ def test_non_stop_runs_both_processes(e2e):
         gdb.quit()
 
 
-@pytest.mark.tpagent_only(
-    "gdbserver 13 leaves the second process's registers unreadable once the first has ended "
-    "(`PC register is not available`), and gdb cannot resume it"
-)
 def test_a_second_inferior_runs_beside_the_first(e2e):
     """`run` in a second inferior starts a process beside the first, which stays; under
-    schedule-multiple both run to their ends, each stopping at its own breakpoint's hits."""
+    schedule-multiple both run, each stopping at its own breakpoint's hits; then each runs
+    to its end."""
     s = Scenario.multi(e2e, PROGRAM)
     gdb = InteractiveGdb(e2e, s.program)
     try:
@@ -118,27 +115,32 @@ def test_a_second_inferior_runs_beside_the_first(e2e):
         gdb.run("inferior 2")
         gdb.run(f"file {s.program}")
         gdb.run(s.exec_file)
-        # Its ticks slower, it ends well after the first (two processes ending at once: the
-        # second's end, coming while the first's is reported, waits for the next resume, and
-        # gdb cannot switch to a process whose registers are gone meanwhile, with either stub).
-        second = gdb.run("run 40000")
+        second = gdb.run("run 40000")  # (its ticks slower)
         assert re.search(r'Thread 2\.1 "two_processes\S*" hit Breakpoint 1\.2, parent_tick \(i=0\)', second), gdb.transcript
         inferiors = gdb.run("info inferiors")
         assert len(re.findall(r"^\*?\s+\d\s+process (\d+)", inferiors, re.M)) == 2, inferiors
+        gdb.run(f"break {s.at('parent waits')}")
         gdb.run("set schedule-multiple on")
+        # Both run until each stops at its wait for its child (before its end). The first
+        # there stays there: two processes ending at once would leave the second one's end
+        # for the next resume, and gdb cannot switch to it meanwhile (with either stub).
         ticks = {"1": [0], "2": [0]}
-        ends = set()
+        waiting = set()
         for _ in range(12):
             out = gdb.run("continue")
             for m in re.finditer(HIT, out):
                 ticks[m.group(1)].append(int(m.group(3)))
-            ends |= {m.group(1) for m in re.finditer(ENDED, out)}
-            if len(ends) == 2:
+            waiting |= {m.group(1) for m in re.finditer(r"Thread (\d)\.1 \S+ hit Breakpoint 2\.\d, main", out)}
+            if len(waiting) == 2:
                 break
-            if ends and not re.search(HIT, out):
-                gdb.run(f"inferior {'1' if '2' in ends else '2'}")
+            if waiting:
+                gdb.run("set schedule-multiple off")
+                gdb.run(f"inferior {'2' if '1' in waiting else '1'}")
         assert ticks == {"1": [0, 1, 2], "2": [0, 1, 2]}, gdb.transcript
-        assert ends == {"1", "2"}, gdb.transcript
+        assert waiting == {"1", "2"}, gdb.transcript
+        for inferior in ("1", "2"):
+            gdb.run(f"inferior {inferior}")
+            assert re.search(ENDED, gdb.run("continue")).group(1) == inferior, gdb.transcript
     finally:
         gdb.quit()
 
