@@ -111,9 +111,7 @@ std::string handle_attached(Session& s, std::string_view args) {
     if (!args.empty()) {
         auto pid = parse_hex_u64(args);
         if (!pid) return reply_error(ErrorCode::BadPacket);
-        inf = nullptr;
-        for (process::Target* p : s.server().processes())
-            if (static_cast<std::uint64_t>(p->pid()) == *pid) inf = p;
+        inf = *pid <= 0x7fffffff ? s.server().find_process(static_cast<pid_t>(*pid)) : nullptr;
     }
     if (!inf) return reply_error(ErrorCode::NoProcess);
     return inf->was_attached() ? "1" : "0";

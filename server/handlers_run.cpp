@@ -229,10 +229,9 @@ std::string handle_vattach(Session& s, const PacketArgs& args) {
     // A gdb with multiprocess ids attaches beside the processes it has (another inferior).
     if (s.live_inferior() && !s.multiprocess())
         return reply_error_text(make_error(ErrorCode::NotAllowed, "Already debugging a process"));
-    for (process::Target* p : s.server().processes())
-        if (p->pid() == static_cast<pid_t>(pid))
-            return reply_error_text(make_error(ErrorCode::NotAllowed,
-                                               fmt::format("Already attached to process {}", pid)));
+    if (s.server().find_process(static_cast<pid_t>(pid)))
+        return reply_error_text(
+            make_error(ErrorCode::NotAllowed, fmt::format("Already attached to process {}", pid)));
     const Status st = s.live_inferior() ? s.server().attach_beside(static_cast<pid_t>(pid))
                                         : s.server().attach_to(static_cast<pid_t>(pid));
     if (!st) return reply_error_text(st.error());

@@ -10,6 +10,7 @@
 #include "protocol/requests.hpp"
 #include "protocol/signals.hpp"
 #include <algorithm>
+#include <set>
 
 namespace tpagent::server {
 
@@ -26,28 +27,19 @@ bool matches(const ThreadId& id, pid_t pid, pid_t tid) {
     return reaches_process(id, pid) && tid_ok;
 }
 
-// Whether an action that runs threads reaches process `pid`: `everywhere` only through one
-// naming no process (gdb's schedule-multiple on), else through one naming it too.
-bool runs_in(const std::vector<ResumeAction>& actions, pid_t pid, bool everywhere) {
-    for (const auto& a : actions) {
-        if (a.kind == ResumeAction::Kind::Stop) continue;
-        if (!a.thread) return true;
-        if (everywhere ? a.thread->pid == pid : reaches_process(*a.thread, pid)) return true;
-    }
-    return false;
-}
-
-// Whether a `t` action reaches process `pid`.
-bool stops_in(const std::vector<ResumeAction>& actions, pid_t pid) {
-    return std::any_of(actions.begin(), actions.end(), [pid](const ResumeAction& a) {
-        return a.kind == ResumeAction::Kind::Stop && (!a.thread || reaches_process(*a.thread, pid));
+// Whether an action of a kind that stops (`t`), or of one that runs (c/s/r), reaches process
+// `pid`.
+bool reaches(const std::vector<ResumeAction>& actions, pid_t pid, bool stop) {
+    return std::any_of(actions.begin(), actions.end(), [pid, stop](const ResumeAction& a) {
+        return (a.kind == ResumeAction::Kind::Stop) == stop &&
+               (!a.thread || reaches_process(*a.thread, pid));
     });
 }
 
-// A resume that names only a process gdb holds (a vfork parent's followed child, a forked
-// child kept by detach-on-fork off) and none of the served program's threads: that process
-// is served from now on (gdb resumes one process at a time, schedule-multiple off). While a
-// trace runs in the served program, it stays served, and the held one runs beside it.
+// All-stop: a resume that names only a process gdb holds (a vfork parent's followed child, a
+// forked child kept by detach-on-fork off) and none of the served program's threads: that
+// process is served from now on (gdb resumes one process at a time, schedule-multiple off),
+// unless a trace runs (Server::serve). In non-stop mode nothing changes places.
 Status serve_named_process(Session& s, const std::vector<ResumeAction>& actions) {
     auto* inf = s.live_inferior();
     std::optional<pid_t> named;
@@ -57,21 +49,23 @@ Status serve_named_process(Session& s, const std::vector<ResumeAction>& actions)
             return ok_status(); // the served program resumes
         named = static_cast<pid_t>(a.thread->pid);
     }
-    // (Non-stop: the served program's threads run on, and a held process stays stopped.)
     if (!named || s.non_stop()) return ok_status();
     if (!s.server().held_process(*named) && !s.server().hold_fork_child(*named))
         return ok_status(); // no such process: nothing resumes
-    if (s.server().experiment().running()) return ok_status();
     return s.server().serve(*named);
 }
 
 // Children held at their fork, which gdb was told of and kept (detach-on-fork off), that the
 // actions run: each becomes a process of its own, held, and runs.
 void hold_reached_fork_children(Session& s, const std::vector<ResumeAction>& actions) {
+    std::set<pid_t> held;
     for (process::Target* p : s.server().processes())
         for (pid_t child : p->fork_children().list())
-            if (s.fork_child_announced(child) && runs_in(actions, child, false))
-                s.server().hold_fork_child(child);
+            held.insert(child);
+    s.keep_announced_children(held);
+    for (pid_t child : held)
+        if (s.fork_child_announced(child) && reaches(actions, child, false))
+            s.server().hold_fork_child(child);
 }
 
 // All-stop: an event of a process the actions run, which gdb has not heard of (it came while
@@ -83,7 +77,7 @@ std::optional<process::StopEvent> waiting_event(Session& s,
         live.push_back(p->pid());
     for (pid_t pid : s.server().stashed_processes()) {
         const bool gone = std::find(live.begin(), live.end(), pid) == live.end();
-        if (gone || runs_in(actions, pid, false)) return s.server().take_stashed_event(pid);
+        if (gone || reaches(actions, pid, false)) return s.server().take_stashed_event(pid);
     }
     return std::nullopt;
 }
@@ -132,7 +126,7 @@ std::string handle_vcont(Session& s, std::string_view args) {
     std::vector<ProcessPlan> plans;
     for (process::Target* p : s.server().processes()) {
         plans.push_back(plan_for(s, *p, *actions));
-        if (s.non_stop() && stops_in(*actions, p->pid())) s.notify_attach_stop(p->pid());
+        if (s.non_stop() && reaches(*actions, p->pid(), true)) s.notify_attach_stop(p->pid());
     }
     // A thread gdb stops that has gone with its process (its end not taken by gdb yet) is
     // stopped already.

@@ -56,8 +56,10 @@ std::string handle_xfer_exec_file(Session& s, std::string_view args) {
             auto p = parse_hex_u64(annex);
             if (!p || *p > 0x7fffffff) return make_error(ErrorCode::BadPacket, "bad pid");
             pid = static_cast<pid_t>(*p);
-        } else if (auto* inf = s.addressed() ? s.addressed() : s.inferior()) {
-            pid = inf->pid();
+        } else {
+            process::Target* inf = s.addressed(); // (Hg's process: a held one too)
+            if (!inf) inf = s.inferior();
+            if (inf) pid = inf->pid();
         }
         if (pid == 0) return make_error(ErrorCode::NoProcess, "no process");
         std::string exe = read_link(fmt::format("/proc/{}/exe", pid));

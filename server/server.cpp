@@ -151,8 +151,7 @@ Server::Server(asio::io_context& io, ServerOptions options, TargetFactory target
     // parent waiting for it would run on, maybe to its own end, before gdb hears of the first).
     process::LinuxProcess::before_process_end([this](pid_t pid) {
         if (non_stop_ || !session_ || session_->closed()) return;
-        for (process::Target* p : processes())
-            if (p->pid() == pid) stop_others(p);
+        if (process::Target* ending = find_process(pid)) stop_others(ending);
     });
     // A program without the in-process agent gets it when a fast tracepoint needs it.
     if (options_.inject) {
@@ -367,11 +366,7 @@ process::Target* Server::hold_fork_child(pid_t pid) {
 Status Server::serve(pid_t pid) {
     auto it = find_held(pid);
     if (it == held_.end()) return make_error(ErrorCode::NoProcess, "no such process held");
-    if (experiment_.running())
-        return make_error(ErrorCode::NotAllowed,
-                          fmt::format("a trace runs in process {}: tpagent serves one process at "
-                                      "a time, and cannot resume process {} meanwhile",
-                                      inferior_ ? inferior_->pid() : 0, pid));
+    if (experiment_.running()) return ok_status(); // it runs beside the trace's program
     std::unique_ptr<process::Target> next = std::move(*it);
     held_.erase(it);
     if (inferior_) held_.push_back(std::move(inferior_));
@@ -464,6 +459,12 @@ std::vector<process::Target*> Server::processes() {
     return out;
 }
 
+process::Target* Server::find_process(pid_t pid) {
+    for (process::Target* p : processes())
+        if (p->pid() == pid) return p;
+    return nullptr;
+}
+
 void Server::stop_others(const process::Target* reporting) {
     if (stopping_others_) return; // (an end seen inside one of the waits below)
     stopping_others_ = true;
@@ -473,11 +474,10 @@ void Server::stop_others(const process::Target* reporting) {
         auto ev = p->stop_all_now();
         if (!ev || quiet_stop(*ev)) continue;
         spdlog::debug("process {}: its event waits for gdb's next resume", pid);
-        stashed_.try_emplace(pid, *ev);
-        if (ev->kind == process::StopEvent::Kind::Signal) continue;
-        print_end(*ev);
-        stashed_[pid] = *ev; // (its end says more than a stop before it; the process goes
-                             // when gdb is told: this may run inside a wait of its own)
+        // (An end: its process goes when gdb is told, since this may run inside a wait of
+        // its own.)
+        if (ev->kind != process::StopEvent::Kind::Signal) print_end(*ev);
+        stash(*ev);
     }
     stopping_others_ = false;
 }
@@ -530,16 +530,25 @@ void Server::on_held_event(pid_t pid, const process::StopEvent& ev) {
         if (auto it = find_held(pid); it != held_.end()) held_.erase(it);
     }
     if (!session_ || session_->closed()) return; // (gdb's leaving let every held one go)
-    if (!non_stop_) {
-        if (ev.no_resumed && any_running(nullptr)) return; // another process still runs
-        if (!session_->waiting_for_stop()) {
-            stashed_.try_emplace(pid, ev);
-            if (ended) stashed_[pid] = ev;
-            return;
-        }
-        stop_others(nullptr);
-    }
+    if (!non_stop_ && held_back(ended ? nullptr : held_process(pid), ev)) return;
     session_->on_stop(ev);
+}
+
+void Server::stash(const process::StopEvent& ev) {
+    if (ev.kind == process::StopEvent::Kind::Signal)
+        stashed_.try_emplace(ev.pid, ev);
+    else
+        stashed_[ev.pid] = ev;
+}
+
+bool Server::held_back(const process::Target* from, const process::StopEvent& ev) {
+    if (ev.no_resumed && any_running(from)) return true; // another process still runs
+    if (!session_->waiting_for_stop()) {
+        if (!ev.no_resumed) stash(ev);
+        return true;
+    }
+    stop_others(from);
+    return false;
 }
 
 void Server::end_trace_with(const process::StopEvent& end) {
@@ -574,18 +583,11 @@ void Server::on_inferior_event(const process::StopEvent& ev) {
         deliver_signal(ev);
         return;
     }
-    if (session_ && !session_->closed() && !non_stop_ && !held_.empty()) {
-        // All-stop over several processes: one event goes to gdb, and the others stop.
-        const pid_t pid = ev.pid;
-        if (!session_->waiting_for_stop() || (ev.no_resumed && any_running(inferior_.get()))) {
-            if (!ev.no_resumed) stashed_.try_emplace(pid, ev);
-            if (ended) {
-                stashed_[pid] = ev;
-                forget_inferior();
-            }
-            return;
-        }
-        stop_others(inferior_.get());
+    // All-stop over several processes: one event goes to gdb, and the others stop.
+    if (session_ && !session_->closed() && !non_stop_ && !held_.empty() &&
+        held_back(inferior_.get(), ev)) {
+        if (ended) forget_inferior();
+        return;
     }
     if (session_ && !session_->closed())
         session_->on_stop(ev);

@@ -111,10 +111,13 @@ class Server {
     // A child the served program forked, held for gdb, as a process of its own (still held);
     // nullptr if `pid` is no such child.
     process::Target* hold_fork_child(pid_t pid);
-    // gdb resumes the held process `pid`: it is served from now on, the served one held.
+    // gdb resumes the held process `pid`: it is served from now on, the served one held; while
+    // a trace runs, the trace's program stays served (the held one runs beside it).
     Status serve(pid_t pid);
     // Every live process gdb knows: the served one first, then the held ones.
     std::vector<process::Target*> processes();
+    // The live process `pid` among them; nullptr if none is.
+    process::Target* find_process(pid_t pid);
     // All-stop: an event of `reporting` goes to gdb, so every other process stops; an event
     // one of them had meanwhile is kept for gdb's next resume (stashed_event).
     void stop_others(const process::Target* reporting);
@@ -222,6 +225,12 @@ class Server {
     // first: each goes to gdb at a resume that includes its process.
     std::map<pid_t, process::StopEvent> stashed_;
     bool stopping_others_ = false;
+    // Keeps `ev` for gdb's next resume: a process's first event, or its end, which says more.
+    void stash(const process::StopEvent& ev);
+    // All-stop over several processes, an event of `from` (nullptr: a process gone): true if
+    // it does not go to gdb now (no thread resumed in it while another process runs; kept,
+    // gdb having been told of another event); else the other processes stop first.
+    bool held_back(const process::Target* from, const process::StopEvent& ev);
     void deliver_signal(const process::StopEvent& ev);
     bool may_reopen() const;
     void remember_image();

@@ -88,6 +88,12 @@ class Session {
     }
     // Whether a stop reply told gdb of this forked child (its fork event reached gdb).
     bool fork_child_announced(pid_t child) const { return announced_children_.count(child) != 0; }
+    // Those told of that are no longer held at their fork (let go, killed, taken) are
+    // forgotten: the set stays as small as the held ones, and a pid used again is not taken
+    // for one announced.
+    void keep_announced_children(const std::set<pid_t>& held) {
+        std::erase_if(announced_children_, [&](pid_t child) { return held.count(child) == 0; });
+    }
 
     // What gdb said in qSupported that changes what tpagent does.
     struct GdbFeatures {
