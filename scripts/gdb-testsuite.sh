@@ -28,6 +28,11 @@ Options:
                       \$TPAGENT_GDBSUITE_CACHE)
   --results DIR       where each run keeps its build, gdb.sum and gdb.log, in <stub>-<board>/
                       (default: <cache>/results)
+  --gdbserver-where-needed
+                      run gdbserver only on the .exp files where tpagent's results are not all
+                      PASS (a FAIL, a timeout, UNRESOLVED, UNSUPPORTED, or no results): an .exp
+                      tpagent passes cleanly has no regression, whatever gdbserver does (CI uses
+                      it; the totals then count only those files for gdbserver)
   --compare-only      don't run anything: compare the results saved in the results folder
   -h, --help          this message
 
@@ -56,6 +61,7 @@ gdbserver_ipa=""
 cache="${TPAGENT_GDBSUITE_CACHE:-$repo/build/gdbsuite}"
 results=""
 compare_only=""
+where_needed=""
 while (($#)); do
   case "$1" in
     --board) boards+=("${2:?--board needs a name}"); shift 2 ;;
@@ -67,6 +73,7 @@ while (($#)); do
     --gdbserver-ipa) gdbserver_ipa="${2:?}"; shift 2 ;;
     --cache) cache="${2:?}"; shift 2 ;;
     --results) results="${2:?}"; shift 2 ;;
+    --gdbserver-where-needed) where_needed=1; shift ;;
     --compare-only) compare_only=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -187,6 +194,14 @@ log_timeouts() {  # log_timeouts GDB.LOG
 
 run_one() {  # run_one STUB BOARD [FOLDER]: FOLDER defaults to <results>/STUB-BOARD
   local s="$1" board="$2" dir="${3:-$results/$1-$2}" bin ipa obj rc=0
+  if ((${#tests[@]} == 0)); then  # nothing to run: empty results, so the comparison has them
+    mkdir -p "$dir"
+    : >"$dir/gdb.sum"
+    : >"$dir/gdb.log"
+    printf 'stub=%s\nbinary=%s\nboard=%s\ntests=\nseconds=0\n' "$s" "$(stub_binary "$s")" "$board" >"$dir/run.info"
+    echo "gdb-testsuite: $s on $board: nothing to run"
+    return 0
+  fi
   bin="$(stub_binary "$s")"
   ipa="$(stub_ipa "$s")"
   # The testsuite's build folder: programs the ftrace tests build link
@@ -217,6 +232,7 @@ run_one() {  # run_one STUB BOARD [FOLDER]: FOLDER defaults to <results>/STUB-BO
     echo "tests=${tests[*]}"
     echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "seconds=$((SECONDS - start))"
+    [ "$s" != gdbserver ] || [ -z "$where_needed" ] || echo "only=${tests[*]}"
   } >"$dir/run.info"
   echo "gdb-testsuite: $s on $board: done in $((SECONDS - start)) s"
 }
@@ -233,7 +249,7 @@ tsv_of() {  # tsv_of STUB BOARD: the run's results, normalized (empty when it ne
 # Prints the table, totals and regressions of one board; returns 1 when there are regressions or
 # a stub has no results.
 compare_board() {  # compare_board BOARD [REGRESSIONS-FILE]: that file gets ".exp <TAB> name" lines
-  local board="$1" regout="${2:-/dev/null}" racy="$results/tpagent-$1/racy.tsv" tp gs
+  local board="$1" regout="${2:-/dev/null}" racy="$results/tpagent-$1/racy.tsv" tp gs only partial=0
   tp="$(mktemp)"
   gs="$(mktemp)"
   tsv_of tpagent "$board" >"$tp"
@@ -244,13 +260,18 @@ compare_board() {  # compare_board BOARD [REGRESSIONS-FILE]: that file gets ".ex
   for s in tpagent gdbserver; do
     if [ -f "$results/$s-$board/run.info" ]; then
       echo "$s: $(grep -E '^(binary|date|seconds)=' "$results/$s-$board/run.info" | tr '\n' ' ')"
+      if grep -q '^only=' "$results/$s-$board/run.info"; then
+        only="$(sed -n 's/^only=//p' "$results/$s-$board/run.info" | wc -w)"
+        echo "$s: ran only on the $only .exp file(s) where tpagent's results are not all PASS"
+        partial=1
+      fi
     else
       echo "$s: no results in $results/$s-$board"
     fi
   done
   local status=0
   [ -f "$racy" ] || racy=/dev/null
-  awk -F'\t' -v tpf="$tp" -v regout="$regout" -v racyf="$racy" '
+  awk -F'\t' -v tpf="$tp" -v regout="$regout" -v racyf="$racy" -v partial="$partial" '
     BEGIN {
       nstat = split("PASS FAIL XFAIL KFAIL XPASS KPASS UNRESOLVED UNTESTED UNSUPPORTED ERROR DUPLICATE PATH", stats, " ")
       while ((getline line < racyf) > 0) { split(line, f, "\t"); isracy[f[1] SUBSEP f[2]] = 1 }
@@ -292,7 +313,7 @@ compare_board() {  # compare_board BOARD [REGRESSIONS-FILE]: that file gets ".ex
       for (j = 1; j <= nstat; j++)
         if (total["tp", stats[j]] || total["gs", stats[j]])
           printf "  %-38s %10d %10d\n", stats[j], total["tp", stats[j]], total["gs", stats[j]]
-      if (!have["tp"] || !have["gs"]) { print "\nno comparison: a stub has no results for this board"; exit 1 }
+      if (!have["tp"] || (!have["gs"] && !partial)) { print "\nno comparison: a stub has no results for this board"; exit 1 }
       # A name can repeat within an .exp: a regression is a name with fewer passes with tpagent.
       nreg = 0; nracy = 0
       for (i = 1; i <= nname; i++) {
@@ -323,6 +344,30 @@ compare_board() {  # compare_board BOARD [REGRESSIONS-FILE]: that file gets ".ex
   return $status
 }
 
+# The .exp files of the run where tpagent's results are not all PASS, or that it has no
+# results for: the only ones where gdbserver can pass a test tpagent does not.
+needed_exps() {  # needed_exps BOARD
+  local ran all g
+  ran="$(mktemp)"
+  all="$(mktemp)"
+  tsv_of tpagent "$1" | awk -F'\t' -v ranf="$ran" '
+    $2 == "RAN" { print $1 > ranf; next }
+    $2 != "PASS" { print $1 }'
+  for g in "${tests[@]}"; do (cd "$testsuite_src" && { compgen -G "$g" || true; }); done | sort -u >"$all"
+  sort -u "$ran" | comm -23 "$all" -
+  rm -f "$ran" "$all"
+}
+
+run_gdbserver_where_needed() {  # run_gdbserver_where_needed BOARD
+  local saved=("${tests[@]}") needed
+  needed="$(needed_exps "$1" | sort -u | tr '\n' ' ')"
+  # shellcheck disable=SC2206
+  tests=($needed)
+  echo "gdb-testsuite: gdbserver only where tpagent's results are not all PASS: ${needed:-none}"
+  run_one gdbserver "$1"
+  tests=("${saved[@]}")
+}
+
 # --- main --------------------------------------------------------------------------------------
 
 if [ -z "$compare_only" ]; then
@@ -331,7 +376,11 @@ if [ -z "$compare_only" ]; then
   unpack_sources
   for board in "${boards[@]}"; do
     for s in "${stubs[@]}"; do
-      run_one "$s" "$board"
+      if [ "$s" = gdbserver ] && [ -n "$where_needed" ]; then
+        run_gdbserver_where_needed "$board"
+      else
+        run_one "$s" "$board"
+      fi
     done
   done
 fi
