@@ -371,6 +371,12 @@ std::string Session::acknowledge_stop() {
     return stop_reply(stop_notifications_.front());
 }
 
+bool Session::fork_child_announced(pid_t child) const {
+    return announced_children_.count(child) != 0 &&
+           std::none_of(stop_notifications_.begin(), stop_notifications_.end(),
+                        [&](const process::StopEvent& ev) { return ev.fork_child == child; });
+}
+
 bool Session::stop_unacknowledged(pid_t tid) const {
     return std::any_of(stop_notifications_.begin(), stop_notifications_.end(),
                        [&](const process::StopEvent& ev) { return ev.tid == tid; });

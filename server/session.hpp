@@ -86,8 +86,11 @@ class Session {
             attach_stops_.erase(it);
         }
     }
-    // Whether a stop reply told gdb of this forked child (its fork event reached gdb).
-    bool fork_child_announced(pid_t child) const { return announced_children_.count(child) != 0; }
+    // Whether gdb has taken the stop reply that told of this forked child: sent and, in
+    // non-stop mode, acknowledged. Until then a wildcard resume does not run the child: gdb,
+    // which does not know of it yet, will detach it or keep it (as gdbserver: a queued fork
+    // stop keeps its child out of resumes).
+    bool fork_child_announced(pid_t child) const;
     // Those told of that are no longer held at their fork (let go, killed, taken) are
     // forgotten: the set stays as small as the held ones, and a pid used again is not taken
     // for one announced.

@@ -119,3 +119,22 @@ def test_detach_on_fork_off_keeps_both_processes(e2e):
     s.server.wait_for(r"^child 5$")
     assert_in_order(r.of("continue", 3), r"\[Inferior 1 \(process \d+\) exited normally\]")
     s.server.wait_for(r"^parent: child exited 5$")
+
+
+def test_forks_in_many_threads_under_a_non_stop_target(e2e):
+    """Eight threads fork 25 times each while gdb stops them at a breakpoint whose condition
+    gdb evaluates, over a non-stop target with displaced stepping (as gdb's own
+    forking-threads-plus-breakpoint.exp): gdb may resume every thread before it takes a fork's
+    stop, and that fork's child must wait for gdb's detach, not run to its end first (gdb then
+    said "Can't detach process")."""
+    threads, forks = 8, 25
+    s = Scenario(e2e, "fork_storm", str(threads), str(forks))
+    r = s.gdb("maint set target-non-stop on", "set displaced-stepping on", s.connect,
+              "set breakpoint condition-evaluation host", "break round_done if zero == 1",
+              "continue", connect=False, timeout=240)
+    out = r.of("continue")
+    assert "Can't detach" not in out and "Breakpoint 1," not in out, out
+    detached = re.findall(r"\[Detaching after fork from child process (\d+)\]", out)
+    assert len(set(detached)) == threads * forks, out
+    assert_in_order(out, r"\[Inferior 1 \(process \d+\) exited normally\]")
+    s.server.wait_for(rf"^forks {threads * forks}$")

@@ -13,7 +13,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 __attribute__((noinline)) void hot(long n) {
     pthread_mutex_lock(&lock); /* MARK: hot body */
-    total += n; /* MARK: hot sum */
+    total += n;
     pthread_mutex_unlock(&lock);
 }
 
