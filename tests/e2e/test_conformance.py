@@ -237,8 +237,7 @@ def test_avx_pseudo_register_in_frames_and_files(e2e):
 def test_fast_frames_of_several_threads_in_time_order(e2e):
     """Four threads hit one fast tracepoint, their hits interleaved in time (each call sleeps
     300 us): frames are numbered in the order they were collected, so $trace_timestamp_ns
-    (collected by each hit) never steps back (but for the few instructions between a hit's
-    start and its clock read)."""
+    (collected by each hit) hardly ever steps back."""
     s = FastTrace(e2e, "ftrace_threads", "300")
     define = s.define(
         "tvariable $trace_timestamp_ns",
@@ -248,8 +247,12 @@ def test_fast_frames_of_several_threads_in_time_order(e2e):
     r = s.gdb(*TO_MAIN, define, *trace_to("all_done"), walk, "tfind none", "delete", "continue")
     stamps = [row[2] for row in r.frames(walk)]
     assert len(stamps) == 200, len(stamps)
-    back = [a - b for a, b in zip(stamps, stamps[1:]) if b < a]
-    assert max(back, default=0) < 20_000, sorted(back)[-5:]  # ns
+    # A thread preempted between its frame's place and its clock read (144 us once, in CI)
+    # puts a hit or two of that moment out of order; frames in any other order (a thread's
+    # after another's, say) would put thousands of the 19,900 pairs out of order.
+    late = 20_000  # ns: the instructions between a hit's start and its clock read
+    inverted = [(a, b) for i, a in enumerate(stamps) for b in stamps[i + 1:] if b + late < a]
+    assert len(inverted) < len(stamps), inverted[:5]
 
 
 @pytest.mark.tpagent_only("gdbserver has no $trace_thread")
