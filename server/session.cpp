@@ -277,10 +277,7 @@ void Session::on_stop(const process::StopEvent& ev) {
         if (stop_notifications_.size() == 1) send_notification("Stop:" + stop_reply(ev));
         return;
     }
-    if (!ev.no_resumed) { // no thread stopped: the last stop stays the one `?` describes
-        last_stop_ = ev;
-        if (ev.kind == process::StopEvent::Kind::Signal) select_general_thread(ev.tid);
-    }
+    if (!ev.no_resumed) set_last_stop(ev); // (none stopped: `?` describes the last stop)
     if (!waiting_) return;
     waiting_ = false;
     send_packet(stop_reply(ev));

@@ -141,7 +141,12 @@ class Session {
 
     // The last stop reported (all-stop's `?` repeats it), or how the program ended.
     const std::optional<process::StopEvent>& last_stop() const { return last_stop_; }
-    void set_last_stop(const process::StopEvent& ev) { last_stop_ = ev; }
+    // A stop told to gdb: gdb takes its thread as the one Hg names from then on (it records
+    // the reply's thread as the stub's general thread and sends no Hg), so tpagent does too.
+    void set_last_stop(const process::StopEvent& ev) {
+        last_stop_ = ev;
+        if (ev.kind == process::StopEvent::Kind::Signal) select_general_thread(ev.tid);
+    }
     void forget_last_stop() { last_stop_.reset(); }
 
     // QTFrame's selection: g/p/m/qTV answer from that trace frame while there is one.

@@ -43,3 +43,19 @@ def test_breakpoints_in_two_thread_functions(e2e):
     assert all(thread != "1" for thread, _, _, _ in hits), r
     assert_in_order(r.of("continue", 3), r"\[Inferior 1 \(process \d+\) exited normally\]")
     s.server.wait_for(r"results 0 100 200")
+
+
+def test_registers_of_each_hit_when_threads_hit_together(e2e):
+    """Four threads reach one breakpoint together, round after round: a hit that waited behind
+    another is reported at the next `continue`, and the registers gdb then reads (`g`, with no
+    Hg: gdb takes the reply's thread as the one addressed) are that thread's. At `hit`'s first
+    instruction %rdi is the id the thread passes, its thread-local my_id."""
+    rounds = 10
+    s = Scenario(e2e, "simultaneous_hits", str(rounds))
+    check = "print $rdi == my_id ? 1 : 100 + $rdi"
+    hits = ["continue", check] * (4 * rounds)
+    r = s.gdb("break *hit", *hits, "delete", "continue", timeout=120)
+    seen = [r.value(check, i) for i in range(4 * rounds)]
+    assert seen == ["1"] * (4 * rounds), seen
+    assert_in_order(r.of("continue", 4 * rounds), r"\[Inferior 1 \(process \d+\) exited normally\]")
+    s.server.wait_for(rf"^rounds {rounds}$")
