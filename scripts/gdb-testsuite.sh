@@ -194,14 +194,6 @@ log_timeouts() {  # log_timeouts GDB.LOG
 
 run_one() {  # run_one STUB BOARD [FOLDER]: FOLDER defaults to <results>/STUB-BOARD
   local s="$1" board="$2" dir="${3:-$results/$1-$2}" bin ipa obj rc=0
-  if ((${#tests[@]} == 0)); then  # nothing to run: empty results, so the comparison has them
-    mkdir -p "$dir"
-    : >"$dir/gdb.sum"
-    : >"$dir/gdb.log"
-    printf 'stub=%s\nbinary=%s\nboard=%s\ntests=\nseconds=0\n' "$s" "$(stub_binary "$s")" "$board" >"$dir/run.info"
-    echo "gdb-testsuite: $s on $board: nothing to run"
-    return 0
-  fi
   bin="$(stub_binary "$s")"
   ipa="$(stub_ipa "$s")"
   # The testsuite's build folder: programs the ftrace tests build link
@@ -232,7 +224,6 @@ run_one() {  # run_one STUB BOARD [FOLDER]: FOLDER defaults to <results>/STUB-BO
     echo "tests=${tests[*]}"
     echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "seconds=$((SECONDS - start))"
-    [ "$s" != gdbserver ] || [ -z "$where_needed" ] || echo "only=${tests[*]}"
   } >"$dir/run.info"
   echo "gdb-testsuite: $s on $board: done in $((SECONDS - start)) s"
 }
@@ -350,22 +341,34 @@ needed_exps() {  # needed_exps BOARD
   local ran all g
   ran="$(mktemp)"
   all="$(mktemp)"
-  tsv_of tpagent "$1" | awk -F'\t' -v ranf="$ran" '
-    $2 == "RAN" { print $1 > ranf; next }
-    $2 != "PASS" { print $1 }'
-  for g in "${tests[@]}"; do (cd "$testsuite_src" && { compgen -G "$g" || true; }); done | sort -u >"$all"
-  sort -u "$ran" | comm -23 "$all" -
+  {
+    tsv_of tpagent "$1" | awk -F'\t' -v ranf="$ran" '
+      $2 == "RAN" { print $1 > ranf; next }
+      $2 != "PASS" { print $1 }'
+    for g in "${tests[@]}"; do (cd "$testsuite_src" && { compgen -G "$g" || true; }); done | sort -u >"$all"
+    sort -u "$ran" | comm -23 "$all" -
+  } | sort -u
   rm -f "$ran" "$all"
 }
 
+# The run.info gets "only=" (the files run, maybe none): the comparison then takes gdbserver's
+# results as partial.
 run_gdbserver_where_needed() {  # run_gdbserver_where_needed BOARD
-  local saved=("${tests[@]}") needed
-  needed="$(needed_exps "$1" | sort -u | tr '\n' ' ')"
-  # shellcheck disable=SC2206
-  tests=($needed)
+  local saved=("${tests[@]}") needed dir="$results/gdbserver-$1"
+  needed="$(needed_exps "$1" | tr '\n' ' ')"
   echo "gdb-testsuite: gdbserver only where tpagent's results are not all PASS: ${needed:-none}"
-  run_one gdbserver "$1"
-  tests=("${saved[@]}")
+  if [ -n "${needed// /}" ]; then
+    # shellcheck disable=SC2206
+    tests=($needed)
+    run_one gdbserver "$1"
+    tests=("${saved[@]}")
+  else  # (empty results, so the comparison has them)
+    mkdir -p "$dir"
+    : >"$dir/gdb.sum"
+    : >"$dir/gdb.log"
+    printf 'stub=gdbserver\nbinary=%s\nboard=%s\ntests=\nseconds=0\n' "$gdbserver" "$1" >"$dir/run.info"
+  fi
+  echo "only=$needed" >>"$dir/run.info"
 }
 
 # --- main --------------------------------------------------------------------------------------
